@@ -1,0 +1,31 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateAdminToken } from './domain/keys.js';
+
+export const ADMIN_TOKEN_FILE = 'admin-token';
+
+export function adminTokenPath(dataDir: string): string {
+  return join(dataDir, ADMIN_TOKEN_FILE);
+}
+
+export function readAdminTokenFile(dataDir: string): string | null {
+  const path = adminTokenPath(dataDir);
+  if (!existsSync(path)) return null;
+  const token = readFileSync(path, 'utf8').trim();
+  return token === '' ? null : token;
+}
+
+/**
+ * The embedded store's admin token: read from the data folder, or generated there on first
+ * start, readable by its owner only (0600).
+ */
+export function ensureAdminTokenFile(dataDir: string): { token: string; path: string; created: boolean } {
+  const path = adminTokenPath(dataDir);
+  const existing = readAdminTokenFile(dataDir);
+  if (existing !== null) return { token: existing, path, created: false };
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const token = generateAdminToken();
+  writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  return { token, path, created: true };
+}

@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from './errors.js';
+import { describeValidationError, sendProblem } from './http.js';
+import { adminRoutes } from './routes/admin.js';
+import { healthRoutes } from './routes/health.js';
+import { subscriberStatusRoutes } from './routes/subscriber-status.js';
+import { Problem } from './schemas.js';
+import { isStoreUnavailable } from './store/errors.js';
+import type { Store } from './store/store.js';
+import pkg from '../package.json' with { type: 'json' };
+
+export interface AppDeps {
+  store: Store;
+  /** Epoch milliseconds; tests pass a fake clock. */
+  now?: () => number;
+  /** null: the admin API is off. */
+  adminToken: string | null;
+  rotationOverlapS?: number;
+  /** A pino logger, or `false` for none (tests). */
+  logger?: FastifyBaseLogger | false;
+  /** The largest request body accepted, in bytes. */
+  bodyLimitBytes?: number;
+}
+
+export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** The one Fastify factory: routes, schemas and the error handler. It does no IO of its own. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
+    bodyLimit: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const presented = req.headers['x-request-id'];
+      return typeof presented === 'string' && REQUEST_ID_RE.test(presented) ? presented : randomUUID();
+    },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Dunwall', version: pkg.version, description: 'Billing enforcement status of Stripe-billed subscribers.' },
+      components: {
+        securitySchemes: {
+          publishableKey: { type: 'http', scheme: 'bearer', description: "The tenant's publishable key" },
+          adminToken: { type: 'http', scheme: 'bearer', description: 'DUNWALL_ADMIN_TOKEN' },
+        },
+      },
+    },
+  });
+  app.addSchema(Problem);
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof AppError) {
+      if (err.headers) reply.headers(err.headers);
+      return sendProblem(reply, err.code, err.detail);
+    }
+    if (err.validation) return sendProblem(reply, 'invalid_request', describeValidationError(err));
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendProblem(reply, 'payload_too_large');
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');
+    if (isStoreUnavailable(err)) {
+      req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+      return sendProblem(reply, 'store_unavailable');
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      if (status === 404) return sendProblem(reply, 'not_found');
+      if (status === 405) return sendProblem(reply, 'method_not_allowed');
+      if (status === 413) return sendProblem(reply, 'payload_too_large');
+      if (status === 415) return sendProblem(reply, 'unsupported_media_type');
+      // Body parser errors (malformed JSON...) carry no secret; their text helps the caller.
+      return sendProblem(reply, 'invalid_request', `body: ${err.message}`);
+    }
+    req.log.error({ err }, 'request failed');
+    return sendProblem(reply, 'internal_error');
+  });
+  app.setNotFoundHandler((_req, reply) => sendProblem(reply, 'not_found'));
+
+  const now = deps.now ?? Date.now;
+  await app.register(healthRoutes, { store: deps.store });
+  await app.register(subscriberStatusRoutes, { source: deps.store, now });
+  await app.register(adminRoutes, {
+    prefix: '/admin/v1',
+    store: deps.store,
+    now,
+    adminToken: deps.adminToken,
+    rotationOverlapS: deps.rotationOverlapS ?? 86_400,
+  });
+  return app;
+}

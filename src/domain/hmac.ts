@@ -1,0 +1,24 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+const HMAC_HEX_RE = /^[0-9a-fA-F]{64}$/;
+
+/** The value a tenant's backend computes: lowercase hex HMAC-SHA256(secret, customer id). */
+export function computeHmac(secret: string, customerId: string): string {
+  return createHmac('sha256', secret).update(customerId, 'utf8').digest('hex');
+}
+
+/**
+ * True when `presented` is the HMAC of `customerId` under any of `secrets` (two during a
+ * rotation). Every secret is tried, with no early exit, and each comparison goes through
+ * `timingSafeEqual` on equal-length digests.
+ */
+export function verifyHmac(presented: string, customerId: string, secrets: readonly string[]): boolean {
+  if (!HMAC_HEX_RE.test(presented)) return false;
+  const presentedDigest = Buffer.from(presented, 'hex');
+  let matched = false;
+  for (const secret of secrets) {
+    const expected = createHmac('sha256', secret).update(customerId, 'utf8').digest();
+    if (timingSafeEqual(expected, presentedDigest)) matched = true;
+  }
+  return matched;
+}

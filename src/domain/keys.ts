@@ -1,0 +1,43 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const PUBLISHABLE_KEY_RANDOM_CHARS = 32;
+const HMAC_SECRET_BYTES = 32;
+const ADMIN_TOKEN_RANDOM_CHARS = 48;
+
+export const PUBLISHABLE_KEY_RE = /^pk_[A-Za-z0-9]{24,128}$/;
+
+/** Uniform base62 characters: bytes >= 248 are rejected so that no character is favoured. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+export function generatePublishableKey(): string {
+  return `pk_${randomBase62(PUBLISHABLE_KEY_RANDOM_CHARS)}`;
+}
+
+export function generateHmacSecret(): string {
+  return randomBytes(HMAC_SECRET_BYTES).toString('base64url');
+}
+
+export function generateAdminToken(): string {
+  return `dwa_${randomBase62(ADMIN_TOKEN_RANDOM_CHARS)}`;
+}
+
+export function sha256(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/**
+ * Compares two secrets without leaking where they differ: both sides are hashed first, so
+ * the comparison is over equal lengths and `timingSafeEqual` never sees the secrets.
+ */
+export function secretsEqual(presented: string, expected: string): boolean {
+  return timingSafeEqual(sha256(presented), sha256(expected));
+}

@@ -1,0 +1,95 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { ErrorCode } from '../errors.js';
+import { verifyHmac } from './hmac.js';
+import { sha256 } from './keys.js';
+import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
+import type { SubscriberStatus, TenantAuth } from './types.js';
+
+/** RFC 6750 b64token, after a case-insensitive `Bearer` and one or more spaces. */
+const BEARER_RE = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+export type BearerResult = { ok: true; token: string } | { ok: false; code: 'missing' | 'malformed' };
+
+export function parseBearer(header: string | undefined): BearerResult {
+  if (header === undefined || header.trim() === '') return { ok: false, code: 'missing' };
+  const match = BEARER_RE.exec(header);
+  return match?.[1] ? { ok: true, token: match[1] } : { ok: false, code: 'malformed' };
+}
+
+export interface LookupRequest {
+  authorization: string | undefined;
+  slug: string;
+  /** The parsed query string: a repeated parameter arrives as an array. */
+  query: Record<string, unknown>;
+}
+
+export type LookupCheck = { ok: true; customerId: string } | { ok: false; code: ErrorCode };
+
+export function isValidSlug(slug: string): boolean {
+  return SLUG_RE.test(slug);
+}
+
+/**
+ * CONTRACT.md section 1, checks 1 to 6 in their order, as a value. `tenant` is what the
+ * store (or a cache) holds for the slug, null when there is none.
+ */
+export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs: number): LookupCheck {
+  const bearer = parseBearer(req.authorization);
+  if (!bearer.ok) return { ok: false, code: bearer.code === 'missing' ? 'missing_publishable_key' : 'invalid_publishable_key' };
+  if (tenant === null) return { ok: false, code: 'tenant_not_found' };
+  if (!isTenantKey(tenant, bearer.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
+  if (tenant.suspended) return { ok: false, code: 'tenant_suspended' };
+
+  const customerId = req.query.processor_customer_id;
+  if (customerId === undefined) return { ok: false, code: 'missing_processor_customer_id' };
+  if (typeof customerId !== 'string' || !CUSTOMER_ID_RE.test(customerId)) {
+    return { ok: false, code: 'invalid_processor_customer_id' };
+  }
+
+  const hmac = req.query.hmac;
+  if (hmac === undefined) {
+    return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
+  }
+  const secrets = tenant.hmacSecrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
+  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, secrets)) return { ok: false, code: 'hmac_mismatch' };
+  return { ok: true, customerId };
+}
+
+/** The presented key is hashed and compared, digest to digest, with every current key hash. */
+function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean {
+  const digest = sha256(token);
+  let matched = false;
+  for (const key of tenant.publishableKeyHashes) {
+    if (timingSafeEqual(digest, key.value) && isCurrent(key, nowMs)) matched = true;
+  }
+  return matched;
+}
+
+export const UNKNOWN_SUBSCRIBER_BODY = '{"status":"active"}';
+
+export interface KnownSubscriberBody {
+  status: SubscriberStatus;
+  card_update_url: string | null;
+  entitlements: Record<string, boolean>;
+}
+
+/** The 200 body, keys in the contract's order; null status: the subscriber is unknown. */
+export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null): string {
+  if (status === null) return UNKNOWN_SUBSCRIBER_BODY;
+  const body: KnownSubscriberBody = {
+    status,
+    card_update_url: status === 'warning' ? tenant.cardUpdateUrl : null,
+    entitlements: tenant.entitlements,
+  };
+  return JSON.stringify(body);
+}
+
+/**
+ * The `Access-Control-Allow-Origin` value for a request from `origin`: `*` unless the tenant
+ * restricts origins, then the origin itself when listed, else none.
+ */
+export function allowedOrigin(tenant: TenantAuth | null, origin: string | undefined): string | null {
+  const list = tenant?.allowedOrigins;
+  if (!list) return '*';
+  return origin !== undefined && list.includes(origin) ? origin : null;
+}

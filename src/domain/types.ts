@@ -1,0 +1,38 @@
+export const STATUSES = ['active', 'warning', 'lockout'] as const;
+export type SubscriberStatus = (typeof STATUSES)[number];
+
+export const NAMED_FLAGS = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'] as const;
+export type Entitlements = Record<string, boolean>;
+
+export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,62}$';
+export const CUSTOMER_ID_PATTERN = '^cus_[A-Za-z0-9_]{1,251}$';
+export const TIER_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
+export const FLAG_NAME_PATTERN = '^[a-z][a-z0-9_]{0,62}$';
+export const REASON_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
+
+export const SLUG_RE = new RegExp(SLUG_PATTERN);
+export const CUSTOMER_ID_RE = new RegExp(CUSTOMER_ID_PATTERN);
+
+export interface Credential<T> {
+  value: T;
+  /** Epoch milliseconds after which the credential no longer verifies; null: no expiry. */
+  expiresAtMs: number | null;
+}
+
+/** Everything the lookup needs to know of a tenant; what a cache holds per slug. */
+export interface TenantAuth {
+  id: number;
+  slug: string;
+  suspended: boolean;
+  hmacRequired: boolean;
+  cardUpdateUrl: string | null;
+  allowedOrigins: readonly string[] | null;
+  entitlements: Entitlements;
+  /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
+  publishableKeyHashes: readonly Credential<Buffer>[];
+  hmacSecrets: readonly Credential<string>[];
+}
+
+export function isCurrent(credential: Credential<unknown>, nowMs: number): boolean {
+  return credential.expiresAtMs === null || credential.expiresAtMs > nowMs;
+}

@@ -1,0 +1,31 @@
+import { MAX_URL_LENGTH } from '../schemas.js';
+
+/** Null when `value` is an https URL the snippet can link to; else why not. */
+export function cardUpdateUrlProblem(value: string): string | null {
+  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute https URL';
+  }
+  if (url.protocol !== 'https:') return 'must be an https URL';
+  if (url.username || url.password) return 'must not carry credentials';
+  return null;
+}
+
+/**
+ * Null when `value` is a browser origin, exactly as a browser sends it in `Origin`:
+ * scheme://host[:port], no path, no trailing slash. http is allowed for local development.
+ */
+export function originProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an origin such as https://app.example.com';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http or https origin';
+  if (url.origin !== value) return `must be an origin exactly as a browser sends it (${url.origin})`;
+  return null;
+}

@@ -1,0 +1,41 @@
+import type { FastifyError, FastifyReply } from 'fastify';
+import { PROBLEM_CONTENT_TYPE, problem } from './errors.js';
+import type { ErrorCode } from './errors.js';
+
+/** Answers with an RFC 9457 problem; every 401 names the scheme it expects. */
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail?: string): FastifyReply {
+  const body = problem(code, detail);
+  reply.code(body.status).header('content-type', PROBLEM_CONTENT_TYPE);
+  if (body.status === 401) reply.header('www-authenticate', 'Bearer');
+  return reply.send(JSON.stringify(body));
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** `/allowed_origins/0` -> `allowed_origins[0]`, `/entitlements/x` -> `entitlements.x`. */
+function fieldName(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('');
+}
+
+/** One sentence naming the field at fault, from the first schema validation error. */
+export function describeValidationError(err: FastifyError): string {
+  const first = err.validation?.[0] as AjvError | undefined;
+  const where = err.validationContext ?? 'request';
+  if (!first) return `${where}: ${err.message}`;
+  const base = fieldName(first.instancePath);
+  const join = (name: string) => (base ? `${base}.${name}` : name);
+  if (first.keyword === 'required') return `${join(String(first.params.missingProperty))}: is required`;
+  if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
+  if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
+  if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
+  return `${base || where}: ${first.message ?? 'is not valid'}`;
+}

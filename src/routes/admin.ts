@@ -1,0 +1,230 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import type { App } from '../app.js';
+import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
+import { generateHmacSecret, generatePublishableKey, secretsEqual, sha256 } from '../domain/keys.js';
+import { parseBearer } from '../domain/lookup.js';
+import { NAMED_FLAGS } from '../domain/types.js';
+import { AppError } from '../errors.js';
+import { sendProblem } from '../http.js';
+import {
+  AdminHeaders,
+  CreateTenantBody,
+  ProblemRef,
+  PutSubscriberBody,
+  PutTierBody,
+  RotateBody,
+  RotatedTenant,
+  Subscriber,
+  SubscriberParams,
+  Tenant,
+  TenantList,
+  TenantParams,
+  TenantWithKeys,
+  Tier,
+  TierList,
+  TierParams,
+  UpdateTenantBody,
+} from '../schemas.js';
+import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
+import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
+
+export interface AdminOptions {
+  store: Store;
+  now: () => number;
+  adminToken: string | null;
+  rotationOverlapS: number;
+}
+
+const problemRef = ProblemRef;
+const errors = { 400: problemRef, 401: problemRef, 404: problemRef };
+
+function invalid(field: string, why: string): AppError {
+  return new AppError('invalid_request', `${field}: ${why}`);
+}
+
+function checkCardUpdateUrl(value: string | null | undefined): void {
+  const why = typeof value === 'string' ? cardUpdateUrlProblem(value) : null;
+  if (why) throw invalid('card_update_url', why);
+}
+
+function checkOrigins(value: string[] | null | undefined): void {
+  value?.forEach((origin, i) => {
+    const why = originProblem(origin);
+    if (why) throw invalid(`allowed_origins[${i}]`, why);
+  });
+}
+
+function adminCause(now: Date): ChangeCause {
+  return { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: now };
+}
+
+export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
+  const { store, adminToken } = opts;
+  const now = () => new Date(opts.now());
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (adminToken === null) return sendProblem(reply, 'admin_disabled');
+    const bearer = parseBearer(req.headers.authorization);
+    if (!bearer.ok) return sendProblem(reply, bearer.code === 'missing' ? 'missing_admin_token' : 'invalid_admin_token');
+    if (!secretsEqual(bearer.token, adminToken)) return sendProblem(reply, 'invalid_admin_token');
+  });
+
+  async function tenantOr404(slug: string): Promise<TenantRecord> {
+    const tenant = await store.getTenant(slug);
+    if (!tenant) throw new AppError('tenant_not_found');
+    return tenant;
+  }
+
+  const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
+
+  app.post(
+    '/tenants',
+    { schema: { ...common, summary: 'Create a tenant', body: CreateTenantBody, response: { 201: TenantWithKeys, 409: problemRef, ...errors } } },
+    async (req, reply) => {
+      const body = req.body;
+      checkCardUpdateUrl(body.card_update_url);
+      checkOrigins(body.allowed_origins);
+      const publishableKey = generatePublishableKey();
+      const hmacSecret = generateHmacSecret();
+      const result = await store.createTenant(
+        {
+          slug: body.slug,
+          tier: body.tier ?? 'starter',
+          cardUpdateUrl: body.card_update_url ?? null,
+          hmacRequired: body.hmac_required ?? false,
+          allowedOrigins: body.allowed_origins ?? null,
+          publishableKeyHash: sha256(publishableKey).toString('hex'),
+          hmacSecret,
+        },
+        now(),
+      );
+      if (!result.ok) {
+        if (result.error === 'exists') throw new AppError('tenant_exists');
+        throw invalid('tier', `no tier is named '${body.tier ?? 'starter'}'`);
+      }
+      req.log.info({ tenant: body.slug }, 'tenant created');
+      return reply.code(201).send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });
+    },
+  );
+
+  app.get('/tenants', { schema: { ...common, summary: 'List tenants', response: { 200: TenantList, 401: problemRef } } }, async () => ({
+    data: (await store.listTenants()).map(presentTenant),
+  }));
+
+  app.get(
+    '/tenants/:slug',
+    { schema: { ...common, summary: 'Show a tenant', params: TenantParams, response: { 200: Tenant, ...errors } } },
+    async (req) => presentTenant(await tenantOr404(req.params.slug)),
+  );
+
+  app.patch(
+    '/tenants/:slug',
+    { schema: { ...common, summary: 'Update a tenant', params: TenantParams, body: UpdateTenantBody, response: { 200: Tenant, ...errors } } },
+    async (req) => {
+      const body = req.body;
+      checkCardUpdateUrl(body.card_update_url);
+      checkOrigins(body.allowed_origins);
+      const at = now();
+      const result = await store.updateTenant(
+        req.params.slug,
+        {
+          ...(body.tier !== undefined ? { tier: body.tier } : {}),
+          ...(body.card_update_url !== undefined ? { cardUpdateUrl: body.card_update_url } : {}),
+          ...(body.hmac_required !== undefined ? { hmacRequired: body.hmac_required } : {}),
+          ...(body.suspended !== undefined ? { suspended: body.suspended } : {}),
+          ...(body.allowed_origins !== undefined ? { allowedOrigins: body.allowed_origins } : {}),
+        },
+        at,
+      );
+      if (!result.ok) {
+        if (result.error === 'not_found') throw new AppError('tenant_not_found');
+        throw invalid('tier', `no tier is named '${body.tier ?? ''}'`);
+      }
+      if (body.stripe_webhook_secret !== undefined) {
+        await store.rotateCredential(result.tenant.id, 'stripe_webhook_secret', body.stripe_webhook_secret, opts.rotationOverlapS, at);
+      }
+      req.log.info({ tenant: req.params.slug, fields: Object.keys(body) }, 'tenant updated');
+      return presentTenant(result.tenant);
+    },
+  );
+
+  app.post(
+    '/tenants/:slug/rotate',
+    {
+      schema: {
+        ...common,
+        summary: 'Rotate the publishable key or the HMAC secret',
+        description: 'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds.',
+        params: TenantParams,
+        body: RotateBody,
+        response: { 200: RotatedTenant, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const at = now();
+      const previousExpiresAt = new Date(at.getTime() + opts.rotationOverlapS * 1000).toISOString();
+      if (req.body.key === 'publishable') {
+        const key = generatePublishableKey();
+        await store.rotateCredential(tenant.id, 'publishable_key', sha256(key).toString('hex'), opts.rotationOverlapS, at);
+        req.log.info({ tenant: tenant.slug }, 'publishable key rotated');
+        return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
+      }
+      const secret = generateHmacSecret();
+      await store.rotateCredential(tenant.id, 'hmac_secret', secret, opts.rotationOverlapS, at);
+      req.log.info({ tenant: tenant.slug }, 'hmac secret rotated');
+      return { ...presentTenant(tenant), hmac_secret: secret, previous_expires_at: previousExpiresAt };
+    },
+  );
+
+  app.put(
+    '/tenants/:slug/subscribers/:customerId',
+    {
+      schema: { ...common, summary: "Set a subscriber's status", params: SubscriberParams, body: PutSubscriberBody, response: { 200: Subscriber, ...errors } },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const at = now();
+      const record = await store.putSubscriber(tenant.id, req.params.customerId, req.body.status, req.body.reason ?? 'manual', adminCause(at), at);
+      return presentSubscriber(record);
+    },
+  );
+
+  app.get(
+    '/tenants/:slug/subscribers/:customerId',
+    { schema: { ...common, summary: 'Show a subscriber and its history', params: SubscriberParams, response: { 200: Subscriber, ...errors } } },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const record = await store.getSubscriber(tenant.id, req.params.customerId);
+      if (!record) throw new AppError('subscriber_not_found');
+      return presentSubscriber(record);
+    },
+  );
+
+  app.delete(
+    '/tenants/:slug/subscribers/:customerId',
+    { schema: { ...common, summary: 'Forget a subscriber (it becomes unknown, so active)', params: SubscriberParams, response: { 204: Type.Null({ description: 'Forgotten' }), ...errors } } },
+    async (req, reply) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const at = now();
+      await store.deleteSubscriber(tenant.id, req.params.customerId, adminCause(at), at);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get('/tiers', { schema: { ...common, summary: 'List tiers', response: { 200: TierList, 401: problemRef } } }, async () => ({
+    data: (await store.listTiers()).map(presentTier),
+  }));
+
+  app.put(
+    '/tiers/:name',
+    { schema: { ...common, summary: 'Create or replace a tier', params: TierParams, body: PutTierBody, response: { 200: Tier, ...errors } } },
+    async (req) => {
+      for (const flag of NAMED_FLAGS) {
+        if (req.body.entitlements[flag] === undefined) throw invalid(`entitlements.${flag}`, 'is required');
+      }
+      return presentTier(await store.putTier(req.params.name, req.body.entitlements, now()));
+    },
+  );
+}

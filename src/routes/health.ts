@@ -1,0 +1,30 @@
+import type { App } from '../app.js';
+import { sendProblem } from '../http.js';
+import type { Store } from '../store/store.js';
+
+/** /readyz fails instead of hanging when the store does not answer in time. */
+export const READY_TIMEOUT_MS = 2_000;
+
+export async function healthRoutes(app: App, opts: { store: Store }): Promise<void> {
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        opts.store.ping(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('store ping timed out')), READY_TIMEOUT_MS);
+        }),
+      ]);
+      return { status: 'ok', store: opts.store.engine };
+    } catch (err) {
+      req.log.warn({ err: { message: (err as Error).message } }, 'readiness check failed');
+      return sendProblem(reply, 'store_unavailable');
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

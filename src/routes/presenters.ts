@@ -1,0 +1,43 @@
+import type { HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
+
+/** The tenant object of CONTRACT.md section 3: never a key or a secret. */
+export function presentTenant(t: TenantRecord) {
+  return {
+    slug: t.slug,
+    tier: t.tier,
+    entitlements: t.entitlements,
+    card_update_url: t.cardUpdateUrl,
+    hmac_required: t.hmacRequired,
+    suspended: t.suspended,
+    allowed_origins: t.allowedOrigins,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+  };
+}
+
+function presentHistory(h: HistoryEntry) {
+  return {
+    status: h.status,
+    reason: h.reason,
+    source: h.source,
+    event_id: h.eventId,
+    event_type: h.eventType,
+    decline_code: h.declineCode,
+    occurred_at: h.occurredAt.toISOString(),
+    recorded_at: h.recordedAt.toISOString(),
+  };
+}
+
+export function presentSubscriber(s: SubscriberRecord) {
+  return {
+    processor_customer_id: s.processorCustomerId,
+    status: s.status,
+    reason: s.reason,
+    updated_at: s.updatedAt.toISOString(),
+    history: s.history.map(presentHistory),
+  };
+}
+
+export function presentTier(t: TierRecord) {
+  return { name: t.name, entitlements: t.entitlements, created_at: t.createdAt.toISOString(), updated_at: t.updatedAt.toISOString() };
+}

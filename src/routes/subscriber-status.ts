@@ -1,0 +1,97 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { App } from '../app.js';
+import { allowedOrigin, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
+import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
+import { sendProblem } from '../http.js';
+import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
+
+/** What the lookup reads: the store, or a cache in front of it. */
+export interface LookupSource {
+  getTenantAuth(slug: string): Promise<TenantAuth | null>;
+  getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
+}
+
+export interface SubscriberStatusOptions {
+  source: LookupSource;
+  now: () => number;
+}
+
+const PATH = '/api/subscriber-status/:tenantSlug';
+const PREFLIGHT_MAX_AGE_S = 7200;
+const problemRef = ProblemRef;
+
+async function tenantFor(source: LookupSource, slug: string): Promise<TenantAuth | null> {
+  return isValidSlug(slug) ? source.getTenantAuth(slug) : null;
+}
+
+/** No cookies are ever used, so `*` is safe; a tenant's allowed_origins narrows it. */
+function applyCors(reply: FastifyReply, tenant: TenantAuth | null, origin: string | undefined): void {
+  const allowed = allowedOrigin(tenant, origin);
+  if (tenant?.allowedOrigins) reply.header('vary', 'Origin');
+  if (allowed === null) reply.removeHeader('access-control-allow-origin');
+  else reply.header('access-control-allow-origin', allowed);
+}
+
+export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOptions): Promise<void> {
+  const { source, now } = opts;
+
+  app.get(
+    PATH,
+    {
+      schema: {
+        summary: "A subscriber's billing enforcement status",
+        tags: ['lookup'],
+        security: [{ publishableKey: [] }],
+        params: LookupParams,
+        querystring: LookupQuery,
+        headers: LookupHeaders,
+        response: {
+          200: Type200,
+          400: problemRef,
+          401: problemRef,
+          402: problemRef,
+          403: problemRef,
+          404: problemRef,
+        },
+      },
+      // The checks run in the contract's order in the domain (a 401 before a 400), so the
+      // schemas document the route and Fastify does not validate it first.
+      validatorCompiler: () => () => true,
+    },
+    async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
+      reply.header('cache-control', 'no-store');
+      // Set before the store is asked, so that a store failure's answer is readable by the snippet.
+      reply.header('access-control-allow-origin', '*');
+      const tenant = await tenantFor(source, req.params.tenantSlug);
+      applyCors(reply, tenant, req.headers.origin);
+
+      const check = checkLookup(
+        { authorization: req.headers.authorization, slug: req.params.tenantSlug, query: req.query as Record<string, unknown> },
+        tenant,
+        now(),
+      );
+      if (!check.ok || tenant === null) return sendProblem(reply, check.ok ? 'tenant_not_found' : check.code);
+      const status = await source.getSubscriberStatus(tenant.id, check.customerId);
+      reply.header('content-type', 'application/json; charset=utf-8');
+      return reply.send(lookupBody(tenant, status));
+    },
+  );
+
+  app.options(
+    PATH,
+    { schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
+    async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
+      reply.header('access-control-allow-origin', '*');
+      const tenant = await tenantFor(source, req.params.tenantSlug);
+      applyCors(reply, tenant, req.headers.origin);
+      reply
+        .header('access-control-allow-methods', 'GET, OPTIONS')
+        .header('access-control-allow-headers', 'Authorization')
+        .header('access-control-max-age', String(PREFLIGHT_MAX_AGE_S))
+        .header('cache-control', 'no-store');
+      return reply.code(204).send();
+    },
+  );
+}
+
+const Type200 = { anyOf: [LookupKnown, LookupUnknown], description: 'Known subscriber, or {"status":"active"} when unknown' };

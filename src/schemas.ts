@@ -1,0 +1,154 @@
+import { Type } from 'typebox';
+import type { Static } from 'typebox';
+import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from './domain/types.js';
+
+export const MAX_URL_LENGTH = 2048;
+export const MAX_ALLOWED_ORIGINS = 50;
+export const STRIPE_WEBHOOK_SECRET_PATTERN = '^whsec_[A-Za-z0-9+/=_-]{8,256}$';
+
+export const Problem = Type.Object(
+  {
+    type: Type.Literal('about:blank'),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ description: 'Stable machine code; see the README for the list.' }),
+    detail: Type.String(),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' },
+);
+
+/** Reference to the shared `Problem` schema registered on the app. */
+export const ProblemRef = Type.Unsafe<Static<typeof Problem>>({ $ref: 'Problem#' });
+
+export const Entitlements = Type.Record(Type.String({ pattern: FLAG_NAME_PATTERN }), Type.Boolean(), {
+  description: 'Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present.',
+});
+
+export const Status = Type.Union([Type.Literal('active'), Type.Literal('warning'), Type.Literal('lockout')]);
+export const Slug = Type.String({ pattern: SLUG_PATTERN, description: 'Tenant slug' });
+export const CustomerId = Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The payment processor's customer ID" });
+export const TierName = Type.String({ pattern: TIER_NAME_PATTERN });
+const Timestamp = Type.String({ format: 'date-time' });
+const NullableUrl = Type.Union([Type.String({ maxLength: MAX_URL_LENGTH }), Type.Null()], {
+  description: 'An https URL, or null',
+});
+const NullableOrigins = Type.Union(
+  [Type.Array(Type.String({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
+  { description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any' },
+);
+
+// --- lookup ------------------------------------------------------------------------------
+
+export const LookupParams = Type.Object({ tenantSlug: Type.String({ description: 'Tenant slug' }) });
+export const LookupQuery = Type.Object({
+  processor_customer_id: Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The subscriber's customer ID (cus_...)" }),
+  hmac: Type.Optional(
+    Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" }),
+  ),
+});
+export const LookupHeaders = Type.Object({
+  authorization: Type.String({ description: 'Bearer <publishable key>' }),
+});
+export const LookupUnknown = Type.Object({ status: Type.Literal('active') }, { additionalProperties: false });
+export const LookupKnown = Type.Object({
+  status: Status,
+  card_update_url: Type.Union([Type.String(), Type.Null()]),
+  entitlements: Entitlements,
+});
+
+// --- admin -------------------------------------------------------------------------------
+
+export const Tenant = Type.Object({
+  slug: Type.String(),
+  tier: Type.String(),
+  entitlements: Entitlements,
+  card_update_url: Type.Union([Type.String(), Type.Null()]),
+  hmac_required: Type.Boolean(),
+  suspended: Type.Boolean(),
+  allowed_origins: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export type TenantBody = Static<typeof Tenant>;
+
+export const TenantWithKeys = Type.Intersect([
+  Tenant,
+  Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() }),
+]);
+
+export const RotatedTenant = Type.Intersect([
+  Tenant,
+  Type.Object({
+    publishable_key: Type.Optional(Type.String()),
+    hmac_secret: Type.Optional(Type.String()),
+    previous_expires_at: Type.String({ format: 'date-time', description: 'When the keys this one replaces stop working' }),
+  }),
+]);
+
+export const TenantList = Type.Object({ data: Type.Array(Tenant) });
+
+export const CreateTenantBody = Type.Object(
+  {
+    slug: Slug,
+    tier: Type.Optional(TierName),
+    card_update_url: Type.Optional(NullableUrl),
+    hmac_required: Type.Optional(Type.Boolean()),
+    allowed_origins: Type.Optional(NullableOrigins),
+  },
+  { additionalProperties: false },
+);
+export type CreateTenantBody = Static<typeof CreateTenantBody>;
+
+export const UpdateTenantBody = Type.Object(
+  {
+    tier: Type.Optional(TierName),
+    card_update_url: Type.Optional(NullableUrl),
+    hmac_required: Type.Optional(Type.Boolean()),
+    suspended: Type.Optional(Type.Boolean()),
+    allowed_origins: Type.Optional(NullableOrigins),
+    stripe_webhook_secret: Type.Optional(
+      Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateTenantBody = Static<typeof UpdateTenantBody>;
+
+export const RotateBody = Type.Object(
+  { key: Type.Union([Type.Literal('publishable'), Type.Literal('hmac')]) },
+  { additionalProperties: false },
+);
+
+export const TenantParams = Type.Object({ slug: Slug });
+export const SubscriberParams = Type.Object({ slug: Slug, customerId: CustomerId });
+
+export const PutSubscriberBody = Type.Object(
+  { status: Status, reason: Type.Optional(Type.String({ pattern: REASON_PATTERN })) },
+  { additionalProperties: false },
+);
+
+export const HistoryEntry = Type.Object({
+  status: Type.Union([Status, Type.Null()], { description: 'null: the record was removed' }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  source: Type.Union([Type.Literal('admin'), Type.Literal('stripe')]),
+  event_id: Type.Union([Type.String(), Type.Null()]),
+  event_type: Type.Union([Type.String(), Type.Null()]),
+  decline_code: Type.Union([Type.String(), Type.Null()]),
+  occurred_at: Timestamp,
+  recorded_at: Timestamp,
+});
+
+export const Subscriber = Type.Object({
+  processor_customer_id: Type.String(),
+  status: Status,
+  reason: Type.String(),
+  updated_at: Timestamp,
+  history: Type.Array(HistoryEntry),
+});
+
+export const Tier = Type.Object({ name: Type.String(), entitlements: Entitlements, created_at: Timestamp, updated_at: Timestamp });
+export const TierList = Type.Object({ data: Type.Array(Tier) });
+export const TierParams = Type.Object({ name: TierName });
+export const PutTierBody = Type.Object({ entitlements: Entitlements }, { additionalProperties: false });
+
+export const AdminHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <admin token>' })) });

@@ -1,0 +1,123 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
+import { ensureAdminTokenFile } from './admin-token.js';
+import { buildApp } from './app.js';
+import type { App } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import type { Config } from './config.js';
+import { seedDemo } from './demo.js';
+import { createLogger } from './logger.js';
+import { openStore } from './store/index.js';
+import type { StoreTarget } from './store/index.js';
+import type { Store } from './store/store.js';
+
+/** In-flight requests get this long to finish after SIGTERM before the process exits anyway. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+export function storeTarget(config: Config): StoreTarget {
+  return config.databaseUrl !== null
+    ? { engine: 'postgres', url: config.databaseUrl }
+    : { engine: 'embedded', dataDir: join(config.dataDir, 'pgdata') };
+}
+
+export interface Running {
+  app: App;
+  store: Store;
+  url: string;
+  close(): Promise<void>;
+}
+
+function resolveAdminToken(config: Config, log: Logger): string | null {
+  if (config.adminToken !== null) return config.adminToken;
+  if (config.databaseUrl !== null) {
+    log.warn('admin API disabled: DUNWALL_ADMIN_TOKEN is not set (required with DATABASE_URL)');
+    return null;
+  }
+  const { token, path, created } = ensureAdminTokenFile(config.dataDir);
+  log.info({ path }, created ? 'admin token generated; it is in this file' : 'admin token read from the data folder');
+  return token;
+}
+
+export async function start(config: Config, log: Logger): Promise<Running> {
+  if (config.databaseUrl === null) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const target = storeTarget(config);
+  const store = await openStore(target);
+  log.info({ store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) }, 'store ready');
+
+  const adminToken = resolveAdminToken(config, log);
+  const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log });
+  const address = await app.listen({ port: config.port, host: config.host });
+  const url = address.replace('[::1]', 'localhost');
+
+  if (store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0) {
+    const demo = await seedDemo(store, new Date(), url);
+    for (const { customer, curl } of demo?.commands ?? []) log.info({ customer, curl }, 'demo lookup');
+  }
+
+  return {
+    app,
+    store,
+    url,
+    async close() {
+      await app.close();
+      await store.close();
+    },
+  };
+}
+
+/** Stop accepting, let in-flight requests finish, close the store; a second signal forces the exit. */
+export function closeOnSignals(running: Running, log: Logger): void {
+  let closing = false;
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) {
+      log.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      log.error('shutdown grace period over: exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    running.close().then(
+      () => {
+        log.info('shut down');
+        process.exit(0);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`dunwall: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.logLevel);
+  try {
+    const running = await start(config, log);
+    closeOnSignals(running, log);
+  } catch (err) {
+    log.fatal({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'could not start');
+    process.exit(1);
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  void main();
+}

@@ -1,0 +1,14 @@
+/** The one seam between the SQL store and an engine: PostgreSQL through `pg`, or PGlite. */
+export interface Queryable {
+  /** One statement, `$n` parameters, rows as plain objects. */
+  query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Several statements, no parameters (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export interface Db extends Queryable {
+  readonly engine: 'postgres' | 'embedded';
+  /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,16 @@
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+
+/**
+ * True for failures of the store itself (unreachable, shutting down, connection lost):
+ * those answer 503, never a 500, and never with the driver's text.
+ */
+export function isStoreUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    if (CONNECTION_ERROR_CODES.has(code)) return true;
+    // SQLSTATE class 08 (connection exception), 57P0x (admin/crash shutdown), 53300 (too many connections).
+    if (/^08...$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300' || code === '57014') return true;
+  }
+  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|PGlite is closed/i.test(message);
+}

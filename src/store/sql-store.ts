@@ -1,0 +1,352 @@
+import { NAMED_FLAGS } from '../domain/types.js';
+import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { Db, Queryable } from './db.js';
+import type {
+  ChangeCause,
+  CreateTenantResult,
+  CredentialKind,
+  HistoryEntry,
+  NewTenant,
+  Store,
+  SubscriberRecord,
+  TenantRecord,
+  TenantSettings,
+  TierRecord,
+  UpdateTenantResult,
+} from './store.js';
+
+const HISTORY_LIMIT = 100;
+const UNIQUE_VIOLATION = '23505';
+
+interface TenantRow {
+  id: number;
+  slug: string;
+  tier: string;
+  entitlements: Entitlements;
+  card_update_url: string | null;
+  hmac_required: boolean;
+  suspended: boolean;
+  allowed_origins: string[] | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface CredentialRow {
+  kind: CredentialKind;
+  key_hash: string | null;
+  secret: string | null;
+  expires_at: Date | null;
+}
+
+interface HistoryRow {
+  status: SubscriberStatus | null;
+  reason: string | null;
+  source: 'admin' | 'stripe';
+  event_id: string | null;
+  event_type: string | null;
+  decline_code: string | null;
+  occurred_at: Date;
+  recorded_at: Date;
+}
+
+const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
+  t.suspended, t.allowed_origins, t.created_at, t.updated_at
+  FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
+
+/** The named flags first, in the contract's order, then the tier's other flags. */
+export function orderEntitlements(flags: Entitlements): Entitlements {
+  const ordered: Entitlements = {};
+  for (const name of NAMED_FLAGS) ordered[name] = flags[name] === true;
+  for (const [name, value] of Object.entries(flags)) if (!(name in ordered)) ordered[name] = value === true;
+  return ordered;
+}
+
+function toTenant(row: TenantRow): TenantRecord {
+  return {
+    id: row.id,
+    slug: row.slug,
+    tier: row.tier,
+    entitlements: orderEntitlements(row.entitlements),
+    cardUpdateUrl: row.card_update_url,
+    hmacRequired: row.hmac_required,
+    suspended: row.suspended,
+    allowedOrigins: row.allowed_origins,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+function toHistory(row: HistoryRow): HistoryEntry {
+  return {
+    status: row.status,
+    reason: row.reason,
+    source: row.source,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    declineCode: row.decline_code,
+    occurredAt: new Date(row.occurred_at),
+    recordedAt: new Date(row.recorded_at),
+  };
+}
+
+function credential<T>(value: T, expiresAt: Date | null): Credential<T> {
+  return { value, expiresAtMs: expiresAt === null ? null : new Date(expiresAt).getTime() };
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
+}
+
+async function insertHistory(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  status: SubscriberStatus | null,
+  reason: string | null,
+  cause: ChangeCause,
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
+       event_type, decline_code, occurred_at, recorded_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    [tenantId, customerId, status, reason, cause.source, cause.eventId, cause.eventType, cause.declineCode, cause.occurredAt, now],
+  );
+}
+
+/** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
+export class SqlStore implements Store {
+  readonly engine: 'postgres' | 'embedded';
+
+  constructor(private readonly db: Db) {
+    this.engine = db.engine;
+  }
+
+  async getTenantAuth(slug: string): Promise<TenantAuth | null> {
+    const [row] = await this.db.query<TenantRow>(`${TENANT_SELECT} WHERE t.slug = $1`, [slug]);
+    if (!row) return null;
+    const creds = await this.db.query<CredentialRow>(
+      `SELECT kind, key_hash, secret, expires_at FROM tenant_credentials
+       WHERE tenant_id = $1 AND kind IN ('publishable_key', 'hmac_secret') ORDER BY id`,
+      [row.id],
+    );
+    const tenant = toTenant(row);
+    return {
+      id: tenant.id,
+      slug: tenant.slug,
+      suspended: tenant.suspended,
+      hmacRequired: tenant.hmacRequired,
+      cardUpdateUrl: tenant.cardUpdateUrl,
+      allowedOrigins: tenant.allowedOrigins,
+      entitlements: tenant.entitlements,
+      publishableKeyHashes: creds
+        .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
+        .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
+      hmacSecrets: creds
+        .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
+        .map((c) => credential(c.secret ?? '', c.expires_at)),
+    };
+  }
+
+  async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
+    const [row] = await this.db.query<{ status: SubscriberStatus }>(
+      'SELECT status FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+      [tenantId, customerId],
+    );
+    return row?.status ?? null;
+  }
+
+  async countTenants(): Promise<number> {
+    const [row] = await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
+    return row?.n ?? 0;
+  }
+
+  async createTenant(t: NewTenant, now: Date): Promise<CreateTenantResult> {
+    try {
+      return await this.db.transaction(async (tx) => {
+        const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
+        if (!tier) return { ok: false, error: 'unknown_tier' } as const;
+        const [row] = await tx.query<{ id: number }>(
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), now],
+        );
+        if (!row) return { ok: false, error: 'exists' } as const;
+        await tx.query(
+          `INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES
+           ($1, 'publishable_key', $2, NULL, $4), ($1, 'hmac_secret', NULL, $3, $4)`,
+          [row.id, t.publishableKeyHash, t.hmacSecret, now],
+        );
+        const [created] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [row.id]);
+        if (!created) throw new Error('tenant vanished inside its own transaction');
+        return { ok: true, tenant: toTenant(created) } as const;
+      });
+    } catch (err) {
+      // Two creations of one slug racing: the loser's insert waits, then violates the key.
+      if (isUniqueViolation(err)) return { ok: false, error: 'exists' };
+      throw err;
+    }
+  }
+
+  async listTenants(): Promise<TenantRecord[]> {
+    const rows = await this.db.query<TenantRow>(`${TENANT_SELECT} ORDER BY t.slug`);
+    return rows.map(toTenant);
+  }
+
+  async getTenant(slug: string): Promise<TenantRecord | null> {
+    const [row] = await this.db.query<TenantRow>(`${TENANT_SELECT} WHERE t.slug = $1`, [slug]);
+    return row ? toTenant(row) : null;
+  }
+
+  async updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date): Promise<UpdateTenantResult> {
+    return this.db.transaction(async (tx) => {
+      if (patch.tier !== undefined) {
+        const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [patch.tier]);
+        if (!tier) return { ok: false, error: 'unknown_tier' } as const;
+      }
+      // Each column is set only when its field is in the patch; $7 says which are.
+      const [row] = await tx.query<{ id: number }>(
+        `UPDATE tenants SET
+           tier = CASE WHEN 'tier' = ANY($7::text[]) THEN $2 ELSE tier END,
+           card_update_url = CASE WHEN 'card_update_url' = ANY($7::text[]) THEN $3 ELSE card_update_url END,
+           hmac_required = CASE WHEN 'hmac_required' = ANY($7::text[]) THEN $4 ELSE hmac_required END,
+           suspended = CASE WHEN 'suspended' = ANY($7::text[]) THEN $5 ELSE suspended END,
+           allowed_origins = CASE WHEN 'allowed_origins' = ANY($7::text[]) THEN $6::jsonb ELSE allowed_origins END,
+           updated_at = $8
+         WHERE slug = $1 RETURNING id`,
+        [
+          slug,
+          patch.tier ?? null,
+          patch.cardUpdateUrl ?? null,
+          patch.hmacRequired ?? null,
+          patch.suspended ?? null,
+          patch.allowedOrigins === undefined ? null : JSON.stringify(patch.allowedOrigins),
+          [
+            ...(patch.tier !== undefined ? ['tier'] : []),
+            ...(patch.cardUpdateUrl !== undefined ? ['card_update_url'] : []),
+            ...(patch.hmacRequired !== undefined ? ['hmac_required'] : []),
+            ...(patch.suspended !== undefined ? ['suspended'] : []),
+            ...(patch.allowedOrigins !== undefined ? ['allowed_origins'] : []),
+          ],
+          now,
+        ],
+      );
+      if (!row) return { ok: false, error: 'not_found' } as const;
+      const [updated] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [row.id]);
+      if (!updated) throw new Error('tenant vanished inside its own transaction');
+      return { ok: true, tenant: toTenant(updated) } as const;
+    });
+  }
+
+  async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.query(
+        `UPDATE tenant_credentials
+         SET expires_at = LEAST(COALESCE(expires_at, 'infinity'::timestamptz), $3::timestamptz + make_interval(secs => $4))
+         WHERE tenant_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+        [tenantId, kind, now, overlapS],
+      );
+      const isHash = kind === 'publishable_key';
+      await tx.query(
+        'INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES ($1, $2, $3, $4, $5)',
+        [tenantId, kind, isHash ? material : null, isHash ? null : material, now],
+      );
+    });
+  }
+
+  async putSubscriber(
+    tenantId: number,
+    customerId: string,
+    status: SubscriberStatus,
+    reason: string,
+    cause: ChangeCause,
+    now: Date,
+  ): Promise<SubscriberRecord> {
+    await this.db.transaction(async (tx) => {
+      const [current] = await tx.query<{ status: string; reason: string }>(
+        'SELECT status, reason FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2 FOR UPDATE',
+        [tenantId, customerId],
+      );
+      await tx.query(
+        `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant_id, processor_customer_id)
+         DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, status_at = EXCLUDED.status_at,
+           updated_at = EXCLUDED.updated_at`,
+        [tenantId, customerId, status, reason, cause.occurredAt, now],
+      );
+      if (current?.status !== status || current.reason !== reason) {
+        await insertHistory(tx, tenantId, customerId, status, reason, cause, now);
+      }
+    });
+    const record = await this.getSubscriber(tenantId, customerId);
+    if (!record) throw new Error('subscriber vanished after its write');
+    return record;
+  }
+
+  async getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null> {
+    const [row] = await this.db.query<{ status: SubscriberStatus; reason: string; updated_at: Date }>(
+      'SELECT status, reason, updated_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+      [tenantId, customerId],
+    );
+    if (!row) return null;
+    const history = await this.db.query<HistoryRow>(
+      `SELECT * FROM (
+         SELECT id, status, reason, source, event_id, event_type, decline_code, occurred_at, recorded_at
+         FROM subscriber_history WHERE tenant_id = $1 AND processor_customer_id = $2
+         ORDER BY id DESC LIMIT ${HISTORY_LIMIT}
+       ) newest ORDER BY id`,
+      [tenantId, customerId],
+    );
+    return {
+      processorCustomerId: customerId,
+      status: row.status,
+      reason: row.reason,
+      updatedAt: new Date(row.updated_at),
+      history: history.map(toHistory),
+    };
+  }
+
+  async deleteSubscriber(tenantId: number, customerId: string, cause: ChangeCause, now: Date): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const deleted = await tx.query(
+        'DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2 RETURNING 1',
+        [tenantId, customerId],
+      );
+      if (deleted.length === 0) return false;
+      await insertHistory(tx, tenantId, customerId, null, null, cause, now);
+      return true;
+    });
+  }
+
+  async listTiers(): Promise<TierRecord[]> {
+    const rows = await this.db.query<{ name: string; entitlements: Entitlements; created_at: Date; updated_at: Date }>(
+      'SELECT name, entitlements, created_at, updated_at FROM tiers ORDER BY name',
+    );
+    return rows.map((r) => ({
+      name: r.name,
+      entitlements: orderEntitlements(r.entitlements),
+      createdAt: new Date(r.created_at),
+      updatedAt: new Date(r.updated_at),
+    }));
+  }
+
+  async putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord> {
+    const [row] = await this.db.query<{ name: string; entitlements: Entitlements; created_at: Date; updated_at: Date }>(
+      `INSERT INTO tiers (name, entitlements, created_at, updated_at) VALUES ($1, $2, $3, $3)
+       ON CONFLICT (name) DO UPDATE SET entitlements = EXCLUDED.entitlements, updated_at = EXCLUDED.updated_at
+       RETURNING name, entitlements, created_at, updated_at`,
+      [name, JSON.stringify(entitlements), now],
+    );
+    if (!row) throw new Error('tier upsert returned no row');
+    return { name: row.name, entitlements: orderEntitlements(row.entitlements), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

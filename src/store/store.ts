@@ -1,0 +1,102 @@
+import type { Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+
+export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
+
+export interface TenantRecord {
+  id: number;
+  slug: string;
+  tier: string;
+  entitlements: Entitlements;
+  cardUpdateUrl: string | null;
+  hmacRequired: boolean;
+  suspended: boolean;
+  allowedOrigins: string[] | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface TenantSettings {
+  tier: string;
+  cardUpdateUrl: string | null;
+  hmacRequired: boolean;
+  suspended: boolean;
+  allowedOrigins: string[] | null;
+}
+
+export interface NewTenant extends Omit<TenantSettings, 'suspended'> {
+  slug: string;
+  publishableKeyHash: string;
+  hmacSecret: string;
+}
+
+export interface TierRecord {
+  name: string;
+  entitlements: Entitlements;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The cause of a status change: an admin action, or a payment processor event. */
+export interface ChangeCause {
+  source: 'admin' | 'stripe';
+  eventId: string | null;
+  eventType: string | null;
+  declineCode: string | null;
+  /** When the cause happened (the event's time); orders changes. */
+  occurredAt: Date;
+}
+
+export interface HistoryEntry {
+  status: SubscriberStatus | null;
+  reason: string | null;
+  source: 'admin' | 'stripe';
+  eventId: string | null;
+  eventType: string | null;
+  declineCode: string | null;
+  occurredAt: Date;
+  recordedAt: Date;
+}
+
+export interface SubscriberRecord {
+  processorCustomerId: string;
+  status: SubscriberStatus;
+  reason: string;
+  updatedAt: Date;
+  history: HistoryEntry[];
+}
+
+export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
+export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
+
+/**
+ * Everything Dunwall keeps. The lookup reads through `getTenantAuth` and
+ * `getSubscriberStatus` only, so that a cache can stand in front of exactly those two.
+ */
+export interface Store {
+  readonly engine: 'postgres' | 'embedded';
+
+  getTenantAuth(slug: string): Promise<TenantAuth | null>;
+  getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
+
+  countTenants(): Promise<number>;
+  createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
+  listTenants(): Promise<TenantRecord[]>;
+  getTenant(slug: string): Promise<TenantRecord | null>;
+  updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date): Promise<UpdateTenantResult>;
+  /**
+   * Adds a credential and makes every current one of the same kind expire `overlapS` seconds
+   * from `now` (a rotation). The material is a hash for publishable keys, a secret otherwise.
+   */
+  rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
+
+  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus, reason: string, cause: ChangeCause, now: Date): Promise<SubscriberRecord>;
+  getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
+  deleteSubscriber(tenantId: number, customerId: string, cause: ChangeCause, now: Date): Promise<boolean>;
+
+  listTiers(): Promise<TierRecord[]>;
+  putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
+
+  /** Throws when the store cannot answer a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
