@@ -46,6 +46,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
+  // JSON in, JSON out: any other body is a 415, not a string that fails validation later.
+  app.removeContentTypeParser('text/plain');
+
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });

@@ -20,7 +20,10 @@ export const Problem = Type.Object(
 /** Reference to the shared `Problem` schema registered on the app. */
 export const ProblemRef = Type.Unsafe<Static<typeof Problem>>({ $ref: 'Problem#' });
 
-export const Entitlements = Type.Record(Type.String({ pattern: FLAG_NAME_PATTERN }), Type.Boolean(), {
+export const Entitlements = Type.Unsafe<Record<string, boolean>>({
+  type: 'object',
+  patternProperties: { [FLAG_NAME_PATTERN]: { type: 'boolean' } },
+  additionalProperties: false,
   description: 'Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present.',
 });
 

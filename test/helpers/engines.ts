@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openDb } from '../../src/store/index.js';
+import type { StoreTarget } from '../../src/store/index.js';
+import type { Db } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { SqlStore } from '../../src/store/sql-store.js';
+import type { Store } from '../../src/store/store.js';
+
+export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface Engine {
+  name: 'embedded' | 'postgres';
+  /** A fresh, migrated, isolated store; `cleanup` drops what it made. */
+  open(): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+const embedded: Engine = {
+  name: 'embedded',
+  async open() {
+    const target: StoreTarget = { engine: 'embedded', dataDir: null };
+    const db = await openDb(target);
+    await migrate(db);
+    const store = new SqlStore(db);
+    return { store, db, target, cleanup: () => store.close() };
+  },
+};
+
+/** Each test file gets its own schema on the server, so files run in parallel without sharing rows. */
+function postgres(url: string): Engine {
+  return {
+    name: 'postgres',
+    async open() {
+      const schema = `dunwall_test_${randomBytes(6).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`CREATE SCHEMA ${schema}`);
+      await admin.end();
+      const target: StoreTarget = { engine: 'postgres', url, options: `-c search_path=${schema}` };
+      const db = await openDb(target);
+      await migrate(db);
+      const store = new SqlStore(db);
+      return {
+        store,
+        db,
+        target,
+        async cleanup() {
+          await store.close();
+          const c = new pg.Client({ connectionString: url });
+          await c.connect();
+          await c.query(`DROP SCHEMA ${schema} CASCADE`);
+          await c.end();
+        },
+      };
+    },
+  };
+}
+
+let cached: Promise<Engine[]> | undefined;
+
+/**
+ * The engines to run on: always the embedded one; PostgreSQL at DATABASE_URL (or the local
+ * default). In CI an unreachable PostgreSQL fails the run; elsewhere it is skipped, loudly.
+ */
+export function availableEngines(): Promise<Engine[]> {
+  cached ??= (async () => {
+    const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+    if (await reachable(url)) return [embedded, postgres(url)];
+    if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI and is not reachable at ${new URL(url).host}`);
+    process.stderr.write(
+      `\n*** PostgreSQL not reachable at ${new URL(url).host}: the PostgreSQL suite is SKIPPED (embedded only). ***\n\n`,
+    );
+    return [embedded];
+  })();
+  return cached;
+}

@@ -1,0 +1,83 @@
+import type { LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import type { App, AppDeps } from '../../src/app.js';
+import { computeHmac } from '../../src/domain/hmac.js';
+import type { Engine } from './engines.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghijklmnopqrstuv';
+export const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+export interface CreatedTenant {
+  slug: string;
+  publishable_key: string;
+  hmac_secret: string;
+  [key: string]: unknown;
+}
+
+/** A fake clock: tests move time, nothing sleeps. */
+export class FakeClock {
+  constructor(public ms = T0) {}
+  now = (): number => this.ms;
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+export interface Harness {
+  app: App;
+  clock: FakeClock;
+  store: Awaited<ReturnType<Engine['open']>>['store'];
+  admin(method: string, url: string, body?: unknown): Promise<LightMyRequestResponse>;
+  createTenant(slug: string, fields?: Record<string, unknown>): Promise<CreatedTenant>;
+  setSubscriber(slug: string, customerId: string, status: string, reason?: string): Promise<void>;
+  lookup(slug: string, opts: { key?: string; customerId?: string; hmac?: string; query?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Promise<Harness> {
+  const opened = await engine.open();
+  const clock = new FakeClock();
+  const app = await buildApp({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
+  await app.ready();
+
+  const admin: Harness['admin'] = (method, url, body) =>
+    app.inject({
+      method: method as 'GET',
+      url: `/admin/v1${url}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+
+  return {
+    app,
+    clock,
+    store: opened.store,
+    admin,
+    async createTenant(slug, fields = {}) {
+      const res = await admin('POST', '/tenants', { slug, ...fields });
+      if (res.statusCode !== 201) throw new Error(`tenant create failed: ${res.statusCode} ${res.body}`);
+      return res.json() as CreatedTenant;
+    },
+    async setSubscriber(slug, customerId, status, reason) {
+      const res = await admin('PUT', `/tenants/${slug}/subscribers/${customerId}`, { status, ...(reason ? { reason } : {}) });
+      if (res.statusCode !== 200) throw new Error(`subscriber put failed: ${res.statusCode} ${res.body}`);
+    },
+    lookup(slug, opts) {
+      const params = new URLSearchParams();
+      if (opts.customerId !== undefined) params.set('processor_customer_id', opts.customerId);
+      if (opts.hmac !== undefined) params.set('hmac', opts.hmac);
+      const query = [params.toString(), opts.query].filter(Boolean).join('&');
+      return app.inject({
+        method: 'GET',
+        url: `/api/subscriber-status/${slug}${query ? `?${query}` : ''}`,
+        headers: { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+      });
+    },
+    async close() {
+      await app.close();
+      await opened.cleanup();
+    },
+  };
+}
+
+export { computeHmac };

@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { availableEngines } from '../helpers/engines.js';
+import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
+import type { Harness } from '../helpers/harness.js';
+
+const engines = await availableEngines();
+
+describe.each(engines)('admin API, errors ($name)', (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await harness(engine);
+    await h.createTenant('acme');
+  });
+  afterAll(() => h.close());
+
+  async function expect400(method: string, url: string, body: unknown, field: string) {
+    const res = await h.admin(method, url, body);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.json().code).toBe('invalid_request');
+    expect(res.json().detail).toMatch(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}: `));
+  }
+
+  it('409 tenant_exists for a taken slug', async () => {
+    const res = await h.admin('POST', '/tenants', { slug: 'acme' });
+    expect(res.statusCode).toBe(409);
+    expect(res.json().code).toBe('tenant_exists');
+  });
+
+  it('400 invalid_request naming the field, for every bad tenant input', async () => {
+    await expect400('POST', '/tenants', {}, 'slug');
+    for (const slug of ['A', 'a', '-abc', 'ab_c', 'a'.repeat(64), 'acme!', 7]) await expect400('POST', '/tenants', { slug }, 'slug');
+    await expect400('POST', '/tenants', { slug: 'ok-co', tier: 'platinum' }, 'tier');
+    await expect400('POST', '/tenants', { slug: 'ok-co', tier: 'Bad Tier' }, 'tier');
+    for (const url of ['http://billing.test/card', 'not a url', 'javascript:alert(1)', 'https://user:pw@billing.test/', `https://x.test/${'a'.repeat(2048)}`]) {
+      await expect400('POST', '/tenants', { slug: 'ok-co', card_update_url: url }, 'card_update_url');
+    }
+    await expect400('POST', '/tenants', { slug: 'ok-co', hmac_required: 'yes' }, 'hmac_required');
+    await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: ['https://app.test/path'] }, 'allowed_origins[0]');
+    await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: ['https://ok.test', 'ftp://x.test'] }, 'allowed_origins[1]');
+    await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: [] }, 'allowed_origins');
+    await expect400('POST', '/tenants', { slug: 'ok-co', secret: 'x' }, 'secret');
+    expect((await h.admin('GET', '/tenants/ok-co')).statusCode).toBe(404);
+  });
+
+  it('400 for bad updates, 404 for an unknown tenant', async () => {
+    await expect400('PATCH', '/tenants/acme', {}, 'body');
+    await expect400('PATCH', '/tenants/acme', { suspended: 'true' }, 'suspended');
+    await expect400('PATCH', '/tenants/acme', { tier: 'nope' }, 'tier');
+    await expect400('PATCH', '/tenants/acme', { stripe_webhook_secret: 'sk_live_123' }, 'stripe_webhook_secret');
+    await expect400('PATCH', '/tenants/acme', { slug: 'renamed' }, 'slug');
+    const res = await h.admin('PATCH', '/tenants/nobody', { suspended: true });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().code).toBe('tenant_not_found');
+    expect((await h.admin('GET', '/tenants/nobody')).json().code).toBe('tenant_not_found');
+    expect((await h.admin('POST', '/tenants/nobody/rotate', { key: 'hmac' })).statusCode).toBe(404);
+  });
+
+  it('400 for a bad rotation request', async () => {
+    await expect400('POST', '/tenants/acme/rotate', { key: 'admin' }, 'key');
+    await expect400('POST', '/tenants/acme/rotate', {}, 'key');
+  });
+
+  it('400 for bad subscriber input, 404 for unknown ones', async () => {
+    await expect400('PUT', '/tenants/acme/subscribers/cus_1', { status: 'blocked' }, 'status');
+    await expect400('PUT', '/tenants/acme/subscribers/cus_1', {}, 'status');
+    await expect400('PUT', '/tenants/acme/subscribers/cus_1', { status: 'warning', reason: 'Not A Reason!' }, 'reason');
+    await expect400('PUT', '/tenants/acme/subscribers/user_1', { status: 'warning' }, 'customerId');
+    const unknownSub = await h.admin('GET', '/tenants/acme/subscribers/cus_nobody');
+    expect(unknownSub.statusCode).toBe(404);
+    expect(unknownSub.json().code).toBe('subscriber_not_found');
+    const unknownTenant = await h.admin('PUT', '/tenants/nobody/subscribers/cus_1', { status: 'warning' });
+    expect(unknownTenant.json().code).toBe('tenant_not_found');
+  });
+
+  it('400 for bad tiers', async () => {
+    await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: true, custom_domain: true } }, 'entitlements.downstream_webhooks');
+    await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: 'yes' } }, 'entitlements.powered_by_watermark');
+    await expect400('PUT', '/tiers/gold', { entitlements: { 'Bad-Flag': true } }, 'entitlements.Bad-Flag');
+    await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'name');
+  });
+
+  it('400 for a body that is not JSON, 415 for another media type, 413 for a huge one', async () => {
+    const broken = await h.app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: '{"slug":',
+    });
+    expect(broken.statusCode).toBe(400);
+    expect(broken.json().code).toBe('invalid_request');
+    const text = await h.app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      payload: 'slug=x',
+    });
+    expect(text.statusCode).toBe(415);
+    expect(text.json().code).toBe('unsupported_media_type');
+    const huge = await h.app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ slug: 'x'.repeat(2 * 1024 * 1024) }),
+    });
+    expect(huge.statusCode).toBe(413);
+    expect(huge.json().code).toBe('payload_too_large');
+  });
+});

@@ -1,0 +1,146 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { createLogger } from '../../src/logger.js';
+import type { Store } from '../../src/store/store.js';
+import { availableEngines } from '../helpers/engines.js';
+import { ADMIN_TOKEN, computeHmac, harness } from '../helpers/harness.js';
+import type { CreatedTenant, Harness } from '../helpers/harness.js';
+
+// Wraps the real timingSafeEqual so the tests can see that every comparison goes through it.
+const spies = vi.hoisted(() => ({ timingSafeEqual: undefined as unknown as ReturnType<typeof vi.fn> }));
+vi.mock('node:crypto', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:crypto')>();
+  spies.timingSafeEqual = vi.fn(actual.timingSafeEqual);
+  return { ...actual, default: { ...actual, timingSafeEqual: spies.timingSafeEqual }, timingSafeEqual: spies.timingSafeEqual };
+});
+
+const engines = await availableEngines();
+
+class Capture extends Writable {
+  lines: string[] = [];
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.lines.push(chunk.toString('utf8'));
+    done();
+  }
+}
+
+describe.each(engines)('lookup, security ($name)', (engine) => {
+  let h: Harness;
+  let acme: CreatedTenant;
+  let beta: CreatedTenant;
+  const logs = new Capture();
+
+  beforeAll(async () => {
+    h = await harness(engine, { logger: createLogger('trace', logs) });
+    acme = await h.createTenant('acme');
+    beta = await h.createTenant('beta');
+    await h.setSubscriber('acme', 'cus_shared', 'lockout');
+    await h.setSubscriber('beta', 'cus_shared', 'warning');
+    await h.setSubscriber('acme', 'cus_only_acme', 'lockout');
+  });
+  afterAll(() => h.close());
+  beforeEach(() => {
+    spies.timingSafeEqual.mockClear();
+  });
+
+  it('compares the hmac through timingSafeEqual on 32-byte digests, whichever byte differs', async () => {
+    const good = computeHmac(acme.hmac_secret, 'cus_shared');
+    const firstByteWrong = `${good[0] === 'a' ? 'b' : 'a'}${good.slice(1)}`;
+    const lastByteWrong = `${good.slice(0, 63)}${good[63] === 'a' ? 'b' : 'a'}`;
+    for (const hmac of [firstByteWrong, lastByteWrong, good]) {
+      spies.timingSafeEqual.mockClear();
+      const res = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac });
+      expect(res.statusCode).toBe(hmac === good ? 200 : 403);
+      // One comparison for the publishable key digest, one per current HMAC secret.
+      expect(spies.timingSafeEqual).toHaveBeenCalledTimes(2);
+      for (const [a, b] of spies.timingSafeEqual.mock.calls) {
+        expect((a as Buffer).length).toBe(32);
+        expect((b as Buffer).length).toBe(32);
+      }
+    }
+  });
+
+  it('tries every HMAC secret during a rotation, with no early exit', async () => {
+    const t = await h.createTenant('rot-sec');
+    await h.admin('POST', '/tenants/rot-sec/rotate', { key: 'hmac' });
+    spies.timingSafeEqual.mockClear();
+    const res = await h.lookup('rot-sec', { key: t.publishable_key, customerId: 'cus_1', hmac: computeHmac(t.hmac_secret, 'cus_1') });
+    expect(res.statusCode).toBe(200);
+    expect(spies.timingSafeEqual).toHaveBeenCalledTimes(3);
+  });
+
+  it('checks the publishable key by its SHA-256 digest, through timingSafeEqual', async () => {
+    const wrong = `${acme.publishable_key.slice(0, -1)}${acme.publishable_key.endsWith('A') ? 'B' : 'A'}`;
+    const res = await h.lookup('acme', { key: wrong, customerId: 'cus_shared' });
+    expect(res.statusCode).toBe(401);
+    expect(spies.timingSafeEqual).toHaveBeenCalledTimes(1);
+    const [presented, stored] = spies.timingSafeEqual.mock.calls[0] as [Buffer, Buffer];
+    expect(presented.length).toBe(32);
+    expect(stored.length).toBe(32);
+    expect(presented.toString('utf8')).not.toContain('pk_');
+  });
+
+  it("isolates tenants: a tenant's key never reads another tenant's subscribers", async () => {
+    const cross = await h.lookup('beta', { key: acme.publishable_key, customerId: 'cus_shared' });
+    expect(cross.statusCode).toBe(401);
+    const own = await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_shared' });
+    expect(own.json().status).toBe('warning');
+    const mine = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared' });
+    expect(mine.json().status).toBe('lockout');
+    // A customer only acme knows is unknown to beta, so active.
+    const unknown = await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_only_acme' });
+    expect(unknown.body).toBe('{"status":"active"}');
+    // acme's hmac secret does not sign for beta.
+    const hmac = computeHmac(acme.hmac_secret, 'cus_shared');
+    expect((await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_shared', hmac })).statusCode).toBe(403);
+    // Path tricks do not reach another tenant.
+    for (const url of ['/api/subscriber-status/beta/../acme', '/api/subscriber-status/acme%2F..%2Fbeta', '/api/subscriber-status/ACME']) {
+      const res = await h.app.inject({ method: 'GET', url: `${url}?processor_customer_id=cus_shared`, headers: { authorization: `Bearer ${beta.publishable_key}` } });
+      expect(res.statusCode).not.toBe(200);
+    }
+  });
+
+  it('never logs the Authorization header, the hmac value or a secret', async () => {
+    const hmac = computeHmac(acme.hmac_secret, 'cus_shared');
+    await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac });
+    await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac: 'f'.repeat(64) });
+    await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: 'whsec_testsecretvalue1234567890' });
+    const all = logs.lines.join('');
+    expect(all).toContain('[redacted]');
+    expect(all).toContain('/api/subscriber-status/acme');
+    for (const secret of [acme.publishable_key, acme.hmac_secret, beta.hmac_secret, hmac, 'f'.repeat(64), ADMIN_TOKEN, 'whsec_testsecretvalue1234567890']) {
+      expect(all).not.toContain(secret);
+    }
+  });
+});
+
+describe('5xx answers', () => {
+  function failingStore(err: Error): Store {
+    const fail = () => Promise.reject(err);
+    return new Proxy({} as Store, { get: (_t, prop) => (prop === 'engine' ? 'postgres' : fail) });
+  }
+
+  it('never carry an internal message', async () => {
+    const app = await buildApp({ store: failingStore(new Error('relation "tenants" does not exist at line 1')), adminToken: ADMIN_TOKEN });
+    const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toEqual({ type: 'about:blank', title: 'Internal Server Error', status: 500, code: 'internal_error', detail: 'An internal error occurred.' });
+    expect(res.body).not.toContain('relation');
+    await app.close();
+  });
+
+  it('answer 503 store_unavailable when the store cannot be reached, CORS headers included', async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const app = await buildApp({ store: failingStore(down), adminToken: ADMIN_TOKEN });
+    const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().code).toBe('store_unavailable');
+    expect(res.body).not.toContain('5432');
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    const ready = await app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.statusCode).toBe(503);
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    await app.close();
+  });
+});
