@@ -1,0 +1,220 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { computeHmac } from '../../src/domain/hmac.js';
+import { createLogger } from '../../src/logger.js';
+import { start } from '../../src/server.js';
+import { availableEngines, DEFAULT_TEST_DATABASE_URL } from '../helpers/engines.js';
+
+const engines = await availableEngines();
+
+class Capture extends Writable {
+  text = '';
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
+    this.text += chunk.toString('utf8');
+    done();
+  }
+  entries(): Record<string, unknown>[] {
+    return this.text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+}
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'dunwall-e2e-'));
+  dirs.push(dir);
+  return dir;
+}
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+/** Splits a logged demo curl command into what fetch needs. */
+function parseCurl(curl: string): { url: string; authorization: string } {
+  const header = /-H 'Authorization: ([^']+)'/.exec(curl)?.[1];
+  const url = / '(http[^']+)'$/.exec(curl)?.[1];
+  if (!header || !url) throw new Error(`unexpected curl: ${curl}`);
+  return { url, authorization: header };
+}
+
+describe('the service on a real socket, embedded store', () => {
+  const dataDir = tempDir();
+  const env = { DUNWALL_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
+  let tenantKey = '';
+
+  it('first run: generates the admin token file (0600) and seeds a demo tenant whose curl commands work', async () => {
+    const logs = new Capture();
+    const running = await start(loadConfig(env), createLogger('info', logs));
+    try {
+      const tokenPath = join(dataDir, 'admin-token');
+      expect(statSync(tokenPath).mode & 0o777).toBe(0o600);
+      const entries = logs.entries();
+      expect(entries.some((e) => e.path === tokenPath)).toBe(true);
+
+      const demo = entries.filter((e) => e.msg === 'demo lookup');
+      expect(demo.map((e) => e.customer)).toEqual(['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout', 'cus_demo_unknown']);
+      const answers: unknown[] = [];
+      for (const entry of demo) {
+        const { url, authorization } = parseCurl(String(entry.curl));
+        const res = await fetch(url, { headers: { authorization } });
+        expect(res.status).toBe(200);
+        answers.push(await res.json());
+      }
+      expect(answers.map((a) => (a as { status: string }).status)).toEqual(['active', 'warning', 'lockout', 'active']);
+      expect(answers[1]).toMatchObject({ card_update_url: 'https://billing.example.com/update-card' });
+      expect(answers[3]).toEqual({ status: 'active' });
+
+      const { readAdminTokenFile } = await import('../../src/admin-token.js');
+      const token = readAdminTokenFile(dataDir);
+      expect(logs.text).not.toContain(String(token));
+      const created = await fetch(`${running.url}/admin/v1/tenants`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ slug: 'acme', card_update_url: 'https://acme.test/card' }),
+      });
+      expect(created.status).toBe(201);
+      tenantKey = ((await created.json()) as { publishable_key: string }).publishable_key;
+      const put = await fetch(`${running.url}/admin/v1/tenants/acme/subscribers/cus_kept`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ status: 'lockout' }),
+      });
+      expect(put.status).toBe(200);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('answers the CORS preflight as a browser sends it, and the lookup rows over HTTP', async () => {
+    const running = await start(loadConfig(env), createLogger('silent'));
+    try {
+      const base = `${running.url}/api/subscriber-status/acme`;
+      const preflight = await fetch(base, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.acme.test', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
+      expect(preflight.headers.get('access-control-allow-methods')).toBe('GET, OPTIONS');
+      expect(preflight.headers.get('access-control-allow-headers')).toBe('Authorization');
+      expect(preflight.headers.get('access-control-max-age')).toBe('7200');
+
+      const missing = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { origin: 'https://app.acme.test' } });
+      expect(missing.status).toBe(401);
+      expect(missing.headers.get('www-authenticate')).toBe('Bearer');
+      expect(missing.headers.get('access-control-allow-origin')).toBe('*');
+      expect(missing.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+
+      const unknownTenant = await fetch(`${running.url}/api/subscriber-status/nobody?processor_customer_id=cus_1`, {
+        headers: { authorization: `Bearer ${tenantKey}` },
+      });
+      expect(unknownTenant.status).toBe(404);
+
+      const ok = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, origin: 'https://x.test' } });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('cache-control')).toBe('no-store');
+      expect(ok.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await ok.json()).toMatchObject({ status: 'lockout', card_update_url: null });
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('restart: the data written before is still there, the demo is not seeded again', async () => {
+    const logs = new Capture();
+    const running = await start(loadConfig(env), createLogger('info', logs));
+    try {
+      expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
+      expect(await running.store.countTenants()).toBe(2);
+      const res = await fetch(`${running.url}/api/subscriber-status/acme?processor_customer_id=cus_kept`, {
+        headers: { authorization: `Bearer ${tenantKey}` },
+      });
+      expect(((await res.json()) as { status: string }).status).toBe('lockout');
+    } finally {
+      await running.close();
+    }
+  });
+
+  it('DUNWALL_DEMO=0 turns the demo off', async () => {
+    const running = await start(loadConfig({ DUNWALL_DATA_DIR: tempDir(), PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    try {
+      expect(await running.store.countTenants()).toBe(0);
+    } finally {
+      await running.close();
+    }
+  });
+});
+
+describe.each(engines.filter((e) => e.name === 'postgres'))('the service on PostgreSQL ($name)', () => {
+  it('never seeds the demo, and keeps the admin API off without DUNWALL_ADMIN_TOKEN', async () => {
+    const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+    const schema = `dunwall_e2e_${Date.now().toString(36)}`;
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const scoped = new URL(url);
+    scoped.searchParams.set('options', `-c search_path=${schema}`);
+    const logs = new Capture();
+    const running = await start(loadConfig({ DATABASE_URL: scoped.toString(), PORT: '0', DUNWALL_DATA_DIR: tempDir() }), createLogger('info', logs));
+    try {
+      expect(running.store.engine).toBe('postgres');
+      expect(await running.store.countTenants()).toBe(0);
+      expect(logs.text).toContain('admin API disabled');
+      const res = await fetch(`${running.url}/admin/v1/tenants`, { headers: { authorization: 'Bearer whatever-whatever-whatever-whatever' } });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { code: string }).code).toBe('admin_disabled');
+      expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
+    } finally {
+      await running.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+});
+
+describe('the process', () => {
+  const serverArgs = ['--import', 'tsx', 'src/server.ts'];
+
+  it('refuses a bad configuration with a clear message and exit code 2', () => {
+    const res = spawnSync(process.execPath, serverArgs, {
+      env: { ...process.env, PORT: 'abc', LOG_LEVEL: 'loud', DATABASE_URL: 'mysql://u:hunter2@h/db' },
+      encoding: 'utf8',
+    });
+    expect(res.status).toBe(2);
+    expect(res.stderr).toContain('PORT must be an integer from 0 to 65535 (got "abc")');
+    expect(res.stderr).toContain('LOG_LEVEL must be one of');
+    expect(res.stderr).toContain('DATABASE_URL must be a postgres:// or postgresql:// URL');
+    expect(res.stderr).not.toContain('hunter2');
+  });
+
+  it('shuts down cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, serverArgs, {
+      env: { ...process.env, PORT: '0', DUNWALL_DATA_DIR: tempDir(), DUNWALL_DEMO: '0', DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', () => {
+        const m = /Server listening at (http:\/\/[^"]+)/.exec(out);
+        if (m?.[1]) resolve(m[1]);
+      });
+      child.on('exit', (code) => reject(new Error(`exited early with ${code}: ${out}`)));
+    });
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out).toContain('"msg":"shut down"');
+  });
+});
+
+describe('hmac helper', () => {
+  it('is the lowercase hex HMAC-SHA256 of the customer id under the secret (a known vector)', () => {
+    // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
+    expect(computeHmac('Jefe', 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+  });
+});

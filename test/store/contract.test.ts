@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/domain/keys.js';
+import type { Db } from '../../src/store/db.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import type { ChangeCause, Store } from '../../src/store/store.js';
+import { availableEngines } from '../helpers/engines.js';
+import type { Engine } from '../helpers/engines.js';
+
+const engines = await availableEngines();
+const T = new Date('2026-03-01T12:00:00Z');
+const at = (s: number) => new Date(T.getTime() + s * 1000);
+const admin = (d: Date): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: d });
+
+function newTenant(slug: string, extra: Partial<Parameters<Store['createTenant']>[0]> = {}) {
+  return {
+    slug,
+    tier: 'starter',
+    cardUpdateUrl: null,
+    hmacRequired: false,
+    allowedOrigins: null,
+    publishableKeyHash: sha256(`pk_${slug}_key_0000000000000000000`).toString('hex'),
+    hmacSecret: `secret-${slug}`,
+    ...extra,
+  };
+}
+
+describe.each(engines)('Store contract ($name)', (engine: Engine) => {
+  let store: Store;
+  let db: Db;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ store, db, cleanup } = await engine.open());
+  });
+  afterAll(() => cleanup());
+
+  it('migrates idempotently: a second run applies nothing', async () => {
+    expect(await migrate(db)).toEqual([]);
+    const rows = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    expect(rows.map((r) => r.version)).toEqual(loadMigrations().map((m) => m.version));
+  });
+
+  it('creates a tenant once; a taken slug or an unknown tier is a value, not an exception', async () => {
+    const created = await store.createTenant(newTenant('acme', { cardUpdateUrl: 'https://a.test/c', allowedOrigins: ['https://a.test'] }), T);
+    expect(created.ok).toBe(true);
+    expect(await store.createTenant(newTenant('acme'), T)).toEqual({ ok: false, error: 'exists' });
+    expect(await store.createTenant(newTenant('other', { tier: 'gold' }), T)).toEqual({ ok: false, error: 'unknown_tier' });
+    expect(await store.countTenants()).toBe(1);
+  });
+
+  it('keeps publishable keys as SHA-256 digests only, never in clear', async () => {
+    const rows = await db.query<{ key_hash: string | null; secret: string | null }>(
+      "SELECT key_hash, secret FROM tenant_credentials WHERE kind = 'publishable_key'",
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.key_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0]?.secret).toBeNull();
+  });
+
+  it('reads the tenant as the lookup needs it', async () => {
+    const auth = await store.getTenantAuth('acme');
+    expect(auth).toMatchObject({
+      slug: 'acme',
+      suspended: false,
+      hmacRequired: false,
+      cardUpdateUrl: 'https://a.test/c',
+      allowedOrigins: ['https://a.test'],
+      entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+      hmacSecrets: [{ value: 'secret-acme', expiresAtMs: null }],
+    });
+    expect(auth?.publishableKeyHashes[0]?.value.equals(sha256('pk_acme_key_0000000000000000000'))).toBe(true);
+    expect(await store.getTenantAuth('nobody')).toBeNull();
+  });
+
+  it('rotates a credential: the old one expires after the overlap, the new one does not', async () => {
+    const tenant = await store.getTenant('acme');
+    if (!tenant) throw new Error('no tenant');
+    await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-2', 3600, at(10));
+    const auth = await store.getTenantAuth('acme');
+    expect(auth?.hmacSecrets).toEqual([
+      { value: 'secret-acme', expiresAtMs: at(3610).getTime() },
+      { value: 'secret-acme-2', expiresAtMs: null },
+    ]);
+    // A second rotation never extends an expiry already set.
+    await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-3', 86_400, at(20));
+    const again = await store.getTenantAuth('acme');
+    expect(again?.hmacSecrets.map((s) => s.expiresAtMs)).toEqual([at(3610).getTime(), at(86_420).getTime(), null]);
+  });
+
+  it('updates only the fields in the patch', async () => {
+    const res = await store.updateTenant('acme', { suspended: true, cardUpdateUrl: null }, at(30));
+    expect(res.ok && res.tenant).toMatchObject({ suspended: true, cardUpdateUrl: null, allowedOrigins: ['https://a.test'], tier: 'starter' });
+    expect(await store.updateTenant('nobody', { suspended: true }, T)).toEqual({ ok: false, error: 'not_found' });
+    expect(await store.updateTenant('acme', { tier: 'gold' }, T)).toEqual({ ok: false, error: 'unknown_tier' });
+  });
+
+  it('records subscriber changes with their cause, and deletion as a history entry', async () => {
+    const tenant = await store.getTenant('acme');
+    if (!tenant) throw new Error('no tenant');
+    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
+    await store.putSubscriber(tenant.id, 'cus_1', 'warning', 'soft_decline', admin(at(1)), at(1));
+    await store.putSubscriber(tenant.id, 'cus_1', 'lockout', 'hard_decline', { source: 'stripe', eventId: 'evt_1', eventType: 'charge.failed', declineCode: 'stolen_card', occurredAt: at(2) }, at(3));
+    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBe('lockout');
+    const record = await store.getSubscriber(tenant.id, 'cus_1');
+    expect(record?.history).toEqual([
+      { status: 'warning', reason: 'soft_decline', source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
+      { status: 'lockout', reason: 'hard_decline', source: 'stripe', eventId: 'evt_1', eventType: 'charge.failed', declineCode: 'stolen_card', occurredAt: at(2), recordedAt: at(3) },
+    ]);
+    expect(await store.deleteSubscriber(tenant.id, 'cus_1', admin(at(4)), at(4))).toBe(true);
+    expect(await store.deleteSubscriber(tenant.id, 'cus_1', admin(at(5)), at(5))).toBe(false);
+    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
+    expect(await store.getSubscriber(tenant.id, 'cus_1')).toBeNull();
+  });
+
+  it('keeps subscribers of different tenants apart', async () => {
+    await store.createTenant(newTenant('beta'), T);
+    const [a, b] = [await store.getTenant('acme'), await store.getTenant('beta')];
+    if (!a || !b) throw new Error('no tenants');
+    await store.putSubscriber(a.id, 'cus_same', 'lockout', 'manual', admin(T), T);
+    expect(await store.getSubscriberStatus(b.id, 'cus_same')).toBeNull();
+    await store.putSubscriber(b.id, 'cus_same', 'warning', 'manual', admin(T), T);
+    expect(await store.getSubscriberStatus(a.id, 'cus_same')).toBe('lockout');
+  });
+
+  it('upserts tiers, their flags normalised with the named ones first', async () => {
+    const tier = await store.putTier('gold', { zeta: true, downstream_webhooks: true, powered_by_watermark: false, custom_domain: true }, T);
+    expect(Object.keys(tier.entitlements)).toEqual(['powered_by_watermark', 'custom_domain', 'downstream_webhooks', 'zeta']);
+    expect((await store.listTiers()).map((t) => t.name)).toEqual(['gold', 'growth', 'scale', 'starter']);
+  });
+
+  it('answers ping', async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe.each(engines.filter((e) => e.name === 'postgres'))('migrations on a shared server ($name)', (engine) => {
+  it('are safe when instances start at once: each migration is applied exactly once', async () => {
+    const { db, target, cleanup } = await engine.open();
+    try {
+      await db.exec('DROP TABLE subscriber_history, subscribers, tenant_credentials, tenants, tiers, schema_migrations');
+      const { openDb } = await import('../../src/store/index.js');
+      const instances = await Promise.all([openDb(target), openDb(target), openDb(target)]);
+      const applied = await Promise.all(instances.map((d) => migrate(d)));
+      expect(applied.flat().sort()).toEqual(loadMigrations().map((m) => m.name).sort());
+      expect(applied.filter((names) => names.length > 0)).toHaveLength(1);
+      await Promise.all(instances.map((d) => d.close()));
+    } finally {
+      await cleanup();
+    }
+  });
+});
