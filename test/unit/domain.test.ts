@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { computeHmac, verifyHmac } from '../../src/domain/hmac.js';
+import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
+import { allowedOrigin, checkLookup, lookupBody, parseBearer } from '../../src/domain/lookup.js';
+import type { TenantAuth } from '../../src/domain/types.js';
+import { cardUpdateUrlProblem, originProblem } from '../../src/domain/validation.js';
+
+const NOW = Date.parse('2026-05-01T00:00:00Z');
+const KEY = 'pk_abcdefghijklmnopqrstuvwx';
+
+function tenant(over: Partial<TenantAuth> = {}): TenantAuth {
+  return {
+    id: 1,
+    slug: 'acme',
+    suspended: false,
+    hmacRequired: false,
+    cardUpdateUrl: 'https://acme.test/card',
+    allowedOrigins: null,
+    entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+    publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
+    hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
+    ...over,
+  };
+}
+
+describe('parseBearer', () => {
+  it.each([
+    [undefined, { ok: false, code: 'missing' }],
+    ['', { ok: false, code: 'missing' }],
+    ['   ', { ok: false, code: 'missing' }],
+    ['Bearer abc', { ok: true, token: 'abc' }],
+    ['bearer   abc', { ok: true, token: 'abc' }],
+    ['BEARER a.b-c_d~e+f/g==', { ok: true, token: 'a.b-c_d~e+f/g==' }],
+    ['Bearer', { ok: false, code: 'malformed' }],
+    ['Bearer a b', { ok: false, code: 'malformed' }],
+    ['Basic abc', { ok: false, code: 'malformed' }],
+    ['abc', { ok: false, code: 'malformed' }],
+  ])('%j', (header, expected) => {
+    expect(parseBearer(header)).toEqual(expected);
+  });
+});
+
+describe('checkLookup', () => {
+  const req = (query: Record<string, unknown>, authorization: string | undefined = `Bearer ${KEY}`) => ({ authorization, slug: 'acme', query });
+
+  it('passes a good request and returns the customer id', () => {
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1' });
+  });
+
+  it('ignores an expired key and an expired secret', () => {
+    const expired = tenant({ publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: NOW }] });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), expired, NOW)).toEqual({ ok: false, code: 'invalid_publishable_key' });
+    const oldSecret = tenant({ hmacSecrets: [{ value: 'secret', expiresAtMs: NOW - 1 }] });
+    const hmac = computeHmac('secret', 'cus_1');
+    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac }), oldSecret, NOW)).toEqual({ ok: false, code: 'hmac_mismatch' });
+  });
+
+  it('treats a repeated parameter as one bad value, never a guess', () => {
+    expect(checkLookup(req({ processor_customer_id: ['cus_1', 'cus_1'] }), tenant(), NOW)).toEqual({ ok: false, code: 'invalid_processor_customer_id' });
+    const hmac = computeHmac('secret', 'cus_1');
+    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac: [hmac] }), tenant(), NOW)).toEqual({ ok: false, code: 'hmac_mismatch' });
+  });
+});
+
+describe('hmac', () => {
+  it('accepts either of two secrets and rejects anything that is not 64 hex characters', () => {
+    const hmac = computeHmac('new', 'cus_1');
+    expect(verifyHmac(hmac, 'cus_1', ['old', 'new'])).toBe(true);
+    expect(verifyHmac(hmac, 'cus_1', ['old'])).toBe(false);
+    expect(verifyHmac(hmac, 'cus_1', [])).toBe(false);
+    expect(verifyHmac(` ${hmac.slice(1)}`, 'cus_1', ['new'])).toBe(false);
+  });
+});
+
+describe('body and CORS', () => {
+  it('builds the bodies of the contract', () => {
+    expect(lookupBody(tenant(), null)).toBe('{"status":"active"}');
+    expect(JSON.parse(lookupBody(tenant(), 'warning')).card_update_url).toBe('https://acme.test/card');
+    expect(JSON.parse(lookupBody(tenant(), 'lockout')).card_update_url).toBeNull();
+  });
+
+  it('allows * unless the tenant restricts origins', () => {
+    expect(allowedOrigin(null, 'https://a.test')).toBe('*');
+    expect(allowedOrigin(tenant(), undefined)).toBe('*');
+    const restricted = tenant({ allowedOrigins: ['https://a.test'] });
+    expect(allowedOrigin(restricted, 'https://a.test')).toBe('https://a.test');
+    expect(allowedOrigin(restricted, 'https://b.test')).toBeNull();
+    expect(allowedOrigin(restricted, undefined)).toBeNull();
+  });
+});
+
+describe('keys', () => {
+  it('generates publishable keys and secrets of the contract shape, never twice the same', () => {
+    const keys = new Set(Array.from({ length: 200 }, generatePublishableKey));
+    expect(keys.size).toBe(200);
+    for (const key of keys) expect(key).toMatch(PUBLISHABLE_KEY_RE);
+    expect(Buffer.from(generateHmacSecret(), 'base64url')).toHaveLength(32);
+    expect(randomBase62(1000)).toMatch(/^[A-Za-z0-9]{1000}$/);
+  });
+});
+
+describe('input validation', () => {
+  it('card update URLs must be https, absolute and without credentials', () => {
+    expect(cardUpdateUrlProblem('https://a.test/x')).toBeNull();
+    for (const bad of ['http://a.test', '/relative', 'https://u:p@a.test', 'data:text/html,x']) expect(cardUpdateUrlProblem(bad)).not.toBeNull();
+  });
+  it('origins must be exactly what a browser sends', () => {
+    expect(originProblem('https://a.test')).toBeNull();
+    expect(originProblem('http://localhost:5173')).toBeNull();
+    for (const bad of ['https://a.test/', 'https://A.test', 'a.test', 'https://a.test:443']) expect(originProblem(bad)).not.toBeNull();
+  });
+});
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', databaseUrl: null, adminToken: null, logLevel: 'info', rotationOverlapS: 86_400, demo: true });
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('reports every bad value at once', () => {
+    try {
+      loadConfig({ PORT: '70000', DUNWALL_ADMIN_TOKEN: 'short', DUNWALL_DEMO: 'yes', DUNWALL_ROTATION_OVERLAP_S: '-1' });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).problems).toHaveLength(4);
+    }
+  });
+});
