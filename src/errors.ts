@@ -19,7 +19,6 @@ export const ERRORS = {
   invalid_request: { status: 400, detail: 'The request is not valid.' },
   tenant_exists: { status: 409, detail: 'A tenant with this slug exists already.' },
   subscriber_not_found: { status: 404, detail: 'This tenant has no record of this subscriber.' },
-  tier_not_found: { status: 404, detail: 'No tier has this name.' },
   not_found: { status: 404, detail: 'No such route.' },
   method_not_allowed: { status: 405, detail: 'This method is not allowed on this route.' },
   payload_too_large: { status: 413, detail: 'The request body is too large.' },

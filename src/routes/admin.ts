@@ -136,13 +136,15 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           ...(body.allowed_origins !== undefined ? { allowedOrigins: body.allowed_origins } : {}),
         },
         at,
+        // A new signing secret replaces the old one the way Stripe's own rolling does: both
+        // verify during the overlap, so no event is refused while the tenant switches.
+        body.stripe_webhook_secret === undefined
+          ? undefined
+          : { kind: 'stripe_webhook_secret', material: body.stripe_webhook_secret, overlapS: opts.rotationOverlapS },
       );
       if (!result.ok) {
         if (result.error === 'not_found') throw new AppError('tenant_not_found');
         throw invalid('tier', `no tier is named '${body.tier ?? ''}'`);
-      }
-      if (body.stripe_webhook_secret !== undefined) {
-        await store.rotateCredential(result.tenant.id, 'stripe_webhook_secret', body.stripe_webhook_secret, opts.rotationOverlapS, at);
       }
       req.log.info({ tenant: req.params.slug, fields: Object.keys(body) }, 'tenant updated');
       return presentTenant(result.tenant);

@@ -1,3 +1,4 @@
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.js';
 
@@ -6,13 +7,53 @@ interface PgliteLike {
   exec(sql: string): Promise<unknown>;
 }
 
+export class DataDirInUseError extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(`the embedded store in ${dataDir} is in use by process ${pid}: stop that process first, or use DATABASE_URL`);
+    this.name = 'DataDirInUseError';
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * PGlite has no lock of its own, and two processes writing one folder would corrupt it: a
+ * pid file beside the folder keeps a second owner out. A file left by a dead process is stale.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const path = `${dataDir}.lock`;
+  try {
+    writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const owner = Number.parseInt(readFileSync(path, 'utf8'), 10);
+    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) throw new DataDirInUseError(dataDir, owner);
+    writeFileSync(path, String(process.pid), { mode: 0o600 });
+  }
+  return () => rmSync(path, { force: true });
+}
+
 /**
  * PostgreSQL compiled to WebAssembly, in `dataDir` (persisted on disk) or in memory when
  * `dataDir` is null. One process owns the folder.
  */
 export async function openEmbedded(dataDir: string | null): Promise<Db> {
-  const pglite = dataDir === null ? new PGlite() : new PGlite(dataDir);
-  await pglite.waitReady;
+  const unlock = dataDir === null ? () => {} : lockDataDir(dataDir);
+  let pglite: PGlite;
+  try {
+    pglite = dataDir === null ? new PGlite() : new PGlite(dataDir);
+    await pglite.waitReady;
+  } catch (err) {
+    unlock();
+    throw err;
+  }
 
   const on = (client: PgliteLike): Queryable => ({
     async query<T>(sql: string, params?: readonly unknown[]) {
@@ -30,6 +71,7 @@ export async function openEmbedded(dataDir: string | null): Promise<Db> {
     transaction: (fn) => pglite.transaction((tx) => fn(on(tx))),
     async close() {
       if (!pglite.closed) await pglite.close();
+      unlock();
     },
   };
 }

@@ -5,6 +5,7 @@ import type {
   ChangeCause,
   CreateTenantResult,
   CredentialKind,
+  CredentialRotation,
   HistoryEntry,
   NewTenant,
   Store,
@@ -114,6 +115,23 @@ async function insertHistory(
   );
 }
 
+async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date): Promise<void> {
+  await tx.query(
+    `UPDATE tenant_credentials
+     SET expires_at = LEAST(COALESCE(expires_at, 'infinity'::timestamptz), $3::timestamptz + make_interval(secs => $4))
+     WHERE tenant_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+    [tenantId, rotation.kind, now, rotation.overlapS],
+  );
+  const isHash = rotation.kind === 'publishable_key';
+  await tx.query('INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES ($1, $2, $3, $4, $5)', [
+    tenantId,
+    rotation.kind,
+    isHash ? rotation.material : null,
+    isHash ? null : rotation.material,
+    now,
+  ]);
+}
+
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
@@ -198,7 +216,7 @@ export class SqlStore implements Store {
     return row ? toTenant(row) : null;
   }
 
-  async updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date): Promise<UpdateTenantResult> {
+  async updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date, rotation?: CredentialRotation): Promise<UpdateTenantResult> {
     return this.db.transaction(async (tx) => {
       if (patch.tier !== undefined) {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [patch.tier]);
@@ -232,6 +250,7 @@ export class SqlStore implements Store {
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;
+      if (rotation) await rotateIn(tx, row.id, rotation, now);
       const [updated] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [row.id]);
       if (!updated) throw new Error('tenant vanished inside its own transaction');
       return { ok: true, tenant: toTenant(updated) } as const;
@@ -239,19 +258,7 @@ export class SqlStore implements Store {
   }
 
   async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.query(
-        `UPDATE tenant_credentials
-         SET expires_at = LEAST(COALESCE(expires_at, 'infinity'::timestamptz), $3::timestamptz + make_interval(secs => $4))
-         WHERE tenant_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)`,
-        [tenantId, kind, now, overlapS],
-      );
-      const isHash = kind === 'publishable_key';
-      await tx.query(
-        'INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES ($1, $2, $3, $4, $5)',
-        [tenantId, kind, isHash ? material : null, isHash ? null : material, now],
-      );
-    });
+    await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now));
   }
 
   async putSubscriber(

@@ -2,6 +2,14 @@ import type { Entitlements, SubscriberStatus, TenantAuth } from '../domain/types
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
+/** A new credential; the current ones of its kind expire `overlapS` seconds later. */
+export interface CredentialRotation {
+  kind: CredentialKind;
+  /** A SHA-256 hex digest for publishable keys, the secret itself otherwise. */
+  material: string;
+  overlapS: number;
+}
+
 export interface TenantRecord {
   id: number;
   slug: string;
@@ -82,7 +90,8 @@ export interface Store {
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
   listTenants(): Promise<TenantRecord[]>;
   getTenant(slug: string): Promise<TenantRecord | null>;
-  updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date): Promise<UpdateTenantResult>;
+  /** Applies the patch and, in the same transaction, the rotation when one is given. */
+  updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date, rotation?: CredentialRotation): Promise<UpdateTenantResult>;
   /**
    * Adds a credential and makes every current one of the same kind expire `overlapS` seconds
    * from `now` (a rotation). The material is a hash for publishable keys, a secret otherwise.

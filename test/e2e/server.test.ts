@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
+import { openStore } from '../../src/store/index.js';
 import { availableEngines, DEFAULT_TEST_DATABASE_URL } from '../helpers/engines.js';
 
 const engines = await availableEngines();
@@ -127,6 +128,10 @@ describe('the service on a real socket, embedded store', () => {
     const logs = new Capture();
     const running = await start(loadConfig(env), createLogger('info', logs));
     try {
+      // A second owner of the same folder is refused while the first one runs.
+      await expect(openStore({ engine: 'embedded', dataDir: join(dataDir, 'pgdata') })).rejects.toThrow(
+        `in use by process ${process.pid}`,
+      );
       expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
       expect(await running.store.countTenants()).toBe(2);
       const res = await fetch(`${running.url}/api/subscriber-status/acme?processor_customer_id=cus_kept`, {

@@ -1,3 +1,4 @@
+import type * as Crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
@@ -5,7 +6,7 @@ import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
 const spies = vi.hoisted(() => ({ timingSafeEqual: undefined as unknown as ReturnType<typeof vi.fn> }));
 vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:crypto')>();
+  const actual = await importOriginal<typeof Crypto>();
   spies.timingSafeEqual = vi.fn(actual.timingSafeEqual);
   return { ...actual, default: { ...actual, timingSafeEqual: spies.timingSafeEqual }, timingSafeEqual: spies.timingSafeEqual };
 });

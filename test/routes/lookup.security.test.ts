@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import type * as Crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
@@ -10,7 +11,7 @@ import type { CreatedTenant, Harness } from '../helpers/harness.js';
 // Wraps the real timingSafeEqual so the tests can see that every comparison goes through it.
 const spies = vi.hoisted(() => ({ timingSafeEqual: undefined as unknown as ReturnType<typeof vi.fn> }));
 vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:crypto')>();
+  const actual = await importOriginal<typeof Crypto>();
   spies.timingSafeEqual = vi.fn(actual.timingSafeEqual);
   return { ...actual, default: { ...actual, timingSafeEqual: spies.timingSafeEqual }, timingSafeEqual: spies.timingSafeEqual };
 });

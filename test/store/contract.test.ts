@@ -94,6 +94,17 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     expect(await store.updateTenant('acme', { tier: 'gold' }, T)).toEqual({ ok: false, error: 'unknown_tier' });
   });
 
+  it('sets a signing secret in the same transaction as the patch: a refused patch stores nothing', async () => {
+    const count = async () =>
+      (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenant_credentials WHERE kind = 'stripe_webhook_secret'"))[0]?.n;
+    const rotation = { kind: 'stripe_webhook_secret' as const, material: 'whsec_one', overlapS: 60 };
+    expect(await store.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({ ok: false, error: 'unknown_tier' });
+    expect(await count()).toBe(0);
+    const ok = await store.updateTenant('acme', { hmacRequired: true }, T, rotation);
+    expect(ok.ok).toBe(true);
+    expect(await count()).toBe(1);
+  });
+
   it('records subscriber changes with their cause, and deletion as a history entry', async () => {
     const tenant = await store.getTenant('acme');
     if (!tenant) throw new Error('no tenant');
