@@ -1,0 +1,81 @@
+import { parseArgs } from 'node:util';
+import { UsageError } from './errors.js';
+
+export interface OptionSpec {
+  type: 'string' | 'boolean';
+  multiple?: boolean;
+}
+export type OptionSpecs = Record<string, OptionSpec>;
+export type OptionValues = Record<string, string | boolean | (string | boolean)[] | undefined>;
+
+export interface GlobalFlags {
+  json: boolean;
+  help: boolean;
+  version: boolean;
+  /** argv without the global flags. */
+  rest: string[];
+}
+
+/** `--json`, `--help`/`-h` and `--version` are accepted anywhere before a `--`. */
+export function extractGlobalFlags(argv: readonly string[]): GlobalFlags {
+  const flags: GlobalFlags = { json: false, help: false, version: false, rest: [] };
+  let i = 0;
+  for (; i < argv.length; i += 1) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') break;
+    if (arg === '--json') flags.json = true;
+    else if (arg === '--help' || arg === '-h') flags.help = true;
+    else if (arg === '--version') flags.version = true;
+    else flags.rest.push(arg);
+  }
+  flags.rest.push(...argv.slice(i));
+  return flags;
+}
+
+export interface ParsedArgs {
+  values: OptionValues;
+  positionals: string[];
+}
+
+function isParseArgsError(err: unknown): err is Error & { code: string } {
+  const code = (err as { code?: unknown } | null)?.code;
+  return err instanceof Error && typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_');
+}
+
+/** `Unknown option '--x'. To specify...` -> `unknown option '--x'`. */
+function firstSentence(message: string): string {
+  const first = message.split(/\.(?:\s|$)/)[0] ?? message;
+  return first.charAt(0).toLowerCase() + first.slice(1);
+}
+
+/** node:util parseArgs, strict; its errors become usage errors (first line of the message only). */
+export function parseCommandArgs(command: string, args: readonly string[], options: OptionSpecs): ParsedArgs {
+  try {
+    const { values, positionals } = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
+    return { values: values as OptionValues, positionals };
+  } catch (err) {
+    if (isParseArgsError(err)) throw new UsageError(`${command}: ${firstSentence(err.message)}`);
+    throw err;
+  }
+}
+
+export function stringOption(values: OptionValues, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function stringsOption(values: OptionValues, name: string): string[] {
+  const value = values[name];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+export function booleanOption(values: OptionValues, name: string): boolean {
+  return values[name] === true;
+}
+
+/** `true` or `false`, nothing else. */
+export function parseBoolean(value: string, what: string): boolean {
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new UsageError(`${what} must be true or false (got '${value}')`);
+}

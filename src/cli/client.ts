@@ -1,0 +1,192 @@
+import type { Static } from 'typebox';
+import type {
+  CreateTenantBody,
+  RotatedTenant,
+  Subscriber,
+  Tenant,
+  TenantList,
+  TenantWithKeys,
+  Tier,
+  TierList,
+  UpdateTenantBody,
+} from '../schemas.js';
+import { ApiError, NetworkError, oneLine } from './errors.js';
+
+export type TenantView = Static<typeof Tenant>;
+export type TenantWithKeysView = Static<typeof TenantWithKeys>;
+export type RotatedTenantView = Static<typeof RotatedTenant>;
+export type TenantListView = Static<typeof TenantList>;
+export type SubscriberView = Static<typeof Subscriber>;
+export type TierView = Static<typeof Tier>;
+export type TierListView = Static<typeof TierList>;
+export type SubscriberStatus = SubscriberView['status'];
+export type RotateKey = 'publishable' | 'hmac';
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+export interface AdminClientOptions {
+  /** e.g. `http://127.0.0.1:3000`, without a trailing slash. */
+  baseUrl: string;
+  token: string;
+  fetch: typeof fetch;
+  timeoutMs?: number;
+}
+
+const NETWORK_REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'name resolution failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_SOCKET: 'connection closed',
+};
+
+/** The URL without any user:password part, for messages. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return url;
+  }
+}
+
+function networkReason(err: unknown, timeoutMs: number): string {
+  if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
+    return `no answer within ${timeoutMs / 1000} s`;
+  }
+  const cause = (err as { cause?: unknown } | null)?.cause as
+    | { code?: unknown; message?: unknown; errors?: { code?: unknown }[] }
+    | undefined;
+  const code = cause?.code ?? cause?.errors?.[0]?.code;
+  if (typeof code === 'string' && NETWORK_REASONS[code]) return NETWORK_REASONS[code];
+  if (typeof cause?.message === 'string' && cause.message !== '') return cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A small typed client of the admin API (CONTRACT.md section 3). Every method throws ApiError or NetworkError. */
+export class AdminClient {
+  readonly baseUrl: string;
+  readonly #token: string;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+
+  constructor(options: AdminClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#fetch = options.fetch;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  createTenant(body: Static<typeof CreateTenantBody>): Promise<TenantWithKeysView> {
+    return this.#json('POST', '/tenants', body);
+  }
+
+  listTenants(): Promise<TenantListView> {
+    return this.#json('GET', '/tenants');
+  }
+
+  getTenant(slug: string): Promise<TenantView> {
+    return this.#json('GET', `/tenants/${enc(slug)}`);
+  }
+
+  updateTenant(slug: string, body: Static<typeof UpdateTenantBody>): Promise<TenantView> {
+    return this.#json('PATCH', `/tenants/${enc(slug)}`, body);
+  }
+
+  rotate(slug: string, key: RotateKey): Promise<RotatedTenantView> {
+    return this.#json('POST', `/tenants/${enc(slug)}/rotate`, { key });
+  }
+
+  putSubscriber(slug: string, customerId: string, status: SubscriberStatus, reason?: string): Promise<SubscriberView> {
+    return this.#json('PUT', subscriberPath(slug, customerId), { status, ...(reason !== undefined ? { reason } : {}) });
+  }
+
+  getSubscriber(slug: string, customerId: string): Promise<SubscriberView> {
+    return this.#json('GET', subscriberPath(slug, customerId));
+  }
+
+  async deleteSubscriber(slug: string, customerId: string): Promise<void> {
+    await this.request('DELETE', subscriberPath(slug, customerId));
+  }
+
+  listTiers(): Promise<TierListView> {
+    return this.#json('GET', '/tiers');
+  }
+
+  putTier(name: string, entitlements: Record<string, boolean>): Promise<TierView> {
+    return this.#json('PUT', `/tiers/${enc(name)}`, { entitlements });
+  }
+
+  async #json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const answer = await this.request(method, path, body);
+    if (answer === null) throw new ApiError(0, 'unexpected_answer', `${method} ${path} answered with no body`);
+    return answer as T;
+  }
+
+  /** One call to `/admin/v1${path}`: the parsed JSON answer, null for an empty one (204). */
+  async request(method: string, path: string, body?: unknown): Promise<unknown> {
+    const url = `${this.baseUrl}/admin/v1${path}`;
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.#token}`,
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+      text = await response.text();
+    } catch (err) {
+      throw new NetworkError(`cannot reach ${displayUrl(this.baseUrl)} (${this.#redact(networkReason(err, this.#timeoutMs))})`);
+    }
+
+    let parsed: unknown = null;
+    let isJson = false;
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text);
+        isJson = true;
+      } catch {
+        isJson = false;
+      }
+    }
+    if (!response.ok) {
+      const problem = parsed as { code?: unknown; detail?: unknown } | null;
+      if (isJson && typeof problem?.code === 'string') {
+        const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
+        throw new ApiError(response.status, oneLine(problem.code), oneLine(this.#redact(detail)));
+      }
+      throw new ApiError(
+        response.status,
+        `http_${response.status}`,
+        `${method} ${displayUrl(url)} answered ${response.status} ${response.statusText}`.trim(),
+      );
+    }
+    if (text !== '' && !isJson) {
+      throw new ApiError(response.status, 'unexpected_answer', `${method} ${displayUrl(url)} did not answer with JSON; is DUNWALL_URL a Dunwall service?`);
+    }
+    return parsed;
+  }
+
+  /** The admin token never reaches a message, whatever an error says. */
+  #redact(text: string): string {
+    return this.#token === '' ? text : text.split(this.#token).join('[redacted]');
+  }
+}
+
+function enc(segment: string): string {
+  return encodeURIComponent(segment);
+}
+
+function subscriberPath(slug: string, customerId: string): string {
+  return `/tenants/${enc(slug)}/subscribers/${enc(customerId)}`;
+}

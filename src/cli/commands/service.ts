@@ -1,0 +1,62 @@
+import { mkdirSync } from 'node:fs';
+import { CliError, ConfigurationError, EXIT_FAILURE, oneLine } from '../errors.js';
+import { ConfigError, loadConfig } from '../../config.js';
+import type { Config } from '../../config.js';
+import type { Env } from '../env.js';
+import type { Command } from '../io.js';
+
+function loadConfigOrThrow(env: Env): Config {
+  try {
+    return loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigurationError(`invalid configuration: ${err.problems.join('; ')}`);
+    throw err;
+  }
+}
+
+const serve: Command = {
+  name: 'serve',
+  usage: '',
+  summary: 'Run the service, configured by the environment (PORT, HOST, DATABASE_URL, DUNWALL_DATA_DIR, ...).',
+  options: {},
+  positionals: [],
+  async run(ctx) {
+    // Checked here first so that a bad setting is one line, as every other CLI error.
+    loadConfigOrThrow(ctx.io.env);
+    // Loaded on demand: the admin commands do not need Fastify or a database driver.
+    const { main } = await import('../../server.js');
+    await main(ctx.io.env);
+  },
+};
+
+const migrate: Command = {
+  name: 'migrate',
+  usage: '',
+  summary: 'Bring the database schema up to date, then exit (stop an embedded service first: one process owns its folder).',
+  options: {},
+  positionals: [],
+  async run(ctx) {
+    const config = loadConfigOrThrow(ctx.io.env);
+    const { storeTarget } = await import('../../server.js');
+    const { openDb } = await import('../../store/index.js');
+    const { migrate: applyMigrations } = await import('../../store/migrate.js');
+
+    let applied: string[];
+    try {
+      if (config.databaseUrl === null) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+      const db = await openDb(storeTarget(config));
+      try {
+        applied = await applyMigrations(db);
+      } finally {
+        await db.close();
+      }
+    } catch (err) {
+      throw new CliError(`migrate failed: ${oneLine(err instanceof Error ? err.message : String(err))}`, EXIT_FAILURE);
+    }
+    ctx.output({ applied }, ({ applied: names }) =>
+      names.length === 0 ? 'schema up to date' : names.map((name) => `applied ${name}`).join('\n'),
+    );
+  },
+};
+
+export const serviceCommands: Command[] = [serve, migrate];

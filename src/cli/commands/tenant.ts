@@ -1,0 +1,155 @@
+import { booleanOption, parseBoolean, stringOption, stringsOption } from '../args.js';
+import type { AdminClient, RotateKey } from '../client.js';
+import { UsageError } from '../errors.js';
+import { formatCreatedTenant, formatRotated, formatTenant, formatTenantList } from '../format.js';
+import { readAll } from '../io.js';
+import type { Command, CommandContext } from '../io.js';
+
+type UpdateBody = Parameters<AdminClient['updateTenant']>[1];
+
+function slugOf(ctx: CommandContext): string {
+  return ctx.positionals[0] ?? '';
+}
+
+/** `none` clears the field (null). */
+function orNull(value: string): string | null {
+  return value === 'none' ? null : value;
+}
+
+function originList(value: string): string[] | null {
+  if (value === 'none') return null;
+  const origins = value
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o !== '');
+  if (origins.length === 0) throw new UsageError("--allowed-origins needs at least one origin, or 'none'");
+  return origins;
+}
+
+async function webhookSecret(ctx: CommandContext, value: string): Promise<string> {
+  if (value !== '-') return value;
+  const secret = (await readAll(ctx.io.stdin)).trim();
+  if (secret === '') throw new UsageError('--stripe-webhook-secret -: no secret on stdin');
+  return secret;
+}
+
+const create: Command = {
+  name: 'tenant create',
+  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required] [--allowed-origin ORIGIN]...',
+  summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only.',
+  options: {
+    tier: { type: 'string' },
+    'card-update-url': { type: 'string' },
+    'hmac-required': { type: 'boolean' },
+    'allowed-origin': { type: 'string', multiple: true },
+  },
+  positionals: ['SLUG'],
+  async run(ctx) {
+    const tier = stringOption(ctx.values, 'tier');
+    const cardUpdateUrl = stringOption(ctx.values, 'card-update-url');
+    const origins = stringsOption(ctx.values, 'allowed-origin');
+    const created = await ctx.client().createTenant({
+      slug: slugOf(ctx),
+      ...(tier !== undefined ? { tier } : {}),
+      ...(cardUpdateUrl !== undefined ? { card_update_url: cardUpdateUrl } : {}),
+      ...(booleanOption(ctx.values, 'hmac-required') ? { hmac_required: true } : {}),
+      ...(origins.length > 0 ? { allowed_origins: origins } : {}),
+    });
+    ctx.output(created, formatCreatedTenant);
+  },
+};
+
+const list: Command = {
+  name: 'tenant list',
+  usage: '',
+  summary: 'List the tenants.',
+  options: {},
+  positionals: [],
+  async run(ctx) {
+    ctx.output(await ctx.client().listTenants(), (answer) => formatTenantList(answer.data));
+  },
+};
+
+const show: Command = {
+  name: 'tenant show',
+  usage: 'SLUG',
+  summary: 'Show a tenant (never its keys).',
+  options: {},
+  positionals: ['SLUG'],
+  async run(ctx) {
+    ctx.output(await ctx.client().getTenant(slugOf(ctx)), formatTenant);
+  },
+};
+
+const update: Command = {
+  name: 'tenant update',
+  usage:
+    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--stripe-webhook-secret whsec_...|-]',
+  summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin.",
+  options: {
+    tier: { type: 'string' },
+    'card-update-url': { type: 'string' },
+    'hmac-required': { type: 'string' },
+    'allowed-origins': { type: 'string' },
+    'stripe-webhook-secret': { type: 'string' },
+  },
+  positionals: ['SLUG'],
+  async run(ctx) {
+    const tier = stringOption(ctx.values, 'tier');
+    const cardUpdateUrl = stringOption(ctx.values, 'card-update-url');
+    const hmacRequired = stringOption(ctx.values, 'hmac-required');
+    const origins = stringOption(ctx.values, 'allowed-origins');
+    const secret = stringOption(ctx.values, 'stripe-webhook-secret');
+    const body: UpdateBody = {
+      ...(tier !== undefined ? { tier } : {}),
+      ...(cardUpdateUrl !== undefined ? { card_update_url: orNull(cardUpdateUrl) } : {}),
+      ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
+      ...(origins !== undefined ? { allowed_origins: originList(origins) } : {}),
+      ...(secret !== undefined ? { stripe_webhook_secret: await webhookSecret(ctx, secret) } : {}),
+    };
+    if (Object.keys(body).length === 0) {
+      throw new UsageError(
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --stripe-webhook-secret',
+      );
+    }
+    ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);
+  },
+};
+
+function suspension(name: string, suspended: boolean, summary: string): Command {
+  return {
+    name,
+    usage: 'SLUG',
+    summary,
+    options: {},
+    positionals: ['SLUG'],
+    async run(ctx) {
+      ctx.output(await ctx.client().updateTenant(slugOf(ctx), { suspended }), formatTenant);
+    },
+  };
+}
+
+const rotate: Command = {
+  name: 'tenant rotate',
+  usage: 'SLUG --key publishable|hmac',
+  summary: 'Replace the publishable key or the HMAC secret; the old one keeps working for the overlap period.',
+  options: { key: { type: 'string' } },
+  positionals: ['SLUG'],
+  async run(ctx) {
+    const key = stringOption(ctx.values, 'key');
+    if (key === undefined) throw new UsageError('tenant rotate: missing --key publishable|hmac');
+    if (key !== 'publishable' && key !== 'hmac') throw new UsageError(`--key must be publishable or hmac (got '${key}')`);
+    const rotateKey: RotateKey = key;
+    ctx.output(await ctx.client().rotate(slugOf(ctx), rotateKey), formatRotated);
+  },
+};
+
+export const tenantCommands: Command[] = [
+  create,
+  list,
+  show,
+  update,
+  suspension('tenant suspend', true, "Suspend a tenant: its lookups answer 402 tenant_suspended."),
+  suspension('tenant resume', false, 'Resume a suspended tenant.'),
+  rotate,
+];

@@ -1,0 +1,134 @@
+import type { RotatedTenantView, SubscriberView, TenantView, TenantWithKeysView, TierView } from './client.js';
+
+const NAMED_FLAG_ORDER = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
+
+/** `key: value` lines, values aligned in one column. */
+export function keyValues(rows: ReadonlyArray<readonly [string, string]>): string {
+  const width = Math.max(0, ...rows.map(([key]) => key.length + 1));
+  return rows.map(([key, value]) => `${`${key}:`.padEnd(width)}  ${value}`.trimEnd()).join('\n');
+}
+
+/** A plain text table: a header line, then one line per row, columns padded to their widest cell. */
+export function table(headers: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(headers), ...rows.map(line)].join('\n');
+}
+
+/** Named flags first, in the contract's order, then the others alphabetically. */
+export function flagOrder(flags: Iterable<string>): string[] {
+  const all = new Set(flags);
+  const named = NAMED_FLAG_ORDER.filter((f) => all.has(f));
+  const others = [...all].filter((f) => !NAMED_FLAG_ORDER.includes(f)).sort();
+  return [...named, ...others];
+}
+
+export function entitlements(flags: Record<string, boolean>): string {
+  const names = flagOrder(Object.keys(flags));
+  return names.length === 0 ? '(none)' : names.map((name) => `${name}=${String(flags[name])}`).join(' ');
+}
+
+function orNone(value: string | null, none: string): string {
+  return value === null || value === '' ? none : value;
+}
+
+function tenantRows(t: TenantView): [string, string][] {
+  return [
+    ['slug', t.slug],
+    ['tier', t.tier],
+    ['entitlements', entitlements(t.entitlements)],
+    ['card_update_url', orNone(t.card_update_url, '(none)')],
+    ['hmac_required', String(t.hmac_required)],
+    ['suspended', String(t.suspended)],
+    ['allowed_origins', t.allowed_origins === null ? '(any)' : t.allowed_origins.join(', ')],
+    ['created_at', t.created_at],
+    ['updated_at', t.updated_at],
+  ];
+}
+
+export function formatTenant(t: TenantView): string {
+  return keyValues(tenantRows(t));
+}
+
+const ONCE_BANNER = '!! Shown only once: store these now, Dunwall cannot show them again. !!';
+
+export function formatCreatedTenant(t: TenantWithKeysView): string {
+  return [
+    formatTenant(t),
+    '',
+    ONCE_BANNER,
+    keyValues([
+      ['publishable_key', t.publishable_key],
+      ['hmac_secret', t.hmac_secret],
+    ]),
+  ].join('\n');
+}
+
+export function formatRotated(r: RotatedTenantView): string {
+  const rows: [string, string][] = [['tenant', r.slug]];
+  if (r.publishable_key !== undefined) rows.push(['publishable_key', r.publishable_key]);
+  if (r.hmac_secret !== undefined) rows.push(['hmac_secret', r.hmac_secret]);
+  rows.push(['previous_expires_at', `${r.previous_expires_at} (the replaced key works until then)`]);
+  return [ONCE_BANNER, keyValues(rows)].join('\n');
+}
+
+export function formatTenantList(tenants: readonly TenantView[]): string {
+  if (tenants.length === 0) return 'no tenants';
+  return table(
+    ['SLUG', 'TIER', 'SUSPENDED', 'HMAC_REQUIRED', 'CARD_UPDATE_URL', 'CREATED_AT'],
+    tenants.map((t) => [t.slug, t.tier, String(t.suspended), String(t.hmac_required), orNone(t.card_update_url, '-'), t.created_at]),
+  );
+}
+
+function subscriberRows(s: SubscriberView): [string, string][] {
+  return [
+    ['processor_customer_id', s.processor_customer_id],
+    ['status', s.status],
+    ['reason', s.reason],
+    ['updated_at', s.updated_at],
+  ];
+}
+
+export function formatSubscriber(s: SubscriberView): string {
+  return keyValues(subscriberRows(s));
+}
+
+export function formatSubscriberWithHistory(s: SubscriberView): string {
+  const history =
+    s.history.length === 0
+      ? 'history: (empty)'
+      : table(
+          ['WHEN', 'STATUS', 'REASON', 'SOURCE', 'EVENT', 'DECLINE_CODE'],
+          s.history.map((h) => [
+            h.occurred_at,
+            h.status ?? '(removed)',
+            orNone(h.reason, '-'),
+            h.source,
+            h.event_id === null ? '-' : `${h.event_id}${h.event_type === null ? '' : ` (${h.event_type})`}`,
+            orNone(h.decline_code, '-'),
+          ]),
+        );
+  return [formatSubscriber(s), '', history].join('\n');
+}
+
+export function formatTier(t: TierView): string {
+  return keyValues([
+    ['name', t.name],
+    ['entitlements', entitlements(t.entitlements)],
+    ['updated_at', t.updated_at],
+  ]);
+}
+
+/** One column per flag found on any tier; `-` where a tier lacks it. */
+export function formatTierList(tiers: readonly TierView[]): string {
+  if (tiers.length === 0) return 'no tiers';
+  const flags = flagOrder(tiers.flatMap((t) => Object.keys(t.entitlements)));
+  return table(
+    ['NAME', ...flags.map((f) => f.toUpperCase())],
+    tiers.map((t) => [t.name, ...flags.map((f) => (t.entitlements[f] === undefined ? '-' : String(t.entitlements[f])))]),
+  );
+}

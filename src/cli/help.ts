@@ -1,0 +1,45 @@
+import { COMMANDS, groupCommands } from './commands/index.js';
+import type { Command } from './io.js';
+
+const SECTIONS: ReadonlyArray<[string, (c: Command) => boolean]> = [
+  ['Service', (c) => !c.name.includes(' ')],
+  ['Tenants', (c) => c.name.startsWith('tenant ')],
+  ['Subscribers', (c) => c.name.startsWith('subscriber ')],
+  ['Tiers', (c) => c.name.startsWith('tier ')],
+];
+
+function describe(commands: readonly Command[]): string[] {
+  return commands.flatMap((c) => [`  dunwall ${c.name}${c.usage ? ` ${c.usage}` : ''}`, `      ${c.summary}`]);
+}
+
+const FOOTER = `Options (anywhere on the line)
+  --json         print the API's JSON answer as is, for scripts
+  -h, --help     show this help
+  --version      print the version
+
+Environment
+  DUNWALL_URL          the service's base URL (default http://127.0.0.1:3000)
+  DUNWALL_ADMIN_TOKEN  the admin token; when unset, read from DUNWALL_DATA_DIR/admin-token
+  DUNWALL_DATA_DIR     the embedded data folder (default ./.dunwall)
+  serve and migrate read the service's own settings (DATABASE_URL, PORT, HOST, ...).
+
+Exit status: 0 done, 1 API or network error, 2 usage or configuration error.`;
+
+/** The whole help, or one group's (`tenant`, `subscriber`, `tier`). */
+export function helpText(group?: string): string {
+  const commands = group === undefined ? [] : groupCommands(group);
+  if (commands.length > 0) {
+    return [`Usage: dunwall ${group ?? ''} <command> [options]`, '', ...describe(commands), '', FOOTER, ''].join('\n');
+  }
+  const sections = SECTIONS.flatMap(([title, match]) => ['', title, ...describe(COMMANDS.filter(match))]);
+  return [
+    'dunwall: billing enforcement status lookup for Stripe-billed SaaS.',
+    '',
+    'Usage: dunwall <command> [options]',
+    ...sections,
+    '  dunwall help [tenant|subscriber|tier]',
+    '',
+    FOOTER,
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,110 @@
+import pkg from '../../package.json' with { type: 'json' };
+import { extractGlobalFlags, parseCommandArgs } from './args.js';
+import type { AdminClient } from './client.js';
+import { GROUPS, findCommand, groupCommands } from './commands/index.js';
+import { clientFrom } from './env.js';
+import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, oneLine } from './errors.js';
+import { helpText } from './help.js';
+import type { CliIo, Command, CommandContext } from './io.js';
+
+export type { CliIo } from './io.js';
+
+export const VERSION: string = pkg.version;
+
+/**
+ * The `dunwall` command line: runs `argv` (without the node and script paths) and returns
+ * the exit code. Errors end up as exactly one `dunwall: ...` line on stderr.
+ */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await dispatch(argv, io);
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.stderr.write(`dunwall: ${oneLine(err.message)}\n`);
+      return err.exitCode;
+    }
+    io.stderr.write(`dunwall: unexpected error: ${oneLine(err instanceof Error ? err.message : String(err))}\n`);
+    return EXIT_FAILURE;
+  }
+}
+
+function resolveCommand(words: readonly string[]): { command: Command; args: string[] } | { group: string } {
+  const [first = '', second, ...rest] = words;
+  const single = findCommand(first);
+  if (single) return { command: single, args: words.slice(1) };
+  if (GROUPS.includes(first)) {
+    if (second === undefined) return { group: first };
+    const command = findCommand(`${first} ${second}`);
+    if (!command) {
+      const known = groupCommands(first).map((c) => c.name.split(' ')[1] ?? '');
+      throw new UsageError(`unknown command '${first} ${second}' (${first} commands: ${known.join(', ')})`);
+    }
+    return { command, args: rest };
+  }
+  if (first.startsWith('-')) throw new UsageError(`unknown option '${first}'`);
+  throw new UsageError(`unknown command '${first}'`);
+}
+
+async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
+  const flags = extractGlobalFlags(argv);
+  const print = (text: string) => {
+    io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  };
+  if (flags.version) {
+    print(flags.json ? JSON.stringify({ version: VERSION }, null, 2) : `dunwall ${VERSION}`);
+    return EXIT_OK;
+  }
+  const [first, ...rest] = flags.rest;
+  if (first === undefined) {
+    print(helpText());
+    return EXIT_OK;
+  }
+  if (first === 'help') {
+    const topic = rest[0];
+    if (topic !== undefined && !GROUPS.includes(topic) && !findCommand(topic)) throw new UsageError(`no help on '${topic}'`);
+    print(helpText(topic));
+    return EXIT_OK;
+  }
+
+  const resolved = resolveCommand(flags.rest);
+  if ('group' in resolved) {
+    if (flags.help) {
+      print(helpText(resolved.group));
+      return EXIT_OK;
+    }
+    const known = groupCommands(resolved.group).map((c) => c.name.split(' ')[1] ?? '');
+    throw new UsageError(`missing ${resolved.group} command (one of: ${known.join(', ')})`);
+  }
+  const { command, args } = resolved;
+  if (flags.help) {
+    print(helpText(command.name.split(' ')[0]));
+    return EXIT_OK;
+  }
+
+  const { values, positionals } = parseCommandArgs(command.name, args, command.options);
+  const missing = command.positionals[positionals.length];
+  if (missing !== undefined) throw new UsageError(`${command.name}: missing ${missing}`);
+  if (command.variadic !== undefined) {
+    if (positionals.length === command.positionals.length) throw new UsageError(`${command.name}: missing ${command.variadic}`);
+  } else if (positionals.length > command.positionals.length) {
+    throw new UsageError(`${command.name}: unexpected argument '${positionals[command.positionals.length] ?? ''}'`);
+  }
+
+  let client: AdminClient | undefined;
+  const ctx: CommandContext = {
+    io,
+    json: flags.json,
+    values,
+    positionals,
+    client() {
+      client ??= clientFrom(io.env, io.fetch ?? globalThis.fetch);
+      return client;
+    },
+    output(answer, human) {
+      print(flags.json ? JSON.stringify(answer, null, 2) : human(answer));
+    },
+    print,
+  };
+  await command.run(ctx);
+  return EXIT_OK;
+}

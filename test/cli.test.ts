@@ -1,0 +1,590 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../src/app.js';
+import type { App } from '../src/app.js';
+import { run } from '../src/cli/run.js';
+import { openStore } from '../src/store/index.js';
+import type { Store } from '../src/store/store.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const TOKEN = 'cli-test-admin-token-0123456789abcdefghijkl';
+const WEBHOOK_SECRET = 'whsec_cliTestSecret0123456789';
+
+let store: Store;
+let app: App;
+let url: string;
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+class Capture {
+  text = '';
+  write(chunk: string): boolean {
+    this.text += chunk;
+    return true;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function defaultEnv(): Env {
+  return { DUNWALL_URL: url, DUNWALL_ADMIN_TOKEN: TOKEN };
+}
+
+/** The CLI in-process, as `dunwall <args>` would run it. */
+async function cli(args: string[], options: { env?: Env; stdin?: string } = {}): Promise<Result> {
+  const stdout = new Capture();
+  const stderr = new Capture();
+  const code = await run(args, {
+    stdout,
+    stderr,
+    stdin: Readable.from(options.stdin === undefined ? [] : [options.stdin]),
+    env: options.env ?? defaultEnv(),
+  });
+  return { code, stdout: stdout.text, stderr: stderr.text };
+}
+
+/**
+ * The real CLI in a child process. Asynchronous on purpose: spawnSync would block this
+ * process's event loop, and with it the in-process server the child talks to.
+ */
+function spawnCli(args: string[], options: { env?: Env; stdin?: string } = {}): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...(options.env ?? defaultEnv()) },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+function lines(text: string): string[] {
+  return text.split('\n').filter((line) => line !== '');
+}
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+function parseJson<T>(text: string): T {
+  return JSON.parse(text) as T;
+}
+
+interface TenantJson {
+  slug: string;
+  tier: string;
+  suspended: boolean;
+  hmac_required: boolean;
+  card_update_url: string | null;
+  allowed_origins: string[] | null;
+  publishable_key?: string;
+  hmac_secret?: string;
+  previous_expires_at?: string;
+}
+
+async function createTenant(slug: string, extra: string[] = []): Promise<TenantJson> {
+  const created = await cli(['tenant', 'create', slug, '--json', ...extra]);
+  expect(created.stderr).toBe('');
+  expect(created.code).toBe(0);
+  return parseJson<TenantJson>(created.stdout);
+}
+
+async function lookup(slug: string, key: string, customer: string): Promise<{ status: number; body: { status?: string; code?: string } }> {
+  const res = await fetch(`${url}/api/subscriber-status/${slug}?processor_customer_id=${customer}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return { status: res.status, body: (await res.json()) as { status?: string; code?: string } };
+}
+
+beforeAll(async () => {
+  store = await openStore({ engine: 'embedded', dataDir: null });
+  app = await buildApp({ store, adminToken: TOKEN });
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  url = address;
+  // A tenant every test may read; the child-process tests create their own (acme).
+  await createTenant('base');
+});
+
+afterAll(async () => {
+  await app?.close();
+  await store?.close();
+});
+
+describe('dunwall as a child process', () => {
+  it('creates a tenant, sets a subscriber, and the lookup answers with that status', async () => {
+    const created = await spawnCli(['tenant', 'create', 'acme', '--json']);
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    const tenant = parseJson<TenantJson>(created.stdout);
+    expect(tenant.slug).toBe('acme');
+    expect(tenant.publishable_key).toMatch(/^pk_[A-Za-z0-9]{24,}$/);
+    expect(tenant.hmac_secret).toBeTruthy();
+
+    const set = await spawnCli(['subscriber', 'set', '--tenant', 'acme', 'cus_123', 'lockout']);
+    expect(set.stderr).toBe('');
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/^status:\s+lockout$/m);
+
+    const res = await fetch(`${url}/api/subscriber-status/acme?processor_customer_id=cus_123`, {
+      headers: { Authorization: `Bearer ${tenant.publishable_key ?? ''}` },
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { status: string }).status).toBe('lockout');
+  });
+
+  it('reads --stripe-webhook-secret - from the process stdin, and reports errors on one line', async () => {
+    const spy = vi.spyOn(store, 'rotateCredential');
+    try {
+      const updated = await spawnCli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], { stdin: `${WEBHOOK_SECRET}\n` });
+      expect(updated.stderr).toBe('');
+      expect(updated.code).toBe(0);
+      expect(spy.mock.calls.some((call) => call[1] === 'stripe_webhook_secret' && call[2] === WEBHOOK_SECRET)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
+
+    const missing = await spawnCli(['tenant', 'show', 'nope']);
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toBe('dunwall: tenant_not_found: No tenant has this slug.\n');
+  });
+});
+
+describe('dunwall tenant', () => {
+  it('creates a tenant and flags its keys as shown once', async () => {
+    const created = await cli([
+      'tenant',
+      'create',
+      'globex',
+      '--tier',
+      'growth',
+      '--card-update-url',
+      'https://billing.globex.example/card',
+      '--hmac-required',
+      '--allowed-origin',
+      'https://app.globex.example',
+      '--allowed-origin',
+      'https://www.globex.example',
+    ]);
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    const out = created.stdout;
+    expect(out).toMatch(/^slug:\s+globex$/m);
+    expect(out).toMatch(/^tier:\s+growth$/m);
+    expect(out).toMatch(/^entitlements:\s+powered_by_watermark=false custom_domain=true downstream_webhooks=false$/m);
+    expect(out).toMatch(/^card_update_url:\s+https:\/\/billing\.globex\.example\/card$/m);
+    expect(out).toMatch(/^hmac_required:\s+true$/m);
+    expect(out).toMatch(/^allowed_origins:\s+https:\/\/app\.globex\.example, https:\/\/www\.globex\.example$/m);
+    expect(out).toMatch(/shown only once/i);
+    expect(out).toMatch(/^publishable_key:\s+pk_[A-Za-z0-9]{24,}$/m);
+    expect(out).toMatch(/^hmac_secret:\s+\S{32,}$/m);
+    expect(out).not.toContain(TOKEN);
+  });
+
+  it('lists and shows tenants, as tables and key: value lines, or as JSON', async () => {
+    await createTenant('initech');
+
+    const list = await cli(['tenant', 'list']);
+    expect(list.code).toBe(0);
+    const [header, ...rows] = lines(list.stdout);
+    expect(header).toMatch(/^SLUG\s+TIER\s+SUSPENDED\s+HMAC_REQUIRED\s+CARD_UPDATE_URL\s+CREATED_AT$/);
+    expect(rows.some((row) => /^initech\s+starter\s+false\s+false\s+-\s+\d{4}-/.test(row))).toBe(true);
+
+    const listJson = await cli(['--json', 'tenant', 'list']);
+    expect(listJson.code).toBe(0);
+    const data = parseJson<{ data: TenantJson[] }>(listJson.stdout).data;
+    expect(data.map((t) => t.slug)).toContain('initech');
+    expect(listJson.stdout).toBe(`${JSON.stringify({ data }, null, 2)}\n`);
+
+    const show = await cli(['tenant', 'show', 'initech']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/^slug:\s+initech$/m);
+    expect(show.stdout).toMatch(/^card_update_url:\s+\(none\)$/m);
+    expect(show.stdout).toMatch(/^allowed_origins:\s+\(any\)$/m);
+    expect(show.stdout).not.toMatch(/publishable_key|hmac_secret/);
+    // Values are aligned in one column.
+    const columns = new Set(lines(show.stdout).map((line) => line.search(/(?<=:\s+)\S/)));
+    expect(columns.size).toBe(1);
+
+    const showJson = await cli(['tenant', 'show', 'initech', '--json']);
+    expect(parseJson<TenantJson>(showJson.stdout)).toMatchObject({ slug: 'initech', tier: 'starter', suspended: false });
+  });
+
+  it('updates fields, with none for null, and refuses an update with no field', async () => {
+    await createTenant('hooli', ['--card-update-url', 'https://hooli.example/card', '--allowed-origin', 'https://hooli.example']);
+
+    const updated = await cli([
+      'tenant',
+      'update',
+      'hooli',
+      '--tier',
+      'scale',
+      '--hmac-required',
+      'true',
+      '--allowed-origins',
+      'https://a.hooli.example, https://b.hooli.example',
+      '--json',
+    ]);
+    expect(updated.stderr).toBe('');
+    expect(updated.code).toBe(0);
+    expect(parseJson<TenantJson>(updated.stdout)).toMatchObject({
+      tier: 'scale',
+      hmac_required: true,
+      card_update_url: 'https://hooli.example/card',
+      allowed_origins: ['https://a.hooli.example', 'https://b.hooli.example'],
+    });
+
+    const cleared = await cli(['tenant', 'update', 'hooli', '--card-update-url', 'none', '--allowed-origins', 'none', '--json']);
+    expect(cleared.code).toBe(0);
+    expect(parseJson<TenantJson>(cleared.stdout)).toMatchObject({ card_update_url: null, allowed_origins: null });
+
+    const nothing = await cli(['tenant', 'update', 'hooli']);
+    expect(nothing.code).toBe(2);
+    expect(lines(nothing.stderr)).toHaveLength(1);
+    expect(nothing.stderr).toMatch(/^dunwall: .*at least one.*dunwall help/);
+
+    const badBool = await cli(['tenant', 'update', 'hooli', '--hmac-required', 'yes']);
+    expect(badBool.code).toBe(2);
+    expect(lines(badBool.stderr)).toHaveLength(1);
+
+    const badTier = await cli(['tenant', 'update', 'hooli', '--tier', 'platinum']);
+    expect(badTier.code).toBe(1);
+    expect(badTier.stderr).toBe("dunwall: invalid_request: tier: no tier is named 'platinum'\n");
+  });
+
+  it('reads --stripe-webhook-secret - from stdin, never from the command line', async () => {
+    await createTenant('stark');
+    const spy = vi.spyOn(store, 'rotateCredential');
+    try {
+      const updated = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], { stdin: `  ${WEBHOOK_SECRET}\n` });
+      expect(updated.stderr).toBe('');
+      expect(updated.code).toBe(0);
+      expect(updated.stdout).toMatch(/^slug:\s+stark$/m);
+      expect(updated.stdout).not.toContain(WEBHOOK_SECRET);
+      expect(spy).toHaveBeenCalledWith(expect.any(Number), 'stripe_webhook_secret', WEBHOOK_SECRET, expect.any(Number), expect.any(Date));
+    } finally {
+      spy.mockRestore();
+    }
+
+    const empty = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], { stdin: '\n' });
+    expect(empty.code).toBe(2);
+    expect(lines(empty.stderr)).toHaveLength(1);
+
+    const invalid = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], { stdin: 'not-a-secret' });
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/^dunwall: invalid_request: stripe_webhook_secret/);
+    expect(lines(invalid.stderr)).toHaveLength(1);
+  });
+
+  it('suspends and resumes a tenant, and the lookup follows', async () => {
+    const tenant = await createTenant('umbrella');
+    const key = tenant.publishable_key ?? '';
+
+    const suspended = await cli(['tenant', 'suspend', 'umbrella']);
+    expect(suspended.code).toBe(0);
+    expect(suspended.stdout).toMatch(/^suspended:\s+true$/m);
+    expect((await lookup('umbrella', key, 'cus_1')).body.code).toBe('tenant_suspended');
+
+    const resumed = await cli(['tenant', 'resume', 'umbrella', '--json']);
+    expect(resumed.code).toBe(0);
+    expect(parseJson<TenantJson>(resumed.stdout).suspended).toBe(false);
+    expect(await lookup('umbrella', key, 'cus_1')).toEqual({ status: 200, body: { status: 'active' } });
+  });
+
+  it('rotates the publishable key and the HMAC secret, printing when the old one expires', async () => {
+    const tenant = await createTenant('wayne');
+
+    const rotated = await cli(['tenant', 'rotate', 'wayne', '--key', 'publishable']);
+    expect(rotated.stderr).toBe('');
+    expect(rotated.code).toBe(0);
+    const newKey = /^publishable_key:\s+(pk_\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    expect(newKey).not.toBe('');
+    expect(newKey).not.toBe(tenant.publishable_key);
+    expect(rotated.stdout).toMatch(/shown only once/i);
+    expect(rotated.stdout).toMatch(/^previous_expires_at:\s+\d{4}-\d\d-\d\dT/m);
+    // Both keys work during the overlap.
+    expect((await lookup('wayne', newKey, 'cus_1')).status).toBe(200);
+    expect((await lookup('wayne', tenant.publishable_key ?? '', 'cus_1')).status).toBe(200);
+
+    const hmac = await cli(['tenant', 'rotate', 'wayne', '--key', 'hmac', '--json']);
+    expect(hmac.code).toBe(0);
+    const body = parseJson<TenantJson>(hmac.stdout);
+    expect(body.hmac_secret).toBeTruthy();
+    expect(body.hmac_secret).not.toBe(tenant.hmac_secret);
+    expect(body.publishable_key).toBeUndefined();
+    expect(Date.parse(body.previous_expires_at ?? '')).toBeGreaterThan(Date.now());
+
+    const noKey = await cli(['tenant', 'rotate', 'wayne']);
+    expect(noKey.code).toBe(2);
+    const badKey = await cli(['tenant', 'rotate', 'wayne', '--key', 'admin']);
+    expect(badKey.code).toBe(2);
+    expect(lines(badKey.stderr)).toHaveLength(1);
+  });
+
+  it('answers an unknown tenant with exit 1 and one line naming tenant_not_found', async () => {
+    for (const args of [
+      ['tenant', 'show', 'no-such-tenant'],
+      ['tenant', 'suspend', 'no-such-tenant'],
+      ['subscriber', 'show', '--tenant', 'no-such-tenant', 'cus_1'],
+    ]) {
+      const result = await cli(args);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(lines(result.stderr)).toHaveLength(1);
+      expect(result.stderr).toBe('dunwall: tenant_not_found: No tenant has this slug.\n');
+    }
+    const exists = await cli(['tenant', 'create', 'base']);
+    expect(exists.code).toBe(1);
+    expect(exists.stderr).toMatch(/^dunwall: tenant_exists: /);
+  });
+});
+
+describe('dunwall subscriber', () => {
+  it('sets, shows with history, and clears a subscriber', async () => {
+    const tenant = await createTenant('cyberdyne', ['--card-update-url', 'https://cyberdyne.example/card']);
+
+    const warning = await cli(['subscriber', 'set', '--tenant', 'cyberdyne', 'cus_42', 'warning', '--reason', 'soft_decline']);
+    expect(warning.stderr).toBe('');
+    expect(warning.code).toBe(0);
+    expect(warning.stdout).toMatch(/^processor_customer_id:\s+cus_42$/m);
+    expect(warning.stdout).toMatch(/^status:\s+warning$/m);
+    expect(warning.stdout).toMatch(/^reason:\s+soft_decline$/m);
+
+    const lockout = await cli(['subscriber', 'set', 'cus_42', 'lockout', '--tenant', 'cyberdyne', '--json']);
+    expect(lockout.code).toBe(0);
+    expect(parseJson<{ status: string; reason: string }>(lockout.stdout)).toMatchObject({ status: 'lockout', reason: 'manual' });
+
+    const show = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/^status:\s+lockout$/m);
+    expect(show.stdout).toMatch(/^updated_at:\s+\d{4}-/m);
+    expect(show.stdout).toMatch(/^WHEN\s+STATUS\s+REASON\s+SOURCE\s+EVENT\s+DECLINE_CODE$/m);
+    expect(show.stdout).toMatch(/^\S+\s+warning\s+soft_decline\s+admin\s+-\s+-$/m);
+    expect(show.stdout).toMatch(/^\S+\s+lockout\s+manual\s+admin\s+-\s+-$/m);
+
+    const showJson = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42', '--json']);
+    const body = parseJson<{ status: string; history: { status: string | null; source: string }[] }>(showJson.stdout);
+    expect(body.status).toBe('lockout');
+    expect(body.history.map((h) => h.status).sort()).toEqual(['lockout', 'warning']);
+
+    expect((await lookup('cyberdyne', tenant.publishable_key ?? '', 'cus_42')).body.status).toBe('lockout');
+
+    const clear = await cli(['subscriber', 'clear', '--tenant', 'cyberdyne', 'cus_42']);
+    expect(clear.stderr).toBe('');
+    expect(clear.code).toBe(0);
+    expect(clear.stdout).toContain('cus_42');
+    expect(await lookup('cyberdyne', tenant.publishable_key ?? '', 'cus_42')).toEqual({ status: 200, body: { status: 'active' } });
+
+    const gone = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42']);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/^dunwall: subscriber_not_found: /);
+  });
+
+  it('checks its arguments before calling the API', async () => {
+    const cases = [
+      ['subscriber', 'set', 'cus_1', 'lockout'],
+      ['subscriber', 'set', '--tenant', 'acme', 'cus_1', 'suspended'],
+      ['subscriber', 'set', '--tenant', 'acme', 'cus_1'],
+      ['subscriber', 'show', '--tenant', 'acme', 'cus_1', 'extra'],
+      ['subscriber', 'clear'],
+    ];
+    for (const args of cases) {
+      const result = await cli(args, { env: { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN } });
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(lines(result.stderr), args.join(' ')).toHaveLength(1);
+      expect(result.stderr).toMatch(/dunwall help/);
+    }
+  });
+
+  it('sends a customer ID the API rejects and reports its invalid_request', async () => {
+    const result = await cli(['subscriber', 'set', '--tenant', 'base', 'not-a-customer', 'lockout']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^dunwall: invalid_request: /);
+    expect(lines(result.stderr)).toHaveLength(1);
+  });
+});
+
+describe('dunwall tier', () => {
+  it('lists tiers as a table and as JSON', async () => {
+    const list = await cli(['tier', 'list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^NAME\s+POWERED_BY_WATERMARK\s+CUSTOM_DOMAIN\s+DOWNSTREAM_WEBHOOKS/m);
+    expect(list.stdout).toMatch(/^starter\s+true\s+false\s+false/m);
+    expect(list.stdout).toMatch(/^scale\s+false\s+true\s+true/m);
+
+    const json = await cli(['tier', 'list', '--json']);
+    const tiers = parseJson<{ data: { name: string; entitlements: Record<string, boolean> }[] }>(json.stdout).data;
+    expect(tiers.find((t) => t.name === 'growth')?.entitlements).toMatchObject({ custom_domain: true, powered_by_watermark: false });
+  });
+
+  it('creates or replaces a tier from flag=value arguments', async () => {
+    const set = await cli(['tier', 'set', 'enterprise', 'powered_by_watermark=false', 'custom_domain=true', 'downstream_webhooks=true', 'sso=true']);
+    expect(set.stderr).toBe('');
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(/^name:\s+enterprise$/m);
+    expect(set.stdout).toMatch(/^entitlements:\s+powered_by_watermark=false custom_domain=true downstream_webhooks=true sso=true$/m);
+
+    const list = await cli(['tier', 'list']);
+    expect(list.stdout).toMatch(/\s+SSO$/m);
+    expect(list.stdout).toMatch(/^enterprise\s+false\s+true\s+true\s+true$/m);
+    expect(list.stdout).toMatch(/^starter\s+true\s+false\s+false\s+-$/m);
+
+    const json = await cli(['tier', 'set', 'enterprise', 'powered_by_watermark=false', 'custom_domain=true', 'downstream_webhooks=false', '--json']);
+    expect(parseJson<{ entitlements: Record<string, boolean> }>(json.stdout).entitlements).toEqual({
+      powered_by_watermark: false,
+      custom_domain: true,
+      downstream_webhooks: false,
+    });
+
+    const missingFlag = await cli(['tier', 'set', 'enterprise', 'custom_domain=true']);
+    expect(missingFlag.code).toBe(1);
+    expect(missingFlag.stderr).toBe('dunwall: invalid_request: entitlements.powered_by_watermark: is required\n');
+
+    for (const args of [
+      ['tier', 'set', 'enterprise'],
+      ['tier', 'set', 'enterprise', 'sso=yes'],
+      ['tier', 'set', 'enterprise', 'sso'],
+      ['tier', 'set', 'enterprise', 'sso=true', 'sso=false'],
+      ['tier', 'set', 'enterprise', 'Bad-Flag=true'],
+    ]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(lines(result.stderr)).toHaveLength(1);
+    }
+  });
+});
+
+describe('dunwall errors and environment', () => {
+  it('exits 2 with one line and a hint on bad usage', async () => {
+    for (const args of [
+      ['frobnicate'],
+      ['tenant'],
+      ['tenant', 'explode'],
+      ['tenant', 'create'],
+      ['tenant', 'show', 'acme', 'extra'],
+      ['tenant', 'list', '--bogus'],
+      ['tenant', 'create', 'x', '--tier'],
+      ['--bogus'],
+      ['help', 'nothing'],
+    ]) {
+      const result = await cli(args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout, args.join(' ')).toBe('');
+      expect(lines(result.stderr), args.join(' ')).toHaveLength(1);
+      expect(result.stderr, args.join(' ')).toMatch(/^dunwall: .*Run 'dunwall help' for usage\.\n$/);
+    }
+  });
+
+  it('prints help and the version', async () => {
+    for (const args of [['help'], ['--help'], ['-h'], []]) {
+      const result = await cli(args);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('dunwall tenant create SLUG');
+      expect(result.stdout).toContain('dunwall subscriber show --tenant SLUG CUS_ID');
+      expect(result.stdout).toContain('DUNWALL_ADMIN_TOKEN');
+    }
+    const group = await cli(['tenant', '--help']);
+    expect(group.code).toBe(0);
+    expect(group.stdout).toContain('dunwall tenant rotate SLUG --key publishable|hmac');
+    expect(group.stdout).not.toContain('dunwall tier set');
+
+    const version = await cli(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout).toMatch(/^dunwall \d+\.\d+\.\d+/);
+  });
+
+  it('reports a server that is down on one line, exit 1', async () => {
+    const port = await closedPort();
+    const result = await cli(['tenant', 'list'], { env: { DUNWALL_URL: `http://127.0.0.1:${port}/`, DUNWALL_ADMIN_TOKEN: TOKEN } });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toBe(`dunwall: cannot reach http://127.0.0.1:${port} (connection refused)\n`);
+  });
+
+  it('tolerates a trailing slash on DUNWALL_URL', async () => {
+    const result = await cli(['tenant', 'show', 'base', '--json'], { env: { DUNWALL_URL: `${url}/`, DUNWALL_ADMIN_TOKEN: TOKEN } });
+    expect(result.stderr).toBe('');
+    expect(parseJson<TenantJson>(result.stdout).slug).toBe('base');
+  });
+
+  it('reads the admin token from the data folder when DUNWALL_ADMIN_TOKEN is unset', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-cli-'));
+    try {
+      writeFileSync(join(dir, 'admin-token'), `${TOKEN}\n`, { mode: 0o600 });
+      const result = await cli(['tenant', 'show', 'base'], { env: { DUNWALL_URL: url, DUNWALL_DATA_DIR: dir } });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^slug:\s+base$/m);
+
+      writeFileSync(join(dir, 'admin-token'), 'wrong-token-0123456789abcdefghijklmnop\n');
+      const wrong = await cli(['tenant', 'show', 'base'], { env: { DUNWALL_URL: url, DUNWALL_DATA_DIR: dir } });
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toBe('dunwall: invalid_admin_token: The admin token is not valid.\n');
+      expect(wrong.stderr).not.toContain('wrong-token');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails with one clear line when there is no admin token at all', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-cli-'));
+    try {
+      const result = await cli(['tenant', 'list'], { env: { DUNWALL_URL: url, DUNWALL_DATA_DIR: dir } });
+      expect(result.code).toBe(2);
+      expect(lines(result.stderr)).toHaveLength(1);
+      expect(result.stderr).toMatch(/^dunwall: .*set DUNWALL_ADMIN_TOKEN/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a DUNWALL_URL that is not http(s)', async () => {
+    const result = await cli(['tenant', 'list'], { env: { DUNWALL_URL: 'ftp://example.com', DUNWALL_ADMIN_TOKEN: TOKEN } });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe('dunwall: DUNWALL_URL must be an http:// or https:// URL\n');
+  });
+
+  it('migrates an embedded data folder, then finds the schema up to date', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-cli-'));
+    try {
+      const env = { DUNWALL_DATA_DIR: join(dir, 'data') };
+      const first = await cli(['migrate'], { env });
+      expect(first.stderr).toBe('');
+      expect(first.code).toBe(0);
+      expect(first.stdout).toMatch(/^applied 001_init\.sql$/m);
+
+      const second = await cli(['migrate'], { env });
+      expect(second.code).toBe(0);
+      expect(second.stdout).toBe('schema up to date\n');
+
+      const bad = await cli(['migrate'], { env: { ...env, PORT: 'eighty' } });
+      expect(bad.code).toBe(2);
+      expect(lines(bad.stderr)).toHaveLength(1);
+      expect(bad.stderr).toMatch(/^dunwall: invalid configuration: PORT must be/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
