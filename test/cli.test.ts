@@ -155,12 +155,12 @@ describe('dunwall as a child process', () => {
   });
 
   it('reads --stripe-webhook-secret - from the process stdin, and reports errors on one line', async () => {
-    const spy = vi.spyOn(store, 'rotateCredential');
+    const spy = vi.spyOn(store, 'updateTenant');
     try {
       const updated = await spawnCli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], { stdin: `${WEBHOOK_SECRET}\n` });
       expect(updated.stderr).toBe('');
       expect(updated.code).toBe(0);
-      expect(spy.mock.calls.some((call) => call[1] === 'stripe_webhook_secret' && call[2] === WEBHOOK_SECRET)).toBe(true);
+      expect(spy.mock.calls.some((call) => call[3]?.kind === 'stripe_webhook_secret' && call[3].material === WEBHOOK_SECRET)).toBe(true);
     } finally {
       spy.mockRestore();
     }
@@ -276,14 +276,14 @@ describe('dunwall tenant', () => {
 
   it('reads --stripe-webhook-secret - from stdin, never from the command line', async () => {
     await createTenant('stark');
-    const spy = vi.spyOn(store, 'rotateCredential');
+    const spy = vi.spyOn(store, 'updateTenant');
     try {
       const updated = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], { stdin: `  ${WEBHOOK_SECRET}\n` });
       expect(updated.stderr).toBe('');
       expect(updated.code).toBe(0);
       expect(updated.stdout).toMatch(/^slug:\s+stark$/m);
       expect(updated.stdout).not.toContain(WEBHOOK_SECRET);
-      expect(spy).toHaveBeenCalledWith(expect.any(Number), 'stripe_webhook_secret', WEBHOOK_SECRET, expect.any(Number), expect.any(Date));
+      expect(spy).toHaveBeenCalledWith('stark', {}, expect.any(Date), { kind: 'stripe_webhook_secret', material: WEBHOOK_SECRET, overlapS: expect.any(Number) });
     } finally {
       spy.mockRestore();
     }
