@@ -1,15 +1,12 @@
-import type * as Crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
-const spies = vi.hoisted(() => ({ timingSafeEqual: undefined as unknown as ReturnType<typeof vi.fn> }));
-vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof Crypto>();
-  spies.timingSafeEqual = vi.fn(actual.timingSafeEqual);
-  return { ...actual, default: { ...actual, timingSafeEqual: spies.timingSafeEqual }, timingSafeEqual: spies.timingSafeEqual };
-});
+// Every secret comparison must go through timingSafeEqual: the spy shows that it does.
+vi.mock('node:crypto', async (orig) => (await import('../helpers/crypto-spy.js')).spiedCrypto(orig));
+const spy = () => timingSafeEqualSpy.fn;
 
 const engines = await availableEngines();
 
@@ -62,11 +59,11 @@ describe.each(engines)('admin API, security ($name)', (engine) => {
   });
 
   it('compares the admin token through timingSafeEqual on SHA-256 digests', async () => {
-    spies.timingSafeEqual.mockClear();
+    spy().mockClear();
     const res = await call('GET', '/admin/v1/tenants', undefined, `Bearer ${'x'.repeat(40)}`);
     expect(res.statusCode).toBe(401);
-    expect(spies.timingSafeEqual).toHaveBeenCalledTimes(1);
-    const [a, b] = spies.timingSafeEqual.mock.calls[0] as [Buffer, Buffer];
+    expect(spy()).toHaveBeenCalledTimes(1);
+    const [a, b] = spy().mock.calls[0] as [Buffer, Buffer];
     expect([a.length, b.length]).toEqual([32, 32]);
   });
 

@@ -1,20 +1,16 @@
 import { Writable } from 'node:stream';
-import type * as Crypto from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { createLogger } from '../../src/logger.js';
 import type { Store } from '../../src/store/store.js';
+import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, computeHmac, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
-// Wraps the real timingSafeEqual so the tests can see that every comparison goes through it.
-const spies = vi.hoisted(() => ({ timingSafeEqual: undefined as unknown as ReturnType<typeof vi.fn> }));
-vi.mock('node:crypto', async (importOriginal) => {
-  const actual = await importOriginal<typeof Crypto>();
-  spies.timingSafeEqual = vi.fn(actual.timingSafeEqual);
-  return { ...actual, default: { ...actual, timingSafeEqual: spies.timingSafeEqual }, timingSafeEqual: spies.timingSafeEqual };
-});
+// Every secret comparison must go through timingSafeEqual: the spy shows that it does.
+vi.mock('node:crypto', async (orig) => (await import('../helpers/crypto-spy.js')).spiedCrypto(orig));
+const spy = () => timingSafeEqualSpy.fn;
 
 const engines = await availableEngines();
 
@@ -42,7 +38,7 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
   });
   afterAll(() => h.close());
   beforeEach(() => {
-    spies.timingSafeEqual.mockClear();
+    spy().mockClear();
   });
 
   it('compares the hmac through timingSafeEqual on 32-byte digests, whichever byte differs', async () => {
@@ -50,12 +46,12 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     const firstByteWrong = `${good[0] === 'a' ? 'b' : 'a'}${good.slice(1)}`;
     const lastByteWrong = `${good.slice(0, 63)}${good[63] === 'a' ? 'b' : 'a'}`;
     for (const hmac of [firstByteWrong, lastByteWrong, good]) {
-      spies.timingSafeEqual.mockClear();
+      spy().mockClear();
       const res = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac });
       expect(res.statusCode).toBe(hmac === good ? 200 : 403);
       // One comparison for the publishable key digest, one per current HMAC secret.
-      expect(spies.timingSafeEqual).toHaveBeenCalledTimes(2);
-      for (const [a, b] of spies.timingSafeEqual.mock.calls) {
+      expect(spy()).toHaveBeenCalledTimes(2);
+      for (const [a, b] of spy().mock.calls) {
         expect((a as Buffer).length).toBe(32);
         expect((b as Buffer).length).toBe(32);
       }
@@ -65,18 +61,18 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
   it('tries every HMAC secret during a rotation, with no early exit', async () => {
     const t = await h.createTenant('rot-sec');
     await h.admin('POST', '/tenants/rot-sec/rotate', { key: 'hmac' });
-    spies.timingSafeEqual.mockClear();
+    spy().mockClear();
     const res = await h.lookup('rot-sec', { key: t.publishable_key, customerId: 'cus_1', hmac: computeHmac(t.hmac_secret, 'cus_1') });
     expect(res.statusCode).toBe(200);
-    expect(spies.timingSafeEqual).toHaveBeenCalledTimes(3);
+    expect(spy()).toHaveBeenCalledTimes(3);
   });
 
   it('checks the publishable key by its SHA-256 digest, through timingSafeEqual', async () => {
     const wrong = `${acme.publishable_key.slice(0, -1)}${acme.publishable_key.endsWith('A') ? 'B' : 'A'}`;
     const res = await h.lookup('acme', { key: wrong, customerId: 'cus_shared' });
     expect(res.statusCode).toBe(401);
-    expect(spies.timingSafeEqual).toHaveBeenCalledTimes(1);
-    const [presented, stored] = spies.timingSafeEqual.mock.calls[0] as [Buffer, Buffer];
+    expect(spy()).toHaveBeenCalledTimes(1);
+    const [presented, stored] = spy().mock.calls[0] as [Buffer, Buffer];
     expect(presented.length).toBe(32);
     expect(stored.length).toBe(32);
     expect(presented.toString('utf8')).not.toContain('pk_');
