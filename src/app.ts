@@ -8,6 +8,7 @@ import { AppError } from './errors.js';
 import { describeValidationError, sendProblem } from './http.js';
 import { adminRoutes } from './routes/admin.js';
 import { healthRoutes } from './routes/health.js';
+import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable } from './store/errors.js';
@@ -97,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const now = deps.now ?? Date.now;
   await app.register(healthRoutes, { store: deps.store });
   await app.register(subscriberStatusRoutes, { source: deps.store, now });
+  await app.register(stripeWebhookRoutes, { store: deps.store, now });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     store: deps.store,

@@ -45,11 +45,10 @@ export async function seedDemo(store: Store, now: Date, baseUrl: string): Promis
   );
   if (!created.ok) return null;
   for (const [customer, status, reason] of DEMO_CUSTOMERS) {
-    await store.putSubscriber(
+    await store.applyChange(
       created.tenant.id,
       customer,
-      status,
-      reason,
+      { kind: 'set', status, reason },
       { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: now },
       now,
     );

@@ -155,3 +155,20 @@ export const TierParams = Type.Object({ name: TierName });
 export const PutTierBody = Type.Object({ entitlements: Entitlements }, { additionalProperties: false });
 
 export const AdminHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <admin token>' })) });
+
+export const MAX_REPLAY_EVENTS = 500;
+export const ReplayBody = Type.Object(
+  {
+    events: Type.Array(Type.Object({}, { additionalProperties: true, description: 'A Stripe event object, as exported from Stripe' }), {
+      minItems: 1,
+      maxItems: MAX_REPLAY_EVENTS,
+    }),
+  },
+  { additionalProperties: false },
+);
+const Count = Type.Integer({ minimum: 0 });
+export const ReplayAnswer = Type.Object({
+  received: Count,
+  outcomes: Type.Object({ applied: Count, stale: Count, ignored: Count, duplicate: Count, irrelevant: Count }),
+  invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
+});

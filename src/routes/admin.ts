@@ -4,6 +4,8 @@ import type { App } from '../app.js';
 import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, secretsEqual, sha256 } from '../domain/keys.js';
 import { parseBearer } from '../domain/lookup.js';
+import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
+import type { Change } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import { sendProblem } from '../http.js';
@@ -13,6 +15,9 @@ import {
   ProblemRef,
   PutSubscriberBody,
   PutTierBody,
+  ReplayAnswer,
+  ReplayBody,
+  MAX_REPLAY_EVENTS,
   RotateBody,
   RotatedTenant,
   Subscriber,
@@ -26,6 +31,7 @@ import {
   TierParams,
   UpdateTenantBody,
 } from '../schemas.js';
+import { ingestStripeEvent } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
 
@@ -37,6 +43,8 @@ export interface AdminOptions {
 }
 
 const problemRef = ProblemRef;
+/** A replay batch: the CLI sends at most 500 events and 4 MiB at a time. */
+const REPLAY_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 const errors = { 400: problemRef, 401: problemRef, 404: problemRef };
 
 function invalid(field: string, why: string): AppError {
@@ -74,6 +82,16 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     const tenant = await store.getTenant(slug);
     if (!tenant) throw new AppError('tenant_not_found');
     return tenant;
+  }
+
+  /** An admin action is an event like any other, at the time it is made. */
+  async function applyAdminChange(tenantId: number, customerId: string, change: Change, at: Date): Promise<void> {
+    const outcome = await store.applyChange(tenantId, customerId, change, adminCause(at), at);
+    if (outcome === 'applied') return;
+    // Stale, but the state asked for may hold already (a repeated DELETE or PUT): that is success.
+    const current = await store.getSubscriber(tenantId, customerId);
+    const holds = change.kind === 'delete' ? current === null : current?.status === change.status && current.reason === change.reason;
+    if (!holds) throw new AppError('stale_change');
   }
 
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
@@ -183,12 +201,22 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   app.put(
     '/tenants/:slug/subscribers/:customerId',
     {
-      schema: { ...common, summary: "Set a subscriber's status", params: SubscriberParams, body: PutSubscriberBody, response: { 200: Subscriber, ...errors } },
+      schema: {
+        ...common,
+        summary: "Set a subscriber's status",
+        description: 'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
+        params: SubscriberParams,
+        body: PutSubscriberBody,
+        response: { 200: Subscriber, 409: problemRef, ...errors },
+      },
     },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
       const at = now();
-      const record = await store.putSubscriber(tenant.id, req.params.customerId, req.body.status, req.body.reason ?? 'manual', adminCause(at), at);
+      const change: Change = { kind: 'set', status: req.body.status, reason: req.body.reason ?? 'manual' };
+      await applyAdminChange(tenant.id, req.params.customerId, change, at);
+      const record = await store.getSubscriber(tenant.id, req.params.customerId);
+      if (!record) throw new AppError('subscriber_not_found');
       return presentSubscriber(record);
     },
   );
@@ -206,12 +234,47 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
 
   app.delete(
     '/tenants/:slug/subscribers/:customerId',
-    { schema: { ...common, summary: 'Forget a subscriber (it becomes unknown, so active)', params: SubscriberParams, response: { 204: Type.Null({ description: 'Forgotten' }), ...errors } } },
+    {
+      schema: {
+        ...common,
+        summary: 'Forget a subscriber (it becomes unknown, so active)',
+        params: SubscriberParams,
+        response: { 204: Type.Null({ description: 'Forgotten' }), 409: problemRef, ...errors },
+      },
+    },
     async (req, reply) => {
       const tenant = await tenantOr404(req.params.slug);
-      const at = now();
-      await store.deleteSubscriber(tenant.id, req.params.customerId, adminCause(at), at);
+      await applyAdminChange(tenant.id, req.params.customerId, { kind: 'delete' }, now());
       return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/tenants/:slug/stripe-events',
+    {
+      bodyLimit: REPLAY_BODY_LIMIT_BYTES,
+      schema: {
+        ...common,
+        summary: "Replay Stripe events through the webhook's derivation (a backfill)",
+        description: `Up to ${MAX_REPLAY_EVENTS} events, applied in the order given; the order does not change the result. No signature: the admin token vouches for them.`,
+        params: TenantParams,
+        body: ReplayBody,
+        response: { 200: ReplayAnswer, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const outcomes = { applied: 0, stale: 0, ignored: 0, duplicate: 0, irrelevant: 0 };
+      const invalid: { index: number; detail: string }[] = [];
+      for (const [index, candidate] of req.body.events.entries()) {
+        if (!isStripeEvent(candidate)) {
+          invalid.push({ index, detail: eventShapeProblem(candidate) ?? 'not a Stripe event' });
+          continue;
+        }
+        outcomes[await ingestStripeEvent(store, tenant.id, candidate, now())] += 1;
+      }
+      req.log.info({ tenant: tenant.slug, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
+      return { received: req.body.events.length, outcomes, invalid };
     },
   );
 

@@ -1,7 +1,10 @@
+import { positionOf, supersedes } from '../domain/stripe/fold.js';
+import type { Change, Position } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { Db, Queryable } from './db.js';
 import type {
+  ApplyOutcome,
   ChangeCause,
   CreateTenantResult,
   CredentialKind,
@@ -9,6 +12,8 @@ import type {
   HistoryEntry,
   NewTenant,
   Store,
+  StripeEventOutcome,
+  StripeEventRecord,
   SubscriberRecord,
   TenantRecord,
   TenantSettings,
@@ -132,6 +137,63 @@ async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRot
   ]);
 }
 
+interface PositionRow {
+  at: Date;
+  rank: number;
+  event_id: string;
+}
+
+function toPosition(row: PositionRow | undefined): Position | null {
+  return row ? { atMs: new Date(row.at).getTime(), rank: Number(row.rank), eventId: row.event_id } : null;
+}
+
+/**
+ * Applies `change` when it comes after whatever set the subscriber's current state (its
+ * record, or the tombstone of its removal); else it is stale and changes nothing. Changes
+ * to one subscriber are serialised by a transaction-scoped advisory lock, so that two
+ * events racing for a customer with no row yet cannot both think they are first.
+ */
+async function applyIn(tx: Queryable, tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [tenantId, customerId]);
+  const [sub] = await tx.query<PositionRow & { status: SubscriberStatus; reason: string }>(
+    `SELECT status, reason, status_at AS at, status_rank AS rank, status_event_id AS event_id
+     FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2`,
+    [tenantId, customerId],
+  );
+  const [tomb] = await tx.query<PositionRow>(
+    `SELECT removed_at AS at, rank, event_id FROM subscriber_tombstones WHERE tenant_id = $1 AND processor_customer_id = $2`,
+    [tenantId, customerId],
+  );
+  const current = [toPosition(sub), toPosition(tomb)].reduce<Position | null>((a, b) => (b !== null && supersedes(b, a) ? b : a), null);
+  const position = positionOf(change, cause.occurredAt.getTime(), cause.eventId ?? '');
+  if (!supersedes(position, current)) return 'stale';
+
+  if (change.kind === 'set') {
+    await tx.query(
+      `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, status_rank, status_event_id, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (tenant_id, processor_customer_id)
+       DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, status_at = EXCLUDED.status_at,
+         status_rank = EXCLUDED.status_rank, status_event_id = EXCLUDED.status_event_id, updated_at = EXCLUDED.updated_at`,
+      [tenantId, customerId, change.status, change.reason, cause.occurredAt, position.rank, position.eventId, now],
+    );
+    if (tomb) await tx.query('DELETE FROM subscriber_tombstones WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
+    if (sub?.status !== change.status || sub.reason !== change.reason) {
+      await insertHistory(tx, tenantId, customerId, change.status, change.reason, cause, now);
+    }
+  } else {
+    await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
+    await tx.query(
+      `INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (tenant_id, processor_customer_id)
+       DO UPDATE SET removed_at = EXCLUDED.removed_at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id`,
+      [tenantId, customerId, cause.occurredAt, position.rank, position.eventId],
+    );
+    if (sub) await insertHistory(tx, tenantId, customerId, null, null, cause, now);
+  }
+  return 'applied';
+}
+
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
@@ -172,6 +234,21 @@ export class SqlStore implements Store {
       [tenantId, customerId],
     );
     return row?.status ?? null;
+  }
+
+  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null> {
+    const rows = await this.db.query<{ id: number; secret: string | null; expires_at: Date | null }>(
+      `SELECT t.id, c.secret, c.expires_at FROM tenants t
+       LEFT JOIN tenant_credentials c ON c.tenant_id = t.id AND c.kind = 'stripe_webhook_secret'
+       WHERE t.slug = $1 ORDER BY c.id`,
+      [slug],
+    );
+    const first = rows[0];
+    if (!first) return null;
+    return {
+      tenantId: first.id,
+      secrets: rows.filter((r) => r.secret !== null).map((r) => credential(r.secret ?? '', r.expires_at)),
+    };
   }
 
   async countTenants(): Promise<number> {
@@ -261,34 +338,31 @@ export class SqlStore implements Store {
     await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now));
   }
 
-  async putSubscriber(
-    tenantId: number,
-    customerId: string,
-    status: SubscriberStatus,
-    reason: string,
-    cause: ChangeCause,
-    now: Date,
-  ): Promise<SubscriberRecord> {
-    await this.db.transaction(async (tx) => {
-      const [current] = await tx.query<{ status: string; reason: string }>(
-        'SELECT status, reason FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2 FOR UPDATE',
-        [tenantId, customerId],
+  async applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+    return this.db.transaction((tx) => applyIn(tx, tenantId, customerId, change, cause, now));
+  }
+
+  async recordStripeEvent(tenantId: number, event: StripeEventRecord, change: Change | null, now: Date): Promise<StripeEventOutcome> {
+    return this.db.transaction(async (tx) => {
+      // The event and its effect commit together: a redelivery finds the row and changes nothing.
+      const inserted = await tx.query(
+        `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'ignored', $7) ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING 1`,
+        [tenantId, event.eventId, event.eventType, event.customerId, event.created, JSON.stringify(event.facts), now],
       );
-      await tx.query(
-        `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (tenant_id, processor_customer_id)
-         DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, status_at = EXCLUDED.status_at,
-           updated_at = EXCLUDED.updated_at`,
-        [tenantId, customerId, status, reason, cause.occurredAt, now],
+      if (inserted.length === 0) return 'duplicate';
+      if (change === null || event.customerId === null) return 'ignored';
+      const outcome = await applyIn(
+        tx,
+        tenantId,
+        event.customerId,
+        change,
+        { source: 'stripe', eventId: event.eventId, eventType: event.eventType, declineCode: event.declineCode, occurredAt: event.created },
+        now,
       );
-      if (current?.status !== status || current.reason !== reason) {
-        await insertHistory(tx, tenantId, customerId, status, reason, cause, now);
-      }
+      await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [tenantId, event.eventId, outcome]);
+      return outcome;
     });
-    const record = await this.getSubscriber(tenantId, customerId);
-    if (!record) throw new Error('subscriber vanished after its write');
-    return record;
   }
 
   async getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null> {
@@ -312,18 +386,6 @@ export class SqlStore implements Store {
       updatedAt: new Date(row.updated_at),
       history: history.map(toHistory),
     };
-  }
-
-  async deleteSubscriber(tenantId: number, customerId: string, cause: ChangeCause, now: Date): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      const deleted = await tx.query(
-        'DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2 RETURNING 1',
-        [tenantId, customerId],
-      );
-      if (deleted.length === 0) return false;
-      await insertHistory(tx, tenantId, customerId, null, null, cause, now);
-      return true;
-    });
   }
 
   async listTiers(): Promise<TierRecord[]> {

@@ -1,4 +1,6 @@
-import type { Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { Facts } from '../domain/stripe/derive.js';
+import type { Change } from '../domain/stripe/fold.js';
+import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
@@ -73,6 +75,19 @@ export interface SubscriberRecord {
   history: HistoryEntry[];
 }
 
+export type ApplyOutcome = 'applied' | 'stale';
+export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'duplicate';
+
+export interface StripeEventRecord {
+  eventId: string;
+  eventType: string;
+  customerId: string | null;
+  created: Date;
+  declineCode: string | null;
+  /** The fields the derivation used. */
+  facts: Facts;
+}
+
 export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
 export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
 
@@ -86,6 +101,9 @@ export interface Store {
   getTenantAuth(slug: string): Promise<TenantAuth | null>;
   getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
 
+  /** The tenant's Stripe signing secrets, expired ones included (the caller filters by time); null: no such tenant. */
+  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null>;
+
   countTenants(): Promise<number>;
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
   listTenants(): Promise<TenantRecord[]>;
@@ -98,9 +116,17 @@ export interface Store {
    */
   rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
 
-  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus, reason: string, cause: ChangeCause, now: Date): Promise<SubscriberRecord>;
+  /**
+   * Applies a change to a subscriber when it comes after the change that set its current
+   * state (CONTRACT.md section 5); else nothing changes and the answer is `stale`.
+   */
+  applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;
   getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
-  deleteSubscriber(tenantId: number, customerId: string, cause: ChangeCause, now: Date): Promise<boolean>;
+  /**
+   * Keeps a Stripe event and applies its change in one transaction. A redelivered event id
+   * is a `duplicate` and changes nothing; `change` null: the event changes nothing (`ignored`).
+   */
+  recordStripeEvent(tenantId: number, event: StripeEventRecord, change: Change | null, now: Date): Promise<StripeEventOutcome>;
 
   listTiers(): Promise<TierRecord[]>;
   putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;

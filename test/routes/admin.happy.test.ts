@@ -126,6 +126,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
   });
 
   it('keeps the history across a removal, with the removal recorded', async () => {
+    h.clock.advance(1_000);
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'active', reason: 'paid' });
     const history = (await h.admin('GET', '/tenants/acme/subscribers/cus_42')).json().history as { status: string | null }[];
     expect(history.map((e) => e.status)).toEqual(['warning', 'lockout', null, 'active']);

@@ -1,0 +1,98 @@
+import Stripe from 'stripe';
+import { Type } from 'typebox';
+import type { App } from '../app.js';
+import { eventShapeProblem } from '../domain/stripe/event.js';
+import type { StripeEventLike } from '../domain/stripe/derive.js';
+import { isValidSlug } from '../domain/lookup.js';
+import { isCurrent } from '../domain/types.js';
+import { sendProblem } from '../http.js';
+import { ProblemRef } from '../schemas.js';
+import { ingestStripeEvent } from '../services/stripe-events.js';
+import type { Store } from '../store/store.js';
+
+/** Stripe's own default: a signature older than this is a replay. */
+export const WEBHOOK_TOLERANCE_S = 300;
+export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface StripeWebhookOptions {
+  store: Store;
+  now: () => number;
+}
+
+const WebhookAnswer = Type.Object({
+  received: Type.Literal(true),
+  outcome: Type.Union([Type.Literal('applied'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('duplicate'), Type.Literal('irrelevant')], {
+    description: 'applied: the status changed (or was confirmed); stale: an older event, no change; ignored: nothing to change; duplicate: seen before; irrelevant: not a type Dunwall reads',
+  }),
+});
+
+/** Verifies against every current signing secret (two during a rotation); the event of the first that verifies. */
+function verify(raw: Buffer, header: string, secrets: readonly string[], nowMs: number): unknown {
+  for (const secret of secrets) {
+    try {
+      return Stripe.webhooks.constructEvent(raw, header, secret, WEBHOOK_TOLERANCE_S, undefined, nowMs);
+    } catch {
+      // Not this secret (or a bad signature, or a stale timestamp): try the next.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * `POST /webhooks/stripe/:tenantSlug` (CONTRACT.md section 4). The body is kept raw, as
+ * the signature covers its exact bytes. The 2xx is sent only after the event and its
+ * change have committed, so that Stripe retries anything not stored.
+ */
+export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions): Promise<void> {
+  const { store, now } = opts;
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
+
+  app.post(
+    '/webhooks/stripe/:tenantSlug',
+    {
+      bodyLimit: WEBHOOK_BODY_LIMIT_BYTES,
+      schema: {
+        summary: "Receives the tenant's Stripe events",
+        description: `Verified with the tenant's signing secret(s), ${WEBHOOK_TOLERANCE_S} s tolerance.`,
+        tags: ['webhooks'],
+        params: Type.Object({ tenantSlug: Type.String() }),
+        response: { 200: WebhookAnswer, 400: ProblemRef, 404: ProblemRef, 413: ProblemRef, 503: ProblemRef },
+      },
+      validatorCompiler: () => () => true,
+    },
+    async (req, reply) => {
+      const slug = (req.params as { tenantSlug: string }).tenantSlug;
+      const nowMs = now();
+      let signing: Awaited<ReturnType<Store['getStripeSigningSecrets']>>;
+      try {
+        signing = isValidSlug(slug) ? await store.getStripeSigningSecrets(slug) : null;
+      } catch (err) {
+        req.log.warn({ err: { message: (err as Error).message } }, 'stripe webhook: store unavailable');
+        return sendProblem(reply, 'store_unavailable');
+      }
+      if (signing === null) return sendProblem(reply, 'tenant_not_found');
+
+      const header = req.headers['stripe-signature'];
+      const raw = req.body;
+      const secrets = signing.secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
+      if (secrets.length === 0) return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
+      if (typeof header !== 'string' || !Buffer.isBuffer(raw)) return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
+      const event = verify(raw, header, secrets, nowMs);
+      if (event === undefined) return sendProblem(reply, 'invalid_signature');
+      const problem = eventShapeProblem(event);
+      if (problem !== null) return sendProblem(reply, 'invalid_request', problem);
+
+      const e = event as StripeEventLike;
+      try {
+        const outcome = await ingestStripeEvent(store, signing.tenantId, e, new Date(nowMs));
+        req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
+        return { received: true as const, outcome };
+      } catch (err) {
+        // Whatever failed, nothing was committed: a non-2xx makes Stripe deliver it again.
+        req.log.error({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, eventId: e.id }, 'stripe event not stored');
+        return sendProblem(reply, 'store_unavailable');
+      }
+    },
+  );
+}
