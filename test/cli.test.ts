@@ -11,6 +11,7 @@ import type { App } from '../src/app.js';
 import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
+import { charge, event, invoice } from './helpers/stripe-fixtures.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TOKEN = 'cli-test-admin-token-0123456789abcdefghijkl';
@@ -586,5 +587,73 @@ describe('dunwall errors and environment', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('dunwall stripe replay', () => {
+  const nowS = () => Math.floor(Date.now() / 1000);
+
+  function writeJsonl(lines: string[]): string {
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-replay-'));
+    const file = join(dir, 'events.jsonl');
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    return file;
+  }
+
+  it('backfills statuses from an export, in batches, whatever the order, and lists the lines it refused', async () => {
+    const tenant = await createTenant('replay-co');
+    const t = nowS() - 3600;
+    const lockedOut = event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), { created: t });
+    const recovered = [
+      event('invoice.paid', invoice('cus_r2', {}), { created: t + 60 }),
+      event('charge.failed', charge('cus_r2', { outcome_reason: 'insufficient_funds' }), { created: t }),
+    ];
+    // More than one batch of events that change nothing.
+    const noise = Array.from({ length: 620 }, (_, i) => event('customer.created', { id: `cus_n${i}`, object: 'customer' }, { created: t }));
+    const file = writeJsonl([
+      JSON.stringify(lockedOut),
+      ...recovered.map((e) => JSON.stringify(e)),
+      '',
+      '{not json',
+      JSON.stringify({ id: 'not-an-event' }),
+      JSON.stringify(lockedOut),
+      ...noise.map((e) => JSON.stringify(e)),
+    ]);
+
+    const res = await cli(['stripe', 'replay', '--tenant', 'replay-co', file, '--json']);
+    expect(res.code).toBe(1);
+    expect(lines(res.stderr)).toEqual(['dunwall: 2 line(s) of ' + file + ' were not replayed (listed above)']);
+    expect(parseJson(res.stdout)).toEqual({
+      tenant: 'replay-co',
+      file,
+      received: 624,
+      // The failure older than the payment of cus_r2 arrives after it: stale.
+      outcomes: { applied: 2, stale: 1, ignored: 0, duplicate: 1, irrelevant: 620 },
+      invalid: [
+        { line: 5, detail: 'not JSON' },
+        { line: 6, detail: 'id: must be a Stripe event id (evt_...)' },
+      ],
+    });
+    const key = tenant.publishable_key ?? '';
+    expect((await lookup('replay-co', key, 'cus_r1')).body.status).toBe('lockout');
+    expect((await lookup('replay-co', key, 'cus_r2')).body.status).toBe('active');
+
+    // Replaying the same export again changes nothing.
+    const again = await cli(['stripe', 'replay', '--tenant', 'replay-co', writeJsonl(recovered.map((e) => JSON.stringify(e)))]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^duplicate:\s+2$/m);
+    expect(again.stdout).toMatch(/^applied:\s+0$/m);
+  });
+
+  it('fails on one line for a missing file, a missing tenant option or an unknown tenant', async () => {
+    const missing = await cli(['stripe', 'replay', '--tenant', 'replay-co', '/nonexistent/events.jsonl']);
+    expect(missing.code).toBe(1);
+    expect(lines(missing.stderr)).toEqual(['dunwall: cannot read /nonexistent/events.jsonl (ENOENT)']);
+    const noTenant = await cli(['stripe', 'replay', 'x.jsonl']);
+    expect(noTenant.code).toBe(2);
+    const file = writeJsonl([JSON.stringify(event('invoice.paid', invoice('cus_x', {}), { created: nowS() }))]);
+    const unknown = await cli(['stripe', 'replay', '--tenant', 'nobody', file]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('tenant_not_found');
   });
 });

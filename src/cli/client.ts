@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type {
   CreateTenantBody,
+  ReplayAnswer,
   RotatedTenant,
   Subscriber,
   Tenant,
@@ -20,6 +21,7 @@ export type SubscriberView = Static<typeof Subscriber>;
 export type TierView = Static<typeof Tier>;
 export type TierListView = Static<typeof TierList>;
 export type SubscriberStatus = SubscriberView['status'];
+export type ReplayAnswerView = Static<typeof ReplayAnswer>;
 export type RotateKey = 'publishable' | 'hmac';
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -120,6 +122,10 @@ export class AdminClient {
 
   putTier(name: string, entitlements: Record<string, boolean>): Promise<TierView> {
     return this.#json('PUT', `/tiers/${enc(name)}`, { entitlements });
+  }
+
+  replayStripeEvents(slug: string, events: unknown[]): Promise<ReplayAnswerView> {
+    return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, { events });
   }
 
   async #json<T>(method: string, path: string, body?: unknown): Promise<T> {

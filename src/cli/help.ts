@@ -6,6 +6,7 @@ const SECTIONS: ReadonlyArray<[string, (c: Command) => boolean]> = [
   ['Tenants', (c) => c.name.startsWith('tenant ')],
   ['Subscribers', (c) => c.name.startsWith('subscriber ')],
   ['Tiers', (c) => c.name.startsWith('tier ')],
+  ['Stripe', (c) => c.name.startsWith('stripe ')],
 ];
 
 function describe(commands: readonly Command[]): string[] {
@@ -37,7 +38,7 @@ export function helpText(group?: string): string {
     '',
     'Usage: dunwall <command> [options]',
     ...sections,
-    '  dunwall help [tenant|subscriber|tier]',
+    '  dunwall help [tenant|subscriber|tier|stripe]',
     '',
     FOOTER,
     '',
