@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MIN_ADMIN_TOKEN_LENGTH } from './config.js';
 import { generateAdminToken } from './domain/keys.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
@@ -17,15 +18,22 @@ export function readAdminTokenFile(dataDir: string): string | null {
 
 /**
  * The embedded store's admin token: read from the data folder, or generated there on first
- * start, readable by its owner only (0600).
+ * start (an empty file counts as none). The file is made readable by its owner only (0600)
+ * on every start, and a token too short to be safe is refused, as it is from the environment.
  */
 export function ensureAdminTokenFile(dataDir: string): { token: string; path: string; created: boolean } {
   const path = adminTokenPath(dataDir);
   const existing = readAdminTokenFile(dataDir);
-  if (existing !== null) return { token: existing, path, created: false };
+  if (existing !== null) {
+    if (existing.length < MIN_ADMIN_TOKEN_LENGTH) {
+      throw new Error(`${path} holds a token shorter than ${MIN_ADMIN_TOKEN_LENGTH} characters: delete the file to have a new one generated`);
+    }
+    chmodSync(path, 0o600);
+    return { token: existing, path, created: false };
+  }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const token = generateAdminToken();
-  writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   return { token, path, created: true };
 }

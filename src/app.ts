@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
 import { describeValidationError, sendProblem } from './http.js';
 import { adminRoutes } from './routes/admin.js';
@@ -30,6 +31,8 @@ export interface AppDeps {
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
+const MAX_PARAM_LENGTH = 300;
+const LOOKUP_PREFIX = '/api/subscriber-status/';
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -44,6 +47,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return typeof presented === 'string' && REQUEST_ID_RE.test(presented) ? presented : randomUUID();
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
+    // A customer id is up to 255 characters; the default of 100 would refuse valid ones.
+    maxParamLength: MAX_PARAM_LENGTH,
+    // Malformed or oversized URLs fail before routing: they still answer as problems, and on
+    // the lookup's path in the contract's order and with its headers.
+    frameworkErrors: (err, req, reply) => {
+      reply.header('x-request-id', req.id);
+      if (!req.url.startsWith(LOOKUP_PREFIX)) return sendProblem(reply, err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request');
+      reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
+      const bearer = checkBearer(req.headers.authorization);
+      return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
+    },
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 

@@ -12,13 +12,13 @@ export const DEMO_CUSTOMERS: ReadonlyArray<[string, SubscriberStatus, string]> =
 ];
 const UNKNOWN_CUSTOMER = 'cus_demo_unknown';
 
-export interface DemoSeed {
+export interface DemoKeys {
   publishableKey: string;
-  commands: { customer: string; curl: string }[];
+  hmacSecret: string;
 }
 
 /** Ready-to-paste lookups: single quotes only, so that they survive a JSON log line intact. */
-export function demoCurlCommands(baseUrl: string, publishableKey: string, hmacSecret: string): DemoSeed['commands'] {
+export function demoCurlCommands(baseUrl: string, { publishableKey, hmacSecret }: DemoKeys): { customer: string; curl: string }[] {
   return [...DEMO_CUSTOMERS.map(([id]) => id), UNKNOWN_CUSTOMER].map((customer) => ({
     customer,
     curl:
@@ -28,7 +28,7 @@ export function demoCurlCommands(baseUrl: string, publishableKey: string, hmacSe
 }
 
 /** Creates the demo tenant and its three subscribers; the keys are random, made here. */
-export async function seedDemo(store: Store, now: Date, baseUrl: string): Promise<DemoSeed | null> {
+export async function seedDemo(store: Store, now: Date): Promise<DemoKeys | null> {
   const publishableKey = generatePublishableKey();
   const hmacSecret = generateHmacSecret();
   const created = await store.createTenant(
@@ -53,5 +53,5 @@ export async function seedDemo(store: Store, now: Date, baseUrl: string): Promis
       now,
     );
   }
-  return { publishableKey, commands: demoCurlCommands(baseUrl, publishableKey, hmacSecret) };
+  return { publishableKey, hmacSecret };
 }

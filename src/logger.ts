@@ -2,9 +2,29 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import type { LogLevel } from './config.js';
 
-/** The hmac query value is a per-customer credential: it never reaches a log line. */
+/**
+ * The hmac query value is a per-customer credential: it never reaches a log line. A
+ * parameter is redacted when its name, decoded as the query parser decodes it, mentions
+ * hmac in any case, so that `%68mac=` is caught; a name that does not decode is redacted too.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&]hmac=)[^&#]*/gi, '$1[redacted]');
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const pairs = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      if (eq < 0) return pair;
+      let name: string;
+      try {
+        name = decodeURIComponent(pair.slice(0, eq).replace(/\+/g, ' '));
+      } catch {
+        return `${pair.slice(0, eq)}=[redacted]`;
+      }
+      return /hmac/i.test(name) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+    });
+  return `${url.slice(0, q)}?${pairs.join('&')}`;
 }
 
 interface LoggedRequest {

@@ -146,7 +146,7 @@ export const Subscriber = Type.Object({
   status: Status,
   reason: Type.String(),
   updated_at: Timestamp,
-  history: Type.Array(HistoryEntry),
+  history: Type.Array(HistoryEntry, { description: 'The newest 100 changes, oldest first' }),
 });
 
 export const Tier = Type.Object({ name: Type.String(), entitlements: Entitlements, created_at: Timestamp, updated_at: Timestamp });

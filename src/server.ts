@@ -7,7 +7,7 @@ import { buildApp } from './app.js';
 import type { App } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
-import { seedDemo } from './demo.js';
+import { demoCurlCommands, seedDemo } from './demo.js';
 import { createLogger } from './logger.js';
 import { openStore } from './store/index.js';
 import type { StoreTarget } from './store/index.js';
@@ -46,25 +46,28 @@ export async function start(config: Config, log: Logger): Promise<Running> {
   const store = await openStore(target);
   log.info({ store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) }, 'store ready');
 
-  const adminToken = resolveAdminToken(config, log);
-  const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log });
-  const address = await app.listen({ port: config.port, host: config.host });
-  const url = address.replace('[::1]', 'localhost');
-
-  if (store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0) {
-    const demo = await seedDemo(store, new Date(), url);
-    for (const { customer, curl } of demo?.commands ?? []) log.info({ customer, curl }, 'demo lookup');
+  try {
+    const adminToken = resolveAdminToken(config, log);
+    // Seeded before listening, so that the demo answers from the first request on.
+    const demo = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
+    const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log });
+    const address = await app.listen({ port: config.port, host: config.host });
+    const url = address.replace('[::1]', 'localhost');
+    if (demo) for (const { customer, curl } of demoCurlCommands(url, demo)) log.info({ customer, curl }, 'demo lookup');
+    return {
+      app,
+      store,
+      url,
+      async close() {
+        await app.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    // A failed start releases the store, and with it the embedded folder's lock.
+    await store.close();
+    throw err;
   }
-
-  return {
-    app,
-    store,
-    url,
-    async close() {
-      await app.close();
-      await store.close();
-    },
-  };
 }
 
 /** Stop accepting, let in-flight requests finish, close the store; a second signal forces the exit. */

@@ -16,8 +16,16 @@ export function parseBearer(header: string | undefined): BearerResult {
   return match?.[1] ? { ok: true, token: match[1] } : { ok: false, code: 'malformed' };
 }
 
+/** Check 1: the header alone, before anything is looked up. */
+export function checkBearer(header: string | undefined): { ok: true; token: string } | { ok: false; code: ErrorCode } {
+  const bearer = parseBearer(header);
+  if (bearer.ok) return bearer;
+  return { ok: false, code: bearer.code === 'missing' ? 'missing_publishable_key' : 'invalid_publishable_key' };
+}
+
 export interface LookupRequest {
-  authorization: string | undefined;
+  /** The bearer token, once check 1 has passed. */
+  token: string;
   slug: string;
   /** The parsed query string: a repeated parameter arrives as an array. */
   query: Record<string, unknown>;
@@ -30,14 +38,13 @@ export function isValidSlug(slug: string): boolean {
 }
 
 /**
- * CONTRACT.md section 1, checks 1 to 6 in their order, as a value. `tenant` is what the
- * store (or a cache) holds for the slug, null when there is none.
+ * CONTRACT.md section 1, checks 2 to 6 in their order, as a value (check 1 is
+ * `checkBearer`). `tenant` is what the store (or a cache) holds for the slug, null when
+ * there is none.
  */
 export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs: number): LookupCheck {
-  const bearer = parseBearer(req.authorization);
-  if (!bearer.ok) return { ok: false, code: bearer.code === 'missing' ? 'missing_publishable_key' : 'invalid_publishable_key' };
   if (tenant === null) return { ok: false, code: 'tenant_not_found' };
-  if (!isTenantKey(tenant, bearer.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
+  if (!isTenantKey(tenant, req.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
   if (tenant.suspended) return { ok: false, code: 'tenant_suspended' };
 
   const customerId = req.query.processor_customer_id;

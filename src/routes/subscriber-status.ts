@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../app.js';
-import { allowedOrigin, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
+import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
@@ -62,11 +62,14 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
       reply.header('cache-control', 'no-store');
       // Set before the store is asked, so that a store failure's answer is readable by the snippet.
       reply.header('access-control-allow-origin', '*');
+      // Check 1 needs no store: a request without a usable header never reaches it.
+      const bearer = checkBearer(req.headers.authorization);
+      if (!bearer.ok) return sendProblem(reply, bearer.code);
       const tenant = await tenantFor(source, req.params.tenantSlug);
       applyCors(reply, tenant, req.headers.origin);
 
       const check = checkLookup(
-        { authorization: req.headers.authorization, slug: req.params.tenantSlug, query: req.query as Record<string, unknown> },
+        { token: bearer.token, slug: req.params.tenantSlug, query: req.query as Record<string, unknown> },
         tenant,
         now(),
       );

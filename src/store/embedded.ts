@@ -23,21 +23,31 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** Folders this process holds: a second open in the same process is refused too. */
+const HELD = new Set<string>();
+
 /**
  * PGlite has no lock of its own, and two processes writing one folder would corrupt it: a
- * pid file beside the folder keeps a second owner out. A file left by a dead process is stale.
+ * pid file beside the folder keeps a second owner out. A file naming a dead process is
+ * stale, and so is one naming this very process when this process does not hold the
+ * folder: a container's server is often pid 1 again after an unclean stop.
  */
 function lockDataDir(dataDir: string): () => void {
   const path = `${dataDir}.lock`;
+  if (HELD.has(path)) throw new DataDirInUseError(dataDir, process.pid);
   try {
     writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const owner = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) throw new DataDirInUseError(dataDir, owner);
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) throw new DataDirInUseError(dataDir, owner);
     writeFileSync(path, String(process.pid), { mode: 0o600 });
   }
-  return () => rmSync(path, { force: true });
+  HELD.add(path);
+  return () => {
+    HELD.delete(path);
+    rmSync(path, { force: true });
+  };
 }
 
 /**

@@ -121,9 +121,11 @@ async function insertHistory(
 }
 
 async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date): Promise<void> {
+  // Two credentials at most verify during a rotation: the new one, and the one it
+  // replaces for the overlap. One already on its way out (a rotation in progress) ends now.
   await tx.query(
     `UPDATE tenant_credentials
-     SET expires_at = LEAST(COALESCE(expires_at, 'infinity'::timestamptz), $3::timestamptz + make_interval(secs => $4))
+     SET expires_at = CASE WHEN expires_at IS NULL THEN $3::timestamptz + make_interval(secs => $4) ELSE $3::timestamptz END
      WHERE tenant_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)`,
     [tenantId, rotation.kind, now, rotation.overlapS],
   );

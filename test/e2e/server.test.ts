@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -141,6 +141,31 @@ describe('the service on a real socket, embedded store', () => {
     } finally {
       await running.close();
     }
+  });
+
+  it('recovers from an unclean stop: a lock naming a dead or reused pid, an empty or loose token file', async () => {
+    const dir = tempDir();
+    const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    await first.close();
+    // The lock as a killed process leaves it: naming this pid (a container's pid 1 again), or a dead one.
+    for (const pid of [process.pid, 2 ** 22 + 17]) {
+      writeFileSync(join(dir, 'pgdata.lock'), String(pid));
+      writeFileSync(join(dir, 'admin-token'), '');
+      chmodSync(join(dir, 'admin-token'), 0o644);
+      const again = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+      await again.close();
+      expect(readFileSync(join(dir, 'admin-token'), 'utf8').trim()).toMatch(/^dwa_[A-Za-z0-9]{48}$/);
+      expect(statSync(join(dir, 'admin-token')).mode & 0o777).toBe(0o600);
+    }
+  });
+
+  it('refuses a token file too short to be safe, and releases the folder', async () => {
+    const dir = tempDir();
+    const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    await first.close();
+    writeFileSync(join(dir, 'admin-token'), 'short\n');
+    await expect(start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0' }), createLogger('silent'))).rejects.toThrow('shorter than 32 characters');
+    expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
   });
 
   it('DUNWALL_DEMO=0 turns the demo off', async () => {

@@ -125,6 +125,13 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_42')).statusCode).toBe(204);
   });
 
+  it('accepts the longest customer id the contract allows', async () => {
+    const id = `cus_${'a'.repeat(251)}`;
+    const res = await h.admin('PUT', `/tenants/acme/subscribers/${id}`, { status: 'warning' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().processor_customer_id).toBe(id);
+  });
+
   it('keeps the history across a removal, with the removal recorded', async () => {
     h.clock.advance(1_000);
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'active', reason: 'paid' });

@@ -121,6 +121,20 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
     expect(res.headers['cache-control']).toBe('no-store');
   });
 
+  it('answers malformed and oversized URLs as problems, in the contract order, with the lookup headers', async () => {
+    const long = `/api/subscriber-status/${'a'.repeat(400)}?processor_customer_id=cus_1`;
+    const badEncoding = '/api/subscriber-status/%ZZ?processor_customer_id=cus_1';
+    for (const url of [long, badEncoding]) {
+      const anonymous = await h.app.inject({ method: 'GET', url });
+      expectProblem(anonymous, 401, 'missing_publishable_key');
+      expect(anonymous.headers['access-control-allow-origin']).toBe('*');
+      expect(anonymous.headers['cache-control']).toBe('no-store');
+      expect(anonymous.headers['x-request-id']).toBeDefined();
+      expectProblem(await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${acme.publishable_key}` } }), 404, 'tenant_not_found');
+    }
+    expectProblem(await h.app.inject({ method: 'GET', url: `/admin/v1/tenants/%ZZ` }), 404, 'not_found');
+  });
+
   it('answers unknown routes with 404 not_found as a problem', async () => {
     expectProblem(await h.app.inject({ method: 'GET', url: '/nope' }), 404, 'not_found');
     expectProblem(await h.app.inject({ method: 'GET', url: '/api/subscriber-status' }), 404, 'not_found');

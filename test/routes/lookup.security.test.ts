@@ -102,6 +102,9 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     const hmac = computeHmac(acme.hmac_secret, 'cus_shared');
     await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac });
     await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac: 'f'.repeat(64) });
+    // The query parser decodes names, so an encoded name is the same parameter: still redacted.
+    const encoded = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', query: `%68mac=${hmac}` });
+    expect(encoded.statusCode).toBe(200);
     await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: 'whsec_testsecretvalue1234567890' });
     const all = logs.lines.join('');
     expect(all).toContain('[redacted]');
@@ -135,6 +138,10 @@ describe('5xx answers', () => {
     expect(res.json().code).toBe('store_unavailable');
     expect(res.body).not.toContain('5432');
     expect(res.headers['access-control-allow-origin']).toBe('*');
+    // Check 1 needs no store: a request without a key is a 401 even while the store is down.
+    const anonymous = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1' });
+    expect(anonymous.statusCode).toBe(401);
+    expect(anonymous.json().code).toBe('missing_publishable_key');
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);

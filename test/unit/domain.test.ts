@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { computeHmac, verifyHmac } from '../../src/domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
-import { allowedOrigin, checkLookup, lookupBody, parseBearer } from '../../src/domain/lookup.js';
+import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer } from '../../src/domain/lookup.js';
 import type { TenantAuth } from '../../src/domain/types.js';
 import { cardUpdateUrlProblem, originProblem } from '../../src/domain/validation.js';
 
@@ -41,8 +41,16 @@ describe('parseBearer', () => {
   });
 });
 
+describe('checkBearer', () => {
+  it('maps a missing header and a malformed one to their codes', () => {
+    expect(checkBearer(undefined)).toEqual({ ok: false, code: 'missing_publishable_key' });
+    expect(checkBearer('Basic x')).toEqual({ ok: false, code: 'invalid_publishable_key' });
+    expect(checkBearer(`Bearer ${KEY}`)).toEqual({ ok: true, token: KEY });
+  });
+});
+
 describe('checkLookup', () => {
-  const req = (query: Record<string, unknown>, authorization: string | undefined = `Bearer ${KEY}`) => ({ authorization, slug: 'acme', query });
+  const req = (query: Record<string, unknown>, token = KEY) => ({ token, slug: 'acme', query });
 
   it('passes a good request and returns the customer id', () => {
     expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1' });
