@@ -48,7 +48,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // A customer id is up to 255 characters; the default of 100 would refuse valid ones.
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Malformed or oversized URLs fail before routing: they still answer as problems, and on
     // the lookup's path in the contract's order and with its headers.
     frameworkErrors: (err, req, reply) => {

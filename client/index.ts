@@ -1,0 +1,187 @@
+/**
+ * The Dunwall client: asks a subscriber's billing enforcement status, for browsers, React
+ * Native and Node. No dependencies, `fetch` only. Fail-open by design: a timeout, a network
+ * error or any non-2xx answer resolves to `{status: "active", source: "fallback", error}`;
+ * it never throws and logs nothing unless `debug` is set.
+ */
+
+export type SubscriberStatus = 'active' | 'warning' | 'lockout';
+
+export interface Entitlements {
+  powered_by_watermark: boolean;
+  custom_domain: boolean;
+  downstream_webhooks: boolean;
+  [flag: string]: boolean;
+}
+
+/** The lookup's 200 body for a subscriber the service knows. */
+export interface KnownSubscriberBody {
+  status: SubscriberStatus;
+  card_update_url: string | null;
+  entitlements: Entitlements;
+}
+
+/** The lookup's 200 body for a subscriber it does not know. */
+export interface UnknownSubscriberBody {
+  status: 'active';
+}
+
+export type DunwallErrorKind = 'timeout' | 'network' | 'http' | 'invalid_response';
+
+export interface DunwallError {
+  kind: DunwallErrorKind;
+  /** The HTTP status, for `http`. */
+  status?: number;
+  /** The problem's machine code (`hmac_mismatch`...), when the service sent one. */
+  code?: string;
+  message: string;
+}
+
+export type StatusResult =
+  | ((KnownSubscriberBody | UnknownSubscriberBody) & { source: 'service' | 'cache' })
+  | { status: 'active'; source: 'fallback'; error: DunwallError };
+
+export interface StatusRequest {
+  /** The Dunwall service, e.g. `https://dunwall.example.com` (a path prefix is kept). */
+  baseUrl: string;
+  tenant: string;
+  publishableKey: string;
+  customerId: string;
+  /** Hex HMAC-SHA256 of the customer id, computed by the tenant's backend. */
+  hmac?: string | null;
+  /** Default 3000. */
+  timeoutMs?: number;
+}
+
+export interface ClientOptions {
+  /** How long an answer is reused; 0 turns the cache off. Default 60000. */
+  cacheTtlMs?: number;
+  /** At most this many answers are kept. Default 100. */
+  cacheMaxEntries?: number;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Default: Date.now. */
+  now?: () => number;
+  /** Log failures to the console (development only). Default false. */
+  debug?: boolean;
+}
+
+export const DEFAULT_TIMEOUT_MS = 3_000;
+export const DEFAULT_CACHE_TTL_MS = 60_000;
+export const DEFAULT_CACHE_MAX_ENTRIES = 100;
+
+export interface DunwallClient {
+  getSubscriberStatus(request: StatusRequest): Promise<StatusResult>;
+  /** Forgets every cached answer (after a payment, on logout). */
+  clearCache(): void;
+}
+
+function fallback(error: DunwallError): StatusResult {
+  return { status: 'active', source: 'fallback', error };
+}
+
+function lookupUrl(r: StatusRequest): string {
+  const base = r.baseUrl.replace(/\/+$/, '');
+  const query = `processor_customer_id=${encodeURIComponent(r.customerId)}${r.hmac ? `&hmac=${encodeURIComponent(r.hmac)}` : ''}`;
+  return `${base}/api/subscriber-status/${encodeURIComponent(r.tenant)}?${query}`;
+}
+
+function isBody(value: unknown): value is KnownSubscriberBody | UnknownSubscriberBody {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  if (v.status !== 'active' && v.status !== 'warning' && v.status !== 'lockout') return false;
+  if (!('entitlements' in v)) return v.status === 'active';
+  return typeof v.entitlements === 'object' && v.entitlements !== null && (v.card_update_url === null || typeof v.card_update_url === 'string');
+}
+
+async function ask(request: StatusRequest, fetchImpl: typeof fetch): Promise<StatusResult> {
+  const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const controller = typeof AbortController === 'function' ? new AbortController() : null;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => {
+      controller?.abort();
+      resolve('timeout');
+    }, timeoutMs);
+  });
+  try {
+    const response = await Promise.race([
+      fetchImpl(lookupUrl(request), {
+        method: 'GET',
+        headers: { Authorization: `Bearer ${request.publishableKey}` },
+        credentials: 'omit',
+        ...(controller ? { signal: controller.signal } : {}),
+      }),
+      timeout,
+    ]);
+    if (response === 'timeout') return fallback({ kind: 'timeout', message: `no answer within ${timeoutMs} ms` });
+    const text = await Promise.race([response.text(), timeout]);
+    if (text === 'timeout') return fallback({ kind: 'timeout', message: `no answer within ${timeoutMs} ms` });
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+    if (!response.ok) {
+      const code = typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string' ? (body as { code: string }).code : undefined;
+      return fallback({ kind: 'http', status: response.status, ...(code ? { code } : {}), message: `HTTP ${response.status}${code ? ` ${code}` : ''}` });
+    }
+    if (!isBody(body)) return fallback({ kind: 'invalid_response', message: 'the answer is not a subscriber status' });
+    return { ...body, source: 'service' };
+  } catch (err) {
+    return fallback({ kind: 'network', message: err instanceof Error ? err.message : String(err) });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A client with its own cache; most apps need one, made once. */
+export function createClient(options: ClientOptions = {}): DunwallClient {
+  const ttlMs = options.cacheTtlMs ?? DEFAULT_CACHE_TTL_MS;
+  const maxEntries = options.cacheMaxEntries ?? DEFAULT_CACHE_MAX_ENTRIES;
+  const now = options.now ?? Date.now;
+  const cache = new Map<string, { result: StatusResult; expiresAt: number }>();
+  const inFlight = new Map<string, Promise<StatusResult>>();
+
+  return {
+    getSubscriberStatus(request) {
+      const fetchImpl = options.fetch ?? (typeof fetch === 'function' ? fetch : undefined);
+      if (!fetchImpl) return Promise.resolve(fallback({ kind: 'network', message: 'fetch is not available' }));
+      const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? ''].join('\n');
+      const cached = cache.get(key);
+      if (cached && cached.expiresAt > now()) return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
+      cache.delete(key);
+      const pending = inFlight.get(key);
+      if (pending) return pending;
+
+      const promise = ask(request, fetchImpl).then((result) => {
+        inFlight.delete(key);
+        // Only answers are cached: after a failure, the next call asks again.
+        if (result.source === 'service' && ttlMs > 0) {
+          if (cache.size >= maxEntries) {
+            const oldest = cache.keys().next();
+            if (!oldest.done) cache.delete(oldest.value);
+          }
+          cache.set(key, { result, expiresAt: now() + ttlMs });
+        }
+        if (result.source === 'fallback' && options.debug && typeof console !== 'undefined') {
+          console.warn(`[dunwall] failing open: ${result.error.message}`);
+        }
+        return result;
+      });
+      inFlight.set(key, promise);
+      return promise;
+    },
+    clearCache() {
+      cache.clear();
+    },
+  };
+}
+
+const shared = createClient();
+
+/** One lookup through a shared client (cache and de-duplication included). */
+export function getSubscriberStatus(request: StatusRequest): Promise<StatusResult> {
+  return shared.getSubscriberStatus(request);
+}
