@@ -8,12 +8,16 @@ import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
 import { describeValidationError, sendProblem } from './http.js';
 import { adminRoutes } from './routes/admin.js';
+import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
+import { snippetRoutes } from './routes/snippet.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable } from './store/errors.js';
 import type { Store } from './store/store.js';
+import type { DemoPage } from './demo.js';
+import type { SnippetAsset } from './snippet-asset.js';
 import pkg from '../package.json' with { type: 'json' };
 
 export interface AppDeps {
@@ -27,6 +31,10 @@ export interface AppDeps {
   logger?: FastifyBaseLogger | false;
   /** The largest request body accepted, in bytes. */
   bodyLimitBytes?: number;
+  /** The built browser snippet served at /snippet.js; null: not built. */
+  snippet?: SnippetAsset | null;
+  /** The demo tenant's page data, when the demo exists. */
+  demo?: DemoPage | null;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -113,6 +121,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthRoutes, { store: deps.store });
   await app.register(subscriberStatusRoutes, { source: deps.store, now });
   await app.register(stripeWebhookRoutes, { store: deps.store, now });
+  await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
+  await app.register(demoRoutes, { demo: deps.demo ?? null, source: deps.store });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     store: deps.store,

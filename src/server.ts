@@ -7,7 +7,8 @@ import { buildApp } from './app.js';
 import type { App } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
-import { demoCurlCommands, seedDemo } from './demo.js';
+import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.js';
+import { loadSnippet } from './snippet-asset.js';
 import { createLogger } from './logger.js';
 import { openStore } from './store/index.js';
 import type { StoreTarget } from './store/index.js';
@@ -49,11 +50,16 @@ export async function start(config: Config, log: Logger): Promise<Running> {
   try {
     const adminToken = resolveAdminToken(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
-    const demo = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
-    const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log });
+    const seeded = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
+    if (seeded) writeDemoPage(config.dataDir, seeded);
+    const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
+    const snippet = loadSnippet();
+    if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
+    const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log, snippet, demo });
     const address = await app.listen({ port: config.port, host: config.host });
     const url = address.replace('[::1]', 'localhost');
-    if (demo) for (const { customer, curl } of demoCurlCommands(url, demo)) log.info({ customer, curl }, 'demo lookup');
+    if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
+    if (demo) log.info({ url: `${url}/demo` }, 'demo page');
     return {
       app,
       store,

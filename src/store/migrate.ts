@@ -1,6 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../package-root.js';
 import type { Db } from './db.js';
 
 const MIGRATION_FILE_RE = /^(\d{3})_[a-z0-9_]+\.sql$/;
@@ -13,15 +13,9 @@ export interface Migration {
   sql: string;
 }
 
-/** The package's `migrations/` folder, found from this file whether it runs from `src/` or `dist/src/`. */
+/** The package's `migrations/` folder. */
 export function migrationsDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i += 1) {
-    const candidate = join(dir, 'migrations');
-    if (existsSync(candidate) && existsSync(join(dir, 'package.json'))) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error('migrations folder not found');
+  return join(packageRoot(), 'migrations');
 }
 
 export function loadMigrations(dir = migrationsDir()): Migration[] {

@@ -1,0 +1,29 @@
+// Builds the browser snippet into one minified file and holds it to its size budget.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+
+const GZIP_BUDGET_BYTES = 6 * 1024;
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const outfile = join(root, 'dist', 'snippet', 'snippet.js');
+
+const result = await build({
+  entryPoints: [join(root, 'snippet', 'index.ts')],
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  target: 'es2020',
+  legalComments: 'none',
+  write: false,
+});
+const code = result.outputFiles[0].contents;
+mkdirSync(dirname(outfile), { recursive: true });
+writeFileSync(outfile, code);
+const gzipped = gzipSync(code, { level: 9 }).length;
+console.log(`snippet: ${code.length} bytes, ${gzipped} bytes gzipped (budget ${GZIP_BUDGET_BYTES})`);
+if (gzipped > GZIP_BUDGET_BYTES) {
+  console.error(`snippet: over its gzip budget by ${gzipped - GZIP_BUDGET_BYTES} bytes`);
+  process.exit(1);
+}

@@ -1,0 +1,285 @@
+/**
+ * The Dunwall browser snippet. One tag:
+ *   <script src="https://BASE/snippet.js" data-tenant="acme" data-key="pk_..."
+ *           data-customer="cus_..." data-hmac="..." async></script>
+ * or `Dunwall.check({...})` from a single-page app. It shows nothing for `active`, a
+ * dismissable banner for `warning` and a full-screen gate for `lockout`, and nothing at all
+ * on any error or timeout: it renders only from an answer, never from a guess.
+ */
+import { createClient } from '../client/index.js';
+import type { StatusResult } from '../client/index.js';
+
+export interface Texts {
+  warning: string;
+  update: string;
+  dismiss: string;
+  lockoutTitle: string;
+  lockout: string;
+  support: string;
+}
+
+export interface Colors {
+  accent: string;
+  background: string;
+  text: string;
+}
+
+export interface CheckOptions {
+  tenant: string;
+  /** The tenant's publishable key. */
+  key: string;
+  customer: string;
+  hmac?: string | null;
+  /** Where the Dunwall service is; default: where this file was loaded from. */
+  baseUrl?: string;
+  /** The tenant's support or contact page, linked from the gate. */
+  supportUrl?: string | null;
+  /** A card update page for the gate (the lookup gives one with warnings only). */
+  cardUpdateUrl?: string | null;
+  texts?: Partial<Texts>;
+  colors?: Partial<Colors>;
+  timeoutMs?: number;
+}
+
+const DEFAULT_TEXTS: Texts = {
+  warning: 'Your last payment did not go through. Please update your card to keep your access.',
+  update: 'Update card',
+  dismiss: 'Dismiss',
+  lockoutTitle: 'Your account is on hold',
+  lockout: 'We could not collect your last payment. Please update your payment method to continue.',
+  support: 'Contact support',
+};
+const DEFAULT_COLORS: Colors = { accent: '#b42318', background: '#fff8f6', text: '#1d2939' };
+
+const HOST_TAG = 'dunwall-enforcement';
+const client = createClient();
+let current: { host: HTMLElement; release: () => void; customer: string } | null = null;
+
+function safeUrl(value: string | null | undefined): string | null {
+  if (!value) return null;
+  try {
+    const url = new URL(value, location.href);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string>, text?: string): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function css(c: Colors): string {
+  return `:host{all:initial}
+*{box-sizing:border-box;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:15px;line-height:1.45;color:${c.text};margin:0}
+a{color:${c.accent};font-weight:600}
+.bar{position:fixed;top:0;left:0;right:0;z-index:2147483647;display:flex;flex-wrap:wrap;gap:8px 12px;align-items:center;padding:12px 16px;background:${c.background};border-bottom:3px solid ${c.accent};box-shadow:0 2px 8px rgba(0,0,0,.12)}
+.bar p{flex:1 1 220px}
+.x{all:unset;cursor:pointer;font-size:22px;line-height:1;padding:0 6px;color:${c.text}}
+.x:focus-visible,a:focus-visible{outline:2px solid ${c.accent};outline-offset:2px}
+.veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.72)}
+.box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
+.box h2{font-size:20px;margin-bottom:10px}
+.box p{margin-bottom:18px}
+.go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none;margin-right:12px}
+.by{display:block;margin-top:14px;font-size:12px;opacity:.7}
+.bar .by{margin:0}`;
+}
+
+/** The host lives outside the page's layout and keeps its own styles whatever the page says. */
+function mountHost(colors: Colors): { host: HTMLElement; root: ShadowRoot } {
+  const host = document.createElement(HOST_TAG);
+  for (const [prop, value] of [
+    ['all', 'initial'],
+    ['display', 'block'],
+    ['position', 'static'],
+  ]) {
+    host.style.setProperty(prop as string, value as string, 'important');
+  }
+  const root = host.attachShadow({ mode: 'open' });
+  root.appendChild(el('style', {}, css(colors)));
+  document.body.appendChild(host);
+  return { host, root };
+}
+
+function watermark(result: StatusResult): HTMLElement | null {
+  return 'entitlements' in result && result.entitlements.powered_by_watermark ? el('small', { class: 'by' }, 'Powered by Dunwall') : null;
+}
+
+function dismissKey(o: CheckOptions): string {
+  return `dunwall:dismissed:${o.tenant}:${o.customer}`;
+}
+
+function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
+  try {
+    if (sessionStorage.getItem(dismissKey(o)) === '1') return;
+  } catch {
+    // Storage blocked: the banner shows, and dismissal lasts for this page only.
+  }
+  const { host, root } = mountHost(colors);
+  const bar = el('div', { class: 'bar', role: 'alert' });
+  bar.appendChild(el('p', {}, texts.warning));
+  const url = safeUrl('card_update_url' in result ? result.card_update_url : null);
+  if (url) bar.appendChild(el('a', { href: url, rel: 'noopener' }, texts.update));
+  const mark = watermark(result);
+  if (mark) bar.appendChild(mark);
+  const close = el('button', { class: 'x', type: 'button', 'aria-label': texts.dismiss }, '×');
+  close.addEventListener('click', () => {
+    try {
+      sessionStorage.setItem(dismissKey(o), '1');
+    } catch {
+      // Storage blocked: dismissed for this page only.
+    }
+    clear();
+  });
+  bar.appendChild(close);
+  root.appendChild(bar);
+  current = { host, release: () => {}, customer: o.customer };
+}
+
+function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
+  const { host, root } = mountHost(colors);
+  const veil = el('div', { class: 'veil' });
+  const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
+  box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
+  box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
+  const update = safeUrl(o.cardUpdateUrl);
+  if (update) box.appendChild(el('a', { class: 'go', href: update, rel: 'noopener' }, texts.update));
+  const support = safeUrl(o.supportUrl);
+  if (support) box.appendChild(el('a', { href: support, rel: 'noopener' }, texts.support));
+  const mark = watermark(result);
+  if (mark) box.appendChild(mark);
+  veil.appendChild(box);
+  root.appendChild(veil);
+
+  // Everything else on the page is inert (no focus, no clicks) and does not scroll.
+  const siblings = Array.from(document.body.children).filter((n): n is HTMLElement => n !== host && n instanceof HTMLElement && !n.inert);
+  for (const n of siblings) n.inert = true;
+  const html = document.documentElement;
+  const saved = [html.style.overflow, document.body.style.overflow];
+  html.style.overflow = 'hidden';
+  document.body.style.overflow = 'hidden';
+
+  const focusables = () => Array.from(box.querySelectorAll<HTMLElement>('a[href]'));
+  const onKey = (e: KeyboardEvent) => {
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      return;
+    }
+    if (e.key !== 'Tab') return;
+    const items = focusables();
+    e.preventDefault();
+    if (items.length === 0) return box.focus();
+    const active = root.activeElement;
+    const at = items.findIndex((i) => i === active);
+    const next = e.shiftKey ? (at <= 0 ? items.length - 1 : at - 1) : (at + 1) % items.length;
+    items[next]?.focus();
+  };
+  const keepFocus = (e: FocusEvent) => {
+    if (e.target !== host) (focusables()[0] ?? box).focus();
+  };
+  document.addEventListener('keydown', onKey, true);
+  document.addEventListener('focusin', keepFocus, true);
+  (focusables()[0] ?? box).focus();
+
+  current = {
+    host,
+    customer: o.customer,
+    release: () => {
+      for (const n of siblings) n.inert = false;
+      html.style.overflow = saved[0] ?? '';
+      document.body.style.overflow = saved[1] ?? '';
+      document.removeEventListener('keydown', onKey, true);
+      document.removeEventListener('focusin', keepFocus, true);
+    },
+  };
+}
+
+/** Removes whatever the snippet shows. */
+export function clear(): void {
+  if (!current) return;
+  current.release();
+  current.host.remove();
+  current = null;
+}
+
+function whenBodyReady(): Promise<void> {
+  if (document.body) return Promise.resolve();
+  return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
+}
+
+/** Asks the status and shows what it calls for; resolves with the answer (fail-open). */
+export async function check(o: CheckOptions): Promise<StatusResult> {
+  // Another user on the same page (a login, a logout): nothing of the last one stays.
+  if (current && current.customer !== o.customer) clear();
+  const result = await client.getSubscriberStatus({
+    baseUrl: o.baseUrl ?? DEFAULT_BASE,
+    tenant: o.tenant,
+    publishableKey: o.key,
+    customerId: o.customer,
+    hmac: o.hmac ?? null,
+    ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+  });
+  await whenBodyReady();
+  clear();
+  const texts = { ...DEFAULT_TEXTS, ...o.texts };
+  const colors = { ...DEFAULT_COLORS, ...o.colors };
+  try {
+    if (result.status === 'warning') renderBanner(o, result, texts, colors);
+    else if (result.status === 'lockout') renderGate(o, result, texts, colors);
+  } catch {
+    // A page that breaks the rendering gets nothing rather than a broken page: fail open.
+    clear();
+  }
+  document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
+  return result;
+}
+
+const script = (document.currentScript ?? document.querySelector('script[data-tenant][data-key]')) as HTMLScriptElement | null;
+/** The folder this file was served from: the service, or a tenant's proxy path to it. */
+const DEFAULT_BASE = script?.src ? script.src.replace(/\/[^/?#]*([?#].*)?$/, '') : location.origin;
+
+function fromScript(s: HTMLScriptElement): CheckOptions | null {
+  const d = s.dataset;
+  if (!d.tenant || !d.key || !d.customer) return null;
+  const texts: Partial<Texts> = {};
+  const map: [keyof Texts, string | undefined][] = [
+    ['warning', d.warningText],
+    ['update', d.updateText],
+    ['dismiss', d.dismissText],
+    ['lockoutTitle', d.lockoutTitle],
+    ['lockout', d.lockoutText],
+    ['support', d.supportText],
+  ];
+  for (const [k, v] of map) if (v) texts[k] = v;
+  const colors: Partial<Colors> = {};
+  if (d.accentColor) colors.accent = d.accentColor;
+  if (d.backgroundColor) colors.background = d.backgroundColor;
+  if (d.textColor) colors.text = d.textColor;
+  return {
+    tenant: d.tenant,
+    key: d.key,
+    customer: d.customer,
+    hmac: d.hmac ?? null,
+    ...(d.baseUrl ? { baseUrl: d.baseUrl } : {}),
+    supportUrl: d.supportUrl ?? null,
+    cardUpdateUrl: d.cardUpdateUrl ?? null,
+    texts,
+    colors,
+    ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),
+  };
+}
+
+declare global {
+  interface Window {
+    Dunwall?: { check: typeof check; clear: typeof clear };
+  }
+}
+
+window.Dunwall = { check, clear };
+const fromTag = script ? fromScript(script) : null;
+if (fromTag) void check(fromTag);

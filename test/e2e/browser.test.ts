@@ -1,0 +1,256 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readAdminTokenFile } from '../../src/admin-token.js';
+import { loadConfig } from '../../src/config.js';
+import { computeHmac } from '../../src/domain/hmac.js';
+import { createLogger } from '../../src/logger.js';
+import { start } from '../../src/server.js';
+import type { Running } from '../../src/server.js';
+import { snippetPath } from '../../src/snippet-asset.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const haveBrowser = existsSync(CHROMIUM);
+if (!haveBrowser && process.env.CI === 'true') throw new Error(`${CHROMIUM} is required in CI (.ci/run installs it)`);
+if (!haveBrowser) process.stderr.write(`\n*** ${CHROMIUM} not found: the browser suite is SKIPPED. ***\n\n`);
+
+const RESULTS = join(process.cwd(), 'test-results');
+const HOSTILE_CSS = `* { color: rgb(255, 0, 0) !important; font-size: 40px !important; font-family: serif !important; }
+div, p, a, button { display: inline !important; background: lime !important; }`;
+
+interface Tenant {
+  slug: string;
+  publishable_key: string;
+  hmac_secret: string;
+}
+
+describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
+  let running: Running;
+  let pageServer: Server;
+  let pageOrigin = '';
+  let browser: Browser;
+  let context: BrowserContext;
+  let acme: Tenant;
+  let scale: Tenant;
+  let frozen: Tenant;
+  const dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-'));
+  const CARD_URL = 'https://billing.acme.test/card';
+
+  async function admin(method: string, path: string, body?: unknown): Promise<unknown> {
+    const res = await fetch(`${running.url}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
+  beforeAll(async () => {
+    running = await start(loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    acme = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: CARD_URL })) as Tenant;
+    scale = (await admin('POST', '/tenants', { slug: 'scale-co', tier: 'scale', card_update_url: CARD_URL })) as Tenant;
+    frozen = (await admin('POST', '/tenants', { slug: 'frozen' })) as Tenant;
+    await admin('PATCH', '/tenants/frozen', { suspended: true });
+    for (const [slug, id, status] of [
+      ['acme', 'cus_warn', 'warning'],
+      ['acme', 'cus_lock', 'lockout'],
+      ['acme', 'cus_ok', 'active'],
+      ['scale-co', 'cus_lock', 'lockout'],
+      ['frozen', 'cus_lock', 'lockout'],
+    ]) {
+      await admin('PUT', `/tenants/${slug}/subscribers/${id}`, { status });
+    }
+
+    // The tenant's app, on another origin; it can also serve its own copy of the snippet.
+    const snippetCopy = readFileSync(snippetPath());
+    pageServer = createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://page.test');
+      if (url.pathname === '/snippet.js') {
+        res.writeHead(200, { 'content-type': 'text/javascript' }).end(snippetCopy);
+        return;
+      }
+      const tag = url.searchParams.get('tag');
+      const css = url.searchParams.get('hostile') === '1' ? HOSTILE_CSS : '';
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html><head><style>${css}</style></head><body>
+<script>window.__events = []; document.addEventListener('dunwall:status', (e) => window.__events.push(e.detail));</script>
+<h1>Host app</h1><button id="own">Own button</button> <a id="own-link" href="#x">Own link</a>
+<div style="height: 3000px">A long page.</div>
+${tag ?? ''}
+</body></html>`);
+    });
+    await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
+    pageOrigin = `http://localhost:${(pageServer.address() as AddressInfo).port}`;
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+    mkdirSync(RESULTS, { recursive: true });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => pageServer?.close(resolve));
+    await running?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  function tag(t: Tenant, customer: string, extra: Record<string, string> = {}, src = `${running.url}/snippet.js`): string {
+    const attrs: Record<string, string> = {
+      'data-tenant': t.slug,
+      'data-key': t.publishable_key,
+      'data-customer': customer,
+      'data-hmac': computeHmac(t.hmac_secret, customer),
+      ...extra,
+    };
+    const rendered = Object.entries(attrs)
+      .map(([k, v]) => `${k}="${v}"`)
+      .join(' ');
+    return `<script src="${src}" ${rendered} async></script>`;
+  }
+
+  /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
+  async function open(scriptTag: string, opts: { hostile?: boolean; in?: BrowserContext } = {}): Promise<{ page: Page; status: { status: string; source: string } }> {
+    const page = await (opts.in ?? context).newPage();
+    const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}) })}`;
+    await page.goto(url);
+    await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
+    const status = await page.evaluate(() => (window as unknown as { __events: { status: string; source: string }[] }).__events[0]);
+    return { page, status: status ?? { status: '', source: '' } };
+  }
+
+  it('shows the warning banner with the card update link, untouched by the page CSS', async () => {
+    const { page, status } = await open(tag(acme, 'cus_warn'), { hostile: true });
+    expect(status).toMatchObject({ status: 'warning', source: 'service', card_update_url: CARD_URL });
+    const banner = page.locator('dunwall-enforcement [role="alert"]');
+    await expect.poll(() => banner.isVisible()).toBe(true);
+    expect(await banner.locator('a').getAttribute('href')).toBe(CARD_URL);
+    expect(await banner.locator('a').textContent()).toBe('Update card');
+    expect(await banner.textContent()).toContain('Powered by Dunwall');
+    const style = await banner.locator('p').evaluate((p) => {
+      const s = getComputedStyle(p);
+      return { color: s.color, fontSize: s.fontSize, display: getComputedStyle(p.parentElement as Element).display };
+    });
+    expect(style).toEqual({ color: 'rgb(29, 41, 57)', fontSize: '15px', display: 'flex' });
+    // The page's own elements did get the hostile styles: the test would notice if they had not.
+    expect(await page.locator('h1').evaluate((h) => getComputedStyle(h).color)).toBe('rgb(255, 0, 0)');
+    await page.screenshot({ path: join(RESULTS, 'banner.png') });
+    await page.close();
+  });
+
+  it('remembers a dismissal for the browser session, across a reload', async () => {
+    const session = await browser.newContext();
+    const { page } = await open(tag(acme, 'cus_warn'), { in: session });
+    await page.locator('dunwall-enforcement button[aria-label="Dismiss"]').click();
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    await page.reload();
+    await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    await session.close();
+    // A new browser session shows it again.
+    const fresh = await browser.newContext();
+    const again = await open(tag(acme, 'cus_warn'), { in: fresh });
+    expect(await again.page.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
+    await fresh.close();
+  });
+
+  it('gates a lockout: a modal dialog that keeps the focus, locks the scroll and cannot be dismissed', async () => {
+    const { page, status } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }));
+    expect(status.status).toBe('lockout');
+    const dialog = page.locator('dunwall-enforcement [role="dialog"]');
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await dialog.getAttribute('aria-modal')).toBe('true');
+    expect(await dialog.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))).toEqual([CARD_URL, 'https://acme.test/support']);
+    expect(await dialog.textContent()).toContain('Powered by Dunwall');
+
+    const focusIsInDialog = () =>
+      page.evaluate(() => {
+        const host = document.querySelector('dunwall-enforcement');
+        const inner = host?.shadowRoot?.activeElement;
+        return document.activeElement === host && inner !== null && inner !== undefined && inner.closest('[role="dialog"]') !== null;
+      });
+    expect(await focusIsInDialog()).toBe(true);
+    for (let i = 0; i < 6; i += 1) {
+      await page.keyboard.press(i % 2 === 0 ? 'Tab' : 'Shift+Tab');
+      expect(await focusIsInDialog()).toBe(true);
+    }
+    // The page's own controls cannot take the focus, and Escape changes nothing.
+    await page.evaluate(() => (document.getElementById('own') as HTMLButtonElement).focus());
+    expect(await focusIsInDialog()).toBe(true);
+    await page.keyboard.press('Escape');
+    expect(await dialog.isVisible()).toBe(true);
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).overflow)).toBe('hidden');
+    await page.mouse.wheel(0, 2000);
+    expect(await page.evaluate(() => window.scrollY)).toBe(0);
+    await page.screenshot({ path: join(RESULTS, 'gate.png') });
+    await page.close();
+  });
+
+  it('shows no watermark when the tier does not call for it', async () => {
+    const { page } = await open(tag(scale, 'cus_lock'));
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).not.toContain('Powered by Dunwall');
+    await page.close();
+  });
+
+  it.each([
+    ['a known active subscriber', () => tag(acme, 'cus_ok'), 'service'],
+    ['an unknown subscriber', () => tag(acme, 'cus_nobody'), 'service'],
+    ['a wrong key (401)', () => tag({ ...acme, publishable_key: 'pk_wrongwrongwrongwrongwrong1' }, 'cus_lock'), 'fallback'],
+    ['a wrong hmac (403)', () => tag(acme, 'cus_lock', { 'data-hmac': 'f'.repeat(64) }), 'fallback'],
+    ['a suspended tenant (402)', () => tag(frozen, 'cus_lock'), 'fallback'],
+    ['a service that is down', () => tag(acme, 'cus_lock', { 'data-base-url': 'http://127.0.0.1:9' }, `${pageOrigin}/snippet.js`), 'fallback'],
+  ])('shows nothing for %s', async (_name, makeTag, source) => {
+    const { page, status } = await open(makeTag());
+    expect(status).toMatchObject({ status: 'active', source });
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).overflow)).not.toBe('hidden');
+    await page.close();
+  });
+
+  it("works from the tenant's own domain (a copy of the file), pointed at the service", async () => {
+    const { page, status } = await open(tag(acme, 'cus_warn', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`));
+    expect(status.status).toBe('warning');
+    expect(await page.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
+    await page.close();
+  });
+
+  it('Dunwall.check for single-page apps: checks again on login, and clears for the next user', async () => {
+    const { page } = await open(tag(acme, 'cus_ok'));
+    const check = (customer: string) =>
+      page.evaluate(
+        async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status,
+        { tenant: 'acme', key: acme.publishable_key, customer, hmac: computeHmac(acme.hmac_secret, customer), baseUrl: running.url },
+      );
+    expect(await check('cus_lock')).toBe('lockout');
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+    expect(await check('cus_ok')).toBe('active');
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    expect(await page.evaluate(() => getComputedStyle(document.documentElement).overflow)).not.toBe('hidden');
+    expect(await page.evaluate(() => (document.getElementById('own') as HTMLButtonElement).inert)).toBe(false);
+    await page.close();
+  });
+
+  it('serves the demo page with the three states', async () => {
+    const demoDir = mkdtempSync(join(tmpdir(), 'dunwall-demo-'));
+    const demo = await start(loadConfig({ DUNWALL_DATA_DIR: demoDir, PORT: '0' }), createLogger('silent'));
+    try {
+      const page = await context.newPage();
+      await page.goto(`${demo.url}/demo`);
+      const frames = ['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout'].map((c) => page.frameLocator(`iframe[title="${c}"]`));
+      await expect.poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
+      await expect.poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+      expect(await frames[0]?.locator('dunwall-enforcement').count()).toBe(0);
+      await page.screenshot({ path: join(RESULTS, 'demo.png') });
+      await page.close();
+    } finally {
+      await demo.close();
+      rmSync(demoDir, { recursive: true, force: true });
+    }
+  });
+});
