@@ -645,6 +645,31 @@ describe('dunwall stripe replay', () => {
     expect(again.stdout).toMatch(/^applied:\s+0$/m);
   });
 
+  it('refuses, line by line, JSON that is not an event and events dated ahead, and replays the rest', async () => {
+    const tenant = await createTenant('replay-odd');
+    const file = writeJsonl([
+      'null',
+      '[]',
+      JSON.stringify(event('invoice.payment_failed', invoice('cus_ahead', { next_payment_attempt: null }), { created: nowS() + 10 * 86_400 })),
+      JSON.stringify(event('invoice.payment_failed', invoice('cus_now', { next_payment_attempt: null }), { created: nowS() })),
+      JSON.stringify({ ...event('invoice.paid', invoice('cus_ms', {}), { created: nowS() }), created: Date.now() }),
+      `"${'é'.repeat(10)}"`,
+    ]);
+    const res = await cli(['stripe', 'replay', '--tenant', 'replay-odd', file, '--json']);
+    expect(res.code).toBe(1);
+    const summary = parseJson<{ outcomes: { applied: number }; invalid: { line: number; detail: string }[] }>(res.stdout);
+    expect(summary.outcomes.applied).toBe(1);
+    expect(summary.invalid).toEqual([
+      { line: 1, detail: 'the event must be a JSON object' },
+      { line: 2, detail: 'the event must be a JSON object' },
+      { line: 3, detail: 'created: more than a day in the future' },
+      { line: 5, detail: 'created: more than a day in the future' },
+      { line: 6, detail: 'the event must be a JSON object' },
+    ]);
+    expect((await lookup('replay-odd', tenant.publishable_key ?? '', 'cus_now')).body.status).toBe('lockout');
+    expect((await lookup('replay-odd', tenant.publishable_key ?? '', 'cus_ahead')).body).toEqual({ status: 'active' });
+  });
+
   it('fails on one line for a missing file, a missing tenant option or an unknown tenant', async () => {
     const missing = await cli(['stripe', 'replay', '--tenant', 'replay-co', '/nonexistent/events.jsonl']);
     expect(missing.code).toBe(1);
@@ -654,6 +679,9 @@ describe('dunwall stripe replay', () => {
     const file = writeJsonl([JSON.stringify(event('invoice.paid', invoice('cus_x', {}), { created: nowS() }))]);
     const unknown = await cli(['stripe', 'replay', '--tenant', 'nobody', file]);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain('tenant_not_found');
+    expect(lines(unknown.stderr)).toEqual([
+      'dunwall: tenant_not_found: No tenant has this slug. (stopped at line 1: that line and the ones after it were not replayed)',
+    ]);
+    expect(unknown.stdout).toMatch(/^applied:\s+0$/m);
   });
 });

@@ -267,11 +267,12 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       const outcomes = { applied: 0, stale: 0, ignored: 0, duplicate: 0, irrelevant: 0 };
       const invalid: { index: number; detail: string }[] = [];
       for (const [index, candidate] of req.body.events.entries()) {
-        if (!isStripeEvent(candidate)) {
-          invalid.push({ index, detail: eventShapeProblem(candidate) ?? 'not a Stripe event' });
+        const at = now();
+        if (!isStripeEvent(candidate, at.getTime())) {
+          invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
           continue;
         }
-        outcomes[await ingestStripeEvent(store, tenant.id, candidate, now())] += 1;
+        outcomes[await ingestStripeEvent(store, tenant.id, candidate, at)] += 1;
       }
       req.log.info({ tenant: tenant.slug, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
       return { received: req.body.events.length, outcomes, invalid };

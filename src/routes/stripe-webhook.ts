@@ -80,7 +80,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       if (typeof header !== 'string' || !Buffer.isBuffer(raw)) return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
       const event = verify(raw, header, secrets, nowMs);
       if (event === undefined) return sendProblem(reply, 'invalid_signature');
-      const problem = eventShapeProblem(event);
+      const problem = eventShapeProblem(event, nowMs);
       if (problem !== null) return sendProblem(reply, 'invalid_request', problem);
 
       const e = event as StripeEventLike;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deriveChange } from '../../src/domain/stripe/derive.js';
+import { eventShapeProblem } from '../../src/domain/stripe/event.js';
 import { comparePositions, fold, positionOf, statusOf } from '../../src/domain/stripe/fold.js';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
@@ -48,6 +49,11 @@ describe('deriveChange', () => {
       kind: 'ignored',
       why: 'no_status_transition',
     });
+    const invoiced = { ...subscription('cus_1', 'unpaid'), collection_method: 'send_invoice' };
+    expect(deriveChange(event('customer.subscription.updated', invoiced, { created: T, previous: { status: 'past_due' } }))).toMatchObject({
+      kind: 'ignored',
+      why: 'send_invoice',
+    });
   });
 });
 
@@ -74,5 +80,20 @@ describe('fold', () => {
     expect(statusOf(fold(changes))).toBe('active');
     expect(statusOf(fold([...changes].reverse()))).toBe('active');
     expect(statusOf(fold([]))).toBeNull();
+  });
+});
+
+describe('eventShapeProblem', () => {
+  const now = T * 1000;
+  it('refuses times that are not Stripe times in seconds, or are more than a day ahead', () => {
+    const at = (created: number) => eventShapeProblem(event('invoice.paid', invoice('cus_1', {}), { created }), now);
+    expect(at(T)).toBeNull();
+    expect(at(T + 86_400)).toBeNull();
+    expect(at(T + 86_401)).toBe('created: more than a day in the future');
+    expect(at(T * 1000)).toBe('created: more than a day in the future');
+    expect(at(1_000)).toBe('created: must be a Unix time in seconds');
+    expect(eventShapeProblem({ ...event('invoice.paid', invoice('cus_1', {}), { created: T }), created: 1.5e9 + 0.5 }, now)).toBe('created: must be a Unix time in seconds');
+    expect(eventShapeProblem(null, now)).toBe('the event must be a JSON object');
+    expect(eventShapeProblem([], now)).toBe('the event must be a JSON object');
   });
 });

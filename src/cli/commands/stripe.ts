@@ -68,7 +68,15 @@ const replay: Command = {
     let batchBytes = 0;
     const flush = async () => {
       if (batch.length === 0) return;
-      const answer = await client.replayStripeEvents(tenant, batch);
+      let answer: ReplayAnswerView;
+      try {
+        answer = await client.replayStripeEvents(tenant, batch);
+      } catch (err) {
+        // What was sent before stays applied: say where the file stopped, with the counts so far.
+        if (!(err instanceof CliError)) throw err;
+        ctx.output(summary, formatSummary);
+        throw new CliError(`${err.message} (stopped at line ${batchLines[0] ?? 0}: that line and the ones after it were not replayed)`, err.exitCode);
+      }
       summary.received += answer.received - answer.invalid.length;
       for (const key of Object.keys(summary.outcomes) as (keyof Outcomes)[]) summary.outcomes[key] += answer.outcomes[key];
       for (const { index, detail } of answer.invalid) summary.invalid.push({ line: batchLines[index] ?? 0, detail });
@@ -89,10 +97,11 @@ const replay: Command = {
           summary.invalid.push({ line: lineNumber, detail: 'not JSON' });
           continue;
         }
-        if (batch.length >= REPLAY_BATCH_EVENTS || batchBytes + line.length > REPLAY_BATCH_BYTES) await flush();
+        const bytes = Buffer.byteLength(line, 'utf8');
+        if (batch.length >= REPLAY_BATCH_EVENTS || batchBytes + bytes > REPLAY_BATCH_BYTES) await flush();
         batch.push(parsed);
         batchLines.push(lineNumber);
-        batchBytes += line.length;
+        batchBytes += bytes;
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;

@@ -148,7 +148,10 @@ export function deriveChange(event: StripeEventLike): Derivation {
     case 'customer.subscription.updated': {
       const status = str(object.status);
       const previous = str(obj(event.data.previous_attributes)?.status);
-      const facts = compact({ subscription_status: status, previous_subscription_status: previous });
+      const collection = str(object.collection_method);
+      const facts = compact({ subscription_status: status, previous_subscription_status: previous, collection_method: collection });
+      // Invoiced by email, paid by hand: an overdue subscription is not a card to update.
+      if (collection === 'send_invoice') return { kind: 'ignored', customerId, why: 'send_invoice', facts };
       // Only a transition counts: an update that leaves the status as it was (a plan or
       // metadata change) says nothing new about payment and must not undo a decline.
       if (previous === null || previous === status) return { kind: 'ignored', customerId, why: 'no_status_transition', facts };
