@@ -13,6 +13,7 @@ import { healthRoutes } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
+import type { LookupSource } from './routes/subscriber-status.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable } from './store/errors.js';
 import type { Store } from './store/store.js';
@@ -22,6 +23,10 @@ import pkg from '../package.json' with { type: 'json' };
 
 export interface AppDeps {
   store: Store;
+  /** What the lookup reads through (a cache in front of the store); default: the store. */
+  lookup?: LookupSource;
+  /** Log every lookup; default false (the hot path logs nothing when it succeeds). */
+  logLookups?: boolean;
   /** Epoch milliseconds; tests pass a fake clock. */
   now?: () => number;
   /** null: the admin API is off. */
@@ -119,10 +124,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const now = deps.now ?? Date.now;
   await app.register(healthRoutes, { store: deps.store });
-  await app.register(subscriberStatusRoutes, { source: deps.store, now });
+  const lookup = deps.lookup ?? deps.store;
+  await app.register(subscriberStatusRoutes, { source: lookup, now, logLookups: deps.logLookups ?? false });
   await app.register(stripeWebhookRoutes, { store: deps.store, now });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
-  await app.register(demoRoutes, { demo: deps.demo ?? null, source: deps.store });
+  await app.register(demoRoutes, { demo: deps.demo ?? null, source: lookup });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     store: deps.store,

@@ -10,7 +10,8 @@ import type { Config } from './config.js';
 import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.js';
 import { loadSnippet } from './snippet-asset.js';
 import { createLogger } from './logger.js';
-import { openStore } from './store/index.js';
+import { keepTrue, LookupCache } from './cache/lookup-cache.js';
+import { openReadStore, openStore } from './store/index.js';
 import type { StoreTarget } from './store/index.js';
 import type { Store } from './store/store.js';
 
@@ -21,6 +22,27 @@ export function storeTarget(config: Config): StoreTarget {
   return config.databaseUrl !== null
     ? { engine: 'postgres', url: config.databaseUrl }
     : { engine: 'embedded', dataDir: join(config.dataDir, 'pgdata') };
+}
+
+/**
+ * The lookup's read path: a cache kept true by the store's notifications, reading from a
+ * replica when DATABASE_READ_URL is set (and from the primary just after a change).
+ */
+async function openLookupPath(config: Config, store: Store): Promise<{ cache: LookupCache; close(): Promise<void> }> {
+  const replica = config.databaseReadUrl === null ? null : await openReadStore(config.databaseReadUrl);
+  const cache = new LookupCache(replica ?? store, {
+    maxEntries: config.cacheEntries,
+    ttlMs: config.cacheTtlMs,
+    ...(replica ? { primary: store } : {}),
+  });
+  const stop = await keepTrue(cache, store);
+  return {
+    cache,
+    async close() {
+      await stop();
+      await replica?.close();
+    },
+  };
 }
 
 export interface Running {
@@ -55,7 +77,17 @@ export async function start(config: Config, log: Logger): Promise<Running> {
     const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
-    const app = await buildApp({ store, adminToken, rotationOverlapS: config.rotationOverlapS, logger: log, snippet, demo });
+    const lookupPath = await openLookupPath(config, store);
+    const app = await buildApp({
+      store,
+      lookup: lookupPath.cache,
+      logLookups: config.logLookups,
+      adminToken,
+      rotationOverlapS: config.rotationOverlapS,
+      logger: log,
+      snippet,
+      demo,
+    });
     const address = await app.listen({ port: config.port, host: config.host });
     const url = address.replace('[::1]', 'localhost');
     if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
@@ -66,6 +98,7 @@ export async function start(config: Config, log: Logger): Promise<Running> {
       url,
       async close() {
         await app.close();
+        await lookupPath.close();
         await store.close();
       },
     };

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 
 const HMAC_HEX_RE = /^[0-9a-fA-F]{64}$/;
 
@@ -12,7 +13,7 @@ export function computeHmac(secret: string, customerId: string): string {
  * rotation). Every secret is tried, with no early exit, and each comparison goes through
  * `timingSafeEqual` on equal-length digests.
  */
-export function verifyHmac(presented: string, customerId: string, secrets: readonly string[]): boolean {
+export function verifyHmac(presented: string, customerId: string, secrets: readonly (string | KeyObject)[]): boolean {
   if (!HMAC_HEX_RE.test(presented)) return false;
   const presentedDigest = Buffer.from(presented, 'hex');
   let matched = false;

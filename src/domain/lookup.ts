@@ -1,9 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createSecretKey, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { ErrorCode } from '../errors.js';
 import { verifyHmac } from './hmac.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
-import type { SubscriberStatus, TenantAuth } from './types.js';
+import type { SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
 
 /** RFC 6750 b64token, after a case-insensitive `Bearer` and one or more spaces. */
 const BEARER_RE = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
@@ -57,8 +58,10 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   if (hmac === undefined) {
     return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
   }
-  const secrets = tenant.hmacSecrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
-  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, secrets)) return { ok: false, code: 'hmac_mismatch' };
+  if (typeof hmac !== 'string') return { ok: false, code: 'hmac_mismatch' };
+  const keys: KeyObject[] = [];
+  for (const key of tenant.hmacKeys) if (isCurrent(key, nowMs)) keys.push(key.value);
+  if (!verifyHmac(hmac, customerId, keys)) return { ok: false, code: 'hmac_mismatch' };
   return { ok: true, customerId };
 }
 
@@ -80,15 +83,27 @@ export interface KnownSubscriberBody {
   entitlements: Record<string, boolean>;
 }
 
+/** The tenant as the lookup uses it: each status's 200 body serialised once, HMAC keys made once. */
+export function prepareTenant(fields: TenantAuthFields): TenantAuth {
+  const body = (status: SubscriberStatus): string => {
+    const b: KnownSubscriberBody = {
+      status,
+      card_update_url: status === 'warning' ? fields.cardUpdateUrl : null,
+      entitlements: fields.entitlements,
+    };
+    return JSON.stringify(b);
+  };
+  const { hmacSecrets, ...rest } = fields;
+  return {
+    ...rest,
+    hmacKeys: hmacSecrets.map((s) => ({ value: createSecretKey(Buffer.from(s.value, 'utf8')), expiresAtMs: s.expiresAtMs })),
+    knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
+  };
+}
+
 /** The 200 body, keys in the contract's order; null status: the subscriber is unknown. */
 export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null): string {
-  if (status === null) return UNKNOWN_SUBSCRIBER_BODY;
-  const body: KnownSubscriberBody = {
-    status,
-    card_update_url: status === 'warning' ? tenant.cardUpdateUrl : null,
-    entitlements: tenant.entitlements,
-  };
-  return JSON.stringify(body);
+  return status === null ? UNKNOWN_SUBSCRIBER_BODY : tenant.knownBodies[status];
 }
 
 /**

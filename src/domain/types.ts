@@ -1,3 +1,5 @@
+import type { KeyObject } from 'node:crypto';
+
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
 
@@ -19,8 +21,8 @@ export interface Credential<T> {
   expiresAtMs: number | null;
 }
 
-/** Everything the lookup needs to know of a tenant; what a cache holds per slug. */
-export interface TenantAuth {
+/** What the store holds of a tenant for the lookup. */
+export interface TenantAuthFields {
   id: number;
   slug: string;
   suspended: boolean;
@@ -31,6 +33,15 @@ export interface TenantAuth {
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];
   hmacSecrets: readonly Credential<string>[];
+}
+
+/**
+ * Everything the lookup needs of a tenant, prepared once (what a cache holds per slug):
+ * the 200 bodies for each status already serialised, the HMAC secrets as key objects.
+ */
+export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
+  hmacKeys: readonly Credential<KeyObject>[];
+  knownBodies: Readonly<Record<SubscriberStatus, string>>;
 }
 
 export function isCurrent(credential: Credential<unknown>, nowMs: number): boolean {

@@ -14,6 +14,7 @@ export interface LookupSource {
 export interface SubscriberStatusOptions {
   source: LookupSource;
   now: () => number;
+  logLookups: boolean;
 }
 
 const PATH = '/api/subscriber-status/:tenantSlug';
@@ -34,10 +35,13 @@ function applyCors(reply: FastifyReply, tenant: TenantAuth | null, origin: strin
 
 export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOptions): Promise<void> {
   const { source, now } = opts;
+  // Every page view calls the lookup: its requests are logged only when asked for.
+  const logLevel = opts.logLookups ? 'info' : 'warn';
 
   app.get(
     PATH,
     {
+      logLevel,
       schema: {
         summary: "A subscriber's billing enforcement status",
         tags: ['lookup'],
@@ -82,7 +86,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
 
   app.options(
     PATH,
-    { schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
+    { logLevel, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('access-control-allow-origin', '*');
       const tenant = await tenantFor(source, req.params.tenantSlug);

@@ -6,9 +6,19 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+export interface ListenHandlers {
+  onNotify(payload: string): void;
+  /** Listening (again): notifications flow from now on. */
+  onReady(): void;
+  /** The listener is gone: notifications may have been missed until the next onReady. */
+  onLost(): void;
+}
+
 export interface Db extends Queryable {
   readonly engine: 'postgres' | 'embedded';
   /** Runs `fn` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Delivers the channel's notifications until the returned function is called. */
+  listen(channel: string, handlers: ListenHandlers): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }

@@ -79,6 +79,12 @@ export async function openEmbedded(dataDir: string | null): Promise<Db> {
     engine: 'embedded',
     ...on(pglite),
     transaction: (fn) => pglite.transaction((tx) => fn(on(tx))),
+    // In-process: the notifications of this very database, delivered as its queries complete.
+    async listen(channel, handlers) {
+      const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));
+      handlers.onReady();
+      return unlisten;
+    },
     async close() {
       if (!pglite.closed) await pglite.close();
       unlock();

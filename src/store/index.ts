@@ -24,3 +24,8 @@ export async function openStore(target: StoreTarget): Promise<Store> {
   }
   return new SqlStore(db);
 }
+
+/** A read replica: the same queries, no migrations (the primary applies them). */
+export async function openReadStore(url: string): Promise<Store> {
+  return new SqlStore(await openDb({ engine: 'postgres', url }));
+}

@@ -1,5 +1,67 @@
 import pg from 'pg';
-import type { Db, Queryable } from './db.js';
+import type { Db, ListenHandlers, Queryable } from './db.js';
+
+const LISTEN_RETRY_MIN_MS = 100;
+const LISTEN_RETRY_MAX_MS = 5_000;
+/** TCP keep-alive finds a listener whose server vanished without closing the connection. */
+const LISTEN_KEEPALIVE_MS = 5_000;
+
+/**
+ * A dedicated connection LISTENing on `channel`, reconnecting with backoff. Every loss is
+ * reported (the caller must assume it missed notifications), every success too.
+ */
+async function listenOn(opts: PostgresOptions, channel: string, handlers: ListenHandlers): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | null = null;
+  let retryMs = LISTEN_RETRY_MIN_MS;
+  let timer: NodeJS.Timeout | undefined;
+
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => void connect(), retryMs);
+    timer.unref();
+    retryMs = Math.min(retryMs * 2, LISTEN_RETRY_MAX_MS);
+  };
+  const connect = async () => {
+    if (stopped) return;
+    const c = new pg.Client({
+      connectionString: opts.connectionString,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: LISTEN_KEEPALIVE_MS,
+      ...(opts.options ? { options: opts.options } : {}),
+    });
+    c.on('notification', (m) => {
+      if (m.channel === channel && m.payload !== undefined) handlers.onNotify(m.payload);
+    });
+    c.on('error', () => {});
+    c.on('end', () => {
+      if (client !== c) return;
+      client = null;
+      handlers.onLost();
+      schedule();
+    });
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      client = c;
+      retryMs = LISTEN_RETRY_MIN_MS;
+      handlers.onReady();
+    } catch {
+      await c.end().catch(() => {});
+      handlers.onLost();
+      schedule();
+    }
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    const c = client;
+    client = null;
+    await c?.end().catch(() => {});
+  };
+}
 
 export interface PostgresOptions {
   connectionString: string;
@@ -50,6 +112,7 @@ export function openPostgres(opts: PostgresOptions): Db {
         client.release();
       }
     },
+    listen: (channel, handlers) => listenOn(opts, channel, handlers),
     async close() {
       await pool.end();
     },

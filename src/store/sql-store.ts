@@ -1,5 +1,8 @@
+import { INVALIDATION_CHANNEL, parseInvalidation } from '../cache/invalidation.js';
+import type { Invalidation } from '../cache/invalidation.js';
 import { positionOf, supersedes } from '../domain/stripe/fold.js';
 import type { Change, Position } from '../domain/stripe/fold.js';
+import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { Db, Queryable } from './db.js';
@@ -9,6 +12,7 @@ import type {
   CreateTenantResult,
   CredentialKind,
   CredentialRotation,
+  InvalidationHandlers,
   HistoryEntry,
   NewTenant,
   Store,
@@ -199,9 +203,31 @@ async function applyIn(tx: Queryable, tenantId: number, customerId: string, chan
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
+  private readonly listeners = new Set<(invalidation: Invalidation) => void>();
 
   constructor(private readonly db: Db) {
     this.engine = db.engine;
+  }
+
+  onInvalidate(listener: (invalidation: Invalidation) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async listenForInvalidations(handlers: InvalidationHandlers): Promise<() => Promise<void>> {
+    return this.db.listen(INVALIDATION_CHANNEL, {
+      onNotify: (payload) => {
+        const invalidation = parseInvalidation(payload);
+        handlers.onInvalidate(invalidation ?? { kind: 'all' });
+      },
+      onReady: handlers.onReady,
+      onLost: handlers.onLost,
+    });
+  }
+
+  /** After a commit: this instance learns of its own writes at once, others through NOTIFY. */
+  private emit(invalidation: Invalidation): void {
+    for (const listener of this.listeners) listener(invalidation);
   }
 
   async getTenantAuth(slug: string): Promise<TenantAuth | null> {
@@ -213,7 +239,7 @@ export class SqlStore implements Store {
       [row.id],
     );
     const tenant = toTenant(row);
-    return {
+    return prepareTenant({
       id: tenant.id,
       slug: tenant.slug,
       suspended: tenant.suspended,
@@ -227,7 +253,7 @@ export class SqlStore implements Store {
       hmacSecrets: creds
         .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
         .map((c) => credential(c.secret ?? '', c.expires_at)),
-    };
+    });
   }
 
   async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
@@ -260,7 +286,7 @@ export class SqlStore implements Store {
 
   async createTenant(t: NewTenant, now: Date): Promise<CreateTenantResult> {
     try {
-      return await this.db.transaction(async (tx) => {
+      const result = await this.db.transaction(async (tx) => {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
@@ -278,6 +304,8 @@ export class SqlStore implements Store {
         if (!created) throw new Error('tenant vanished inside its own transaction');
         return { ok: true, tenant: toTenant(created) } as const;
       });
+      if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
+      return result;
     } catch (err) {
       // Two creations of one slug racing: the loser's insert waits, then violates the key.
       if (isUniqueViolation(err)) return { ok: false, error: 'exists' };
@@ -296,7 +324,7 @@ export class SqlStore implements Store {
   }
 
   async updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date, rotation?: CredentialRotation): Promise<UpdateTenantResult> {
-    return this.db.transaction(async (tx) => {
+    const result = await this.db.transaction(async (tx) => {
       if (patch.tier !== undefined) {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [patch.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
@@ -334,18 +362,23 @@ export class SqlStore implements Store {
       if (!updated) throw new Error('tenant vanished inside its own transaction');
       return { ok: true, tenant: toTenant(updated) } as const;
     });
+    if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
+    return result;
   }
 
   async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
     await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now));
+    this.emit({ kind: 'tenant', tenantId, slug: null });
   }
 
   async applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
-    return this.db.transaction((tx) => applyIn(tx, tenantId, customerId, change, cause, now));
+    const outcome = await this.db.transaction((tx) => applyIn(tx, tenantId, customerId, change, cause, now));
+    if (outcome === 'applied') this.emit({ kind: 'subscriber', tenantId, customerId });
+    return outcome;
   }
 
   async recordStripeEvent(tenantId: number, event: StripeEventRecord, change: Change | null, now: Date): Promise<StripeEventOutcome> {
-    return this.db.transaction(async (tx) => {
+    const outcome = await this.db.transaction(async (tx): Promise<StripeEventOutcome> => {
       // The event and its effect commit together: a redelivery finds the row and changes nothing.
       const inserted = await tx.query(
         `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
@@ -365,6 +398,8 @@ export class SqlStore implements Store {
       await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [tenantId, event.eventId, outcome]);
       return outcome;
     });
+    if (outcome === 'applied' && event.customerId !== null) this.emit({ kind: 'subscriber', tenantId, customerId: event.customerId });
+    return outcome;
   }
 
   async getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null> {
@@ -410,6 +445,7 @@ export class SqlStore implements Store {
       [name, JSON.stringify(entitlements), now],
     );
     if (!row) throw new Error('tier upsert returned no row');
+    this.emit({ kind: 'all' });
     return { name: row.name, entitlements: orderEntitlements(row.entitlements), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
   }
 

@@ -1,3 +1,4 @@
+import type { Invalidation } from '../cache/invalidation.js';
 import type { Facts } from '../domain/stripe/derive.js';
 import type { Change } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
@@ -75,6 +76,12 @@ export interface SubscriberRecord {
   history: HistoryEntry[];
 }
 
+export interface InvalidationHandlers {
+  onInvalidate(invalidation: Invalidation): void;
+  onReady(): void;
+  onLost(): void;
+}
+
 export type ApplyOutcome = 'applied' | 'stale';
 export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'duplicate';
 
@@ -130,6 +137,11 @@ export interface Store {
 
   listTiers(): Promise<TierRecord[]>;
   putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
+
+  /** This instance's own writes, each reported once committed. */
+  onInvalidate(listener: (invalidation: Invalidation) => void): () => void;
+  /** Every instance's committed writes, through the database's notifications (migration 003). */
+  listenForInvalidations(handlers: InvalidationHandlers): Promise<() => Promise<void>>;
 
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;

@@ -1,5 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
 import type { App, AppDeps } from '../../src/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import type { Engine } from './engines.js';
@@ -37,7 +38,11 @@ export interface Harness {
 export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Promise<Harness> {
   const opened = await engine.open();
   const clock = new FakeClock();
-  const app = await buildApp({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
+  // The lookup goes through the cache, kept true as in production: every route test checks
+  // that writes reach the answers.
+  const cache = new LookupCache(opened.store, { now: clock.now });
+  const stopCache = await keepTrue(cache, opened.store);
+  const app = await buildApp({ store: opened.store, lookup: cache, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
   await app.ready();
 
   const admin: Harness['admin'] = (method, url, body) =>
@@ -75,6 +80,7 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
     },
     async close() {
       await app.close();
+      await stopCache();
       await opened.cleanup();
     },
   };

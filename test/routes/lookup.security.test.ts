@@ -29,7 +29,7 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
   const logs = new Capture();
 
   beforeAll(async () => {
-    h = await harness(engine, { logger: createLogger('trace', logs) });
+    h = await harness(engine, { logger: createLogger('trace', logs), logLookups: true });
     acme = await h.createTenant('acme');
     beta = await h.createTenant('beta');
     await h.setSubscriber('acme', 'cus_shared', 'lockout');

@@ -69,8 +69,11 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
       cardUpdateUrl: 'https://a.test/c',
       allowedOrigins: ['https://a.test'],
       entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
-      hmacSecrets: [{ value: 'secret-acme', expiresAtMs: null }],
     });
+    expect(auth?.hmacKeys.map((k) => [k.value.export().toString('utf8'), k.expiresAtMs])).toEqual([['secret-acme', null]]);
+    expect(auth?.knownBodies.warning).toBe(
+      '{"status":"warning","card_update_url":"https://a.test/c","entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false}}',
+    );
     expect(auth?.publishableKeyHashes[0]?.value.equals(sha256('pk_acme_key_0000000000000000000'))).toBe(true);
     expect(await store.getTenantAuth('nobody')).toBeNull();
   });
@@ -80,15 +83,15 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     if (!tenant) throw new Error('no tenant');
     await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-2', 3600, at(10));
     const auth = await store.getTenantAuth('acme');
-    expect(auth?.hmacSecrets).toEqual([
-      { value: 'secret-acme', expiresAtMs: at(3610).getTime() },
-      { value: 'secret-acme-2', expiresAtMs: null },
+    expect(auth?.hmacKeys.map((k) => [k.value.export().toString('utf8'), k.expiresAtMs])).toEqual([
+      ['secret-acme', at(3610).getTime()],
+      ['secret-acme-2', null],
     ]);
     // A second rotation inside the overlap: the key already on its way out ends now, so that
     // two credentials at most verify.
     await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-3', 86_400, at(20));
     const again = await store.getTenantAuth('acme');
-    expect(again?.hmacSecrets.map((s) => s.expiresAtMs)).toEqual([at(20).getTime(), at(86_420).getTime(), null]);
+    expect(again?.hmacKeys.map((k) => k.expiresAtMs)).toEqual([at(20).getTime(), at(86_420).getTime(), null]);
   });
 
   it('updates only the fields in the patch', async () => {

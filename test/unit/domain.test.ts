@@ -2,15 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { computeHmac, verifyHmac } from '../../src/domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
-import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer } from '../../src/domain/lookup.js';
-import type { TenantAuth } from '../../src/domain/types.js';
+import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer, prepareTenant } from '../../src/domain/lookup.js';
+import type { TenantAuth, TenantAuthFields } from '../../src/domain/types.js';
 import { cardUpdateUrlProblem, originProblem } from '../../src/domain/validation.js';
 
 const NOW = Date.parse('2026-05-01T00:00:00Z');
 const KEY = 'pk_abcdefghijklmnopqrstuvwx';
 
-function tenant(over: Partial<TenantAuth> = {}): TenantAuth {
-  return {
+function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
+  return prepareTenant({
     id: 1,
     slug: 'acme',
     suspended: false,
@@ -21,7 +21,7 @@ function tenant(over: Partial<TenantAuth> = {}): TenantAuth {
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
     ...over,
-  };
+  });
 }
 
 describe('parseBearer', () => {

@@ -1,0 +1,183 @@
+import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { LookupSource } from '../routes/subscriber-status.js';
+import type { Store } from '../store/store.js';
+import type { Invalidation } from './invalidation.js';
+import { Lru } from './lru.js';
+
+export const DEFAULT_CACHE_ENTRIES = 100_000;
+export const DEFAULT_CACHE_TTL_MS = 60_000;
+
+export interface CacheEvents {
+  hit(kind: 'tenant' | 'subscriber'): void;
+  miss(kind: 'tenant' | 'subscriber'): void;
+  invalidated(kind: Invalidation['kind'] | 'flush'): void;
+}
+
+/** How long after an invalidation a key is read from the primary rather than a replica. */
+export const REPLICA_LAG_WINDOW_MS = 2_000;
+
+export interface LookupCacheOptions {
+  /**
+   * The primary, when `source` is a read replica: a key changed moments ago is read here
+   * for a while, since the replica may not have the change yet.
+   */
+  primary?: LookupSource;
+  /** Entries per map (tenants, subscribers). 0: no cache. */
+  maxEntries?: number;
+  ttlMs?: number;
+  now?: () => number;
+  events?: CacheEvents;
+}
+
+const NO_EVENTS: CacheEvents = { hit() {}, miss() {}, invalidated() {} };
+
+/**
+ * The lookup's reads, cached in this process: tenants by slug and subscriber statuses,
+ * unknown answers included (most lookups are for customers with no record). It serves
+ * from memory only while invalidations flow (`setLive(true)`); while they may be missed
+ * it reads through, so that it never answers from a stale entry.
+ *
+ * A read racing an invalidation must not put the old value back: every invalidation bumps
+ * `generation`, and a read stores its result only if none happened while it ran.
+ */
+export class LookupCache implements LookupSource {
+  private readonly tenants: Lru<string, TenantAuth | null>;
+  private readonly subscribers: Lru<string, SubscriberStatus | null>;
+  private readonly slugById = new Map<number, string>();
+  private readonly ttlMs: number;
+  private readonly now: () => number;
+  private readonly events: CacheEvents;
+  private generation = 0;
+  private live = false;
+  private readonly primary: LookupSource | undefined;
+  private readonly recentlyChanged = new Map<string, number>();
+  private allChangedUntilMs = 0;
+
+  constructor(
+    private readonly source: LookupSource,
+    options: LookupCacheOptions = {},
+  ) {
+    const maxEntries = options.maxEntries ?? DEFAULT_CACHE_ENTRIES;
+    this.tenants = new Lru(maxEntries);
+    this.subscribers = new Lru(maxEntries);
+    this.ttlMs = options.ttlMs ?? DEFAULT_CACHE_TTL_MS;
+    this.now = options.now ?? Date.now;
+    this.events = options.events ?? NO_EVENTS;
+    this.primary = options.primary;
+  }
+
+  /** The replica, unless this key (or everything) changed within the lag window. */
+  private sourceFor(key: string, nowMs: number): LookupSource {
+    if (this.primary === undefined) return this.source;
+    if (this.allChangedUntilMs > nowMs) return this.primary;
+    const until = this.recentlyChanged.get(key);
+    if (until === undefined) return this.source;
+    if (until > nowMs) return this.primary;
+    this.recentlyChanged.delete(key);
+    return this.source;
+  }
+
+  private changed(key: string | null): void {
+    if (this.primary === undefined) return;
+    const until = this.now() + REPLICA_LAG_WINDOW_MS;
+    if (key === null) this.allChangedUntilMs = until;
+    else this.recentlyChanged.set(key, until);
+  }
+
+  async getTenantAuth(slug: string): Promise<TenantAuth | null> {
+    const nowMs = this.now();
+    if (this.live) {
+      const hit = this.tenants.get(slug, nowMs);
+      if (hit !== undefined) {
+        this.events.hit('tenant');
+        return hit;
+      }
+    }
+    this.events.miss('tenant');
+    const generation = this.generation;
+    const tenant = await this.sourceFor(`t:${slug}`, nowMs).getTenantAuth(slug);
+    if (this.live && generation === this.generation) {
+      this.tenants.set(slug, tenant, this.now() + this.ttlMs);
+      if (tenant) this.slugById.set(tenant.id, slug);
+    }
+    return tenant;
+  }
+
+  async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
+    const key = `${tenantId}:${customerId}`;
+    const nowMs = this.now();
+    if (this.live) {
+      const hit = this.subscribers.get(key, nowMs);
+      if (hit !== undefined) {
+        this.events.hit('subscriber');
+        return hit;
+      }
+    }
+    this.events.miss('subscriber');
+    const generation = this.generation;
+    const status = await this.sourceFor(key, nowMs).getSubscriberStatus(tenantId, customerId);
+    if (this.live && generation === this.generation) this.subscribers.set(key, status, this.now() + this.ttlMs);
+    return status;
+  }
+
+  invalidate(invalidation: Invalidation): void {
+    this.generation += 1;
+    this.events.invalidated(invalidation.kind);
+    if (invalidation.kind === 'subscriber') {
+      const key = `${invalidation.tenantId}:${invalidation.customerId}`;
+      this.subscribers.delete(key);
+      this.changed(key);
+    } else if (invalidation.kind === 'tenant') {
+      for (const slug of [invalidation.slug, this.slugById.get(invalidation.tenantId)]) {
+        if (slug === null || slug === undefined) continue;
+        this.tenants.delete(slug);
+        this.changed(`t:${slug}`);
+      }
+    } else {
+      this.tenants.clear();
+      this.changed(null);
+    }
+  }
+
+  /** Forgets everything: after a lost listener, notifications may have been missed. */
+  flush(): void {
+    this.generation += 1;
+    this.changed(null);
+    this.events.invalidated('flush');
+    this.tenants.clear();
+    this.subscribers.clear();
+  }
+
+  /** Serve from memory only while invalidations are known to flow. */
+  setLive(live: boolean): void {
+    this.flush();
+    this.live = live;
+  }
+
+  /** True while served from memory, i.e. while invalidations are known to flow. */
+  get isLive(): boolean {
+    return this.live;
+  }
+
+  get size(): { tenants: number; subscribers: number } {
+    return { tenants: this.tenants.size, subscribers: this.subscribers.size };
+  }
+}
+
+/**
+ * Keeps `cache` true: this instance's own writes at once, every instance's through the
+ * store's notifications. Returns the function that stops listening.
+ */
+export async function keepTrue(cache: LookupCache, store: Store): Promise<() => Promise<void>> {
+  const unsubscribe = store.onInvalidate((invalidation) => cache.invalidate(invalidation));
+  const unlisten = await store.listenForInvalidations({
+    onInvalidate: (invalidation) => cache.invalidate(invalidation),
+    onReady: () => cache.setLive(true),
+    onLost: () => cache.setLive(false),
+  });
+  return async () => {
+    unsubscribe();
+    cache.setLive(false);
+    await unlisten();
+  };
+}

@@ -1,0 +1,189 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
+import { prepareTenant } from '../../src/domain/lookup.js';
+import type { SubscriberStatus, TenantAuth } from '../../src/domain/types.js';
+import type { LookupSource } from '../../src/routes/subscriber-status.js';
+import { openDb } from '../../src/store/index.js';
+import { SqlStore } from '../../src/store/sql-store.js';
+import type { ChangeCause, Store } from '../../src/store/store.js';
+import { sha256 } from '../../src/domain/keys.js';
+import { availableEngines, DEFAULT_TEST_DATABASE_URL } from '../helpers/engines.js';
+
+const engines = await availableEngines();
+
+function tenantAuth(id: number, slug: string): TenantAuth {
+  return prepareTenant({
+    id,
+    slug,
+    suspended: false,
+    hmacRequired: false,
+    cardUpdateUrl: null,
+    allowedOrigins: null,
+    entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+    publishableKeyHashes: [],
+    hmacSecrets: [],
+  });
+}
+
+/** A source that counts its reads and whose answers the test sets. */
+class FakeSource implements LookupSource {
+  reads = 0;
+  statuses = new Map<string, SubscriberStatus | null>();
+  gate: Promise<void> | null = null;
+  async getTenantAuth(slug: string) {
+    this.reads += 1;
+    return slug === 'acme' ? tenantAuth(1, 'acme') : null;
+  }
+  async getSubscriberStatus(tenantId: number, customerId: string) {
+    this.reads += 1;
+    const value = this.statuses.get(`${tenantId}:${customerId}`) ?? null;
+    if (this.gate) await this.gate;
+    return value;
+  }
+}
+
+describe('LookupCache', () => {
+  it('serves hits from memory, unknown answers included, and reads again after an invalidation', async () => {
+    const source = new FakeSource();
+    const cache = new LookupCache(source);
+    cache.setLive(true);
+    expect(await cache.getSubscriberStatus(1, 'cus_x')).toBeNull();
+    expect(await cache.getSubscriberStatus(1, 'cus_x')).toBeNull();
+    expect(await cache.getTenantAuth('nobody')).toBeNull();
+    expect(await cache.getTenantAuth('nobody')).toBeNull();
+    expect(source.reads).toBe(2);
+    source.statuses.set('1:cus_x', 'lockout');
+    cache.invalidate({ kind: 'subscriber', tenantId: 1, customerId: 'cus_x' });
+    expect(await cache.getSubscriberStatus(1, 'cus_x')).toBe('lockout');
+    expect(source.reads).toBe(3);
+  });
+
+  it('drops a tenant by id, by slug, and every tenant on a tier change', async () => {
+    const source = new FakeSource();
+    const cache = new LookupCache(source);
+    cache.setLive(true);
+    await cache.getTenantAuth('acme');
+    cache.invalidate({ kind: 'tenant', tenantId: 1, slug: null });
+    await cache.getTenantAuth('acme');
+    cache.invalidate({ kind: 'all' });
+    await cache.getTenantAuth('acme');
+    await cache.getTenantAuth('acme');
+    expect(source.reads).toBe(3);
+  });
+
+  it('never puts back a value read before an invalidation that raced it', async () => {
+    const source = new FakeSource();
+    const cache = new LookupCache(source);
+    cache.setLive(true);
+    source.statuses.set('1:cus_r', 'lockout');
+    let release: () => void = () => {};
+    source.gate = new Promise((resolve) => (release = resolve));
+    const pending = cache.getSubscriberStatus(1, 'cus_r');
+    // The customer pays while the read is in flight.
+    source.statuses.set('1:cus_r', 'active');
+    cache.invalidate({ kind: 'subscriber', tenantId: 1, customerId: 'cus_r' });
+    release();
+    expect(await pending).toBe('lockout');
+    source.gate = null;
+    expect(await cache.getSubscriberStatus(1, 'cus_r')).toBe('active');
+  });
+
+  it('reads through while invalidations may be missed, and expires entries after the TTL', async () => {
+    let now = 0;
+    const source = new FakeSource();
+    const cache = new LookupCache(source, { ttlMs: 1_000, now: () => now });
+    await cache.getSubscriberStatus(1, 'cus_t');
+    await cache.getSubscriberStatus(1, 'cus_t');
+    expect(source.reads).toBe(2);
+    cache.setLive(true);
+    await cache.getSubscriberStatus(1, 'cus_t');
+    await cache.getSubscriberStatus(1, 'cus_t');
+    expect(source.reads).toBe(3);
+    now += 1_001;
+    await cache.getSubscriberStatus(1, 'cus_t');
+    expect(source.reads).toBe(4);
+  });
+
+  it('keeps at most the configured number of entries, and none with 0', async () => {
+    const source = new FakeSource();
+    const cache = new LookupCache(source, { maxEntries: 2 });
+    cache.setLive(true);
+    for (const id of ['a', 'b', 'c']) await cache.getSubscriberStatus(1, `cus_${id}`);
+    expect(cache.size.subscribers).toBe(2);
+    await cache.getSubscriberStatus(1, 'cus_a');
+    expect(source.reads).toBe(4);
+    const none = new LookupCache(source, { maxEntries: 0 });
+    none.setLive(true);
+    await none.getSubscriberStatus(1, 'cus_a');
+    expect(none.size.subscribers).toBe(0);
+  });
+});
+
+describe.each(engines.filter((e) => e.name === 'postgres'))('invalidation across instances ($name)', (engine) => {
+  const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+  let a: Store;
+  let b: Store;
+  let cacheB: LookupCache;
+  let stopB: () => Promise<void>;
+  let cleanup: () => Promise<void>;
+  let appName = '';
+  const cause = (): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: new Date() });
+
+  beforeAll(async () => {
+    const opened = await engine.open();
+    a = opened.store;
+    cleanup = opened.cleanup;
+    if (opened.target.engine !== 'postgres') throw new Error('postgres only');
+    appName = `dunwall_cache_${Date.now().toString(36)}`;
+    // Instance B: its own pool and listener on the same schema, named so the test can find it.
+    b = new SqlStore(await openDb({ ...opened.target, options: `${opened.target.options ?? ''} -c application_name=${appName}` }));
+    cacheB = new LookupCache(b);
+    stopB = await keepTrue(cacheB, b);
+    const created = await a.createTenant(
+      { slug: 'acme', tier: 'starter', cardUpdateUrl: null, hmacRequired: false, allowedOrigins: null, publishableKeyHash: sha256('pk_x').toString('hex'), hmacSecret: 's' },
+      new Date(),
+    );
+    if (!created.ok) throw new Error('tenant');
+  });
+  afterAll(async () => {
+    await stopB();
+    await b.close();
+    await cleanup();
+  });
+
+  it("sees another instance's write through LISTEN/NOTIFY", async () => {
+    const tenant = await cacheB.getTenantAuth('acme');
+    if (!tenant) throw new Error('no tenant');
+    expect(await cacheB.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
+    expect(await cacheB.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
+    await a.applyChange(tenant.id, 'cus_1', { kind: 'set', status: 'lockout', reason: 'manual' }, cause(), new Date());
+    await expect.poll(() => cacheB.getSubscriberStatus(tenant.id, 'cus_1'), { timeout: 2_000, interval: 5 }).toBe('lockout');
+    await a.updateTenant('acme', { suspended: true }, new Date());
+    await expect.poll(async () => (await cacheB.getTenantAuth('acme'))?.suspended, { timeout: 2_000, interval: 5 }).toBe(true);
+  });
+
+  it('flushes and reads through when its listener is lost, and serves from memory again once back', async () => {
+    const tenant = await cacheB.getTenantAuth('acme');
+    if (!tenant) throw new Error('no tenant');
+    expect(cacheB.isLive).toBe(true);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      const killed = await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`,
+        [appName],
+      );
+      expect(killed.rowCount).toBe(1);
+    } finally {
+      await admin.end();
+    }
+    await expect.poll(() => cacheB.isLive, { timeout: 2_000, interval: 5 }).toBe(false);
+    // While it is down, a write is still seen at once: nothing is served from memory.
+    await a.applyChange(tenant.id, 'cus_1', { kind: 'set', status: 'active', reason: 'paid' }, cause(), new Date());
+    expect(await cacheB.getSubscriberStatus(tenant.id, 'cus_1')).toBe('active');
+    await expect.poll(() => cacheB.isLive, { timeout: 5_000, interval: 20 }).toBe(true);
+    await a.applyChange(tenant.id, 'cus_1', { kind: 'set', status: 'warning', reason: 'soft_decline' }, cause(), new Date());
+    await expect.poll(() => cacheB.getSubscriberStatus(tenant.id, 'cus_1'), { timeout: 2_000, interval: 5 }).toBe('warning');
+  });
+});
