@@ -144,34 +144,46 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
   const cache = new Map<string, { result: StatusResult; expiresAt: number }>();
   const inFlight = new Map<string, Promise<StatusResult>>();
 
+  const lookup = (request: StatusRequest): Promise<StatusResult> => {
+    const fetchImpl = options.fetch ?? (typeof fetch === 'function' ? fetch : undefined);
+    if (!fetchImpl) return Promise.resolve(fallback({ kind: 'network', message: 'fetch is not available' }));
+    const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? ''].join('\n');
+    const cached = cache.get(key);
+    if (cached && cached.expiresAt > now()) return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
+    cache.delete(key);
+    const pending = inFlight.get(key);
+    if (pending) return pending;
+
+    const promise = ask(request, fetchImpl).then((result) => {
+      inFlight.delete(key);
+      // Frozen: every caller shares this answer, none may change it for the others.
+      if ('entitlements' in result) Object.freeze(result.entitlements);
+      Object.freeze(result);
+      // Only answers are cached: after a failure, the next call asks again.
+      if (result.source === 'service' && ttlMs > 0 && maxEntries > 0) {
+        if (cache.size >= maxEntries) {
+          const oldest = cache.keys().next();
+          if (!oldest.done) cache.delete(oldest.value);
+        }
+        cache.set(key, { result, expiresAt: now() + ttlMs });
+      }
+      if (result.source === 'fallback' && options.debug && typeof console !== 'undefined') {
+        console.warn(`[dunwall] failing open: ${result.error.message}`);
+      }
+      return result;
+    });
+    inFlight.set(key, promise);
+    return promise;
+  };
+
   return {
     getSubscriberStatus(request) {
-      const fetchImpl = options.fetch ?? (typeof fetch === 'function' ? fetch : undefined);
-      if (!fetchImpl) return Promise.resolve(fallback({ kind: 'network', message: 'fetch is not available' }));
-      const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? ''].join('\n');
-      const cached = cache.get(key);
-      if (cached && cached.expiresAt > now()) return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
-      cache.delete(key);
-      const pending = inFlight.get(key);
-      if (pending) return pending;
-
-      const promise = ask(request, fetchImpl).then((result) => {
-        inFlight.delete(key);
-        // Only answers are cached: after a failure, the next call asks again.
-        if (result.source === 'service' && ttlMs > 0) {
-          if (cache.size >= maxEntries) {
-            const oldest = cache.keys().next();
-            if (!oldest.done) cache.delete(oldest.value);
-          }
-          cache.set(key, { result, expiresAt: now() + ttlMs });
-        }
-        if (result.source === 'fallback' && options.debug && typeof console !== 'undefined') {
-          console.warn(`[dunwall] failing open: ${result.error.message}`);
-        }
-        return result;
-      });
-      inFlight.set(key, promise);
-      return promise;
+      try {
+        return lookup(request);
+      } catch (err) {
+        // A malformed request (missing fields) still fails open rather than throwing.
+        return Promise.resolve(fallback({ kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) }));
+      }
     },
     clearCache() {
       cache.clear();

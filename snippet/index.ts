@@ -16,6 +16,8 @@ export interface Texts {
   lockoutTitle: string;
   lockout: string;
   support: string;
+  /** Shown on the gate when the tenant configured neither link. */
+  noLink: string;
 }
 
 export interface Colors {
@@ -48,12 +50,17 @@ const DEFAULT_TEXTS: Texts = {
   lockoutTitle: 'Your account is on hold',
   lockout: 'We could not collect your last payment. Please update your payment method to continue.',
   support: 'Contact support',
+  noLink: 'Please contact the support team of this service to restore your access.',
 };
 const DEFAULT_COLORS: Colors = { accent: '#b42318', background: '#fff8f6', text: '#1d2939' };
 
 const HOST_TAG = 'dunwall-enforcement';
-const client = createClient();
+// No answer cache: a customer who has just paid must be let in by the very next check.
+// Concurrent checks still share one request.
+const client = createClient({ cacheTtlMs: 0 });
 let current: { host: HTMLElement; release: () => void; customer: string } | null = null;
+/** Bumped by every check and clear: only the latest check may render. */
+let sequence = 0;
 
 function safeUrl(value: string | null | undefined): string | null {
   if (!value) return null;
@@ -100,7 +107,14 @@ function mountHost(colors: Colors): { host: HTMLElement; root: ShadowRoot } {
     host.style.setProperty(prop as string, value as string, 'important');
   }
   const root = host.attachShadow({ mode: 'open' });
-  root.appendChild(el('style', {}, css(colors)));
+  // A constructed stylesheet is allowed under a strict style-src CSP, where <style> is not.
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(css(colors));
+    root.adoptedStyleSheets = [sheet];
+  } catch {
+    root.appendChild(el('style', {}, css(colors)));
+  }
   document.body.appendChild(host);
   return { host, root };
 }
@@ -109,16 +123,34 @@ function watermark(result: StatusResult): HTMLElement | null {
   return 'entitlements' in result && result.entitlements.powered_by_watermark ? el('small', { class: 'by' }, 'Powered by Dunwall') : null;
 }
 
+/** Tenant slugs and customer ids are [a-z0-9-] and [A-Za-z0-9_]: safe in a cookie name. */
 function dismissKey(o: CheckOptions): string {
-  return `dunwall:dismissed:${o.tenant}:${o.customer}`;
+  return `dunwall_dismissed_${o.tenant}_${o.customer}`.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+/** A session cookie (no expiry) is shared by every tab of the browser session. */
+function isDismissed(o: CheckOptions): boolean {
+  const key = dismissKey(o);
+  try {
+    if (sessionStorage.getItem(key) === '1') return true;
+  } catch {
+    // Storage blocked: the cookie decides.
+  }
+  return document.cookie.split('; ').includes(`${key}=1`);
+}
+
+function rememberDismissal(o: CheckOptions): void {
+  const key = dismissKey(o);
+  document.cookie = `${key}=1; path=/; SameSite=Lax`;
+  try {
+    sessionStorage.setItem(key, '1');
+  } catch {
+    // Storage blocked: the cookie remembers.
+  }
 }
 
 function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
-  try {
-    if (sessionStorage.getItem(dismissKey(o)) === '1') return;
-  } catch {
-    // Storage blocked: the banner shows, and dismissal lasts for this page only.
-  }
+  if (isDismissed(o)) return;
   const { host, root } = mountHost(colors);
   const bar = el('div', { class: 'bar', role: 'alert' });
   bar.appendChild(el('p', {}, texts.warning));
@@ -128,16 +160,12 @@ function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, color
   if (mark) bar.appendChild(mark);
   const close = el('button', { class: 'x', type: 'button', 'aria-label': texts.dismiss }, '×');
   close.addEventListener('click', () => {
-    try {
-      sessionStorage.setItem(dismissKey(o), '1');
-    } catch {
-      // Storage blocked: dismissed for this page only.
-    }
+    rememberDismissal(o);
     clear();
   });
   bar.appendChild(close);
   root.appendChild(bar);
-  current = { host, release: () => {}, customer: o.customer };
+  current = { host, release: watchRemoval(host, () => {}), customer: o.customer };
 }
 
 function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
@@ -150,20 +178,33 @@ function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors:
   if (update) box.appendChild(el('a', { class: 'go', href: update, rel: 'noopener' }, texts.update));
   const support = safeUrl(o.supportUrl);
   if (support) box.appendChild(el('a', { href: support, rel: 'noopener' }, texts.support));
+  if (!update && !support) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(result);
   if (mark) box.appendChild(mark);
   veil.appendChild(box);
   root.appendChild(veil);
 
-  // Everything else on the page is inert (no focus, no clicks) and does not scroll.
-  const siblings = Array.from(document.body.children).filter((n): n is HTMLElement => n !== host && n instanceof HTMLElement && !n.inert);
-  for (const n of siblings) n.inert = true;
+  // Everything else on the page is inert (no focus, no clicks), including what the page
+  // adds while the gate is up (a chat widget's frame), and the page does not scroll.
+  const made: HTMLElement[] = [];
+  const makeInert = (n: Node) => {
+    if (n !== host && n instanceof HTMLElement && !n.inert) {
+      n.inert = true;
+      made.push(n);
+    }
+  };
+  for (const n of Array.from(document.body.children)) makeInert(n);
+  const arrivals = new MutationObserver((records) => {
+    for (const r of records) r.addedNodes.forEach(makeInert);
+  });
+  arrivals.observe(document.body, { childList: true });
   const html = document.documentElement;
   const saved = [html.style.overflow, document.body.style.overflow];
   html.style.overflow = 'hidden';
   document.body.style.overflow = 'hidden';
 
   const focusables = () => Array.from(box.querySelectorAll<HTMLElement>('a[href]'));
+  const focusDialog = () => (focusables()[0] ?? box).focus();
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'Escape') {
       e.preventDefault();
@@ -180,31 +221,62 @@ function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors:
     items[next]?.focus();
   };
   const keepFocus = (e: FocusEvent) => {
-    if (e.target !== host) (focusables()[0] ?? box).focus();
+    if (e.target !== host) focusDialog();
   };
+  // A click on the backdrop would otherwise leave the focus on the page's body.
+  veil.addEventListener('mousedown', (e) => {
+    if (e.target === veil) {
+      e.preventDefault();
+      focusDialog();
+    }
+  });
   document.addEventListener('keydown', onKey, true);
   document.addEventListener('focusin', keepFocus, true);
-  (focusables()[0] ?? box).focus();
+  focusDialog();
 
-  current = {
-    host,
-    customer: o.customer,
-    release: () => {
-      for (const n of siblings) n.inert = false;
-      html.style.overflow = saved[0] ?? '';
-      document.body.style.overflow = saved[1] ?? '';
-      document.removeEventListener('keydown', onKey, true);
-      document.removeEventListener('focusin', keepFocus, true);
-    },
+  const release = () => {
+    arrivals.disconnect();
+    for (const n of made) n.inert = false;
+    html.style.overflow = saved[0] ?? '';
+    document.body.style.overflow = saved[1] ?? '';
+    document.removeEventListener('keydown', onKey, true);
+    document.removeEventListener('focusin', keepFocus, true);
   };
+  current = { host, customer: o.customer, release: watchRemoval(host, release) };
+}
+
+/**
+ * Whatever removes the host (a framework replacing <body>, a page script), the page gets
+ * its scroll, focus and clicks back: the returned release runs once, on removal or clear.
+ */
+function watchRemoval(host: HTMLElement, release: () => void): () => void {
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    watcher.disconnect();
+    release();
+    if (current?.host === host) current = null;
+  };
+  const watcher = new MutationObserver(() => {
+    if (!host.isConnected) once();
+  });
+  watcher.observe(document.documentElement, { childList: true, subtree: true });
+  return once;
 }
 
 /** Removes whatever the snippet shows. */
 export function clear(): void {
-  if (!current) return;
-  current.release();
-  current.host.remove();
+  sequence += 1;
+  removeCurrent();
+}
+
+function removeCurrent(): void {
+  const shown = current;
+  if (!shown) return;
   current = null;
+  shown.release();
+  shown.host.remove();
 }
 
 function whenBodyReady(): Promise<void> {
@@ -212,36 +284,47 @@ function whenBodyReady(): Promise<void> {
   return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
 }
 
-/** Asks the status and shows what it calls for; resolves with the answer (fail-open). */
+/** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
 export async function check(o: CheckOptions): Promise<StatusResult> {
-  // Another user on the same page (a login, a logout): nothing of the last one stays.
-  if (current && current.customer !== o.customer) clear();
-  const result = await client.getSubscriberStatus({
-    baseUrl: o.baseUrl ?? DEFAULT_BASE,
-    tenant: o.tenant,
-    publishableKey: o.key,
-    customerId: o.customer,
-    hmac: o.hmac ?? null,
-    ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
-  });
-  await whenBodyReady();
-  clear();
-  const texts = { ...DEFAULT_TEXTS, ...o.texts };
-  const colors = { ...DEFAULT_COLORS, ...o.colors };
+  const mine = (sequence += 1);
   try {
-    if (result.status === 'warning') renderBanner(o, result, texts, colors);
-    else if (result.status === 'lockout') renderGate(o, result, texts, colors);
-  } catch {
-    // A page that breaks the rendering gets nothing rather than a broken page: fail open.
-    clear();
+    // Another user on the same page (a login, a logout): nothing of the last one stays.
+    if (current && current.customer !== o.customer) removeCurrent();
+    const result = await client.getSubscriberStatus({
+      baseUrl: o.baseUrl ?? DEFAULT_BASE,
+      tenant: o.tenant,
+      publishableKey: o.key,
+      customerId: o.customer,
+      hmac: o.hmac ?? null,
+      ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
+    });
+    await whenBodyReady();
+    // A later check or a clear happened while this one waited: its answer is not for now.
+    if (mine !== sequence) return result;
+    removeCurrent();
+    const texts = { ...DEFAULT_TEXTS, ...o.texts };
+    const colors = { ...DEFAULT_COLORS, ...o.colors };
+    try {
+      if (result.status === 'warning') renderBanner(o, result, texts, colors);
+      else if (result.status === 'lockout') renderGate(o, result, texts, colors);
+    } catch {
+      // A page that breaks the rendering gets nothing rather than a broken page: fail open.
+      removeCurrent();
+    }
+    document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
+    return result;
+  } catch (err) {
+    return { status: 'active', source: 'fallback', error: { kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) } };
   }
-  document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
-  return result;
 }
 
 const script = (document.currentScript ?? document.querySelector('script[data-tenant][data-key]')) as HTMLScriptElement | null;
-/** The folder this file was served from: the service, or a tenant's proxy path to it. */
-const DEFAULT_BASE = script?.src ? script.src.replace(/\/[^/?#]*([?#].*)?$/, '') : location.origin;
+
+/** The folder a script was served from: the service, or a tenant's proxy path to it. */
+function baseOf(s: HTMLScriptElement | null): string {
+  return s?.src ? s.src.replace(/\/[^/?#]*([?#].*)?$/, '') : location.origin;
+}
+const DEFAULT_BASE = baseOf(script);
 
 function fromScript(s: HTMLScriptElement): CheckOptions | null {
   const d = s.dataset;
@@ -256,6 +339,7 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     ['support', d.supportText],
   ];
   for (const [k, v] of map) if (v) texts[k] = v;
+  if (d.noLinkText) texts.noLink = d.noLinkText;
   const colors: Partial<Colors> = {};
   if (d.accentColor) colors.accent = d.accentColor;
   if (d.backgroundColor) colors.background = d.backgroundColor;
@@ -265,7 +349,8 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     key: d.key,
     customer: d.customer,
     hmac: d.hmac ?? null,
-    ...(d.baseUrl ? { baseUrl: d.baseUrl } : {}),
+    // Each tag's own folder: with two copies loaded, the first one serves both tags.
+    baseUrl: d.baseUrl ?? baseOf(s),
     supportUrl: d.supportUrl ?? null,
     cardUpdateUrl: d.cardUpdateUrl ?? null,
     texts,
@@ -280,6 +365,9 @@ declare global {
   }
 }
 
-window.Dunwall = { check, clear };
+// Loaded twice (two tags, a copy and the original): the first copy serves both, so that
+// there is only ever one banner or gate.
+const api = window.Dunwall ?? { check, clear };
+window.Dunwall = api;
 const fromTag = script ? fromScript(script) : null;
-if (fromTag) void check(fromTag);
+if (fromTag) void api.check(fromTag);

@@ -56,7 +56,7 @@ export async function demoRoutes(app: App, opts: { demo: DemoPage | null; source
 
   app.get('/demo/frame', { schema: { hide: true } }, async (req, reply) => {
     const customer = (req.query as Record<string, unknown>).customer;
-    if (demo === null || !(await available()) || typeof customer !== 'string' || !(customer in demo.hmacs)) {
+    if (demo === null || !(await available()) || typeof customer !== 'string' || !Object.hasOwn(demo.hmacs, customer)) {
       return sendProblem(reply, 'not_found', 'There is no such demo page.');
     }
     return reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(frame(demo, customer));

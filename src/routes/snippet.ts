@@ -12,17 +12,21 @@ export async function snippetRoutes(app: App, opts: { snippet: SnippetAsset | nu
   const { snippet } = opts;
   app.get('/snippet.js', { schema: { hide: true } }, async (req, reply) => {
     if (snippet === null) return sendProblem(reply, 'not_found', 'The snippet is not built: run npm run build.');
+    const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+    const etag = gzip ? snippet.gzippedEtag : snippet.etag;
     reply
       .header('content-type', 'text/javascript; charset=utf-8')
       .header('cache-control', SNIPPET_CACHE_CONTROL)
-      .header('etag', snippet.etag)
+      .header('etag', etag)
+      .header('vary', 'Accept-Encoding')
       .header('access-control-allow-origin', '*')
       .header('cross-origin-resource-policy', 'cross-origin')
       .header('x-content-type-options', 'nosniff');
     const presented = req.headers['if-none-match'];
-    if (typeof presented === 'string' && presented.split(',').some((tag) => tag.trim().replace(/^W\//, '') === snippet.etag)) {
+    if (typeof presented === 'string' && presented.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
       return reply.code(304).send();
     }
-    return reply.send(snippet.body);
+    if (gzip) reply.header('content-encoding', 'gzip');
+    return reply.send(gzip ? snippet.gzipped : snippet.body);
   });
 }

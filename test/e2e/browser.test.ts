@@ -78,7 +78,12 @@ describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
       }
       const tag = url.searchParams.get('tag');
       const css = url.searchParams.get('hostile') === '1' ? HOSTILE_CSS : '';
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html><head><style>${css}</style></head><body>
+      const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8' };
+      // A strict policy: no inline style anywhere, scripts only from here, the service and this page.
+      if (url.searchParams.get('csp') === '1') {
+        headers['content-security-policy'] = `default-src 'self'; script-src 'self' ${running.url} 'unsafe-inline'; style-src 'self'; connect-src ${running.url}`;
+      }
+      res.writeHead(200, headers).end(`<!doctype html><html><head><style>${css}</style></head><body>
 <script>window.__events = []; document.addEventListener('dunwall:status', (e) => window.__events.push(e.detail));</script>
 <h1>Host app</h1><button id="own">Own button</button> <a id="own-link" href="#x">Own link</a>
 <div style="height: 3000px">A long page.</div>
@@ -115,9 +120,12 @@ ${tag ?? ''}
   }
 
   /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
-  async function open(scriptTag: string, opts: { hostile?: boolean; in?: BrowserContext } = {}): Promise<{ page: Page; status: { status: string; source: string } }> {
+  async function open(
+    scriptTag: string,
+    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext } = {},
+  ): Promise<{ page: Page; status: { status: string; source: string } }> {
     const page = await (opts.in ?? context).newPage();
-    const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}) })}`;
+    const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}), ...(opts.csp ? { csp: '1' } : {}) })}`;
     await page.goto(url);
     await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
     const status = await page.evaluate(() => (window as unknown as { __events: { status: string; source: string }[] }).__events[0]);
@@ -151,6 +159,9 @@ ${tag ?? ''}
     await page.reload();
     await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
     expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    // Another tab of the same browser session remembers it too.
+    const tab = await open(tag(acme, 'cus_warn'), { in: session });
+    expect(await tab.page.locator('dunwall-enforcement').count()).toBe(0);
     await session.close();
     // A new browser session shows it again.
     const fresh = await browser.newContext();
@@ -188,6 +199,100 @@ ${tag ?? ''}
     await page.mouse.wheel(0, 2000);
     expect(await page.evaluate(() => window.scrollY)).toBe(0);
     await page.screenshot({ path: join(RESULTS, 'gate.png') });
+    await page.close();
+  });
+
+  const overflow = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).overflow);
+  const checkFrom = (page: Page, t: Tenant, customer: string) =>
+    page.evaluate(
+      async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status,
+      { tenant: t.slug, key: t.publishable_key, customer, hmac: computeHmac(t.hmac_secret, customer), baseUrl: running.url },
+    );
+
+  it('keeps the focus in the gate when the page adds a frame later, or the backdrop is clicked', async () => {
+    const { page } = await open(tag(acme, 'cus_lock', { 'data-card-update-url': CARD_URL }));
+    await page.evaluate(() => {
+      const frame = document.createElement('iframe');
+      frame.id = 'late';
+      frame.srcdoc = '<button>chat</button>';
+      document.body.appendChild(frame);
+    });
+    const late = page.locator('#late');
+    await expect.poll(() => late.evaluate((f) => (f as HTMLElement).inert)).toBe(true);
+    await late.evaluate((f) => (f as HTMLIFrameElement).focus());
+    const inDialog = () =>
+      page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.closest('[role="dialog"]') != null);
+    expect(await inDialog()).toBe(true);
+    await page.mouse.click(5, 5);
+    expect(await inDialog()).toBe(true);
+    await page.close();
+  });
+
+  it('shows a way out on a gate with no links configured', async () => {
+    const { page } = await open(tag(acme, 'cus_lock'));
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).toContain('Please contact the support team');
+    await page.close();
+  });
+
+  it('renders only the latest check: a slow answer for the last user never gates the next', async () => {
+    const { page } = await open(tag(acme, 'cus_ok'));
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route('**/api/subscriber-status/**', async (route) => {
+      if (route.request().url().includes('cus_lock')) await held;
+      await route.continue();
+    });
+    await page.evaluate((o) => {
+      const w = window as unknown as { Dunwall: { check(o: unknown): Promise<unknown> }; pending: Promise<unknown> };
+      w.pending = w.Dunwall.check(o);
+    }, { tenant: 'acme', key: acme.publishable_key, customer: 'cus_lock', hmac: computeHmac(acme.hmac_secret, 'cus_lock'), baseUrl: running.url });
+    expect(await checkFrom(page, acme, 'cus_ok')).toBe('active');
+    release();
+    await page.evaluate(() => (window as unknown as { pending: Promise<unknown> }).pending);
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    expect(await overflow(page)).not.toBe('hidden');
+    await page.close();
+  });
+
+  it('lets a customer in on the next check once paid: no answer is cached in the page', async () => {
+    await admin('PUT', '/tenants/acme/subscribers/cus_paying', { status: 'lockout' });
+    const { page } = await open(tag(acme, 'cus_paying'));
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+    await admin('PUT', '/tenants/acme/subscribers/cus_paying', { status: 'active', reason: 'paid' });
+    expect(await checkFrom(page, acme, 'cus_paying')).toBe('active');
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    await page.close();
+  });
+
+  it('gives the page back when something else removes the gate', async () => {
+    const { page } = await open(tag(acme, 'cus_lock'));
+    expect(await overflow(page)).toBe('hidden');
+    // As a framework swapping the body on navigation would.
+    await page.evaluate(() => document.body.replaceChildren(Object.assign(document.createElement('button'), { id: 'fresh', textContent: 'fresh' })));
+    await expect.poll(() => overflow(page)).not.toBe('hidden');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('fresh');
+    await page.close();
+  });
+
+  it('keeps its look under a strict Content-Security-Policy', async () => {
+    const { page, status } = await open(tag(acme, 'cus_lock'), { csp: true });
+    expect(status.status).toBe('lockout');
+    const position = await page.locator('dunwall-enforcement .veil').evaluate((v) => getComputedStyle(v).position);
+    expect(position).toBe('fixed');
+    await page.close();
+  });
+
+  it('shows one gate when the snippet is loaded twice', async () => {
+    // The service's copy and the page's own copy: whichever runs first serves both tags, each
+    // with the base of its own script.
+    const { page } = await open(`${tag(acme, 'cus_lock')}${tag(acme, 'cus_lock', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`)}`);
+    // Both copies have run once the page is idle; a check superseded by the other renders nothing.
+    await page.waitForLoadState('networkidle');
+    expect(await page.locator('dunwall-enforcement').count()).toBe(1);
+    await page.evaluate(() => (window as unknown as { Dunwall: { clear(): void } }).Dunwall.clear());
+    expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+    expect(await overflow(page)).not.toBe('hidden');
     await page.close();
   });
 

@@ -115,6 +115,31 @@ describe('getSubscriberStatus', () => {
     expect(off).toHaveBeenCalledTimes(2);
   });
 
+  it('never throws, even for a request missing its fields', async () => {
+    const client = createClient({ fetch: answering(200, KNOWN) });
+    const result = await client.getSubscriberStatus(undefined as unknown as StatusRequest);
+    expect(result).toMatchObject({ status: 'active', source: 'fallback', error: { kind: 'invalid_response' } });
+  });
+
+  it('shares frozen answers: a caller cannot change what the others get', async () => {
+    const client = createClient({ fetch: answering(200, KNOWN) });
+    const first = await client.getSubscriberStatus(REQUEST);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(() => {
+      if ('entitlements' in first) (first.entitlements as Record<string, boolean>).custom_domain = true;
+    }).toThrow();
+    const second = await client.getSubscriberStatus(REQUEST);
+    expect('entitlements' in second && second.entitlements.custom_domain).toBe(false);
+  });
+
+  it('caches nothing with cacheMaxEntries 0', async () => {
+    const fetchFn = answering(200, KNOWN);
+    const client = createClient({ fetch: fetchFn, cacheMaxEntries: 0 });
+    await client.getSubscriberStatus(REQUEST);
+    await client.getSubscriberStatus(REQUEST);
+    expect(fetchFn).toHaveBeenCalledTimes(2);
+  });
+
   it('bounds the cache', async () => {
     const fetchFn = answering(200, KNOWN);
     const client = createClient({ fetch: fetchFn, cacheMaxEntries: 2 });
