@@ -19,6 +19,7 @@ import { isStoreUnavailable } from './store/errors.js';
 import type { Store } from './store/store.js';
 import type { DemoPage } from './demo.js';
 import type { SnippetAsset } from './snippet-asset.js';
+import type { Metrics } from './metrics.js';
 import pkg from '../package.json' with { type: 'json' };
 
 export interface AppDeps {
@@ -40,6 +41,10 @@ export interface AppDeps {
   snippet?: SnippetAsset | null;
   /** The demo tenant's page data, when the demo exists. */
   demo?: DemoPage | null;
+  /** Prometheus metrics; absent: no /metrics and nothing recorded. */
+  metrics?: Metrics;
+  /** The text /metrics answers; default this process's registry (a cluster's aggregates). */
+  metricsText?: () => Promise<string>;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -122,11 +127,24 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   app.setNotFoundHandler((_req, reply) => sendProblem(reply, 'not_found'));
 
+  const metrics = deps.metrics;
+  if (metrics) {
+    // Route templates only: a slug or a customer id never becomes a label.
+    app.addHook('onResponse', (req, reply, done) => {
+      metrics.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    });
+    const text = deps.metricsText ?? (() => metrics.registry.metrics());
+    app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+      reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(await text()),
+    );
+  }
+
   const now = deps.now ?? Date.now;
   await app.register(healthRoutes, { store: deps.store });
   const lookup = deps.lookup ?? deps.store;
   await app.register(subscriberStatusRoutes, { source: lookup, now, logLookups: deps.logLookups ?? false });
-  await app.register(stripeWebhookRoutes, { store: deps.store, now });
+  await app.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(demoRoutes, { demo: deps.demo ?? null, source: lookup });
   await app.register(adminRoutes, {

@@ -1,4 +1,6 @@
+import cluster from 'node:cluster';
 import { mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
@@ -11,6 +13,9 @@ import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.
 import { loadSnippet } from './snippet-asset.js';
 import { createLogger } from './logger.js';
 import { keepTrue, LookupCache } from './cache/lookup-cache.js';
+import { runPrimary, workerMetricsText } from './cluster.js';
+import { createMetrics, timedSource } from './metrics.js';
+import type { Metrics } from './metrics.js';
 import { openReadStore, openStore } from './store/index.js';
 import type { StoreTarget } from './store/index.js';
 import type { Store } from './store/store.js';
@@ -28,12 +33,13 @@ export function storeTarget(config: Config): StoreTarget {
  * The lookup's read path: a cache kept true by the store's notifications, reading from a
  * replica when DATABASE_READ_URL is set (and from the primary just after a change).
  */
-async function openLookupPath(config: Config, store: Store): Promise<{ cache: LookupCache; close(): Promise<void> }> {
+async function openLookupPath(config: Config, store: Store, metrics: Metrics): Promise<{ cache: LookupCache; close(): Promise<void> }> {
   const replica = config.databaseReadUrl === null ? null : await openReadStore(config.databaseReadUrl);
-  const cache = new LookupCache(replica ?? store, {
+  const cache = new LookupCache(timedSource(replica ?? store, metrics), {
     maxEntries: config.cacheEntries,
     ttlMs: config.cacheTtlMs,
-    ...(replica ? { primary: store } : {}),
+    events: metrics.cacheEvents,
+    ...(replica ? { primary: timedSource(store, metrics) } : {}),
   });
   const stop = await keepTrue(cache, store);
   return {
@@ -63,7 +69,13 @@ function resolveAdminToken(config: Config, log: Logger): string | null {
   return token;
 }
 
-export async function start(config: Config, log: Logger): Promise<Running> {
+export interface StartOptions {
+  metrics?: Metrics;
+  /** What /metrics answers: in a cluster worker, the whole cluster's metrics. */
+  metricsText?: () => Promise<string>;
+}
+
+export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Running> {
   if (config.databaseUrl === null) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const target = storeTarget(config);
   const store = await openStore(target);
@@ -77,9 +89,12 @@ export async function start(config: Config, log: Logger): Promise<Running> {
     const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
-    const lookupPath = await openLookupPath(config, store);
+    const metrics = options.metrics ?? createMetrics();
+    const lookupPath = await openLookupPath(config, store, metrics);
     const app = await buildApp({
       store,
+      metrics,
+      ...(options.metricsText ? { metricsText: options.metricsText } : {}),
       lookup: lookupPath.cache,
       logLookups: config.logLookups,
       adminToken,
@@ -114,6 +129,9 @@ export function closeOnSignals(running: Running, log: Logger): void {
   let closing = false;
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) {
+      // A cluster worker gets the terminal's or the service manager's signal and its
+      // primary's: that is one request to stop, not an impatient second one.
+      if (cluster.isWorker) return;
       log.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
@@ -139,7 +157,12 @@ export function closeOnSignals(running: Running, log: Logger): void {
   process.on('SIGINT', shutdown);
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+/** Workers by default: one per core on PostgreSQL, one with the embedded store (one process owns its folder). */
+export function defaultWorkers(config: Config): number {
+  return config.databaseUrl === null ? 1 : Math.max(1, availableParallelism());
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env, options: { workers?: number } = {}): Promise<void> {
   let config: Config;
   try {
     config = loadConfig(env);
@@ -151,8 +174,18 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<void> 
     throw err;
   }
   const log = createLogger(config.logLevel);
+  const workers = options.workers ?? defaultWorkers(config);
+  if (workers > 1 && config.databaseUrl === null) {
+    log.fatal('--workers above 1 needs DATABASE_URL: one process owns the embedded store');
+    process.exit(2);
+  }
+  if (workers > 1 && cluster.isPrimary) {
+    runPrimary(workers, log);
+    return;
+  }
   try {
-    const running = await start(config, log);
+    const metrics = createMetrics();
+    const running = await start(config, log, cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics) } : { metrics });
     closeOnSignals(running, log);
   } catch (err) {
     log.fatal({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'could not start');

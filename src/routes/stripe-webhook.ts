@@ -2,7 +2,9 @@ import Stripe from 'stripe';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
 import { eventShapeProblem } from '../domain/stripe/event.js';
+import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
+import type { Metrics } from '../metrics.js';
 import { isValidSlug } from '../domain/lookup.js';
 import { isCurrent } from '../domain/types.js';
 import { sendProblem } from '../http.js';
@@ -17,6 +19,7 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 export interface StripeWebhookOptions {
   store: Store;
   now: () => number;
+  metrics?: Metrics;
 }
 
 const WebhookAnswer = Type.Object({
@@ -84,11 +87,17 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       if (problem !== null) return sendProblem(reply, 'invalid_request', problem);
 
       const e = event as StripeEventLike;
+      // Any type Stripe may send is a label value only if Dunwall reads it: the set stays small.
+      const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
+      const start = process.hrtime.bigint();
       try {
         const outcome = await ingestStripeEvent(store, signing.tenantId, e, new Date(nowMs));
+        opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
+        opts.metrics?.webhookEvent(typeLabel, outcome);
         req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
         return { received: true as const, outcome };
       } catch (err) {
+        opts.metrics?.webhookEvent(typeLabel, 'failed');
         // Whatever failed, nothing was committed: a non-2xx makes Stripe deliver it again.
         req.log.error({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, eventId: e.id }, 'stripe event not stored');
         return sendProblem(reply, 'store_unavailable');

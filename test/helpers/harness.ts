@@ -40,7 +40,7 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
   const clock = new FakeClock();
   // The lookup goes through the cache, kept true as in production: every route test checks
   // that writes reach the answers.
-  const cache = new LookupCache(opened.store, { now: clock.now });
+  const cache = new LookupCache(opened.store, { now: clock.now, ...(deps.metrics ? { events: deps.metrics.cacheEvents } : {}) });
   const stopCache = await keepTrue(cache, opened.store);
   const app = await buildApp({ store: opened.store, lookup: cache, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
   await app.ready();

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
-import { CliError, ConfigurationError, EXIT_FAILURE, oneLine } from '../errors.js';
+import { stringOption } from '../args.js';
+import { CliError, ConfigurationError, EXIT_FAILURE, UsageError, oneLine } from '../errors.js';
 import { ConfigError, loadConfig } from '../../config.js';
 import type { Config } from '../../config.js';
 import type { Env } from '../env.js';
@@ -16,16 +17,25 @@ function loadConfigOrThrow(env: Env): Config {
 
 const serve: Command = {
   name: 'serve',
-  usage: '',
-  summary: 'Run the service, configured by the environment (PORT, HOST, DATABASE_URL, DUNWALL_DATA_DIR, ...).',
-  options: {},
+  usage: '[--workers N]',
+  summary:
+    'Run the service, configured by the environment (PORT, HOST, DATABASE_URL, DUNWALL_DATA_DIR, ...); --workers N processes (default: one per core on PostgreSQL, one with the embedded store).',
+  options: { workers: { type: 'string' } },
   positionals: [],
   async run(ctx) {
     // Checked here first so that a bad setting is one line, as every other CLI error.
-    loadConfigOrThrow(ctx.io.env);
+    const config = loadConfigOrThrow(ctx.io.env);
+    const raw = stringOption(ctx.values, 'workers');
+    const workers = raw === undefined ? undefined : Number(raw);
+    if (workers !== undefined && (!/^\d+$/.test(raw ?? '') || workers < 1 || workers > 256)) {
+      throw new UsageError(`--workers must be a whole number from 1 to 256 (got '${raw ?? ''}')`);
+    }
+    if (workers !== undefined && workers > 1 && config.databaseUrl === null) {
+      throw new ConfigurationError('--workers above 1 needs DATABASE_URL: one process owns the embedded store');
+    }
     // Loaded on demand: the admin commands do not need Fastify or a database driver.
     const { main } = await import('../../server.js');
-    await main(ctx.io.env);
+    await main(ctx.io.env, workers === undefined ? {} : { workers });
   },
 };
 

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMetrics } from '../../src/metrics.js';
+import { availableEngines } from '../helpers/engines.js';
+import { harness } from '../helpers/harness.js';
+import type { CreatedTenant, Harness } from '../helpers/harness.js';
+import { charge, event } from '../helpers/stripe-fixtures.js';
+import { deliver } from '../helpers/webhook.js';
+
+const engines = await availableEngines();
+
+describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
+  let h: Harness;
+  let acme: CreatedTenant;
+  beforeAll(async () => {
+    h = await harness(engine, { metrics: createMetrics() });
+    acme = await h.createTenant('acme-metrics');
+    await h.admin('PATCH', '/tenants/acme-metrics', { stripe_webhook_secret: 'whsec_metrics_0123456789abcdef' });
+  });
+  afterAll(() => h.close());
+
+  const scrape = async () => {
+    const res = await h.app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/plain/);
+    return res.body;
+  };
+  const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+
+  it('counts requests and latencies by route template and status, never by slug or customer', async () => {
+    for (let i = 0; i < 3; i += 1) await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m1' });
+    await h.lookup('acme-metrics', { customerId: 'cus_m1' });
+    const text = await scrape();
+    expect(value(text, 'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}')).toBe(3);
+    expect(value(text, 'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="401"}')).toBe(1);
+    expect(value(text, 'dunwall_http_request_duration_seconds_count{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}')).toBe(3);
+    expect(text).not.toContain('acme-metrics');
+    expect(text).not.toContain('cus_m1');
+  });
+
+  it('counts cache hits, misses and invalidations', async () => {
+    const before = await scrape();
+    await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m2' });
+    await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m2' });
+    await h.setSubscriber('acme-metrics', 'cus_m2', 'warning');
+    const after = await scrape();
+    const delta = (series: string) => (value(after, series) || 0) - (value(before, series) || 0);
+    expect(delta('dunwall_cache_requests_total{map="subscriber",result="miss"}')).toBe(1);
+    expect(delta('dunwall_cache_requests_total{map="subscriber",result="hit"}')).toBe(1);
+    expect(delta('dunwall_cache_invalidations_total{kind="subscriber"}')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('counts webhook events by type and outcome, and times the store', async () => {
+    const e = event('charge.failed', charge('cus_m3', { outcome_reason: 'stolen_card' }), { created: Math.floor(h.clock.ms / 1000) });
+    await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
+    await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
+    await deliver(h, 'acme-metrics', event('product.created', { id: 'prod_1', object: 'product' }, { created: Math.floor(h.clock.ms / 1000) }), 'whsec_metrics_0123456789abcdef');
+    const text = await scrape();
+    expect(value(text, 'dunwall_webhook_events_total{type="charge.failed",outcome="applied"}')).toBe(1);
+    expect(value(text, 'dunwall_webhook_events_total{type="charge.failed",outcome="duplicate"}')).toBe(1);
+    expect(value(text, 'dunwall_webhook_events_total{type="other",outcome="irrelevant"}')).toBe(1);
+    expect(value(text, 'dunwall_store_query_duration_seconds_count{operation="record_stripe_event"}')).toBe(3);
+  });
+});
