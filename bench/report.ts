@@ -1,0 +1,104 @@
+/** The table the bench prints, the targets of issue 5, and the JSON it writes. */
+import type { InvalidationResult } from './invalidation.js';
+import type { LoadResult } from './load.js';
+
+export type RowName = 'baseline' | 'hot' | 'unknown' | 'zipf' | 'peer';
+
+export interface RowResult {
+  row: RowName;
+  what: string;
+  load: LoadResult;
+  /** RSS right after the run; with workers, their sum. */
+  rssMb: number;
+  rssNote: string;
+  /** A cluster's primary, not in rssMb. */
+  primaryRssMb: number | null;
+  workers: number;
+  /** CPU used by the server process(es) during the run, in % of one core. */
+  serverCpuPct: number;
+  /** CPU used by the bench database's PostgreSQL backends (null: embedded, in the server's process). */
+  dbCpuPct: number | null;
+  /** CPU used by everything else on the machine during the run, in % of one core. */
+  otherCpuPct: number;
+  /** The 1-minute load average just before the run. */
+  loadAverage: number;
+  check: { sampled: number; ok: number; mismatches: string[] };
+  vsBaseline: number | null;
+  vsPeer: number | null;
+}
+
+export interface Target {
+  figure: string;
+  target: string;
+  value: string;
+  met: boolean | null;
+}
+
+const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
+const fmt = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
+
+function pad(cells: string[], widths: number[], right: boolean[]): string {
+  return cells.map((c, i) => (right[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ');
+}
+
+export function table(rows: RowResult[]): string {
+  const header = ['row', 'what', 'req/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv CPU', 'db CPU', 'gen CPU', 'other CPU', '/baseline', '/peer', 'non-2xx', 'checked'];
+  const right = [false, false, true, true, true, true, true, true, true, true, true, true, true, true];
+  const body = rows.map((r) => [
+    r.row,
+    r.what,
+    fmtInt(r.load.rps),
+    fmt(r.load.p50Ms),
+    fmt(r.load.p99Ms),
+    `${fmt(r.rssMb, 1)}${r.workers > 0 ? '*' : ''}`,
+    `${fmtInt(r.serverCpuPct)}%`,
+    r.dbCpuPct === null ? '-' : `${fmtInt(r.dbCpuPct)}%`,
+    r.load.generatorCpuPct === null ? '-' : `${fmtInt(r.load.generatorCpuPct)}%`,
+    `${fmtInt(r.otherCpuPct)}%`,
+    fmt(r.vsBaseline),
+    fmt(r.vsPeer),
+    fmtInt(r.load.non2xx + r.load.socketErrors),
+    r.check.sampled === 0 ? '-' : `${r.check.ok}/${r.check.sampled}`,
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
+  return [pad(header, widths, right), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map((b) => pad(b, widths, right))].join('\n');
+}
+
+export function invalidationLine(inv: InvalidationResult | { skipped: string }): string {
+  if ('skipped' in inv) return `invalidation across 2 instances: skipped (${inv.skipped})`;
+  return (
+    `invalidation across 2 instances (${inv.trials} changes through A's admin API; B polled on ${inv.connections} connection${inv.connections > 1 ? 's, until all answered' : ''}): ` +
+    `p50 ${fmt(inv.p50Ms)} ms, p99 ${fmt(inv.p99Ms)} ms, max ${fmt(inv.maxMs)} ms, ` +
+    `timeouts (> 5 s) ${inv.timeouts}/${inv.trials}${inv.errors.length > 0 ? `, errors ${inv.errors.length}` : ''}`
+  );
+}
+
+export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: string } | null): Target[] {
+  const get = (name: RowName) => rows.find((r) => r.row === name);
+  const hot = get('hot');
+  const zipf = get('zipf');
+  const out: Target[] = [];
+  const ratio = (figure: string, target: number, value: number | null | undefined, unit = '') =>
+    out.push({ figure, target: `>= ${target}${unit}`, value: value === null || value === undefined ? '-' : `${fmt(value)}${unit}`, met: value === null || value === undefined ? null : value >= target });
+  ratio('hot lookup throughput / baseline node:http', 0.8, hot?.vsBaseline);
+  ratio('Zipf mix / baseline', 0.7, zipf?.vsBaseline);
+  ratio('hot lookup / peer (query per request)', 4, hot?.vsPeer, 'x');
+  const p99 = hot?.load.p99Ms;
+  out.push({ figure: 'p99 latency, hot', target: '<= 5 ms', value: p99 === undefined ? '-' : `${fmt(p99)} ms`, met: p99 === undefined ? null : p99 <= 5 });
+  const rss = Math.max(...rows.filter((r) => ['hot', 'unknown', 'zipf'].includes(r.row)).map((r) => r.rssMb), -1);
+  out.push({ figure: 'RSS of the service (largest, after the Zipf mix)', target: '<= 300 MB', value: rss < 0 ? '-' : `${fmt(rss, 1)} MB`, met: rss < 0 ? null : rss <= 300 });
+  if (inv && !('skipped' in inv)) {
+    const bad = inv.timeouts > 0 || inv.p99Ms === null;
+    out.push({ figure: 'invalidation delay across instances, p99', target: '<= 100 ms', value: bad ? `${fmt(inv.p99Ms)} ms, ${inv.timeouts} timeouts` : `${fmt(inv.p99Ms)} ms`, met: !bad && (inv.p99Ms ?? Infinity) <= 100 });
+  } else {
+    out.push({ figure: 'invalidation delay across instances, p99', target: '<= 100 ms', value: '-', met: null });
+  }
+  return out;
+}
+
+export function targetsTable(list: Target[]): string {
+  const widths = [Math.max(...list.map((t) => t.figure.length)), Math.max(...list.map((t) => t.target.length)), Math.max(...list.map((t) => t.value.length))];
+  return list
+    .map((t) => `${t.figure.padEnd(widths[0] ?? 0)}  ${t.target.padEnd(widths[1] ?? 0)}  ${t.value.padStart(widths[2] ?? 0)}  ${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`)
+    .join('\n');
+}

@@ -1,0 +1,618 @@
+/**
+ * `npm run bench`: seeds a store, then measures side by side, with one load generator, the
+ * same connections and the same duration: a bare node:http baseline, the service (hot,
+ * unknown, Zipf) and a query-per-request peer; then the invalidation delay across two
+ * instances on PostgreSQL. Prints a table and writes bench/results/<ISO time>.json.
+ * See bench/README.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { Agent } from 'node:http';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { StoreTarget } from '../src/store/index.js';
+import { MAX_TENANTS, RequestFactory, slugOf } from './data.js';
+import type { BenchRequest, Entitlements, Sizes } from './data.js';
+import { measureInvalidation } from './invalidation.js';
+import type { InvalidationResult } from './invalidation.js';
+import { call } from './http.js';
+import { detectGenerator, runLoad, writeLines } from './load.js';
+import type { Generator, GeneratorKind } from './load.js';
+import { StartError, cpuSeconds, freePort, killAllSync, rssMb, serverProcesses, spawnChild, stopAll, stopChild, systemBusySeconds, tail, waitReady } from './procs.js';
+import type { Child } from './procs.js';
+import { invalidationLine, table, targets, targetsTable } from './report.js';
+import type { RowName, RowResult } from './report.js';
+import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'peer', 'invalidation'] as const;
+type Row = (typeof ALL_ROWS)[number];
+
+const HOT_COUNT = 10_000;
+const UNKNOWN_COUNT = 10_000;
+const ZIPF_S = 1.0;
+const INVALIDATION_TRIALS = 100;
+const CHECK_SAMPLE = 50;
+
+const USAGE = `npm run bench -- [options]
+
+  --quick              100 tenants, 20,000 subscribers, 3 s per row (default: 1,000 / 1,000,000, 10 s)
+  --duration S         seconds of measured load per row
+  --warmup S           seconds of unmeasured load before each row (default 2, --quick 1)
+  --connections N      concurrent connections of the load generator (default 50)
+  --workers N          passed to \`dunwall serve --workers N\`
+  --rows LIST          a subset of ${ALL_ROWS.join(',')}
+  --generator NAME     wrk or autocannon (default: wrk when installed)
+  --reuse NAME|DIR     measure a store kept by an earlier --keep run (a database name on
+                       DATABASE_URL's server, or an embedded DUNWALL_DATA_DIR); no seed
+  --skip-seed          the same as --reuse, which it needs
+  --keep               keep the bench database or folder at the end (for --reuse)
+  --no-build           do not run \`npm run build\` when dist/ is older than src/
+
+PostgreSQL when DATABASE_URL is set (a fresh database dunwall_bench_<time> is created on that
+server and dropped at the end), else the embedded store in a temporary folder.`;
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function positive(raw: string | undefined, name: string, fallback: number): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) fail(`${name} must be a positive number (got ${raw})`);
+  return value;
+}
+
+function options() {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        quick: { type: 'boolean' },
+        duration: { type: 'string' },
+        warmup: { type: 'string' },
+        connections: { type: 'string' },
+        workers: { type: 'string' },
+        rows: { type: 'string' },
+        generator: { type: 'string' },
+        reuse: { type: 'string' },
+        'skip-seed': { type: 'boolean' },
+        keep: { type: 'boolean' },
+        'no-build': { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (parsed.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const quick = parsed.quick === true;
+  const rows = parsed.rows === undefined ? [...ALL_ROWS] : parsed.rows.split(',').map((r) => r.trim());
+  for (const r of rows) if (!(ALL_ROWS as readonly string[]).includes(r)) fail(`unknown row ${r}`);
+  const generator = parsed.generator;
+  if (generator !== undefined && generator !== 'wrk' && generator !== 'autocannon') fail('--generator is wrk or autocannon');
+  if (parsed['skip-seed'] && parsed.reuse === undefined) fail('--skip-seed needs --reuse NAME|DIR: the store to measure');
+  const workers = parsed.workers === undefined ? null : Math.round(positive(parsed.workers, '--workers', 1));
+  const sizes: Sizes = quick ? { tenants: 100, perTenant: 200 } : { tenants: 1_000, perTenant: 1_000 };
+  if (sizes.tenants > MAX_TENANTS) fail('too many tenants');
+  return {
+    quick,
+    sizes,
+    durationS: positive(parsed.duration, '--duration', quick ? 3 : 10),
+    warmupS: parsed.warmup === '0' ? 0 : positive(parsed.warmup, '--warmup', quick ? 1 : 2),
+    connections: Math.round(positive(parsed.connections, '--connections', 50)),
+    workers,
+    rows: new Set(rows as Row[]),
+    generator: generator as GeneratorKind | undefined,
+    reuse: parsed.reuse ?? null,
+    keep: parsed.keep === true,
+    build: parsed['no-build'] !== true,
+    zipfLength: quick ? 100_000 : 300_000,
+  };
+}
+
+const opts = options();
+const started = Date.now();
+const log = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+const notes: string[] = [];
+const note = (line: string) => {
+  notes.push(line);
+  log(`note: ${line}`);
+};
+
+// ---------------------------------------------------------------- cleanup, on every exit path
+const cleanups: (() => Promise<void>)[] = [];
+let cleaning: Promise<void> | null = null;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await stopAll();
+    for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
+  })();
+  return cleaning;
+}
+let signalled = false;
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    if (signalled) {
+      killAllSync();
+      process.exit(130);
+    }
+    signalled = true;
+    log(`${signal}: stopping every child process and removing the bench store (again to force)`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+process.on('exit', killAllSync);
+
+// ---------------------------------------------------------------- helpers
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+function buildIfStale(): void {
+  const stale = !existsSync(CLI) || newestMtime(join(ROOT, 'src')) > statSync(CLI).mtimeMs;
+  if (!stale) return;
+  if (!opts.build) {
+    if (!existsSync(CLI)) throw new Error('dist/ is missing: run npm run build (or drop --no-build)');
+    note('dist/ is older than src/ and --no-build was given: measuring the older build');
+    return;
+  }
+  log('dist/ is older than src/: npm run build');
+  const res = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+  if (res.status !== 0) {
+    const output = `${res.stdout ?? ''}${res.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+    if (!existsSync(CLI)) throw new Error(`npm run build failed:\n${output}`);
+    note(`npm run build failed (someone is editing src/?); measuring what dist/ holds:\n${output}`);
+  }
+}
+
+function gitCommit(): string | null {
+  const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
+  if (head.status !== 0) return null;
+  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src', 'migrations'], { cwd: ROOT, encoding: 'utf8' });
+  return `${head.stdout.trim()}${dirty.stdout.trim() ? ' (src/ or migrations/ modified)' : ''}`;
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+  }
+  return value;
+}
+
+/** The body the contract requires: top-level keys in its order, flags in any order. */
+function sameAnswer(actual: string, expected: string): boolean {
+  if (actual === expected) return true;
+  try {
+    const a = JSON.parse(actual) as Record<string, unknown>;
+    const e = JSON.parse(expected) as Record<string, unknown>;
+    return Object.keys(a).join() === Object.keys(e).join() && JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(e));
+  } catch {
+    return false;
+  }
+}
+
+/** Asks a spread sample of the row's requests, one at a time, and compares each answer. */
+async function checkAnswers(baseUrl: string, requests: readonly BenchRequest[]): Promise<RowResult['check']> {
+  const step = Math.max(1, Math.floor(requests.length / CHECK_SAMPLE));
+  const mismatches: string[] = [];
+  let sampled = 0;
+  for (let i = 0; i < requests.length && sampled < CHECK_SAMPLE; i += step) {
+    const req = requests[i];
+    if (!req) break;
+    sampled += 1;
+    try {
+      const res = await fetch(baseUrl + req.path, { headers: { authorization: req.authorization }, signal: AbortSignal.timeout(10_000) });
+      const body = await res.text();
+      if (res.status !== 200 || !sameAnswer(body, req.expected)) {
+        mismatches.push(`${req.customerId}: got ${res.status} ${body.slice(0, 200)}; expected ${req.expected}`);
+      }
+    } catch (err) {
+      mismatches.push(`${req.customerId}: ${(err as Error).message}`);
+    }
+  }
+  return { sampled, ok: sampled - mismatches.length, mismatches: mismatches.slice(0, 5) };
+}
+
+/**
+ * Asks the row's requests before it is measured, so that a hot row measures answers from a
+ * warm cache (and the peer a warm buffer cache), whatever the warm-up's rate. One process:
+ * every request once, 50 connections sharing the list. A cluster: each worker has a cache
+ * of its own and keeps a connection to one worker, so 2 connections per worker each ask
+ * the whole list (new connections are dealt to the workers in turn). Stops after
+ * `budgetMs`. Returns how many requests were sent, and how many not answered 200.
+ */
+async function prime(baseUrl: string, requests: readonly BenchRequest[], workers: number, budgetMs: number): Promise<{ sent: number; failed: number }> {
+  const base = new URL(baseUrl);
+  const deadline = Date.now() + budgetMs;
+  const lanes = workers > 0 ? 2 * workers : 50;
+  let shared = 0;
+  let sent = 0;
+  let failed = 0;
+  const lane = async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    let own = 0;
+    try {
+      while (Date.now() < deadline && !signalled) {
+        const index = workers > 0 ? own++ : shared++;
+        const req = requests[index];
+        if (!req) break;
+        sent += 1;
+        const answer = await call(agent, base, 'GET', req.path, { authorization: req.authorization }).catch(() => null);
+        if (answer?.status !== 200) failed += 1;
+      }
+    } finally {
+      agent.destroy();
+    }
+  };
+  await Promise.all(Array.from({ length: lanes }, lane));
+  return { sent, failed };
+}
+
+// ---------------------------------------------------------------- main
+async function main(): Promise<void> {
+  const startedAt = new Date(started);
+  const workDir = mkdtempSync(join(tmpdir(), 'dunwall-bench-'));
+  cleanups.push(async () => {
+    if (opts.keep) log(`kept the work folder ${workDir}`);
+    else rmSync(workDir, { recursive: true, force: true });
+  });
+
+  const wantsService = ['hot', 'unknown', 'zipf', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  if (wantsService) buildIfStale();
+  const generator: Generator = await detectGenerator(opts.generator);
+  log(`load generator: ${generator.detail}`);
+
+  // ---- the store
+  const serverUrl = process.env.DATABASE_URL?.trim() || null;
+  let target: StoreTarget;
+  let storeEnv: Record<string, string>;
+  let storeLabel: string;
+  let peerEnv: Record<string, string>;
+  /** PostgreSQL: the bench database's backends, whose CPU is the database's share of a row. */
+  let dbPids: () => Promise<number[]> = async () => [];
+  if (serverUrl !== null) {
+    const name = opts.reuse ?? `dunwall_bench_${startedAt.toISOString().replace(/\D/g, '').slice(0, 17)}`;
+    let url: string;
+    if (opts.reuse === null) {
+      url = await createDatabase(serverUrl, name);
+      cleanups.push(async () => {
+        if (opts.keep) {
+          log(`kept the database ${name} (--reuse ${name})`);
+          return;
+        }
+        await dropDatabase(serverUrl, name);
+        log(`dropped the database ${name}`);
+      });
+    } else {
+      const u = new URL(serverUrl);
+      u.pathname = `/${name}`;
+      url = u.toString();
+    }
+    target = { engine: 'postgres', url };
+    dbPids = () => backendPids(serverUrl, name).catch(() => []);
+    storeEnv = { DATABASE_URL: url };
+    peerEnv = { PEER_DATABASE_URL: url };
+    storeLabel = `PostgreSQL, database ${name}`;
+  } else {
+    const dataDir = opts.reuse === null ? join(workDir, 'data') : resolve(opts.reuse);
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    if (opts.keep && opts.reuse === null) {
+      // The work folder goes unless --keep: the store is in it.
+      log(`the embedded store is in ${dataDir} (--reuse ${dataDir})`);
+    }
+    target = { engine: 'embedded', dataDir: join(dataDir, 'pgdata') };
+    storeEnv = { DUNWALL_DATA_DIR: dataDir, DUNWALL_DEMO: '0' };
+    peerEnv = { PEER_PGLITE_DIR: join(dataDir, 'pgdata') };
+    storeLabel = `embedded (PGlite) in ${dataDir}`;
+  }
+  log(`store: ${storeLabel}`);
+
+  let sizes: Sizes;
+  let tiers: Entitlements;
+  let seedSeconds: number | null = null;
+  if (opts.reuse === null) {
+    log(`seeding ${opts.sizes.tenants.toLocaleString('en-US')} tenants, ${(opts.sizes.tenants * opts.sizes.perTenant).toLocaleString('en-US')} subscribers`);
+    const seeded = await seed(target, opts.sizes, (l) => log(`seed: ${l}`));
+    ({ sizes, tiers } = seeded);
+    seedSeconds = seeded.seconds;
+    log(`seeded in ${seeded.seconds.toFixed(1)} s`);
+  } else {
+    ({ sizes, tiers } = await inspect(target));
+    log(`reusing ${sizes.tenants} tenants x ${sizes.perTenant} subscribers`);
+  }
+
+  // ---- the questions
+  const factory = new RequestFactory(sizes, tiers);
+  const total = factory.total;
+  const hot = factory.hot(HOT_COUNT);
+  const unknown = factory.unknown(UNKNOWN_COUNT);
+  const zipf = opts.rows.has('zipf') ? factory.zipf(opts.zipfLength, ZIPF_S) : { requests: [], distinct: 0 };
+  const files = { hot: join(workDir, 'hot.txt'), unknown: join(workDir, 'unknown.txt'), zipf: join(workDir, 'zipf.txt') };
+  writeLines(files.hot, hot);
+  writeLines(files.unknown, unknown);
+  writeLines(files.zipf, zipf.requests);
+  log(`request lists: ${hot.length} hot, ${unknown.length} unknown, ${zipf.requests.length} Zipf (${zipf.distinct} distinct subscribers)`);
+
+  // The baseline answers the body of a hot answer of the hot set's mean size.
+  const meanSize = hot.reduce((sum, r) => sum + Buffer.byteLength(r.expected), 0) / Math.max(1, hot.length);
+  const baselineBody = [...hot].sort((x, y) => Math.abs(x.expected.length - meanSize) - Math.abs(y.expected.length - meanSize))[0]?.expected ?? '{"status":"active"}';
+
+  // ---- the processes
+  const adminToken = randomBytes(36).toString('base64url');
+  const baseEnv = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|DATABASE_READ_URL|DUNWALL_.*|PORT|HOST|LOG_LEVEL|NODE_OPTIONS)$/.test(k)),
+  );
+  // An object: TypeScript does not follow assignments made inside the functions below.
+  const state: { workersFlag: 'not given' | 'passed' | 'rejected' } = { workersFlag: opts.workers === null ? 'not given' : 'passed' };
+
+  async function startService(name: string): Promise<{ child: Child; url: string }> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const env = { ...baseEnv, ...storeEnv, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DUNWALL_ADMIN_TOKEN: adminToken };
+    const flag = state.workersFlag === 'passed' && opts.workers !== null ? ['--workers', String(opts.workers)] : [];
+    log(`starting ${name}: node dist/src/cli/main.js serve ${flag.join(' ')}`.trimEnd());
+    const child = spawnChild(name, process.execPath, [CLI, 'serve', ...flag], { env, cwd: ROOT, logPath: join(workDir, `${name}.log`) });
+    try {
+      await waitReady(child, `${url}/readyz`, 120_000);
+    } catch (err) {
+      await stopChild(child);
+      if (flag.length > 0 && err instanceof StartError && err.exitCode === 2 && /workers/i.test(err.log)) {
+        state.workersFlag = 'rejected';
+        note(`serve rejected --workers (${err.log.split('\n').at(-1) ?? ''}): the service ran as one process`);
+        return startService(name);
+      }
+      if (err instanceof StartError) log(`${name}'s log:\n${err.log}`);
+      throw err;
+    }
+    return { child, url };
+  }
+
+  async function startScript(name: string, script: string, env: Record<string, string>): Promise<{ child: Child; url: string }> {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    log(`starting ${name}: node --import tsx bench/${script}`);
+    const child = spawnChild(name, process.execPath, ['--import', 'tsx', join(ROOT, 'bench', script)], {
+      env: { ...baseEnv, ...env, PORT: String(port), HOST: '127.0.0.1' },
+      cwd: ROOT,
+      logPath: join(workDir, `${name}.log`),
+    });
+    try {
+      await waitReady(child, `${url}/readyz`, 120_000);
+    } catch (err) {
+      await stopChild(child);
+      if (err instanceof StartError) log(`${name}'s log:\n${err.log}`);
+      throw err;
+    }
+    return { child, url };
+  }
+
+  const results: RowResult[] = [];
+  async function measure(row: RowName, what: string, server: { child: Child; url: string }, requests: readonly BenchRequest[], linesFile: string): Promise<void> {
+    const check = row === 'baseline' ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
+    if (check.mismatches.length > 0) note(`${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`);
+    // Every hot or unknown question asked once before: those rows measure a warm cache. The
+    // Zipf row is not primed: its warm-up is all it gets, as in life.
+    if (row === 'hot' || row === 'unknown' || row === 'peer') {
+      const primeStarted = performance.now();
+      const { workers } = serverProcesses(server.child);
+      // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
+      const { sent, failed } = await prime(server.url, requests, workers, row === 'peer' ? 10_000 : 120_000);
+      const expected = workers > 0 ? 2 * workers * requests.length : requests.length;
+      log(`${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`);
+      if (failed > 0) note(`${row}: ${failed} of ${sent} priming requests were not answered 200`);
+      if (row !== 'peer' && sent < expected) note(`${row}: priming stopped after 120 s, at ${sent} of ${expected} requests: the cache was not all warm`);
+    }
+    const load = { baseUrl: server.url, linesFile, connections: opts.connections, workDir };
+    if (opts.warmupS > 0) await runLoad(generator, { ...load, durationS: opts.warmupS });
+    const procs = serverProcesses(server.child);
+    const cpuPids = procs.workers > 0 ? [server.child.pid, ...procs.pids] : procs.pids;
+    const loadAverage = loadavg()[0] ?? 0;
+    const dbBefore = new Map((await dbPids()).map((pid) => [pid, cpuSeconds([pid])]));
+    const cpuBefore = cpuSeconds(cpuPids);
+    const busyBefore = systemBusySeconds();
+    const result = await runLoad(generator, { ...load, durationS: opts.durationS });
+    const cpu = cpuSeconds(cpuPids) - cpuBefore;
+    const busy = systemBusySeconds() - busyBefore;
+    // A backend that connected during the run did all its work in it.
+    const db = (await dbPids()).reduce((sum, pid) => sum + cpuSeconds([pid]) - (dbBefore.get(pid) ?? 0), 0);
+    const pct = (seconds: number) => (result.seconds > 0 ? (seconds / result.seconds) * 100 : 0);
+    const dbCpuPct = target.engine === 'postgres' ? pct(db) : null;
+    // What neither the server, the database nor the generator used: other work on the machine skews the row.
+    const otherCpuPct = Math.max(0, pct(busy) - pct(cpu) - (dbCpuPct ?? 0) - (result.generatorCpuPct ?? 0));
+    if (otherCpuPct > 25) note(`${row}: other processes used ${Math.round(otherCpuPct)}% of a core during the run (load average ${loadAverage.toFixed(1)} before it): the machine was busy`);
+    const rss = procs.pids.reduce((sum, pid) => sum + rssMb(pid), 0);
+    if (server.child.hasExited()) note(`${row}: ${server.child.name} exited during the run:\n${tail(server.child.logPath)}`);
+    results.push({
+      row,
+      what,
+      load: result,
+      rssMb: rss,
+      rssNote: procs.workers > 0 ? `sum of ${procs.workers} workers (the primary, not counted: ${rssMb(server.child.pid).toFixed(1)} MB)` : 'one process',
+      primaryRssMb: procs.workers > 0 ? rssMb(server.child.pid) : null,
+      workers: procs.workers,
+      serverCpuPct: pct(cpu),
+      dbCpuPct,
+      otherCpuPct,
+      loadAverage,
+      check,
+      vsBaseline: null,
+      vsPeer: null,
+    });
+    log(
+      `${row}: ${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, RSS ${rss.toFixed(1)} MB, ` +
+        `${result.non2xx} non-2xx, ${result.socketErrors} socket errors`,
+    );
+  }
+
+  async function phase(name: string, fn: () => Promise<void>): Promise<void> {
+    if (signalled) return;
+    try {
+      await fn();
+    } catch (err) {
+      note(`${name} failed: ${(err as Error).message}`);
+    }
+  }
+
+  const fmtN = (n: number) => n.toLocaleString('en-US');
+  if (opts.rows.has('baseline')) {
+    await phase('baseline', async () => {
+      const server = await startScript('baseline', 'baseline.ts', { BENCH_BODY: baselineBody });
+      try {
+        await measure('baseline', `node:http, fixed ${Buffer.byteLength(baselineBody)}-byte JSON body`, server, hot, files.hot);
+      } finally {
+        await stopChild(server.child);
+      }
+    });
+  }
+
+  let observedWorkers = 0;
+  if (['hot', 'unknown', 'zipf'].some((r) => opts.rows.has(r as Row))) {
+    await phase('service', async () => {
+      const server = await startService('service');
+      try {
+        if (opts.rows.has('hot')) await measure('hot', `service, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        if (opts.rows.has('unknown')) await measure('unknown', `service, ${fmtN(unknown.length)} unknown customers, hmac`, server, unknown, files.unknown);
+        if (opts.rows.has('zipf')) {
+          await measure('zipf', `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`, server, zipf.requests, files.zipf);
+        }
+        observedWorkers = serverProcesses(server.child).workers;
+      } finally {
+        await stopChild(server.child);
+      }
+    });
+  }
+
+  if (opts.rows.has('peer')) {
+    await phase('peer', async () => {
+      // Embedded: the service has stopped, so the peer may open the folder.
+      const server = await startScript('peer', 'peer.ts', peerEnv);
+      try {
+        await measure('peer', `peer: node:http + ${serverUrl ? 'pg' : 'PGlite'}, 1 query/request, hot set`, server, hot, files.hot);
+      } finally {
+        await stopChild(server.child);
+      }
+    });
+  }
+
+  let invalidation: InvalidationResult | { skipped: string } | null = null;
+  if (opts.rows.has('invalidation')) {
+    if (serverUrl === null) {
+      invalidation = { skipped: 'embedded store: one process owns it, so there is no second instance' };
+    } else {
+      await phase('invalidation', async () => {
+        const a = await startService('instance-a');
+        try {
+          const b = await startService('instance-b');
+          try {
+            log(`invalidation: ${INVALIDATION_TRIALS} changes through ${a.url}, polled on ${b.url}`);
+            invalidation = await measureInvalidation({
+              a: a.url,
+              b: b.url,
+              adminToken,
+              subjects: factory.hot(INVALIDATION_TRIALS, 7),
+              slugOf,
+              trials: INVALIDATION_TRIALS,
+              connections: Math.max(1, 2 * serverProcesses(b.child).workers),
+              log,
+            });
+            for (const e of invalidation.errors.slice(0, 3)) note(`invalidation: ${e}`);
+          } finally {
+            await stopChild(b.child);
+          }
+        } finally {
+          await stopChild(a.child);
+        }
+      });
+    }
+  }
+
+  // ---- ratios, table, JSON
+  const baseline = results.find((r) => r.row === 'baseline');
+  const peer = results.find((r) => r.row === 'peer');
+  for (const r of results) {
+    r.vsBaseline = baseline ? r.load.rps / baseline.load.rps : null;
+    r.vsPeer = peer && ['hot', 'unknown', 'zipf'].includes(r.row) ? r.load.rps / peer.load.rps : null;
+  }
+  if (opts.quick) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
+  if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
+
+  const model = cpus()[0]?.model ?? 'unknown CPU';
+  const service =
+    state.workersFlag === 'passed'
+      ? `serve --workers ${opts.workers}`
+      : state.workersFlag === 'rejected'
+        ? `serve (--workers ${opts.workers} rejected by serve: one process)`
+        : 'serve';
+  const header = [
+    `Dunwall bench, ${startedAt.toISOString()}${opts.quick ? ' (--quick)' : ''}`,
+    `store: ${storeLabel}; ${fmtN(sizes.tenants)} tenants, ${fmtN(total)} subscribers${seedSeconds === null ? ' (reused)' : `, seeded in ${seedSeconds.toFixed(1)} s`}`,
+    `load generator: ${generator.detail}; ${opts.connections} connections, ${opts.durationS} s per row after ${opts.warmupS} s of warm-up`,
+    `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
+    `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
+  ];
+  const targetList = targets(results, invalidation);
+  const output = [
+    ...header,
+    '',
+    table(results),
+    '',
+    invalidation ? invalidationLine(invalidation) : 'invalidation: not run (--rows)',
+    '',
+    'targets (issue 5):',
+    targetsTable(targetList),
+    ...(notes.length > 0 ? ['', 'notes:', ...notes.map((n) => `- ${n}`)] : []),
+  ].join('\n');
+  process.stdout.write(`\n${output}\n`);
+
+  const resultsDir = join(ROOT, 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, `${startedAt.toISOString().replace(/:/g, '-')}.json`);
+  const json = {
+    started_at: startedAt.toISOString(),
+    finished_at: new Date().toISOString(),
+    quick: opts.quick,
+    commit: gitCommit(),
+    store: { engine: target.engine, label: storeLabel, tenants: sizes.tenants, subscribers: total, seed_seconds: seedSeconds },
+    generator,
+    connections: opts.connections,
+    duration_s: opts.durationS,
+    warmup_s: opts.warmupS,
+    workers: { requested: opts.workers, flag: state.workersFlag, observed: observedWorkers },
+    machine: { cores: cpus().length, model, mem_gb: Math.round(totalmem() / 2 ** 30), node: process.version },
+    baseline_body_bytes: Buffer.byteLength(baselineBody),
+    zipf: { s: ZIPF_S, requests: zipf.requests.length, distinct: zipf.distinct },
+    rows: results,
+    invalidation,
+    targets: targetList,
+    notes,
+    table: output,
+  };
+  writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
+  log(`wrote ${file}`);
+}
+
+try {
+  await main();
+} catch (err) {
+  log(`failed: ${(err as Error).stack ?? String(err)}`);
+  process.exitCode = 1;
+} finally {
+  await cleanup();
+}
