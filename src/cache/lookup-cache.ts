@@ -6,6 +6,8 @@ import { Lru } from './lru.js';
 
 export const DEFAULT_CACHE_ENTRIES = 100_000;
 export const DEFAULT_CACHE_TTL_MS = 60_000;
+/** Recently invalidated subscriber keys remembered for racing reads. */
+const MAX_TRACKED_CHANGES = 10_000;
 
 export interface CacheEvents {
   hit(kind: 'tenant' | 'subscriber'): void;
@@ -38,7 +40,10 @@ const NO_EVENTS: CacheEvents = { hit() {}, miss() {}, invalidated() {} };
  * it reads through, so that it never answers from a stale entry.
  *
  * A read racing an invalidation must not put the old value back: every invalidation bumps
- * `generation`, and a read stores its result only if none happened while it ran.
+ * `generation` and notes it against what it touched, and a read stores its result only if
+ * nothing it depends on was invalidated while it ran. Subscribers are tracked key by key,
+ * so that a stream of webhooks for others does not keep a customer out of the cache;
+ * tenants (rarely written) as one.
  */
 export class LookupCache implements LookupSource {
   private readonly tenants: Lru<string, TenantAuth | null>;
@@ -48,6 +53,11 @@ export class LookupCache implements LookupSource {
   private readonly now: () => number;
   private readonly events: CacheEvents;
   private generation = 0;
+  /** The generation at which each recently invalidated subscriber key last changed. */
+  private readonly subscriberChanges = new Map<string, number>();
+  /** Reads that started before this generation may not fill (a flush, or a pruned map). */
+  private subscriberFloor = 0;
+  private tenantsChangedAt = 0;
   private live = false;
   private readonly primary: LookupSource | undefined;
   private readonly recentlyChanged = new Map<string, number>();
@@ -96,7 +106,7 @@ export class LookupCache implements LookupSource {
     this.events.miss('tenant');
     const generation = this.generation;
     const tenant = await this.sourceFor(`t:${slug}`, nowMs).getTenantAuth(slug);
-    if (this.live && generation === this.generation) {
+    if (this.live && generation >= this.tenantsChangedAt) {
       this.tenants.set(slug, tenant, this.now() + this.ttlMs);
       if (tenant) this.slugById.set(tenant.id, slug);
     }
@@ -116,7 +126,9 @@ export class LookupCache implements LookupSource {
     this.events.miss('subscriber');
     const generation = this.generation;
     const status = await this.sourceFor(key, nowMs).getSubscriberStatus(tenantId, customerId);
-    if (this.live && generation === this.generation) this.subscribers.set(key, status, this.now() + this.ttlMs);
+    if (this.live && generation >= this.subscriberFloor && (this.subscriberChanges.get(key) ?? 0) <= generation) {
+      this.subscribers.set(key, status, this.now() + this.ttlMs);
+    }
     return status;
   }
 
@@ -127,7 +139,17 @@ export class LookupCache implements LookupSource {
       const key = `${invalidation.tenantId}:${invalidation.customerId}`;
       this.subscribers.delete(key);
       this.changed(key);
-    } else if (invalidation.kind === 'tenant') {
+      if (this.subscriberChanges.size >= MAX_TRACKED_CHANGES) {
+        // Bounded: forget the per-key marks and refuse every fill in flight instead.
+        this.subscriberChanges.clear();
+        this.subscriberFloor = this.generation;
+      } else {
+        this.subscriberChanges.set(key, this.generation);
+      }
+      return;
+    }
+    this.tenantsChangedAt = this.generation;
+    if (invalidation.kind === 'tenant') {
       for (const slug of [invalidation.slug, this.slugById.get(invalidation.tenantId)]) {
         if (slug === null || slug === undefined) continue;
         this.tenants.delete(slug);
@@ -142,6 +164,9 @@ export class LookupCache implements LookupSource {
   /** Forgets everything: after a lost listener, notifications may have been missed. */
   flush(): void {
     this.generation += 1;
+    this.subscriberFloor = this.generation;
+    this.tenantsChangedAt = this.generation;
+    this.subscriberChanges.clear();
     this.changed(null);
     this.events.invalidated('flush');
     this.tenants.clear();

@@ -14,12 +14,22 @@ export function computeHmac(secret: string, customerId: string): string {
  * `timingSafeEqual` on equal-length digests.
  */
 export function verifyHmac(presented: string, customerId: string, secrets: readonly (string | KeyObject)[]): boolean {
+  return matchesDigest(presented, secrets.map((secret) => hmacDigest(secret, customerId)));
+}
+
+/** The digests `customerId` signs to under each key: what a valid hmac decodes to. */
+export function hmacDigest(key: string | KeyObject, customerId: string): Buffer {
+  return createHmac('sha256', key).update(customerId, 'utf8').digest();
+}
+
+/**
+ * True when `presented` decodes to one of `expected` (the digests under the current keys).
+ * Every digest is compared, through `timingSafeEqual`, with no early exit.
+ */
+export function matchesDigest(presented: string, expected: readonly Buffer[]): boolean {
   if (!HMAC_HEX_RE.test(presented)) return false;
   const presentedDigest = Buffer.from(presented, 'hex');
   let matched = false;
-  for (const secret of secrets) {
-    const expected = createHmac('sha256', secret).update(customerId, 'utf8').digest();
-    if (timingSafeEqual(expected, presentedDigest)) matched = true;
-  }
+  for (const digest of expected) if (timingSafeEqual(digest, presentedDigest)) matched = true;
   return matched;
 }

@@ -1,10 +1,10 @@
 import { createSecretKey, timingSafeEqual } from 'node:crypto';
-import type { KeyObject } from 'node:crypto';
+import { Lru } from '../cache/lru.js';
 import type { ErrorCode } from '../errors.js';
-import { verifyHmac } from './hmac.js';
+import { hmacDigest, matchesDigest } from './hmac.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
-import type { SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
+import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
 
 /** RFC 6750 b64token, after a case-insensitive `Bearer` and one or more spaces. */
 const BEARER_RE = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
@@ -59,23 +59,42 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
     return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
   }
   if (typeof hmac !== 'string') return { ok: false, code: 'hmac_mismatch' };
-  const keys: KeyObject[] = [];
-  for (const key of tenant.hmacKeys) if (isCurrent(key, nowMs)) keys.push(key.value);
-  if (!verifyHmac(hmac, customerId, keys)) return { ok: false, code: 'hmac_mismatch' };
+  const expected: Buffer[] = [];
+  for (const digest of expectedDigests(tenant, customerId)) if (isCurrent(digest, nowMs)) expected.push(digest.value);
+  if (!matchesDigest(hmac, expected)) return { ok: false, code: 'hmac_mismatch' };
   return { ok: true, customerId };
 }
 
-/** The presented key is hashed and compared, digest to digest, with every current key hash. */
+/** The customer's expected digests under each of the tenant's keys, computed once per snapshot. */
+function expectedDigests(tenant: TenantAuth, customerId: string): readonly Credential<Buffer>[] {
+  const known = tenant.expectedHmacs.get(customerId, 0);
+  if (known !== undefined) return known;
+  const digests = tenant.hmacKeys.map((key) => ({ value: hmacDigest(key.value, customerId), expiresAtMs: key.expiresAtMs }));
+  tenant.expectedHmacs.set(customerId, digests, Number.POSITIVE_INFINITY);
+  return digests;
+}
+
+/**
+ * The presented key is hashed and compared, digest to digest, with every key hash. A key
+ * that verified is remembered with its expiry: publishable keys are public (they sit in
+ * page source), and only the tenant's own keys can ever be remembered.
+ */
 function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean {
+  const accepted = tenant.acceptedKeys.get(token);
+  if (accepted !== undefined) return accepted === null || accepted > nowMs;
   const digest = sha256(token);
-  let matched = false;
+  let match: Credential<Buffer> | undefined;
   for (const key of tenant.publishableKeyHashes) {
-    if (timingSafeEqual(digest, key.value) && isCurrent(key, nowMs)) matched = true;
+    if (timingSafeEqual(digest, key.value)) match = key;
   }
-  return matched;
+  if (match === undefined) return false;
+  tenant.acceptedKeys.set(token, match.expiresAtMs);
+  return isCurrent(match, nowMs);
 }
 
 export const UNKNOWN_SUBSCRIBER_BODY = '{"status":"active"}';
+/** Recent customers whose expected hmac a tenant snapshot remembers (about 100 bytes each). */
+export const HMAC_MEMO_ENTRIES_PER_TENANT = 1024;
 
 export interface KnownSubscriberBody {
   status: SubscriberStatus;
@@ -98,6 +117,8 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     ...rest,
     hmacKeys: hmacSecrets.map((s) => ({ value: createSecretKey(Buffer.from(s.value, 'utf8')), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
+    acceptedKeys: new Map(),
+    expectedHmacs: new Lru(HMAC_MEMO_ENTRIES_PER_TENANT),
   };
 }
 

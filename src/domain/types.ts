@@ -1,4 +1,5 @@
 import type { KeyObject } from 'node:crypto';
+import type { Lru } from '../cache/lru.js';
 
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
@@ -42,6 +43,13 @@ export interface TenantAuthFields {
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<KeyObject>[];
   knownBodies: Readonly<Record<SubscriberStatus, string>>;
+  /**
+   * Memos of this snapshot (a rotation makes a new one): publishable keys already
+   * verified, with their expiry (only keys that verified, so at most the tenant's own), and
+   * each recent customer's expected HMAC digests, one per key.
+   */
+  acceptedKeys: Map<string, number | null>;
+  expectedHmacs: Lru<string, readonly Credential<Buffer>[]>;
 }
 
 export function isCurrent(credential: Credential<unknown>, nowMs: number): boolean {

@@ -89,6 +89,21 @@ describe('LookupCache', () => {
     expect(await cache.getSubscriberStatus(1, 'cus_r')).toBe('active');
   });
 
+  it('still fills a customer whose read raced only other customers\' invalidations', async () => {
+    const source = new FakeSource();
+    const cache = new LookupCache(source);
+    cache.setLive(true);
+    let release: () => void = () => {};
+    source.gate = new Promise((resolve) => (release = resolve));
+    const pending = cache.getSubscriberStatus(1, 'cus_quiet');
+    for (let i = 0; i < 50; i += 1) cache.invalidate({ kind: 'subscriber', tenantId: 1, customerId: `cus_busy${i}` });
+    release();
+    await pending;
+    source.gate = null;
+    await cache.getSubscriberStatus(1, 'cus_quiet');
+    expect(source.reads).toBe(1);
+  });
+
   it('reads through while invalidations may be missed, and expires entries after the TTL', async () => {
     let now = 0;
     const source = new FakeSource();
