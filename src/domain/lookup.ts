@@ -94,7 +94,7 @@ function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean 
 
 export const UNKNOWN_SUBSCRIBER_BODY = '{"status":"active"}';
 /** Recent customers whose expected hmac a tenant snapshot remembers (about 100 bytes each). */
-export const HMAC_MEMO_ENTRIES_PER_TENANT = 1024;
+export const HMAC_MEMO_ENTRIES_PER_TENANT = 128;
 
 export interface KnownSubscriberBody {
   status: SubscriberStatus;

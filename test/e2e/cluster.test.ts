@@ -1,22 +1,15 @@
 import { spawn } from 'node:child_process';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { availableEngines, DEFAULT_TEST_DATABASE_URL } from '../helpers/engines.js';
+import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 
 const engines = await availableEngines();
 const TOKEN = 'cluster-test-token-0123456789abcdefghijklmnop';
 
 describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --workers 2 ($name)', () => {
   it('answers from two worker processes, aggregates /metrics across them, and stops on SIGTERM', async () => {
-    const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
-    const schema = `dunwall_cluster_${Date.now().toString(36)}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
+    const scoped = await schemaScopedUrl('dunwall_cluster');
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '2'], {
-      env: { ...process.env, DATABASE_URL: scoped.toString(), DUNWALL_ADMIN_TOKEN: TOKEN, PORT: '0', LOG_LEVEL: 'info' },
+      env: { ...process.env, DATABASE_URL: scoped.url, DUNWALL_ADMIN_TOKEN: TOKEN, PORT: '0', LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -49,8 +42,7 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
       expect(out).toContain('all workers stopped');
     } finally {
       child.kill('SIGKILL');
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
+      await scoped.drop();
     }
   });
 });

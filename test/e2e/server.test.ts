@@ -3,14 +3,13 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import { openStore } from '../../src/store/index.js';
-import { availableEngines, DEFAULT_TEST_DATABASE_URL } from '../helpers/engines.js';
+import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 
 const engines = await availableEngines();
 
@@ -180,15 +179,9 @@ describe('the service on a real socket, embedded store', () => {
 
 describe.each(engines.filter((e) => e.name === 'postgres'))('the service on PostgreSQL ($name)', () => {
   it('never seeds the demo, and keeps the admin API off without DUNWALL_ADMIN_TOKEN', async () => {
-    const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
-    const schema = `dunwall_e2e_${Date.now().toString(36)}`;
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const scoped = new URL(url);
-    scoped.searchParams.set('options', `-c search_path=${schema}`);
+    const scoped = await schemaScopedUrl('dunwall_e2e');
     const logs = new Capture();
-    const running = await start(loadConfig({ DATABASE_URL: scoped.toString(), PORT: '0', DUNWALL_DATA_DIR: tempDir() }), createLogger('info', logs));
+    const running = await start(loadConfig({ DATABASE_URL: scoped.url, PORT: '0', DUNWALL_DATA_DIR: tempDir() }), createLogger('info', logs));
     try {
       expect(running.store.engine).toBe('postgres');
       expect(await running.store.countTenants()).toBe(0);
@@ -199,8 +192,7 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('the service on Post
       expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
     } finally {
       await running.close();
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
+      await scoped.drop();
     }
   });
 });

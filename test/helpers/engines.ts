@@ -87,3 +87,24 @@ export function availableEngines(): Promise<Engine[]> {
   })();
   return cached;
 }
+
+/**
+ * A fresh schema on the test server, and a DATABASE_URL that puts every connection in it
+ * (for tests that start the service as a process would, from a URL alone).
+ */
+export async function schemaScopedUrl(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const base = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+  const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const scoped = new URL(base);
+  scoped.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: scoped.toString(),
+    async drop() {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    },
+  };
+}
