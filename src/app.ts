@@ -6,7 +6,7 @@ import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
 import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
-import { describeValidationError, sendProblem } from './http.js';
+import { answerClientError, describeValidationError, sendProblem } from './http.js';
 import { adminRoutes } from './routes/admin.js';
 import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
@@ -21,6 +21,36 @@ import type { DemoPage } from './demo.js';
 import type { SnippetAsset } from './snippet-asset.js';
 import type { Metrics } from './metrics.js';
 import pkg from '../package.json' with { type: 'json' };
+
+/**
+ * What one connection may cost, set explicitly rather than left to defaults: a slow or
+ * oversized request is cut off instead of holding the server.
+ */
+export interface HttpLimits {
+  /** All of a request's headers (and its request line) must arrive within this. */
+  headersTimeoutMs: number;
+  /** The whole request, body included. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A socket with no activity at all is destroyed after this. */
+  idleSocketTimeoutMs: number;
+  /** The request line and headers together. */
+  maxHeaderBytes: number;
+  /** How often the server checks the timeouts above. */
+  checkIntervalMs: number;
+  maxRequestsPerSocket: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = Object.freeze({
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  idleSocketTimeoutMs: 60_000,
+  maxHeaderBytes: 16 * 1024,
+  checkIntervalMs: 1_000,
+  maxRequestsPerSocket: 10_000,
+});
 
 export interface AppDeps {
   store: Store;
@@ -45,6 +75,7 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The text /metrics answers; default this process's registry (a cluster's aggregates). */
   metricsText?: () => Promise<string>;
+  limits?: Partial<HttpLimits>;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -56,9 +87,22 @@ const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** The one Fastify factory: routes, schemas and the error handler. It does no IO of its own. */
 export async function buildApp(deps: AppDeps): Promise<App> {
+  const limits = { ...DEFAULT_HTTP_LIMITS, ...deps.limits };
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    http: {
+      maxHeaderSize: limits.maxHeaderBytes,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: limits.checkIntervalMs,
+      noDelay: true,
+    },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionTimeout: limits.idleSocketTimeoutMs,
+    maxRequestsPerSocket: limits.maxRequestsPerSocket,
+    clientErrorHandler: answerClientError,
     requestIdHeader: false,
     genReqId: (req) => {
       const presented = req.headers['x-request-id'];

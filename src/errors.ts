@@ -25,6 +25,9 @@ export const ERRORS = {
   method_not_allowed: { status: 405, detail: 'This method is not allowed on this route.' },
   payload_too_large: { status: 413, detail: 'The request body is too large.' },
   unsupported_media_type: { status: 415, detail: 'The request body must be application/json.' },
+  bad_request: { status: 400, detail: 'The request is not valid HTTP.' },
+  request_timeout: { status: 408, detail: 'The request did not arrive in time.' },
+  headers_too_large: { status: 431, detail: 'The request line and headers are too large.' },
   store_unavailable: { status: 503, detail: 'The store is unavailable; retry shortly.' },
   internal_error: { status: 500, detail: 'An internal error occurred.' },
 } as const satisfies Record<string, { status: number; detail: string }>;

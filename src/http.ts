@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply } from 'fastify';
-import { PROBLEM_CONTENT_TYPE, problem } from './errors.js';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem } from './errors.js';
 import type { ErrorCode } from './errors.js';
 
 /** Answers with an RFC 9457 problem; every 401 names the scheme it expects. */
@@ -38,4 +40,22 @@ export function describeValidationError(err: FastifyError): string {
   if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
   if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
   return `${base || where}: ${first.message ?? 'is not valid'}`;
+}
+
+/**
+ * Errors the HTTP parser meets before any route (a malformed request line, oversized
+ * headers, a sender too slow): a problem on the socket, then the connection is closed.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code: ErrorCode =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request';
+  const body = JSON.stringify(problem(code));
+  socket.end(
+    `HTTP/1.1 ${ERRORS[code].status} ${STATUS_CODES[ERRORS[code].status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
