@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     // End-to-end tests start processes that create a PGlite folder (initdb) on a loaded 2-core box.
-    testTimeout: 60_000,
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     // PGlite instances are memory-hungry WebAssembly; two cores run two forks well.
     pool: 'forks',

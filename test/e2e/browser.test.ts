@@ -13,7 +13,10 @@ import { computeHmac } from '../../src/domain/hmac.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import type { Running } from '../../src/server.js';
-import { snippetPath } from '../../src/snippet-asset.js';
+import { loadSnippet, snippetPath } from '../../src/snippet-asset.js';
+import { buildApp } from '../../src/app.js';
+import { seedDemo } from '../../src/demo.js';
+import { openStore } from '../../src/store/index.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const haveBrowser = existsSync(CHROMIUM);
@@ -341,21 +344,25 @@ ${tag ?? ''}
     await page.close();
   });
 
-  it('serves the demo page with the three states', async () => {
-    const demoDir = mkdtempSync(join(tmpdir(), 'dunwall-demo-'));
-    const demo = await start(loadConfig({ DUNWALL_DATA_DIR: demoDir, PORT: '0' }), createLogger('silent'));
+  it('serves the demo page with the three states', { timeout: 120_000 }, async () => {
+    // The demo's own app, on an in-memory store seeded as a first run seeds it: a second
+    // on-disk PGlite folder would cost an initdb on a box that is busy with other suites.
+    const store = await openStore({ engine: 'embedded', dataDir: null });
+    const seeded = await seedDemo(store, new Date());
+    const demoApp = await buildApp({ store, adminToken: null, demo: seeded, snippet: loadSnippet() });
+    const demoUrl = await demoApp.listen({ port: 0, host: '127.0.0.1' });
     try {
       const page = await context.newPage();
-      await page.goto(`${demo.url}/demo`);
+      await page.goto(`${demoUrl}/demo`);
       const frames = ['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout'].map((c) => page.frameLocator(`iframe[title="${c}"]`));
-      await expect.poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
-      await expect.poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+      await expect.poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible(), { timeout: 15_000 }).toBe(true);
+      await expect.poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible(), { timeout: 15_000 }).toBe(true);
       expect(await frames[0]?.locator('dunwall-enforcement').count()).toBe(0);
       await page.screenshot({ path: join(RESULTS, 'demo.png') });
       await page.close();
     } finally {
-      await demo.close();
-      rmSync(demoDir, { recursive: true, force: true });
+      await demoApp.close();
+      await store.close();
     }
   });
 });

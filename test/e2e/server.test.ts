@@ -133,6 +133,10 @@ describe('the service on a real socket, embedded store', () => {
       );
       expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
       expect(await running.store.countTenants()).toBe(2);
+      // The demo page is served again from what the first run kept in the data folder.
+      const demo = await fetch(`${running.url}/demo/frame?customer=cus_demo_lockout`);
+      expect(demo.status).toBe(200);
+      expect(await demo.text()).toContain('data-customer="cus_demo_lockout"');
       const res = await fetch(`${running.url}/api/subscriber-status/acme?processor_customer_id=cus_kept`, {
         headers: { authorization: `Bearer ${tenantKey}` },
       });
