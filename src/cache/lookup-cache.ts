@@ -90,8 +90,14 @@ export class LookupCache implements LookupSource {
   private changed(key: string | null): void {
     if (this.primary === undefined) return;
     const until = this.now() + REPLICA_LAG_WINDOW_MS;
-    if (key === null) this.allChangedUntilMs = until;
-    else this.recentlyChanged.set(key, until);
+    // Bounded like the generations: past the bound, everything reads from the primary for
+    // the window rather than remembering each key (a key is only forgotten once read again).
+    if (key === null || this.recentlyChanged.size >= MAX_TRACKED_CHANGES) {
+      this.recentlyChanged.clear();
+      this.allChangedUntilMs = until;
+    } else {
+      this.recentlyChanged.set(key, until);
+    }
   }
 
   async getTenantAuth(slug: string): Promise<TenantAuth | null> {

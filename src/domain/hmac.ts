@@ -5,19 +5,10 @@ const HMAC_HEX_RE = /^[0-9a-fA-F]{64}$/;
 
 /** The value a tenant's backend computes: lowercase hex HMAC-SHA256(secret, customer id). */
 export function computeHmac(secret: string, customerId: string): string {
-  return createHmac('sha256', secret).update(customerId, 'utf8').digest('hex');
+  return hmacDigest(secret, customerId).toString('hex');
 }
 
-/**
- * True when `presented` is the HMAC of `customerId` under any of `secrets` (two during a
- * rotation). Every secret is tried, with no early exit, and each comparison goes through
- * `timingSafeEqual` on equal-length digests.
- */
-export function verifyHmac(presented: string, customerId: string, secrets: readonly (string | KeyObject)[]): boolean {
-  return matchesDigest(presented, secrets.map((secret) => hmacDigest(secret, customerId)));
-}
-
-/** The digests `customerId` signs to under each key: what a valid hmac decodes to. */
+/** The digest `customerId` signs to under a key: what a valid hmac decodes to. */
 export function hmacDigest(key: string | KeyObject, customerId: string): Buffer {
   return createHmac('sha256', key).update(customerId, 'utf8').digest();
 }

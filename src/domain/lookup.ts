@@ -17,17 +17,23 @@ export function parseBearer(header: string | undefined): BearerResult {
   return match?.[1] ? { ok: true, token: match[1] } : { ok: false, code: 'malformed' };
 }
 
-/** Check 1: the header alone, before anything is looked up. */
-export function checkBearer(header: string | undefined): { ok: true; token: string } | { ok: false; code: ErrorCode } {
+/**
+ * Check 1: the header alone, before anything is looked up. The codes default to the
+ * lookup's; the admin API passes its own.
+ */
+export function checkBearer(
+  header: string | undefined,
+  missing: ErrorCode = 'missing_publishable_key',
+  invalid: ErrorCode = 'invalid_publishable_key',
+): { ok: true; token: string } | { ok: false; code: ErrorCode } {
   const bearer = parseBearer(header);
   if (bearer.ok) return bearer;
-  return { ok: false, code: bearer.code === 'missing' ? 'missing_publishable_key' : 'invalid_publishable_key' };
+  return { ok: false, code: bearer.code === 'missing' ? missing : invalid };
 }
 
 export interface LookupRequest {
   /** The bearer token, once check 1 has passed. */
   token: string;
-  slug: string;
   /** The parsed query string: a repeated parameter arrives as an array. */
   query: Record<string, unknown>;
 }

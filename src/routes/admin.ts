@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { App } from '../app.js';
 import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, secretsEqual, sha256 } from '../domain/keys.js';
-import { parseBearer } from '../domain/lookup.js';
+import { checkBearer } from '../domain/lookup.js';
 import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
 import type { Change } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
@@ -73,8 +73,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (adminToken === null) return sendProblem(reply, 'admin_disabled');
-    const bearer = parseBearer(req.headers.authorization);
-    if (!bearer.ok) return sendProblem(reply, bearer.code === 'missing' ? 'missing_admin_token' : 'invalid_admin_token');
+    const bearer = checkBearer(req.headers.authorization, 'missing_admin_token', 'invalid_admin_token');
+    if (!bearer.ok) return sendProblem(reply, bearer.code);
     if (!secretsEqual(bearer.token, adminToken)) return sendProblem(reply, 'invalid_admin_token');
   });
 

@@ -73,7 +73,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
       applyCors(reply, tenant, req.headers.origin);
 
       const check = checkLookup(
-        { token: bearer.token, slug: req.params.tenantSlug, query: req.query as Record<string, unknown> },
+        { token: bearer.token, query: req.query as Record<string, unknown> },
         tenant,
         now(),
       );

@@ -86,6 +86,24 @@ function toTenant(row: TenantRow): TenantRecord {
   };
 }
 
+/** A tenant re-read inside the transaction that wrote it. */
+async function tenantById(tx: Queryable, id: number): Promise<TenantRecord> {
+  const [row] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [id]);
+  if (!row) throw new Error('tenant vanished inside its own transaction');
+  return toTenant(row);
+}
+
+interface TierRow {
+  name: string;
+  entitlements: Entitlements;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toTier(row: TierRow): TierRecord {
+  return { name: row.name, entitlements: orderEntitlements(row.entitlements), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+}
+
 function toHistory(row: HistoryRow): HistoryEntry {
   return {
     status: row.status,
@@ -300,9 +318,7 @@ export class SqlStore implements Store {
            ($1, 'publishable_key', $2, NULL, $4), ($1, 'hmac_secret', NULL, $3, $4)`,
           [row.id, t.publishableKeyHash, t.hmacSecret, now],
         );
-        const [created] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [row.id]);
-        if (!created) throw new Error('tenant vanished inside its own transaction');
-        return { ok: true, tenant: toTenant(created) } as const;
+        return { ok: true, tenant: await tenantById(tx, row.id) } as const;
       });
       if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
       return result;
@@ -358,9 +374,7 @@ export class SqlStore implements Store {
       );
       if (!row) return { ok: false, error: 'not_found' } as const;
       if (rotation) await rotateIn(tx, row.id, rotation, now);
-      const [updated] = await tx.query<TenantRow>(`${TENANT_SELECT} WHERE t.id = $1`, [row.id]);
-      if (!updated) throw new Error('tenant vanished inside its own transaction');
-      return { ok: true, tenant: toTenant(updated) } as const;
+      return { ok: true, tenant: await tenantById(tx, row.id) } as const;
     });
     if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
     return result;
@@ -426,19 +440,12 @@ export class SqlStore implements Store {
   }
 
   async listTiers(): Promise<TierRecord[]> {
-    const rows = await this.db.query<{ name: string; entitlements: Entitlements; created_at: Date; updated_at: Date }>(
-      'SELECT name, entitlements, created_at, updated_at FROM tiers ORDER BY name',
-    );
-    return rows.map((r) => ({
-      name: r.name,
-      entitlements: orderEntitlements(r.entitlements),
-      createdAt: new Date(r.created_at),
-      updatedAt: new Date(r.updated_at),
-    }));
+    const rows = await this.db.query<TierRow>('SELECT name, entitlements, created_at, updated_at FROM tiers ORDER BY name');
+    return rows.map(toTier);
   }
 
   async putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord> {
-    const [row] = await this.db.query<{ name: string; entitlements: Entitlements; created_at: Date; updated_at: Date }>(
+    const [row] = await this.db.query<TierRow>(
       `INSERT INTO tiers (name, entitlements, created_at, updated_at) VALUES ($1, $2, $3, $3)
        ON CONFLICT (name) DO UPDATE SET entitlements = EXCLUDED.entitlements, updated_at = EXCLUDED.updated_at
        RETURNING name, entitlements, created_at, updated_at`,
@@ -446,7 +453,7 @@ export class SqlStore implements Store {
     );
     if (!row) throw new Error('tier upsert returned no row');
     this.emit({ kind: 'all' });
-    return { name: row.name, entitlements: orderEntitlements(row.entitlements), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+    return toTier(row);
   }
 
   async ping(): Promise<void> {

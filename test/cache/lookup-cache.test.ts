@@ -120,6 +120,21 @@ describe('LookupCache', () => {
     expect(source.reads).toBe(4);
   });
 
+  it('reads a key changed moments ago from the primary, even past the bound on remembered keys', async () => {
+    let now = 0;
+    const replica = new FakeSource();
+    const primary = new FakeSource();
+    const cache = new LookupCache(replica, { primary, now: () => now });
+    cache.setLive(true);
+    for (let i = 0; i <= 10_001; i += 1) cache.invalidate({ kind: 'subscriber', tenantId: 1, customerId: `cus_${i}` });
+    await cache.getSubscriberStatus(1, 'cus_0');
+    await cache.getSubscriberStatus(1, 'cus_10001');
+    expect([primary.reads, replica.reads]).toEqual([2, 0]);
+    now += 2_001;
+    await cache.getSubscriberStatus(1, 'cus_5');
+    expect(replica.reads).toBe(1);
+  });
+
   it('keeps at most the configured number of entries, and none with 0', async () => {
     const source = new FakeSource();
     const cache = new LookupCache(source, { maxEntries: 2 });
