@@ -4,6 +4,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import { sha256 } from './domain/keys.js';
 import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
 import { answerClientError, describeValidationError, sendProblem } from './http.js';
@@ -15,11 +16,15 @@ import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
 import type { LookupSource } from './routes/subscriber-status.js';
 import { Problem } from './schemas.js';
-import { isStoreUnavailable } from './store/errors.js';
+import { isStoreUnavailable, StoreUnavailableError } from './store/errors.js';
 import type { Store } from './store/store.js';
 import type { DemoPage } from './demo.js';
 import type { SnippetAsset } from './snippet-asset.js';
 import type { Metrics } from './metrics.js';
+import type { TrustedProxies } from './client-address.js';
+import type { RateLimits } from './config.js';
+import { registerRateLimits } from './rate-limit.js';
+import type { Redis } from 'ioredis';
 import pkg from '../package.json' with { type: 'json' };
 
 /**
@@ -60,8 +65,13 @@ export interface AppDeps {
   logLookups?: boolean;
   /** Epoch milliseconds; tests pass a fake clock. */
   now?: () => number;
-  /** null: the admin API is off. */
-  adminToken: string | null;
+  /**
+   * The SHA-256 digest of the admin token: the app never holds the token itself. null, or
+   * absent with no `adminToken` either: the admin API is off.
+   */
+  adminTokenSha256?: Buffer | null;
+  /** The token itself (tests): hashed at once, only the digest is kept. Ignored when `adminTokenSha256` is given. */
+  adminToken?: string | null;
   rotationOverlapS?: number;
   /** A pino logger, or `false` for none (tests). */
   logger?: FastifyBaseLogger | false;
@@ -76,6 +86,14 @@ export interface AppDeps {
   /** The text /metrics answers; default this process's registry (a cluster's aggregates). */
   metricsText?: () => Promise<string>;
   limits?: Partial<HttpLimits>;
+  /** Requests per minute per address, tenant and failure; absent: no rate limits. */
+  rateLimits?: RateLimits;
+  /** Shares rate limit counts across instances; absent: counted in this process. */
+  redis?: Redis | null;
+  /** Prefix of the rate limit keys in Redis. */
+  redisPrefix?: string;
+  /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
+  trustedProxies?: TrustedProxies | null;
 }
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -84,6 +102,16 @@ const MAX_PARAM_LENGTH = 300;
 const LOOKUP_PREFIX = '/api/subscriber-status/';
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+
+const SHA256_BYTES = 32;
+
+/** The admin token's digest; a clear token (tests) is hashed here and goes no further. */
+function adminTokenDigest(deps: AppDeps): Buffer | null {
+  const given = deps.adminTokenSha256;
+  if (given === undefined) return deps.adminToken === undefined || deps.adminToken === null ? null : sha256(deps.adminToken);
+  if (given !== null && given.length !== SHA256_BYTES) throw new Error(`adminTokenSha256 must be a SHA-256 digest (${SHA256_BYTES} bytes)`);
+  return given;
+}
 
 /** The one Fastify factory: routes, schemas and the error handler. It does no IO of its own. */
 export async function buildApp(deps: AppDeps): Promise<App> {
@@ -97,6 +125,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: limits.checkIntervalMs,
       noDelay: true,
+      // Node's own refusal of a request without Host is a bare 400; the onRequest hook below
+      // refuses it as a problem instead.
+      requireHostHeader: false,
     },
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -121,6 +152,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
     },
     return503OnClosing: true,
+    // req.ip (in the logs) follows the same trusted proxies as the rate limits.
+    trustProxy: deps.trustedProxies ? (address: string) => deps.trustedProxies?.trusts(address) === true : false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   // JSON in, JSON out: any other body is a 415, not a string that fails validation later.
@@ -128,6 +161,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // RFC 9112 section 3.2: an HTTP/1.1 request must name its Host.
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) return sendProblem(reply, 'bad_request', 'The Host header is required.');
   });
 
   await app.register(swagger, {
@@ -154,7 +189,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
     if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');
     if (isStoreUnavailable(err)) {
-      req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+      // A lookup refused without trying the store follows a failure that was logged: in an
+      // outage the lookups log the one read a second that tries again, not every request.
+      if (!(err instanceof StoreUnavailableError)) req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
       return sendProblem(reply, 'store_unavailable');
     }
     const status = err.statusCode ?? 500;
@@ -185,9 +222,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
 
   const now = deps.now ?? Date.now;
+  const guards = deps.rateLimits
+    ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
+    : null;
   await app.register(healthRoutes, { store: deps.store });
   const lookup = deps.lookup ?? deps.store;
-  await app.register(subscriberStatusRoutes, { source: lookup, now, logLookups: deps.logLookups ?? false });
+  await app.register(subscriberStatusRoutes, { source: lookup, now, logLookups: deps.logLookups ?? false, guards });
   await app.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(demoRoutes, { demo: deps.demo ?? null, source: lookup });
@@ -195,8 +235,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     prefix: '/admin/v1',
     store: deps.store,
     now,
-    adminToken: deps.adminToken,
+    adminTokenSha256: adminTokenDigest(deps),
     rotationOverlapS: deps.rotationOverlapS ?? 86_400,
+    guards,
   });
   return app;
 }

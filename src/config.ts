@@ -1,4 +1,9 @@
+import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
+import { DEFAULT_STALE_IF_ERROR_MS } from './cache/lookup-cache.js';
+import { parseTrustedProxies } from './client-address.js';
+import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
+import type { TrustedProxies } from './client-address.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -9,6 +14,10 @@ export interface Config {
   databaseUrl: string | null;
   dataDir: string;
   adminToken: string | null;
+  /** Seals HMAC and Stripe signing secrets at rest (AES-256-GCM); null: they are stored in clear. */
+  encryptionKey: KeyObject | null;
+  /** Previous keys, accepted for decryption only while a rotation is under way. */
+  encryptionKeysOld: readonly KeyObject[];
   logLevel: LogLevel;
   rotationOverlapS: number;
   demo: boolean;
@@ -17,8 +26,16 @@ export interface Config {
   /** Entries per lookup cache map (tenants, subscribers); 0 turns the cache off. */
   cacheEntries: number;
   cacheTtlMs: number;
+  /** How old a remembered answer may be to answer a lookup while the store is unreachable; 0: never. */
+  staleIfErrorMs: number;
   /** Log every lookup (two lines each); off by default, it is the hot path. */
   logLookups: boolean;
+  /** Requests per minute; 0 turns a limit off. */
+  rateLimits: RateLimits;
+  /** Shares rate limit counts across instances; null: each process counts on its own. */
+  redisUrl: string | null;
+  /** Proxies whose Forwarded / X-Forwarded-For headers name the client; null: none. */
+  trustProxy: TrustedProxies | null;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -27,6 +44,35 @@ export const DEFAULT_DATA_DIR = './.dunwall';
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
 export const DEFAULT_CACHE_ENTRIES = 100_000;
 export const DEFAULT_CACHE_TTL_MS = 60_000;
+/** Fail open: an hour at most, so that a stale `lockout` cannot gate a customer for long. */
+export const MAX_STALE_IF_ERROR_MS = 3_600_000;
+
+/** Requests per minute; 0 turns that limit off. */
+export interface RateLimits {
+  /** Lookups (and their CORS preflights) from one client address. */
+  lookupPerIp: number;
+  /** Lookups of one tenant, all addresses together, unless the tenant has its own limit. */
+  lookupPerTenant: number;
+  /** 401 and 404 answers to one address (lookup and admin API); past it, that address gets 429 on both. */
+  failuresPerIp: number;
+  /** Admin API requests from one address. */
+  adminPerIp: number;
+}
+
+/**
+ * A page makes one lookup per view and the client caches it, so these are far above what
+ * any real page sends, even from a whole office behind one address; the failure limit is
+ * the tight one, because only a wrong key or a guessed slug produces failures.
+ */
+export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
+  lookupPerIp: 1_200,
+  lookupPerTenant: 60_000,
+  failuresPerIp: 30,
+  adminPerIp: 300,
+});
+
+/** Requests per minute: a bound that still fits any counter. */
+export const MAX_RATE_LIMIT = 1_000_000_000;
 /** Shorter admin tokens are guessable; a generated one has 48 random base62 characters. */
 export const MIN_ADMIN_TOKEN_LENGTH = 32;
 
@@ -48,6 +94,37 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     return fallback;
   }
   return value;
+}
+
+/** Never echoed in a problem: the URL may hold a password. */
+function isRedisUrl(value: string): boolean {
+  try {
+    return ['redis:', 'rediss:'].includes(new URL(value).protocol);
+  } catch {
+    return false;
+  }
+}
+
+const ENCRYPTION_KEY_FORMAT = `${ENCRYPTION_KEY_BYTES} bytes, as 64 hex characters or in base64 / base64url (generate one with: openssl rand -hex 32)`;
+
+/** Never echoed in a problem: a key in a log line is a key given away. */
+function encryptionKeys(env: Env, problems: string[]): { encryptionKey: KeyObject | null; encryptionKeysOld: KeyObject[] } {
+  const raw = env.DUNWALL_ENCRYPTION_KEY?.trim() || null;
+  const encryptionKey = raw === null ? null : parseEncryptionKey(raw);
+  if (raw !== null && encryptionKey === null) problems.push(`DUNWALL_ENCRYPTION_KEY must be ${ENCRYPTION_KEY_FORMAT}`);
+  const oldTexts = (env.DUNWALL_ENCRYPTION_KEYS_OLD ?? '')
+    .split(',')
+    .map((text) => text.trim())
+    .filter((text) => text !== '');
+  const encryptionKeysOld: KeyObject[] = [];
+  oldTexts.forEach((text, i) => {
+    const key = parseEncryptionKey(text);
+    if (key === null) problems.push(`DUNWALL_ENCRYPTION_KEYS_OLD: key ${i + 1} of ${oldTexts.length} must be ${ENCRYPTION_KEY_FORMAT}`);
+    else encryptionKeysOld.push(key);
+  });
+  // Old keys alone would leave new secrets in clear beside sealed ones: a half-done setup.
+  if (oldTexts.length > 0 && raw === null) problems.push('DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY (the key new secrets are encrypted under)');
+  return { encryptionKey, encryptionKeysOld };
 }
 
 function postgresUrl(env: Env, name: string, problems: string[]): string | null {
@@ -77,13 +154,31 @@ export function loadConfig(env: Env = process.env): Config {
   if (databaseReadUrl !== null && databaseUrl === null) problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
   const cacheEntries = integer(env, 'DUNWALL_CACHE_ENTRIES', DEFAULT_CACHE_ENTRIES, 0, 10_000_000, problems);
   const cacheTtlMs = integer(env, 'DUNWALL_CACHE_TTL_MS', DEFAULT_CACHE_TTL_MS, 1, 86_400_000, problems);
+  const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
   const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
   if (!['0', '1', ''].includes(logLookupsRaw)) problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
+
+  const rateLimits: RateLimits = {
+    lookupPerIp: integer(env, 'DUNWALL_RATE_LIMIT_LOOKUP_PER_IP', DEFAULT_RATE_LIMITS.lookupPerIp, 0, MAX_RATE_LIMIT, problems),
+    lookupPerTenant: integer(env, 'DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT', DEFAULT_RATE_LIMITS.lookupPerTenant, 0, MAX_RATE_LIMIT, problems),
+    failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
+    adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
+  };
+  const redisUrl = env.REDIS_URL?.trim() || null;
+  if (redisUrl !== null && !isRedisUrl(redisUrl)) problems.push('REDIS_URL must be a redis:// or rediss:// URL');
+  let trustProxy: TrustedProxies | null = null;
+  const trustRaw = env.TRUST_PROXY?.trim() || null;
+  if (trustRaw !== null) {
+    const parsed = parseTrustedProxies(trustRaw);
+    if (typeof parsed === 'string') problems.push(parsed);
+    else trustProxy = parsed;
+  }
 
   const adminToken = env.DUNWALL_ADMIN_TOKEN?.trim() || null;
   if (adminToken !== null && adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
     problems.push(`DUNWALL_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
   }
+  const { encryptionKey, encryptionKeysOld } = encryptionKeys(env, problems);
 
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
@@ -98,12 +193,18 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     dataDir: resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR),
     adminToken,
+    encryptionKey,
+    encryptionKeysOld: Object.freeze(encryptionKeysOld),
     logLevel,
     rotationOverlapS,
     demo: demoRaw !== '0',
     databaseReadUrl,
     cacheEntries,
     cacheTtlMs,
+    staleIfErrorMs,
     logLookups: logLookupsRaw === '1',
+    rateLimits: Object.freeze(rateLimits),
+    redisUrl,
+    trustProxy,
   });
 }

@@ -28,11 +28,18 @@ export const ERRORS = {
   bad_request: { status: 400, detail: 'The request is not valid HTTP.' },
   request_timeout: { status: 408, detail: 'The request did not arrive in time.' },
   headers_too_large: { status: 431, detail: 'The request line and headers are too large.' },
+  rate_limited: { status: 429, detail: 'Too many requests from this address or for this tenant; retry after the number of seconds in Retry-After.' },
   store_unavailable: { status: 503, detail: 'The store is unavailable; retry shortly.' },
   internal_error: { status: 500, detail: 'An internal error occurred.' },
 } as const satisfies Record<string, { status: number; detail: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * The `Retry-After` of every 503 `store_unavailable`: about the time PostgreSQL takes to
+ * restart or fail over. Stripe keeps its own retry schedule; the snippet does not retry.
+ */
+export const STORE_UNAVAILABLE_RETRY_AFTER_S = 5;
 
 export interface Problem {
   type: 'about:blank';

@@ -1,14 +1,18 @@
 import type { FastifyError, FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ERRORS, PROBLEM_CONTENT_TYPE, problem } from './errors.js';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem, STORE_UNAVAILABLE_RETRY_AFTER_S } from './errors.js';
 import type { ErrorCode } from './errors.js';
 
-/** Answers with an RFC 9457 problem; every 401 names the scheme it expects. */
+/**
+ * Answers with an RFC 9457 problem; every 401 names the scheme it expects, and every 503
+ * `store_unavailable` (lookup, webhook, admin, /readyz) when to try again.
+ */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail?: string): FastifyReply {
   const body = problem(code, detail);
   reply.code(body.status).header('content-type', PROBLEM_CONTENT_TYPE);
   if (body.status === 401) reply.header('www-authenticate', 'Bearer');
+  if (code === 'store_unavailable') reply.header('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
   return reply.send(JSON.stringify(body));
 }
 

@@ -35,8 +35,8 @@ export function createMetrics(): Metrics {
   type Child = { count: Counter.Internal; time: Histogram.Internal<string> };
   const children = new Map<string, Child>();
   const cacheChildren = {
-    tenant: { hit: cache.labels('tenant', 'hit'), miss: cache.labels('tenant', 'miss') },
-    subscriber: { hit: cache.labels('subscriber', 'hit'), miss: cache.labels('subscriber', 'miss') },
+    tenant: { hit: cache.labels('tenant', 'hit'), miss: cache.labels('tenant', 'miss'), stale: cache.labels('tenant', 'stale') },
+    subscriber: { hit: cache.labels('subscriber', 'hit'), miss: cache.labels('subscriber', 'miss'), stale: cache.labels('subscriber', 'stale') },
   };
 
   return {
@@ -55,6 +55,7 @@ export function createMetrics(): Metrics {
     cacheEvents: {
       hit: (kind) => cacheChildren[kind].hit.inc(),
       miss: (kind) => cacheChildren[kind].miss.inc(),
+      stale: (kind) => cacheChildren[kind].stale.inc(),
       invalidated: (kind) => invalidations.labels(kind).inc(),
     },
     storeQuery: (operation, seconds) => store.labels(operation).observe(seconds),

@@ -35,6 +35,10 @@ const Timestamp = Type.String({ format: 'date-time' });
 const NullableUrl = Type.Union([Type.String({ maxLength: MAX_URL_LENGTH }), Type.Null()], {
   description: 'An https URL, or null',
 });
+export const MAX_LOOKUPS_PER_MINUTE = 1_000_000_000;
+const NullableLookupsPerMinute = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_LOOKUPS_PER_MINUTE }), Type.Null()], {
+  description: "This tenant's lookup rate limit, all addresses together; null: the service's default",
+});
 const NullableOrigins = Type.Union(
   [Type.Array(Type.String({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
   { description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any' },
@@ -69,6 +73,7 @@ export const Tenant = Type.Object({
   hmac_required: Type.Boolean(),
   suspended: Type.Boolean(),
   allowed_origins: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  lookups_per_minute: Type.Union([Type.Integer(), Type.Null()]),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -97,6 +102,7 @@ export const CreateTenantBody = Type.Object(
     card_update_url: Type.Optional(NullableUrl),
     hmac_required: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
+    lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
   },
   { additionalProperties: false },
 );
@@ -109,6 +115,7 @@ export const UpdateTenantBody = Type.Object(
     hmac_required: Type.Optional(Type.Boolean()),
     suspended: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
+    lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
     stripe_webhook_secret: Type.Optional(
       Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
     ),

@@ -10,7 +10,11 @@ import type { App } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
 import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.js';
+import { sha256 } from './domain/keys.js';
+import { SecretBox } from './secrets/cipher.js';
 import { loadSnippet } from './snippet-asset.js';
+import { openRedis } from './redis.js';
+import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
 import { keepTrue, LookupCache } from './cache/lookup-cache.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
@@ -23,6 +27,11 @@ import type { Store } from './store/store.js';
 /** In-flight requests get this long to finish after SIGTERM before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
+/** Seals the stored secrets under DUNWALL_ENCRYPTION_KEY, opening older ones with the previous keys too. */
+export function secretBoxFor(config: Config): SecretBox {
+  return new SecretBox({ current: config.encryptionKey, previous: config.encryptionKeysOld });
+}
+
 export function storeTarget(config: Config): StoreTarget {
   return config.databaseUrl !== null
     ? { engine: 'postgres', url: config.databaseUrl }
@@ -33,11 +42,17 @@ export function storeTarget(config: Config): StoreTarget {
  * The lookup's read path: a cache kept true by the store's notifications, reading from a
  * replica when DATABASE_READ_URL is set (and from the primary just after a change).
  */
-async function openLookupPath(config: Config, store: Store, metrics: Metrics): Promise<{ cache: LookupCache; close(): Promise<void> }> {
-  const replica = config.databaseReadUrl === null ? null : await openReadStore(config.databaseReadUrl);
+async function openLookupPath(
+  config: Config,
+  store: Store,
+  metrics: Metrics,
+  secrets: SecretBox,
+): Promise<{ cache: LookupCache; close(): Promise<void> }> {
+  const replica = config.databaseReadUrl === null ? null : await openReadStore(config.databaseReadUrl, { secrets });
   const cache = new LookupCache(timedSource(replica ?? store, metrics), {
     maxEntries: config.cacheEntries,
     ttlMs: config.cacheTtlMs,
+    staleIfErrorMs: config.staleIfErrorMs,
     events: metrics.cacheEvents,
     ...(replica ? { primary: timedSource(store, metrics) } : {}),
   });
@@ -58,15 +73,16 @@ export interface Running {
   close(): Promise<void>;
 }
 
-function resolveAdminToken(config: Config, log: Logger): string | null {
-  if (config.adminToken !== null) return config.adminToken;
+/** The admin token's SHA-256 digest: the app keeps only that. */
+function resolveAdminTokenDigest(config: Config, log: Logger): Buffer | null {
+  if (config.adminToken !== null) return sha256(config.adminToken);
   if (config.databaseUrl !== null) {
     log.warn('admin API disabled: DUNWALL_ADMIN_TOKEN is not set (required with DATABASE_URL)');
     return null;
   }
   const { token, path, created } = ensureAdminTokenFile(config.dataDir);
   log.info({ path }, created ? 'admin token generated; it is in this file' : 'admin token read from the data folder');
-  return token;
+  return sha256(token);
 }
 
 export interface StartOptions {
@@ -78,11 +94,18 @@ export interface StartOptions {
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Running> {
   if (config.databaseUrl === null) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const target = storeTarget(config);
-  const store = await openStore(target);
+  const secrets = secretBoxFor(config);
+  const store = await openStore(target, { secrets });
   log.info({ store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) }, 'store ready');
+  if (secrets.currentKeyId === null) {
+    log.warn('DUNWALL_ENCRYPTION_KEY is not set: HMAC and Stripe signing secrets are stored in clear; set it in production');
+  } else {
+    log.info({ keyId: secrets.currentKeyId }, 'secrets encrypted at rest');
+  }
 
+  let redis: Redis | null = null;
   try {
-    const adminToken = resolveAdminToken(config, log);
+    const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
     const seeded = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
     if (seeded) writeDemoPage(config.dataDir, seeded);
@@ -90,18 +113,22 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
-    const lookupPath = await openLookupPath(config, store, metrics);
+    const lookupPath = await openLookupPath(config, store, metrics, secrets);
+    redis = config.redisUrl === null ? null : openRedis(config.redisUrl, log);
     const app = await buildApp({
       store,
       metrics,
       ...(options.metricsText ? { metricsText: options.metricsText } : {}),
       lookup: lookupPath.cache,
       logLookups: config.logLookups,
-      adminToken,
+      adminTokenSha256,
       rotationOverlapS: config.rotationOverlapS,
       logger: log,
       snippet,
       demo,
+      rateLimits: config.rateLimits,
+      redis,
+      trustedProxies: config.trustProxy,
     });
     const address = await app.listen({ port: config.port, host: config.host });
     const url = address.replace('[::1]', 'localhost');
@@ -114,11 +141,13 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       async close() {
         await app.close();
         await lookupPath.close();
+        redis?.disconnect();
         await store.close();
       },
     };
   } catch (err) {
     // A failed start releases the store, and with it the embedded folder's lock.
+    redis?.disconnect();
     await store.close();
     throw err;
   }

@@ -270,6 +270,16 @@ describe('dunwall tenant', () => {
     expect(badBool.code).toBe(2);
     expect(lines(badBool.stderr)).toHaveLength(1);
 
+    const limited = await cli(['tenant', 'update', 'hooli', '--lookups-per-minute', '5000', '--json']);
+    expect(parseJson<TenantJson>(limited.stdout)).toMatchObject({ lookups_per_minute: 5000 });
+    const shown = await cli(['tenant', 'show', 'hooli']);
+    expect(shown.stdout).toMatch(/lookups_per_minute: +5000/);
+    const unlimited = await cli(['tenant', 'update', 'hooli', '--lookups-per-minute', 'none', '--json']);
+    expect(parseJson<TenantJson>(unlimited.stdout)).toMatchObject({ lookups_per_minute: null });
+    const badLimit = await cli(['tenant', 'update', 'hooli', '--lookups-per-minute', '0']);
+    expect(badLimit.code).toBe(2);
+    expect(lines(badLimit.stderr)).toHaveLength(1);
+
     const badTier = await cli(['tenant', 'update', 'hooli', '--tier', 'platinum']);
     expect(badTier.code).toBe(1);
     expect(badTier.stderr).toBe("dunwall: invalid_request: tier: no tier is named 'platinum'\n");

@@ -1,17 +1,33 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { LookupSource } from '../routes/subscriber-status.js';
+import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { Invalidation } from './invalidation.js';
 import { Lru } from './lru.js';
 
 export const DEFAULT_CACHE_ENTRIES = 100_000;
 export const DEFAULT_CACHE_TTL_MS = 60_000;
+/**
+ * How old a value read from the store may be and still answer a lookup while the store is
+ * unreachable. Long enough to ride out a restart or a failover; short enough that, in a
+ * longer outage, a `lockout` remembered from before it stops gating a customer who may
+ * have paid since: past it the lookup answers 503 and the snippet fails open.
+ */
+export const DEFAULT_STALE_IF_ERROR_MS = 300_000;
+/**
+ * After a read finds the store unreachable, reads do not try it again for this long, and
+ * then one at a time: when packets are dropped each try waits out the connect timeout,
+ * and lookups must not pile up behind it.
+ */
+export const STORE_RETRY_INTERVAL_MS = 1_000;
 /** Recently invalidated subscriber keys remembered for racing reads. */
 const MAX_TRACKED_CHANGES = 10_000;
 
 export interface CacheEvents {
   hit(kind: 'tenant' | 'subscriber'): void;
   miss(kind: 'tenant' | 'subscriber'): void;
+  /** Answered with the last known value because the store was unreachable. */
+  stale(kind: 'tenant' | 'subscriber'): void;
   invalidated(kind: Invalidation['kind'] | 'flush'): void;
 }
 
@@ -27,23 +43,30 @@ export interface LookupCacheOptions {
   /** Entries per map (tenants, subscribers). 0: no cache. */
   maxEntries?: number;
   ttlMs?: number;
+  /** How old a last known value may be to answer while the store is unreachable; 0: never. */
+  staleIfErrorMs?: number;
   now?: () => number;
   events?: CacheEvents;
 }
 
-const NO_EVENTS: CacheEvents = { hit() {}, miss() {}, invalidated() {} };
+const NO_EVENTS: CacheEvents = { hit() {}, miss() {}, stale() {}, invalidated() {} };
 
 /**
  * The lookup's reads, cached in this process: tenants by slug and subscriber statuses,
  * unknown answers included (most lookups are for customers with no record). It serves
  * from memory only while invalidations flow (`setLive(true)`); while they may be missed
- * it reads through, so that it never answers from a stale entry.
+ * it reads through, so that it never answers from a stale entry while the store can answer.
  *
  * A read racing an invalidation must not put the old value back: every invalidation bumps
  * `generation` and notes it against what it touched, and a read stores its result only if
  * nothing it depends on was invalidated while it ran. Subscribers are tracked key by key,
  * so that a stream of webhooks for others does not keep a customer out of the cache;
  * tenants (rarely written) as one.
+ *
+ * When the store is unreachable, a read answers with the last value read for its key, if
+ * that was read at most `staleIfErrorMs` ago (stale-if-error); else the failure goes on
+ * to the caller (a 503). Values are kept for this while invalidations are not flowing,
+ * though never served as hits then, and forgotten when they flow again.
  */
 export class LookupCache implements LookupSource {
   private readonly tenants: Lru<string, TenantAuth | null>;
@@ -62,6 +85,12 @@ export class LookupCache implements LookupSource {
   private readonly primary: LookupSource | undefined;
   private readonly recentlyChanged = new Map<string, number>();
   private allChangedUntilMs = 0;
+  private readonly staleIfErrorMs: number;
+  /** The store was found unreachable, and no read has reached it since. */
+  private storeDown = false;
+  /** While the store is down, no read tries it before this time, and then one at a time. */
+  private retryAtMs = 0;
+  private probing = false;
 
   constructor(
     private readonly source: LookupSource,
@@ -71,6 +100,7 @@ export class LookupCache implements LookupSource {
     this.tenants = new Lru(maxEntries);
     this.subscribers = new Lru(maxEntries);
     this.ttlMs = options.ttlMs ?? DEFAULT_CACHE_TTL_MS;
+    this.staleIfErrorMs = options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS;
     this.now = options.now ?? Date.now;
     this.events = options.events ?? NO_EVENTS;
     this.primary = options.primary;
@@ -111,9 +141,16 @@ export class LookupCache implements LookupSource {
     }
     this.events.miss('tenant');
     const generation = this.generation;
-    const tenant = await this.sourceFor(`t:${slug}`, nowMs).getTenantAuth(slug);
-    if (this.live && generation >= this.tenantsChangedAt) {
-      this.tenants.set(slug, tenant, this.now() + this.ttlMs);
+    const source = this.sourceFor(`t:${slug}`, nowMs);
+    let tenant: TenantAuth | null;
+    try {
+      tenant = await this.fromStore(() => source.getTenantAuth(slug), nowMs);
+    } catch (err) {
+      return this.lastKnown(this.tenants, slug, err, 'tenant');
+    }
+    // Filled while not live too: never a hit then, but the last known value if the store fails.
+    if (generation >= this.tenantsChangedAt) {
+      this.tenants.set(slug, tenant, nowMs + this.ttlMs);
       if (tenant) this.slugById.set(tenant.id, slug);
     }
     return tenant;
@@ -131,11 +168,54 @@ export class LookupCache implements LookupSource {
     }
     this.events.miss('subscriber');
     const generation = this.generation;
-    const status = await this.sourceFor(key, nowMs).getSubscriberStatus(tenantId, customerId);
-    if (this.live && generation >= this.subscriberFloor && (this.subscriberChanges.get(key) ?? 0) <= generation) {
-      this.subscribers.set(key, status, this.now() + this.ttlMs);
+    const source = this.sourceFor(key, nowMs);
+    let status: SubscriberStatus | null;
+    try {
+      status = await this.fromStore(() => source.getSubscriberStatus(tenantId, customerId), nowMs);
+    } catch (err) {
+      return this.lastKnown(this.subscribers, key, err, 'subscriber');
+    }
+    if (generation >= this.subscriberFloor && (this.subscriberChanges.get(key) ?? 0) <= generation) {
+      this.subscribers.set(key, status, nowMs + this.ttlMs);
     }
     return status;
+  }
+
+  /**
+   * Reads from the store unless it was found unreachable moments ago: then the read fails
+   * at once, and after `STORE_RETRY_INTERVAL_MS` one read at a time tries the store again.
+   */
+  private async fromStore<T>(read: () => Promise<T>, nowMs: number): Promise<T> {
+    const probe = this.storeDown;
+    if (probe) {
+      if (this.probing || nowMs < this.retryAtMs) throw new StoreUnavailableError();
+      this.probing = true;
+    }
+    try {
+      const value = await read();
+      this.storeDown = false;
+      return value;
+    } catch (err) {
+      // Any other failure is an answer from the store: it is reachable.
+      this.storeDown = isStoreUnavailable(err);
+      if (this.storeDown) this.retryAtMs = this.now() + STORE_RETRY_INTERVAL_MS;
+      throw err;
+    } finally {
+      if (probe) this.probing = false;
+    }
+  }
+
+  /**
+   * The last value read for `key`, when the store is unreachable and that read is recent
+   * enough; otherwise the failure itself. Entries are stored with the time of their read
+   * plus the TTL, so the read's time is recovered from the expiry.
+   */
+  private lastKnown<V>(map: Lru<string, V>, key: string, err: unknown, kind: 'tenant' | 'subscriber'): V {
+    if (!isStoreUnavailable(err) || this.staleIfErrorMs === 0) throw err;
+    const entry = map.peek(key);
+    if (entry === undefined || this.now() - (entry.expiresAtMs - this.ttlMs) > this.staleIfErrorMs) throw err;
+    this.events.stale(kind);
+    return entry.value;
   }
 
   invalidate(invalidation: Invalidation): void {
@@ -179,9 +259,13 @@ export class LookupCache implements LookupSource {
     this.subscribers.clear();
   }
 
-  /** Serve from memory only while invalidations are known to flow. */
+  /**
+   * Serve from memory only while invalidations are known to flow. Going live forgets
+   * everything (notifications may have been missed until now); going down keeps the
+   * values, never to serve them as hits, only to answer with if the store fails too.
+   */
   setLive(live: boolean): void {
-    this.flush();
+    if (live) this.flush();
     this.live = live;
   }
 

@@ -1,6 +1,8 @@
 /**
  * A bounded map that forgets the least recently used entry first, with a time to live per
  * entry as a safety net. A Map keeps insertion order: a hit is re-inserted at the end.
+ * An expired entry is no longer a hit, but it stays (until replaced or evicted) as the
+ * last known value, which `peek` still returns.
  */
 export class Lru<K, V> {
   private readonly entries = new Map<K, { value: V; expiresAtMs: number }>();
@@ -10,11 +12,15 @@ export class Lru<K, V> {
   /** The value, or undefined when absent or expired. */
   get(key: K, nowMs: number): V | undefined {
     const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined || entry.expiresAtMs <= nowMs) return undefined;
     this.entries.delete(key);
-    if (entry.expiresAtMs <= nowMs) return undefined;
     this.entries.set(key, entry);
     return entry.value;
+  }
+
+  /** The entry, expired or not, without making it recently used. */
+  peek(key: K): { readonly value: V; readonly expiresAtMs: number } | undefined {
+    return this.entries.get(key);
   }
 
   set(key: K, value: V, expiresAtMs: number): void {

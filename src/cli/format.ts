@@ -45,6 +45,7 @@ function tenantRows(t: TenantView): [string, string][] {
     ['hmac_required', String(t.hmac_required)],
     ['suspended', String(t.suspended)],
     ['allowed_origins', t.allowed_origins === null ? '(any)' : t.allowed_origins.join(', ')],
+    ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];

@@ -7,6 +7,7 @@ const SECTIONS: ReadonlyArray<[string, (c: Command) => boolean]> = [
   ['Subscribers', (c) => c.name.startsWith('subscriber ')],
   ['Tiers', (c) => c.name.startsWith('tier ')],
   ['Stripe', (c) => c.name.startsWith('stripe ')],
+  ['Secrets at rest', (c) => c.name.startsWith('secrets ')],
 ];
 
 function describe(commands: readonly Command[]): string[] {
@@ -22,7 +23,8 @@ Environment
   DUNWALL_URL          the service's base URL (default http://127.0.0.1:3000)
   DUNWALL_ADMIN_TOKEN  the admin token; when unset, read from DUNWALL_DATA_DIR/admin-token
   DUNWALL_DATA_DIR     the embedded data folder (default ./.dunwall)
-  serve and migrate read the service's own settings (DATABASE_URL, PORT, HOST, ...).
+  serve, migrate and secrets reencrypt read the service's own settings (DATABASE_URL,
+  DUNWALL_ENCRYPTION_KEY, PORT, HOST, ...).
 
 Exit status: 0 done, 1 API or network error, 2 usage or configuration error.`;
 
@@ -38,7 +40,7 @@ export function helpText(group?: string): string {
     '',
     'Usage: dunwall <command> [options]',
     ...sections,
-    '  dunwall help [tenant|subscriber|tier|stripe]',
+    '  dunwall help [tenant|subscriber|tier|stripe|secrets]',
     '',
     FOOTER,
     '',

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const PUBLISHABLE_KEY_RANDOM_CHARS = 32;
@@ -32,12 +32,4 @@ export function generateAdminToken(): string {
 
 export function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/**
- * Compares two secrets without leaking where they differ: both sides are hashed first, so
- * the comparison is over equal lengths and `timingSafeEqual` never sees the secrets.
- */
-export function secretsEqual(presented: string, expected: string): boolean {
-  return timingSafeEqual(sha256(presented), sha256(expected));
 }

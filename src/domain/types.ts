@@ -30,6 +30,8 @@ export interface TenantAuthFields {
   hmacRequired: boolean;
   cardUpdateUrl: string | null;
   allowedOrigins: readonly string[] | null;
+  /** The tenant's own lookup rate limit; null: the service's default. */
+  lookupsPerMinute: number | null;
   entitlements: Entitlements;
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];

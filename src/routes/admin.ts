@@ -1,8 +1,9 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app.js';
 import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
-import { generateHmacSecret, generatePublishableKey, secretsEqual, sha256 } from '../domain/keys.js';
+import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
 import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
 import type { Change } from '../domain/stripe/fold.js';
@@ -33,13 +34,17 @@ import {
 } from '../schemas.js';
 import { ingestStripeEvent } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
+import type { RateLimitGuards } from '../rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
 
 export interface AdminOptions {
   store: Store;
   now: () => number;
-  adminToken: string | null;
+  /** The SHA-256 digest of the admin token (the token itself is never kept); null: the admin API is off. */
+  adminTokenSha256: Buffer | null;
   rotationOverlapS: number;
+  /** Rate limits; null: none. */
+  guards: RateLimitGuards | null;
 }
 
 const problemRef = ProblemRef;
@@ -68,14 +73,21 @@ function adminCause(now: Date): ChangeCause {
 }
 
 export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
-  const { store, adminToken } = opts;
+  const { store, adminTokenSha256 } = opts;
   const now = () => new Date(opts.now());
 
+  // Before the token is checked, so that guessing it is limited too.
+  const { guards } = opts;
+  if (guards) {
+    app.addHook('onRequest', guards.admin);
+    app.addHook('onResponse', async (req, reply) => guards.countFailure(req, reply));
+  }
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
-    if (adminToken === null) return sendProblem(reply, 'admin_disabled');
+    if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
     const bearer = checkBearer(req.headers.authorization, 'missing_admin_token', 'invalid_admin_token');
     if (!bearer.ok) return sendProblem(reply, bearer.code);
-    if (!secretsEqual(bearer.token, adminToken)) return sendProblem(reply, 'invalid_admin_token');
+    // Digests of equal length, compared in constant time: neither the token nor its length leaks.
+    if (!timingSafeEqual(sha256(bearer.token), adminTokenSha256)) return sendProblem(reply, 'invalid_admin_token');
   });
 
   async function tenantOr404(slug: string): Promise<TenantRecord> {
@@ -112,6 +124,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           cardUpdateUrl: body.card_update_url ?? null,
           hmacRequired: body.hmac_required ?? false,
           allowedOrigins: body.allowed_origins ?? null,
+          lookupsPerMinute: body.lookups_per_minute ?? null,
           publishableKeyHash: sha256(publishableKey).toString('hex'),
           hmacSecret,
         },
@@ -152,6 +165,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           ...(body.hmac_required !== undefined ? { hmacRequired: body.hmac_required } : {}),
           ...(body.suspended !== undefined ? { suspended: body.suspended } : {}),
           ...(body.allowed_origins !== undefined ? { allowedOrigins: body.allowed_origins } : {}),
+          ...(body.lookups_per_minute !== undefined ? { lookupsPerMinute: body.lookups_per_minute } : {}),
         },
         at,
         // A new signing secret replaces the old one the way Stripe's own rolling does: both

@@ -10,6 +10,7 @@ export function presentTenant(t: TenantRecord) {
     hmac_required: t.hmacRequired,
     suspended: t.suspended,
     allowed_origins: t.allowedOrigins,
+    lookups_per_minute: t.lookupsPerMinute,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };

@@ -3,6 +3,7 @@ import type { App } from '../app.js';
 import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
+import type { RateLimitGuards, TenantQuota } from '../rate-limit.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
 
 /** What the lookup reads: the store, or a cache in front of it. */
@@ -15,6 +16,8 @@ export interface SubscriberStatusOptions {
   source: LookupSource;
   now: () => number;
   logLookups: boolean;
+  /** Rate limits; null: none. */
+  guards: RateLimitGuards | null;
 }
 
 const PATH = '/api/subscriber-status/:tenantSlug';
@@ -33,15 +36,32 @@ function applyCors(reply: FastifyReply, tenant: TenantAuth | null, origin: strin
   else reply.header('access-control-allow-origin', allowed);
 }
 
+/**
+ * The tenant a lookup counts against. A slug that names no tenant counts against none, and
+ * a store that cannot answer leaves the decision to the route (it answers 503 itself).
+ */
+function quotaOf(source: LookupSource): (req: FastifyRequest) => Promise<TenantQuota | null> {
+  return async (req) => {
+    try {
+      const tenant = await tenantFor(source, (req.params as { tenantSlug: string }).tenantSlug);
+      return tenant === null ? null : { key: String(tenant.id), quota: tenant.lookupsPerMinute };
+    } catch {
+      return null;
+    }
+  };
+}
+
 export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOptions): Promise<void> {
-  const { source, now } = opts;
+  const { source, now, guards } = opts;
   // Every page view calls the lookup: its requests are logged only when asked for.
   const logLevel = opts.logLookups ? 'info' : 'warn';
+  const limited = guards ? { onRequest: guards.lookup(quotaOf(source)), onResponse: guards.countFailure } : {};
 
   app.get(
     PATH,
     {
       logLevel,
+      ...limited,
       schema: {
         summary: "A subscriber's billing enforcement status",
         tags: ['lookup'],
@@ -56,6 +76,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
           402: problemRef,
           403: problemRef,
           404: problemRef,
+          503: problemRef,
         },
       },
       // The checks run in the contract's order in the domain (a 401 before a 400), so the
@@ -86,7 +107,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
 
   app.options(
     PATH,
-    { logLevel, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
+    { logLevel, ...limited, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('access-control-allow-origin', '*');
       const tenant = await tenantFor(source, req.params.tenantSlug);

@@ -1,10 +1,24 @@
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /**
+ * A read not even tried: the store was found unreachable moments ago, and a request that
+ * waited on it again (up to the connect timeout) would only pile up behind the others.
+ */
+export class StoreUnavailableError extends Error {
+  readonly code = 'STORE_UNAVAILABLE';
+
+  constructor() {
+    super('store unavailable: not tried again yet');
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+/**
  * True for failures of the store itself (unreachable, shutting down, connection lost):
  * those answer 503, never a 500, and never with the driver's text.
  */
 export function isStoreUnavailable(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {

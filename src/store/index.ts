@@ -1,7 +1,9 @@
+import { SecretBox } from '../secrets/cipher.js';
 import type { Db } from './db.js';
 import { openEmbedded } from './embedded.js';
 import { migrate } from './migrate.js';
 import { openPostgres } from './postgres.js';
+import { assertSecretKeysKnown } from './secrets-at-rest.js';
 import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';
 
@@ -13,19 +15,29 @@ export async function openDb(target: StoreTarget): Promise<Db> {
     : openEmbedded(target.dataDir);
 }
 
-/** Opens the store and brings its schema up to date. */
-export async function openStore(target: StoreTarget): Promise<Store> {
+export interface StoreOptions {
+  /** Seals and opens the stored secrets; default: clear text. */
+  secrets?: SecretBox;
+}
+
+/**
+ * Opens the store and brings its schema up to date. A stored secret sealed under a key the
+ * options do not hold fails here, at boot, naming the key id.
+ */
+export async function openStore(target: StoreTarget, options: StoreOptions = {}): Promise<Store> {
+  const secrets = options.secrets ?? SecretBox.clear();
   const db = await openDb(target);
   try {
     await migrate(db);
+    await assertSecretKeysKnown(db, secrets);
   } catch (err) {
     await db.close();
     throw err;
   }
-  return new SqlStore(db);
+  return new SqlStore(db, { secrets });
 }
 
 /** A read replica: the same queries, no migrations (the primary applies them). */
-export async function openReadStore(url: string): Promise<Store> {
-  return new SqlStore(await openDb({ engine: 'postgres', url }));
+export async function openReadStore(url: string, options: StoreOptions = {}): Promise<Store> {
+  return new SqlStore(await openDb({ engine: 'postgres', url }), options);
 }

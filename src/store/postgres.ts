@@ -100,6 +100,14 @@ export function openPostgres(opts: PostgresOptions): Db {
     ...on(pool),
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const client = await pool.connect();
+      // The pool listens for errors of idle clients only: a checked-out one losing its
+      // connection would emit an 'error' nobody handles, and that ends the process. The
+      // failed query rejects anyway; the connection is then destroyed, not reused.
+      let lost: Error | undefined;
+      const onError = (err: Error) => {
+        lost = err;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await fn(on(client));
@@ -109,7 +117,8 @@ export function openPostgres(opts: PostgresOptions): Db {
         await client.query('ROLLBACK').catch(() => {});
         throw err;
       } finally {
-        client.release();
+        client.removeListener('error', onError);
+        client.release(lost);
       }
     },
     listen: (channel, handlers) => listenOn(opts, channel, handlers),

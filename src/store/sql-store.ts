@@ -5,6 +5,7 @@ import type { Change, Position } from '../domain/stripe/fold.js';
 import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+import { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
 import type {
   ApplyOutcome,
@@ -37,6 +38,7 @@ interface TenantRow {
   hmac_required: boolean;
   suspended: boolean;
   allowed_origins: string[] | null;
+  lookups_per_minute: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -60,7 +62,7 @@ interface HistoryRow {
 }
 
 const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
-  t.suspended, t.allowed_origins, t.created_at, t.updated_at
+  t.suspended, t.allowed_origins, t.lookups_per_minute, t.created_at, t.updated_at
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -81,6 +83,7 @@ function toTenant(row: TenantRow): TenantRecord {
     hmacRequired: row.hmac_required,
     suspended: row.suspended,
     allowedOrigins: row.allowed_origins,
+    lookupsPerMinute: row.lookups_per_minute,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -142,7 +145,7 @@ async function insertHistory(
   );
 }
 
-async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date): Promise<void> {
+async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date, secrets: SecretBox): Promise<void> {
   // Two credentials at most verify during a rotation: the new one, and the one it
   // replaces for the overlap. One already on its way out (a rotation in progress) ends now.
   await tx.query(
@@ -156,7 +159,7 @@ async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRot
     tenantId,
     rotation.kind,
     isHash ? rotation.material : null,
-    isHash ? null : rotation.material,
+    rotation.kind === 'publishable_key' ? null : secrets.seal(rotation.material, { tenantId, kind: rotation.kind }),
     now,
   ]);
 }
@@ -223,8 +226,15 @@ export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
   private readonly listeners = new Set<(invalidation: Invalidation) => void>();
 
-  constructor(private readonly db: Db) {
+  /** Seals HMAC and Stripe signing secrets on write, opens them on read; default: clear text. */
+  private readonly secrets: SecretBox;
+
+  constructor(
+    private readonly db: Db,
+    options: { secrets?: SecretBox } = {},
+  ) {
     this.engine = db.engine;
+    this.secrets = options.secrets ?? SecretBox.clear();
   }
 
   onInvalidate(listener: (invalidation: Invalidation) => void): () => void {
@@ -264,13 +274,15 @@ export class SqlStore implements Store {
       hmacRequired: tenant.hmacRequired,
       cardUpdateUrl: tenant.cardUpdateUrl,
       allowedOrigins: tenant.allowedOrigins,
+      lookupsPerMinute: tenant.lookupsPerMinute,
       entitlements: tenant.entitlements,
       publishableKeyHashes: creds
         .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
         .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
+      // Opened here, on a cache miss: the cache holds the prepared tenant, so lookups never decrypt.
       hmacSecrets: creds
         .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
-        .map((c) => credential(c.secret ?? '', c.expires_at)),
+        .map((c) => credential(this.secrets.open(c.secret ?? '', { tenantId: row.id, kind: 'hmac_secret' }), c.expires_at)),
     });
   }
 
@@ -293,7 +305,9 @@ export class SqlStore implements Store {
     if (!first) return null;
     return {
       tenantId: first.id,
-      secrets: rows.filter((r) => r.secret !== null).map((r) => credential(r.secret ?? '', r.expires_at)),
+      secrets: rows
+        .filter((r) => r.secret !== null)
+        .map((r) => credential(this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }), r.expires_at)),
     };
   }
 
@@ -308,15 +322,15 @@ export class SqlStore implements Store {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
-          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (slug) DO NOTHING RETURNING id`,
-          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), now],
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, now],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
         await tx.query(
           `INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES
            ($1, 'publishable_key', $2, NULL, $4), ($1, 'hmac_secret', NULL, $3, $4)`,
-          [row.id, t.publishableKeyHash, t.hmacSecret, now],
+          [row.id, t.publishableKeyHash, this.secrets.seal(t.hmacSecret, { tenantId: row.id, kind: 'hmac_secret' }), now],
         );
         return { ok: true, tenant: await tenantById(tx, row.id) } as const;
       });
@@ -353,6 +367,7 @@ export class SqlStore implements Store {
            hmac_required = CASE WHEN 'hmac_required' = ANY($7::text[]) THEN $4 ELSE hmac_required END,
            suspended = CASE WHEN 'suspended' = ANY($7::text[]) THEN $5 ELSE suspended END,
            allowed_origins = CASE WHEN 'allowed_origins' = ANY($7::text[]) THEN $6::jsonb ELSE allowed_origins END,
+           lookups_per_minute = CASE WHEN 'lookups_per_minute' = ANY($7::text[]) THEN $9::integer ELSE lookups_per_minute END,
            updated_at = $8
          WHERE slug = $1 RETURNING id`,
         [
@@ -368,12 +383,14 @@ export class SqlStore implements Store {
             ...(patch.hmacRequired !== undefined ? ['hmac_required'] : []),
             ...(patch.suspended !== undefined ? ['suspended'] : []),
             ...(patch.allowedOrigins !== undefined ? ['allowed_origins'] : []),
+            ...(patch.lookupsPerMinute !== undefined ? ['lookups_per_minute'] : []),
           ],
           now,
+          patch.lookupsPerMinute ?? null,
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;
-      if (rotation) await rotateIn(tx, row.id, rotation, now);
+      if (rotation) await rotateIn(tx, row.id, rotation, now, this.secrets);
       return { ok: true, tenant: await tenantById(tx, row.id) } as const;
     });
     if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
@@ -381,7 +398,7 @@ export class SqlStore implements Store {
   }
 
   async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
-    await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now));
+    await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now, this.secrets));
     this.emit({ kind: 'tenant', tenantId, slug: null });
   }
 

@@ -22,6 +22,8 @@ export interface TenantRecord {
   hmacRequired: boolean;
   suspended: boolean;
   allowedOrigins: string[] | null;
+  /** This tenant's lookup rate limit; null: the service's default. */
+  lookupsPerMinute: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -32,9 +34,11 @@ export interface TenantSettings {
   hmacRequired: boolean;
   suspended: boolean;
   allowedOrigins: string[] | null;
+  lookupsPerMinute: number | null;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended'> {
+export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute'> {
+  lookupsPerMinute?: number | null;
   slug: string;
   publishableKeyHash: string;
   hmacSecret: string;

@@ -4,6 +4,7 @@ import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
 import { prepareTenant } from '../../src/domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../../src/domain/types.js';
 import type { LookupSource } from '../../src/routes/subscriber-status.js';
+import { isStoreUnavailable, StoreUnavailableError } from '../../src/store/errors.js';
 import { openDb } from '../../src/store/index.js';
 import { SqlStore } from '../../src/store/sql-store.js';
 import type { ChangeCause, Store } from '../../src/store/store.js';
@@ -20,27 +21,38 @@ function tenantAuth(id: number, slug: string): TenantAuth {
     hmacRequired: false,
     cardUpdateUrl: null,
     allowedOrigins: null,
+    lookupsPerMinute: null,
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [],
     hmacSecrets: [],
   });
 }
 
-/** A source that counts its reads and whose answers the test sets. */
+/** A source that counts its reads and whose answers (or failure) the test sets. */
 class FakeSource implements LookupSource {
   reads = 0;
   statuses = new Map<string, SubscriberStatus | null>();
   gate: Promise<void> | null = null;
+  /** Every read fails with this, once past the gate. */
+  failWith: Error | null = null;
   async getTenantAuth(slug: string) {
     this.reads += 1;
+    if (this.gate) await this.gate;
+    if (this.failWith) throw this.failWith;
     return slug === 'acme' ? tenantAuth(1, 'acme') : null;
   }
   async getSubscriberStatus(tenantId: number, customerId: string) {
     this.reads += 1;
     const value = this.statuses.get(`${tenantId}:${customerId}`) ?? null;
     if (this.gate) await this.gate;
+    if (this.failWith) throw this.failWith;
     return value;
   }
+}
+
+/** What the driver raises when PostgreSQL is not there. */
+function unreachable(): Error {
+  return Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
 }
 
 describe('LookupCache', () => {
@@ -147,6 +159,159 @@ describe('LookupCache', () => {
     none.setLive(true);
     await none.getSubscriberStatus(1, 'cus_a');
     expect(none.size.subscribers).toBe(0);
+  });
+});
+
+describe('LookupCache while the store is unreachable', () => {
+  const TTL_MS = 60_000;
+  const STALE_MS = 300_000;
+
+  function setup(staleIfErrorMs = STALE_MS) {
+    const clock = { ms: 0 };
+    const source = new FakeSource();
+    const stale: string[] = [];
+    const cache = new LookupCache(source, {
+      ttlMs: TTL_MS,
+      staleIfErrorMs,
+      now: () => clock.ms,
+      events: { hit() {}, miss() {}, invalidated() {}, stale: (kind) => stale.push(kind) },
+    });
+    return { clock, source, cache, stale };
+  }
+
+  it('reads through once the listener is lost, and answers with the last value read only when the store fails, within the bound', async () => {
+    const { clock, source, cache, stale } = setup();
+    cache.setLive(true);
+    source.statuses.set('1:cus_kept', 'lockout');
+    await cache.getTenantAuth('acme');
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('lockout');
+    // The listener is lost, and reported again at each failed reconnection.
+    cache.setLive(false);
+    cache.setLive(false);
+    // The store answers: it is read, never memory (a notification may have been missed).
+    source.statuses.set('1:cus_kept', 'warning');
+    clock.ms = 10_000;
+    await cache.getTenantAuth('acme');
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('warning');
+    expect(stale).toEqual([]);
+
+    source.failWith = unreachable();
+    clock.ms = 10_000 + STALE_MS;
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('warning');
+    expect((await cache.getTenantAuth('acme'))?.slug).toBe('acme');
+    expect(stale).toEqual(['subscriber', 'tenant']);
+    // A customer never read has nothing to answer with.
+    await expect(cache.getSubscriberStatus(1, 'cus_never')).rejects.toSatisfy(isStoreUnavailable);
+    // Past the bound the failure goes on: the lookup answers 503, the snippet fails open.
+    clock.ms = 10_000 + STALE_MS + 1_001;
+    await expect(cache.getSubscriberStatus(1, 'cus_kept')).rejects.toThrow('ECONNREFUSED');
+    expect(stale).toEqual(['subscriber', 'tenant']);
+  });
+
+  it('keeps what it read while live when the listener is lost, to answer with if the store is gone too', async () => {
+    const { clock, source, cache } = setup();
+    cache.setLive(true);
+    source.statuses.set('1:cus_kept', 'lockout');
+    await cache.getTenantAuth('acme');
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    // PostgreSQL stops: the listener is lost (and reported again at each failed reconnection).
+    cache.setLive(false);
+    cache.setLive(false);
+    source.failWith = unreachable();
+    clock.ms = 30_000;
+    expect((await cache.getTenantAuth('acme'))?.slug).toBe('acme');
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('lockout');
+  });
+
+  it('answers with an entry past its TTL while the store fails, even while live', async () => {
+    const { clock, source, cache } = setup();
+    cache.setLive(true);
+    source.statuses.set('1:cus_kept', 'warning');
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    clock.ms = TTL_MS * 2;
+    source.failWith = unreachable();
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('warning');
+    expect(source.reads).toBe(2);
+  });
+
+  it('does not wait on a store found unreachable: not for a second, then one read at a time', async () => {
+    const { clock, source, cache } = setup();
+    source.statuses.set('1:cus_kept', 'lockout');
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    source.failWith = unreachable();
+    await expect(cache.getSubscriberStatus(1, 'cus_other')).rejects.toThrow('ECONNREFUSED');
+    expect(source.reads).toBe(2);
+
+    clock.ms = 999;
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('lockout');
+    await expect(cache.getSubscriberStatus(1, 'cus_other')).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(cache.getTenantAuth('acme')).rejects.toSatisfy(isStoreUnavailable);
+    expect(source.reads).toBe(2);
+
+    // A second on, one read tries again; while it hangs (a connect timeout), no other waits.
+    clock.ms = 1_000;
+    let release: () => void = () => {};
+    source.gate = new Promise((resolve) => (release = resolve));
+    const probe = cache.getSubscriberStatus(1, 'cus_kept');
+    expect(source.reads).toBe(3);
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('lockout');
+    await expect(cache.getSubscriberStatus(1, 'cus_other')).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(source.reads).toBe(3);
+    // It fails too: another second without trying.
+    clock.ms = 6_000;
+    release();
+    expect(await probe).toBe('lockout');
+    source.gate = null;
+    clock.ms = 6_999;
+    await expect(cache.getSubscriberStatus(1, 'cus_other')).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(source.reads).toBe(3);
+
+    // The store is back: the next read that tries it closes the breaker, and all read again.
+    clock.ms = 7_000;
+    source.failWith = null;
+    source.statuses.set('1:cus_kept', 'active');
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('active');
+    expect(await cache.getSubscriberStatus(1, 'cus_other')).toBeNull();
+    expect(source.reads).toBe(5);
+  });
+
+  it('passes other failures on, never answering them from memory nor refusing the next reads', async () => {
+    const { source, cache } = setup();
+    source.statuses.set('1:cus_kept', 'lockout');
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    source.failWith = new Error('relation "subscribers" does not exist');
+    await expect(cache.getSubscriberStatus(1, 'cus_kept')).rejects.toThrow('relation');
+    await expect(cache.getSubscriberStatus(1, 'cus_kept')).rejects.toThrow('relation');
+    expect(source.reads).toBe(3);
+  });
+
+  it('never answers with a value this instance has changed since, nor with any once invalidations flow again', async () => {
+    const { clock, source, cache } = setup();
+    source.statuses.set('1:cus_paid', 'lockout');
+    source.statuses.set('1:cus_kept', 'warning');
+    await cache.getSubscriberStatus(1, 'cus_paid');
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    cache.invalidate({ kind: 'subscriber', tenantId: 1, customerId: 'cus_paid' });
+    source.failWith = unreachable();
+    await expect(cache.getSubscriberStatus(1, 'cus_paid')).rejects.toThrow('ECONNREFUSED');
+
+    // The listener is back (onReady): what was kept may have missed notifications.
+    cache.setLive(true);
+    clock.ms = 1_000;
+    await expect(cache.getSubscriberStatus(1, 'cus_kept')).rejects.toThrow('ECONNREFUSED');
+    clock.ms = 2_000;
+    source.failWith = null;
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('warning');
+    const reads = source.reads;
+    expect(await cache.getSubscriberStatus(1, 'cus_kept')).toBe('warning');
+    expect(source.reads).toBe(reads);
+  });
+
+  it('answers nothing from memory with a bound of 0', async () => {
+    const { source, cache } = setup(0);
+    await cache.getSubscriberStatus(1, 'cus_kept');
+    source.failWith = unreachable();
+    await expect(cache.getSubscriberStatus(1, 'cus_kept')).rejects.toThrow('ECONNREFUSED');
   });
 });
 

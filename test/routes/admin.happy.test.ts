@@ -25,6 +25,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       hmac_required: false,
       suspended: false,
       allowed_origins: null,
+      lookups_per_minute: null,
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),
       publishable_key: expect.stringMatching(/^pk_[A-Za-z0-9]{24,}$/),
@@ -59,7 +60,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     const show = await h.admin('GET', '/tenants/acme');
     expect(show.statusCode).toBe(200);
     expect(Object.keys(show.json()).sort()).toEqual(
-      ['allowed_origins', 'card_update_url', 'created_at', 'entitlements', 'hmac_required', 'slug', 'suspended', 'tier', 'updated_at'],
+      ['allowed_origins', 'card_update_url', 'created_at', 'entitlements', 'hmac_required', 'lookups_per_minute', 'slug', 'suspended', 'tier', 'updated_at'],
     );
   });
 

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { sha256 } from '../../src/domain/keys.js';
+import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
 import type { Store } from '../../src/store/store.js';
 import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';
@@ -142,6 +143,7 @@ describe('5xx answers', () => {
     const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
     expect(res.statusCode).toBe(503);
     expect(res.json().code).toBe('store_unavailable');
+    expect(res.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     expect(res.body).not.toContain('5432');
     expect(res.headers['access-control-allow-origin']).toBe('*');
     // Check 1 needs no store: a request without a key is a 401 even while the store is down.
@@ -150,6 +152,9 @@ describe('5xx answers', () => {
     expect(anonymous.json().code).toBe('missing_publishable_key');
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
+    expect(ready.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
+    const adminDown = await app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect([adminDown.statusCode, adminDown.json().code, adminDown.headers['retry-after']]).toEqual([503, 'store_unavailable', String(STORE_UNAVAILABLE_RETRY_AFTER_S)]);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     await app.close();
   });

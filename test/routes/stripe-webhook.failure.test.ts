@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
+import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
 import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
@@ -43,6 +44,7 @@ describe.each(engines)('Stripe webhook when the store fails ($name)', (engine: E
     const res = await deliver(h, 'acme', failing, SECRET);
     expect(res.statusCode).toBe(503);
     expect(res.json().code).toBe('store_unavailable');
+    expect(res.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     expect(res.body).not.toContain('commit refused');
     const lookup = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_commit' });
     expect(lookup.body).toBe('{"status":"active"}');

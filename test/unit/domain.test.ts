@@ -17,6 +17,7 @@ function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
     hmacRequired: false,
     cardUpdateUrl: 'https://acme.test/card',
     allowedOrigins: null,
+    lookupsPerMinute: null,
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
@@ -127,6 +128,12 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', databaseUrl: null, adminToken: null, logLevel: 'info', rotationOverlapS: 86_400, demo: true });
     expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('bounds how stale a lookup may answer while the store is unreachable: 5 minutes, at most an hour', () => {
+    expect(loadConfig({}).staleIfErrorMs).toBe(300_000);
+    expect(loadConfig({ DUNWALL_STALE_IF_ERROR_MS: '0' }).staleIfErrorMs).toBe(0);
+    expect(() => loadConfig({ DUNWALL_STALE_IF_ERROR_MS: '3600001' })).toThrow('DUNWALL_STALE_IF_ERROR_MS must be an integer from 0 to 3600000');
   });
 
   it('reports every bad value at once', () => {

@@ -1,11 +1,12 @@
 import type { Command } from '../io.js';
+import { secretsCommands } from './secrets.js';
 import { serviceCommands } from './service.js';
 import { stripeCommands } from './stripe.js';
 import { subscriberCommands } from './subscriber.js';
 import { tenantCommands } from './tenant.js';
 import { tierCommands } from './tier.js';
 
-export const COMMANDS: readonly Command[] = [...serviceCommands, ...tenantCommands, ...subscriberCommands, ...tierCommands, ...stripeCommands];
+export const COMMANDS: readonly Command[] = [...serviceCommands, ...tenantCommands, ...subscriberCommands, ...tierCommands, ...stripeCommands, ...secretsCommands];
 
 /** Commands of two words (`tenant create`) belong to a group (`tenant`). */
 export const GROUPS: readonly string[] = [...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0] ?? ''))];

@@ -6,7 +6,7 @@ import type { Config } from '../../config.js';
 import type { Env } from '../env.js';
 import type { Command } from '../io.js';
 
-function loadConfigOrThrow(env: Env): Config {
+export function loadConfigOrThrow(env: Env): Config {
   try {
     return loadConfig(env);
   } catch (err) {

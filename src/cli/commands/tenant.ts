@@ -3,6 +3,7 @@ import type { AdminClient, RotateKey } from '../client.js';
 import { UsageError } from '../errors.js';
 import { formatCreatedTenant, formatRotated, formatTenant, formatTenantList } from '../format.js';
 import { readAll } from '../io.js';
+import { MAX_LOOKUPS_PER_MINUTE } from '../../schemas.js';
 import type { Command, CommandContext } from '../io.js';
 
 type UpdateBody = Parameters<AdminClient['updateTenant']>[1];
@@ -26,6 +27,15 @@ function originList(value: string): string[] | null {
   return origins;
 }
 
+/** `none`: the service's default limit. */
+function lookupsPerMinute(value: string): number | null {
+  if (value === 'none') return null;
+  if (!/^[1-9]\d{0,9}$/.test(value) || Number(value) > MAX_LOOKUPS_PER_MINUTE) {
+    throw new UsageError(`--lookups-per-minute must be a whole number from 1 to ${MAX_LOOKUPS_PER_MINUTE}, or 'none'`);
+  }
+  return Number(value);
+}
+
 async function webhookSecret(ctx: CommandContext, value: string): Promise<string> {
   if (value !== '-') return value;
   const secret = (await readAll(ctx.io.stdin)).trim();
@@ -35,25 +45,28 @@ async function webhookSecret(ctx: CommandContext, value: string): Promise<string
 
 const create: Command = {
   name: 'tenant create',
-  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required] [--allowed-origin ORIGIN]...',
+  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required] [--allowed-origin ORIGIN]... [--lookups-per-minute N]',
   summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only.',
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'boolean' },
     'allowed-origin': { type: 'string', multiple: true },
+    'lookups-per-minute': { type: 'string' },
   },
   positionals: ['SLUG'],
   async run(ctx) {
     const tier = stringOption(ctx.values, 'tier');
     const cardUpdateUrl = stringOption(ctx.values, 'card-update-url');
     const origins = stringsOption(ctx.values, 'allowed-origin');
+    const limit = stringOption(ctx.values, 'lookups-per-minute');
     const created = await ctx.client().createTenant({
       slug: slugOf(ctx),
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: cardUpdateUrl } : {}),
       ...(booleanOption(ctx.values, 'hmac-required') ? { hmac_required: true } : {}),
       ...(origins.length > 0 ? { allowed_origins: origins } : {}),
+      ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
     });
     ctx.output(created, formatCreatedTenant);
   },
@@ -84,13 +97,14 @@ const show: Command = {
 const update: Command = {
   name: 'tenant update',
   usage:
-    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--stripe-webhook-secret whsec_...|-]',
+    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-]',
   summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
     'allowed-origins': { type: 'string' },
+    'lookups-per-minute': { type: 'string' },
     'stripe-webhook-secret': { type: 'string' },
   },
   positionals: ['SLUG'],
@@ -100,16 +114,18 @@ const update: Command = {
     const hmacRequired = stringOption(ctx.values, 'hmac-required');
     const origins = stringOption(ctx.values, 'allowed-origins');
     const secret = stringOption(ctx.values, 'stripe-webhook-secret');
+    const limit = stringOption(ctx.values, 'lookups-per-minute');
     const body: UpdateBody = {
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: orNull(cardUpdateUrl) } : {}),
       ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
       ...(origins !== undefined ? { allowed_origins: originList(origins) } : {}),
+      ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
       ...(secret !== undefined ? { stripe_webhook_secret: await webhookSecret(ctx, secret) } : {}),
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --stripe-webhook-secret',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);

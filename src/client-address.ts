@@ -1,0 +1,104 @@
+import { BlockList, isIP } from 'node:net';
+import { normalizeIP } from '@fastify/rate-limit';
+
+/** Names TRUST_PROXY accepts for whole ranges, so that an operator need not spell them out. */
+const NAMED_RANGES: Record<string, readonly string[]> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+};
+
+/** IPv6 clients are counted per /64: one host usually holds the whole prefix. */
+const IPV6_PREFIX_BITS = 64;
+
+/** Which peers may speak for the client through `Forwarded` or `X-Forwarded-For`. */
+export interface TrustedProxies {
+  /** True when `address` (a socket peer, or a hop named in a header) is a trusted proxy. */
+  trusts(address: string): boolean;
+}
+
+function stripMapped(address: string): string {
+  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+}
+
+/**
+ * Parses TRUST_PROXY: a comma-separated list of addresses, CIDR ranges and the names
+ * `loopback` and `private`. Returns the problem with the value as a string, never throws.
+ */
+export function parseTrustedProxies(value: string): TrustedProxies | string {
+  const list = new BlockList();
+  const add = (entry: string): string | null => {
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    if (family === 0 || extra !== undefined) return `TRUST_PROXY: ${JSON.stringify(entry)} is not an address or CIDR range`;
+    const type = family === 4 ? 'ipv4' : 'ipv6';
+    if (bits === undefined) {
+      list.addAddress(address, type);
+      return null;
+    }
+    const prefix = Number(bits);
+    if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128)) return `TRUST_PROXY: ${JSON.stringify(entry)} has an invalid prefix length`;
+    list.addSubnet(address, prefix, type);
+    return null;
+  };
+  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  if (entries.length === 0) return 'TRUST_PROXY: names no address';
+  for (const entry of entries) {
+    for (const range of NAMED_RANGES[entry] ?? [entry]) {
+      const problem = add(range);
+      if (problem) return problem;
+    }
+  }
+  return {
+    trusts(address) {
+      const plain = stripMapped(address);
+      const family = isIP(plain);
+      return family !== 0 && list.check(plain, family === 4 ? 'ipv4' : 'ipv6');
+    },
+  };
+}
+
+/** `for=` values of an RFC 7239 `Forwarded` header, nearest hop last, without quotes or ports. */
+function forwardedFor(header: string): string[] {
+  const hops: string[] = [];
+  for (const element of header.split(',')) {
+    for (const pair of element.split(';')) {
+      const eq = pair.indexOf('=');
+      if (eq < 0 || pair.slice(0, eq).trim().toLowerCase() !== 'for') continue;
+      let node = pair.slice(eq + 1).trim().replace(/^"|"$/g, '');
+      if (node.startsWith('[')) node = node.slice(1, node.indexOf(']') < 0 ? undefined : node.indexOf(']'));
+      else if (/^[\d.]+:\d+$/.test(node)) node = node.slice(0, node.indexOf(':'));
+      hops.push(node);
+    }
+  }
+  return hops;
+}
+
+interface AddressedRequest {
+  headers: Record<string, string | string[] | undefined>;
+  socket: { remoteAddress?: string | undefined };
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(',') : value;
+}
+
+/**
+ * The address a request is counted under. Without trusted proxies it is the socket's peer,
+ * whatever the headers claim (anyone can send them). Behind trusted proxies it walks the
+ * forwarding chain (`Forwarded`, else `X-Forwarded-For`) from the nearest hop and stops at
+ * the first address that is not a trusted proxy: everything to its left was written by the
+ * client and proves nothing.
+ */
+export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | null): string {
+  let address = stripMapped(req.socket.remoteAddress ?? '');
+  if (trusted !== null && trusted.trusts(address)) {
+    const forwarded = headerValue(req.headers.forwarded);
+    const xff = headerValue(req.headers['x-forwarded-for']);
+    const chain = forwarded !== undefined ? forwardedFor(forwarded) : (xff?.split(',').map((hop) => hop.trim()) ?? []);
+    for (let i = chain.length - 1; i >= 0; i -= 1) {
+      address = stripMapped(chain[i] ?? '');
+      if (!trusted.trusts(address)) break;
+    }
+  }
+  return isIP(address) === 0 ? address.slice(0, 64) || 'unknown' : normalizeIP(address, IPV6_PREFIX_BITS);
+}

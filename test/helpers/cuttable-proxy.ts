@@ -1,0 +1,66 @@
+import { createServer, connect } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+
+/**
+ * A TCP relay on 127.0.0.1 between the service and PostgreSQL, which a test can cut and
+ * restore: an outage seen from the service, without stopping a server that other test
+ * files share.
+ */
+export interface CuttableProxy {
+  readonly port: number;
+  /** Connections the service opened (or tried to) through the proxy so far. */
+  readonly connections: number;
+  /** Resets every open connection; new ones are reset at once, as by a stopped server. */
+  cut(): void;
+  /** Relays new connections again. */
+  restore(): void;
+  close(): Promise<void>;
+}
+
+export async function cuttableProxy(target: { host: string; port: number }): Promise<CuttableProxy> {
+  const open = new Set<Socket>();
+  let connections = 0;
+  let cut = false;
+
+  const track = (socket: Socket) => {
+    open.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => open.delete(socket));
+  };
+
+  const server = createServer((client) => {
+    connections += 1;
+    client.on('error', () => {});
+    if (cut) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = connect(target.port, target.host);
+    track(client);
+    track(upstream);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    port,
+    get connections() {
+      return connections;
+    },
+    cut() {
+      cut = true;
+      for (const socket of open) socket.resetAndDestroy();
+    },
+    restore() {
+      cut = false;
+    },
+    async close() {
+      for (const socket of open) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

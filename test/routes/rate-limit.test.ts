@@ -1,0 +1,294 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LightMyRequestResponse } from 'fastify';
+import { parseTrustedProxies } from '../../src/client-address.js';
+import type { TrustedProxies } from '../../src/client-address.js';
+import type { RateLimits } from '../../src/config.js';
+import { availableEngines } from '../helpers/engines.js';
+import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
+import type { CreatedTenant, Harness } from '../helpers/harness.js';
+
+const engines = await availableEngines();
+
+const TIGHT: RateLimits = { lookupPerIp: 5, lookupPerTenant: 1_000, failuresPerIp: 3, adminPerIp: 8 };
+const MINUTE_MS = 60_000;
+
+function trusted(value: string): TrustedProxies {
+  const parsed = parseTrustedProxies(value);
+  if (typeof parsed === 'string') throw new Error(parsed);
+  return parsed;
+}
+
+/** A distinct address per call site, so that tests do not share counters by accident. */
+let nextHost = 10;
+function freshAddress(): string {
+  nextHost += 1;
+  return `198.51.100.${nextHost}`;
+}
+
+interface Call {
+  slug?: string;
+  key?: string;
+  customerId?: string;
+  from?: string;
+  headers?: Record<string, string>;
+}
+
+function lookupFrom(h: Harness, call: Call): Promise<LightMyRequestResponse> {
+  return h.app.inject({
+    method: 'GET',
+    url: `/api/subscriber-status/${call.slug ?? 'acme'}?processor_customer_id=${call.customerId ?? 'cus_1'}`,
+    headers: { ...(call.key ? { authorization: `Bearer ${call.key}` } : {}), ...call.headers },
+    remoteAddress: call.from ?? '127.0.0.1',
+  });
+}
+
+function adminFrom(h: Harness, from: string, token = ADMIN_TOKEN): Promise<LightMyRequestResponse> {
+  return h.app.inject({ method: 'GET', url: '/admin/v1/tiers', headers: { authorization: `Bearer ${token}` }, remoteAddress: from });
+}
+
+function expectRateLimited(res: LightMyRequestResponse, policy: string): void {
+  expect(res.statusCode).toBe(429);
+  expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(res.json()).toMatchObject({ type: 'about:blank', title: 'Too Many Requests', status: 429, code: 'rate_limited' });
+  const retryAfter = Number(res.headers['retry-after']);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(String(res.headers.ratelimit)).toBe(`"${policy}";r=0;t=${retryAfter}`);
+  expect(String(res.headers['ratelimit-policy'])).toContain(`"${policy}";q=`);
+}
+
+describe.each(engines)('rate limits ($name)', (engine) => {
+  let h: Harness;
+  let acme: CreatedTenant;
+  let other: CreatedTenant;
+
+  beforeAll(async () => {
+    h = await harness(engine, { rateLimits: TIGHT });
+    acme = await h.createTenant('acme');
+    other = await h.createTenant('other-co');
+  });
+  afterAll(() => h.close());
+
+  it('lookups: per address, with the RateLimit fields on every answer, then 429 with Retry-After until the window ends', async () => {
+    const from = freshAddress();
+    for (let i = 1; i <= TIGHT.lookupPerIp; i += 1) {
+      const res = await lookupFrom(h, { key: acme.publishable_key, from });
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['ratelimit-policy']).toBe(`"ip";q=5;w=60, "tenant";q=1000;w=60`);
+      expect(res.headers.ratelimit).toBe(`"ip";r=${TIGHT.lookupPerIp - i};t=60`);
+    }
+    const refused = await lookupFrom(h, { key: acme.publishable_key, from, headers: { origin: 'https://shop.example' } });
+    expectRateLimited(refused, 'ip');
+    expect(refused.headers['retry-after']).toBe('60');
+    // The snippet must be able to read the refusal to fail open on it.
+    expect(refused.headers['access-control-allow-origin']).toBe('*');
+
+    // Another address is not affected.
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
+
+    h.clock.advance(30_000);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from })).headers['retry-after']).toBe('30');
+    h.clock.advance(30_000);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from })).statusCode).toBe(200);
+  });
+
+  it('lookups: per tenant across addresses, with the limit each tenant is given through the admin API', async () => {
+    const patched = await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: 3 });
+    expect(patched.statusCode).toBe(200);
+    expect(patched.json()).toMatchObject({ lookups_per_minute: 3 });
+    h.clock.advance(MINUTE_MS);
+    for (let i = 0; i < 3; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
+    expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() }), 'tenant');
+    // Other tenants keep the default.
+    const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['ratelimit-policy']).toContain('"tenant";q=1000;w=60');
+
+    expect((await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: null })).json()).toMatchObject({ lookups_per_minute: null });
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
+    expect((await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: 0 })).statusCode).toBe(400);
+    expect((await h.admin('POST', '/tenants', { slug: 'capped', lookups_per_minute: 7 })).json()).toMatchObject({ lookups_per_minute: 7 });
+  });
+
+  it('an address refused for its own quota does not use up its tenant\'s', async () => {
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 8 });
+    h.clock.advance(MINUTE_MS);
+    const noisy = freshAddress();
+    for (let i = 0; i < 40; i += 1) await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: noisy });
+    const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers.ratelimit).toBe('"tenant";r=2;t=60');
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
+  });
+
+  it('failures: 401 and 404 answers count against the address; past the quota it gets 429 everywhere, even with the right key', async () => {
+    h.clock.advance(MINUTE_MS);
+    const from = freshAddress();
+    expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from })).statusCode).toBe(401);
+    expect((await lookupFrom(h, { from })).statusCode).toBe(401);
+    expect((await lookupFrom(h, { slug: 'no-such-tenant', key: acme.publishable_key, from })).statusCode).toBe(404);
+    expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from }), 'failures');
+    expectRateLimited(await adminFrom(h, from), 'failures');
+    // 400 and 403 are a page's mistakes, not guesses: they do not count.
+    const careless = freshAddress();
+    for (let i = 0; i < TIGHT.lookupPerIp - 1; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: careless })).statusCode).toBe(200);
+
+    h.clock.advance(MINUTE_MS);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from })).statusCode).toBe(200);
+  });
+
+  it('admin API: its own per-address limit, and wrong tokens count as failures', async () => {
+    h.clock.advance(MINUTE_MS);
+    const from = freshAddress();
+    for (let i = 0; i < TIGHT.adminPerIp; i += 1) expect((await adminFrom(h, from)).statusCode).toBe(200);
+    expectRateLimited(await adminFrom(h, from), 'admin');
+
+    const guesser = freshAddress();
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, guesser, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
+    expectRateLimited(await adminFrom(h, guesser), 'failures');
+  });
+
+  it('without trusted proxies, X-Forwarded-For and Forwarded are ignored: a client cannot pick a fresh address', async () => {
+    h.clock.advance(MINUTE_MS);
+    const from = freshAddress();
+    for (let i = 0; i < TIGHT.lookupPerIp; i += 1) {
+      const spoofed = { 'x-forwarded-for': `203.0.113.${i}`, forwarded: `for=203.0.113.${i}` };
+      expect((await lookupFrom(h, { key: acme.publishable_key, from, headers: spoofed })).statusCode).toBe(200);
+    }
+    expect((await lookupFrom(h, { key: acme.publishable_key, from, headers: { 'x-forwarded-for': '203.0.113.99' } })).statusCode).toBe(429);
+  });
+});
+
+describe('rate limits behind a trusted proxy', () => {
+  let h: Harness;
+  let acme: CreatedTenant;
+  const proxy = '10.0.0.7';
+
+  beforeAll(async () => {
+    const [embedded] = engines;
+    if (!embedded) throw new Error('no engine');
+    h = await harness(embedded, { rateLimits: TIGHT, trustedProxies: trusted('10.0.0.0/8') });
+    acme = await h.createTenant('acme');
+  });
+  afterAll(() => h.close());
+
+  async function exhaust(headers: Record<string, string>, from = proxy): Promise<LightMyRequestResponse> {
+    for (let i = 0; i < TIGHT.lookupPerIp; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, from, headers })).statusCode).toBe(200);
+    return lookupFrom(h, { key: acme.publishable_key, from, headers });
+  }
+
+  it('counts each client named by the proxy on its own (X-Forwarded-For and RFC 7239 Forwarded)', async () => {
+    expect((await exhaust({ 'x-forwarded-for': '203.0.113.1' })).statusCode).toBe(429);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.2' } })).statusCode).toBe(200);
+    // The same client through Forwarded is the same address.
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { forwarded: 'for=203.0.113.1;proto=https' } })).statusCode).toBe(429);
+    expect((await exhaust({ forwarded: 'for="[2001:db8:cafe::17]:4711"' })).statusCode).toBe(429);
+    // IPv6 clients are counted per /64.
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { forwarded: 'for="[2001:db8:cafe::99]"' } })).statusCode).toBe(429);
+  });
+
+  it('trusts only what its proxies wrote: a hop the client prepends changes nothing, and a request not from a proxy is its own peer', async () => {
+    h.clock.advance(MINUTE_MS);
+    // The client sent "X-Forwarded-For: <anything>"; the proxy appended the real peer.
+    expect((await exhaust({ 'x-forwarded-for': '192.0.2.1, 203.0.113.50' })).statusCode).toBe(429);
+    const spoof = await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '192.0.2.2, 203.0.113.50' } });
+    expect(spoof.statusCode).toBe(429);
+    // Two trusted hops: the first untrusted address from the right is the client.
+    const chained = await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.50, 10.1.1.1' } });
+    expect(chained.statusCode).toBe(429);
+    // Headers from a peer that is not a proxy prove nothing.
+    expect((await exhaust({ 'x-forwarded-for': '203.0.113.77' }, '198.51.100.200')).statusCode).toBe(429);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: '198.51.100.200', headers: { 'x-forwarded-for': '203.0.113.78' } })).statusCode).toBe(429);
+  });
+});
+
+async function redisReachable(): Promise<boolean> {
+  const probe = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000, enableOfflineQueue: false });
+  probe.on('error', () => {});
+  try {
+    await probe.connect();
+    return (await probe.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
+const redisUp = await redisReachable();
+if (!redisUp) {
+  if (process.env.CI === 'true') throw new Error('Redis is required in CI and is not reachable');
+  process.stderr.write('\n*** Redis not reachable: the shared rate limit tests are SKIPPED. ***\n\n');
+}
+
+describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
+  const prefix = `dunwall-test:${randomBytes(6).toString('hex')}:`;
+  const clients: Redis[] = [];
+  const harnesses: Harness[] = [];
+
+  beforeAll(async () => {
+    const [embedded] = engines;
+    if (!embedded) throw new Error('no engine');
+    // Two instances on one store, as behind a load balancer.
+    for (let i = 0; i < 2; i += 1) {
+      const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+      clients.push(redis);
+      harnesses.push(await harness(embedded, { rateLimits: TIGHT, redis, redisPrefix: prefix }));
+    }
+    for (const h of harnesses) await h.createTenant('acme');
+  });
+  afterAll(async () => {
+    for (const h of harnesses) await h.close();
+    const [first] = clients;
+    if (first) {
+      const keys = await first.keys(`${prefix}*`);
+      if (keys.length > 0) await first.del(...keys);
+    }
+    for (const c of clients) c.disconnect();
+  });
+
+  it('one address gets one quota across instances', async () => {
+    const [a, b] = harnesses;
+    if (!a || !b) throw new Error('two instances expected');
+    // Each instance has its own embedded store, so each has its own 'acme' and key; the
+    // per-address counter is what they share.
+    const keyA = (await a.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as { publishable_key: string };
+    const keyB = (await b.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as { publishable_key: string };
+    const from = freshAddress();
+    const answers: number[] = [];
+    for (let i = 0; i < TIGHT.lookupPerIp + 2; i += 1) {
+      const [h, k] = i % 2 === 0 ? [a, keyA.publishable_key] : [b, keyB.publishable_key];
+      answers.push((await lookupFrom(h, { key: k, from })).statusCode);
+    }
+    expect(answers).toEqual([200, 200, 200, 200, 200, 429, 429]);
+  });
+
+  it('failures counted on one instance refuse the address on the other', async () => {
+    const [a, b] = harnesses;
+    if (!a || !b) throw new Error('two instances expected');
+    const from = freshAddress();
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(a, { key: 'pk_nopenopenopenopenopenopenope', from })).statusCode).toBe(401);
+    // The failure is counted after the answer is sent; give the count its round trip.
+    await clients[0]?.ping();
+    expectRateLimited(await adminFrom(b, from), 'failures');
+  });
+
+  it('a Redis that does not answer lets requests through uncounted (fail open), never a 5xx', async () => {
+    const dead = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
+    dead.on('error', () => {});
+    const [embedded] = engines;
+    if (!embedded) throw new Error('no engine');
+    const h = await harness(embedded, { rateLimits: TIGHT, redis: dead, redisPrefix: prefix });
+    try {
+      const t = await h.createTenant('acme');
+      const from = freshAddress();
+      for (let i = 0; i < TIGHT.lookupPerIp * 2; i += 1) expect((await lookupFrom(h, { key: t.publishable_key, from })).statusCode).toBe(200);
+    } finally {
+      await h.close();
+      dead.disconnect();
+    }
+  });
+});

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { clientAddress, parseTrustedProxies } from '../../src/client-address.js';
+import type { TrustedProxies } from '../../src/client-address.js';
+import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from '../../src/config.js';
+
+function trusted(value: string): TrustedProxies {
+  const parsed = parseTrustedProxies(value);
+  if (typeof parsed === 'string') throw new Error(parsed);
+  return parsed;
+}
+
+function req(remoteAddress: string, headers: Record<string, string> = {}) {
+  return { socket: { remoteAddress }, headers };
+}
+
+describe('parseTrustedProxies', () => {
+  it('takes addresses, CIDR ranges and the names loopback and private', () => {
+    const t = trusted('loopback, 192.0.2.10, 2001:db8::/32');
+    expect(['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '192.0.2.10', '2001:db8::1'].map((a) => t.trusts(a))).toEqual([true, true, true, true, true, true]);
+    expect(['192.0.2.11', '10.0.0.1', '2001:db9::1', 'unknown', ''].map((a) => t.trusts(a))).toEqual([false, false, false, false, false]);
+    const p = trusted('private');
+    expect(['10.1.2.3', '172.20.0.1', '192.168.1.1', 'fd00::1', '172.32.0.1'].map((a) => p.trusts(a))).toEqual([true, true, true, true, false]);
+  });
+
+  it.each([
+    ['everyone', 'is not an address'],
+    ['10.0.0.0/33', 'invalid prefix length'],
+    ['10.0.0.0/8/1', 'is not an address'],
+    ['10.0.0.0/x', 'invalid prefix length'],
+    [' , ', 'names no address'],
+  ])('refuses %j', (value, problem) => {
+    expect(parseTrustedProxies(value)).toContain(problem);
+  });
+});
+
+describe('clientAddress', () => {
+  const proxies = trusted('10.0.0.0/8');
+
+  it('is the socket peer when no proxy is trusted, whatever the headers say', () => {
+    expect(clientAddress(req('203.0.113.5', { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=1.2.3.4' }), null)).toBe('203.0.113.5');
+    expect(clientAddress(req('::ffff:203.0.113.5'), null)).toBe('203.0.113.5');
+  });
+
+  it('walks the chain from the nearest hop to the first address that is not a proxy', () => {
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.5, 10.0.0.2' }), proxies)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), proxies)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), proxies)).toBe('2001:db8:cafe::');
+    // A peer that is not a proxy: its headers prove nothing.
+    expect(clientAddress(req('203.0.113.9', { 'x-forwarded-for': '198.51.100.1' }), proxies)).toBe('203.0.113.9');
+    // Only proxies in the chain: the farthest of them is the best we know.
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '10.0.0.3' }), proxies)).toBe('10.0.0.3');
+    expect(clientAddress(req('10.0.0.1'), proxies)).toBe('10.0.0.1');
+  });
+
+  it('counts IPv6 clients per /64 and keeps an obfuscated identifier short', () => {
+    expect(clientAddress(req('2001:db8:1:2:aaaa::1'), null)).toBe(clientAddress(req('2001:db8:1:2:bbbb::2'), null));
+    expect(clientAddress(req('2001:db8:1:3::1'), null)).not.toBe(clientAddress(req('2001:db8:1:2::1'), null));
+    expect(clientAddress(req('10.0.0.1', { forwarded: `for=_${'x'.repeat(500)}` }), proxies)).toHaveLength(64);
+  });
+});
+
+describe('loadConfig: rate limits, Redis and proxies', () => {
+  it('defaults', () => {
+    const config = loadConfig({});
+    expect(config.rateLimits).toEqual(DEFAULT_RATE_LIMITS);
+    expect(config.redisUrl).toBeNull();
+    expect(config.trustProxy).toBeNull();
+  });
+
+  it('takes each limit (0 turns it off), REDIS_URL and TRUST_PROXY', () => {
+    const config = loadConfig({
+      DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '0',
+      DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT: '5000',
+      DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '7',
+      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '9',
+      REDIS_URL: 'redis://:pw@cache.internal:6379/2',
+      TRUST_PROXY: 'loopback,10.0.0.0/8',
+    });
+    expect(config.rateLimits).toEqual({ lookupPerIp: 0, lookupPerTenant: 5000, failuresPerIp: 7, adminPerIp: 9 });
+    expect(config.redisUrl).toBe('redis://:pw@cache.internal:6379/2');
+    expect(config.trustProxy?.trusts('10.2.3.4')).toBe(true);
+  });
+
+  it('reports every bad value without echoing a Redis URL', () => {
+    let error: unknown;
+    try {
+      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone' });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join('\n')).not.toContain('s3cret');
+    expect(problems.join('\n')).toContain('DUNWALL_RATE_LIMIT_LOOKUP_PER_IP');
+  });
+});
