@@ -152,8 +152,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
     },
     return503OnClosing: true,
-    // req.ip (in the logs) follows the same trusted proxies as the rate limits.
-    trustProxy: deps.trustedProxies ? (address: string) => deps.trustedProxies?.trusts(address) === true : false,
+    // req.ip (in the logs) follows the same trusted proxies as the rate limits; Fastify reads
+    // X-Forwarded-For only, so behind proxies that write Forwarded the logs show the proxy.
+    trustProxy: deps.trustedProxies?.header === 'x-forwarded-for' ? (address: string) => deps.trustedProxies?.trusts(address) === true : false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   // JSON in, JSON out: any other body is a 415, not a string that fails validation later.
@@ -223,7 +224,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const now = deps.now ?? Date.now;
   const guards = deps.rateLimits
-    ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
+    ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, log: app.log, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
     : null;
   await app.register(healthRoutes, { store: deps.store });
   const lookup = deps.lookup ?? deps.store;

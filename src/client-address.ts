@@ -1,5 +1,4 @@
 import { BlockList, isIP } from 'node:net';
-import { normalizeIP } from '@fastify/rate-limit';
 
 /** Names TRUST_PROXY accepts for whole ranges, so that an operator need not spell them out. */
 const NAMED_RANGES: Record<string, readonly string[]> = {
@@ -7,12 +6,18 @@ const NAMED_RANGES: Record<string, readonly string[]> = {
   private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
 };
 
-/** IPv6 clients are counted per /64: one host usually holds the whole prefix. */
-const IPV6_PREFIX_BITS = 64;
+/**
+ * The header the proxies write. Only one is read: a proxy appends to its own header and
+ * passes the other through as the client sent it, so reading both would let a client
+ * name itself.
+ */
+export const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded'] as const;
+export type ForwardingHeader = (typeof FORWARDING_HEADERS)[number];
 
-/** Which peers may speak for the client through `Forwarded` or `X-Forwarded-For`. */
+/** Which peers may speak for the client, and through which header. */
 export interface TrustedProxies {
-  /** True when `address` (a socket peer, or a hop named in a header) is a trusted proxy. */
+  header: ForwardingHeader;
+  /** True when `address` (a socket peer, or a hop named in the header) is a trusted proxy. */
   trusts(address: string): boolean;
 }
 
@@ -24,7 +29,7 @@ function stripMapped(address: string): string {
  * Parses TRUST_PROXY: a comma-separated list of addresses, CIDR ranges and the names
  * `loopback` and `private`. Returns the problem with the value as a string, never throws.
  */
-export function parseTrustedProxies(value: string): TrustedProxies | string {
+export function parseTrustedProxies(value: string, header: ForwardingHeader = 'x-forwarded-for'): TrustedProxies | string {
   const list = new BlockList();
   const add = (entry: string): string | null => {
     const [address = '', bits, extra] = entry.split('/');
@@ -49,6 +54,7 @@ export function parseTrustedProxies(value: string): TrustedProxies | string {
     }
   }
   return {
+    header,
     trusts(address) {
       const plain = stripMapped(address);
       const family = isIP(plain);
@@ -83,22 +89,36 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 /**
+ * IPv6 clients are counted per /64: one host usually holds the whole prefix. `address` is
+ * a valid IPv6 address; the answer is its first four groups, e.g. `2001:db8:0:1::/64`.
+ */
+function ipv6Prefix64(address: string): string {
+  const plain = address.split('%')[0] ?? '';
+  const gap = plain.indexOf('::');
+  const head = (gap < 0 ? plain : plain.slice(0, gap)).split(':').filter(Boolean);
+  // A compressed run of zeros shorter than the four groups wanted fills the rest with 0.
+  const groups = head.slice(0, 4);
+  if (gap >= 0) while (groups.length < 4) groups.push('0');
+  return `${groups.map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+}
+
+/**
  * The address a request is counted under. Without trusted proxies it is the socket's peer,
  * whatever the headers claim (anyone can send them). Behind trusted proxies it walks the
- * forwarding chain (`Forwarded`, else `X-Forwarded-For`) from the nearest hop and stops at
- * the first address that is not a trusted proxy: everything to its left was written by the
- * client and proves nothing.
+ * proxies' header from the nearest hop and stops at the first address that is not a
+ * trusted proxy: everything to its left was written by the client and proves nothing.
  */
 export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | null): string {
   let address = stripMapped(req.socket.remoteAddress ?? '');
   if (trusted !== null && trusted.trusts(address)) {
-    const forwarded = headerValue(req.headers.forwarded);
-    const xff = headerValue(req.headers['x-forwarded-for']);
-    const chain = forwarded !== undefined ? forwardedFor(forwarded) : (xff?.split(',').map((hop) => hop.trim()) ?? []);
+    const value = headerValue(req.headers[trusted.header]);
+    const chain = value === undefined ? [] : trusted.header === 'forwarded' ? forwardedFor(value) : value.split(',').map((hop) => hop.trim());
     for (let i = chain.length - 1; i >= 0; i -= 1) {
       address = stripMapped(chain[i] ?? '');
       if (!trusted.trusts(address)) break;
     }
   }
-  return isIP(address) === 0 ? address.slice(0, 64) || 'unknown' : normalizeIP(address, IPV6_PREFIX_BITS);
+  const family = isIP(address);
+  if (family === 6) return ipv6Prefix64(address);
+  return family === 4 ? address : address.slice(0, 64) || 'unknown';
 }

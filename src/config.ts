@@ -1,9 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from './cache/lookup-cache.js';
-import { parseTrustedProxies } from './client-address.js';
+import { FORWARDING_HEADERS, parseTrustedProxies } from './client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
-import type { TrustedProxies } from './client-address.js';
+import type { ForwardingHeader, TrustedProxies } from './client-address.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -168,8 +168,11 @@ export function loadConfig(env: Env = process.env): Config {
   if (redisUrl !== null && !isRedisUrl(redisUrl)) problems.push('REDIS_URL must be a redis:// or rediss:// URL');
   let trustProxy: TrustedProxies | null = null;
   const trustRaw = env.TRUST_PROXY?.trim() || null;
+  const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;
+  const headerKnown = FORWARDING_HEADERS.includes(trustHeader);
+  if (!headerKnown) problems.push(`TRUST_PROXY_HEADER must be one of ${FORWARDING_HEADERS.join(', ')}`);
   if (trustRaw !== null) {
-    const parsed = parseTrustedProxies(trustRaw);
+    const parsed = parseTrustedProxies(trustRaw, headerKnown ? trustHeader : 'x-forwarded-for');
     if (typeof parsed === 'string') problems.push(parsed);
     else trustProxy = parsed;
   }

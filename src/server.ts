@@ -114,7 +114,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
     const lookupPath = await openLookupPath(config, store, metrics, secrets);
-    redis = config.redisUrl === null ? null : openRedis(config.redisUrl, log);
+    redis = config.redisUrl === null ? null : openRedis(config.redisUrl);
     const app = await buildApp({
       store,
       metrics,

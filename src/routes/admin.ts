@@ -80,7 +80,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   const { guards } = opts;
   if (guards) {
     app.addHook('onRequest', guards.admin);
-    app.addHook('onResponse', async (req, reply) => guards.countFailure(req, reply));
+    app.addHook('onSend', guards.adminFailure);
   }
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');

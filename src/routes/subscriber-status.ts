@@ -3,7 +3,7 @@ import type { App } from '../app.js';
 import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
-import type { RateLimitGuards, TenantQuota } from '../rate-limit.js';
+import type { RateLimitGuards } from '../rate-limit.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
 
 /** What the lookup reads: the store, or a cache in front of it. */
@@ -36,32 +36,18 @@ function applyCors(reply: FastifyReply, tenant: TenantAuth | null, origin: strin
   else reply.header('access-control-allow-origin', allowed);
 }
 
-/**
- * The tenant a lookup counts against. A slug that names no tenant counts against none, and
- * a store that cannot answer leaves the decision to the route (it answers 503 itself).
- */
-function quotaOf(source: LookupSource): (req: FastifyRequest) => Promise<TenantQuota | null> {
-  return async (req) => {
-    try {
-      const tenant = await tenantFor(source, (req.params as { tenantSlug: string }).tenantSlug);
-      return tenant === null ? null : { key: String(tenant.id), quota: tenant.lookupsPerMinute };
-    } catch {
-      return null;
-    }
-  };
-}
-
 export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOptions): Promise<void> {
   const { source, now, guards } = opts;
   // Every page view calls the lookup: its requests are logged only when asked for.
   const logLevel = opts.logLookups ? 'info' : 'warn';
-  const limited = guards ? { onRequest: guards.lookup(quotaOf(source)), onResponse: guards.countFailure } : {};
+  const limited = guards ? { onRequest: guards.lookup } : {};
 
   app.get(
     PATH,
     {
       logLevel,
       ...limited,
+      ...(guards ? { onSend: guards.lookupFailure } : {}),
       schema: {
         summary: "A subscriber's billing enforcement status",
         tags: ['lookup'],
@@ -99,6 +85,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
         now(),
       );
       if (!check.ok || tenant === null) return sendProblem(reply, check.ok ? 'tenant_not_found' : check.code);
+      if (guards && (await guards.tenant(req, reply, String(tenant.id), tenant.lookupsPerMinute))) return reply;
       const status = await source.getSubscriberStatus(tenant.id, check.customerId);
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(lookupBody(tenant, status));

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readAdminTokenFile } from '../../src/admin-token.js';
 import { run } from '../../src/cli/run.js';
@@ -11,27 +11,12 @@ import { computeHmac } from '../../src/domain/hmac.js';
 import { createLogger } from '../../src/logger.js';
 import { encryptionKeyId, parseEncryptionKey } from '../../src/secrets/cipher.js';
 import { start } from '../../src/server.js';
+import { Capture } from '../helpers/log-capture.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 
 const engines = await availableEngines();
-
-/** Everything the service writes to its log, as the process would write it to stdout. */
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.text += chunk.toString('utf8');
-    done();
-  }
-  entries(): Record<string, unknown>[] {
-    return this.text
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-  }
-}
 
 class TextCapture {
   text = '';

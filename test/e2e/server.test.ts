@@ -2,27 +2,16 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import { openStore } from '../../src/store/index.js';
+import { Capture } from '../helpers/log-capture.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 
 const engines = await availableEngines();
-
-class Capture extends Writable {
-  text = '';
-  override _write(chunk: Buffer, _enc: BufferEncoding, done: () => void): void {
-    this.text += chunk.toString('utf8');
-    done();
-  }
-  entries(): Record<string, unknown>[] {
-    return this.text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-  }
-}
 
 const dirs: string[] = [];
 function tempDir(): string {

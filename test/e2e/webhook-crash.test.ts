@@ -108,6 +108,9 @@ async function startService(databaseUrl: string): Promise<Service> {
       DATABASE_READ_URL: '',
       DUNWALL_ADMIN_TOKEN: TOKEN,
       DUNWALL_DEMO: '0',
+      // The final states are read through the admin API, where unknown customers answer 404.
+      DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0',
+      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
       HOST: '127.0.0.1',
       PORT: '0',
       LOG_LEVEL: 'info',
@@ -223,7 +226,7 @@ async function finalState(base: string, slug: string, customerId: string): Promi
 }
 
 describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a Stripe webhook burst ($name)', () => {
-  it('loses no acknowledged event and applies none twice', { timeout: 60_000 }, async () => {
+  it('loses no acknowledged event and applies none twice', async () => {
     const random = mulberry32(0x5eed);
     const baseS = Math.floor(Date.now() / 1000) - 86_400;
     const customerIds = Array.from({ length: CUSTOMERS }, (_, i) => `cus_crash${i}`);
@@ -282,11 +285,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
       const stored = await db.query<{ slug: string; n: number }>(
         'SELECT t.slug, count(*)::int AS n FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id GROUP BY t.slug ORDER BY t.slug',
       );
-      const twice = await db.query<{ source: string; slug: string; event_id: string; n: number }>(
-        `SELECT 'stripe_events' AS source, t.slug, e.event_id, count(*)::int AS n
-           FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id GROUP BY t.slug, e.event_id HAVING count(*) > 1
-         UNION ALL
-         SELECT 'subscriber_history', t.slug, h.event_id, count(*)::int
+      // stripe_events holds an event once by its key; what an event applied is in the history.
+      const twice = await db.query<{ slug: string; event_id: string; n: number }>(
+        `SELECT t.slug, h.event_id, count(*)::int AS n
            FROM subscriber_history h JOIN tenants t ON t.id = h.tenant_id
            WHERE h.event_id IS NOT NULL GROUP BY t.slug, h.event_id HAVING count(*) > 1`,
       );
@@ -306,6 +307,8 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
           `(${firstRun.size} attempted before the kill, ${inFlightAtKill} of them in flight at it, ${committedUnacked} stored but unacknowledged, ` +
           `${reapplied.length} acknowledged then applied again, ${finals.size} distinct final states)`,
       );
+      // The kill must land mid-burst, with requests (and so transactions) in flight.
+      expect(inFlightAtKill).toBeGreaterThan(0);
       expect(lost).toEqual([]);
       expect(twice.rows).toEqual([]);
       expect(reapplied).toEqual([]);

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { parseTrustedProxies } from '../../src/client-address.js';
-import type { TrustedProxies } from '../../src/client-address.js';
+import type { ForwardingHeader, TrustedProxies } from '../../src/client-address.js';
 import type { RateLimits } from '../../src/config.js';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
@@ -14,8 +14,8 @@ const engines = await availableEngines();
 const TIGHT: RateLimits = { lookupPerIp: 5, lookupPerTenant: 1_000, failuresPerIp: 3, adminPerIp: 8 };
 const MINUTE_MS = 60_000;
 
-function trusted(value: string): TrustedProxies {
-  const parsed = parseTrustedProxies(value);
+function trusted(value: string, header?: ForwardingHeader): TrustedProxies {
+  const parsed = parseTrustedProxies(value, header);
   if (typeof parsed === 'string') throw new Error(parsed);
   return parsed;
 }
@@ -112,6 +112,25 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect((await h.admin('POST', '/tenants', { slug: 'capped', lookups_per_minute: 7 })).json()).toMatchObject({ lookups_per_minute: 7 });
   });
 
+  it('only lookups with the tenant\'s own key count against its quota', async () => {
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 3 });
+    h.clock.advance(MINUTE_MS);
+    for (let i = 0; i < 10; i += 1) {
+      expect((await lookupFrom(h, { slug: 'other-co', key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(401);
+      expect((await lookupFrom(h, { slug: 'other-co', from: freshAddress() })).statusCode).toBe(401);
+    }
+    const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers.ratelimit).toBe('"tenant";r=2;t=60');
+    // A preflight is counted against its address only.
+    for (let i = 0; i < 5; i += 1) {
+      const preflight = await h.app.inject({ method: 'OPTIONS', url: '/api/subscriber-status/other-co', remoteAddress: freshAddress() });
+      expect(preflight.statusCode).toBe(204);
+    }
+    expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).headers.ratelimit).toBe('"tenant";r=1;t=60');
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
+  });
+
   it('an address refused for its own quota does not use up its tenant\'s', async () => {
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 8 });
     h.clock.advance(MINUTE_MS);
@@ -140,6 +159,19 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect((await lookupFrom(h, { key: acme.publishable_key, from })).statusCode).toBe(200);
   });
 
+  it('failures sent all at once get the failure quota and not one more', async () => {
+    h.clock.advance(MINUTE_MS);
+    const from = freshAddress();
+    const burst = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => lookupFrom(h, { slug: i % 2 ? 'acme' : 'nope-co', key: 'pk_wrongwrongwrongwrongwrongwrong', from })),
+    );
+    expect(burst.map((r) => r.statusCode).sort()).toEqual([401, 404, 404, 429]);
+    const refused = burst.find((r) => r.statusCode === 429);
+    if (!refused) throw new Error('no refusal');
+    expectRateLimited(refused, 'failures');
+    expect(refused.headers['www-authenticate']).toBeUndefined();
+  });
+
   it('admin API: its own per-address limit, and wrong tokens count as failures', async () => {
     h.clock.advance(MINUTE_MS);
     const from = freshAddress();
@@ -149,6 +181,20 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     const guesser = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, guesser, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
     expectRateLimited(await adminFrom(h, guesser), 'failures');
+
+    // An operator's 404 (a subscriber not on record) is no guess: it never counts.
+    h.clock.advance(MINUTE_MS);
+    const operator = freshAddress();
+    for (let i = 0; i < TIGHT.failuresPerIp + 2; i += 1) {
+      const res = await h.app.inject({
+        method: 'GET',
+        url: `/admin/v1/tenants/acme/subscribers/cus_missing${i}`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        remoteAddress: operator,
+      });
+      expect(res.statusCode).toBe(404);
+    }
+    expect((await adminFrom(h, operator)).statusCode).toBe(200);
   });
 
   it('without trusted proxies, X-Forwarded-For and Forwarded are ignored: a client cannot pick a fresh address', async () => {
@@ -180,14 +226,29 @@ describe('rate limits behind a trusted proxy', () => {
     return lookupFrom(h, { key: acme.publishable_key, from, headers });
   }
 
-  it('counts each client named by the proxy on its own (X-Forwarded-For and RFC 7239 Forwarded)', async () => {
+  it('counts each client named in X-Forwarded-For on its own, and ignores a Forwarded header the client wrote', async () => {
     expect((await exhaust({ 'x-forwarded-for': '203.0.113.1' })).statusCode).toBe(429);
     expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.2' } })).statusCode).toBe(200);
-    // The same client through Forwarded is the same address.
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { forwarded: 'for=203.0.113.1;proto=https' } })).statusCode).toBe(429);
-    expect((await exhaust({ forwarded: 'for="[2001:db8:cafe::17]:4711"' })).statusCode).toBe(429);
+    const spoof = { 'x-forwarded-for': '203.0.113.1', forwarded: 'for=198.51.100.250' };
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: spoof })).statusCode).toBe(429);
     // IPv6 clients are counted per /64.
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { forwarded: 'for="[2001:db8:cafe::99]"' } })).statusCode).toBe(429);
+    expect((await exhaust({ 'x-forwarded-for': '2001:db8:cafe::17' })).statusCode).toBe(429);
+    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '2001:db8:cafe::99' } })).statusCode).toBe(429);
+  });
+
+  it('behind proxies that write RFC 7239 Forwarded, that header names the client', async () => {
+    const [embedded] = engines;
+    if (!embedded) throw new Error('no engine');
+    const f = await harness(embedded, { rateLimits: TIGHT, trustedProxies: trusted('10.0.0.0/8', 'forwarded') });
+    try {
+      const t = await f.createTenant('acme');
+      const call = (forwarded: string) => lookupFrom(f, { key: t.publishable_key, from: proxy, headers: { forwarded, 'x-forwarded-for': '198.51.100.250' } });
+      for (let i = 0; i < TIGHT.lookupPerIp; i += 1) expect((await call('for="203.0.113.1:4711";proto=https')).statusCode).toBe(200);
+      expect((await call('for=203.0.113.1')).statusCode).toBe(429);
+      expect((await call('for=203.0.113.2')).statusCode).toBe(200);
+    } finally {
+      await f.close();
+    }
   });
 
   it('trusts only what its proxies wrote: a hop the client prepends changes nothing, and a request not from a proxy is its own peer', async () => {
@@ -271,8 +332,6 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     if (!a || !b) throw new Error('two instances expected');
     const from = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(a, { key: 'pk_nopenopenopenopenopenopenope', from })).statusCode).toBe(401);
-    // The failure is counted after the answer is sent; give the count its round trip.
-    await clients[0]?.ping();
     expectRateLimited(await adminFrom(b, from), 'failures');
   });
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { clientAddress, parseTrustedProxies } from '../../src/client-address.js';
-import type { TrustedProxies } from '../../src/client-address.js';
+import type { ForwardingHeader, TrustedProxies } from '../../src/client-address.js';
 import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from '../../src/config.js';
 
-function trusted(value: string): TrustedProxies {
-  const parsed = parseTrustedProxies(value);
+function trusted(value: string, header?: ForwardingHeader): TrustedProxies {
+  const parsed = parseTrustedProxies(value, header);
   if (typeof parsed === 'string') throw new Error(parsed);
   return parsed;
 }
@@ -35,6 +35,7 @@ describe('parseTrustedProxies', () => {
 
 describe('clientAddress', () => {
   const proxies = trusted('10.0.0.0/8');
+  const rfc7239 = trusted('10.0.0.0/8', 'forwarded');
 
   it('is the socket peer when no proxy is trusted, whatever the headers say', () => {
     expect(clientAddress(req('203.0.113.5', { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=1.2.3.4' }), null)).toBe('203.0.113.5');
@@ -43,8 +44,8 @@ describe('clientAddress', () => {
 
   it('walks the chain from the nearest hop to the first address that is not a proxy', () => {
     expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.5, 10.0.0.2' }), proxies)).toBe('203.0.113.5');
-    expect(clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), proxies)).toBe('203.0.113.5');
-    expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), proxies)).toBe('2001:db8:cafe::');
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), rfc7239)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), rfc7239)).toBe('2001:db8:cafe:0::/64');
     // A peer that is not a proxy: its headers prove nothing.
     expect(clientAddress(req('203.0.113.9', { 'x-forwarded-for': '198.51.100.1' }), proxies)).toBe('203.0.113.9');
     // Only proxies in the chain: the farthest of them is the best we know.
@@ -52,10 +53,22 @@ describe('clientAddress', () => {
     expect(clientAddress(req('10.0.0.1'), proxies)).toBe('10.0.0.1');
   });
 
+  it('reads only the header its proxies write: the other one is the client\'s own', () => {
+    const spoofed = { 'x-forwarded-for': '203.0.113.5', forwarded: 'for=6.6.6.6' };
+    expect(clientAddress(req('10.0.0.1', spoofed), proxies)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { ...spoofed, forwarded: 'for=203.0.113.5', 'x-forwarded-for': '6.6.6.6' }), rfc7239)).toBe('203.0.113.5');
+    // A Forwarded header without a for= names nobody: the proxy is the best we know.
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'proto=https' }), rfc7239)).toBe('10.0.0.1');
+  });
+
   it('counts IPv6 clients per /64 and keeps an obfuscated identifier short', () => {
     expect(clientAddress(req('2001:db8:1:2:aaaa::1'), null)).toBe(clientAddress(req('2001:db8:1:2:bbbb::2'), null));
     expect(clientAddress(req('2001:db8:1:3::1'), null)).not.toBe(clientAddress(req('2001:db8:1:2::1'), null));
-    expect(clientAddress(req('10.0.0.1', { forwarded: `for=_${'x'.repeat(500)}` }), proxies)).toHaveLength(64);
+    expect(clientAddress(req('2001:db8:1:2:aaaa::1'), null)).toBe('2001:db8:1:2::/64');
+    expect(clientAddress(req('2001:0db8:0000:0002:0:0:0:1'), null)).toBe('2001:db8:0:2::/64');
+    expect(clientAddress(req('::1'), null)).toBe('0:0:0:0::/64');
+    expect(clientAddress(req('fe80::1%eth0'), null)).toBe('fe80:0:0:0::/64');
+    expect(clientAddress(req('10.0.0.1', { forwarded: `for=_${'x'.repeat(500)}` }), rfc7239)).toHaveLength(64);
   });
 });
 
@@ -75,22 +88,25 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
       DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '9',
       REDIS_URL: 'redis://:pw@cache.internal:6379/2',
       TRUST_PROXY: 'loopback,10.0.0.0/8',
+      TRUST_PROXY_HEADER: 'Forwarded',
     });
     expect(config.rateLimits).toEqual({ lookupPerIp: 0, lookupPerTenant: 5000, failuresPerIp: 7, adminPerIp: 9 });
     expect(config.redisUrl).toBe('redis://:pw@cache.internal:6379/2');
     expect(config.trustProxy?.trusts('10.2.3.4')).toBe(true);
+    expect(config.trustProxy?.header).toBe('forwarded');
+    expect(loadConfig({ TRUST_PROXY: 'loopback' }).trustProxy?.header).toBe('x-forwarded-for');
   });
 
   it('reports every bad value without echoing a Redis URL', () => {
     let error: unknown;
     try {
-      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone' });
+      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone', TRUST_PROXY_HEADER: 'x-real-ip' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(3);
+    expect(problems).toHaveLength(4);
     expect(problems.join('\n')).not.toContain('s3cret');
     expect(problems.join('\n')).toContain('DUNWALL_RATE_LIMIT_LOOKUP_PER_IP');
   });
