@@ -1,19 +1,19 @@
 import rateLimitPlugin from '@fastify/rate-limit';
-import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { App } from './app.js';
 import { Lru } from './cache/lru.js';
 import { clientAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
 import type { RateLimits } from './config.js';
-import { PROBLEM_CONTENT_TYPE, problem } from './errors.js';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem } from './errors.js';
+import type { ErrorCode } from './errors.js';
 import { sendProblem } from './http.js';
 
-/** Every limit counts requests in fixed windows of one minute. */
+/** Every limit counts requests in fixed windows of one minute, from a key's first request. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 const RATE_LIMIT_WINDOW_S = RATE_LIMIT_WINDOW_MS / 1000;
-/** Client addresses and tenants counted at once in memory; past it the oldest window is forgotten. */
+/** Addresses and tenants counted at once in memory; past it the least recently seen is forgotten. */
 const MEMORY_WINDOWS_MAX = 100_000;
 /** Keys in Redis start with this, so that other users of the server are not disturbed. */
 export const DEFAULT_REDIS_PREFIX = 'dunwall:rl:';
@@ -34,54 +34,101 @@ export interface RateLimitOptions {
   redisPrefix?: string;
 }
 
-type Hook = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
-type SendHook = (req: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown>;
+type Maybe<T> = T | Promise<T>;
 
-export interface RateLimitGuards {
-  /** onRequest of the lookup and its preflight: the address's quota, and its failures. */
-  lookup: Hook;
-  /**
-   * The tenant's quota, counted once the key has proved the request is the tenant's own
-   * (so that nobody without it can use the quota up). True: refused, the 429 is sent.
-   */
-  tenant(req: FastifyRequest, reply: FastifyReply, tenantKey: string, quota: number | null): Promise<boolean>;
-  /** onRequest of the admin API: the address's quota, and its failures. */
-  admin: Hook;
-  /** onSend of the lookup: a 401 or 404 counts as a failure; past the quota it becomes a 429. */
-  lookupFailure: SendHook;
-  /** onSend of the admin API: a 401 counts as a failure (a 404 after a valid token is no guess). */
-  adminFailure: SendHook;
-}
-
-/** A fixed-window counter on the injected clock (the plugin's own reads the wall clock). */
-function memoryWindows(now: () => number): FastifyRateLimitStoreCtor {
-  type Result = { current: number; ttl: number };
-  return class MemoryWindows {
-    private readonly windows = new Lru<string, { count: number; endMs: number }>(MEMORY_WINDOWS_MAX);
-    incr(key: string, done: (err: Error | null, result?: Result) => void, timeWindow: number): void {
-      const nowMs = now();
-      const window = this.windows.get(key, nowMs) ?? { count: 0, endMs: nowMs + timeWindow };
-      window.count += 1;
-      this.windows.set(key, window, window.endMs);
-      done(null, { current: window.count, ttl: window.endMs - nowMs });
-    }
-    read(key: string, done: (err: Error | null, result?: Result) => void): void {
-      const nowMs = now();
-      const window = this.windows.get(key, nowMs);
-      done(null, window ? { current: window.count, ttl: window.endMs - nowMs } : { current: 0, ttl: 0 });
-    }
-    child(): MemoryWindows {
-      return new MemoryWindows();
-    }
-  };
-}
-
+/** What one limit has counted for a key in the current window. */
 interface Count {
+  /** The policy as the RateLimit-Policy field names it, quota and window included. */
   policy: string;
+  name: string;
   quota: number;
   /** Requests counted in this window, this one included when it was counted. */
   current: number;
   resetS: number;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The counts of the request's address, for the RateLimit fields of its answer. */
+    rateLimitCounts: Count[] | null;
+  }
+}
+
+export interface RateLimitGuards {
+  /** onRequest of the lookup and its preflight: the address's quota, and its failures. */
+  lookup(req: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void;
+  /**
+   * The tenant's quota, counted once the key has proved the request is the tenant's own
+   * (so that nobody without it can use the quota up). True: refused, the 429 is sent.
+   */
+  tenant(req: FastifyRequest, reply: FastifyReply, tenantKey: string, quota: number | null): Maybe<boolean>;
+  /**
+   * A lookup about to answer `code`: a 401 or 404 counts as a failure. True: that was one
+   * failure too many, and the answer must be the 429 instead (its fields are set).
+   */
+  lookupFailure(req: FastifyRequest, reply: FastifyReply, code: ErrorCode): Maybe<boolean>;
+  /** onRequest of the admin API: the address's quota, and its failures. */
+  admin(req: FastifyRequest, reply: FastifyReply): Promise<unknown>;
+  /** onSend of the admin API: a 401 counts as a failure (a 404 after a valid token is no guess). */
+  adminFailure(req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown>;
+}
+
+/** Counts (or, with `increment` false, reads) a request under `key`; null: not counted. */
+type Counter = (req: FastifyRequest, key: string, quota: number, increment: boolean) => Maybe<{ current: number; resetS: number } | null>;
+
+/**
+ * Counts in this process, synchronously: the lookup's hot path pays a few map operations
+ * and no promise. Windows run on the injected clock, so tests move time, never sleep.
+ */
+function memoryCounter(now: () => number): Counter {
+  const windows = new Lru<string, { count: number; endMs: number }>(MEMORY_WINDOWS_MAX);
+  return (_req, key, _quota, increment) => {
+    const nowMs = now();
+    let window = windows.get(key, nowMs);
+    if (increment) {
+      if (window === undefined) {
+        window = { count: 0, endMs: nowMs + RATE_LIMIT_WINDOW_MS };
+        windows.set(key, window, window.endMs);
+      }
+      window.count += 1;
+    }
+    if (window === undefined) return { current: 0, resetS: RATE_LIMIT_WINDOW_S };
+    return { current: window.count, resetS: Math.max(1, Math.ceil((window.endMs - nowMs) / 1000)) };
+  };
+}
+
+/**
+ * Counts in Redis through @fastify/rate-limit (its Redis store: one atomic script per
+ * count), shared by every instance. A failed count lets the request through, and Redis is
+ * not asked again for REDIS_RETRY_INTERVAL_MS.
+ */
+function redisCounter(app: App, now: () => number, log: FastifyBaseLogger): Counter {
+  const asked = new WeakMap<FastifyRequest, { key: string; quota: number }>();
+  const limiter = app.createRateLimit({
+    keyGenerator: (req) => asked.get(req)?.key ?? '',
+    max: (req) => asked.get(req)?.quota ?? 0,
+  });
+  let down = false;
+  let retryAtMs = 0;
+  return async (req, key, quota, increment) => {
+    if (down && now() < retryAtMs) return null;
+    // Two counts of one request run at once: each gets its own object to read from.
+    const own = Object.create(req) as FastifyRequest;
+    asked.set(own, { key, quota });
+    try {
+      const result = await limiter(own, { increment });
+      if (down) log.info('rate limit store available again');
+      down = false;
+      if (result.isAllowed) return null;
+      // `remaining` stops at 0: past the quota, all that is known is that it is past.
+      return { current: result.isExceeded ? result.max + 1 : result.max - result.remaining, resetS: Math.max(1, result.ttlInSeconds) };
+    } catch (err) {
+      retryAtMs = now() + REDIS_RETRY_INTERVAL_MS;
+      if (!down) log.warn({ err: { message: (err as Error).message } }, 'rate limit store unavailable: requests go uncounted until it is back');
+      down = true;
+      return null;
+    }
+  };
 }
 
 const remaining = (c: Count): number => Math.max(0, c.quota - c.current);
@@ -92,132 +139,132 @@ const remaining = (c: Count): number => Math.max(0, c.quota - c.current);
  */
 function describe(reply: FastifyReply, counts: readonly Count[]): void {
   let tightest: Count | undefined;
-  for (const c of counts) if (tightest === undefined || remaining(c) < remaining(tightest)) tightest = c;
+  let policies = '';
+  for (const c of counts) {
+    if (tightest === undefined || remaining(c) < remaining(tightest)) tightest = c;
+    policies = policies === '' ? c.policy : `${policies}, ${c.policy}`;
+  }
   if (tightest === undefined) return;
-  reply.header('ratelimit-policy', counts.map((c) => `"${c.policy}";q=${c.quota};w=${RATE_LIMIT_WINDOW_S}`).join(', '));
-  reply.header('ratelimit', `"${tightest.policy}";r=${remaining(tightest)};t=${tightest.resetS}`);
+  reply.header('ratelimit-policy', policies);
+  reply.header('ratelimit', `"${tightest.name}";r=${remaining(tightest)};t=${tightest.resetS}`);
 }
 
-function refusalHeaders(reply: FastifyReply, counts: readonly Count[], over: Count): void {
+function refusalFields(reply: FastifyReply, counts: readonly Count[], over: Count): void {
   describe(reply, counts.includes(over) ? counts : [...counts, over]);
   reply.header('retry-after', String(over.resetS));
 }
 
-type Limiter = ReturnType<App['createRateLimit']>;
+/** Runs `then` on a value at once, or once it arrives. */
+function settle<T>(value: Maybe<T>, then: (v: T) => void, fail: (err: Error) => void): void {
+  if (value instanceof Promise) value.then(then, fail);
+  else then(value);
+}
+
+function policyText(name: string, quota: number): string {
+  return `"${name}";q=${quota};w=${RATE_LIMIT_WINDOW_S}`;
+}
 
 /**
- * Registers @fastify/rate-limit (its Redis store when `redis` is given, counters in
- * memory otherwise) and returns the hooks that enforce Dunwall's limits. A count that
- * fails lets the request through: a broken limiter must never block a user.
+ * Registers @fastify/rate-limit and returns the hooks that enforce Dunwall's limits:
+ * counted in Redis through the plugin's store when `redis` is given, in this process
+ * otherwise. A count that fails lets the request through: a broken limiter must never
+ * block a user.
  */
 export async function registerRateLimits(app: App, opts: RateLimitOptions): Promise<RateLimitGuards> {
   const { limits, now, log } = opts;
   await app.register(rateLimitPlugin, {
     global: false,
     timeWindow: RATE_LIMIT_WINDOW_MS,
-    ...(opts.redis ? { redis: opts.redis, nameSpace: opts.redisPrefix ?? DEFAULT_REDIS_PREFIX } : { store: memoryWindows(now) }),
+    ...(opts.redis ? { redis: opts.redis, nameSpace: opts.redisPrefix ?? DEFAULT_REDIS_PREFIX } : {}),
   });
-
-  // Each limiter asks for the address: it is worked out once per request.
-  const addresses = new WeakMap<FastifyRequest, string>();
-  const addressOf = (req: FastifyRequest): string => {
-    let address = addresses.get(req);
-    if (address === undefined) {
-      address = clientAddress(req.raw, opts.trustedProxies);
-      addresses.set(req, address);
-    }
-    return address;
+  app.decorateRequest('rateLimitCounts', null);
+  const counter = opts.redis ? redisCounter(app, now, log) : memoryCounter(now);
+  const policies = {
+    ip: policyText('ip', limits.lookupPerIp),
+    admin: policyText('admin', limits.adminPerIp),
+    failures: policyText('failures', limits.failuresPerIp),
+    tenant: policyText('tenant', limits.lookupPerTenant),
   };
-  const byAddress = (max: number, prefix: string): Limiter | null =>
-    max > 0 ? app.createRateLimit({ max, keyGenerator: (req) => `${prefix}:${addressOf(req)}` }) : null;
-  const perIp = byAddress(limits.lookupPerIp, 'ip');
-  const admin = byAddress(limits.adminPerIp, 'admin');
-  const failures = byAddress(limits.failuresPerIp, 'fail');
-  // The quota differs by tenant: `tenant()` hands it over through `quotas`.
-  const quotas = new WeakMap<FastifyRequest, { key: string; quota: number }>();
-  const perTenant = app.createRateLimit({
-    keyGenerator: (req) => `tenant:${quotas.get(req)?.key ?? ''}`,
-    max: (req) => quotas.get(req)?.quota ?? limits.lookupPerTenant,
-  });
-  /** The address's counts, for the RateLimit fields of the answer. */
-  const counted = new WeakMap<FastifyRequest, Count[]>();
 
-  let storeDown = false;
-  let retryAtMs = 0;
-  async function count(limiter: Limiter | null, policy: string, req: FastifyRequest, increment = true): Promise<Count | null> {
-    if (limiter === null || (storeDown && now() < retryAtMs)) return null;
-    let result: Awaited<ReturnType<Limiter>>;
-    try {
-      result = await limiter(req, { increment });
-    } catch (err) {
-      retryAtMs = now() + REDIS_RETRY_INTERVAL_MS;
-      if (!storeDown) log.warn({ err: { message: (err as Error).message } }, 'rate limit store unavailable: requests go uncounted until it is back');
-      storeDown = true;
-      return null;
-    }
-    if (storeDown) log.info('rate limit store available again');
-    storeDown = false;
-    if (result.isAllowed) return null;
-    // `remaining` stops at 0: past the quota, all that is known is that it is past.
-    const current = result.isExceeded ? result.max + 1 : result.max - result.remaining;
-    return { policy, quota: result.max, current, resetS: Math.max(1, result.ttlInSeconds) };
+  function hit(req: FastifyRequest, name: keyof typeof policies, key: string, quota: number, increment: boolean): Maybe<Count | null> {
+    if (quota <= 0) return null;
+    const policy = quota === limits.lookupPerTenant || name !== 'tenant' ? policies[name] : policyText(name, quota);
+    const counted = counter(req, `${name}:${key}`, quota, increment);
+    const toCount = (c: { current: number; resetS: number } | null): Count | null => (c === null ? null : { policy, name, quota, current: c.current, resetS: c.resetS });
+    return counted instanceof Promise ? counted.then(toCount) : toCount(counted);
   }
 
   /**
    * The address's own quota, and its failures: past the failure quota an address is
    * refused until the window ends, whatever it sends (read only here: failures are counted
-   * as they are answered).
+   * as they are answered). True: refused, with the fields of the refusal set.
    */
-  async function refusedByAddress(req: FastifyRequest, reply: FastifyReply, own: Limiter | null, policy: string): Promise<boolean> {
-    const [mine, failed] = await Promise.all([count(own, policy, req), count(failures, 'failures', req, false)]);
-    const counts = mine ? [mine] : [];
-    const over = mine && mine.current > mine.quota ? mine : failed && remaining(failed) === 0 ? failed : null;
-    if (over === null) {
-      counted.set(req, counts);
+  function refusedByAddress(req: FastifyRequest, reply: FastifyReply, name: 'ip' | 'admin', quota: number): Maybe<boolean> {
+    const address = clientAddress(req.raw, opts.trustedProxies);
+    const mine = hit(req, name, address, quota, true);
+    const failed = hit(req, 'failures', address, limits.failuresPerIp, false);
+    const decide = ([m, f]: [Count | null, Count | null]): boolean => {
+      const counts = m ? [m] : [];
+      const over = m && m.current > m.quota ? m : f && remaining(f) === 0 ? f : null;
+      if (over !== null) {
+        refusalFields(reply, counts, over);
+        return true;
+      }
+      req.rateLimitCounts = counts;
       describe(reply, counts);
       return false;
-    }
-    refusalHeaders(reply, counts, over);
-    return true;
+    };
+    if (mine instanceof Promise || failed instanceof Promise) return Promise.all([mine, failed]).then(decide);
+    return decide([mine, failed]);
   }
 
-  /** Counts a failure as it is answered; past the quota the answer is a 429 instead, so that a burst sent at once is held too. */
-  function failureHook(statuses: readonly number[]): SendHook {
-    return async (req, reply, payload) => {
-      if (failures === null || !statuses.includes(reply.statusCode)) return payload;
-      const failed = await count(failures, 'failures', req);
-      if (failed === null || failed.current <= failed.quota) return payload;
+  /** Counts a failure as it is answered; one past the quota is answered 429 instead, so that a burst sent at once is held too. */
+  function failure(req: FastifyRequest, reply: FastifyReply, status: number, counted: readonly number[]): Maybe<boolean> {
+    if (!counted.includes(status)) return false;
+    const decide = (f: Count | null): boolean => {
+      if (f === null || f.current <= f.quota) return false;
       reply.removeHeader('www-authenticate');
-      refusalHeaders(reply, counted.get(req) ?? [], failed);
-      reply.code(429).header('content-type', PROBLEM_CONTENT_TYPE);
-      return JSON.stringify(problem('rate_limited'));
+      refusalFields(reply, req.rateLimitCounts ?? [], f);
+      return true;
     };
+    const failed = hit(req, 'failures', clientAddress(req.raw, opts.trustedProxies), limits.failuresPerIp, true);
+    return failed instanceof Promise ? failed.then(decide) : decide(failed);
   }
 
   return {
-    lookup: async (req, reply) => {
-      if (!(await refusedByAddress(req, reply, perIp, 'ip'))) return undefined;
-      // The snippet reads the answer cross-origin; it fails open on a 429.
-      reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
-      return sendProblem(reply, 'rate_limited');
+    lookup(req, reply, done) {
+      settle(
+        refusedByAddress(req, reply, 'ip', limits.lookupPerIp),
+        (refused) => {
+          if (!refused) return done();
+          // The snippet reads the answer cross-origin; it fails open on a 429.
+          reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
+          sendProblem(reply, 'rate_limited');
+        },
+        done,
+      );
     },
-    async tenant(req, reply, tenantKey, own) {
-      const quota = own ?? limits.lookupPerTenant;
-      if (quota <= 0) return false;
-      quotas.set(req, { key: tenantKey, quota });
-      const mine = await count(perTenant, 'tenant', req);
-      if (mine === null) return false;
-      const counts = [...(counted.get(req) ?? []), mine];
-      if (mine.current <= mine.quota) {
-        describe(reply, counts);
-        return false;
-      }
-      refusalHeaders(reply, counts, mine);
-      sendProblem(reply, 'rate_limited');
-      return true;
+    tenant(req, reply, tenantKey, own) {
+      const mine = hit(req, 'tenant', tenantKey, own ?? limits.lookupPerTenant, true);
+      const decide = (m: Count | null): boolean => {
+        if (m === null) return false;
+        const counts = [...(req.rateLimitCounts ?? []), m];
+        if (m.current <= m.quota) {
+          describe(reply, counts);
+          return false;
+        }
+        refusalFields(reply, counts, m);
+        sendProblem(reply, 'rate_limited');
+        return true;
+      };
+      return mine instanceof Promise ? mine.then(decide) : decide(mine);
     },
-    admin: async (req, reply) => ((await refusedByAddress(req, reply, admin, 'admin')) ? sendProblem(reply, 'rate_limited') : undefined),
-    lookupFailure: failureHook([401, 404]),
-    adminFailure: failureHook([401]),
+    lookupFailure: (req, reply, code) => failure(req, reply, ERRORS[code].status, [401, 404]),
+    admin: async (req, reply) => ((await refusedByAddress(req, reply, 'admin', limits.adminPerIp)) ? sendProblem(reply, 'rate_limited') : undefined),
+    async adminFailure(req, reply, payload) {
+      if (!(await failure(req, reply, reply.statusCode, [401]))) return payload;
+      reply.code(429).header('content-type', PROBLEM_CONTENT_TYPE);
+      return JSON.stringify(problem('rate_limited'));
+    },
   };
 }

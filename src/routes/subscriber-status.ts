@@ -4,6 +4,7 @@ import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
 import type { RateLimitGuards } from '../rate-limit.js';
+import type { ErrorCode } from '../errors.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
 
 /** What the lookup reads: the store, or a cache in front of it. */
@@ -47,7 +48,6 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
     {
       logLevel,
       ...limited,
-      ...(guards ? { onSend: guards.lookupFailure } : {}),
       schema: {
         summary: "A subscriber's billing enforcement status",
         tags: ['lookup'],
@@ -73,9 +73,11 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
       reply.header('cache-control', 'no-store');
       // Set before the store is asked, so that a store failure's answer is readable by the snippet.
       reply.header('access-control-allow-origin', '*');
+      /** A failed check's answer; a 401 or 404 past the address's failure quota is a 429 instead. */
+      const refuse = async (code: ErrorCode) => sendProblem(reply, guards && (await guards.lookupFailure(req, reply, code)) ? 'rate_limited' : code);
       // Check 1 needs no store: a request without a usable header never reaches it.
       const bearer = checkBearer(req.headers.authorization);
-      if (!bearer.ok) return sendProblem(reply, bearer.code);
+      if (!bearer.ok) return refuse(bearer.code);
       const tenant = await tenantFor(source, req.params.tenantSlug);
       applyCors(reply, tenant, req.headers.origin);
 
@@ -84,8 +86,9 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
         tenant,
         now(),
       );
-      if (!check.ok || tenant === null) return sendProblem(reply, check.ok ? 'tenant_not_found' : check.code);
-      if (guards && (await guards.tenant(req, reply, String(tenant.id), tenant.lookupsPerMinute))) return reply;
+      if (!check.ok || tenant === null) return refuse(check.ok ? 'tenant_not_found' : check.code);
+      const overQuota = guards?.tenant(req, reply, String(tenant.id), tenant.lookupsPerMinute);
+      if (overQuota === true || (overQuota instanceof Promise && (await overQuota))) return reply;
       const status = await source.getSubscriberStatus(tenant.id, check.customerId);
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(lookupBody(tenant, status));
