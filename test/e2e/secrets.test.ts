@@ -217,6 +217,10 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
       ...answers.map((a): [string, string] => [`${a.what} (${a.status})`, a.body]),
     ];
     const leaks = [...secrets].flatMap(([label, value]) => searched.filter(([, text]) => text.includes(value)).map(([where]) => `${label} in ${where}`));
+    console.log(
+      `secrets search (${engine.name}): ${secrets.size} secrets searched for in ${entries.length} log lines ` +
+        `(${logs.text.length} bytes) and ${answers.length} answers, ${leaks.length} found`,
+    );
     expect(leaks).toEqual([]);
   });
 });
