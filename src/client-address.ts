@@ -63,17 +63,27 @@ export function parseTrustedProxies(value: string, header: ForwardingHeader = 'x
   };
 }
 
+/**
+ * A hop without its port: `203.0.113.5:51234` and `[2001:db8::1]:443` (some proxies add
+ * the client's port) are the addresses `203.0.113.5` and `2001:db8::1`; a port must not
+ * make a fresh client of every connection.
+ */
+function withoutPort(hop: string): string {
+  const node = hop.trim().replace(/^"|"$/g, '');
+  if (node.startsWith('[')) {
+    const end = node.indexOf(']');
+    return node.slice(1, end < 0 ? undefined : end);
+  }
+  return /^[\d.]+:\d+$/.test(node) ? node.slice(0, node.indexOf(':')) : node;
+}
+
 /** `for=` values of an RFC 7239 `Forwarded` header, nearest hop last, without quotes or ports. */
 function forwardedFor(header: string): string[] {
   const hops: string[] = [];
   for (const element of header.split(',')) {
     for (const pair of element.split(';')) {
       const eq = pair.indexOf('=');
-      if (eq < 0 || pair.slice(0, eq).trim().toLowerCase() !== 'for') continue;
-      let node = pair.slice(eq + 1).trim().replace(/^"|"$/g, '');
-      if (node.startsWith('[')) node = node.slice(1, node.indexOf(']') < 0 ? undefined : node.indexOf(']'));
-      else if (/^[\d.]+:\d+$/.test(node)) node = node.slice(0, node.indexOf(':'));
-      hops.push(node);
+      if (eq >= 0 && pair.slice(0, eq).trim().toLowerCase() === 'for') hops.push(withoutPort(pair.slice(eq + 1)));
     }
   }
   return hops;
@@ -94,12 +104,17 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  */
 function ipv6Prefix64(address: string): string {
   const plain = address.split('%')[0] ?? '';
+  const groupsOf = (part: string): string[] =>
+    // A dotted IPv4 tail stands for the last two groups (it is never among the first four).
+    part === '' ? [] : part.split(':').flatMap((g) => (g.includes('.') ? ['0', '0'] : [g]));
   const gap = plain.indexOf('::');
-  const head = (gap < 0 ? plain : plain.slice(0, gap)).split(':').filter(Boolean);
-  // A compressed run of zeros shorter than the four groups wanted fills the rest with 0.
-  const groups = head.slice(0, 4);
-  if (gap >= 0) while (groups.length < 4) groups.push('0');
-  return `${groups.map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
+  const head = groupsOf(gap < 0 ? plain : plain.slice(0, gap));
+  const tail = gap < 0 ? [] : groupsOf(plain.slice(gap + 2));
+  const groups = [...head, ...Array<string>(Math.max(0, 8 - head.length - tail.length)).fill('0'), ...tail];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => Number.parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
 }
 
 /**
@@ -112,7 +127,7 @@ export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | n
   let address = stripMapped(req.socket.remoteAddress ?? '');
   if (trusted !== null && trusted.trusts(address)) {
     const value = headerValue(req.headers[trusted.header]);
-    const chain = value === undefined ? [] : trusted.header === 'forwarded' ? forwardedFor(value) : value.split(',').map((hop) => hop.trim());
+    const chain = value === undefined ? [] : trusted.header === 'forwarded' ? forwardedFor(value) : value.split(',').map(withoutPort);
     for (let i = chain.length - 1; i >= 0; i -= 1) {
       address = stripMapped(chain[i] ?? '');
       if (!trusted.trusts(address)) break;

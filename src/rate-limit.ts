@@ -135,28 +135,28 @@ const remaining = (c: Count): number => Math.max(0, c.quota - c.current);
 
 /**
  * The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers): every policy that
- * applies, and the one closest to its quota.
+ * applies, and the one closest to its quota (or `named`, the one that refused).
  */
-function describe(reply: FastifyReply, counts: readonly Count[]): void {
-  let tightest: Count | undefined;
+function describe(reply: FastifyReply, counts: readonly Count[], named?: Count): void {
+  let tightest = named;
   let policies = '';
   for (const c of counts) {
-    if (tightest === undefined || remaining(c) < remaining(tightest)) tightest = c;
+    if (named === undefined && (tightest === undefined || remaining(c) < remaining(tightest))) tightest = c;
     policies = policies === '' ? c.policy : `${policies}, ${c.policy}`;
   }
   if (tightest === undefined) return;
   reply.header('ratelimit-policy', policies);
-  reply.header('ratelimit', `"${tightest.name}";r=${remaining(tightest)};t=${tightest.resetS}`);
+  reply.header('ratelimit', `"${tightest.name}";r=${tightest === named ? 0 : remaining(tightest)};t=${tightest.resetS}`);
 }
 
 function refusalFields(reply: FastifyReply, counts: readonly Count[], over: Count): void {
-  describe(reply, counts.includes(over) ? counts : [...counts, over]);
+  describe(reply, counts.includes(over) ? counts : [...counts, over], over);
   reply.header('retry-after', String(over.resetS));
 }
 
-/** Runs `then` on a value at once, or once it arrives. */
-function settle<T>(value: Maybe<T>, then: (v: T) => void, fail: (err: Error) => void): void {
-  if (value instanceof Promise) value.then(then, fail);
+/** Runs `then` on a value at once, or once it arrives; a failure on the way goes to `fail`. */
+function settle<T>(value: Maybe<T>, then: (v: T) => void, fail: (err: unknown) => void): void {
+  if (value instanceof Promise) value.then(then).catch(fail);
   else then(value);
 }
 
@@ -191,7 +191,8 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
     const policy = quota === limits.lookupPerTenant || name !== 'tenant' ? policies[name] : policyText(name, quota);
     const counted = counter(req, `${name}:${key}`, quota, increment);
     const toCount = (c: { current: number; resetS: number } | null): Count | null => (c === null ? null : { policy, name, quota, current: c.current, resetS: c.resetS });
-    return counted instanceof Promise ? counted.then(toCount) : toCount(counted);
+    // A count that fails counts nothing: the request goes on (fail open).
+    return counted instanceof Promise ? counted.then(toCount, () => null) : toCount(counted);
   }
 
   /**
@@ -205,6 +206,8 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
     const failed = hit(req, 'failures', address, limits.failuresPerIp, false);
     const decide = ([m, f]: [Count | null, Count | null]): boolean => {
       const counts = m ? [m] : [];
+      // The failure policy is named once it applies: once the address has failed at all.
+      if (f && f.current > 0) counts.push(f);
       const over = m && m.current > m.quota ? m : f && remaining(f) === 0 ? f : null;
       if (over !== null) {
         refusalFields(reply, counts, over);
@@ -233,15 +236,21 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
 
   return {
     lookup(req, reply, done) {
+      let decided = false;
       settle(
         refusedByAddress(req, reply, 'ip', limits.lookupPerIp),
         (refused) => {
+          decided = true;
           if (!refused) return done();
           // The snippet reads the answer cross-origin; it fails open on a 429.
           reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
           sendProblem(reply, 'rate_limited');
         },
-        done,
+        (err) => {
+          // A limiter that breaks lets the lookup through rather than failing it.
+          log.error({ err: { message: (err as Error).message } }, 'rate limit check failed');
+          if (!decided) done();
+        },
       );
     },
     tenant(req, reply, tenantKey, own) {

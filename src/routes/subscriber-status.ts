@@ -22,6 +22,8 @@ export interface SubscriberStatusOptions {
 }
 
 const PATH = '/api/subscriber-status/:tenantSlug';
+/** Checks 2 and 3: until they pass, the request is nobody's in particular. */
+const KEY_CHECK_FAILURES: ReadonlySet<ErrorCode> = new Set(['tenant_not_found', 'invalid_publishable_key']);
 const PREFLIGHT_MAX_AGE_S = 7200;
 const problemRef = ProblemRef;
 
@@ -86,9 +88,12 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
         tenant,
         now(),
       );
-      if (!check.ok || tenant === null) return refuse(check.ok ? 'tenant_not_found' : check.code);
+      if (tenant === null || (!check.ok && KEY_CHECK_FAILURES.has(check.code))) return refuse(check.ok ? 'tenant_not_found' : check.code);
+      // Past checks 2 and 3 the request carries the tenant's own key: it counts against the
+      // tenant's quota whatever checks 4 to 6 say.
       const overQuota = guards?.tenant(req, reply, String(tenant.id), tenant.lookupsPerMinute);
       if (overQuota === true || (overQuota instanceof Promise && (await overQuota))) return reply;
+      if (!check.ok) return sendProblem(reply, check.code);
       const status = await source.getSubscriberStatus(tenant.id, check.customerId);
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(lookupBody(tenant, status));

@@ -1,11 +1,16 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
 import { parseTrustedProxies } from '../../src/client-address.js';
 import type { ForwardingHeader, TrustedProxies } from '../../src/client-address.js';
 import type { RateLimits } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { REDIS_RETRY_INTERVAL_MS } from '../../src/rate-limit.js';
 import { availableEngines } from '../helpers/engines.js';
+import { Capture } from '../helpers/log-capture.js';
 import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
@@ -122,12 +127,23 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
     expect(res.statusCode).toBe(200);
     expect(res.headers.ratelimit).toBe('"tenant";r=2;t=60');
+    // With the tenant's key, a lookup counts whatever checks 4 to 6 say, and past the quota
+    // it is refused before they are made.
+    const bad = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.headers.ratelimit).toBe('"tenant";r=1;t=60');
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 4 });
+    h.clock.advance(MINUTE_MS);
+    for (let i = 0; i < 4; i += 1) expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() })).statusCode).toBe(400);
+    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() }), 'tenant');
+    h.clock.advance(MINUTE_MS);
+    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 3 });
     // A preflight is counted against its address only.
     for (let i = 0; i < 5; i += 1) {
       const preflight = await h.app.inject({ method: 'OPTIONS', url: '/api/subscriber-status/other-co', remoteAddress: freshAddress() });
       expect(preflight.statusCode).toBe(204);
     }
-    expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).headers.ratelimit).toBe('"tenant";r=1;t=60');
+    expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).headers.ratelimit).toBe('"tenant";r=2;t=60');
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
   });
 
@@ -146,6 +162,10 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     h.clock.advance(MINUTE_MS);
     const from = freshAddress();
     expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from })).statusCode).toBe(401);
+    // Once the address has failed, its answers name the failure policy too.
+    const named = await lookupFrom(h, { key: acme.publishable_key, from });
+    expect(named.headers['ratelimit-policy']).toBe('"ip";q=5;w=60, "failures";q=3;w=60, "tenant";q=1000;w=60');
+    expect(named.headers.ratelimit).toBe('"failures";r=2;t=60');
     expect((await lookupFrom(h, { from })).statusCode).toBe(401);
     expect((await lookupFrom(h, { slug: 'no-such-tenant', key: acme.publishable_key, from })).statusCode).toBe(404);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from }), 'failures');
@@ -348,6 +368,49 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     } finally {
       await h.close();
       dead.disconnect();
+    }
+  });
+});
+
+describe('a Redis that stops answering', () => {
+  it('costs one command timeout, then lookups go uncounted for a second, and the log says so once', async () => {
+    // Accepts connections and never answers: every command waits out its timeout.
+    let commands = 0;
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('data', (chunk: Buffer) => {
+        commands += (chunk.toString('latin1').match(/evalsha/gi) ?? []).length;
+      });
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const redis = new Redis({ host: '127.0.0.1', port, enableReadyCheck: false, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 100, lazyConnect: true });
+    redis.on('error', () => {});
+    await redis.connect();
+    const [embedded] = engines;
+    if (!embedded) throw new Error('no engine');
+    const logs = new Capture();
+    const h = await harness(embedded, { rateLimits: TIGHT, redis, redisPrefix: 'silent:', logger: createLogger('info', logs) });
+    try {
+      const t = await h.createTenant('acme');
+      h.clock.advance(REDIS_RETRY_INTERVAL_MS);
+      const before = commands;
+      const from = freshAddress();
+      const answers: number[] = [];
+      for (let i = 0; i < TIGHT.lookupPerIp * 3; i += 1) answers.push((await lookupFrom(h, { key: t.publishable_key, from })).statusCode);
+      expect(answers.every((s) => s === 200)).toBe(true);
+      // The first lookup asked (its address and failure counts, at once); the others did not wait.
+      expect(commands - before).toBe(2);
+      h.clock.advance(REDIS_RETRY_INTERVAL_MS);
+      expect((await lookupFrom(h, { key: t.publishable_key, from })).statusCode).toBe(200);
+      expect(commands - before).toBe(4);
+      expect(logs.entries().filter((e) => e.msg === 'rate limit store unavailable: requests go uncounted until it is back')).toHaveLength(1);
+    } finally {
+      await h.close();
+      redis.disconnect();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
     }
   });
 });

@@ -44,6 +44,9 @@ describe('clientAddress', () => {
 
   it('walks the chain from the nearest hop to the first address that is not a proxy', () => {
     expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.5, 10.0.0.2' }), proxies)).toBe('203.0.113.5');
+    // Proxies that add the client's port: the port does not make a new client.
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '203.0.113.5:51234' }), proxies)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '[2001:db8:1:2::9]:443, 10.0.0.2:80' }), proxies)).toBe('2001:db8:1:2::/64');
     expect(clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), rfc7239)).toBe('203.0.113.5');
     expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), rfc7239)).toBe('2001:db8:cafe:0::/64');
     // A peer that is not a proxy: its headers prove nothing.
@@ -67,6 +70,12 @@ describe('clientAddress', () => {
     expect(clientAddress(req('2001:db8:1:2:aaaa::1'), null)).toBe('2001:db8:1:2::/64');
     expect(clientAddress(req('2001:0db8:0000:0002:0:0:0:1'), null)).toBe('2001:db8:0:2::/64');
     expect(clientAddress(req('::1'), null)).toBe('0:0:0:0::/64');
+    // Groups after '::' can belong to the prefix.
+    expect(clientAddress(req('2001::1:aa:bb:cc:dd'), null)).toBe('2001:0:0:1::/64');
+    expect(clientAddress(req('2001:0:0:1::5'), null)).toBe('2001:0:0:1::/64');
+    expect(clientAddress(req('2001:db8::2:0:0:0:1'), null)).toBe('2001:db8:0:2::/64');
+    expect(clientAddress(req('::ffff:1.2.3.4'), null)).toBe('1.2.3.4');
+    expect(clientAddress(req('64:ff9b::1.2.3.4'), null)).toBe('64:ff9b:0:0::/64');
     expect(clientAddress(req('fe80::1%eth0'), null)).toBe('fe80:0:0:0::/64');
     expect(clientAddress(req('10.0.0.1', { forwarded: `for=_${'x'.repeat(500)}` }), rfc7239)).toHaveLength(64);
   });
