@@ -13,7 +13,6 @@ import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.
 import { sha256 } from './domain/keys.js';
 import { SecretBox } from './secrets/cipher.js';
 import { loadSnippet } from './snippet-asset.js';
-import { openRedis } from './redis.js';
 import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
 import { keepTrue, LookupCache } from './cache/lookup-cache.js';
@@ -114,7 +113,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
     const lookupPath = await openLookupPath(config, store, metrics, secrets);
-    redis = config.redisUrl === null ? null : openRedis(config.redisUrl);
+    // Loaded only when used: the client costs each process about 19 MB of memory.
+    redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const app = await buildApp({
       store,
       metrics,
