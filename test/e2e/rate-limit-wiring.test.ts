@@ -8,28 +8,11 @@ import { readAdminTokenFile } from '../../src/admin-token.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { Capture } from '../helpers/log-capture.js';
+import { redisAvailable, TEST_REDIS_URL } from '../helpers/redis.js';
 import { start } from '../../src/server.js';
 
-const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-
-async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000, enableOfflineQueue: false });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-const redisUp = await redisReachable();
-if (!redisUp) {
-  if (process.env.CI === 'true') throw new Error('Redis is required in CI and is not reachable');
-  process.stderr.write('\n*** Redis not reachable: the service-through-Redis test is SKIPPED. ***\n\n');
-}
+const REDIS_URL = TEST_REDIS_URL;
+const redisUp = await redisAvailable('the service-through-Redis test is');
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import { REDIS_RETRY_INTERVAL_MS } from '../../src/rate-limit.js';
 import { availableEngines } from '../helpers/engines.js';
 import { Capture } from '../helpers/log-capture.js';
+import { redisAvailable, TEST_REDIS_URL } from '../helpers/redis.js';
 import { ADMIN_TOKEN, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
@@ -286,24 +287,7 @@ describe('rate limits behind a trusted proxy', () => {
   });
 });
 
-async function redisReachable(): Promise<boolean> {
-  const probe = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000, enableOfflineQueue: false });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
-}
-
-const redisUp = await redisReachable();
-if (!redisUp) {
-  if (process.env.CI === 'true') throw new Error('Redis is required in CI and is not reachable');
-  process.stderr.write('\n*** Redis not reachable: the shared rate limit tests are SKIPPED. ***\n\n');
-}
+const redisUp = await redisAvailable('the shared rate limit tests are');
 
 describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
   const prefix = `dunwall-test:${randomBytes(6).toString('hex')}:`;
@@ -315,7 +299,7 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     if (!embedded) throw new Error('no engine');
     // Two instances on one store, as behind a load balancer.
     for (let i = 0; i < 2; i += 1) {
-      const redis = new Redis(process.env.REDIS_URL || 'redis://127.0.0.1:6379', { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
+      const redis = new Redis(TEST_REDIS_URL, { enableOfflineQueue: true, maxRetriesPerRequest: 1 });
       clients.push(redis);
       harnesses.push(await harness(embedded, { rateLimits: TIGHT, redis, redisPrefix: prefix }));
     }
