@@ -186,7 +186,10 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     const burst = await Promise.all(
       Array.from({ length: 4 }, (_, i) => lookupFrom(h, { slug: i % 2 ? 'acme' : 'nope-co', key: 'pk_wrongwrongwrongwrongwrongwrong', from })),
     );
-    expect(burst.map((r) => r.statusCode).sort()).toEqual([401, 404, 404, 429]);
+    // Which of the four is the one too many depends on the order they finish in.
+    const statuses = burst.map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 401 || s === 404)).toHaveLength(TIGHT.failuresPerIp);
     const refused = burst.find((r) => r.statusCode === 429);
     if (!refused) throw new Error('no refusal');
     expectRateLimited(refused, 'failures');
