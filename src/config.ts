@@ -96,15 +96,6 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-/** Never echoed in a problem: the URL may hold a password. */
-function isRedisUrl(value: string): boolean {
-  try {
-    return ['redis:', 'rediss:'].includes(new URL(value).protocol);
-  } catch {
-    return false;
-  }
-}
-
 const ENCRYPTION_KEY_FORMAT = `${ENCRYPTION_KEY_BYTES} bytes, as 64 hex characters or in base64 / base64url (generate one with: openssl rand -hex 32)`;
 
 /** Never echoed in a problem: a key in a log line is a key given away. */
@@ -127,19 +118,22 @@ function encryptionKeys(env: Env, problems: string[]): { encryptionKey: KeyObjec
   return { encryptionKey, encryptionKeysOld };
 }
 
-function postgresUrl(env: Env, name: string, problems: string[]): string | null {
+/** A URL with one of `schemes` (e.g. `postgres`), or null when unset. */
+function url(env: Env, name: string, schemes: readonly string[], problems: string[]): string | null {
   const value = env[name]?.trim() || null;
   if (value === null) return null;
   let ok: boolean;
   try {
-    ok = ['postgres:', 'postgresql:'].includes(new URL(value).protocol);
+    ok = schemes.includes(new URL(value).protocol.slice(0, -1));
   } catch {
     ok = false;
   }
   // Never echo the URL: it may hold a password.
-  if (!ok) problems.push(`${name} must be a postgres:// or postgresql:// URL`);
+  if (!ok) problems.push(`${name} must be a ${schemes.map((s) => `${s}://`).join(' or ')} URL`);
   return value;
 }
+
+const POSTGRES_SCHEMES = ['postgres', 'postgresql'];
 
 /** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
 export function loadConfig(env: Env = process.env): Config {
@@ -149,8 +143,8 @@ export function loadConfig(env: Env = process.env): Config {
 
   const host = env.HOST?.trim() || DEFAULT_HOST;
 
-  const databaseUrl = postgresUrl(env, 'DATABASE_URL', problems);
-  const databaseReadUrl = postgresUrl(env, 'DATABASE_READ_URL', problems);
+  const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
+  const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
   if (databaseReadUrl !== null && databaseUrl === null) problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
   const cacheEntries = integer(env, 'DUNWALL_CACHE_ENTRIES', DEFAULT_CACHE_ENTRIES, 0, 10_000_000, problems);
   const cacheTtlMs = integer(env, 'DUNWALL_CACHE_TTL_MS', DEFAULT_CACHE_TTL_MS, 1, 86_400_000, problems);
@@ -164,8 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
     adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
   };
-  const redisUrl = env.REDIS_URL?.trim() || null;
-  if (redisUrl !== null && !isRedisUrl(redisUrl)) problems.push('REDIS_URL must be a redis:// or rediss:// URL');
+  const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
   const trustRaw = env.TRUST_PROXY?.trim() || null;
   const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;

@@ -51,6 +51,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The counts of the request's address, for the RateLimit fields of its answer. */
     rateLimitCounts: Count[] | null;
+    /** The address the request is counted under, once worked out. */
+    rateLimitAddress: string | null;
   }
 }
 
@@ -178,6 +180,8 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
     ...(opts.redis ? { redis: opts.redis, nameSpace: opts.redisPrefix ?? DEFAULT_REDIS_PREFIX } : {}),
   });
   app.decorateRequest('rateLimitCounts', null);
+  app.decorateRequest('rateLimitAddress', null);
+  const addressOf = (req: FastifyRequest): string => (req.rateLimitAddress ??= clientAddress(req.raw, opts.trustedProxies));
   const counter = opts.redis ? redisCounter(app, now, log) : memoryCounter(now);
   const policies = {
     ip: policyText('ip', limits.lookupPerIp),
@@ -201,7 +205,7 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
    * as they are answered). True: refused, with the fields of the refusal set.
    */
   function refusedByAddress(req: FastifyRequest, reply: FastifyReply, name: 'ip' | 'admin', quota: number): Maybe<boolean> {
-    const address = clientAddress(req.raw, opts.trustedProxies);
+    const address = addressOf(req);
     const mine = hit(req, name, address, quota, true);
     const failed = hit(req, 'failures', address, limits.failuresPerIp, false);
     const decide = ([m, f]: [Count | null, Count | null]): boolean => {
@@ -230,7 +234,7 @@ export async function registerRateLimits(app: App, opts: RateLimitOptions): Prom
       refusalFields(reply, req.rateLimitCounts ?? [], f);
       return true;
     };
-    const failed = hit(req, 'failures', clientAddress(req.raw, opts.trustedProxies), limits.failuresPerIp, true);
+    const failed = hit(req, 'failures', addressOf(req), limits.failuresPerIp, true);
     return failed instanceof Promise ? failed.then(decide) : decide(failed);
   }
 

@@ -67,18 +67,17 @@ export async function reencryptSecrets(db: Db, secrets: SecretBox): Promise<Reen
       `SELECT id, tenant_id, kind, secret FROM tenant_credentials
        WHERE secret IS NOT NULL AND kind IN ('hmac_secret', 'stripe_webhook_secret') ORDER BY id FOR UPDATE`,
     );
+    const sealed = rows.map((row) => {
+      const owner = { tenantId: row.tenant_id, kind: row.kind };
+      return { row, owner, from: sealedKeyId(row.secret, owner) };
+    });
     // Every missing key is named at once, before anything is written.
     const unknown = new Set<string>();
-    for (const row of rows) {
-      const id = sealedKeyId(row.secret, { tenantId: row.tenant_id, kind: row.kind });
-      if (id !== null && !secrets.knows(id)) unknown.add(id);
-    }
+    for (const { from } of sealed) if (from !== null && !secrets.knows(from)) unknown.add(from);
     if (unknown.size > 0) throw new UnknownEncryptionKeyError([...unknown].sort());
 
     const counts: ReencryptCounts = { keyId, encrypted: 0, reencrypted: 0, unchanged: 0 };
-    for (const row of rows) {
-      const owner = { tenantId: row.tenant_id, kind: row.kind };
-      const from = sealedKeyId(row.secret, owner);
+    for (const { row, owner, from } of sealed) {
       const secret = secrets.open(row.secret, owner);
       if (from === keyId) {
         counts.unchanged += 1;
