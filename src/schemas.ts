@@ -138,8 +138,12 @@ export const PutSubscriberBody = Type.Object(
 );
 
 export const HistoryEntry = Type.Object({
-  status: Type.Union([Status, Type.Null()], { description: 'null: the record was removed' }),
+  status: Type.Union([Status, Type.Null()], { description: 'The status after this entry; null: no record (removed, or never known)' }),
   reason: Type.Union([Type.String(), Type.Null()]),
+  effect: Type.Union([Type.Literal('changed'), Type.Literal('removed'), Type.Literal('none')], {
+    description: 'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
+  }),
+  episode: Type.Union([Type.String(), Type.Null()], { description: 'The subscription (sub_...) or invoice (in_...) the change came through' }),
   source: Type.Union([Type.Literal('admin'), Type.Literal('stripe')]),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),
@@ -148,11 +152,26 @@ export const HistoryEntry = Type.Object({
   recorded_at: Timestamp,
 });
 
+const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
+
+export const Episode = Type.Object({
+  episode: Type.String({ description: 'A subscription id, or the id of an automatically collected invoice of no subscription' }),
+  state: Type.Union([Type.Literal('warning'), Type.Literal('lockout'), Type.Literal('resolved')]),
+  reason: Type.String(),
+  decline_code: Type.Union([Type.String(), Type.Null()]),
+  at: Timestamp,
+  event_id: Type.String({ description: 'The event that set the state (the latest of the episode)' }),
+});
+
 export const Subscriber = Type.Object({
   processor_customer_id: Type.String(),
-  status: Status,
-  reason: Type.String(),
-  updated_at: Timestamp,
+  status: Type.Union([Status, Type.Null()], { description: 'null: no record (cleared or deleted); the history is kept' }),
+  reason: Type.Union([Type.String(), Type.Null()]),
+  overridden_at: Type.Union([Timestamp, Type.Null()], {
+    description: "Set while an admin's status overrides the episodes, until a Stripe event dated in a later second changes one",
+  }),
+  updated_at: NullableTimestamp,
+  episodes: Type.Array(Episode, { description: 'Its dunning episodes, newest first' }),
   history: Type.Array(HistoryEntry, { description: 'The newest 100 changes, oldest first' }),
 });
 
@@ -171,12 +190,23 @@ export const ReplayBody = Type.Object(
       minItems: 1,
       maxItems: MAX_REPLAY_EVENTS,
     }),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Apply the batch in a transaction that is rolled back: the answer says what would change' })),
   },
   { additionalProperties: false },
 );
 const Count = Type.Integer({ minimum: 0 });
 export const ReplayAnswer = Type.Object({
   received: Count,
-  outcomes: Type.Object({ applied: Count, stale: Count, ignored: Count, duplicate: Count, irrelevant: Count }),
+  dry_run: Type.Boolean(),
+  outcomes: Type.Object({ applied: Count, stale: Count, ignored: Count, pending: Count, duplicate: Count, irrelevant: Count }),
   invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
+  customers: Type.Array(
+    Type.Object({
+      processor_customer_id: Type.String(),
+      status_before: Type.Union([Status, Type.Null()], { description: 'Before the batch; null: unknown' }),
+      status: Type.Union([Status, Type.Null()], { description: 'After the batch; null: unknown' }),
+      reason: Type.Union([Type.String(), Type.Null()]),
+    }),
+    { description: 'Every customer the batch named, with its status before and after' },
+  ),
 });

@@ -408,9 +408,14 @@ describe('dunwall subscriber', () => {
     expect(clear.stdout).toContain('cus_42');
     expect(await lookup('cyberdyne', tenant.publishable_key ?? '', 'cus_42')).toEqual({ status: 200, body: { status: 'active' } });
 
+    // Cleared: no record, the history kept.
     const gone = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42']);
-    expect(gone.code).toBe(1);
-    expect(gone.stderr).toMatch(/^dunwall: subscriber_not_found: /);
+    expect(gone.code).toBe(0);
+    expect(gone.stdout).toMatch(/^status:\s+\(no record: unknown, so the lookup answers active\)$/m);
+    expect(gone.stdout).toMatch(/^\S+\s+\(removed\)\s+-\s+admin\s+-\s+-$/m);
+    const never = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_never_seen']);
+    expect(never.code).toBe(1);
+    expect(never.stderr).toMatch(/^dunwall: subscriber_not_found: /);
   });
 
   it('checks its arguments before calling the API', async () => {
@@ -637,8 +642,8 @@ describe('dunwall stripe replay', () => {
       tenant: 'replay-co',
       file,
       received: 624,
-      // The failure older than the payment of cus_r2 arrives after it: stale.
-      outcomes: { applied: 2, stale: 1, ignored: 0, duplicate: 1, irrelevant: 620 },
+      // The decline of cus_r2 names no invoice: kept, waiting for a link, and it changes nothing.
+      outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620 },
       invalid: [
         { line: 5, detail: 'not JSON' },
         { line: 6, detail: 'id: must be a Stripe event id (evt_...)' },

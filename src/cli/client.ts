@@ -20,7 +20,7 @@ export type TenantListView = Static<typeof TenantList>;
 export type SubscriberView = Static<typeof Subscriber>;
 export type TierView = Static<typeof Tier>;
 export type TierListView = Static<typeof TierList>;
-export type SubscriberStatus = SubscriberView['status'];
+export type SubscriberStatus = NonNullable<SubscriberView['status']>;
 export type ReplayAnswerView = Static<typeof ReplayAnswer>;
 export type RotateKey = 'publishable' | 'hmac';
 

@@ -88,9 +88,10 @@ export function formatTenantList(tenants: readonly TenantView[]): string {
 function subscriberRows(s: SubscriberView): [string, string][] {
   return [
     ['processor_customer_id', s.processor_customer_id],
-    ['status', s.status],
-    ['reason', s.reason],
-    ['updated_at', s.updated_at],
+    ['status', s.status ?? '(no record: unknown, so the lookup answers active)'],
+    ['reason', orNone(s.reason, '-')],
+    ...(s.overridden_at !== null ? [['overridden_at', `${s.overridden_at} (set by hand; a later Stripe event ends it)`] as [string, string]] : []),
+    ['updated_at', orNone(s.updated_at, '-')],
   ];
 }
 
@@ -99,6 +100,13 @@ export function formatSubscriber(s: SubscriberView): string {
 }
 
 export function formatSubscriberWithHistory(s: SubscriberView): string {
+  const episodes =
+    s.episodes.length === 0
+      ? 'episodes: (none)'
+      : table(
+          ['EPISODE', 'STATE', 'REASON', 'SINCE', 'EVENT', 'DECLINE_CODE'],
+          s.episodes.map((e) => [e.episode, e.state, e.reason, e.at, e.event_id, orNone(e.decline_code, '-')]),
+        );
   const history =
     s.history.length === 0
       ? 'history: (empty)'
@@ -106,14 +114,14 @@ export function formatSubscriberWithHistory(s: SubscriberView): string {
           ['WHEN', 'STATUS', 'REASON', 'SOURCE', 'EVENT', 'DECLINE_CODE'],
           s.history.map((h) => [
             h.occurred_at,
-            h.status ?? '(removed)',
+            h.effect === 'none' ? `${h.status ?? '(unknown)'}, unchanged` : (h.status ?? '(removed)'),
             orNone(h.reason, '-'),
             h.source,
             h.event_id === null ? '-' : `${h.event_id}${h.event_type === null ? '' : ` (${h.event_type})`}`,
             orNone(h.decline_code, '-'),
           ]),
         );
-  return [formatSubscriber(s), '', history].join('\n');
+  return [formatSubscriber(s), '', episodes, '', history].join('\n');
 }
 
 export function formatTier(t: TierView): string {

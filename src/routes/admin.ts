@@ -6,7 +6,8 @@ import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
 import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
-import type { Change } from '../domain/stripe/fold.js';
+import type { StripeEventLike } from '../domain/stripe/derive.js';
+import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import { AppError } from '../errors.js';
 import { sendProblem } from '../http.js';
@@ -32,7 +33,7 @@ import {
   TierParams,
   UpdateTenantBody,
 } from '../schemas.js';
-import { ingestStripeEvent } from '../services/stripe-events.js';
+import { ingestStripeEvents } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
@@ -102,8 +103,14 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     if (outcome === 'applied') return;
     // Stale, but the state asked for may hold already (a repeated DELETE or PUT): that is success.
     const current = await store.getSubscriber(tenantId, customerId);
-    const holds = change.kind === 'delete' ? current === null : current?.status === change.status && current.reason === change.reason;
+    const holds = change.kind === 'delete' ? (current?.status ?? null) === null : current?.status === change.status && current.reason === change.reason;
     if (!holds) throw new AppError('stale_change');
+  }
+
+  async function currentStatus(tenantId: number, customerId: string): Promise<{ before: CustomerStatus | null; after: CustomerStatus | null }> {
+    const record = await store.getSubscriber(tenantId, customerId);
+    const status = record?.status && record.reason !== null ? { status: record.status, reason: record.reason } : null;
+    return { before: status, after: status };
   }
 
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
@@ -278,18 +285,36 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
-      const outcomes = { applied: 0, stale: 0, ignored: 0, duplicate: 0, irrelevant: 0 };
+      const dryRun = req.body.dry_run === true;
+      const outcomes = { applied: 0, stale: 0, ignored: 0, pending: 0, duplicate: 0, irrelevant: 0 };
       const invalid: { index: number; detail: string }[] = [];
+      const events: StripeEventLike[] = [];
+      const at = now();
       for (const [index, candidate] of req.body.events.entries()) {
-        const at = now();
-        if (!isStripeEvent(candidate, at.getTime())) {
-          invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
+        if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
+        else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
+      }
+      const results = await ingestStripeEvents(store, tenant.id, events, at, dryRun);
+      // Each customer's status before its first event of the batch and after its last.
+      const customers = new Map<string, { before: CustomerStatus | null; after: CustomerStatus | null } | null>();
+      for (const r of results) {
+        outcomes[r.outcome] += 1;
+        if (r.customerId === null) continue;
+        const seen = customers.get(r.customerId) ?? null;
+        if (r.outcome === 'duplicate' || r.outcome === 'irrelevant') {
+          if (!customers.has(r.customerId)) customers.set(r.customerId, null);
           continue;
         }
-        outcomes[await ingestStripeEvent(store, tenant.id, candidate, at)] += 1;
+        customers.set(r.customerId, { before: seen === null ? r.before : seen.before, after: r.after });
       }
-      req.log.info({ tenant: tenant.slug, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
-      return { received: req.body.events.length, outcomes, invalid };
+      const answer = [];
+      for (const [customerId, seen] of customers) {
+        // Only redeliveries of this customer: the status is whatever the store holds now.
+        const current = seen ?? (await currentStatus(tenant.id, customerId));
+        answer.push({ processor_customer_id: customerId, status_before: current.before?.status ?? null, status: current.after?.status ?? null, reason: current.after?.reason ?? null });
+      }
+      req.log.info({ tenant: tenant.slug, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
+      return { received: req.body.events.length, dry_run: dryRun, outcomes, invalid, customers: answer };
     },
   );
 

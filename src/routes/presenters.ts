@@ -1,4 +1,4 @@
-import type { HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
+import type { EpisodeRecord, HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
 
 /** The tenant object of CONTRACT.md section 3: never a key or a secret. */
 export function presentTenant(t: TenantRecord) {
@@ -20,6 +20,8 @@ function presentHistory(h: HistoryEntry) {
   return {
     status: h.status,
     reason: h.reason,
+    effect: h.effect,
+    episode: h.episode,
     source: h.source,
     event_id: h.eventId,
     event_type: h.eventType,
@@ -29,12 +31,18 @@ function presentHistory(h: HistoryEntry) {
   };
 }
 
+function presentEpisode(e: EpisodeRecord) {
+  return { episode: e.episode, state: e.state, reason: e.reason, decline_code: e.declineCode, at: e.at.toISOString(), event_id: e.eventId };
+}
+
 export function presentSubscriber(s: SubscriberRecord) {
   return {
     processor_customer_id: s.processorCustomerId,
     status: s.status,
     reason: s.reason,
-    updated_at: s.updatedAt.toISOString(),
+    overridden_at: s.overriddenAt?.toISOString() ?? null,
+    updated_at: s.updatedAt?.toISOString() ?? null,
+    episodes: s.episodes.map(presentEpisode),
     history: s.history.map(presentHistory),
   };
 }

@@ -24,9 +24,13 @@ export interface StripeWebhookOptions {
 
 const WebhookAnswer = Type.Object({
   received: Type.Literal(true),
-  outcome: Type.Union([Type.Literal('applied'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('duplicate'), Type.Literal('irrelevant')], {
-    description: 'applied: the status changed (or was confirmed); stale: an older event, no change; ignored: nothing to change; duplicate: seen before; irrelevant: not a type Dunwall reads',
-  }),
+  outcome: Type.Union(
+    [Type.Literal('applied'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('pending'), Type.Literal('duplicate'), Type.Literal('irrelevant')],
+    {
+      description:
+        "applied: the event set its episode; stale: its episode has a later event, no change; ignored: nothing to change; pending: a decline kept until an invoice event links it (a one-off payment's never gates); duplicate: seen before; irrelevant: not a type Dunwall reads",
+    },
+  ),
 });
 
 /** Verifies against every current signing secret (two during a rotation); the event of the first that verifies. */
@@ -91,7 +95,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const outcome = await ingestStripeEvent(store, signing.tenantId, e, new Date(nowMs));
+        const { outcome } = await ingestStripeEvent(store, signing.tenantId, e, new Date(nowMs));
         opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
         opts.metrics?.webhookEvent(typeLabel, outcome);
         req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');

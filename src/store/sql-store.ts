@@ -1,24 +1,25 @@
 import { INVALIDATION_CHANNEL, parseInvalidation } from '../cache/invalidation.js';
 import type { Invalidation } from '../cache/invalidation.js';
-import { positionOf, supersedes } from '../domain/stripe/fold.js';
-import type { Change, Position } from '../domain/stripe/fold.js';
+import type { Change } from '../domain/stripe/fold.js';
 import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
+import { applyAdminChange, applyStripeEvent } from './episodes.js';
 import type {
   ApplyOutcome,
   ChangeCause,
   CreateTenantResult,
   CredentialKind,
   CredentialRotation,
+  EpisodeRecord,
   InvalidationHandlers,
   HistoryEntry,
   NewTenant,
   Store,
-  StripeEventOutcome,
-  StripeEventRecord,
+  StripeEventInput,
+  StripeEventResult,
   SubscriberRecord,
   TenantRecord,
   TenantSettings,
@@ -53,6 +54,8 @@ interface CredentialRow {
 interface HistoryRow {
   status: SubscriberStatus | null;
   reason: string | null;
+  effect: 'changed' | 'removed' | 'none';
+  episode: string | null;
   source: 'admin' | 'stripe';
   event_id: string | null;
   event_type: string | null;
@@ -111,6 +114,8 @@ function toHistory(row: HistoryRow): HistoryEntry {
   return {
     status: row.status,
     reason: row.reason,
+    effect: row.effect,
+    episode: row.episode,
     source: row.source,
     eventId: row.event_id,
     eventType: row.event_type,
@@ -126,23 +131,6 @@ function credential<T>(value: T, expiresAt: Date | null): Credential<T> {
 
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
-}
-
-async function insertHistory(
-  tx: Queryable,
-  tenantId: number,
-  customerId: string,
-  status: SubscriberStatus | null,
-  reason: string | null,
-  cause: ChangeCause,
-  now: Date,
-): Promise<void> {
-  await tx.query(
-    `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
-       event_type, decline_code, occurred_at, recorded_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [tenantId, customerId, status, reason, cause.source, cause.eventId, cause.eventType, cause.declineCode, cause.occurredAt, now],
-  );
 }
 
 async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date, secrets: SecretBox): Promise<void> {
@@ -164,61 +152,49 @@ async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRot
   ]);
 }
 
-interface PositionRow {
+interface EpisodeRow {
+  episode: string;
+  state: EpisodeRecord['state'];
+  reason: string;
+  decline_code: string | null;
   at: Date;
-  rank: number;
   event_id: string;
 }
 
-function toPosition(row: PositionRow | undefined): Position | null {
-  return row ? { atMs: new Date(row.at).getTime(), rank: Number(row.rank), eventId: row.event_id } : null;
+function toEpisodeRecord(row: EpisodeRow): EpisodeRecord {
+  return { episode: row.episode, state: row.state, reason: row.reason, declineCode: row.decline_code, at: new Date(row.at), eventId: row.event_id };
+}
+
+function sameStatus(a: StripeEventResult['before'], b: StripeEventResult['after']): boolean {
+  return a?.status === b?.status && a?.reason === b?.reason;
 }
 
 /**
- * Applies `change` when it comes after whatever set the subscriber's current state (its
- * record, or the tombstone of its removal); else it is stale and changes nothing. Changes
- * to one subscriber are serialised by a transaction-scoped advisory lock, so that two
- * events racing for a customer with no row yet cannot both think they are first.
+ * Keeps the event and applies it, in the caller's transaction: a redelivery finds the
+ * row and changes nothing, so the event and its effect commit together or not at all.
  */
-async function applyIn(tx: Queryable, tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
-  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [tenantId, customerId]);
-  const [sub] = await tx.query<PositionRow & { status: SubscriberStatus; reason: string }>(
-    `SELECT status, reason, status_at AS at, status_rank AS rank, status_event_id AS event_id
-     FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2`,
-    [tenantId, customerId],
+async function recordIn(tx: Queryable, tenantId: number, { event, derivation }: StripeEventInput, now: Date): Promise<StripeEventResult> {
+  const inserted = await tx.query(
+    `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'ignored', $7) ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING 1`,
+    [tenantId, event.eventId, event.eventType, event.customerId, event.created, JSON.stringify(event.facts), now],
   );
-  const [tomb] = await tx.query<PositionRow>(
-    `SELECT removed_at AS at, rank, event_id FROM subscriber_tombstones WHERE tenant_id = $1 AND processor_customer_id = $2`,
-    [tenantId, customerId],
-  );
-  const current = [toPosition(sub), toPosition(tomb)].reduce<Position | null>((a, b) => (b !== null && supersedes(b, a) ? b : a), null);
-  const position = positionOf(change, cause.occurredAt.getTime(), cause.eventId ?? '');
-  if (!supersedes(position, current)) return 'stale';
-
-  if (change.kind === 'set') {
-    await tx.query(
-      `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, status_rank, status_event_id, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (tenant_id, processor_customer_id)
-       DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, status_at = EXCLUDED.status_at,
-         status_rank = EXCLUDED.status_rank, status_event_id = EXCLUDED.status_event_id, updated_at = EXCLUDED.updated_at`,
-      [tenantId, customerId, change.status, change.reason, cause.occurredAt, position.rank, position.eventId, now],
-    );
-    if (tomb) await tx.query('DELETE FROM subscriber_tombstones WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
-    if (sub?.status !== change.status || sub.reason !== change.reason) {
-      await insertHistory(tx, tenantId, customerId, change.status, change.reason, cause, now);
-    }
-  } else {
-    await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
-    await tx.query(
-      `INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (tenant_id, processor_customer_id)
-       DO UPDATE SET removed_at = EXCLUDED.removed_at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id`,
-      [tenantId, customerId, cause.occurredAt, position.rank, position.eventId],
-    );
-    if (sub) await insertHistory(tx, tenantId, customerId, null, null, cause, now);
+  const customerId = derivation.customerId;
+  if (inserted.length === 0) return { outcome: 'duplicate', customerId, before: null, after: null };
+  if (customerId === null) return { outcome: 'ignored', customerId, before: null, after: null };
+  const facts = { eventId: event.eventId, eventType: event.eventType, created: event.created, declineCode: event.declineCode };
+  const result = await applyStripeEvent(tx, tenantId, customerId, facts, derivation, now);
+  if (result.outcome !== 'ignored') {
+    await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [tenantId, event.eventId, result.outcome]);
   }
-  return 'applied';
+  return { ...result, customerId };
+}
+
+/** Rolls a dry run's transaction back, carrying what it would have done. */
+class DryRun extends Error {
+  constructor(readonly results: StripeEventResult[]) {
+    super('dry run');
+  }
 }
 
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
@@ -403,55 +379,63 @@ export class SqlStore implements Store {
   }
 
   async applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
-    const outcome = await this.db.transaction((tx) => applyIn(tx, tenantId, customerId, change, cause, now));
+    const outcome = await this.db.transaction((tx) => applyAdminChange(tx, tenantId, customerId, change, cause, now));
     if (outcome === 'applied') this.emit({ kind: 'subscriber', tenantId, customerId });
     return outcome;
   }
 
-  async recordStripeEvent(tenantId: number, event: StripeEventRecord, change: Change | null, now: Date): Promise<StripeEventOutcome> {
-    const outcome = await this.db.transaction(async (tx): Promise<StripeEventOutcome> => {
-      // The event and its effect commit together: a redelivery finds the row and changes nothing.
-      const inserted = await tx.query(
-        `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
-         VALUES ($1, $2, $3, $4, $5, $6, 'ignored', $7) ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING 1`,
-        [tenantId, event.eventId, event.eventType, event.customerId, event.created, JSON.stringify(event.facts), now],
-      );
-      if (inserted.length === 0) return 'duplicate';
-      if (change === null || event.customerId === null) return 'ignored';
-      const outcome = await applyIn(
-        tx,
-        tenantId,
-        event.customerId,
-        change,
-        { source: 'stripe', eventId: event.eventId, eventType: event.eventType, declineCode: event.declineCode, occurredAt: event.created },
-        now,
-      );
-      await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [tenantId, event.eventId, outcome]);
-      return outcome;
-    });
-    if (outcome === 'applied' && event.customerId !== null) this.emit({ kind: 'subscriber', tenantId, customerId: event.customerId });
-    return outcome;
+  async recordStripeEvent(tenantId: number, input: StripeEventInput, now: Date): Promise<StripeEventResult> {
+    const result = await this.db.transaction((tx) => recordIn(tx, tenantId, input, now));
+    if (result.customerId !== null && !sameStatus(result.before, result.after)) this.emit({ kind: 'subscriber', tenantId, customerId: result.customerId });
+    return result;
+  }
+
+  async recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options: { dryRun?: boolean } = {}): Promise<StripeEventResult[]> {
+    if (options.dryRun !== true) {
+      const results: StripeEventResult[] = [];
+      for (const input of inputs) results.push(await this.recordStripeEvent(tenantId, input, now));
+      return results;
+    }
+    try {
+      await this.db.transaction(async (tx) => {
+        const results: StripeEventResult[] = [];
+        for (const input of inputs) results.push(await recordIn(tx, tenantId, input, now));
+        throw new DryRun(results);
+      });
+    } catch (err) {
+      if (err instanceof DryRun) return err.results;
+      throw err;
+    }
+    throw new Error('a dry run must roll back');
   }
 
   async getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null> {
-    const [row] = await this.db.query<{ status: SubscriberStatus; reason: string; updated_at: Date }>(
-      'SELECT status, reason, updated_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+    const [row] = await this.db.query<{ status: SubscriberStatus; reason: string; overridden_at: Date | null; updated_at: Date }>(
+      'SELECT status, reason, overridden_at, updated_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
       [tenantId, customerId],
     );
-    if (!row) return null;
     const history = await this.db.query<HistoryRow>(
       `SELECT * FROM (
-         SELECT id, status, reason, source, event_id, event_type, decline_code, occurred_at, recorded_at
+         SELECT id, status, reason, effect, episode, source, event_id, event_type, decline_code, occurred_at, recorded_at
          FROM subscriber_history WHERE tenant_id = $1 AND processor_customer_id = $2
          ORDER BY id DESC LIMIT ${HISTORY_LIMIT}
        ) newest ORDER BY id`,
       [tenantId, customerId],
     );
+    // The history outlives the record: a cleared or deleted customer is still shown.
+    if (!row && history.length === 0) return null;
+    const episodes = await this.db.query<EpisodeRow>(
+      `SELECT episode, state, reason, decline_code, at, event_id FROM subscriber_episodes
+       WHERE tenant_id = $1 AND processor_customer_id = $2 ORDER BY at DESC, episode`,
+      [tenantId, customerId],
+    );
     return {
       processorCustomerId: customerId,
-      status: row.status,
-      reason: row.reason,
-      updatedAt: new Date(row.updated_at),
+      status: row?.status ?? null,
+      reason: row?.reason ?? null,
+      overriddenAt: row?.overridden_at ? new Date(row.overridden_at) : null,
+      updatedAt: row ? new Date(row.updated_at) : null,
+      episodes: episodes.map(toEpisodeRecord),
       history: history.map(toHistory),
     };
   }

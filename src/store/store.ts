@@ -1,6 +1,6 @@
 import type { Invalidation } from '../cache/invalidation.js';
-import type { Facts } from '../domain/stripe/derive.js';
-import type { Change } from '../domain/stripe/fold.js';
+import type { Derivation, Facts } from '../domain/stripe/derive.js';
+import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
@@ -62,8 +62,13 @@ export interface ChangeCause {
 }
 
 export interface HistoryEntry {
+  /** The status after this entry; null: no record (removed, or never known). */
   status: SubscriberStatus | null;
   reason: string | null;
+  /** changed: the status or its reason changed; removed: the record went; none: kept for the record only. */
+  effect: 'changed' | 'removed' | 'none';
+  /** The episode the change came through (a subscription or invoice id), when one did. */
+  episode: string | null;
   source: 'admin' | 'stripe';
   eventId: string | null;
   eventType: string | null;
@@ -72,11 +77,28 @@ export interface HistoryEntry {
   recordedAt: Date;
 }
 
+export interface EpisodeRecord {
+  episode: string;
+  state: EpisodeState;
+  reason: string;
+  declineCode: string | null;
+  /** The time of the event that set the episode. */
+  at: Date;
+  eventId: string;
+}
+
+/**
+ * A subscriber as the admin API shows it. A cleared or deleted customer whose history is
+ * kept has `status` null.
+ */
 export interface SubscriberRecord {
   processorCustomerId: string;
-  status: SubscriberStatus;
-  reason: string;
-  updatedAt: Date;
+  status: SubscriberStatus | null;
+  reason: string | null;
+  /** Set while an admin's status overrides the episodes. */
+  overriddenAt: Date | null;
+  updatedAt: Date | null;
+  episodes: EpisodeRecord[];
   history: HistoryEntry[];
 }
 
@@ -87,7 +109,24 @@ export interface InvalidationHandlers {
 }
 
 export type ApplyOutcome = 'applied' | 'stale';
-export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'duplicate';
+/** pending: a decline not linked to an invoice (yet); it gates only once an invoice event links it. */
+export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'pending' | 'duplicate';
+
+/** What one event did: its outcome, and the customer's status before and after it (null: unknown). */
+export interface StripeEventResult {
+  outcome: StripeEventOutcome;
+  customerId: string | null;
+  before: CustomerStatus | null;
+  after: CustomerStatus | null;
+}
+
+/** A relevant event's derivation: what the store applies. */
+export type StripeDerivation = Exclude<Derivation, { kind: 'irrelevant' }>;
+
+export interface StripeEventInput {
+  event: StripeEventRecord;
+  derivation: StripeDerivation;
+}
 
 export interface StripeEventRecord {
   eventId: string;
@@ -128,16 +167,22 @@ export interface Store {
   rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
 
   /**
-   * Applies a change to a subscriber when it comes after the change that set its current
-   * state (CONTRACT.md section 5); else nothing changes and the answer is `stale`.
+   * An admin's action (CONTRACT.md section 5): a status that overrides the episodes as of
+   * `cause.occurredAt`, or a removal. `stale` when a Stripe event dated later has spoken.
    */
   applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;
+  /** Null only when the store holds neither a record nor a history for the customer. */
   getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
   /**
-   * Keeps a Stripe event and applies its change in one transaction. A redelivered event id
-   * is a `duplicate` and changes nothing; `change` null: the event changes nothing (`ignored`).
+   * Keeps a Stripe event and applies its derivation in one transaction. A redelivered
+   * event id is a `duplicate` and changes nothing.
    */
-  recordStripeEvent(tenantId: number, event: StripeEventRecord, change: Change | null, now: Date): Promise<StripeEventOutcome>;
+  recordStripeEvent(tenantId: number, input: StripeEventInput, now: Date): Promise<StripeEventResult>;
+  /**
+   * Several events, each in its own transaction, in the order given; with `dryRun`, all of
+   * them in one transaction that is rolled back, so that the results say what they would do.
+   */
+  recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options?: { dryRun?: boolean }): Promise<StripeEventResult[]>;
 
   listTiers(): Promise<TierRecord[]>;
   putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { openDb } from '../../src/store/index.js';
 import type { StoreTarget } from '../../src/store/index.js';
 import type { Db } from '../../src/store/db.js';
-import { migrate } from '../../src/store/migrate.js';
+import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { SqlStore } from '../../src/store/sql-store.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -11,8 +11,16 @@ export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/tes
 
 export interface Engine {
   name: 'embedded' | 'postgres';
-  /** A fresh, migrated, isolated store; `cleanup` drops what it made. */
-  open(): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+  /**
+   * A fresh, migrated, isolated store; `cleanup` drops what it made. `upTo`: apply the
+   * migrations up to that version only (a store as an earlier version left it).
+   */
+  open(options?: { upTo?: number }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+}
+
+function migrationsUpTo(upTo: number | undefined) {
+  const all = loadMigrations();
+  return upTo === undefined ? all : all.filter((m) => m.version <= upTo);
 }
 
 async function reachable(url: string): Promise<boolean> {
@@ -30,10 +38,10 @@ async function reachable(url: string): Promise<boolean> {
 
 const embedded: Engine = {
   name: 'embedded',
-  async open() {
+  async open(options = {}) {
     const target: StoreTarget = { engine: 'embedded', dataDir: null };
     const db = await openDb(target);
-    await migrate(db);
+    await migrate(db, migrationsUpTo(options.upTo));
     const store = new SqlStore(db);
     return { store, db, target, cleanup: () => store.close() };
   },
@@ -43,7 +51,7 @@ const embedded: Engine = {
 function postgres(url: string): Engine {
   return {
     name: 'postgres',
-    async open() {
+    async open(options = {}) {
       const schema = `dunwall_test_${randomBytes(6).toString('hex')}`;
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
@@ -51,7 +59,7 @@ function postgres(url: string): Engine {
       await admin.end();
       const target: StoreTarget = { engine: 'postgres', url, options: `-c search_path=${schema}` };
       const db = await openDb(target);
-      await migrate(db);
+      await migrate(db, migrationsUpTo(options.upTo));
       const store = new SqlStore(db);
       return {
         store,

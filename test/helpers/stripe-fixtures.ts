@@ -38,9 +38,38 @@ export function event(type: string, object: Obj, opts: { created: number; api?: 
   };
 }
 
-export function charge(customer: string | null, codes: { failure_code?: string | null; outcome_reason?: string | null }, api: ApiShape = BASIL_API): Obj {
+/**
+ * The ids that tie a customer's payment objects together: a subscription (null for a
+ * one-off invoice), its invoice, and the invoice's payment intent and charge.
+ */
+export interface PaymentIds {
+  subscription: string | null;
+  invoice: string;
+  paymentIntent: string;
+  charge: string;
+}
+
+export function paymentIds(opts: { subscription?: string | null } = {}): PaymentIds {
+  return { subscription: opts.subscription === undefined ? id('sub') : opts.subscription, invoice: id('in'), paymentIntent: id('pi'), charge: id('ch') };
+}
+
+/** Where a payment intent or charge points: its own ids, and its invoice (null: a one-off payment). */
+export interface PaymentLink {
+  id?: string;
+  paymentIntent?: string;
+  charge?: string;
+  /** Named in the payload before 2025-03-31.basil only; undefined: a random invoice (legacy) as before. */
+  invoice?: string | null;
+}
+
+export function charge(
+  customer: string | null,
+  codes: { failure_code?: string | null; outcome_reason?: string | null },
+  api: ApiShape = BASIL_API,
+  link: PaymentLink = {},
+): Obj {
   return {
-    id: id('ch'),
+    id: link.id ?? link.charge ?? id('ch'),
     object: 'charge',
     amount: 2900,
     currency: 'usd',
@@ -55,59 +84,85 @@ export function charge(customer: string | null, codes: { failure_code?: string |
       type: 'issuer_declined',
     },
     paid: false,
+    payment_intent: link.paymentIntent ?? id('pi'),
     status: 'failed',
-    ...(api === LEGACY_API ? { invoice: id('in') } : {}),
+    ...(api === LEGACY_API && link.invoice !== null ? { invoice: link.invoice ?? id('in') } : {}),
   };
 }
 
-export function paymentIntent(customer: string | null, error: { code?: string | null; decline_code?: string | null }): Obj {
+export function paymentIntent(
+  customer: string | null,
+  error: { code?: string | null; decline_code?: string | null },
+  api: ApiShape = BASIL_API,
+  link: PaymentLink = {},
+): Obj {
+  const latestCharge = link.charge ?? id('ch');
   return {
-    id: id('pi'),
+    id: link.id ?? link.paymentIntent ?? id('pi'),
     object: 'payment_intent',
     amount: 2900,
     currency: 'usd',
     customer,
     status: 'requires_payment_method',
+    latest_charge: latestCharge,
     last_payment_error: {
       type: 'card_error',
+      charge: latestCharge,
       code: error.code ?? 'card_declined',
       decline_code: error.decline_code ?? null,
       message: 'Your card was declined.',
     },
+    ...(api === LEGACY_API && link.invoice !== undefined && link.invoice !== null ? { invoice: link.invoice } : {}),
   };
 }
 
-export function invoice(
-  customer: string,
-  opts: { collection_method?: 'charge_automatically' | 'send_invoice'; next_payment_attempt?: number | null; api?: ApiShape; expandedPaymentIntent?: Obj },
-): Obj {
-  const subscription = id('sub');
+export interface InvoiceOptions {
+  collection_method?: 'charge_automatically' | 'send_invoice';
+  next_payment_attempt?: number | null;
+  api?: ApiShape;
+  expandedPaymentIntent?: Obj;
+  /** The ids to use; default: a new subscription, invoice and payment. */
+  ids?: PaymentIds;
+  billing_reason?: string;
+  status?: string;
+  /**
+   * From basil on, Stripe sends `payments` only when the payload includes it; true: the
+   * payload names the invoice's payment (as `payments.data[].payment`).
+   */
+  namePayments?: boolean;
+}
+
+export function invoice(customer: string, opts: InvoiceOptions): Obj {
+  const ids = opts.ids ?? paymentIds();
+  const subscription = ids.subscription;
   const base: Obj = {
-    id: id('in'),
+    id: ids.invoice,
     object: 'invoice',
     customer,
     collection_method: opts.collection_method ?? 'charge_automatically',
     next_payment_attempt: opts.next_payment_attempt === undefined ? null : opts.next_payment_attempt,
     attempt_count: 1,
-    billing_reason: 'subscription_cycle',
-    status: 'open',
+    attempted: true,
+    billing_reason: opts.billing_reason ?? (subscription === null ? 'manual' : 'subscription_cycle'),
+    status: opts.status ?? 'open',
     amount_due: 2900,
     currency: 'usd',
   };
   if ((opts.api ?? BASIL_API) === LEGACY_API) {
-    return { ...base, subscription, payment_intent: opts.expandedPaymentIntent ?? id('pi'), charge: id('ch') };
+    return { ...base, subscription, payment_intent: opts.expandedPaymentIntent ?? ids.paymentIntent, charge: ids.charge };
   }
+  const payment = opts.expandedPaymentIntent ?? (opts.namePayments === true ? ids.paymentIntent : null);
   return {
     ...base,
-    parent: { type: 'subscription_details', subscription_details: { subscription } },
-    ...(opts.expandedPaymentIntent
-      ? { payments: { object: 'list', data: [{ id: id('inpay'), object: 'invoice_payment', payment: { type: 'payment_intent', payment_intent: opts.expandedPaymentIntent } }] } }
+    parent: subscription === null ? null : { type: 'subscription_details', subscription_details: { subscription, metadata: {} }, quote_details: null },
+    ...(payment !== null
+      ? { payments: { object: 'list', data: [{ id: id('inpay'), object: 'invoice_payment', payment: { type: 'payment_intent', payment_intent: payment } }], has_more: false } }
       : {}),
   };
 }
 
-export function subscription(customer: string, status: string): Obj {
-  return { id: id('sub'), object: 'subscription', customer, status, collection_method: 'charge_automatically' };
+export function subscription(customer: string, status: string, opts: { id?: string; collection_method?: string } = {}): Obj {
+  return { id: opts.id ?? id('sub'), object: 'subscription', customer, status, collection_method: opts.collection_method ?? 'charge_automatically' };
 }
 
 export function customer(customerId: string): Obj {

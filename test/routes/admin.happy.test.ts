@@ -121,7 +121,16 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     const del = await h.admin('DELETE', '/tenants/acme/subscribers/cus_42');
     expect(del.statusCode).toBe(204);
     expect(del.body).toBe('');
-    expect((await h.admin('GET', '/tenants/acme/subscribers/cus_42')).statusCode).toBe(404);
+    // The record is gone (the lookup answers unknown, so active); its history stays readable.
+    const cleared = await h.admin('GET', '/tenants/acme/subscribers/cus_42');
+    expect(cleared.statusCode).toBe(200);
+    expect(cleared.json()).toMatchObject({ status: null, reason: null, episodes: [] });
+    expect(cleared.json().history.map((e: { status: string | null; effect: string }) => [e.status, e.effect])).toEqual([
+      ['warning', 'changed'],
+      ['lockout', 'changed'],
+      [null, 'removed'],
+    ]);
+    expect((await h.admin('GET', '/tenants/acme/subscribers/cus_never_seen')).statusCode).toBe(404);
     // Deleting an unknown subscriber leaves it unknown: still 204.
     expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_42')).statusCode).toBe(204);
   });

@@ -3,7 +3,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { charge, event } from '../helpers/stripe-fixtures.js';
+import { event, invoice } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 
 const engines = await availableEngines();
@@ -50,13 +50,13 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
   });
 
   it('counts webhook events by type and outcome, and times the store', async () => {
-    const e = event('charge.failed', charge('cus_m3', { outcome_reason: 'stolen_card' }), { created: Math.floor(h.clock.ms / 1000) });
+    const e = event('invoice.payment_failed', invoice('cus_m3', { next_payment_attempt: null }), { created: Math.floor(h.clock.ms / 1000) });
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
     await deliver(h, 'acme-metrics', event('product.created', { id: 'prod_1', object: 'product' }, { created: Math.floor(h.clock.ms / 1000) }), 'whsec_metrics_0123456789abcdef');
     const text = await scrape();
-    expect(value(text, 'dunwall_webhook_events_total{type="charge.failed",outcome="applied"}')).toBe(1);
-    expect(value(text, 'dunwall_webhook_events_total{type="charge.failed",outcome="duplicate"}')).toBe(1);
+    expect(value(text, 'dunwall_webhook_events_total{type="invoice.payment_failed",outcome="applied"}')).toBe(1);
+    expect(value(text, 'dunwall_webhook_events_total{type="invoice.payment_failed",outcome="duplicate"}')).toBe(1);
     expect(value(text, 'dunwall_webhook_events_total{type="other",outcome="irrelevant"}')).toBe(1);
     expect(value(text, 'dunwall_store_query_duration_seconds_count{operation="record_stripe_event"}')).toBe(3);
   });

@@ -117,16 +117,25 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     if (!tenant) throw new Error('no tenant');
     expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
     await store.applyChange(tenant.id, 'cus_1', set('warning', 'soft_decline'), admin(at(1)), at(1));
-    await store.applyChange(tenant.id, 'cus_1', set('lockout', 'hard_decline'), { source: 'stripe', eventId: 'evt_1', eventType: 'charge.failed', declineCode: 'stolen_card', occurredAt: at(2) }, at(3));
+    await store.applyChange(tenant.id, 'cus_1', set('lockout', 'hard_decline'), admin(at(2)), at(3));
     expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBe('lockout');
     const record = await store.getSubscriber(tenant.id, 'cus_1');
+    expect(record).toMatchObject({ status: 'lockout', reason: 'hard_decline', overriddenAt: at(2), episodes: [] });
     expect(record?.history).toEqual([
-      { status: 'warning', reason: 'soft_decline', source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
-      { status: 'lockout', reason: 'hard_decline', source: 'stripe', eventId: 'evt_1', eventType: 'charge.failed', declineCode: 'stolen_card', occurredAt: at(2), recordedAt: at(3) },
+      { status: 'warning', reason: 'soft_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
+      { status: 'lockout', reason: 'hard_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(2), recordedAt: at(3) },
     ]);
     expect(await store.applyChange(tenant.id, 'cus_1', { kind: 'delete' }, admin(at(4)), at(4))).toBe('applied');
     expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
-    expect(await store.getSubscriber(tenant.id, 'cus_1')).toBeNull();
+    // The history outlives the record.
+    const cleared = await store.getSubscriber(tenant.id, 'cus_1');
+    expect(cleared).toMatchObject({ status: null, reason: null, overriddenAt: null, updatedAt: null });
+    expect(cleared?.history.map((e) => [e.status, e.effect])).toEqual([
+      ['warning', 'changed'],
+      ['lockout', 'changed'],
+      [null, 'removed'],
+    ]);
+    expect(await store.getSubscriber(tenant.id, 'cus_never')).toBeNull();
   });
 
   it('keeps subscribers of different tenants apart', async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { deriveChange } from '../../src/domain/stripe/derive.js';
 import { eventShapeProblem } from '../../src/domain/stripe/event.js';
-import { comparePositions, fold, positionOf, statusOf } from '../../src/domain/stripe/fold.js';
-import type { Change } from '../../src/domain/stripe/fold.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
+import { RANKS, comparePositions, customerStatus, endsOverride } from '../../src/domain/stripe/fold.js';
+import type { Episode } from '../../src/domain/stripe/fold.js';
+import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIds, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
 
 const T = 1_780_000_000;
 
@@ -12,21 +12,37 @@ describe('deriveChange', () => {
     const pi = paymentIntent('cus_1', { decline_code: 'insufficient_funds' });
     for (const api of [LEGACY_API, BASIL_API] as const) {
       const d = deriveChange(event('invoice.payment_failed', invoice('cus_1', { next_payment_attempt: T + 3600, api, expandedPaymentIntent: pi }), { created: T, api }));
-      expect(d).toMatchObject({ kind: 'change', customerId: 'cus_1', declineCode: 'insufficient_funds', change: { status: 'warning', reason: 'soft_decline' } });
+      expect(d).toMatchObject({ kind: 'change', customerId: 'cus_1', declineCode: 'insufficient_funds', change: { kind: 'episode', outcome: { state: 'warning', reason: 'soft_decline' } } });
     }
     const unexpanded = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: LEGACY_API }), { created: T, api: LEGACY_API }));
-    expect(unexpanded).toMatchObject({ kind: 'change', declineCode: null, change: { status: 'lockout', reason: 'retries_exhausted' } });
+    expect(unexpanded).toMatchObject({ kind: 'change', declineCode: null, change: { outcome: { state: 'lockout', reason: 'retries_exhausted' } } });
   });
 
-  it('keeps the fields it used', () => {
-    const d = deriveChange(event('charge.failed', charge('cus_1', { outcome_reason: 'stolen_card', failure_code: 'card_declined' }), { created: T }));
+  it("finds an invoice's subscription and payments in both API shapes", () => {
+    const ids = paymentIds();
+    const legacy = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: LEGACY_API, ids }), { created: T, api: LEGACY_API }));
+    expect(legacy).toMatchObject({ invoice: { invoiceId: ids.invoice, episode: ids.subscription, autoCollected: true, firstInvoice: false, paymentIds: [ids.paymentIntent, ids.charge] } });
+    const basil = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: BASIL_API, ids, namePayments: true, billing_reason: 'subscription_create' }), { created: T }));
+    expect(basil).toMatchObject({ invoice: { episode: ids.subscription, firstInvoice: true, paymentIds: [ids.paymentIntent] } });
+    // Basil sends no payments unless the payload includes them.
+    expect(deriveChange(event('invoice.paid', invoice('cus_1', { ids }), { created: T }))).toMatchObject({ invoice: { paymentIds: [] } });
+    // An invoice of no subscription is its own episode.
+    const oneOff = paymentIds({ subscription: null });
+    expect(deriveChange(event('invoice.paid', invoice('cus_1', { ids: oneOff }), { created: T }))).toMatchObject({ invoice: { episode: oneOff.invoice } });
+  });
+
+  it('keeps a decline as a decline: it gates only through a linked invoice', () => {
+    const d = deriveChange(event('charge.failed', charge('cus_1', { outcome_reason: 'stolen_card', failure_code: 'card_declined' }, BASIL_API, { id: 'ch_1', paymentIntent: 'pi_1' }), { created: T }));
     expect(d).toEqual({
       kind: 'change',
       customerId: 'cus_1',
-      change: { kind: 'set', status: 'lockout', reason: 'hard_decline' },
+      change: { kind: 'decline', decline: { hard: true, code: 'stolen_card', paymentIds: ['ch_1', 'pi_1'], invoiceId: null } },
+      invoice: null,
       declineCode: 'stolen_card',
       facts: { outcome_reason: 'stolen_card', failure_code: 'card_declined', decline_class: 'hard' },
     });
+    const legacy = deriveChange(event('payment_intent.payment_failed', paymentIntent('cus_1', { decline_code: 'generic_decline' }, LEGACY_API, { id: 'pi_2', charge: 'ch_2', invoice: 'in_2' }), { created: T }));
+    expect(legacy).toMatchObject({ change: { kind: 'decline', decline: { hard: false, paymentIds: ['pi_2', 'ch_2'], invoiceId: 'in_2' } } });
   });
 
   it('reads an expanded customer object', () => {
@@ -41,7 +57,7 @@ describe('deriveChange', () => {
       kind: 'ignored',
       why: 'send_invoice',
     });
-    expect(deriveChange(event('customer.subscription.updated', subscription('cus_1', 'canceled'), { created: T, previous: { status: 'active' } }))).toMatchObject({
+    expect(deriveChange(event('customer.subscription.updated', subscription('cus_1', 'paused'), { created: T, previous: { status: 'active' } }))).toMatchObject({
       kind: 'ignored',
       why: 'status_not_enforced',
     });
@@ -57,29 +73,44 @@ describe('deriveChange', () => {
   });
 });
 
-describe('fold', () => {
-  const warning: Change = { kind: 'set', status: 'warning', reason: 'soft_decline' };
-  const lockout: Change = { kind: 'set', status: 'lockout', reason: 'hard_decline' };
-  const active: Change = { kind: 'set', status: 'active', reason: 'paid' };
-
-  it('orders by time, then warning < lockout < active < removal, then id', () => {
-    expect(comparePositions(positionOf(active, 1000, 'evt_a'), positionOf(warning, 2000, 'evt_a'))).toBeLessThan(0);
-    expect(comparePositions(positionOf(warning, 1000, 'evt_z'), positionOf(lockout, 1000, 'evt_a'))).toBeLessThan(0);
-    expect(comparePositions(positionOf(lockout, 1000, 'evt_z'), positionOf(active, 1000, 'evt_a'))).toBeLessThan(0);
-    expect(comparePositions(positionOf(active, 1000, 'evt_z'), positionOf({ kind: 'delete' }, 1000, 'evt_a'))).toBeLessThan(0);
-    expect(comparePositions(positionOf(warning, 1000, 'evt_a'), positionOf(warning, 1000, 'evt_b'))).toBeLessThan(0);
-    expect(comparePositions(positionOf(warning, 1000, 'evt_a'), positionOf(warning, 1000, 'evt_a'))).toBe(0);
+describe('customerStatus', () => {
+  const episode = (key: string, state: Episode['outcome']['state'], reason: string, atMs: number, eventId = `evt_${key}`): Episode => ({
+    key,
+    outcome: { state, reason },
+    position: { atMs, rank: RANKS[state], eventId },
   });
 
-  it('gives the same state whatever the order', () => {
-    const changes = [
-      { change: warning, position: positionOf(warning, 1000, 'evt_1') },
-      { change: active, position: positionOf(active, 3000, 'evt_3') },
-      { change: lockout, position: positionOf(lockout, 3000, 'evt_2') },
-    ];
-    expect(statusOf(fold(changes))).toBe('active');
-    expect(statusOf(fold([...changes].reverse()))).toBe('active');
-    expect(statusOf(fold([]))).toBeNull();
+  it('orders by time, then warning < lockout < resolved < removal, then id', () => {
+    const at = (atMs: number, rank: number, eventId: string) => ({ atMs, rank, eventId });
+    expect(comparePositions(at(1000, RANKS.resolved, 'evt_a'), at(2000, RANKS.warning, 'evt_a'))).toBeLessThan(0);
+    expect(comparePositions(at(1000, RANKS.warning, 'evt_z'), at(1000, RANKS.lockout, 'evt_a'))).toBeLessThan(0);
+    expect(comparePositions(at(1000, RANKS.lockout, 'evt_z'), at(1000, RANKS.resolved, 'evt_a'))).toBeLessThan(0);
+    expect(comparePositions(at(1000, RANKS.resolved, 'evt_z'), at(1000, RANKS.removed, 'evt_a'))).toBeLessThan(0);
+    expect(comparePositions(at(1000, RANKS.warning, 'evt_a'), at(1000, RANKS.warning, 'evt_b'))).toBeLessThan(0);
+    expect(comparePositions(at(1000, RANKS.warning, 'evt_a'), at(1000, RANKS.warning, 'evt_a'))).toBe(0);
+  });
+
+  it('shows the most severe unresolved episode, the latest among equals', () => {
+    expect(customerStatus([episode('a', 'warning', 'soft_decline', 3000), episode('b', 'lockout', 'retries_exhausted', 1000), episode('c', 'resolved', 'paid', 5000)], null)).toEqual({
+      status: 'lockout',
+      reason: 'retries_exhausted',
+    });
+    expect(customerStatus([episode('a', 'warning', 'soft_decline', 1000), episode('b', 'warning', 'payment_action_required', 2000)], null)).toEqual({
+      status: 'warning',
+      reason: 'payment_action_required',
+    });
+  });
+
+  it('with every episode resolved: active, with the reason of the most recently resolved; none: unknown', () => {
+    expect(customerStatus([episode('a', 'resolved', 'voided', 4000), episode('b', 'resolved', 'paid', 2000)], null)).toEqual({ status: 'active', reason: 'voided' });
+    expect(customerStatus([], null)).toBeNull();
+  });
+
+  it('an override stands over the episodes until an event of a later second', () => {
+    const override = { status: 'active' as const, reason: 'manual', atMs: 10_500 };
+    expect(customerStatus([episode('a', 'lockout', 'hard_decline', 1000)], override)).toEqual({ status: 'active', reason: 'manual' });
+    expect(endsOverride(override, 10_000)).toBe(false);
+    expect(endsOverride(override, 11_000)).toBe(true);
   });
 });
 

@@ -59,7 +59,7 @@ const replay: Command = {
       tenant,
       file,
       received: 0,
-      outcomes: { applied: 0, stale: 0, ignored: 0, duplicate: 0, irrelevant: 0 },
+      outcomes: { applied: 0, stale: 0, ignored: 0, pending: 0, duplicate: 0, irrelevant: 0 },
       invalid: [],
     };
 

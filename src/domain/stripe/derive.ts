@@ -1,6 +1,6 @@
 import { CUSTOMER_ID_RE } from '../types.js';
 import { classifyDecline } from './declines.js';
-import type { Change } from './fold.js';
+import type { EpisodeOutcome } from './fold.js';
 
 /** The part of a Stripe event that the derivation reads; both API shapes fit it. */
 export interface StripeEventLike {
@@ -18,7 +18,9 @@ export const RELEVANT_EVENT_TYPES = [
   'invoice.payment_action_required',
   'invoice.paid',
   'invoice.payment_succeeded',
+  'invoice.voided',
   'customer.subscription.updated',
+  'customer.subscription.deleted',
   'customer.deleted',
 ] as const;
 const RELEVANT: ReadonlySet<string> = new Set(RELEVANT_EVENT_TYPES);
@@ -26,12 +28,43 @@ const RELEVANT: ReadonlySet<string> = new Set(RELEVANT_EVENT_TYPES);
 /** The fields a derivation used, kept with the event so that every change can be explained. */
 export type Facts = Record<string, string | number | boolean | null>;
 
+/**
+ * What an invoice event tells of its invoice, kept so that a payment's decline can find
+ * its episode whichever arrives first: the episode it belongs to, whether Stripe collects
+ * it automatically, whether it is a subscription's first, and the payments it names.
+ */
+export interface InvoiceLink {
+  invoiceId: string;
+  /** The subscription id, or the invoice id for an invoice of no subscription. */
+  episode: string;
+  autoCollected: boolean;
+  firstInvoice: boolean;
+  /** Payment intents and charges of this invoice (`pi_...`, `ch_...`). */
+  paymentIds: string[];
+}
+
+/** A failed payment intent or charge: it gates only through the invoice it is linked to. */
+export interface Decline {
+  hard: boolean;
+  code: string | null;
+  /** The payment intent and charge ids this decline concerns. */
+  paymentIds: string[];
+  /** Its invoice when the payload names it (before 2025-03-31.basil only). */
+  invoiceId: string | null;
+}
+
+export type StripeChange =
+  | { kind: 'episode'; episode: string; outcome: EpisodeOutcome }
+  | { kind: 'decline'; decline: Decline }
+  /** The customer was deleted: every older episode goes, and older events change nothing. */
+  | { kind: 'delete' };
+
 export type Derivation =
   /** Not an event type Dunwall reads: acknowledged, not kept. */
   | { kind: 'irrelevant' }
   /** A relevant type that changes nothing (no customer, manual invoicing, no status transition). */
-  | { kind: 'ignored'; customerId: string | null; why: string; facts: Facts }
-  | { kind: 'change'; customerId: string; change: Change; declineCode: string | null; facts: Facts };
+  | { kind: 'ignored'; customerId: string | null; why: string; invoice: InvoiceLink | null; facts: Facts }
+  | { kind: 'change'; customerId: string; change: StripeChange; invoice: InvoiceLink | null; declineCode: string | null; facts: Facts };
 
 type Obj = Record<string, unknown>;
 
@@ -48,9 +81,25 @@ function idOf(value: unknown): string | null {
   return str(value) ?? str(obj(value)?.id);
 }
 
+const ID_RE = /^[A-Za-z0-9_]{1,255}$/;
+
+/** An id of the given Stripe prefix (`pi`, `ch`, `in`, `sub`), plain or expanded; else null. */
+function prefixedId(value: unknown, prefix: string): string | null {
+  const id = idOf(value);
+  return id !== null && id.startsWith(`${prefix}_`) && ID_RE.test(id) ? id : null;
+}
+
 function customerOf(object: Obj): string | null {
   const id = idOf(object.customer);
   return id !== null && CUSTOMER_ID_RE.test(id) ? id : null;
+}
+
+function compact(facts: Facts): Facts {
+  return Object.fromEntries(Object.entries(facts).filter(([, v]) => v !== null && v !== undefined));
+}
+
+function codesOf(facts: Facts): (string | null)[] {
+  return [facts.decline_code, facts.code, facts.outcome_reason, facts.failure_code].map((c) => (typeof c === 'string' ? c : null));
 }
 
 /** The codes of a failed payment intent's last error, most specific first. */
@@ -65,101 +114,186 @@ function chargeCodes(charge: Obj | null): Facts {
 }
 
 /**
- * The decline codes of an invoice's failed payment, when the event carries the payment
- * expanded: before API version 2025-03-31.basil as `payment_intent` / `charge` on the
- * invoice, since then inside `payments.data[].payment`. Ids alone carry no code.
+ * The invoice's payments. Before 2025-03-31.basil the invoice names one `payment_intent`
+ * and one `charge`; from basil on those fields are gone and `payments.data[].payment`
+ * (`type`, `payment_intent`, `charge`) lists every attempt, sent only when the payload
+ * includes it (Stripe changelog, 2025-03-31.basil: "Adds support for multiple (partial)
+ * payments on invoices"). Each entry may be an id or the expanded object.
  */
-function invoiceCodes(invoice: Obj): Facts {
-  const legacy = { ...paymentIntentCodes(obj(invoice.payment_intent)), ...chargeCodes(obj(invoice.charge)) };
-  if (Object.values(legacy).some((v) => v !== null)) return legacy;
-  const payments = obj(invoice.payments)?.data;
-  if (Array.isArray(payments)) {
-    for (const entry of [...payments].reverse()) {
-      const payment = obj(obj(entry)?.payment);
-      const codes = { ...paymentIntentCodes(obj(payment?.payment_intent)), ...chargeCodes(obj(payment?.charge)) };
-      if (Object.values(codes).some((v) => v !== null)) return codes;
-    }
+function invoicePayments(invoice: Obj): Obj[] {
+  const legacy = [invoice.payment_intent, invoice.charge].filter((p) => p !== undefined && p !== null);
+  const listed = obj(invoice.payments)?.data;
+  const basil = Array.isArray(listed)
+    ? listed.flatMap((entry) => {
+        const payment = obj(obj(entry)?.payment);
+        return payment ? [payment.payment_intent, payment.charge].filter((p) => p !== undefined && p !== null) : [];
+      })
+    : [];
+  return [...legacy, ...basil].map((p) => obj(p) ?? { id: p });
+}
+
+/** The decline codes of the invoice's failed payment, when the payload carries it expanded. */
+function invoiceCodes(payments: Obj[]): Facts {
+  for (const payment of [...payments].reverse()) {
+    const id = str(payment.id) ?? '';
+    const codes = id.startsWith('ch_') ? chargeCodes(payment) : paymentIntentCodes(payment);
+    if (Object.values(codes).some((v) => v !== null)) return codes;
   }
-  return legacy;
+  return {};
 }
 
-function compact(facts: Facts): Facts {
-  return Object.fromEntries(Object.entries(facts).filter(([, v]) => v !== null && v !== undefined));
+/**
+ * The subscription an invoice belongs to: `invoice.subscription` before 2025-03-31.basil,
+ * `invoice.parent.subscription_details.subscription` from it on (Stripe changelog,
+ * 2025-03-31.basil: "Adds the parent field to invoices").
+ */
+function invoiceSubscription(invoice: Obj): string | null {
+  return prefixedId(invoice.subscription, 'sub') ?? prefixedId(obj(obj(invoice.parent)?.subscription_details)?.subscription, 'sub');
 }
 
-function declineChange(customerId: string, facts: Facts, codes: (string | number | boolean | null)[]): Derivation {
-  const decline = classifyDecline(...codes.map((c) => (typeof c === 'string' ? c : null)));
-  const change: Change =
-    decline.class === 'hard' ? { kind: 'set', status: 'lockout', reason: 'hard_decline' } : { kind: 'set', status: 'warning', reason: 'soft_decline' };
-  return { kind: 'change', customerId, change, declineCode: decline.code, facts: compact({ ...facts, decline_class: decline.class }) };
+function invoiceLink(invoice: Obj): InvoiceLink | null {
+  const invoiceId = prefixedId(invoice.id, 'in');
+  if (invoiceId === null) return null;
+  const subscription = invoiceSubscription(invoice);
+  const paymentIds = invoicePayments(invoice).flatMap((p) => {
+    const id = prefixedId(p.id, 'pi') ?? prefixedId(p.id, 'ch');
+    return id === null ? [] : [id];
+  });
+  return {
+    invoiceId,
+    episode: subscription ?? invoiceId,
+    autoCollected: str(invoice.collection_method) !== 'send_invoice',
+    firstInvoice: subscription !== null && str(invoice.billing_reason) === 'subscription_create',
+    paymentIds: [...new Set(paymentIds)],
+  };
 }
 
-const SUBSCRIPTION_STATUS: Record<string, Change> = {
-  past_due: { kind: 'set', status: 'warning', reason: 'subscription_past_due' },
-  unpaid: { kind: 'set', status: 'lockout', reason: 'subscription_unpaid' },
-  active: { kind: 'set', status: 'active', reason: 'paid' },
+/**
+ * The episode outcome of a decline linked to an invoice: none when the invoice is paid
+ * by hand (`send_invoice`); a subscription's first invoice is always a warning.
+ */
+export function linkedDeclineOutcome(decline: Pick<Decline, 'hard'>, invoice: Pick<InvoiceLink, 'autoCollected' | 'firstInvoice'>): EpisodeOutcome | null {
+  if (!invoice.autoCollected) return null;
+  if (invoice.firstInvoice) return { state: 'warning', reason: 'first_payment_failed' };
+  return decline.hard ? { state: 'lockout', reason: 'hard_decline' } : { state: 'warning', reason: 'soft_decline' };
+}
+
+/**
+ * A failed payment intent or charge. Its invoice is in its own `invoice` field before
+ * 2025-03-31.basil, which removed that field from both objects (same changelog entry as
+ * the invoice's payments); from then on only an invoice event naming the payment links it.
+ */
+function declineOf(event: StripeEventLike, customerId: string): Derivation {
+  const object = event.data.object;
+  const isCharge = event.type === 'charge.failed';
+  const codes = isCharge ? chargeCodes(object) : paymentIntentCodes(object);
+  const decline = classifyDecline(...codesOf(codes));
+  const own = isCharge ? prefixedId(object.id, 'ch') : prefixedId(object.id, 'pi');
+  const other = isCharge ? prefixedId(object.payment_intent, 'pi') : prefixedId(object.latest_charge, 'ch');
+  const invoiceId = prefixedId(object.invoice, 'in');
+  const facts = compact({ ...codes, decline_class: decline.class, invoice: invoiceId });
+  if (own === null) return { kind: 'ignored', customerId, why: 'no_payment_id', invoice: null, facts };
+  const paymentIds = other === null ? [own] : [own, other];
+  return {
+    kind: 'change',
+    customerId,
+    change: { kind: 'decline', decline: { hard: decline.class === 'hard', code: decline.code, paymentIds, invoiceId } },
+    invoice: null,
+    declineCode: decline.code,
+    facts,
+  };
+}
+
+const SUBSCRIPTION_TRANSITIONS: Readonly<Record<string, EpisodeOutcome>> = {
+  past_due: { state: 'warning', reason: 'subscription_past_due' },
+  unpaid: { state: 'lockout', reason: 'subscription_unpaid' },
+  active: { state: 'resolved', reason: 'paid' },
+  trialing: { state: 'resolved', reason: 'paid' },
+  canceled: { state: 'resolved', reason: 'subscription_ended' },
+  incomplete_expired: { state: 'resolved', reason: 'subscription_ended' },
 };
 
-/** Event to status change (CONTRACT.md section 5), as a value; no IO, no clock. */
+function subscriptionChange(event: StripeEventLike, customerId: string): Derivation {
+  const object = event.data.object;
+  const subscription = prefixedId(object.id, 'sub');
+  const status = str(object.status);
+  const previous = str(obj(event.data.previous_attributes)?.status);
+  const collection = str(object.collection_method);
+  const facts = compact({ subscription, subscription_status: status, previous_subscription_status: previous, collection_method: collection });
+  const ignored = (why: string): Derivation => ({ kind: 'ignored', customerId, why, invoice: null, facts });
+  if (subscription === null) return ignored('no_subscription');
+  const ended: EpisodeOutcome = { state: 'resolved', reason: 'subscription_ended' };
+  if (event.type === 'customer.subscription.deleted') return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome: ended }, invoice: null, declineCode: null, facts };
+  // Only a transition counts: an update that leaves the status as it was (a plan or
+  // metadata change) says nothing new about payment and must not undo a decline.
+  if (previous === null || previous === status) return ignored('no_status_transition');
+  const outcome = status === null ? undefined : SUBSCRIPTION_TRANSITIONS[status];
+  if (!outcome) return ignored('status_not_enforced');
+  // Invoiced by email, paid by hand: an overdue subscription is not a card to update.
+  if (collection === 'send_invoice' && outcome.state !== 'resolved') return ignored('send_invoice');
+  return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome }, invoice: null, declineCode: null, facts };
+}
+
+function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
+  const object = event.data.object;
+  const link = invoiceLink(object);
+  const next = typeof object.next_payment_attempt === 'number' ? object.next_payment_attempt : null;
+  const codes = invoiceCodes(invoicePayments(object));
+  const decline = classifyDecline(...codesOf(codes));
+  const facts = compact({
+    invoice: link?.invoiceId ?? null,
+    episode: link?.episode ?? null,
+    collection_method: str(object.collection_method),
+    billing_reason: str(object.billing_reason),
+    next_payment_attempt: next,
+    ...codes,
+  });
+  const ignored = (why: string): Derivation => ({ kind: 'ignored', customerId, why, invoice: link, facts });
+  if (link === null) return ignored('no_invoice_id');
+  const change = (outcome: EpisodeOutcome): Derivation => ({
+    kind: 'change',
+    customerId,
+    change: { kind: 'episode', episode: link.episode, outcome },
+    invoice: link,
+    declineCode: decline.code,
+    facts,
+  });
+
+  if (event.type === 'invoice.paid' || event.type === 'invoice.payment_succeeded' || event.type === 'invoice.voided') {
+    // An emailed invoice of no subscription never started an episode: nothing to resolve.
+    if (!link.autoCollected && link.episode === link.invoiceId) return ignored('send_invoice');
+    return change({ state: 'resolved', reason: event.type === 'invoice.voided' ? 'voided' : 'paid' });
+  }
+  // The customer pays these by hand, from an emailed invoice: nothing to gate on.
+  if (!link.autoCollected) return ignored('send_invoice');
+  if (event.type === 'invoice.payment_action_required') return change({ state: 'warning', reason: 'payment_action_required' });
+  if (link.firstInvoice) return change({ state: 'warning', reason: 'first_payment_failed' });
+  if (decline.class === 'hard') return change({ state: 'lockout', reason: 'hard_decline' });
+  return change(next !== null ? { state: 'warning', reason: 'soft_decline' } : { state: 'lockout', reason: 'retries_exhausted' });
+}
+
+/** Event to episode change (CONTRACT.md section 5), as a value; no IO, no clock. */
 export function deriveChange(event: StripeEventLike): Derivation {
   if (!RELEVANT.has(event.type)) return { kind: 'irrelevant' };
   const object = event.data.object;
 
   if (event.type === 'customer.deleted') {
     const id = str(object.id);
-    if (id === null || !CUSTOMER_ID_RE.test(id)) return { kind: 'ignored', customerId: null, why: 'no_customer', facts: {} };
-    return { kind: 'change', customerId: id, change: { kind: 'delete' }, declineCode: null, facts: {} };
+    if (id === null || !CUSTOMER_ID_RE.test(id)) return { kind: 'ignored', customerId: null, why: 'no_customer', invoice: null, facts: {} };
+    return { kind: 'change', customerId: id, change: { kind: 'delete' }, invoice: null, declineCode: null, facts: {} };
   }
 
   const customerId = customerOf(object);
-  if (customerId === null) return { kind: 'ignored', customerId: null, why: 'no_customer', facts: {} };
+  if (customerId === null) return { kind: 'ignored', customerId: null, why: 'no_customer', invoice: null, facts: {} };
 
   switch (event.type) {
-    case 'charge.failed': {
-      const facts = chargeCodes(object);
-      return declineChange(customerId, facts, [facts.outcome_reason ?? null, facts.failure_code ?? null]);
-    }
-    case 'payment_intent.payment_failed': {
-      const facts = paymentIntentCodes(object);
-      return declineChange(customerId, facts, [facts.decline_code ?? null, facts.code ?? null]);
-    }
-    case 'invoice.payment_failed':
-    case 'invoice.payment_action_required': {
-      const collection = str(object.collection_method);
-      const next = typeof object.next_payment_attempt === 'number' ? object.next_payment_attempt : null;
-      const codes = invoiceCodes(object);
-      const declineCode = classifyDecline(
-        ...[codes.decline_code, codes.code, codes.outcome_reason, codes.failure_code].map((c) => (typeof c === 'string' ? c : null)),
-      ).code;
-      const facts = compact({ collection_method: collection, next_payment_attempt: next, ...codes });
-      // The customer pays these by hand, from an emailed invoice: nothing to gate on.
-      if (collection === 'send_invoice') return { kind: 'ignored', customerId, why: 'send_invoice', facts };
-      const change: Change =
-        event.type === 'invoice.payment_action_required'
-          ? { kind: 'set', status: 'warning', reason: 'payment_action_required' }
-          : next !== null
-            ? { kind: 'set', status: 'warning', reason: 'soft_decline' }
-            : { kind: 'set', status: 'lockout', reason: 'retries_exhausted' };
-      return { kind: 'change', customerId, change, declineCode, facts };
-    }
-    case 'invoice.paid':
-    case 'invoice.payment_succeeded':
-      return { kind: 'change', customerId, change: { kind: 'set', status: 'active', reason: 'paid' }, declineCode: null, facts: compact({ collection_method: str(object.collection_method) }) };
-    case 'customer.subscription.updated': {
-      const status = str(object.status);
-      const previous = str(obj(event.data.previous_attributes)?.status);
-      const collection = str(object.collection_method);
-      const facts = compact({ subscription_status: status, previous_subscription_status: previous, collection_method: collection });
-      // Invoiced by email, paid by hand: an overdue subscription is not a card to update.
-      if (collection === 'send_invoice') return { kind: 'ignored', customerId, why: 'send_invoice', facts };
-      // Only a transition counts: an update that leaves the status as it was (a plan or
-      // metadata change) says nothing new about payment and must not undo a decline.
-      if (previous === null || previous === status) return { kind: 'ignored', customerId, why: 'no_status_transition', facts };
-      const change = status === null ? undefined : SUBSCRIPTION_STATUS[status];
-      if (!change) return { kind: 'ignored', customerId, why: 'status_not_enforced', facts };
-      return { kind: 'change', customerId, change, declineCode: null, facts };
-    }
+    case 'charge.failed':
+    case 'payment_intent.payment_failed':
+      return declineOf(event, customerId);
+    case 'customer.subscription.updated':
+    case 'customer.subscription.deleted':
+      return subscriptionChange(event, customerId);
     default:
-      return { kind: 'irrelevant' };
+      return invoiceChange(event, customerId);
   }
 }

@@ -1,11 +1,24 @@
 import type { SubscriberStatus } from '../types.js';
 
-/** What an event does to a subscriber: set a status, or remove the record (unknown, so active). */
+/**
+ * A subscriber's status follows its dunning episodes (CONTRACT.md section 5): one per
+ * subscription, or per automatically collected invoice that belongs to none. Each episode
+ * is set by the last of its events; the customer shows the worst unresolved one.
+ */
+export type EpisodeState = 'warning' | 'lockout' | 'resolved';
+
+/** What one event does to its episode. */
+export interface EpisodeOutcome {
+  state: EpisodeState;
+  reason: string;
+}
+
+/** An admin action on a subscriber: set a status as of now (an override), or forget it. */
 export type Change = { kind: 'set'; status: SubscriberStatus; reason: string } | { kind: 'delete' };
 
 /**
- * Where a change stands in a customer's history. Changes are ordered by time, then rank,
- * then event id: the last one wins (CONTRACT.md section 5).
+ * Where an event stands among the events of its episode or customer. Ordered by time,
+ * then rank, then event id: the last one wins, whatever the arrival order.
  */
 export interface Position {
   atMs: number;
@@ -14,18 +27,14 @@ export interface Position {
 }
 
 /**
- * At an equal time, warning < lockout < active: a hard decline outranks a soft one and a
- * same-second payment wins, in the fail-open spirit. A deletion outranks everything: the
+ * At an equal time, warning < lockout < resolved: a hard decline outranks a soft one and a
+ * same-second payment wins, in the fail-open spirit. A removal outranks everything: the
  * record is gone, and unknown answers active.
  */
-const RANKS: Record<SubscriberStatus | 'deleted', number> = { warning: 1, lockout: 2, active: 3, deleted: 4 };
+export const RANKS: Readonly<Record<EpisodeState | 'removed', number>> = { warning: 1, lockout: 2, resolved: 3, removed: 4 };
 
-export function rankOf(change: Change): number {
-  return change.kind === 'delete' ? RANKS.deleted : RANKS[change.status];
-}
-
-export function positionOf(change: Change, atMs: number, eventId: string): Position {
-  return { atMs, rank: rankOf(change), eventId };
+export function rankOfState(state: EpisodeState): number {
+  return RANKS[state];
 }
 
 /** Negative when `a` comes before `b`. Event ids compare by code unit, the same on every machine. */
@@ -36,24 +45,58 @@ export function comparePositions(a: Position, b: Position): number {
   return a.eventId < b.eventId ? -1 : 1;
 }
 
-/** A change applies only when it comes after the one that set the current state. */
+/** An event applies only when it comes after the one that set the current state. */
 export function supersedes(candidate: Position, current: Position | null): boolean {
   return current === null || comparePositions(candidate, current) > 0;
 }
 
-export interface PositionedChange {
-  change: Change;
+export interface Episode {
+  key: string;
+  outcome: EpisodeOutcome;
   position: Position;
 }
 
-/** The state a set of changes leads to, whatever their order: the last by position wins. */
-export function fold(changes: Iterable<PositionedChange>): PositionedChange | null {
-  let last: PositionedChange | null = null;
-  for (const c of changes) if (supersedes(c.position, last?.position ?? null)) last = c;
-  return last;
+/** An admin's status, standing until a Stripe event dated in a later second changes an episode. */
+export interface Override {
+  status: SubscriberStatus;
+  reason: string;
+  atMs: number;
 }
 
-/** The status a lookup answers for the folded state; null: unknown. */
-export function statusOf(state: PositionedChange | null): SubscriberStatus | null {
-  return state === null || state.change.kind === 'delete' ? null : state.change.status;
+export interface CustomerStatus {
+  status: SubscriberStatus;
+  reason: string;
+}
+
+const SEVERITY: Readonly<Record<EpisodeState, number>> = { resolved: 0, warning: 1, lockout: 2 };
+
+/**
+ * The customer's status: an override while it stands; else the most severe unresolved
+ * episode (the latest among equals) with its reason; else `active` with the reason of the
+ * most recently resolved episode; null with no episode at all (unknown, so the lookup
+ * answers active and the customer is not "known").
+ */
+export function customerStatus(episodes: readonly Episode[], override: Override | null): CustomerStatus | null {
+  if (override !== null) return { status: override.status, reason: override.reason };
+  let worst: Episode | null = null;
+  for (const e of episodes) {
+    if (worst === null) {
+      worst = e;
+      continue;
+    }
+    const bySeverity = SEVERITY[e.outcome.state] - SEVERITY[worst.outcome.state];
+    if (bySeverity > 0 || (bySeverity === 0 && comparePositions(e.position, worst.position) > 0)) worst = e;
+  }
+  if (worst === null) return null;
+  const { state, reason } = worst.outcome;
+  return { status: state === 'resolved' ? 'active' : state, reason };
+}
+
+/**
+ * Whether a Stripe event at `eventAtMs` ends an override set at `override.atMs`: only an
+ * event dated in a later second does, since Stripe's times are whole seconds and an
+ * event of the same second may well be the one the admin was correcting.
+ */
+export function endsOverride(override: Override, eventAtMs: number): boolean {
+  return Math.floor(eventAtMs / 1000) > Math.floor(override.atMs / 1000);
 }

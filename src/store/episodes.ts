@@ -1,0 +1,421 @@
+import { linkedDeclineOutcome } from '../domain/stripe/derive.js';
+import type { Decline, Derivation, InvoiceLink } from '../domain/stripe/derive.js';
+import { RANKS, comparePositions, customerStatus, endsOverride, rankOfState, supersedes } from '../domain/stripe/fold.js';
+import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
+import type { SubscriberStatus } from '../domain/types.js';
+import type { Queryable } from './db.js';
+import type { ApplyOutcome, ChangeCause, StripeEventOutcome } from './store.js';
+
+/**
+ * The SQL side of CONTRACT.md section 5. Every function here runs inside the caller's
+ * transaction, after `lockCustomer`: all writes about one customer are serialised, so two
+ * events racing (a decline and the invoice that links it, two episodes of a new customer)
+ * each see what the other committed.
+ */
+
+interface SubscriberRow {
+  status: SubscriberStatus;
+  reason: string;
+  overridden_at: Date | null;
+}
+
+interface EpisodeRow {
+  episode: string;
+  state: EpisodeState;
+  reason: string;
+  at: Date;
+  rank: number;
+  event_id: string;
+}
+
+interface InvoiceRow {
+  invoice_id: string;
+  processor_customer_id: string;
+  episode: string;
+  auto_collected: boolean;
+  first_invoice: boolean;
+}
+
+/** What one change did to the customer's status; null: unknown (no record). */
+export interface Settled {
+  before: CustomerStatus | null;
+  after: CustomerStatus | null;
+}
+
+/** A Stripe event with its derivation, as the store records it. */
+export interface StripeEventFacts {
+  eventId: string;
+  eventType: string;
+  created: Date;
+  declineCode: string | null;
+}
+
+export type StripeApplyOutcome = Exclude<StripeEventOutcome, 'duplicate'>;
+
+/** Serialises every write about one customer of one tenant, until the transaction ends. */
+export async function lockCustomer(tx: Queryable, tenantId: number, customerId: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [tenantId, customerId]);
+}
+
+function toPosition(row: { at: Date; rank: number; event_id: string }): Position {
+  return { atMs: new Date(row.at).getTime(), rank: Number(row.rank), eventId: row.event_id };
+}
+
+function toEpisode(row: EpisodeRow): Episode {
+  return { key: row.episode, outcome: { state: row.state, reason: row.reason }, position: toPosition(row) };
+}
+
+async function subscriberRow(tx: Queryable, tenantId: number, customerId: string): Promise<SubscriberRow | null> {
+  const [row] = await tx.query<SubscriberRow>(
+    'SELECT status, reason, overridden_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+    [tenantId, customerId],
+  );
+  return row ?? null;
+}
+
+export async function loadEpisodes(tx: Queryable, tenantId: number, customerId: string): Promise<Episode[]> {
+  const rows = await tx.query<EpisodeRow>(
+    `SELECT episode, state, reason, at, rank, event_id FROM subscriber_episodes
+     WHERE tenant_id = $1 AND processor_customer_id = $2 ORDER BY episode`,
+    [tenantId, customerId],
+  );
+  return rows.map(toEpisode);
+}
+
+async function tombstone(tx: Queryable, tenantId: number, customerId: string): Promise<Position | null> {
+  const [row] = await tx.query<{ at: Date; rank: number; event_id: string }>(
+    'SELECT removed_at AS at, rank, event_id FROM subscriber_tombstones WHERE tenant_id = $1 AND processor_customer_id = $2',
+    [tenantId, customerId],
+  );
+  return row ? toPosition(row) : null;
+}
+
+function overrideOf(row: SubscriberRow | null): Override | null {
+  return row?.overridden_at ? { status: row.status, reason: row.reason, atMs: new Date(row.overridden_at).getTime() } : null;
+}
+
+function statusOfRow(row: SubscriberRow | null): CustomerStatus | null {
+  return row ? { status: row.status, reason: row.reason } : null;
+}
+
+async function insertHistory(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  entry: { status: SubscriberStatus | null; reason: string | null; effect: 'changed' | 'removed' | 'none'; episode: string | null },
+  cause: ChangeCause,
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
+       event_type, decline_code, occurred_at, recorded_at, episode, effect)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+    [tenantId, customerId, entry.status, entry.reason, cause.source, cause.eventId, cause.eventType, cause.declineCode, cause.occurredAt, now, entry.episode, entry.effect],
+  );
+}
+
+/**
+ * Writes the customer's status as its episodes and override now make it: the record when
+ * there is one to keep, none otherwise, and a history entry when the status or its reason
+ * changed. Writes nothing when nothing changed, so that no instance drops a cached answer
+ * for nothing.
+ */
+async function settle(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  before: SubscriberRow | null,
+  override: Override | null,
+  cause: ChangeCause,
+  episode: string | null,
+  now: Date,
+): Promise<Settled> {
+  const after = customerStatus(await loadEpisodes(tx, tenantId, customerId), override);
+  const overriddenAt = override === null ? null : new Date(override.atMs);
+  const previous = statusOfRow(before);
+  if (after === null) {
+    if (before !== null) {
+      await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
+      await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'removed', episode }, cause, now);
+    }
+    return { before: previous, after };
+  }
+  const changed = before?.status !== after.status || before.reason !== after.reason;
+  const sameOverride = (before?.overridden_at ? new Date(before.overridden_at).getTime() : null) === (overriddenAt?.getTime() ?? null);
+  if (!changed && sameOverride) return { before: previous, after };
+  await tx.query(
+    `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, overridden_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (tenant_id, processor_customer_id)
+     DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, overridden_at = EXCLUDED.overridden_at,
+       status_at = CASE WHEN $8 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
+    [tenantId, customerId, after.status, after.reason, cause.occurredAt, overriddenAt, now, changed],
+  );
+  if (changed) await insertHistory(tx, tenantId, customerId, { ...after, effect: 'changed', episode }, cause, now);
+  return { before: previous, after };
+}
+
+/** Sets the episode from this event when it is the episode's latest; false: an older event. */
+async function applyToEpisode(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  episode: string,
+  outcome: EpisodeOutcome,
+  position: Position,
+  declineCode: string | null,
+  now: Date,
+): Promise<boolean> {
+  const [row] = await tx.query<{ at: Date; rank: number; event_id: string }>(
+    'SELECT at, rank, event_id FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3',
+    [tenantId, customerId, episode],
+  );
+  if (!supersedes(position, row ? toPosition(row) : null)) return false;
+  await tx.query(
+    `INSERT INTO subscriber_episodes (tenant_id, processor_customer_id, episode, state, reason, decline_code, at, rank, event_id, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (tenant_id, processor_customer_id, episode)
+     DO UPDATE SET state = EXCLUDED.state, reason = EXCLUDED.reason, decline_code = EXCLUDED.decline_code,
+       at = EXCLUDED.at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id, updated_at = EXCLUDED.updated_at`,
+    [tenantId, customerId, episode, outcome.state, outcome.reason, declineCode, new Date(position.atMs), position.rank, position.eventId, now],
+  );
+  return true;
+}
+
+/** One event's effect on an episode, as it would have been in arrival order of its time. */
+interface EpisodeEvent {
+  episode: string;
+  outcome: EpisodeOutcome;
+  position: Position;
+  declineCode: string | null;
+}
+
+/**
+ * Applies episode events of one customer. An event older than the customer's removal
+ * changes nothing; one dated in a later second than an admin's override ends it, whether
+ * or not it is its episode's latest, so that the result depends on the set of events only.
+ */
+async function applyEpisodeEvents(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  events: readonly EpisodeEvent[],
+  override: Override | null,
+  now: Date,
+): Promise<{ applied: boolean[]; override: Override | null }> {
+  const removed = await tombstone(tx, tenantId, customerId);
+  const applied: boolean[] = [];
+  let standing = override;
+  for (const e of events) {
+    if (removed !== null && !supersedes(e.position, removed)) {
+      applied.push(false);
+      continue;
+    }
+    if (standing !== null && endsOverride(standing, e.position.atMs)) standing = null;
+    applied.push(await applyToEpisode(tx, tenantId, customerId, e.episode, e.outcome, e.position, e.declineCode, now));
+  }
+  return { applied, override: standing };
+}
+
+async function recordInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceLink): Promise<void> {
+  // An invoice's subscription, collection method and billing reason are fixed once it is
+  // finalized: the first event that names it is as good as any.
+  await tx.query(
+    `INSERT INTO stripe_invoices (tenant_id, invoice_id, processor_customer_id, episode, auto_collected, first_invoice)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, invoice_id) DO NOTHING`,
+    [tenantId, invoice.invoiceId, customerId, invoice.episode, invoice.autoCollected, invoice.firstInvoice],
+  );
+  await linkPayments(tx, tenantId, invoice.paymentIds, invoice.invoiceId);
+}
+
+async function linkPayments(tx: Queryable, tenantId: number, paymentIds: readonly string[], invoiceId: string): Promise<void> {
+  if (paymentIds.length === 0) return;
+  await tx.query(
+    `INSERT INTO stripe_payment_links (tenant_id, payment_id, invoice_id)
+     SELECT $1, p, $3 FROM unnest($2::text[]) AS p ON CONFLICT (tenant_id, payment_id) DO NOTHING`,
+    [tenantId, paymentIds, invoiceId],
+  );
+}
+
+interface DeclineRow {
+  event_id: string;
+  created: Date;
+  hard: boolean;
+  decline_code: string | null;
+}
+
+/** The episode event of a decline linked to `invoice`; null when the invoice is paid by hand. */
+function declineEvent(decline: DeclineRow, invoice: InvoiceRow): EpisodeEvent | null {
+  const outcome = linkedDeclineOutcome({ hard: decline.hard }, { autoCollected: invoice.auto_collected, firstInvoice: invoice.first_invoice });
+  if (outcome === null) return null;
+  return {
+    episode: invoice.episode,
+    outcome,
+    position: { atMs: new Date(decline.created).getTime(), rank: rankOfState(outcome.state), eventId: decline.event_id },
+    declineCode: decline.decline_code,
+  };
+}
+
+/** Declines of this customer whose payment is linked to `invoice`, whichever arrived first. */
+async function declinesOfInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceRow): Promise<EpisodeEvent[]> {
+  const rows = await tx.query<DeclineRow>(
+    `SELECT DISTINCT d.event_id, d.created, d.hard, d.decline_code
+     FROM stripe_declines d JOIN stripe_payment_links l ON l.tenant_id = d.tenant_id AND l.payment_id = d.payment_id
+     WHERE d.tenant_id = $1 AND l.invoice_id = $2 AND d.processor_customer_id = $3`,
+    [tenantId, invoice.invoice_id, customerId],
+  );
+  return rows.flatMap((d) => declineEvent(d, invoice) ?? []);
+}
+
+async function invoiceRow(tx: Queryable, tenantId: number, invoiceId: string): Promise<InvoiceRow | null> {
+  const [row] = await tx.query<InvoiceRow>(
+    'SELECT invoice_id, processor_customer_id, episode, auto_collected, first_invoice FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = $2',
+    [tenantId, invoiceId],
+  );
+  return row ?? null;
+}
+
+/** The invoice a decline's payments are linked to, when some event has told it. */
+async function invoiceOfPayments(tx: Queryable, tenantId: number, paymentIds: readonly string[]): Promise<InvoiceRow | null> {
+  const [row] = await tx.query<InvoiceRow>(
+    `SELECT i.invoice_id, i.processor_customer_id, i.episode, i.auto_collected, i.first_invoice
+     FROM stripe_payment_links l JOIN stripe_invoices i ON i.tenant_id = l.tenant_id AND i.invoice_id = l.invoice_id
+     WHERE l.tenant_id = $1 AND l.payment_id = ANY($2::text[]) ORDER BY i.invoice_id LIMIT 1`,
+    [tenantId, paymentIds],
+  );
+  return row ?? null;
+}
+
+async function recordDecline(tx: Queryable, tenantId: number, customerId: string, event: StripeEventFacts, decline: Decline): Promise<void> {
+  const ids = decline.paymentIds;
+  await tx.query(
+    `INSERT INTO stripe_declines (tenant_id, payment_id, event_id, processor_customer_id, created, hard, decline_code)
+     SELECT $1, p, $3, $4, $5, $6, $7 FROM unnest($2::text[]) AS p ON CONFLICT DO NOTHING`,
+    [tenantId, ids, event.eventId, customerId, event.created, decline.hard, decline.code],
+  );
+  if (decline.invoiceId !== null) await linkPayments(tx, tenantId, ids, decline.invoiceId);
+}
+
+type Applicable = Extract<Derivation, { kind: 'change' } | { kind: 'ignored' }>;
+
+/**
+ * Applies one Stripe event of a customer (its row in stripe_events is already written, in
+ * the same transaction). Records what it tells of invoices and payments first, so that
+ * whichever of a decline and its invoice comes second completes the link.
+ */
+export async function applyStripeEvent(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  event: StripeEventFacts,
+  derivation: Applicable,
+  now: Date,
+): Promise<{ outcome: StripeApplyOutcome } & Settled> {
+  await lockCustomer(tx, tenantId, customerId);
+  const before = await subscriberRow(tx, tenantId, customerId);
+  const cause: ChangeCause = { source: 'stripe', eventId: event.eventId, eventType: event.eventType, declineCode: event.declineCode, occurredAt: event.created };
+  const atMs = event.created.getTime();
+  const unchanged = { before: statusOfRow(before), after: statusOfRow(before) };
+
+  if (derivation.invoice !== null) await recordInvoice(tx, tenantId, customerId, derivation.invoice);
+  // The declines this invoice links, earlier or now: they count as the invoice's failures.
+  const linked =
+    derivation.invoice === null
+      ? []
+      : await (async () => {
+          const invoice = await invoiceRow(tx, tenantId, derivation.invoice?.invoiceId ?? '');
+          return invoice !== null && invoice.processor_customer_id === customerId ? declinesOfInvoice(tx, tenantId, customerId, invoice) : [];
+        })();
+
+  if (derivation.kind === 'ignored') {
+    if (linked.length === 0) return { outcome: 'ignored', ...unchanged };
+    const result = await applyEpisodeEvents(tx, tenantId, customerId, linked, overrideOf(before), now);
+    const settled = await settle(tx, tenantId, customerId, before, result.override, cause, derivation.invoice?.episode ?? null, now);
+    return { outcome: 'ignored', ...settled };
+  }
+
+  const change = derivation.change;
+  if (change.kind === 'delete') {
+    return removeCustomer(tx, tenantId, customerId, { atMs, rank: RANKS.removed, eventId: event.eventId }, before, cause, now);
+  }
+
+  if (change.kind === 'decline') {
+    const decline = change.decline;
+    await recordDecline(tx, tenantId, customerId, event, decline);
+    const invoice = await invoiceOfPayments(tx, tenantId, decline.paymentIds);
+    if (invoice === null || invoice.processor_customer_id !== customerId) {
+      // A one-off payment, or an invoice not heard of yet: kept for the record, and applied
+      // when an invoice event names this payment.
+      await insertHistory(tx, tenantId, customerId, { ...(statusOfRow(before) ?? { status: null, reason: null }), effect: 'none', episode: null }, cause, now);
+      return { outcome: 'pending', ...unchanged };
+    }
+    const own: DeclineRow = { event_id: event.eventId, created: event.created, hard: decline.hard, decline_code: decline.code };
+    const e = declineEvent(own, invoice);
+    if (e === null) return { outcome: 'ignored', ...unchanged };
+    const result = await applyEpisodeEvents(tx, tenantId, customerId, [e], overrideOf(before), now);
+    const settled = await settle(tx, tenantId, customerId, before, result.override, cause, e.episode, now);
+    return { outcome: result.applied[0] === true ? 'applied' : 'stale', ...settled };
+  }
+
+  const own: EpisodeEvent = {
+    episode: change.episode,
+    outcome: change.outcome,
+    position: { atMs, rank: rankOfState(change.outcome.state), eventId: event.eventId },
+    declineCode: event.declineCode,
+  };
+  const result = await applyEpisodeEvents(tx, tenantId, customerId, [own, ...linked], overrideOf(before), now);
+  const settled = await settle(tx, tenantId, customerId, before, result.override, cause, change.episode, now);
+  return { outcome: result.applied[0] === true ? 'applied' : 'stale', ...settled };
+}
+
+/**
+ * Removes the customer as of `position` (customer.deleted, or an admin's DELETE): every
+ * episode set before it goes, an override made before it ends, and the tombstone keeps
+ * older events from bringing anything back. Episodes set by later events stay, so the
+ * result does not depend on whether they arrived before the removal.
+ */
+async function removeCustomer(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  position: Position,
+  before: SubscriberRow | null,
+  cause: ChangeCause,
+  now: Date,
+): Promise<{ outcome: 'applied' | 'stale' } & Settled> {
+  const current = await tombstone(tx, tenantId, customerId);
+  if (!supersedes(position, current)) return { outcome: 'stale', before: statusOfRow(before), after: statusOfRow(before) };
+  const older = (await loadEpisodes(tx, tenantId, customerId)).filter((e) => comparePositions(e.position, position) < 0).map((e) => e.key);
+  if (older.length > 0) {
+    await tx.query('DELETE FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = ANY($3::text[])', [tenantId, customerId, older]);
+  }
+  await tx.query(
+    `INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, $2, $3, $4, $5)
+     ON CONFLICT (tenant_id, processor_customer_id)
+     DO UPDATE SET removed_at = EXCLUDED.removed_at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id`,
+    [tenantId, customerId, new Date(position.atMs), position.rank, position.eventId],
+  );
+  const override = overrideOf(before);
+  const standing = override !== null && override.atMs > position.atMs ? override : null;
+  return { outcome: 'applied', ...(await settle(tx, tenantId, customerId, before, standing, cause, null, now)) };
+}
+
+/**
+ * An admin's action at `cause.occurredAt`: a status that overrides the episodes until a
+ * Stripe event of a later second changes one, or a removal like customer.deleted. Stale
+ * when an event dated later than now has already spoken (a clock ahead of ours).
+ */
+export async function applyAdminChange(tx: Queryable, tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+  await lockCustomer(tx, tenantId, customerId);
+  const before = await subscriberRow(tx, tenantId, customerId);
+  const atMs = cause.occurredAt.getTime();
+  const eventId = cause.eventId ?? '';
+  if (change.kind === 'delete') return (await removeCustomer(tx, tenantId, customerId, { atMs, rank: RANKS.removed, eventId }, before, cause, now)).outcome;
+  const removed = await tombstone(tx, tenantId, customerId);
+  if (removed !== null && removed.atMs > atMs) return 'stale';
+  const override: Override = { status: change.status, reason: change.reason, atMs };
+  const episodes = await loadEpisodes(tx, tenantId, customerId);
+  if (episodes.some((e) => endsOverride(override, e.position.atMs))) return 'stale';
+  await settle(tx, tenantId, customerId, before, override, cause, null, now);
+  return 'applied';
+}
