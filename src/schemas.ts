@@ -200,6 +200,18 @@ export const ReplayAnswer = Type.Object({
   dry_run: Type.Boolean(),
   outcomes: Type.Object({ applied: Count, stale: Count, ignored: Count, pending: Count, duplicate: Count, irrelevant: Count }),
   invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
+  results: Type.Array(
+    Type.Union([
+      Type.Literal('applied'),
+      Type.Literal('stale'),
+      Type.Literal('ignored'),
+      Type.Literal('pending'),
+      Type.Literal('duplicate'),
+      Type.Literal('irrelevant'),
+      Type.Literal('invalid'),
+    ]),
+    { description: 'The outcome of each event, in the order sent' },
+  ),
   customers: Type.Array(
     Type.Object({
       processor_customer_id: Type.String(),

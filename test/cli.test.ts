@@ -637,13 +637,26 @@ describe('dunwall stripe replay', () => {
 
     const res = await cli(['stripe', 'replay', '--tenant', 'replay-co', file, '--json']);
     expect(res.code).toBe(1);
-    expect(lines(res.stderr)).toEqual(['dunwall: 2 line(s) of ' + file + ' were not replayed (listed above)']);
+    // Not a terminal: one progress line a batch, then the one error line.
+    expect(lines(res.stderr)).toEqual([
+      'stripe replay: 499 events · 2 customers',
+      'stripe replay: 624 events · 2 customers',
+      'dunwall: 2 line(s) of ' + file + ' were not replayed (listed above)',
+    ]);
     expect(parseJson(res.stdout)).toEqual({
       tenant: 'replay-co',
       file,
       received: 624,
+      customers_seen: 2,
+      // One episode each: cus_r1's subscription, cus_r2's.
+      episodes_created: 2,
       // The decline of cus_r2 names no invoice: kept, waiting for a link, and it changes nothing.
       outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620 },
+      statuses: { active: 1, warning: 0, lockout: 1, unknown: 0 },
+      changes: [
+        { processor_customer_id: 'cus_r1', from: null, to: 'lockout', reason: 'retries_exhausted' },
+        { processor_customer_id: 'cus_r2', from: null, to: 'active', reason: 'paid' },
+      ],
       invalid: [
         { line: 5, detail: 'not JSON' },
         { line: 6, detail: 'id: must be a Stripe event id (evt_...)' },
@@ -656,8 +669,9 @@ describe('dunwall stripe replay', () => {
     // Replaying the same export again changes nothing.
     const again = await cli(['stripe', 'replay', '--tenant', 'replay-co', writeJsonl(recovered.map((e) => JSON.stringify(e)))]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/^duplicate:\s+2$/m);
-    expect(again.stdout).toMatch(/^applied:\s+0$/m);
+    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0$/m);
+    expect(again.stdout).toMatch(/^episodes created:\s+0$/m);
+    expect(again.stdout).toMatch(/^statuses:\s+lockout 0, warning 0, active 1, unknown 0$/m);
   });
 
   it('refuses, line by line, JSON that is not an event and events dated ahead, and replays the rest', async () => {
@@ -697,6 +711,6 @@ describe('dunwall stripe replay', () => {
     expect(lines(unknown.stderr)).toEqual([
       'dunwall: tenant_not_found: No tenant has this slug. (stopped at line 1: that line and the ones after it were not replayed)',
     ]);
-    expect(unknown.stdout).toMatch(/^applied:\s+0$/m);
+    expect(unknown.stdout).toMatch(/^events:\s+applied 0,/m);
   });
 });

@@ -124,8 +124,9 @@ export class AdminClient {
     return this.#json('PUT', `/tiers/${enc(name)}`, { entitlements });
   }
 
-  replayStripeEvents(slug: string, events: unknown[]): Promise<ReplayAnswerView> {
-    return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, { events });
+  /** `dryRun`: applied in a transaction that is rolled back; the answer says what would change. */
+  replayStripeEvents(slug: string, events: unknown[], options: { dryRun?: boolean } = {}): Promise<ReplayAnswerView> {
+    return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, { events, ...(options.dryRun === true ? { dry_run: true } : {}) });
   }
 
   async #json<T>(method: string, path: string, body?: unknown): Promise<T> {

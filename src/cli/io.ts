@@ -3,6 +3,8 @@ import type { OptionSpecs, OptionValues } from './args.js';
 
 export interface TextOutput {
   write(chunk: string): unknown;
+  /** A terminal: progress is drawn as a bar in place rather than printed as lines. */
+  isTTY?: boolean;
 }
 
 /** Everything the command line touches of its process; tests pass their own. */
@@ -13,6 +15,8 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Defaults to the global fetch. */
   fetch?: typeof fetch;
+  /** Waits (a Stripe Retry-After); defaults to a timer. Tests pass a fake clock's. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface CommandContext {

@@ -34,6 +34,7 @@ import {
   UpdateTenantBody,
 } from '../schemas.js';
 import { ingestStripeEvents } from '../services/stripe-events.js';
+import type { IngestOutcome } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
@@ -295,6 +296,9 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
       const results = await ingestStripeEvents(store, tenant.id, events, at, dryRun);
+      const outcomeAt: IngestOutcome[] = [...results.map((r) => r.outcome)].reverse();
+      const invalidAt = new Set(invalid.map((i) => i.index));
+      const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (outcomeAt.pop() ?? 'invalid')));
       // Each customer's status before its first event of the batch and after its last.
       const customers = new Map<string, { before: CustomerStatus | null; after: CustomerStatus | null } | null>();
       for (const r of results) {
@@ -314,7 +318,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         answer.push({ processor_customer_id: customerId, status_before: current.before?.status ?? null, status: current.after?.status ?? null, reason: current.after?.reason ?? null });
       }
       req.log.info({ tenant: tenant.slug, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
-      return { received: req.body.events.length, dry_run: dryRun, outcomes, invalid, customers: answer };
+      return { received: req.body.events.length, dry_run: dryRun, outcomes, invalid, results: perEvent, customers: answer };
     },
   );
 

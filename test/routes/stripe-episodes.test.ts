@@ -303,6 +303,29 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     ]);
   });
 
+  it('under concurrency: events of one customer delivered at once, twice each, end as delivered one by one', async () => {
+    const story = (cus: string, a: ReturnType<typeof paymentIds>, b: ReturnType<typeof paymentIds>, t: number, tag: string): StripeEventFixture[] => [
+      event('invoice.payment_failed', invoice(cus, { ids: a, next_payment_attempt: t + DAY_S, namePayments: true }), { created: t, id: `evt_${tag}1` }),
+      event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'lost_card' }, BASIL_API, { id: a.paymentIntent }), { created: t + 1, id: `evt_${tag}2` }),
+      event('invoice.payment_failed', invoice(cus, { ids: b, next_payment_attempt: t + DAY_S }), { created: t + 2, id: `evt_${tag}3` }),
+      event('invoice.paid', invoice(cus, { ids: b, status: 'paid' }), { created: t + 3, id: `evt_${tag}4` }),
+      event('charge.failed', charge(cus, { outcome_reason: 'incorrect_number' }, BASIL_API, { invoice: null }), { created: t + 4, id: `evt_${tag}5` }),
+    ];
+    const t = nowS();
+    for (let round = 0; round < 5; round += 1) {
+      const c = nextCustomer();
+      const twin = nextCustomer();
+      const events = story(c, paymentIds(), paymentIds(), t, `conc${n}_`);
+      const res = await Promise.all([...events, ...events].reverse().map((e) => deliver(h, 'acme', e, SECRET)));
+      expect(res.map((r) => r.statusCode)).toEqual(res.map(() => 200));
+      for (const e of story(twin, paymentIds(), paymentIds(), t, `seq${n}_`)) await send(e);
+      expect(await statusAndReason(c)).toEqual(['lockout', 'hard_decline']);
+      expect(await statusAndReason(c)).toEqual(await statusAndReason(twin));
+      const outcomes = res.map((r) => (r.json() as { outcome: string }).outcome);
+      expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(events.length);
+    }
+  });
+
   it('shows the cause and the episode of every change in the subscriber history', async () => {
     const c = nextCustomer();
     const ids = paymentIds();
