@@ -23,6 +23,8 @@ Environment
   DUNWALL_URL          the service's base URL (default http://127.0.0.1:3000)
   DUNWALL_ADMIN_TOKEN  the admin token; when unset, read from DUNWALL_DATA_DIR/admin-token
   DUNWALL_DATA_DIR     the embedded data folder (default ./.dunwall)
+  STRIPE_API_KEY       stripe sync: a restricted key with read access (or --api-key-file)
+  DUNWALL_STRIPE_API_URL  stripe sync: another base URL for Stripe's API (a proxy)
   serve, migrate and secrets reencrypt read the service's own settings (DATABASE_URL,
   DUNWALL_ENCRYPTION_KEY, PORT, HOST, ...).
 

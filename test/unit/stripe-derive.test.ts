@@ -31,6 +31,15 @@ describe('deriveChange', () => {
     expect(deriveChange(event('invoice.paid', invoice('cus_1', { ids: oneOff }), { created: T }))).toMatchObject({ invoice: { episode: oneOff.invoice } });
   });
 
+  it("reads the latest attempt's code when an invoice lists several payments, in either order", () => {
+    const older = { ...paymentIntent('cus_1', { decline_code: 'insufficient_funds' }), created: T - 7200 };
+    const newer = { ...paymentIntent('cus_1', { decline_code: 'lost_card' }), created: T - 60 };
+    for (const listed of [[newer, older], [older, newer]]) {
+      const inv = { ...invoice('cus_1', { next_payment_attempt: T + 3600 }), payments: { object: 'list', data: listed.map((pi) => ({ payment: { type: 'payment_intent', payment_intent: pi } })) } };
+      expect(deriveChange(event('invoice.payment_failed', inv, { created: T }))).toMatchObject({ declineCode: 'lost_card', change: { outcome: { state: 'lockout', reason: 'hard_decline' } } });
+    }
+  });
+
   it('keeps a decline as a decline: it gates only through a linked invoice', () => {
     const d = deriveChange(event('charge.failed', charge('cus_1', { outcome_reason: 'stolen_card', failure_code: 'card_declined' }, BASIL_API, { id: 'ch_1', paymentIntent: 'pi_1' }), { created: T }));
     expect(d).toEqual({

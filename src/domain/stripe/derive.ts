@@ -114,6 +114,12 @@ function chargeCodes(charge: Obj | null): Facts {
 }
 
 /**
+ * The payments of one invoice read at most: Stripe includes a page of them (`has_more`
+ * for the rest), and a signed payload must not make one event write without bound.
+ */
+export const MAX_INVOICE_PAYMENTS = 100;
+
+/**
  * The invoice's payments. Before 2025-03-31.basil the invoice names one `payment_intent`
  * and one `charge`; from basil on those fields are gone and `payments.data[].payment`
  * (`type`, `payment_intent`, `charge`) lists every attempt, sent only when the payload
@@ -129,17 +135,30 @@ function invoicePayments(invoice: Obj): Obj[] {
         return payment ? [payment.payment_intent, payment.charge].filter((p) => p !== undefined && p !== null) : [];
       })
     : [];
-  return [...legacy, ...basil].map((p) => obj(p) ?? { id: p });
+  return [...legacy, ...basil].slice(0, MAX_INVOICE_PAYMENTS).map((p) => obj(p) ?? { id: p });
 }
 
-/** The decline codes of the invoice's failed payment, when the payload carries it expanded. */
+/** When a payment was attempted: its charge's time, else its own. */
+function attemptedAt(payment: Obj): number {
+  const at = obj(payment.latest_charge)?.created ?? payment.created;
+  return typeof at === 'number' ? at : -1;
+}
+
+/**
+ * The decline codes of the invoice's latest failed payment, when the payload carries it
+ * expanded: the latest by its time; at equal or unknown times the first listed, since
+ * Stripe lists the newest first.
+ */
 function invoiceCodes(payments: Obj[]): Facts {
-  for (const payment of [...payments].reverse()) {
+  let latest: { codes: Facts; at: number } | null = null;
+  for (const payment of payments) {
     const id = str(payment.id) ?? '';
     const codes = id.startsWith('ch_') ? chargeCodes(payment) : paymentIntentCodes(payment);
-    if (Object.values(codes).some((v) => v !== null)) return codes;
+    if (!Object.values(codes).some((v) => v !== null)) continue;
+    const at = attemptedAt(payment);
+    if (latest === null || at > latest.at) latest = { codes, at };
   }
-  return {};
+  return latest?.codes ?? {};
 }
 
 /**
