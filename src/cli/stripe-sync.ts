@@ -114,6 +114,10 @@ export function stripeClient(apiKey: string, apiUrl: string | undefined, version
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigurationError('DUNWALL_STRIPE_API_URL must be an http:// or https:// URL');
     const protocol = url.protocol === 'http:' ? 'http' : 'https';
+    // The key travels in every request: in clear only to this machine.
+    if (protocol === 'http' && !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) {
+      throw new ConfigurationError('DUNWALL_STRIPE_API_URL may use http:// only for localhost; use https://');
+    }
     target = { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? (protocol === 'http' ? 80 : 443) : Number(url.port), protocol };
   }
   return new Stripe(apiKey, {

@@ -87,7 +87,10 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       if (typeof header !== 'string' || !Buffer.isBuffer(raw)) return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
       const event = verify(raw, header, secrets, nowMs);
       if (event === undefined) return sendProblem(reply, 'invalid_signature');
-      const problem = eventShapeProblem(event, nowMs);
+      // Stripe creates an event before it signs a delivery of it, and the signature is at
+      // most WEBHOOK_TOLERANCE_S from our clock: an event dated later is not Stripe's, and
+      // would hold a status against every correction until its time.
+      const problem = eventShapeProblem(event, nowMs, WEBHOOK_TOLERANCE_S);
       if (problem !== null) return sendProblem(reply, 'invalid_request', problem);
 
       const e = event as StripeEventLike;

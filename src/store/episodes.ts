@@ -137,11 +137,15 @@ async function settle(
     if (before !== null) {
       await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
       await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'removed', episode }, cause, now);
+    } else if (cause.source === 'admin') {
+      await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'none', episode }, cause, now);
     }
     return { before: previous, after };
   }
   const changed = before?.status !== after.status || before.reason !== after.reason;
   const sameOverride = (before?.overridden_at ? new Date(before.overridden_at).getTime() : null) === (overriddenAt?.getTime() ?? null);
+  // An admin's action is kept in the history with its author even when it changes nothing.
+  if (!changed && cause.source === 'admin') await insertHistory(tx, tenantId, customerId, { ...after, effect: 'none', episode }, cause, now);
   if (!changed && sameOverride) return { before: previous, after };
   await tx.query(
     `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, overridden_at, updated_at)
@@ -256,15 +260,24 @@ function declineEvent(decline: DeclineRow, invoice: InvoiceRow): EpisodeEvent | 
   };
 }
 
-/** Declines of this customer whose payment is linked to `invoice`, whichever arrived first. */
+/**
+ * The latest decline of this customer whose payment is linked to `invoice`, whichever
+ * arrived first. Only the latest can set the episode or end an override, so only the
+ * declines of the latest second are read, however many a payment collected.
+ */
 async function declinesOfInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceRow): Promise<EpisodeEvent[]> {
   const rows = await tx.query<DeclineRow>(
-    `SELECT DISTINCT d.event_id, d.created, d.hard, d.decline_code
-     FROM stripe_declines d JOIN stripe_payment_links l ON l.tenant_id = d.tenant_id AND l.payment_id = d.payment_id
-     WHERE d.tenant_id = $1 AND l.invoice_id = $2 AND d.processor_customer_id = $3`,
+    `WITH linked AS (
+       SELECT d.event_id, d.created, d.hard, d.decline_code
+       FROM stripe_declines d JOIN stripe_payment_links l ON l.tenant_id = d.tenant_id AND l.payment_id = d.payment_id
+       WHERE d.tenant_id = $1 AND l.invoice_id = $2 AND d.processor_customer_id = $3
+     )
+     SELECT DISTINCT event_id, created, hard, decline_code FROM linked WHERE created = (SELECT max(created) FROM linked)`,
     [tenantId, invoice.invoice_id, customerId],
   );
-  return rows.flatMap((d) => declineEvent(d, invoice) ?? []);
+  const events = rows.flatMap((d) => declineEvent(d, invoice) ?? []);
+  const latest = events.reduce<EpisodeEvent | null>((a, e) => (a === null || comparePositions(e.position, a.position) > 0 ? e : a), null);
+  return latest === null ? [] : [latest];
 }
 
 async function invoiceRow(tx: Queryable, tenantId: number, invoiceId: string): Promise<InvoiceRow | null> {
@@ -410,7 +423,13 @@ export async function applyAdminChange(tx: Queryable, tenantId: number, customer
   const before = await subscriberRow(tx, tenantId, customerId);
   const atMs = cause.occurredAt.getTime();
   const eventId = cause.eventId ?? '';
-  if (change.kind === 'delete') return (await removeCustomer(tx, tenantId, customerId, { atMs, rank: RANKS.removed, eventId }, before, cause, now)).outcome;
+  if (change.kind === 'delete') {
+    const position = { atMs, rank: RANKS.removed, eventId };
+    // A Stripe event dated after now keeps its episode through a removal now: the customer
+    // would stay gated, so the removal is refused like a PUT would be.
+    if ((await loadEpisodes(tx, tenantId, customerId)).some((e) => comparePositions(e.position, position) > 0)) return 'stale';
+    return (await removeCustomer(tx, tenantId, customerId, position, before, cause, now)).outcome;
+  }
   const removed = await tombstone(tx, tenantId, customerId);
   if (removed !== null && removed.atMs > atMs) return 'stale';
   const override: Override = { status: change.status, reason: change.reason, atMs };

@@ -6,7 +6,7 @@ import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
-import { applyAdminChange, applyStripeEvent } from './episodes.js';
+import { applyAdminChange, applyStripeEvent, lockCustomer } from './episodes.js';
 import type {
   ApplyOutcome,
   ChangeCause,
@@ -398,6 +398,10 @@ export class SqlStore implements Store {
     }
     try {
       await this.db.transaction(async (tx) => {
+        // One transaction holds every customer of the batch: their locks are taken up front,
+        // in one order, so that two dry runs naming the same customers cannot deadlock.
+        const customers = [...new Set(inputs.flatMap((i) => (i.derivation.customerId === null ? [] : [i.derivation.customerId])))].sort();
+        for (const customerId of customers) await lockCustomer(tx, tenantId, customerId);
         const results: StripeEventResult[] = [];
         for (const input of inputs) results.push(await recordIn(tx, tenantId, input, now));
         throw new DryRun(results);

@@ -105,16 +105,16 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     h.clock.advance(1_000);
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'lockout', reason: 'hard_decline' });
     h.clock.advance(1_000);
-    // The same status and reason again is no change, so no new history entry.
+    // The same status and reason again changes nothing, and is kept with its author all the same.
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'lockout', reason: 'hard_decline' });
     const show = await h.admin('GET', '/tenants/acme/subscribers/cus_42');
     expect(show.statusCode).toBe(200);
     const body = show.json();
     expect(body).toMatchObject({ status: 'lockout', reason: 'hard_decline' });
-    expect(body.history).toHaveLength(2);
-    expect(body.history.map((e: { status: string; reason: string; source: string }) => [e.status, e.reason, e.source])).toEqual([
-      ['warning', 'manual', 'admin'],
-      ['lockout', 'hard_decline', 'admin'],
+    expect(body.history.map((e: { status: string; reason: string; source: string; effect: string }) => [e.status, e.reason, e.source, e.effect])).toEqual([
+      ['warning', 'manual', 'admin', 'changed'],
+      ['lockout', 'hard_decline', 'admin', 'changed'],
+      ['lockout', 'hard_decline', 'admin', 'none'],
     ]);
     expect(body.history[1]).toMatchObject({ event_id: null, event_type: null, decline_code: null, occurred_at: expect.any(String) });
 
@@ -128,11 +128,14 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     expect(cleared.json().history.map((e: { status: string | null; effect: string }) => [e.status, e.effect])).toEqual([
       ['warning', 'changed'],
       ['lockout', 'changed'],
+      ['lockout', 'none'],
       [null, 'removed'],
     ]);
     expect((await h.admin('GET', '/tenants/acme/subscribers/cus_never_seen')).statusCode).toBe(404);
-    // Deleting an unknown subscriber leaves it unknown: still 204.
+    // Deleting an unknown subscriber leaves it unknown: still 204, and kept in its history.
     expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_42')).statusCode).toBe(204);
+    expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_never_seen')).statusCode).toBe(204);
+    expect((await h.admin('GET', '/tenants/acme/subscribers/cus_never_seen')).json()).toMatchObject({ status: null, history: [{ status: null, effect: 'none', source: 'admin' }] });
   });
 
   it('accepts the longest customer id the contract allows', async () => {
@@ -146,7 +149,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     h.clock.advance(1_000);
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'active', reason: 'paid' });
     const history = (await h.admin('GET', '/tenants/acme/subscribers/cus_42')).json().history as { status: string | null }[];
-    expect(history.map((e) => e.status)).toEqual(['warning', 'lockout', null, 'active']);
+    expect(history.map((e) => e.status)).toEqual(['warning', 'lockout', 'lockout', null, 'active']);
   });
 
   it('lists the seeded tiers and creates or replaces a tier', async () => {

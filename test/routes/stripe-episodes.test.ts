@@ -286,6 +286,24 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     expect(s.history.map((e) => e.source)).toContain('admin');
   });
 
+  it('an admin PUT or DELETE answers 409 when a Stripe event dated after now holds an episode, and changes nothing', async () => {
+    const c = nextCustomer();
+    // Stripe's clock a little ahead of ours: within the signature tolerance.
+    await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() + 120 }));
+    expect((await h.admin('PUT', `/tenants/acme/subscribers/${c}`, { status: 'active' })).json()).toMatchObject({ status: 409, code: 'stale_change' });
+    expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).json()).toMatchObject({ status: 409, code: 'stale_change' });
+    expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
+    h.clock.advance(121_000);
+    expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).statusCode).toBe(204);
+    expect(await statusOf(c)).toBeNull();
+  });
+
+  it('a subscription paid by emailed invoice still gates when it goes past_due: the exemption is for invoices', async () => {
+    const c = nextCustomer();
+    await send(event('customer.subscription.updated', subscription(c, 'past_due', { collection_method: 'send_invoice' }), { created: nowS(), previous: { status: 'active' } }));
+    expect(await statusAndReason(c)).toEqual(['warning', 'subscription_past_due']);
+  });
+
   it('an admin DELETE is like customer.deleted: the history outlives the record', async () => {
     const c = nextCustomer();
     const t = nowS();
@@ -324,6 +342,21 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const outcomes = res.map((r) => (r.json() as { outcome: string }).outcome);
       expect(outcomes.filter((o) => o === 'duplicate')).toHaveLength(events.length);
     }
+  });
+
+  it('dry runs: roll back, say what would change, and two at once over the same customers in opposite orders both answer', async () => {
+    const customers = Array.from({ length: 6 }, () => nextCustomer());
+    const events = customers.map((c) => event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() }));
+    for (let round = 0; round < 5; round += 1) {
+      const [a, b] = await Promise.all([
+        h.admin('POST', '/tenants/acme/stripe-events', { events, dry_run: true }),
+        h.admin('POST', '/tenants/acme/stripe-events', { events: [...events].reverse(), dry_run: true }),
+      ]);
+      expect([a?.statusCode, b?.statusCode]).toEqual([200, 200]);
+      expect(a?.json()).toMatchObject({ dry_run: true, outcomes: { applied: 6 }, results: events.map(() => 'applied') });
+      expect(a?.json().customers).toContainEqual({ processor_customer_id: customers[0], status_before: null, status: 'lockout', reason: 'retries_exhausted' });
+    }
+    for (const c of customers) expect(await statusOf(c)).toBeNull();
   });
 
   it('shows the cause and the episode of every change in the subscriber history', async () => {

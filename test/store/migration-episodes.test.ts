@@ -86,6 +86,19 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
     await store.recordStripeEvent(id, later, at(21));
     expect(await store.getSubscriber(id, 'cus_lock')).toMatchObject({ status: 'active', reason: 'paid', overriddenAt: null });
 
+    // The previous version kept no subscription ids, so a migrated status stands alone:
+    // a later event of another subscription ends it. An import after the upgrade (stripe
+    // sync: events dated at the real attempts, older than the migrated status) gives the
+    // status its episode, so that it survives that.
+    const warned = paymentIds();
+    const imported = toStripeEventInput(event('invoice.payment_failed', invoice('cus_warn', { ids: warned, next_payment_attempt: at(30).getTime() / 1000 }), { created: at(9).getTime() / 1000, id: 'evt_sync_in_1_1' }));
+    const otherPaid = toStripeEventInput(event('invoice.paid', invoice('cus_warn', { status: 'paid' }), { created: at(12).getTime() / 1000 }));
+    if (imported === null || otherPaid === null) throw new Error('relevant events');
+    await store.recordStripeEvent(id, imported, at(23));
+    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({ status: 'warning', reason: 'soft_decline', overriddenAt: at(10) });
+    await store.recordStripeEvent(id, otherPaid, at(24));
+    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({ status: 'warning', reason: 'soft_decline', overriddenAt: null });
+
     // An event older than the migrated tombstone changes nothing.
     const old = toStripeEventInput(event('invoice.payment_failed', invoice('cus_gone', { next_payment_attempt: null }), { created: at(4).getTime() / 1000 }));
     if (old === null) throw new Error('relevant event');

@@ -74,10 +74,11 @@ describe('deriveChange', () => {
       kind: 'ignored',
       why: 'no_status_transition',
     });
+    // The contract exempts send_invoice invoices; a subscription gates whatever its collection method.
     const invoiced = { ...subscription('cus_1', 'unpaid'), collection_method: 'send_invoice' };
     expect(deriveChange(event('customer.subscription.updated', invoiced, { created: T, previous: { status: 'past_due' } }))).toMatchObject({
-      kind: 'ignored',
-      why: 'send_invoice',
+      kind: 'change',
+      change: { outcome: { state: 'lockout', reason: 'subscription_unpaid' } },
     });
   });
 });

@@ -248,8 +248,8 @@ function subscriptionChange(event: StripeEventLike, customerId: string): Derivat
   if (previous === null || previous === status) return ignored('no_status_transition');
   const outcome = status === null ? undefined : SUBSCRIPTION_TRANSITIONS[status];
   if (!outcome) return ignored('status_not_enforced');
-  // Invoiced by email, paid by hand: an overdue subscription is not a card to update.
-  if (collection === 'send_invoice' && outcome.state !== 'resolved') return ignored('send_invoice');
+  // The contract exempts send_invoice invoices, not subscriptions: an overdue subscription
+  // gates whatever its collection method.
   return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome }, invoice: null, declineCode: null, facts };
 }
 

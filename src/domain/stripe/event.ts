@@ -9,9 +9,9 @@ const EVENT_TYPE_RE = /^[a-z0-9_.]{1,128}$/;
 
 /**
  * Null when `value` has the shape of a Stripe event that the derivation can read, dated
- * no later than a day after `nowMs`; else why not.
+ * no later than `maxAheadS` (default a day) after `nowMs`; else why not.
  */
-export function eventShapeProblem(value: unknown, nowMs: number): string | null {
+export function eventShapeProblem(value: unknown, nowMs: number, maxAheadS = MAX_CREATED_AHEAD_S): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'the event must be a JSON object';
   const e = value as Record<string, unknown>;
   if (typeof e.id !== 'string' || !EVENT_ID_RE.test(e.id)) return 'id: must be a Stripe event id (evt_...)';
@@ -19,7 +19,7 @@ export function eventShapeProblem(value: unknown, nowMs: number): string | null 
   if (typeof e.created !== 'number' || !Number.isSafeInteger(e.created) || e.created < MIN_CREATED_S) {
     return 'created: must be a Unix time in seconds';
   }
-  if (e.created > nowMs / 1000 + MAX_CREATED_AHEAD_S) return 'created: more than a day in the future';
+  if (e.created > nowMs / 1000 + maxAheadS) return maxAheadS === MAX_CREATED_AHEAD_S ? 'created: more than a day in the future' : `created: more than ${maxAheadS} s in the future`;
   const data = e.data as Record<string, unknown> | null | undefined;
   if (typeof data !== 'object' || data === null || typeof data.object !== 'object' || data.object === null || Array.isArray(data.object)) {
     return 'data.object: must be an object';
