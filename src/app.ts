@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
-import type { FastifyBaseLogger, FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyError } from 'fastify';
+import type { App } from './app-instance.js';
 import { sha256 } from './domain/keys.js';
 import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
@@ -14,7 +14,7 @@ import { healthRoutes } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
-import type { LookupSource } from './routes/subscriber-status.js';
+import type { LookupSource } from './cache/lookup-source.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable, StoreUnavailableError } from './store/errors.js';
 import type { Store } from './store/store.js';
@@ -96,7 +96,7 @@ export interface AppDeps {
   trustedProxies?: TrustedProxies | null;
 }
 
-export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type { App } from './app-instance.js';
 
 const MAX_PARAM_LENGTH = 300;
 const LOOKUP_PREFIX = '/api/subscriber-status/';

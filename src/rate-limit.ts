@@ -1,7 +1,7 @@
 import rateLimitPlugin from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Redis } from 'ioredis';
-import type { App } from './app.js';
+import type { App } from './app-instance.js';
 import { Lru } from './cache/lru.js';
 import { clientAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';

@@ -1,5 +1,5 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { LookupSource } from '../routes/subscriber-status.js';
+import type { LookupSource } from './lookup-source.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
 import type { Store } from '../store/store.js';
 import type { Invalidation } from './invalidation.js';

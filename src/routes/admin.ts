@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../app-instance.js';
 import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';

@@ -1,8 +1,8 @@
-import type { App } from '../app.js';
+import type { App } from '../app-instance.js';
 import type { DemoPage } from '../demo.js';
 import { DEMO_SLUG } from '../demo.js';
 import { sendProblem } from '../http.js';
-import type { LookupSource } from './subscriber-status.js';
+import type { LookupSource } from '../cache/lookup-source.js';
 
 const STATES: [string, string][] = [
   ['cus_demo_active', 'active: nothing is shown'],

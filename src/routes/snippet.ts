@@ -1,4 +1,4 @@
-import type { App } from '../app.js';
+import type { App } from '../app-instance.js';
 import { sendProblem } from '../http.js';
 import type { SnippetAsset } from '../snippet-asset.js';
 

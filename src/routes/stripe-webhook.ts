@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { Type } from 'typebox';
-import type { App } from '../app.js';
+import type { App } from '../app-instance.js';
 import { eventShapeProblem } from '../domain/stripe/event.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';

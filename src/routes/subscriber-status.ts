@@ -1,17 +1,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { App } from '../app.js';
+import type { App } from '../app-instance.js';
 import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
-import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import type { ErrorCode } from '../errors.js';
+import type { LookupSource } from '../cache/lookup-source.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
-
-/** What the lookup reads: the store, or a cache in front of it. */
-export interface LookupSource {
-  getTenantAuth(slug: string): Promise<TenantAuth | null>;
-  getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
-}
 
 export interface SubscriberStatusOptions {
   source: LookupSource;

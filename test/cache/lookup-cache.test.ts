@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
 import { prepareTenant } from '../../src/domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../../src/domain/types.js';
-import type { LookupSource } from '../../src/routes/subscriber-status.js';
+import type { LookupSource } from '../../src/cache/lookup-source.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../../src/store/errors.js';
 import { openDb } from '../../src/store/index.js';
 import { SqlStore } from '../../src/store/sql-store.js';
