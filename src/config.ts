@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from './cache/lookup-cache.js';
+import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from './store/postgres.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from './client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from './client-address.js';
@@ -28,6 +29,10 @@ export interface Config {
   cacheTtlMs: number;
   /** How old a remembered answer may be to answer a lookup while the store is unreachable; 0: never. */
   staleIfErrorMs: number;
+  /** Bounds every query to PostgreSQL, on the server and, for a server that cannot answer, on the client. */
+  dbQueryTimeoutMs: number;
+  /** Bounds every new connection to PostgreSQL. */
+  dbConnectTimeoutMs: number;
   /** Log every lookup (two lines each); off by default, it is the hot path. */
   logLookups: boolean;
   /** Requests per minute; 0 turns a limit off. */
@@ -149,6 +154,8 @@ export function loadConfig(env: Env = process.env): Config {
   const cacheEntries = integer(env, 'DUNWALL_CACHE_ENTRIES', DEFAULT_CACHE_ENTRIES, 0, 10_000_000, problems);
   const cacheTtlMs = integer(env, 'DUNWALL_CACHE_TTL_MS', DEFAULT_CACHE_TTL_MS, 1, 86_400_000, problems);
   const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
+  const dbQueryTimeoutMs = integer(env, 'DUNWALL_DB_QUERY_TIMEOUT_MS', DEFAULT_DB_QUERY_TIMEOUT_MS, 100, 600_000, problems);
+  const dbConnectTimeoutMs = integer(env, 'DUNWALL_DB_CONNECT_TIMEOUT_MS', DEFAULT_DB_CONNECT_TIMEOUT_MS, 100, 600_000, problems);
   const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
   if (!['0', '1', ''].includes(logLookupsRaw)) problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
 
@@ -198,6 +205,8 @@ export function loadConfig(env: Env = process.env): Config {
     cacheEntries,
     cacheTtlMs,
     staleIfErrorMs,
+    dbQueryTimeoutMs,
+    dbConnectTimeoutMs,
     logLookups: logLookupsRaw === '1',
     rateLimits: Object.freeze(rateLimits),
     redisUrl,

@@ -33,7 +33,7 @@ export function secretBoxFor(config: Config): SecretBox {
 
 export function storeTarget(config: Config): StoreTarget {
   return config.databaseUrl !== null
-    ? { engine: 'postgres', url: config.databaseUrl }
+    ? { engine: 'postgres', url: config.databaseUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }
     : { engine: 'embedded', dataDir: join(config.dataDir, 'pgdata') };
 }
 
@@ -47,7 +47,10 @@ async function openLookupPath(
   metrics: Metrics,
   secrets: SecretBox,
 ): Promise<{ cache: LookupCache; close(): Promise<void> }> {
-  const replica = config.databaseReadUrl === null ? null : await openReadStore(config.databaseReadUrl, { secrets });
+  const replica =
+    config.databaseReadUrl === null
+      ? null
+      : await openReadStore({ engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }, { secrets });
   const cache = new LookupCache(timedSource(replica ?? store, metrics), {
     maxEntries: config.cacheEntries,
     ttlMs: config.cacheTtlMs,

@@ -7,12 +7,18 @@ import { assertSecretKeysKnown } from './secrets-at-rest.js';
 import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';
 
-export type StoreTarget = { engine: 'postgres'; url: string; options?: string } | { engine: 'embedded'; dataDir: string | null };
+export type StoreTarget =
+  | { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number }
+  | { engine: 'embedded'; dataDir: string | null };
 
 export async function openDb(target: StoreTarget): Promise<Db> {
-  return target.engine === 'postgres'
-    ? openPostgres({ connectionString: target.url, ...(target.options ? { options: target.options } : {}) })
-    : openEmbedded(target.dataDir);
+  if (target.engine === 'embedded') return openEmbedded(target.dataDir);
+  return openPostgres({
+    connectionString: target.url,
+    ...(target.options ? { options: target.options } : {}),
+    ...(target.queryTimeoutMs !== undefined ? { queryTimeoutMs: target.queryTimeoutMs } : {}),
+    ...(target.connectTimeoutMs !== undefined ? { connectTimeoutMs: target.connectTimeoutMs } : {}),
+  });
 }
 
 export interface StoreOptions {
@@ -37,7 +43,7 @@ export async function openStore(target: StoreTarget, options: StoreOptions = {})
   return new SqlStore(db, { secrets });
 }
 
-/** A read replica: the same queries, no migrations (the primary applies them). */
-export async function openReadStore(url: string, options: StoreOptions = {}): Promise<Store> {
-  return new SqlStore(await openDb({ engine: 'postgres', url }), options);
+/** A read replica: the same queries and bounds, no migrations (the primary applies them). */
+export async function openReadStore(target: Extract<StoreTarget, { engine: 'postgres' }>, options: StoreOptions = {}): Promise<Store> {
+  return new SqlStore(await openDb(target), options);
 }

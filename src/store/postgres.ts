@@ -26,7 +26,7 @@ async function listenOn(opts: PostgresOptions, channel: string, handlers: Listen
     if (stopped) return;
     const c = new pg.Client({
       connectionString: opts.connectionString,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_DB_CONNECT_TIMEOUT_MS,
       keepAlive: true,
       keepAliveInitialDelayMillis: LISTEN_KEEPALIVE_MS,
       ...(opts.options ? { options: opts.options } : {}),
@@ -63,22 +63,44 @@ async function listenOn(opts: PostgresOptions, channel: string, handlers: Listen
   };
 }
 
+/** Defaults of the bounds on every wait for the server (DUNWALL_DB_*_TIMEOUT_MS). */
+export const DEFAULT_DB_QUERY_TIMEOUT_MS = 10_000;
+export const DEFAULT_DB_CONNECT_TIMEOUT_MS = 5_000;
+/** The server's own statement timeout fires first; the client's, this much later, only when the server cannot answer. */
+const CLIENT_TIMEOUT_MARGIN_MS = 1_000;
+/** TCP keep-alive on pooled connections: a server gone silent is found, not waited on for ever. */
+const POOL_KEEPALIVE_MS = 5_000;
+
 export interface PostgresOptions {
   connectionString: string;
   maxConnections?: number;
-  /** Bounds every statement so that a stuck server never holds a request forever. */
-  statementTimeoutMs?: number;
+  /**
+   * Bounds every query. The server stops a statement at this time (statement_timeout);
+   * the client gives up a little later by itself (query_timeout), since a frozen or
+   * unreachable server enforces nothing.
+   */
+  queryTimeoutMs?: number;
   connectTimeoutMs?: number;
   /** Extra server options, e.g. `-c search_path=...` (the test suite isolates itself with it). */
   options?: string;
 }
 
+/** The errors `pg` raises when a client-side bound runs out (query_timeout, connect timeout). */
+function isClientTimeout(err: unknown): boolean {
+  const message = err instanceof Error ? err.message : '';
+  return message === 'Query read timeout' || message.includes('timeout exceeded when trying to connect') || message === 'Connection terminated due to connection timeout';
+}
+
 export function openPostgres(opts: PostgresOptions): Db {
+  const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_DB_QUERY_TIMEOUT_MS;
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.maxConnections ?? 10,
-    connectionTimeoutMillis: opts.connectTimeoutMs ?? 5_000,
-    statement_timeout: opts.statementTimeoutMs ?? 10_000,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_DB_CONNECT_TIMEOUT_MS,
+    statement_timeout: queryTimeoutMs,
+    query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: POOL_KEEPALIVE_MS,
     idleTimeoutMillis: 30_000,
     ...(opts.options ? { options: opts.options } : {}),
   });
@@ -114,7 +136,10 @@ export function openPostgres(opts: PostgresOptions): Db {
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        // A query that timed out on the client leaves its connection waiting on a server
+        // that may never answer: it is destroyed, not rolled back and reused.
+        if (isClientTimeout(err)) lost ??= err as Error;
+        else await client.query('ROLLBACK').catch(() => {});
         throw err;
       } finally {
         client.removeListener('error', onError);

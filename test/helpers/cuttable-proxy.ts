@@ -14,13 +14,37 @@ export interface CuttableProxy {
   cut(): void;
   /** Relays new connections again. */
   restore(): void;
+  /**
+   * Stops relaying bytes without closing anything, as a frozen server (SIGSTOP) does:
+   * connections stay open, new ones are accepted, nothing answers.
+   */
+  freeze(): void;
+  /** Relays again whatever waited, as the server resuming (SIGCONT) would. */
+  thaw(): void;
   close(): Promise<void>;
 }
 
 export async function cuttableProxy(target: { host: string; port: number }): Promise<CuttableProxy> {
   const open = new Set<Socket>();
+  const pairs = new Set<[Socket, Socket]>();
   let connections = 0;
   let cut = false;
+  let frozen = false;
+  let waiting: Socket[] = [];
+
+  const relay = (client: Socket) => {
+    const upstream = connect(target.port, target.host);
+    track(upstream);
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('close', () => {
+      pairs.delete(pair);
+      upstream.destroy();
+    });
+    upstream.on('close', () => client.destroy());
+  };
 
   const track = (socket: Socket) => {
     open.add(socket);
@@ -35,13 +59,13 @@ export async function cuttableProxy(target: { host: string; port: number }): Pro
       client.resetAndDestroy();
       return;
     }
-    const upstream = connect(target.port, target.host);
     track(client);
-    track(upstream);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
+    if (frozen) {
+      client.pause();
+      waiting.push(client);
+      return;
+    }
+    relay(client);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -57,6 +81,25 @@ export async function cuttableProxy(target: { host: string; port: number }): Pro
     },
     restore() {
       cut = false;
+    },
+    freeze() {
+      frozen = true;
+      for (const [client, upstream] of pairs) {
+        client.unpipe(upstream);
+        upstream.unpipe(client);
+        client.pause();
+        upstream.pause();
+      }
+    },
+    thaw() {
+      frozen = false;
+      for (const [client, upstream] of pairs) {
+        client.pipe(upstream);
+        upstream.pipe(client);
+      }
+      const queued = waiting;
+      waiting = [];
+      for (const client of queued) if (!client.destroyed) relay(client);
     },
     async close() {
       for (const socket of open) socket.destroy();

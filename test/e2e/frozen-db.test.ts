@@ -1,0 +1,121 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { start } from '../../src/server.js';
+import type { Running } from '../../src/server.js';
+import { cuttableProxy } from '../helpers/cuttable-proxy.js';
+import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
+import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
+
+/**
+ * PostgreSQL frozen rather than stopped (SIGSTOP: no reset, the packets just stop): no
+ * error ever comes back, so only the client's own bounds end a wait. The proxy freezes
+ * between the service and a server other test files share, which must not be stopped.
+ */
+const engines = await availableEngines();
+const TOKEN = 'frozen-test-admin-token-0123456789abcdefghij';
+const SECRET = 'whsec_frozen_test_0123456789abcdefghijklmnop';
+/** The bounds under test (DUNWALL_DB_QUERY_TIMEOUT_MS, DUNWALL_DB_CONNECT_TIMEOUT_MS). */
+const QUERY_TIMEOUT_MS = 600;
+const CONNECT_TIMEOUT_MS = 400;
+/** The client gives up this long after the server would have (a frozen server enforces nothing). */
+const CLIENT_MARGIN_MS = 1_000;
+/** A request still waiting this long after the bound has hung on the frozen server. */
+const HANG_MS = 8_000;
+
+describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen', () => {
+  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+  let proxy: CuttableProxy;
+  let running: Running;
+
+  beforeAll(async () => {
+    scoped = await schemaScopedUrl('dunwall_frozen');
+    const direct = new URL(scoped.url);
+    proxy = await cuttableProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const via = new URL(scoped.url);
+    via.hostname = '127.0.0.1';
+    via.port = String(proxy.port);
+    running = await start(
+      loadConfig({
+        DATABASE_URL: via.toString(),
+        PORT: '0',
+        DUNWALL_ADMIN_TOKEN: TOKEN,
+        DUNWALL_DEMO: '0',
+        DUNWALL_DB_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS),
+        DUNWALL_DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+        DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '0',
+        DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT: '0',
+        DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0',
+        DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
+      }),
+      createLogger('silent'),
+    );
+  });
+
+  afterAll(async () => {
+    proxy?.thaw();
+    await running?.close();
+    await proxy?.close();
+    await scoped?.drop();
+  });
+
+  it('answers every request within its bound while frozen (503, or the remembered answer), and recovers when it thaws', async () => {
+    const base = running.url;
+    const call = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS) });
+    const admin = (method: string, path: string, body?: unknown) =>
+      call(`/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const created = await admin('POST', '/tenants', { slug: 'frozen' });
+    expect(created.status).toBe(201);
+    const key = ((await created.json()) as { publishable_key: string }).publishable_key;
+    expect((await admin('PATCH', '/tenants/frozen', { stripe_webhook_secret: SECRET })).status).toBe(200);
+    expect((await admin('PUT', '/tenants/frozen/subscribers/cus_known', { status: 'lockout' })).status).toBe(200);
+    const lookup = (customer: string) => call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } });
+    // Remembered before the freeze.
+    expect(((await (await lookup('cus_known')).json()) as { status: string }).status).toBe('lockout');
+
+    proxy.freeze();
+    const timed = async (what: string, request: () => Promise<Response>) => {
+      const started = Date.now();
+      const res = await request();
+      return { what, status: res.status, ms: Date.now() - started, body: await res.text() };
+    };
+    const webhook = () => {
+      const { payload, signature } = signed(event('invoice.payment_failed', invoice('cus_new', { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000) }), SECRET, Math.floor(Date.now() / 1000));
+      return call('/webhooks/stripe/frozen', { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
+    };
+    const answers = await Promise.all([
+      timed('remembered lookup', () => lookup('cus_known')),
+      timed('lookup never made', () => lookup('cus_never_asked')),
+      timed('admin read', () => admin('GET', '/tenants/frozen/subscribers/cus_known')),
+      timed('webhook', webhook),
+      timed('readyz', () => call('/readyz')),
+    ]);
+    for (const a of answers) {
+      // Each wait ends by the service's own bound: the query's, plus the client's margin,
+      // plus one connection attempt; never the length of the freeze.
+      expect(a.ms, `${a.what} took ${a.ms} ms`).toBeLessThan(QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + CONNECT_TIMEOUT_MS + 2_000);
+      if (a.what === 'remembered lookup') {
+        expect(a.status, a.what).toBe(200);
+        expect(JSON.parse(a.body)).toMatchObject({ status: 'lockout' });
+      } else {
+        expect(a.status, `${a.what}: ${a.body}`).toBe(503);
+        expect(JSON.parse(a.body)).toMatchObject({ code: 'store_unavailable' });
+      }
+    }
+
+    proxy.thaw();
+    const deadline = Date.now() + 15_000;
+    let back = false;
+    while (!back && Date.now() < deadline) {
+      back = (await lookup('cus_never_asked')).status === 200 && (await call('/readyz')).status === 200;
+      if (!back) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(back).toBe(true);
+    expect((await webhook()).status).toBe(200);
+  });
+});
