@@ -1,0 +1,230 @@
+import type { SubscriberStatus } from '../domain/types.js';
+
+/**
+ * Every known subscriber's status, in a few typed arrays: what the lookup needs of a
+ * subscriber is its status (2 bits) and whether it is known at all, so a full copy of a
+ * million subscribers fits in each process. Keys are 128-bit fingerprints of (tenant id,
+ * customer id), never the ids themselves.
+ *
+ * Exactness: a lookup answers "known" for a customer that is not only when its 128-bit
+ * fingerprint equals that of a known one. Treating the fingerprint as a uniform random
+ * function of the key, the chance that any two of n keys share one is at most
+ * n^2 / 2^129: for n = 10^6, 1.5e-27; for n = 10^9, 1.5e-21. The fingerprint is not a
+ * secret-keyed hash: a customer id crafted to collide with a known one would only read
+ * that customer's status, which the lookup answers for the known id itself under the same
+ * key and HMAC checks.
+ *
+ * Layout: open addressing with linear probing over a power-of-two number of slots, 16
+ * bytes of fingerprint and 1 byte of state a slot, at most 3/4 full, rebuilt at half full
+ * when it grows: about 17 / 0.5 = 34 to 17 / 0.75 = 23 bytes a subscriber, plus the slack
+ * of the doubling. A read allocates nothing and never writes.
+ */
+
+const EMPTY = 0;
+const DELETED = 1;
+const STATE_OF: Readonly<Record<SubscriberStatus, number>> = { active: 2, warning: 3, lockout: 4 };
+const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, 'active', 'warning', 'lockout'];
+const MIN_SLOTS = 16;
+const MAX_LOAD = 0.75;
+
+/** MurmurHash3 x86 128-bit constants. */
+const C1 = 0x239b961b;
+const C2 = 0xab0e9789;
+const C3 = 0x38b34ae5;
+const C4 = 0xa1e38b93;
+
+function rotl(x: number, r: number): number {
+  return (x << r) | (x >>> (32 - r));
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/** Every code unit read by `byteAt` since the last reset, OR-ed: above 0x7f, the id is not ASCII. */
+let wide = 0;
+
+/** Byte `i` of the key; remembers whether any char was wider than a byte. A function of the module, not a closure: a read allocates nothing. */
+function byteAt(s: string, i: number): number {
+  const c = s.charCodeAt(i);
+  wide |= c;
+  return c & 0xff;
+}
+
+/**
+ * MurmurHash3 x86_128 of the customer id (one byte a char), seeded with the tenant id,
+ * into `out[0..3]`. False, with `out` meaningless, when the id is not ASCII: customer ids
+ * are (`^cus_[A-Za-z0-9_]+$`), so no such id is ever stored, and hashing only the low byte
+ * of a wider char could make it collide with one that is.
+ */
+export function fingerprint(tenantId: number, id: string, out: Uint32Array): boolean {
+  wide = 0;
+  const seed = fmix((tenantId ^ 0x9747b28c) >>> 0);
+  let h1 = seed;
+  let h2 = seed;
+  let h3 = seed;
+  let h4 = seed;
+  const len = id.length;
+  const blocks = len - (len & 15);
+  for (let i = 0; i < blocks; i += 16) {
+    let k1 = byteAt(id, i) | (byteAt(id, i + 1) << 8) | (byteAt(id, i + 2) << 16) | (byteAt(id, i + 3) << 24);
+    let k2 = byteAt(id, i + 4) | (byteAt(id, i + 5) << 8) | (byteAt(id, i + 6) << 16) | (byteAt(id, i + 7) << 24);
+    let k3 = byteAt(id, i + 8) | (byteAt(id, i + 9) << 8) | (byteAt(id, i + 10) << 16) | (byteAt(id, i + 11) << 24);
+    let k4 = byteAt(id, i + 12) | (byteAt(id, i + 13) << 8) | (byteAt(id, i + 14) << 16) | (byteAt(id, i + 15) << 24);
+    k1 = Math.imul(rotl(Math.imul(k1, C1), 15), C2);
+    h1 ^= k1;
+    h1 = (Math.imul(rotl(h1, 19) + h2, 5) + 0x561ccd1b) | 0;
+    k2 = Math.imul(rotl(Math.imul(k2, C2), 16), C3);
+    h2 ^= k2;
+    h2 = (Math.imul(rotl(h2, 17) + h3, 5) + 0x0bcaa747) | 0;
+    k3 = Math.imul(rotl(Math.imul(k3, C3), 17), C4);
+    h3 ^= k3;
+    h3 = (Math.imul(rotl(h3, 15) + h4, 5) + 0x96cd1c35) | 0;
+    k4 = Math.imul(rotl(Math.imul(k4, C4), 18), C1);
+    h4 ^= k4;
+    h4 = (Math.imul(rotl(h4, 13) + h1, 5) + 0x32ac3b17) | 0;
+  }
+  const rest = len & 15;
+  if (rest > 0) {
+    const t = blocks;
+    let k1 = 0;
+    let k2 = 0;
+    let k3 = 0;
+    let k4 = 0;
+    for (let j = rest - 1; j >= 0; j -= 1) {
+      const b = byteAt(id, t + j);
+      if (j >= 12) k4 |= b << ((j - 12) * 8);
+      else if (j >= 8) k3 |= b << ((j - 8) * 8);
+      else if (j >= 4) k2 |= b << ((j - 4) * 8);
+      else k1 |= b << (j * 8);
+    }
+    if (rest > 12) h4 ^= Math.imul(rotl(Math.imul(k4, C4), 18), C1);
+    if (rest > 8) h3 ^= Math.imul(rotl(Math.imul(k3, C3), 17), C4);
+    if (rest > 4) h2 ^= Math.imul(rotl(Math.imul(k2, C2), 16), C3);
+    h1 ^= Math.imul(rotl(Math.imul(k1, C1), 15), C2);
+  }
+  h1 ^= len;
+  h2 ^= len;
+  h3 ^= len;
+  h4 ^= len;
+  h1 = (h1 + h2 + h3 + h4) | 0;
+  h2 = (h2 + h1) | 0;
+  h3 = (h3 + h1) | 0;
+  h4 = (h4 + h1) | 0;
+  h1 = fmix(h1);
+  h2 = fmix(h2);
+  h3 = fmix(h3);
+  h4 = fmix(h4);
+  h1 = (h1 + h2 + h3 + h4) | 0;
+  h2 = (h2 + h1) | 0;
+  h3 = (h3 + h1) | 0;
+  h4 = (h4 + h1) | 0;
+  out[0] = h1;
+  out[1] = h2;
+  out[2] = h3;
+  out[3] = h4;
+  return wide <= 0x7f;
+}
+
+export class SubscriberIndex {
+  private slots: number;
+  private keys: Uint32Array;
+  private states: Uint8Array;
+  private live = 0;
+  private deleted = 0;
+  /** Scratch for one fingerprint: reads allocate nothing. */
+  private readonly fp = new Uint32Array(4);
+
+  constructor(expected = 0) {
+    this.slots = MIN_SLOTS;
+    while (expected > this.slots * (MAX_LOAD / 1.5)) this.slots *= 2;
+    this.keys = new Uint32Array(this.slots * 4);
+    this.states = new Uint8Array(this.slots);
+  }
+
+  get size(): number {
+    return this.live;
+  }
+
+  /** Bytes held by the arrays (what grows with the subscribers). */
+  get byteLength(): number {
+    return this.keys.byteLength + this.states.byteLength;
+  }
+
+  /** The status of a known subscriber; null: not known. */
+  get(tenantId: number, customerId: string): SubscriberStatus | null {
+    if (!fingerprint(tenantId, customerId, this.fp)) return null;
+    const slot = this.find(this.fp);
+    return slot < 0 ? null : (STATUS_OF[this.states[slot] ?? 0] ?? null);
+  }
+
+  set(tenantId: number, customerId: string, status: SubscriberStatus): void {
+    if (!fingerprint(tenantId, customerId, this.fp)) throw new RangeError('customer ids are ASCII');
+    const found = this.find(this.fp);
+    if (found >= 0) {
+      this.states[found] = STATE_OF[status];
+      return;
+    }
+    if (this.live + this.deleted + 1 > this.slots * MAX_LOAD) this.rebuild(this.live + 1);
+    this.insert(this.fp, STATE_OF[status]);
+  }
+
+  /** Forgets a subscriber (it becomes unknown). */
+  delete(tenantId: number, customerId: string): boolean {
+    if (!fingerprint(tenantId, customerId, this.fp)) return false;
+    const slot = this.find(this.fp);
+    if (slot < 0) return false;
+    this.states[slot] = DELETED;
+    this.live -= 1;
+    this.deleted += 1;
+    return true;
+  }
+
+  private find(fp: Uint32Array): number {
+    const mask = this.slots - 1;
+    const a = fp[0] ?? 0;
+    const b = fp[1] ?? 0;
+    const c = fp[2] ?? 0;
+    const d = fp[3] ?? 0;
+    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
+      const state = this.states[slot] ?? EMPTY;
+      if (state === EMPTY) return -1;
+      const k = slot * 4;
+      if (state !== DELETED && this.keys[k] === a && this.keys[k + 1] === b && this.keys[k + 2] === c && this.keys[k + 3] === d) return slot;
+    }
+  }
+
+  private insert(fp: Uint32Array, state: number): void {
+    const mask = this.slots - 1;
+    let slot = (fp[0] ?? 0) & mask;
+    while ((this.states[slot] ?? EMPTY) > DELETED) slot = (slot + 1) & mask;
+    if (this.states[slot] === DELETED) this.deleted -= 1;
+    this.keys.set(fp, slot * 4);
+    this.states[slot] = state;
+    this.live += 1;
+  }
+
+  /** A fresh table at most half full for `needed` subscribers, without the deleted slots. */
+  private rebuild(needed: number): void {
+    const oldKeys = this.keys;
+    const oldStates = this.states;
+    let slots = MIN_SLOTS;
+    while (needed > slots / 2) slots *= 2;
+    this.slots = slots;
+    this.keys = new Uint32Array(slots * 4);
+    this.states = new Uint8Array(slots);
+    this.live = 0;
+    this.deleted = 0;
+    const fp = new Uint32Array(4);
+    for (let i = 0; i < oldStates.length; i += 1) {
+      const state = oldStates[i] ?? EMPTY;
+      if (state <= DELETED) continue;
+      fp.set(oldKeys.subarray(i * 4, i * 4 + 4));
+      this.insert(fp, state);
+    }
+  }
+}

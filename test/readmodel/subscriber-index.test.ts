@@ -1,0 +1,86 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { SubscriberStatus } from '../../src/domain/types.js';
+import { SubscriberIndex, fingerprint } from '../../src/readmodel/subscriber-index.js';
+
+const STATUSES: SubscriberStatus[] = ['active', 'warning', 'lockout'];
+
+describe('SubscriberIndex', () => {
+  it('answers exactly as a map of (tenant, customer) -> status, through sets, deletes and growth', () => {
+    const op = fc.record({
+      kind: fc.constantFrom('set', 'set', 'delete', 'get'),
+      tenant: fc.integer({ min: 1, max: 4 }),
+      // A small key space, so that operations meet the same keys again; long ids cross the 16-byte blocks.
+      customer: fc.oneof(fc.integer({ min: 0, max: 60 }).map((n) => `cus_${n}`), fc.stringMatching(/^cus_[A-Za-z0-9_]{10,40}$/)),
+      status: fc.constantFrom(...STATUSES),
+    });
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 400 }), (ops) => {
+        const index = new SubscriberIndex();
+        const model = new Map<string, SubscriberStatus>();
+        for (const o of ops) {
+          const key = `${o.tenant}/${o.customer}`;
+          if (o.kind === 'set') {
+            index.set(o.tenant, o.customer, o.status);
+            model.set(key, o.status);
+          } else if (o.kind === 'delete') {
+            expect(index.delete(o.tenant, o.customer)).toBe(model.delete(key));
+          }
+          expect(index.get(o.tenant, o.customer)).toBe(model.get(key) ?? null);
+          expect(index.size).toBe(model.size);
+        }
+        for (const [key, status] of model) {
+          const [tenant, customer] = key.split('/') as [string, string];
+          expect(index.get(Number(tenant), customer)).toBe(status);
+        }
+      }),
+      { numRuns: 200, seed: 20261123 },
+    );
+  });
+
+  it('keeps tenants apart: one customer id in two tenants is two subscribers', () => {
+    const index = new SubscriberIndex();
+    index.set(1, 'cus_same', 'lockout');
+    expect(index.get(2, 'cus_same')).toBeNull();
+    index.set(2, 'cus_same', 'active');
+    expect(index.get(1, 'cus_same')).toBe('lockout');
+    expect(index.get(2, 'cus_same')).toBe('active');
+  });
+
+  it('never answers known for an id that is not ASCII, nor stores one', () => {
+    const index = new SubscriberIndex();
+    index.set(1, 'cus_a', 'lockout');
+    // U+0161 has 0x61 ('a') as its low byte: hashed by low bytes it would be cus_a.
+    expect(index.get(1, 'cus_\u0161')).toBeNull();
+    expect(() => index.set(1, 'cus_\u0161', 'warning')).toThrow(RangeError);
+    expect(index.delete(1, 'cus_\u0161')).toBe(false);
+    expect(index.get(1, 'cus_a')).toBe('lockout');
+  });
+
+  it('gives 200,000 distinct keys 200,000 distinct fingerprints, spread over the slots', () => {
+    const seen = new Set<string>();
+    const out = new Uint32Array(4);
+    const buckets = new Uint32Array(1024);
+    for (let t = 1; t <= 4; t += 1) {
+      for (let i = 0; i < 50_000; i += 1) {
+        fingerprint(t, `cus_b${t}_${i}`, out);
+        seen.add(`${out[0]},${out[1]},${out[2]},${out[3]}`);
+        buckets[(out[0] ?? 0) & 1023] = (buckets[(out[0] ?? 0) & 1023] ?? 0) + 1;
+      }
+    }
+    expect(seen.size).toBe(200_000);
+    // About 195 a bucket when spread evenly; a bad mix would pile keys up.
+    expect(Math.max(...buckets)).toBeLessThan(300);
+    expect(Math.min(...buckets)).toBeGreaterThan(100);
+  });
+
+  it('holds a million subscribers in under 48 bytes each', () => {
+    const index = new SubscriberIndex();
+    for (let i = 0; i < 1_000_000; i += 1) index.set(1 + (i % 1000), `cus_b${i}`, STATUSES[i % 3] ?? 'active');
+    expect(index.size).toBe(1_000_000);
+    expect(index.byteLength / index.size).toBeLessThan(48);
+    expect(index.get(1, 'cus_b0')).toBe('active');
+    expect(index.get(1 + (999_999 % 1000), 'cus_b999999')).toBe(STATUSES[999_999 % 3]);
+    expect(index.get(1, 'cus_b1')).toBeNull();
+  });
+});
