@@ -1,8 +1,8 @@
-/** The table the bench prints, the targets of issue 5, and the JSON it writes. */
+/** The table the bench prints, the targets of issues 5 and 11, and the JSON it writes. */
 import type { InvalidationResult } from './invalidation.js';
 import type { LoadResult } from './load.js';
 
-export type RowName = 'baseline' | 'hot' | 'unknown' | 'zipf' | 'peer';
+export type RowName = 'baseline' | 'hot' | 'unknown' | 'zipf' | 'hotkey' | 'zipfcold' | 'peer';
 
 export interface RowResult {
   row: RowName;
@@ -83,9 +83,14 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
   ratio('hot lookup throughput / baseline node:http', 0.8, hot?.vsBaseline);
   ratio('Zipf mix / baseline', 0.7, zipf?.vsBaseline);
   ratio('hot lookup / peer (query per request)', 4, hot?.vsPeer, 'x');
+  const hotkey = get('hotkey');
+  const zipfcold = get('zipfcold');
+  const per = (a: RowResult | undefined, b: RowResult | undefined) => (a && b && b.load.rps > 0 ? a.load.rps / b.load.rps : null);
+  ratio('one hot customer / hot lookup (10k customers)', 0.95, per(hotkey, hot));
+  ratio('Zipf mix right after a start / Zipf mix', 0.9, per(zipfcold, zipf));
   const p99 = hot?.load.p99Ms;
   out.push({ figure: 'p99 latency, hot', target: '<= 5 ms', value: p99 === undefined ? '-' : `${fmt(p99)} ms`, met: p99 === undefined ? null : p99 <= 5 });
-  const rss = Math.max(...rows.filter((r) => ['hot', 'unknown', 'zipf'].includes(r.row)).map((r) => r.rssMb), -1);
+  const rss = Math.max(...rows.filter((r) => ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold'].includes(r.row)).map((r) => r.rssMb), -1);
   out.push({ figure: 'RSS of the service (largest, after the Zipf mix)', target: '<= 300 MB', value: rss < 0 ? '-' : `${fmt(rss, 1)} MB`, met: rss < 0 ? null : rss <= 300 });
   if (inv && !('skipped' in inv)) {
     const bad = inv.timeouts > 0 || inv.p99Ms === null;

@@ -30,7 +30,7 @@ import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'peer', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'peer', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
@@ -275,7 +275,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot', 'unknown', 'zipf', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'invalidation'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -344,11 +344,14 @@ async function main(): Promise<void> {
   const total = factory.total;
   const hot = factory.hot(HOT_COUNT);
   const unknown = factory.unknown(UNKNOWN_COUNT);
-  const zipf = opts.rows.has('zipf') ? factory.zipf(opts.zipfLength, ZIPF_S) : { requests: [], distinct: 0 };
-  const files = { hot: join(workDir, 'hot.txt'), unknown: join(workDir, 'unknown.txt'), zipf: join(workDir, 'zipf.txt') };
+  const zipf = opts.rows.has('zipf') || opts.rows.has('zipfcold') ? factory.zipf(opts.zipfLength, ZIPF_S) : { requests: [], distinct: 0 };
+  // One popular customer asked over and over: the hot-key case of a map or a counter.
+  const hotkey = hot.slice(0, 1);
+  const files = { hot: join(workDir, 'hot.txt'), unknown: join(workDir, 'unknown.txt'), zipf: join(workDir, 'zipf.txt'), hotkey: join(workDir, 'hotkey.txt') };
   writeLines(files.hot, hot);
   writeLines(files.unknown, unknown);
   writeLines(files.zipf, zipf.requests);
+  writeLines(files.hotkey, hotkey);
   log(`request lists: ${hot.length} hot, ${unknown.length} unknown, ${zipf.requests.length} Zipf (${zipf.distinct} distinct subscribers)`);
 
   // The baseline answers the body of a hot answer of the hot set's mean size.
@@ -409,11 +412,13 @@ async function main(): Promise<void> {
 
   const results: RowResult[] = [];
   async function measure(row: RowName, what: string, server: { child: Child; url: string }, requests: readonly BenchRequest[], linesFile: string): Promise<void> {
-    const check = row === 'baseline' ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
+    // Right after a start: no check, no priming, no warm-up; the load starts at once.
+    const cold = row === 'zipfcold';
+    const check = row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
     if (check.mismatches.length > 0) note(`${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`);
     // Every hot or unknown question asked once before: those rows measure a warm cache. The
     // Zipf row is not primed: its warm-up is all it gets, as in life.
-    if (row === 'hot' || row === 'unknown' || row === 'peer') {
+    if (row === 'hot' || row === 'unknown' || row === 'hotkey' || row === 'peer') {
       const primeStarted = performance.now();
       const { workers } = serverProcesses(server.child);
       // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
@@ -424,7 +429,7 @@ async function main(): Promise<void> {
       if (row !== 'peer' && sent < expected) note(`${row}: priming stopped after 120 s, at ${sent} of ${expected} requests: the cache was not all warm`);
     }
     const load = { baseUrl: server.url, linesFile, connections: opts.connections, workDir };
-    if (opts.warmupS > 0) await runLoad(generator, { ...load, durationS: opts.warmupS });
+    if (opts.warmupS > 0 && !cold) await runLoad(generator, { ...load, durationS: opts.warmupS });
     const procs = serverProcesses(server.child);
     const cpuPids = procs.workers > 0 ? [server.child.pid, ...procs.pids] : procs.pids;
     const loadAverage = loadavg()[0] ?? 0;
@@ -496,7 +501,21 @@ async function main(): Promise<void> {
         if (opts.rows.has('zipf')) {
           await measure('zipf', `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`, server, zipf.requests, files.zipf);
         }
+        if (opts.rows.has('hotkey')) await measure('hotkey', 'service, one hot customer, hmac', server, hotkey, files.hotkey);
         observedWorkers = serverProcesses(server.child).workers;
+      } finally {
+        await stopChild(server.child);
+      }
+    });
+  }
+
+  if (opts.rows.has('zipfcold')) {
+    await phase('zipfcold', async () => {
+      // A fresh process, measured from the moment it says it is ready: what a deploy or a
+      // restart costs the first users.
+      const server = await startService('service-cold');
+      try {
+        await measure('zipfcold', `service, Zipf mix in the first ${opts.durationS} s after a start`, server, zipf.requests, files.zipf);
       } finally {
         await stopChild(server.child);
       }
@@ -552,7 +571,7 @@ async function main(): Promise<void> {
   const peer = results.find((r) => r.row === 'peer');
   for (const r of results) {
     r.vsBaseline = baseline ? r.load.rps / baseline.load.rps : null;
-    r.vsPeer = peer && ['hot', 'unknown', 'zipf'].includes(r.row) ? r.load.rps / peer.load.rps : null;
+    r.vsPeer = peer && ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold'].includes(r.row) ? r.load.rps / peer.load.rps : null;
   }
   if (opts.quick) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
   if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
