@@ -30,8 +30,24 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }
 
+/** A new key into a full map: one eviction each (a client sending a new customer id every time). */
+function nsPerInsert(entries: number, inserts: number): number {
+  const lru = new Lru(entries);
+  for (let i = 0; i < entries; i += 1) {
+    lru.set(`cus_${i}`, i, Number.MAX_SAFE_INTEGER);
+    lru.get(`cus_${i}`, 0);
+  }
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < inserts; i += 1) lru.set(`new_${i}`, i, Number.MAX_SAFE_INTEGER);
+  return Number(process.hrtime.bigint() - start) / inserts;
+}
+
 for (const entries of [10_000, 100_000]) {
   const hot = median(Array.from({ length: ROUNDS }, () => nsPerGet(entries, 20_000, () => 'cus_7')));
   const rotating = median(Array.from({ length: ROUNDS }, () => nsPerGet(entries, 200_000, (i) => `cus_${i % entries}`)));
-  console.log(`${entries.toLocaleString('en')} entries: one hot key ${hot.toFixed(0)} ns/get, keys in turn ${rotating.toFixed(0)} ns/get (median of ${ROUNDS})`);
+  const insert = median(Array.from({ length: ROUNDS }, () => nsPerInsert(entries, 50_000)));
+  console.log(
+    `${entries.toLocaleString('en')} entries: one hot key ${hot.toFixed(0)} ns/get, keys in turn ${rotating.toFixed(0)} ns/get, ` +
+      `a new key into the full map ${insert.toFixed(0)} ns/set (median of ${ROUNDS})`,
+  );
 }

@@ -13,7 +13,11 @@ import { sendProblem } from './http.js';
 /** Every limit counts requests in fixed windows of one minute, from a key's first request. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
 const RATE_LIMIT_WINDOW_S = RATE_LIMIT_WINDOW_MS / 1000;
-/** Addresses and tenants counted at once in memory; past it the least recently seen is forgotten. */
+/**
+ * Addresses and tenants counted at once in memory; past it, one not counted since the
+ * eviction hand last passed is forgotten (a busy one too, once this many others keep
+ * arriving: such a flood comes from more addresses than a per-address limit can hold).
+ */
 const MEMORY_WINDOWS_MAX = 100_000;
 /** Keys in Redis start with this, so that other users of the server are not disturbed. */
 export const DEFAULT_REDIS_PREFIX = 'dunwall:rl:';

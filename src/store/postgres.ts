@@ -1,6 +1,18 @@
 import pg from 'pg';
 import type { Db, ListenHandlers, Queryable } from './db.js';
 
+/** Defaults of the bounds on every wait for the server (DUNWALL_DB_*_TIMEOUT_MS). */
+export const DEFAULT_DB_QUERY_TIMEOUT_MS = 10_000;
+export const DEFAULT_DB_CONNECT_TIMEOUT_MS = 5_000;
+/** The server's own statement timeout fires first; the client's, this much later, only when the server cannot answer. */
+const CLIENT_TIMEOUT_MARGIN_MS = 1_000;
+/**
+ * TCP keep-alive on pooled connections, so that the kernel in time drops a connection to a
+ * host that vanished. Not a bound by itself (the probes' schedule is the system's): the
+ * query and connect timeouts are.
+ */
+const POOL_KEEPALIVE_MS = 5_000;
+
 const LISTEN_RETRY_MIN_MS = 100;
 const LISTEN_RETRY_MAX_MS = 5_000;
 /** TCP keep-alive finds a listener whose server vanished without closing the connection. */
@@ -27,6 +39,8 @@ async function listenOn(opts: PostgresOptions, channel: string, handlers: Listen
     const c = new pg.Client({
       connectionString: opts.connectionString,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_DB_CONNECT_TIMEOUT_MS,
+      // LISTEN itself must not wait on a frozen server: a timeout is a lost listener, retried.
+      query_timeout: (opts.queryTimeoutMs ?? DEFAULT_DB_QUERY_TIMEOUT_MS) + CLIENT_TIMEOUT_MARGIN_MS,
       keepAlive: true,
       keepAliveInitialDelayMillis: LISTEN_KEEPALIVE_MS,
       ...(opts.options ? { options: opts.options } : {}),
@@ -62,14 +76,6 @@ async function listenOn(opts: PostgresOptions, channel: string, handlers: Listen
     await c?.end().catch(() => {});
   };
 }
-
-/** Defaults of the bounds on every wait for the server (DUNWALL_DB_*_TIMEOUT_MS). */
-export const DEFAULT_DB_QUERY_TIMEOUT_MS = 10_000;
-export const DEFAULT_DB_CONNECT_TIMEOUT_MS = 5_000;
-/** The server's own statement timeout fires first; the client's, this much later, only when the server cannot answer. */
-const CLIENT_TIMEOUT_MARGIN_MS = 1_000;
-/** TCP keep-alive on pooled connections: a server gone silent is found, not waited on for ever. */
-const POOL_KEEPALIVE_MS = 5_000;
 
 export interface PostgresOptions {
   connectionString: string;
@@ -139,7 +145,11 @@ export function openPostgres(opts: PostgresOptions): Db {
         // A query that timed out on the client leaves its connection waiting on a server
         // that may never answer: it is destroyed, not rolled back and reused.
         if (isClientTimeout(err)) lost ??= err as Error;
-        else await client.query('ROLLBACK').catch(() => {});
+        else
+          await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+            // A ROLLBACK that fails leaves the session unfinished: not a connection to reuse.
+            lost ??= rollbackErr instanceof Error ? rollbackErr : new Error('rollback failed');
+          });
         throw err;
       } finally {
         client.removeListener('error', onError);

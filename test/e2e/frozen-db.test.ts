@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
@@ -77,6 +78,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     const lookup = (customer: string) => call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } });
     // Remembered before the freeze.
     expect(((await (await lookup('cus_known')).json()) as { status: string }).status).toBe('lockout');
+    // Several connections open and idle in the pool, so that the frozen requests below wait
+    // on queries sent over them (the client's query bound), not only on new connections.
+    await Promise.all(Array.from({ length: 6 }, (_, i) => lookup(`cus_warm${i}`)));
 
     proxy.freeze();
     const timed = async (what: string, request: () => Promise<Response>) => {
@@ -84,8 +88,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
       const res = await request();
       return { what, status: res.status, ms: Date.now() - started, body: await res.text() };
     };
+    let sent = 0;
     const webhook = () => {
-      const { payload, signature } = signed(event('invoice.payment_failed', invoice('cus_new', { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000) }), SECRET, Math.floor(Date.now() / 1000));
+      sent += 1;
+      const fixture = event('invoice.payment_failed', invoice(`cus_new${sent}`, { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000), id: `evt_frozen_${sent}` });
+      const { payload, signature } = signed(fixture, SECRET, Math.floor(Date.now() / 1000));
       return call('/webhooks/stripe/frozen', { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
     };
     const answers = await Promise.all([
@@ -116,6 +123,16 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
       if (!back) await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(back).toBe(true);
-    expect((await webhook()).status).toBe(200);
+    // A transaction cut by the freeze leaves nothing behind on its connection: the next
+    // writes commit, as another client of the database sees.
+    for (let i = 0; i < 4; i += 1) expect((await webhook()).status).toBe(200);
+    const direct = new pg.Client({ connectionString: scoped.url });
+    await direct.connect();
+    try {
+      const { rows } = await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM stripe_events WHERE event_id LIKE 'evt_frozen_%'");
+      expect(rows[0]?.n).toBe(4);
+    } finally {
+      await direct.end();
+    }
   });
 });
