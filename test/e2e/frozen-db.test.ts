@@ -4,9 +4,9 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import type { Running } from '../../src/server.js';
-import { cuttableProxy } from '../helpers/cuttable-proxy.js';
+import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
-import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { availableEngines } from '../helpers/engines.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 
 /**
@@ -26,20 +26,16 @@ const CLIENT_MARGIN_MS = 1_000;
 const HANG_MS = 8_000;
 
 describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen', () => {
-  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+  let db: Awaited<ReturnType<typeof proxiedSchema>>;
   let proxy: CuttableProxy;
   let running: Running;
 
   beforeAll(async () => {
-    scoped = await schemaScopedUrl('dunwall_frozen');
-    const direct = new URL(scoped.url);
-    proxy = await cuttableProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const via = new URL(scoped.url);
-    via.hostname = '127.0.0.1';
-    via.port = String(proxy.port);
+    db = await proxiedSchema('dunwall_frozen');
+    proxy = db.proxy;
     running = await start(
       loadConfig({
-        DATABASE_URL: via.toString(),
+        DATABASE_URL: db.url,
         PORT: '0',
         DUNWALL_ADMIN_TOKEN: TOKEN,
         DUNWALL_DEMO: '0',
@@ -57,8 +53,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
   afterAll(async () => {
     proxy?.thaw();
     await running?.close();
-    await proxy?.close();
-    await scoped?.drop();
+    await db?.close();
   });
 
   it('answers every request within its bound while frozen (503, or the remembered answer), and recovers when it thaws', async () => {
@@ -126,7 +121,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     // A transaction cut by the freeze leaves nothing behind on its connection: the next
     // writes commit, as another client of the database sees.
     for (let i = 0; i < 4; i += 1) expect((await webhook()).status).toBe(200);
-    const direct = new pg.Client({ connectionString: scoped.url });
+    const direct = new pg.Client({ connectionString: db.direct });
     await direct.connect();
     try {
       const { rows } = await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM stripe_events WHERE event_id LIKE 'evt_frozen_%'");

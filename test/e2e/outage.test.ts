@@ -7,9 +7,9 @@ import { start } from '../../src/server.js';
 import type { Running } from '../../src/server.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
-import { cuttableProxy } from '../helpers/cuttable-proxy.js';
+import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
-import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { availableEngines } from '../helpers/engines.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 
 const engines = await availableEngines();
@@ -67,7 +67,7 @@ async function pollUntil(what: string, check: () => Promise<boolean>): Promise<n
 
 // Outside CI without a reachable PostgreSQL, availableEngines() has said so loudly: skipped.
 describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes away under load', () => {
-  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+  let scoped: Awaited<ReturnType<typeof proxiedSchema>>;
   let proxy: CuttableProxy;
   let running: Running;
   let other: Store;
@@ -79,15 +79,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
   beforeAll(async () => {
     process.on('uncaughtExceptionMonitor', onCrash);
     process.on('unhandledRejection', onCrash);
-    scoped = await schemaScopedUrl('dunwall_outage');
-    const direct = new URL(scoped.url);
-    proxy = await cuttableProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const via = new URL(scoped.url);
-    via.hostname = '127.0.0.1';
-    via.port = String(proxy.port);
+    scoped = await proxiedSchema('dunwall_outage');
+    proxy = scoped.proxy;
     running = await start(
       loadConfig({
-        DATABASE_URL: via.toString(),
+        DATABASE_URL: scoped.url,
         PORT: '0',
         DUNWALL_ADMIN_TOKEN: TOKEN,
         DUNWALL_DEMO: '0',
@@ -100,7 +96,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       createLogger('silent'),
     );
     // Another instance, straight to PostgreSQL: its writes reach the service by NOTIFY only.
-    other = await openStore({ engine: 'postgres', url: scoped.url });
+    other = await openStore({ engine: 'postgres', url: scoped.direct });
   });
 
   afterAll(async () => {
@@ -108,8 +104,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     await locker?.end().catch(() => {});
     await running?.close();
     await other?.close();
-    await proxy?.close();
-    await scoped?.drop();
+    await scoped?.close();
     process.off('uncaughtExceptionMonitor', onCrash);
     process.off('unhandledRejection', onCrash);
   });
@@ -165,7 +160,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     // One webhook caught mid-transaction by the cut: another transaction holds its event id,
     // so that its INSERT waits on a connection the cut then resets.
     const tenantId = (await other.getTenantAuth('outage'))?.id;
-    const lock = new pg.Client({ connectionString: scoped.url });
+    const lock = new pg.Client({ connectionString: scoped.direct });
     locker = lock;
     await lock.connect();
     await lock.query('BEGIN');

@@ -1,5 +1,6 @@
 import { createServer, connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
+import { schemaScopedUrl } from './engines.js';
 
 /**
  * A TCP relay on 127.0.0.1 between the service and PostgreSQL, which a test can cut and
@@ -104,6 +105,28 @@ export async function cuttableProxy(target: { host: string; port: number }): Pro
     async close() {
       for (const socket of open) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * A fresh schema on the test server, reached through a cuttable proxy: `url` goes through
+ * the proxy, `direct` does not. `close` closes the proxy and drops the schema.
+ */
+export async function proxiedSchema(prefix: string): Promise<{ url: string; direct: string; proxy: CuttableProxy; close(): Promise<void> }> {
+  const scoped = await schemaScopedUrl(prefix);
+  const target = new URL(scoped.url);
+  const proxy = await cuttableProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  const via = new URL(scoped.url);
+  via.hostname = '127.0.0.1';
+  via.port = String(proxy.port);
+  return {
+    url: via.toString(),
+    direct: scoped.url,
+    proxy,
+    async close() {
+      await proxy.close();
+      await scoped.drop();
     },
   };
 }

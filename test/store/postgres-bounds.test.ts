@@ -2,9 +2,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/postgres.js';
 import type { Db } from '../../src/store/db.js';
-import { cuttableProxy } from '../helpers/cuttable-proxy.js';
+import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
-import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { availableEngines } from '../helpers/engines.js';
 
 /**
  * The PostgreSQL engine's bounds when the server freezes (SIGSTOP: nothing answers, nothing
@@ -14,21 +14,18 @@ const engines = await availableEngines();
 const QUERY_TIMEOUT_MS = 300;
 
 describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine, frozen server', () => {
-  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+  let schema: Awaited<ReturnType<typeof proxiedSchema>>;
   let proxy: CuttableProxy;
   let db: Db;
   let direct: pg.Client;
 
   beforeAll(async () => {
-    scoped = await schemaScopedUrl('dunwall_bounds');
-    direct = new pg.Client({ connectionString: scoped.url });
+    schema = await proxiedSchema('dunwall_bounds');
+    proxy = schema.proxy;
+    direct = new pg.Client({ connectionString: schema.direct });
     await direct.connect();
     await direct.query('CREATE TABLE marks (x int)');
-    const target = new URL(scoped.url);
-    proxy = await cuttableProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const via = new URL(scoped.url);
-    via.hostname = '127.0.0.1';
-    via.port = String(proxy.port);
+    const via = new URL(schema.url);
     const options = via.searchParams.get('options') ?? undefined;
     via.searchParams.delete('options');
     // One connection: what a transaction leaves on it, the next query meets.
@@ -38,9 +35,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine,
   afterAll(async () => {
     proxy?.thaw();
     await db?.close().catch(() => {});
-    await proxy?.close();
     await direct?.end();
-    await scoped?.drop();
+    await schema?.close();
   });
 
   it('gives up a query the server cannot answer, and the next writes commit after the thaw', async () => {
