@@ -64,6 +64,13 @@ export function stringOption(values: OptionValues, name: string): string | undef
   return typeof value === 'string' ? value : undefined;
 }
 
+/** `--tenant SLUG` of the commands that act on one tenant's subscribers or events; required, never empty. */
+export function tenantOption(values: OptionValues, command: string): string {
+  const tenant = stringOption(values, 'tenant');
+  if (tenant === undefined || tenant === '') throw new UsageError(`${command}: missing --tenant SLUG`);
+  return tenant;
+}
+
 export function stringsOption(values: OptionValues, name: string): string[] {
   const value = values[name];
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import Stripe from 'stripe';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
+import { obj } from '../domain/stripe/json.js';
+import type { Obj } from '../domain/stripe/json.js';
 import { invoiceSyncEvent, isDunningInvoice, subscriptionSyncEvent } from '../domain/stripe/sync.js';
 import type { AdminClient } from './client.js';
 import { CliError, ConfigurationError, EXIT_FAILURE } from './errors.js';
@@ -15,8 +17,6 @@ import type { TallyState, TallySummary } from './stripe-tally.js';
  * domain/stripe/sync.ts), so that imported customers get the episodes webhooks would
  * have given them, and later webhooks supersede them.
  */
-
-type Obj = Record<string, unknown>;
 
 /** Objects per request to Stripe (its maximum) and per batch sent to Dunwall. */
 export const STRIPE_PAGE_SIZE = 100;
@@ -199,14 +199,19 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   // Invoices already sent by this run (a subscription's latest invoice is also listed as open).
   const sentInvoices = new Set<string>();
 
+  /** After a failed call: waits as a 429 asks, or rethrows anything else, or the last of too many 429s. */
+  async function waitOutRateLimit(err: unknown, waits: number): Promise<void> {
+    if (!isRateLimit(err) || waits >= MAX_RATE_LIMIT_WAITS) throw err;
+    rateLimitWaits += 1;
+    await deps.sleep(retryAfterMs(err));
+  }
+
   async function waitOut<T>(call: () => Promise<T>): Promise<T> {
     for (let waits = 0; ; waits += 1) {
       try {
         return await call();
       } catch (err) {
-        if (!isRateLimit(err) || waits >= MAX_RATE_LIMIT_WAITS) throw err;
-        rateLimitWaits += 1;
-        await deps.sleep(retryAfterMs(err));
+        await waitOutRateLimit(err, waits);
       }
     }
   }
@@ -214,7 +219,7 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   /** Auto-pagination, restarted after the last object seen when Stripe asks to slow down. */
   async function* paginate(phase: Phase, startingAfter: string | null): AsyncGenerator<Obj> {
     let cursor = startingAfter;
-    for (let waits = 0; ; ) {
+    for (let waits = 0; ; waits += 1) {
       try {
         for await (const item of phase.list(stripe, cursor)) {
           cursor = typeof item.id === 'string' ? item.id : cursor;
@@ -222,10 +227,7 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
         }
         return;
       } catch (err) {
-        if (!isRateLimit(err) || waits >= MAX_RATE_LIMIT_WAITS) throw err;
-        waits += 1;
-        rateLimitWaits += 1;
-        await deps.sleep(retryAfterMs(err));
+        await waitOutRateLimit(err, waits);
       }
     }
   }
@@ -242,7 +244,7 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
 
   async function eventsOf(object: Obj): Promise<StripeEventLike[]> {
     if (object.object === 'subscription') {
-      const latest = typeof object.latest_invoice === 'object' && object.latest_invoice !== null ? (object.latest_invoice as Obj) : null;
+      const latest = obj(object.latest_invoice);
       return [subscriptionSyncEvent(object), latest === null ? null : await invoiceEvent(latest)].filter((e): e is StripeEventLike => e !== null);
     }
     const e = await invoiceEvent(object);

@@ -34,7 +34,6 @@ import {
   UpdateTenantBody,
 } from '../schemas.js';
 import { ingestStripeEvents } from '../services/stripe-events.js';
-import type { IngestOutcome } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
@@ -106,12 +105,6 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     const current = await store.getSubscriber(tenantId, customerId);
     const holds = change.kind === 'delete' ? (current?.status ?? null) === null : current?.status === change.status && current.reason === change.reason;
     if (!holds) throw new AppError('stale_change');
-  }
-
-  async function currentStatus(tenantId: number, customerId: string): Promise<{ before: CustomerStatus | null; after: CustomerStatus | null }> {
-    const record = await store.getSubscriber(tenantId, customerId);
-    const status = record?.status && record.reason !== null ? { status: record.status, reason: record.reason } : null;
-    return { before: status, after: status };
   }
 
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
@@ -296,27 +289,23 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
       const results = await ingestStripeEvents(store, tenant.id, events, at, dryRun);
-      const outcomeAt: IngestOutcome[] = [...results.map((r) => r.outcome)].reverse();
       const invalidAt = new Set(invalid.map((i) => i.index));
-      const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (outcomeAt.pop() ?? 'invalid')));
+      let next = 0;
+      const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (results[next++]?.outcome ?? 'invalid')));
       // Each customer's status before its first event of the batch and after its last.
-      const customers = new Map<string, { before: CustomerStatus | null; after: CustomerStatus | null } | null>();
+      const customers = new Map<string, { before: CustomerStatus | null; after: CustomerStatus | null }>();
       for (const r of results) {
         outcomes[r.outcome] += 1;
         if (r.customerId === null) continue;
-        const seen = customers.get(r.customerId) ?? null;
-        if (r.outcome === 'duplicate' || r.outcome === 'irrelevant') {
-          if (!customers.has(r.customerId)) customers.set(r.customerId, null);
-          continue;
-        }
-        customers.set(r.customerId, { before: seen === null ? r.before : seen.before, after: r.after });
+        const first = customers.get(r.customerId);
+        customers.set(r.customerId, { before: first === undefined ? r.before : first.before, after: r.after });
       }
-      const answer = [];
-      for (const [customerId, seen] of customers) {
-        // Only redeliveries of this customer: the status is whatever the store holds now.
-        const current = seen ?? (await currentStatus(tenant.id, customerId));
-        answer.push({ processor_customer_id: customerId, status_before: current.before?.status ?? null, status: current.after?.status ?? null, reason: current.after?.reason ?? null });
-      }
+      const answer = [...customers].map(([customerId, { before, after }]) => ({
+        processor_customer_id: customerId,
+        status_before: before?.status ?? null,
+        status: after?.status ?? null,
+        reason: after?.reason ?? null,
+      }));
       req.log.info({ tenant: tenant.slug, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
       return { received: req.body.events.length, dry_run: dryRun, outcomes, invalid, results: perEvent, customers: answer };
     },

@@ -1,6 +1,6 @@
 import { linkedDeclineOutcome } from '../domain/stripe/derive.js';
 import type { Decline, Derivation, InvoiceLink } from '../domain/stripe/derive.js';
-import { RANKS, comparePositions, customerStatus, endsOverride, rankOfState, supersedes } from '../domain/stripe/fold.js';
+import { RANKS, comparePositions, customerStatus, endsOverride, supersedes } from '../domain/stripe/fold.js';
 import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
@@ -96,6 +96,11 @@ function overrideOf(row: SubscriberRow | null): Override | null {
 
 function statusOfRow(row: SubscriberRow | null): CustomerStatus | null {
   return row ? { status: row.status, reason: row.reason } : null;
+}
+
+/** The customer's status as stored now; null: unknown. */
+export async function storedStatus(tx: Queryable, tenantId: number, customerId: string): Promise<CustomerStatus | null> {
+  return statusOfRow(await subscriberRow(tx, tenantId, customerId));
 }
 
 async function insertHistory(
@@ -255,17 +260,20 @@ function declineEvent(decline: DeclineRow, invoice: InvoiceRow): EpisodeEvent | 
   return {
     episode: invoice.episode,
     outcome,
-    position: { atMs: new Date(decline.created).getTime(), rank: rankOfState(outcome.state), eventId: decline.event_id },
+    position: { atMs: new Date(decline.created).getTime(), rank: RANKS[outcome.state], eventId: decline.event_id },
     declineCode: decline.decline_code,
   };
 }
 
 /**
- * The latest decline of this customer whose payment is linked to `invoice`, whichever
- * arrived first. Only the latest can set the episode or end an override, so only the
- * declines of the latest second are read, however many a payment collected.
+ * The latest decline of this customer whose payment is linked to the invoice, whichever
+ * arrived first (none when the invoice is another customer's). Only the latest can set the
+ * episode or end an override, so only the declines of the latest second are read, however
+ * many a payment collected.
  */
-async function declinesOfInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceRow): Promise<EpisodeEvent[]> {
+async function declinesOfInvoice(tx: Queryable, tenantId: number, customerId: string, invoiceId: string): Promise<EpisodeEvent[]> {
+  const invoice = await invoiceRow(tx, tenantId, invoiceId);
+  if (invoice === null || invoice.processor_customer_id !== customerId) return [];
   const rows = await tx.query<DeclineRow>(
     `WITH linked AS (
        SELECT d.event_id, d.created, d.hard, d.decline_code
@@ -332,13 +340,7 @@ export async function applyStripeEvent(
 
   if (derivation.invoice !== null) await recordInvoice(tx, tenantId, customerId, derivation.invoice);
   // The declines this invoice links, earlier or now: they count as the invoice's failures.
-  const linked =
-    derivation.invoice === null
-      ? []
-      : await (async () => {
-          const invoice = await invoiceRow(tx, tenantId, derivation.invoice?.invoiceId ?? '');
-          return invoice !== null && invoice.processor_customer_id === customerId ? declinesOfInvoice(tx, tenantId, customerId, invoice) : [];
-        })();
+  const linked = derivation.invoice === null ? [] : await declinesOfInvoice(tx, tenantId, customerId, derivation.invoice.invoiceId);
 
   if (derivation.kind === 'ignored') {
     if (linked.length === 0) return { outcome: 'ignored', ...unchanged };
@@ -373,7 +375,7 @@ export async function applyStripeEvent(
   const own: EpisodeEvent = {
     episode: change.episode,
     outcome: change.outcome,
-    position: { atMs, rank: rankOfState(change.outcome.state), eventId: event.eventId },
+    position: { atMs, rank: RANKS[change.outcome.state], eventId: event.eventId },
     declineCode: event.declineCode,
   };
   const result = await applyEpisodeEvents(tx, tenantId, customerId, [own, ...linked], overrideOf(before), now);

@@ -91,10 +91,9 @@ export interface PostgresOptions {
   options?: string;
 }
 
-/** The errors `pg` raises when a client-side bound runs out (query_timeout, connect timeout). */
+/** The error `pg` raises when the client's query_timeout runs out (the query may still be running on the server). */
 function isClientTimeout(err: unknown): boolean {
-  const message = err instanceof Error ? err.message : '';
-  return message === 'Query read timeout' || message.includes('timeout exceeded when trying to connect') || message === 'Connection terminated due to connection timeout';
+  return err instanceof Error && err.message === 'Query read timeout';
 }
 
 export function openPostgres(opts: PostgresOptions): Db {

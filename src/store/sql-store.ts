@@ -6,7 +6,7 @@ import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
-import { applyAdminChange, applyStripeEvent, lockCustomer } from './episodes.js';
+import { applyAdminChange, applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
 import type {
   ApplyOutcome,
   ChangeCause,
@@ -180,7 +180,11 @@ async function recordIn(tx: Queryable, tenantId: number, { event, derivation }: 
     [tenantId, event.eventId, event.eventType, event.customerId, event.created, JSON.stringify(event.facts), now],
   );
   const customerId = derivation.customerId;
-  if (inserted.length === 0) return { outcome: 'duplicate', customerId, before: null, after: null };
+  if (inserted.length === 0) {
+    // A redelivery changes nothing: before and after are what the store holds now.
+    const current = customerId === null ? null : await storedStatus(tx, tenantId, customerId);
+    return { outcome: 'duplicate', customerId, before: current, after: current };
+  }
   if (customerId === null) return { outcome: 'ignored', customerId, before: null, after: null };
   const facts = { eventId: event.eventId, eventType: event.eventType, created: event.created, declineCode: event.declineCode };
   const result = await applyStripeEvent(tx, tenantId, customerId, facts, derivation, now);

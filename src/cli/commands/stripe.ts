@@ -4,8 +4,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import pkg from '../../../package.json' with { type: 'json' };
-import { booleanOption, stringOption } from '../args.js';
-import { CliError, ConfigurationError, EXIT_FAILURE, UsageError } from '../errors.js';
+import { booleanOption, stringOption, tenantOption } from '../args.js';
+import { CliError, ConfigurationError, EXIT_FAILURE } from '../errors.js';
 import type { Command, CommandContext } from '../io.js';
 import { createProgress } from '../progress.js';
 import { checkStripeKey, runStripeSync, stripeClient } from '../stripe-sync.js';
@@ -22,12 +22,6 @@ interface ReplaySummary extends TallySummary {
   file: string;
   received: number;
   invalid: { line: number; detail: string }[];
-}
-
-function tenantOf(ctx: CommandContext, command: string): string {
-  const tenant = stringOption(ctx.values, 'tenant');
-  if (tenant === undefined || tenant === '') throw new UsageError(`${command}: missing --tenant SLUG`);
-  return tenant;
 }
 
 function lines(ctx: CommandContext, file: string): AsyncIterable<string> {
@@ -61,7 +55,7 @@ const replay: Command = {
   options: { tenant: { type: 'string' } },
   positionals: ['FILE'],
   async run(ctx) {
-    const tenant = tenantOf(ctx, 'stripe replay');
+    const tenant = tenantOption(ctx.values, 'stripe replay');
     const file = ctx.positionals[0] ?? '';
     const client = ctx.client();
     const tally = new ImportTally();
@@ -173,7 +167,7 @@ const sync: Command = {
   options: { tenant: { type: 'string' }, 'api-key-file': { type: 'string' }, 'dry-run': { type: 'boolean' }, 'state-file': { type: 'string' }, restart: { type: 'boolean' } },
   positionals: [],
   async run(ctx) {
-    const tenant = tenantOf(ctx, 'stripe sync');
+    const tenant = tenantOption(ctx.values, 'stripe sync');
     const dryRun = booleanOption(ctx.values, 'dry-run');
     const key = await stripeKeyOf(ctx);
     const client = ctx.client();

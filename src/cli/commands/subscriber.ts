@@ -1,4 +1,4 @@
-import { stringOption } from '../args.js';
+import { stringOption, tenantOption } from '../args.js';
 import type { SubscriberStatus } from '../client.js';
 import { UsageError } from '../errors.js';
 import { formatSubscriber, formatSubscriberWithHistory } from '../format.js';
@@ -8,12 +8,6 @@ const STATUSES: readonly SubscriberStatus[] = ['active', 'warning', 'lockout'];
 
 function isStatus(value: string): value is SubscriberStatus {
   return (STATUSES as readonly string[]).includes(value);
-}
-
-function tenantOf(ctx: CommandContext, command: string): string {
-  const tenant = stringOption(ctx.values, 'tenant');
-  if (tenant === undefined) throw new UsageError(`${command}: missing --tenant SLUG`);
-  return tenant;
 }
 
 function customerOf(ctx: CommandContext): string {
@@ -27,7 +21,7 @@ const set: Command = {
   options: { tenant: { type: 'string' }, reason: { type: 'string' } },
   positionals: ['CUS_ID', 'STATUS'],
   async run(ctx) {
-    const tenant = tenantOf(ctx, 'subscriber set');
+    const tenant = tenantOption(ctx.values, 'subscriber set');
     const status = ctx.positionals[1] ?? '';
     if (!isStatus(status)) throw new UsageError(`STATUS must be one of ${STATUSES.join(', ')} (got '${status}')`);
     const answer = await ctx.client().putSubscriber(tenant, customerOf(ctx), status, stringOption(ctx.values, 'reason'));
@@ -42,7 +36,7 @@ const show: Command = {
   options: { tenant: { type: 'string' } },
   positionals: ['CUS_ID'],
   async run(ctx) {
-    const tenant = tenantOf(ctx, 'subscriber show');
+    const tenant = tenantOption(ctx.values, 'subscriber show');
     ctx.output(await ctx.client().getSubscriber(tenant, customerOf(ctx)), formatSubscriberWithHistory);
   },
 };
@@ -54,7 +48,7 @@ const clear: Command = {
   options: { tenant: { type: 'string' } },
   positionals: ['CUS_ID'],
   async run(ctx) {
-    const tenant = tenantOf(ctx, 'subscriber clear');
+    const tenant = tenantOption(ctx.values, 'subscriber clear');
     const customer = customerOf(ctx);
     await ctx.client().deleteSubscriber(tenant, customer);
     // The API answers 204 with no body: --json prints nothing.

@@ -1,5 +1,7 @@
 import { CUSTOMER_ID_RE } from '../types.js';
 import { classifyDecline } from './declines.js';
+import { obj, str } from './json.js';
+import type { Obj } from './json.js';
 import type { EpisodeOutcome } from './fold.js';
 
 /** The part of a Stripe event that the derivation reads; both API shapes fit it. */
@@ -65,16 +67,6 @@ export type Derivation =
   /** A relevant type that changes nothing (no customer, manual invoicing, no status transition). */
   | { kind: 'ignored'; customerId: string | null; why: string; invoice: InvoiceLink | null; facts: Facts }
   | { kind: 'change'; customerId: string; change: StripeChange; invoice: InvoiceLink | null; declineCode: string | null; facts: Facts };
-
-type Obj = Record<string, unknown>;
-
-function obj(value: unknown): Obj | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Obj) : null;
-}
-
-function str(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
 
 /** A field that is an id, or an expanded object carrying one. */
 function idOf(value: unknown): string | null {

@@ -33,10 +33,6 @@ export interface Position {
  */
 export const RANKS: Readonly<Record<EpisodeState | 'removed', number>> = { warning: 1, lockout: 2, resolved: 3, removed: 4 };
 
-export function rankOfState(state: EpisodeState): number {
-  return RANKS[state];
-}
-
 /** Negative when `a` comes before `b`. Event ids compare by code unit, the same on every machine. */
 export function comparePositions(a: Position, b: Position): number {
   if (a.atMs !== b.atMs) return a.atMs < b.atMs ? -1 : 1;

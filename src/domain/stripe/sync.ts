@@ -1,4 +1,6 @@
 import type { StripeEventLike } from './derive.js';
+import { obj, str } from './json.js';
+import type { Obj } from './json.js';
 
 /**
  * Today's state of a Stripe account as the events it would have sent: an import builds
@@ -10,18 +12,8 @@ import type { StripeEventLike } from './derive.js';
  * webhook, dated after the state it reports, supersedes the imported event.
  */
 
-type Obj = Record<string, unknown>;
-
 /** Marks an event made by an import rather than sent by Stripe. */
 export const SYNC_EVENT_PREFIX = 'evt_sync_';
-
-function obj(value: unknown): Obj | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Obj) : null;
-}
-
-function str(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
 
 function seconds(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : null;
