@@ -598,7 +598,7 @@ async function main(): Promise<void> {
     '',
     invalidation ? invalidationLine(invalidation) : 'invalidation: not run (--rows)',
     '',
-    'targets (issue 5):',
+    'targets (issues 5 and 11):',
     targetsTable(targetList),
     ...(notes.length > 0 ? ['', 'notes:', ...notes.map((n) => `- ${n}`)] : []),
   ].join('\n');
