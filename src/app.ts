@@ -14,7 +14,7 @@ import { healthRoutes } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { subscriberStatusRoutes } from './routes/subscriber-status.js';
-import type { LookupSource } from './cache/lookup-source.js';
+import type { ReadModel } from './readmodel/index.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable, StoreUnavailableError } from './store/errors.js';
 import type { Store } from './store/store.js';
@@ -59,8 +59,8 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = Object.freeze({
 
 export interface AppDeps {
   store: Store;
-  /** What the lookup reads through (a cache in front of the store); default: the store. */
-  lookup?: LookupSource;
+  /** What the lookup reads: every tenant and subscriber, in memory, kept true by the store's change log. */
+  model: ReadModel;
   /** Log every lookup; default false (the hot path logs nothing when it succeeds). */
   logLookups?: boolean;
   /** Epoch milliseconds; tests pass a fake clock. */
@@ -211,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   const metrics = deps.metrics;
   if (metrics) {
+    metrics.observeReadModel(() => deps.model.snapshotStats());
     // Route templates only: a slug or a customer id never becomes a label.
     app.addHook('onResponse', (req, reply, done) => {
       metrics.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
@@ -226,12 +227,18 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const guards = deps.rateLimits
     ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, log: app.log, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
     : null;
-  await app.register(healthRoutes, { store: deps.store });
-  const lookup = deps.lookup ?? deps.store;
-  await app.register(subscriberStatusRoutes, { source: lookup, now, logLookups: deps.logLookups ?? false, guards });
+  const model = deps.model;
+  // A write's answer leaves once this process's read model shows it: its writer's next
+  // lookup, on this instance, reads what it wrote.
+  app.addHook('onSend', async (req, _reply, payload) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') await model.ownWritesApplied();
+    return payload;
+  });
+  await app.register(healthRoutes, { store: deps.store, model, now });
+  await app.register(subscriberStatusRoutes, { model, now, logLookups: deps.logLookups ?? false, guards });
   await app.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
-  await app.register(demoRoutes, { demo: deps.demo ?? null, source: lookup });
+  await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   await app.register(adminRoutes, {
     prefix: '/admin/v1',
     store: deps.store,

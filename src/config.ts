@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
-import { DEFAULT_STALE_IF_ERROR_MS } from './cache/lookup-cache.js';
+import { DEFAULT_STALE_IF_ERROR_MS } from './readmodel/index.js';
 import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from './store/postgres.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from './client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
@@ -22,13 +22,12 @@ export interface Config {
   logLevel: LogLevel;
   rotationOverlapS: number;
   demo: boolean;
-  /** Optional read replica for lookups. */
+  /** Optional read replica: the read model's full loads read there. */
   databaseReadUrl: string | null;
-  /** Entries per lookup cache map (tenants, subscribers); 0 turns the cache off. */
-  cacheEntries: number;
-  cacheTtlMs: number;
-  /** How old a remembered answer may be to answer a lookup while the store is unreachable; 0: never. */
+  /** How long after its last read of the database the read model answers lookups while the database is unreachable; 0: not at all. */
   staleIfErrorMs: number;
+  /** Variables of earlier versions that are set and no longer mean anything (the caller warns). */
+  retiredVariables: readonly string[];
   /** Bounds every query to PostgreSQL, on the server and, for a server that cannot answer, on the client. */
   dbQueryTimeoutMs: number;
   /** Bounds every new connection to PostgreSQL. */
@@ -47,8 +46,8 @@ export const DEFAULT_PORT = 3000;
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_DATA_DIR = './.dunwall';
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
-export const DEFAULT_CACHE_ENTRIES = 100_000;
-export const DEFAULT_CACHE_TTL_MS = 60_000;
+/** Gone with the lookup cache: every process now holds the whole read model. */
+const RETIRED_VARIABLES = ['DUNWALL_CACHE_ENTRIES', 'DUNWALL_CACHE_TTL_MS'] as const;
 /** Fail open: an hour at most, so that a stale `lockout` cannot gate a customer for long. */
 export const MAX_STALE_IF_ERROR_MS = 3_600_000;
 
@@ -151,8 +150,6 @@ export function loadConfig(env: Env = process.env): Config {
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
   if (databaseReadUrl !== null && databaseUrl === null) problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
-  const cacheEntries = integer(env, 'DUNWALL_CACHE_ENTRIES', DEFAULT_CACHE_ENTRIES, 0, 10_000_000, problems);
-  const cacheTtlMs = integer(env, 'DUNWALL_CACHE_TTL_MS', DEFAULT_CACHE_TTL_MS, 1, 86_400_000, problems);
   const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
   const dbQueryTimeoutMs = integer(env, 'DUNWALL_DB_QUERY_TIMEOUT_MS', DEFAULT_DB_QUERY_TIMEOUT_MS, 100, 600_000, problems);
   const dbConnectTimeoutMs = integer(env, 'DUNWALL_DB_CONNECT_TIMEOUT_MS', DEFAULT_DB_CONNECT_TIMEOUT_MS, 100, 600_000, problems);
@@ -202,9 +199,8 @@ export function loadConfig(env: Env = process.env): Config {
     rotationOverlapS,
     demo: demoRaw !== '0',
     databaseReadUrl,
-    cacheEntries,
-    cacheTtlMs,
     staleIfErrorMs,
+    retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
     dbQueryTimeoutMs,
     dbConnectTimeoutMs,
     logLookups: logLookupsRaw === '1',

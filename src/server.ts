@@ -15,9 +15,9 @@ import { SecretBox } from './secrets/cipher.js';
 import { loadSnippet } from './snippet-asset.js';
 import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
-import { keepTrue, LookupCache } from './cache/lookup-cache.js';
+import { ReadModel } from './readmodel/index.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
-import { createMetrics, timedSource } from './metrics.js';
+import { createMetrics } from './metrics.js';
 import type { Metrics } from './metrics.js';
 import { openReadStore, openStore } from './store/index.js';
 import type { StoreTarget } from './store/index.js';
@@ -38,34 +38,27 @@ export function storeTarget(config: Config): StoreTarget {
 }
 
 /**
- * The lookup's read path: a cache kept true by the store's notifications, reading from a
- * replica when DATABASE_READ_URL is set (and from the primary just after a change).
+ * The read model the lookup answers from: loaded (from the replica when DATABASE_READ_URL
+ * is set) before the server listens, then kept true by the primary's change log.
  */
-async function openLookupPath(
-  config: Config,
-  store: Store,
-  metrics: Metrics,
-  secrets: SecretBox,
-): Promise<{ cache: LookupCache; close(): Promise<void> }> {
+async function openLookupModel(config: Config, store: Store, secrets: SecretBox, log: Logger): Promise<{ model: ReadModel; close(): Promise<void> }> {
   const replica =
     config.databaseReadUrl === null
       ? null
       : await openReadStore({ engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }, { secrets });
-  const cache = new LookupCache(timedSource(replica ?? store, metrics), {
-    maxEntries: config.cacheEntries,
-    ttlMs: config.cacheTtlMs,
-    staleIfErrorMs: config.staleIfErrorMs,
-    events: metrics.cacheEvents,
-    ...(replica ? { primary: timedSource(store, metrics) } : {}),
-  });
-  const stop = await keepTrue(cache, store);
-  return {
-    cache,
-    async close() {
-      await stop();
-      await replica?.close();
-    },
-  };
+  try {
+    const model = await ReadModel.open(store, { staleIfErrorMs: config.staleIfErrorMs, log, ...(replica ? { loadFrom: replica } : {}) });
+    return {
+      model,
+      async close() {
+        await model.close();
+        await replica?.close();
+      },
+    };
+  } catch (err) {
+    await replica?.close();
+    throw err;
+  }
 }
 
 export interface Running {
@@ -106,6 +99,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   }
 
   let redis: Redis | null = null;
+  let lookupPath: Awaited<ReturnType<typeof openLookupModel>> | null = null;
   try {
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
@@ -115,14 +109,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
-    const lookupPath = await openLookupPath(config, store, metrics, secrets);
+    for (const name of config.retiredVariables) log.warn({ variable: name }, 'this variable is no longer used: every process holds the whole read model');
+    const opened = await openLookupModel(config, store, secrets, log);
+    lookupPath = opened;
     // Loaded only when used: the client costs each process about 19 MB of memory.
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const app = await buildApp({
       store,
       metrics,
       ...(options.metricsText ? { metricsText: options.metricsText } : {}),
-      lookup: lookupPath.cache,
+      model: opened.model,
       logLookups: config.logLookups,
       adminTokenSha256,
       rotationOverlapS: config.rotationOverlapS,
@@ -143,13 +139,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       url,
       async close() {
         await app.close();
-        await lookupPath.close();
+        await opened.close();
         redis?.disconnect();
         await store.close();
       },
     };
   } catch (err) {
     // A failed start releases the store, and with it the embedded folder's lock.
+    await lookupPath?.close();
     redis?.disconnect();
     await store.close();
     throw err;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildApp } from '../src/app.js';
+import { buildAppWithModel } from './helpers/harness.js';
 import type { App } from '../src/app.js';
 import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
@@ -121,7 +121,7 @@ async function lookup(slug: string, key: string, customer: string): Promise<{ st
 
 beforeAll(async () => {
   store = await openStore({ engine: 'embedded', dataDir: null });
-  app = await buildApp({ store, adminToken: TOKEN });
+  app = await buildAppWithModel({ store, adminToken: TOKEN });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   url = address;
   // A tenant every test may read; the child-process tests create their own (acme).

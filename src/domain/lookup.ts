@@ -1,5 +1,5 @@
 import { createSecretKey, timingSafeEqual } from 'node:crypto';
-import { Lru } from '../cache/lru.js';
+import { Lru } from './lru.js';
 import type { ErrorCode } from '../errors.js';
 import { hmacDigest, matchesDigest } from './hmac.js';
 import { sha256 } from './keys.js';

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import type { Lru } from '../cache/lru.js';
+import type { Lru } from './lru.js';
 
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];

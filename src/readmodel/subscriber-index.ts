@@ -164,15 +164,20 @@ export class SubscriberIndex {
     return slot < 0 ? null : (STATUS_OF[this.states[slot] ?? 0] ?? null);
   }
 
-  set(tenantId: number, customerId: string, status: SubscriberStatus): void {
-    if (!fingerprint(tenantId, customerId, this.fp)) throw new RangeError('customer ids are ASCII');
+  /**
+   * Records a subscriber's status. False, storing nothing, for an id that is not ASCII: no
+   * lookup can ask for one (customer ids are `^cus_[A-Za-z0-9_]+$`).
+   */
+  set(tenantId: number, customerId: string, status: SubscriberStatus): boolean {
+    if (!fingerprint(tenantId, customerId, this.fp)) return false;
     const found = this.find(this.fp);
     if (found >= 0) {
       this.states[found] = STATE_OF[status];
-      return;
+      return true;
     }
     if (this.live + this.deleted + 1 > this.slots * MAX_LOAD) this.rebuild(this.live + 1);
     this.insert(this.fp, STATE_OF[status]);
+    return true;
   }
 
   /** Forgets a subscriber (it becomes unknown). */

@@ -2,7 +2,7 @@ import type { App } from '../app-instance.js';
 import type { DemoPage } from '../demo.js';
 import { DEMO_SLUG } from '../demo.js';
 import { sendProblem } from '../http.js';
-import type { LookupSource } from '../cache/lookup-source.js';
+import type { ReadModel } from '../readmodel/index.js';
 
 const STATES: [string, string][] = [
   ['cus_demo_active', 'active: nothing is shown'],
@@ -45,9 +45,9 @@ function frame(page: DemoPage, customer: string): string {
 }
 
 /** `GET /demo`, while the demo tenant exists (the embedded store's first run creates it). */
-export async function demoRoutes(app: App, opts: { demo: DemoPage | null; source: LookupSource }): Promise<void> {
-  const { demo, source } = opts;
-  const available = async () => demo !== null && (await source.getTenantAuth(DEMO_SLUG)) !== null;
+export async function demoRoutes(app: App, opts: { demo: DemoPage | null; model: ReadModel }): Promise<void> {
+  const { demo, model } = opts;
+  const available = async () => demo !== null && model.tenant(DEMO_SLUG) !== null;
 
   app.get('/demo', { schema: { hide: true } }, async (_req, reply) => {
     if (!(await available())) return sendProblem(reply, 'not_found', 'There is no demo tenant.');

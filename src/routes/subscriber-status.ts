@@ -5,11 +5,12 @@ import type { TenantAuth } from '../domain/types.js';
 import { sendProblem } from '../http.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import type { ErrorCode } from '../errors.js';
-import type { LookupSource } from '../cache/lookup-source.js';
+import type { ReadModel } from '../readmodel/index.js';
+import { StoreUnavailableError } from '../store/errors.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from '../schemas.js';
 
 export interface SubscriberStatusOptions {
-  source: LookupSource;
+  model: ReadModel;
   now: () => number;
   logLookups: boolean;
   /** Rate limits; null: none. */
@@ -22,8 +23,13 @@ const KEY_CHECK_FAILURES: ReadonlySet<ErrorCode> = new Set(['tenant_not_found', 
 const PREFLIGHT_MAX_AGE_S = 7200;
 const problemRef = ProblemRef;
 
-async function tenantFor(source: LookupSource, slug: string): Promise<TenantAuth | null> {
-  return isValidSlug(slug) ? source.getTenantAuth(slug) : null;
+/**
+ * The slug's tenant from the read model; a 503 (the snippet fails open) once the model has
+ * been out of touch with the database for longer than it may answer.
+ */
+function tenantFor(model: ReadModel, slug: string, nowMs: number): TenantAuth | null {
+  if (!model.serving(nowMs)) throw new StoreUnavailableError();
+  return isValidSlug(slug) ? model.tenant(slug) : null;
 }
 
 /** No cookies are ever used, so `*` is safe; a tenant's allowed_origins narrows it. */
@@ -35,7 +41,7 @@ function applyCors(reply: FastifyReply, tenant: TenantAuth | null, origin: strin
 }
 
 export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOptions): Promise<void> {
-  const { source, now, guards } = opts;
+  const { model, now, guards } = opts;
   // Every page view calls the lookup: its requests are logged only when asked for.
   const logLevel = opts.logLookups ? 'info' : 'warn';
   const limited = guards ? { onRequest: guards.lookup } : {};
@@ -68,28 +74,25 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
     },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('cache-control', 'no-store');
-      // Set before the store is asked, so that a store failure's answer is readable by the snippet.
+      // Set before the model is asked, so that its 503 is readable by the snippet.
       reply.header('access-control-allow-origin', '*');
       /** A failed check's answer; a 401 or 404 past the address's failure quota is a 429 instead. */
       const refuse = async (code: ErrorCode) => sendProblem(reply, guards && (await guards.lookupFailure(req, reply, code)) ? 'rate_limited' : code);
       // Check 1 needs no store: a request without a usable header never reaches it.
       const bearer = checkBearer(req.headers.authorization);
       if (!bearer.ok) return refuse(bearer.code);
-      const tenant = await tenantFor(source, req.params.tenantSlug);
+      const nowMs = now();
+      const tenant = tenantFor(model, req.params.tenantSlug, nowMs);
       applyCors(reply, tenant, req.headers.origin);
 
-      const check = checkLookup(
-        { token: bearer.token, query: req.query as Record<string, unknown> },
-        tenant,
-        now(),
-      );
+      const check = checkLookup({ token: bearer.token, query: req.query as Record<string, unknown> }, tenant, nowMs);
       if (tenant === null || (!check.ok && KEY_CHECK_FAILURES.has(check.code))) return refuse(check.ok ? 'tenant_not_found' : check.code);
       // Past checks 2 and 3 the request carries the tenant's own key: it counts against the
       // tenant's quota whatever checks 4 to 6 say.
       const overQuota = guards?.tenant(req, reply, String(tenant.id), tenant.lookupsPerMinute);
       if (overQuota === true || (overQuota instanceof Promise && (await overQuota))) return reply;
       if (!check.ok) return sendProblem(reply, check.code);
-      const status = await source.getSubscriberStatus(tenant.id, check.customerId);
+      const status = model.status(tenant.id, check.customerId);
       reply.header('content-type', 'application/json; charset=utf-8');
       return reply.send(lookupBody(tenant, status));
     },
@@ -100,7 +103,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
     { logLevel, ...limited, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('access-control-allow-origin', '*');
-      const tenant = await tenantFor(source, req.params.tenantSlug);
+      const tenant = tenantFor(model, req.params.tenantSlug, now());
       applyCors(reply, tenant, req.headers.origin);
       reply
         .header('access-control-allow-methods', 'GET, OPTIONS')

@@ -1,21 +1,22 @@
-import { INVALIDATION_CHANNEL, parseInvalidation } from '../cache/invalidation.js';
-import type { Invalidation } from '../cache/invalidation.js';
 import type { Change } from '../domain/stripe/fold.js';
-import { prepareTenant } from '../domain/lookup.js';
-import { NAMED_FLAGS } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
-import type { Db, Queryable } from './db.js';
+import type { Db, ListenHandlers, Queryable } from './db.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
+import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
+import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
+import type { TenantRow } from './tenants.js';
 import type {
   ApplyOutcome,
+  ChangePosition,
   ChangeCause,
   CreateTenantResult,
   CredentialKind,
   CredentialRotation,
   EpisodeRecord,
-  InvalidationHandlers,
   HistoryEntry,
+  LookupChanges,
+  LookupStateSink,
   NewTenant,
   Store,
   StripeEventInput,
@@ -27,29 +28,10 @@ import type {
   UpdateTenantResult,
 } from './store.js';
 
+/** The channel of migration 006's notifications: one per committed transaction that changed an answer. */
+export const CHANGES_CHANNEL = 'dunwall_invalidate';
 const HISTORY_LIMIT = 100;
 const UNIQUE_VIOLATION = '23505';
-
-interface TenantRow {
-  id: number;
-  slug: string;
-  tier: string;
-  entitlements: Entitlements;
-  card_update_url: string | null;
-  hmac_required: boolean;
-  suspended: boolean;
-  allowed_origins: string[] | null;
-  lookups_per_minute: number | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-interface CredentialRow {
-  kind: CredentialKind;
-  key_hash: string | null;
-  secret: string | null;
-  expires_at: Date | null;
-}
 
 interface HistoryRow {
   status: SubscriberStatus | null;
@@ -62,34 +44,6 @@ interface HistoryRow {
   decline_code: string | null;
   occurred_at: Date;
   recorded_at: Date;
-}
-
-const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
-  t.suspended, t.allowed_origins, t.lookups_per_minute, t.created_at, t.updated_at
-  FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
-
-/** The named flags first, in the contract's order, then the tier's other flags. */
-export function orderEntitlements(flags: Entitlements): Entitlements {
-  const ordered: Entitlements = {};
-  for (const name of NAMED_FLAGS) ordered[name] = flags[name] === true;
-  for (const [name, value] of Object.entries(flags)) if (!(name in ordered)) ordered[name] = value === true;
-  return ordered;
-}
-
-function toTenant(row: TenantRow): TenantRecord {
-  return {
-    id: row.id,
-    slug: row.slug,
-    tier: row.tier,
-    entitlements: orderEntitlements(row.entitlements),
-    cardUpdateUrl: row.card_update_url,
-    hmacRequired: row.hmac_required,
-    suspended: row.suspended,
-    allowedOrigins: row.allowed_origins,
-    lookupsPerMinute: row.lookups_per_minute,
-    createdAt: new Date(row.created_at),
-    updatedAt: new Date(row.updated_at),
-  };
 }
 
 /** A tenant re-read inside the transaction that wrote it. */
@@ -123,10 +77,6 @@ function toHistory(row: HistoryRow): HistoryEntry {
     occurredAt: new Date(row.occurred_at),
     recordedAt: new Date(row.recorded_at),
   };
-}
-
-function credential<T>(value: T, expiresAt: Date | null): Credential<T> {
-  return { value, expiresAtMs: expiresAt === null ? null : new Date(expiresAt).getTime() };
 }
 
 function isUniqueViolation(err: unknown): boolean {
@@ -204,7 +154,7 @@ class DryRun extends Error {
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
-  private readonly listeners = new Set<(invalidation: Invalidation) => void>();
+  private readonly listeners = new Set<() => void>();
 
   /** Seals HMAC and Stripe signing secrets on write, opens them on read; default: clear text. */
   private readonly secrets: SecretBox;
@@ -217,53 +167,35 @@ export class SqlStore implements Store {
     this.secrets = options.secrets ?? SecretBox.clear();
   }
 
-  onInvalidate(listener: (invalidation: Invalidation) => void): () => void {
+  onCommit(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  async listenForInvalidations(handlers: InvalidationHandlers): Promise<() => Promise<void>> {
-    return this.db.listen(INVALIDATION_CHANNEL, {
-      onNotify: (payload) => {
-        const invalidation = parseInvalidation(payload);
-        handlers.onInvalidate(invalidation ?? { kind: 'all' });
-      },
-      onReady: handlers.onReady,
-      onLost: handlers.onLost,
-    });
+  listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>> {
+    return this.db.listen(CHANGES_CHANNEL, handlers);
+  }
+
+  loadLookupState(sink: LookupStateSink): Promise<ChangePosition> {
+    return loadLookupState(this.db, this.secrets, sink);
+  }
+
+  lookupChangesSince(since: ChangePosition): Promise<LookupChanges> {
+    return lookupChangesSince(this.db, this.secrets, since);
+  }
+
+  pruneLookupChanges(before: Date): Promise<number> {
+    return pruneLookupChanges(this.db, before);
   }
 
   /** After a commit: this instance learns of its own writes at once, others through NOTIFY. */
-  private emit(invalidation: Invalidation): void {
-    for (const listener of this.listeners) listener(invalidation);
+  private emit(): void {
+    for (const listener of this.listeners) listener();
   }
 
   async getTenantAuth(slug: string): Promise<TenantAuth | null> {
-    const [row] = await this.db.query<TenantRow>(`${TENANT_SELECT} WHERE t.slug = $1`, [slug]);
-    if (!row) return null;
-    const creds = await this.db.query<CredentialRow>(
-      `SELECT kind, key_hash, secret, expires_at FROM tenant_credentials
-       WHERE tenant_id = $1 AND kind IN ('publishable_key', 'hmac_secret') ORDER BY id`,
-      [row.id],
-    );
-    const tenant = toTenant(row);
-    return prepareTenant({
-      id: tenant.id,
-      slug: tenant.slug,
-      suspended: tenant.suspended,
-      hmacRequired: tenant.hmacRequired,
-      cardUpdateUrl: tenant.cardUpdateUrl,
-      allowedOrigins: tenant.allowedOrigins,
-      lookupsPerMinute: tenant.lookupsPerMinute,
-      entitlements: tenant.entitlements,
-      publishableKeyHashes: creds
-        .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
-        .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
-      // Opened here, on a cache miss: the cache holds the prepared tenant, so lookups never decrypt.
-      hmacSecrets: creds
-        .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
-        .map((c) => credential(this.secrets.open(c.secret ?? '', { tenantId: row.id, kind: 'hmac_secret' }), c.expires_at)),
-    });
+    const [tenant] = await readTenantsAuth(this.db, this.secrets, { slug });
+    return tenant ?? null;
   }
 
   async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
@@ -314,7 +246,7 @@ export class SqlStore implements Store {
         );
         return { ok: true, tenant: await tenantById(tx, row.id) } as const;
       });
-      if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
+      if (result.ok) this.emit();
       return result;
     } catch (err) {
       // Two creations of one slug racing: the loser's insert waits, then violates the key.
@@ -373,24 +305,24 @@ export class SqlStore implements Store {
       if (rotation) await rotateIn(tx, row.id, rotation, now, this.secrets);
       return { ok: true, tenant: await tenantById(tx, row.id) } as const;
     });
-    if (result.ok) this.emit({ kind: 'tenant', tenantId: result.tenant.id, slug: result.tenant.slug });
+    if (result.ok) this.emit();
     return result;
   }
 
   async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
     await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now, this.secrets));
-    this.emit({ kind: 'tenant', tenantId, slug: null });
+    this.emit();
   }
 
   async applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
     const outcome = await this.db.transaction((tx) => applyAdminChange(tx, tenantId, customerId, change, cause, now));
-    if (outcome === 'applied') this.emit({ kind: 'subscriber', tenantId, customerId });
+    if (outcome === 'applied') this.emit();
     return outcome;
   }
 
   async recordStripeEvent(tenantId: number, input: StripeEventInput, now: Date): Promise<StripeEventResult> {
     const result = await this.db.transaction((tx) => recordIn(tx, tenantId, input, now));
-    if (result.customerId !== null && !sameStatus(result.before, result.after)) this.emit({ kind: 'subscriber', tenantId, customerId: result.customerId });
+    if (result.customerId !== null && !sameStatus(result.before, result.after)) this.emit();
     return result;
   }
 
@@ -461,7 +393,7 @@ export class SqlStore implements Store {
       [name, JSON.stringify(entitlements), now],
     );
     if (!row) throw new Error('tier upsert returned no row');
-    this.emit({ kind: 'all' });
+    this.emit();
     return toTier(row);
   }
 

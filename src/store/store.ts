@@ -1,4 +1,4 @@
-import type { Invalidation } from '../cache/invalidation.js';
+import type { ListenHandlers } from './db.js';
 import type { Derivation, Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
@@ -102,10 +102,27 @@ export interface SubscriberRecord {
   history: HistoryEntry[];
 }
 
-export interface InvalidationHandlers {
-  onInvalidate(invalidation: Invalidation): void;
-  onReady(): void;
-  onLost(): void;
+/**
+ * Where a reader of the change log (migration 006) stands: the snapshot it last read at,
+ * opaque to all but the store.
+ */
+export type ChangePosition = string;
+
+/** Receives a snapshot load: the tenants and the subscriber count first, then each subscriber. */
+export interface LookupStateSink {
+  begin(subscribers: number, tenants: readonly TenantAuth[]): void;
+  subscriber(tenantId: number, customerId: string, status: SubscriberStatus): void;
+}
+
+/** The changes a reader at some position had not seen, each key with its value now. */
+export interface LookupChanges {
+  position: ChangePosition;
+  /** The log was pruned past the position: changes may be missing, so the reader reloads. */
+  gap: boolean;
+  /** Changed tenants: as they are now, or null when deleted. */
+  tenants: { id: number; tenant: TenantAuth | null }[];
+  /** Changed subscribers: their status now, or null when they have no record any more. */
+  subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null }[];
 }
 
 export type ApplyOutcome = 'applied' | 'stale';
@@ -142,8 +159,9 @@ export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: fals
 export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
 
 /**
- * Everything Dunwall keeps. The lookup reads through `getTenantAuth` and
- * `getSubscriberStatus` only, so that a cache can stand in front of exactly those two.
+ * Everything Dunwall keeps. The lookup reads none of it directly: each process holds a copy
+ * of what it needs (src/readmodel/), loaded with `loadLookupState` and kept true with
+ * `lookupChangesSince`.
  */
 export interface Store {
   readonly engine: 'postgres' | 'embedded';
@@ -187,10 +205,16 @@ export interface Store {
   listTiers(): Promise<TierRecord[]>;
   putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
 
-  /** This instance's own writes, each reported once committed. */
-  onInvalidate(listener: (invalidation: Invalidation) => void): () => void;
-  /** Every instance's committed writes, through the database's notifications (migration 003). */
-  listenForInvalidations(handlers: InvalidationHandlers): Promise<() => Promise<void>>;
+  /** Everything the lookup reads, as of one snapshot; returns that snapshot's position. */
+  loadLookupState(sink: LookupStateSink): Promise<ChangePosition>;
+  /** Every change committed since `since` (whatever the order its writers committed in). */
+  lookupChangesSince(since: ChangePosition): Promise<LookupChanges>;
+  /** Forgets change log rows recorded before `before`; returns how many. */
+  pruneLookupChanges(before: Date): Promise<number>;
+  /** This instance's own writes that may change a lookup's answer, each reported once committed. */
+  onCommit(listener: () => void): () => void;
+  /** A notification for every instance's committed change (migration 006), and for each loss and recovery of the listener. */
+  listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>>;
 
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;

@@ -14,7 +14,7 @@ import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import type { Running } from '../../src/server.js';
 import { loadSnippet, snippetPath } from '../../src/snippet-asset.js';
-import { buildApp } from '../../src/app.js';
+import { buildAppWithModel } from '../helpers/harness.js';
 import { seedDemo } from '../../src/demo.js';
 import { openStore } from '../../src/store/index.js';
 
@@ -349,7 +349,7 @@ ${tag ?? ''}
     // on-disk PGlite folder would cost an initdb on a box that is busy with other suites.
     const store = await openStore({ engine: 'embedded', dataDir: null });
     const seeded = await seedDemo(store, new Date());
-    const demoApp = await buildApp({ store, adminToken: null, demo: seeded, snippet: loadSnippet() });
+    const demoApp = await buildAppWithModel({ store, adminToken: null, demo: seeded, snippet: loadSnippet() });
     const demoUrl = await demoApp.listen({ port: 0, host: '127.0.0.1' });
     try {
       const page = await context.newPage();

@@ -22,6 +22,14 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
       const urls = [...out.matchAll(/Server listening at (http:\/\/[^"]+)/g)].map((m) => m[1] ?? '');
       const pids = new Set([...out.matchAll(/"pid":(\d+)[^\n]*Server listening/g)].map((m) => m[1]));
       expect(pids.size).toBe(2);
+      // Ready means loaded: each worker loads its read model before it takes a connection.
+      for (const pid of pids) {
+        const lines = out.split('\n').filter((line) => line.includes(`"pid":${pid},`));
+        const loaded = lines.findIndex((line) => line.includes('read model loaded'));
+        const listening = lines.findIndex((line) => line.includes('Server listening'));
+        expect(loaded, `worker ${pid}`).toBeGreaterThanOrEqual(0);
+        expect(loaded, `worker ${pid}`).toBeLessThan(listening);
+      }
       const base = urls[0] ?? '';
       const created = await fetch(`${base}/admin/v1/tenants`, {
         method: 'POST',
@@ -37,6 +45,8 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
       }
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toMatch(/^dunwall_http_requests_total\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} 10$/m);
+      // Each worker holds the whole model: its size is the largest worker's, not the sum.
+      expect(metrics).toMatch(/^dunwall_readmodel_tenants 1$/m);
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(out).toContain('all workers stopped');

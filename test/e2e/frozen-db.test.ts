@@ -56,7 +56,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     await db?.close();
   });
 
-  it('answers every request within its bound while frozen (503, or the remembered answer), and recovers when it thaws', async () => {
+  it('answers every request within its bound while frozen (lookups from the read model, 503 for the rest), and recovers when it thaws', async () => {
     const base = running.url;
     const call = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS) });
     const admin = (method: string, path: string, body?: unknown) =>
@@ -104,11 +104,20 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
       if (a.what === 'remembered lookup') {
         expect(a.status, a.what).toBe(200);
         expect(JSON.parse(a.body)).toMatchObject({ status: 'lockout' });
+      } else if (a.what === 'lookup never made') {
+        // The read model holds every subscriber: one it does not know is `active`, frozen or not.
+        expect([a.status, a.body], a.what).toEqual([200, '{"status":"active"}']);
       } else {
         expect(a.status, `${a.what}: ${a.body}`).toBe(503);
         expect(JSON.parse(a.body)).toMatchObject({ code: 'store_unavailable' });
       }
     }
+
+    // Still frozen once the read model's own reads have timed out: it answers from memory.
+    const failedCatchUps = async () => Number(/^dunwall_readmodel_catchup_failures_total (\d+)$/m.exec(await (await call('/metrics')).text())?.[1] ?? 0);
+    await expect.poll(failedCatchUps, { timeout: QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS, interval: 100 }).toBeGreaterThan(0);
+    const later = await timed('remembered lookup, later', () => lookup('cus_known'));
+    expect([later.status, JSON.parse(later.body).status]).toEqual([200, 'lockout']);
 
     proxy.thaw();
     const deadline = Date.now() + 15_000;

@@ -2,11 +2,11 @@ import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp, DEFAULT_HTTP_LIMITS } from '../../src/app.js';
+import { DEFAULT_HTTP_LIMITS } from '../../src/app.js';
 import type { App } from '../../src/app.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
-import { ADMIN_TOKEN } from '../helpers/harness.js';
+import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
 /** Tight limits, so that the slow-sender cases end in well under a second each. */
 const LIMITS = { headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 50, maxHeaderBytes: 8 * 1024, keepAliveTimeoutMs: 1_000 };
@@ -18,7 +18,7 @@ describe('malformed and slow HTTP on a raw socket', () => {
 
   beforeAll(async () => {
     store = await openStore({ engine: 'embedded', dataDir: null });
-    app = await buildApp({ store, adminToken: ADMIN_TOKEN, limits: LIMITS });
+    app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, limits: LIMITS });
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as AddressInfo).port;
   });
@@ -95,7 +95,7 @@ describe('malformed and slow HTTP on a raw socket', () => {
   });
 
   it('sets every limit explicitly on the server by default', async () => {
-    const plain = await buildApp({ store, adminToken: ADMIN_TOKEN });
+    const plain = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
     await plain.ready();
     expect({
       headersTimeout: plain.server.headersTimeout,

@@ -1,6 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.js';
-import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
+import { ReadModel } from '../../src/readmodel/index.js';
 import type { App, AppDeps } from '../../src/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import type { Engine } from './engines.js';
@@ -35,14 +35,28 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/**
+ * `buildApp` with a read model opened on `deps.store` (on the app's clock), closed with the
+ * app, as the server wires them.
+ */
+export async function buildAppWithModel(deps: Omit<AppDeps, 'model'>): Promise<App> {
+  const model = await ReadModel.open(deps.store, deps.now ? { now: deps.now } : {});
+  try {
+    const app = await buildApp({ ...deps, model });
+    app.addHook('onClose', () => model.close());
+    return app;
+  } catch (err) {
+    await model.close();
+    throw err;
+  }
+}
+
 export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Promise<Harness> {
   const opened = await engine.open();
   const clock = new FakeClock();
-  // The lookup goes through the cache, kept true as in production: every route test checks
-  // that writes reach the answers.
-  const cache = new LookupCache(opened.store, { now: clock.now, ...(deps.metrics ? { events: deps.metrics.cacheEvents } : {}) });
-  const stopCache = await keepTrue(cache, opened.store);
-  const app = await buildApp({ store: opened.store, lookup: cache, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
+  // The lookup answers from the read model, kept true as in production: every route test
+  // checks that writes reach the answers.
+  const app = await buildAppWithModel({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
   await app.ready();
 
   const admin: Harness['admin'] = (method, url, body) =>
@@ -80,7 +94,6 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
     },
     async close() {
       await app.close();
-      await stopCache();
       await opened.cleanup();
     },
   };

@@ -4,6 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { sha256 } from '../../src/domain/keys.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
+import { ReadModel } from '../../src/readmodel/index.js';
 import type { Store } from '../../src/store/store.js';
 import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';
 import { availableEngines } from '../helpers/engines.js';
@@ -123,23 +124,53 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
 });
 
 describe('5xx answers', () => {
-  function failingStore(err: Error): Store {
-    const fail = () => Promise.reject(err);
-    return new Proxy({} as Store, { get: (_t, prop) => (prop === 'engine' ? 'postgres' : fail) });
+  /**
+   * A store that works until `broken` is set, then fails every call with `err`: the read
+   * model loads while it works, as it would have before an outage.
+   */
+  async function breakable(err: Error) {
+    const engine = engines[0];
+    if (!engine) throw new Error('no engine');
+    const opened = await engine.open();
+    const state = { broken: false };
+    const store = new Proxy(opened.store, {
+      get: (target, prop) => {
+        const value = Reflect.get(target, prop) as unknown;
+        if (!state.broken || prop === 'engine' || prop === 'close' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        return () => Promise.reject(err);
+      },
+    }) as Store;
+    const model = await ReadModel.open(store, { staleIfErrorMs: 0 });
+    const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN });
+    return {
+      app,
+      model,
+      state,
+      async close() {
+        await app.close();
+        await model.close();
+        await opened.cleanup();
+      },
+    };
   }
 
   it('never carry an internal message', async () => {
-    const app = await buildApp({ store: failingStore(new Error('relation "tenants" does not exist at line 1')), adminToken: ADMIN_TOKEN });
-    const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    const t = await breakable(new Error('relation "tenants" does not exist at line 1'));
+    t.state.broken = true;
+    const res = await t.app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ type: 'about:blank', title: 'Internal Server Error', status: 500, code: 'internal_error', detail: 'An internal error occurred.' });
     expect(res.body).not.toContain('relation');
-    await app.close();
+    await t.close();
   });
 
-  it('answer 503 store_unavailable when the store cannot be reached, CORS headers included', async () => {
+  it('answer 503 store_unavailable when the store cannot be reached and the read model may not answer, CORS headers included', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-    const app = await buildApp({ store: failingStore(down), adminToken: ADMIN_TOKEN });
+    const t = await breakable(down);
+    const { app } = t;
+    t.state.broken = true;
+    // The model finds the store gone; with DUNWALL_STALE_IF_ERROR_MS=0 it may not answer from memory.
+    await t.model.catchUp();
     const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
     expect(res.statusCode).toBe(503);
     expect(res.json().code).toBe('store_unavailable');
@@ -156,6 +187,11 @@ describe('5xx answers', () => {
     const adminDown = await app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect([adminDown.statusCode, adminDown.json().code, adminDown.headers['retry-after']]).toEqual([503, 'store_unavailable', String(STORE_UNAVAILABLE_RETRY_AFTER_S)]);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
-    await app.close();
+    // The store back: the next catch-up puts the model in touch again.
+    t.state.broken = false;
+    await t.model.catchUp();
+    const back = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    expect([back.statusCode, back.json().code]).toEqual([404, 'tenant_not_found']);
+    await t.close();
   });
 });

@@ -37,16 +37,20 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
     expect(text).not.toContain('cus_m1');
   });
 
-  it('counts cache hits, misses and invalidations', async () => {
+  it("reports the read model: its size, its catch-ups and the changes they applied", async () => {
     const before = await scrape();
-    await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m2' });
-    await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m2' });
     await h.setSubscriber('acme-metrics', 'cus_m2', 'warning');
+    await h.setSubscriber('acme-metrics', 'cus_m2b', 'lockout');
     const after = await scrape();
     const delta = (series: string) => (value(after, series) || 0) - (value(before, series) || 0);
-    expect(delta('dunwall_cache_requests_total{map="subscriber",result="miss"}')).toBe(1);
-    expect(delta('dunwall_cache_requests_total{map="subscriber",result="hit"}')).toBe(1);
-    expect(delta('dunwall_cache_invalidations_total{kind="subscriber"}')).toBeGreaterThanOrEqual(1);
+    expect(delta('dunwall_readmodel_subscribers')).toBe(2);
+    expect(delta('dunwall_readmodel_changes_applied_total')).toBeGreaterThanOrEqual(2);
+    expect(delta('dunwall_readmodel_catchups_total')).toBeGreaterThanOrEqual(2);
+    expect(value(after, 'dunwall_readmodel_catchup_failures_total')).toBe(0);
+    expect(value(after, 'dunwall_readmodel_tenants')).toBe(1);
+    expect(value(after, 'dunwall_readmodel_loads_total')).toBe(1);
+    expect(value(after, 'dunwall_readmodel_index_bytes')).toBeGreaterThan(0);
+    expect(value(after, 'dunwall_readmodel_listening')).toBe(1);
   });
 
   it('counts webhook events by type and outcome, and times the store', async () => {

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
 import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
-import { ADMIN_TOKEN, FakeClock, harness } from '../helpers/harness.js';
+import { ADMIN_TOKEN, FakeClock, buildAppWithModel, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 import { charge, event, invoice } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
@@ -64,7 +63,7 @@ describe.each(engines)('Stripe webhook when the store fails ($name)', (engine: E
       get: (target, prop) => (prop === 'recordStripeEvent' ? () => Promise.reject(down) : Reflect.get(target, prop) as unknown),
     }) as Store;
     const clock = new FakeClock(h.clock.ms);
-    const app = await buildApp({ store: broken, adminToken: ADMIN_TOKEN, now: clock.now });
+    const app = await buildAppWithModel({ store: broken, adminToken: ADMIN_TOKEN, now: clock.now });
     const fixture = event('charge.failed', charge('cus_down', { outcome_reason: 'stolen_card' }), { created: Math.floor(clock.ms / 1000) });
     const res = await deliver({ ...h, app, clock }, 'acme', fixture, SECRET);
     expect(res.statusCode).toBe(503);

@@ -5,6 +5,7 @@ import type { SubscriberStatus } from '../../src/domain/types.js';
 import type { Db } from '../../src/store/db.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import type { ChangeCause, Store } from '../../src/store/store.js';
+import { newTenant } from '../helpers/store-fixtures.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 
@@ -13,19 +14,6 @@ const T = new Date('2026-03-01T12:00:00Z');
 const at = (s: number) => new Date(T.getTime() + s * 1000);
 const set = (status: SubscriberStatus, reason: string): Change => ({ kind: 'set', status, reason });
 const admin = (d: Date): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: d });
-
-function newTenant(slug: string, extra: Partial<Parameters<Store['createTenant']>[0]> = {}) {
-  return {
-    slug,
-    tier: 'starter',
-    cardUpdateUrl: null,
-    hmacRequired: false,
-    allowedOrigins: null,
-    publishableKeyHash: sha256(`pk_${slug}_key_0000000000000000000`).toString('hex'),
-    hmacSecret: `secret-${slug}`,
-    ...extra,
-  };
-}
 
 describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   let store: Store;

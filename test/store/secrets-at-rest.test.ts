@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildAppWithModel } from '../helpers/harness.js';
 import type { App } from '../../src/app.js';
-import { keepTrue, LookupCache } from '../../src/cache/lookup-cache.js';
 import { run } from '../../src/cli/run.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { sha256 } from '../../src/domain/keys.js';
@@ -56,7 +55,6 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
   let opened: Awaited<ReturnType<Engine['open']>>;
   let store: Store;
   let app: App;
-  let stopCache: () => Promise<void>;
   const nowMs = T0_MS;
 
   const admin = (method: string, url: string, body?: unknown) =>
@@ -84,14 +82,11 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
   beforeAll(async () => {
     opened = await engine.open();
     store = new SqlStore(opened.db, { secrets: new SecretBox({ current: KEY_A }) });
-    const cache = new LookupCache(store, { now: () => nowMs });
-    stopCache = await keepTrue(cache, store);
-    app = await buildApp({ store, lookup: cache, adminTokenSha256: sha256(ADMIN_TOKEN), now: () => nowMs });
+    app = await buildAppWithModel({ store, adminTokenSha256: sha256(ADMIN_TOKEN), now: () => nowMs });
     await app.ready();
   });
   afterAll(async () => {
     await app.close();
-    await stopCache();
     await opened.cleanup();
   });
 

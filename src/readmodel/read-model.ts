@@ -1,0 +1,324 @@
+import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { ChangePosition, LookupChanges, Store } from '../store/store.js';
+import { SubscriberIndex } from './subscriber-index.js';
+
+/**
+ * How long after the database was last read the copy may still answer once the database is
+ * found unreachable. Long enough to ride out a restart or a failover; short enough that, in a
+ * longer outage, a `lockout` remembered from before it stops gating a customer who may have
+ * paid since: past it the lookup answers 503 and the snippet fails open.
+ */
+export const DEFAULT_STALE_IF_ERROR_MS = 300_000;
+/** A catch-up at least this often even when no notification came: the net under NOTIFY. */
+export const DEFAULT_POLL_INTERVAL_MS = 5_000;
+/** While the database or the listener is away, catch-ups are tried this often. */
+export const DOWN_POLL_INTERVAL_MS = 1_000;
+/**
+ * Change log rows are kept this long: a process that lost its listener or was paused for
+ * less resumes from where it stopped; one away for longer reloads.
+ */
+export const CHANGE_LOG_RETENTION_MS = 15 * 60_000;
+export const PRUNE_INTERVAL_MS = 60_000;
+/** A write's answer waits at most this long for this process's copy to show it. */
+export const OWN_WRITE_WAIT_MS = 1_000;
+
+export interface ReadModelLog {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface ReadModelOptions {
+  staleIfErrorMs?: number;
+  pollIntervalMs?: number;
+  /** Where snapshot loads read (a replica, DATABASE_READ_URL); default the store. */
+  loadFrom?: Store;
+  now?: () => number;
+  log?: ReadModelLog;
+}
+
+/** One complete copy: every tenant by slug, every known subscriber's status. */
+class Copy {
+  readonly tenants = new Map<string, TenantAuth>();
+  private readonly slugs = new Map<number, string>();
+  readonly index: SubscriberIndex;
+
+  constructor(subscribers: number, tenants: readonly TenantAuth[]) {
+    this.index = new SubscriberIndex(subscribers);
+    for (const tenant of tenants) this.putTenant(tenant.id, tenant);
+  }
+
+  putTenant(id: number, tenant: TenantAuth | null): void {
+    const slug = this.slugs.get(id);
+    if (slug !== undefined) {
+      this.tenants.delete(slug);
+      this.slugs.delete(id);
+    }
+    if (tenant === null) return;
+    this.tenants.set(tenant.slug, tenant);
+    this.slugs.set(id, tenant.slug);
+  }
+
+  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null): void {
+    if (status === null) this.index.delete(tenantId, customerId);
+    else this.index.set(tenantId, customerId, status);
+  }
+
+  apply(changes: LookupChanges): void {
+    for (const t of changes.tenants) this.putTenant(t.id, t.tenant);
+    for (const s of changes.subscribers) this.putSubscriber(s.tenantId, s.customerId, s.status);
+  }
+}
+
+export interface ReadModelStats {
+  tenants: number;
+  subscribers: number;
+  /** Bytes of the subscriber index's arrays. */
+  indexBytes: number;
+  /** The last full load: how long it took, and why it ran. */
+  lastLoad: { seconds: number; reason: 'start' | 'gap' } | null;
+  loads: number;
+  catchUps: { ok: number; failed: number };
+  changesApplied: number;
+  /** Milliseconds since the database was last read successfully. */
+  sinceSyncMs: number;
+  listening: boolean;
+}
+
+/**
+ * Everything the lookup reads, held in this process: every tenant (prepared: key digests,
+ * HMAC keys, bodies) and the status of every known subscriber. No lookup waits on the
+ * database.
+ *
+ * Kept true like an informer: a snapshot load, then the changes since that snapshot, read
+ * from the store's change log whenever a notification says something committed, after each
+ * of this instance's own writes, and every few seconds regardless. The log is read by
+ * snapshot, not by sequence, so a writer that commits after a later one is never skipped
+ * (migration 006). A lost listener resumes from the last position; when the log was pruned
+ * past it, a full reload builds a new copy while the old one answers, then takes its place.
+ *
+ * Catch-ups run one at a time, in order: each applies what a later snapshot says, so the
+ * copy only ever moves forward. While the database cannot be read the copy answers for
+ * `staleIfErrorMs` after the last good read, then `serving` says no and lookups fail open.
+ */
+export class ReadModel {
+  private copy: Copy | null = null;
+  private position: ChangePosition | null = null;
+  private syncedAtMs = 0;
+  private down = false;
+  private listening = false;
+  private running: Promise<void> | null = null;
+  private next: Promise<void> | null = null;
+  private lastError: unknown = null;
+  private ownWrite: Promise<void> | null = null;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly cleanups: (() => Promise<void> | void)[] = [];
+  private readonly staleIfErrorMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly now: () => number;
+  private readonly stats = { loads: 0, lastLoad: null as ReadModelStats['lastLoad'], ok: 0, failed: 0, changesApplied: 0 };
+
+  private constructor(
+    private readonly store: Store,
+    private readonly options: ReadModelOptions,
+  ) {
+    this.staleIfErrorMs = options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS;
+    this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Listens, loads, and keeps the copy true until `close`. Resolves once the copy is loaded
+   * (ready means loaded); rejects when the first load fails.
+   */
+  static async open(store: Store, options: ReadModelOptions = {}): Promise<ReadModel> {
+    const model = new ReadModel(store, options);
+    try {
+      await model.start();
+    } catch (err) {
+      await model.close();
+      throw err;
+    }
+    return model;
+  }
+
+  private async start(): Promise<void> {
+    // Listening first: a change committed during the load is in the log after the load's
+    // snapshot, and its notification wakes a catch-up that reads it.
+    const unlisten = await this.store.listenForChanges({
+      onNotify: () => void this.catchUp(),
+      onReady: () => {
+        this.listening = true;
+        void this.catchUp();
+      },
+      onLost: () => {
+        this.listening = false;
+        // Changes may be missed until it is back: read the log now, then every second.
+        void this.catchUp();
+        this.schedulePoll();
+      },
+    });
+    this.cleanups.push(unlisten);
+    this.cleanups.push(
+      this.store.onCommit(() => {
+        const wait = this.catchUp();
+        this.ownWrite = wait;
+        void wait.finally(() => {
+          if (this.ownWrite === wait) this.ownWrite = null;
+        });
+      }),
+    );
+    await this.catchUp();
+    if (this.copy === null) throw this.lastError ?? new Error('the read model did not load');
+    this.schedulePoll();
+    this.pruneTimer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
+    this.pruneTimer.unref();
+  }
+
+  /** True once loaded, while the database answers, and for `staleIfErrorMs` after it last did. */
+  serving(nowMs: number): boolean {
+    return this.copy !== null && (!this.down || nowMs - this.syncedAtMs <= this.staleIfErrorMs);
+  }
+
+  /** The tenant of a slug; null: no such tenant. Ask `serving` first. */
+  tenant(slug: string): TenantAuth | null {
+    return this.copy?.tenants.get(slug) ?? null;
+  }
+
+  /** A subscriber's status; null: unknown. */
+  status(tenantId: number, customerId: string): SubscriberStatus | null {
+    return this.copy?.index.get(tenantId, customerId) ?? null;
+  }
+
+  /**
+   * Resolves once this process's copy shows this process's last committed write (or after
+   * OWN_WRITE_WAIT_MS): what a write's answer waits for, so that its writer's next lookup
+   * reads it. Null when no write is on its way.
+   */
+  ownWritesApplied(): Promise<void> | null {
+    const wait = this.ownWrite;
+    if (wait === null) return null;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, OWN_WRITE_WAIT_MS);
+    });
+    return Promise.race([wait, bound]).finally(() => clearTimeout(timer));
+  }
+
+  /**
+   * Reads what changed since the copy's position, one catch-up at a time. Resolves when a
+   * catch-up that started after this call has ended (well or not): a caller that committed
+   * before calling sees its change applied.
+   */
+  catchUp(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.running === null) {
+      this.running = this.runOnce().finally(() => {
+        this.running = null;
+      });
+      return this.running;
+    }
+    // The one running may have read before the caller's commit: one more after it, shared
+    // by every caller that arrives meanwhile.
+    this.next ??= this.running.then(() => {
+      this.next = null;
+      return this.catchUp();
+    });
+    return this.next;
+  }
+
+  private async runOnce(): Promise<void> {
+    const startedAt = this.now();
+    try {
+      if (this.position === null) {
+        await this.load('start');
+      } else {
+        const changes = await this.store.lookupChangesSince(this.position);
+        if (changes.gap) {
+          this.options.log?.warn({}, 'the change log was pruned past this process: reloading the read model');
+          await this.load('gap');
+        } else {
+          this.copy?.apply(changes);
+          this.position = changes.position;
+          this.stats.changesApplied += changes.tenants.length + changes.subscribers.length;
+        }
+      }
+      if (this.down) this.options.log?.info({}, 'read model in sync with the database again');
+      this.syncedAtMs = startedAt;
+      this.down = false;
+      this.lastError = null;
+      this.stats.ok += 1;
+    } catch (err) {
+      if (!this.down) this.options.log?.warn({ err: { message: (err as Error).message } }, 'read model cannot read the database: answering from memory');
+      this.down = true;
+      this.lastError = err;
+      this.stats.failed += 1;
+    }
+  }
+
+  /** A full load into a new copy; the old one answers until it is done. */
+  private async load(reason: 'start' | 'gap'): Promise<void> {
+    const started = performance.now();
+    let copy: Copy | null = null;
+    const source = this.options.loadFrom ?? this.store;
+    const position = await source.loadLookupState({
+      begin: (subscribers, tenants) => {
+        copy = new Copy(subscribers, tenants);
+      },
+      subscriber: (tenantId, customerId, status) => {
+        copy?.index.set(tenantId, customerId, status);
+      },
+    });
+    if (copy === null) throw new Error('the snapshot load returned nothing');
+    this.copy = copy;
+    this.position = position;
+    const seconds = (performance.now() - started) / 1000;
+    this.stats.loads += 1;
+    this.stats.lastLoad = { seconds, reason };
+    const loaded: Copy = copy;
+    this.options.log?.info({ reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, subscribers: loaded.index.size }, 'read model loaded');
+  }
+
+  /** (Re)arms the poll: at once on a change of pace, as when the listener is lost. */
+  private schedulePoll(): void {
+    clearTimeout(this.pollTimer);
+    if (this.stopped || this.copy === null) return;
+    const interval = this.down || !this.listening ? Math.min(DOWN_POLL_INTERVAL_MS, this.pollIntervalMs) : this.pollIntervalMs;
+    this.pollTimer = setTimeout(() => {
+      void this.catchUp().finally(() => this.schedulePoll());
+    }, interval);
+    this.pollTimer.unref();
+  }
+
+  private async prune(): Promise<void> {
+    try {
+      await this.store.pruneLookupChanges(new Date(this.now() - CHANGE_LOG_RETENTION_MS));
+    } catch {
+      // Pruning is housekeeping: the next round tries again.
+    }
+  }
+
+  snapshotStats(): ReadModelStats {
+    return {
+      tenants: this.copy?.tenants.size ?? 0,
+      subscribers: this.copy?.index.size ?? 0,
+      indexBytes: this.copy?.index.byteLength ?? 0,
+      lastLoad: this.stats.lastLoad,
+      loads: this.stats.loads,
+      catchUps: { ok: this.stats.ok, failed: this.stats.failed },
+      changesApplied: this.stats.changesApplied,
+      sinceSyncMs: this.now() - this.syncedAtMs,
+      listening: this.listening,
+    };
+  }
+
+  /** Stops listening and polling; the copy keeps answering what it holds. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.pollTimer);
+    clearInterval(this.pruneTimer);
+    for (const cleanup of this.cleanups.splice(0)) await cleanup();
+    await this.running?.catch(() => {});
+  }
+}

@@ -1,0 +1,108 @@
+import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { SecretBox } from '../secrets/cipher.js';
+import type { Db, Queryable } from './db.js';
+import { readTenantsAuth } from './tenants.js';
+import type { ChangePosition, LookupChanges, LookupStateSink } from './store.js';
+
+/** Rows a snapshot load fetches at a time: bounded memory, whatever the subscriber count. */
+const LOAD_BATCH_ROWS = 20_000;
+/** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
+const PRUNE_LOCK_KEY = 0x64756e70;
+
+/**
+ * Reads of migration 006's change log, each in one REPEATABLE READ, READ ONLY transaction:
+ * every statement of it sees one snapshot, the one whose position it returns.
+ */
+function atOneSnapshot<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    return fn(tx);
+  });
+}
+
+async function positionNow(tx: Queryable): Promise<ChangePosition> {
+  const [row] = await tx.query<{ position: string }>('SELECT pg_current_snapshot()::text AS position');
+  if (!row) throw new Error('no snapshot');
+  return row.position;
+}
+
+/**
+ * Everything the lookup reads, as of one snapshot: every tenant, then every subscriber in
+ * batches of a cursor. Returns the snapshot's position, from which changes are read next.
+ */
+export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupStateSink): Promise<ChangePosition> {
+  return atOneSnapshot(db, async (tx) => {
+    const position = await positionNow(tx);
+    const [count] = await tx.query<{ n: string }>('SELECT count(*) AS n FROM subscribers');
+    const tenants = await readTenantsAuth(tx, secrets, null);
+    sink.begin(Number(count?.n ?? 0), tenants);
+    await tx.exec('DECLARE lookup_state NO SCROLL CURSOR FOR SELECT tenant_id, processor_customer_id, status FROM subscribers');
+    for (;;) {
+      const rows = await tx.query<{ tenant_id: number; processor_customer_id: string; status: SubscriberStatus }>(`FETCH ${LOAD_BATCH_ROWS} FROM lookup_state`);
+      for (const row of rows) sink.subscriber(row.tenant_id, row.processor_customer_id, row.status);
+      if (rows.length < LOAD_BATCH_ROWS) break;
+    }
+    await tx.exec('CLOSE lookup_state');
+    return position;
+  });
+}
+
+/**
+ * What changed since `since`: every key written by a transaction that snapshot had not
+ * seen, with its value now (null: gone). A key written twice is read once, as it is now.
+ */
+export async function lookupChangesSince(db: Db, secrets: SecretBox, since: ChangePosition): Promise<LookupChanges> {
+  return atOneSnapshot(db, async (tx) => {
+    const [head] = await tx.query<{ position: string; gap: boolean }>(
+      `SELECT pg_current_snapshot()::text AS position, pruned_through >= pg_snapshot_xmin($1::pg_snapshot) AS gap
+       FROM lookup_changes_horizon`,
+      [since],
+    );
+    if (!head) throw new Error('lookup_changes_horizon is empty');
+    if (head.gap) return { position: head.position, gap: true, tenants: [], subscribers: [] };
+    const rows = await tx.query<{ tenant_id: number; processor_customer_id: string | null; status: SubscriberStatus | null }>(
+      `SELECT c.tenant_id, c.processor_customer_id, s.status
+       FROM (SELECT DISTINCT tenant_id, processor_customer_id FROM lookup_changes
+             WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) c
+       LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id`,
+      [since],
+    );
+    const tenantIds: number[] = [];
+    const subscribers: LookupChanges['subscribers'] = [];
+    for (const row of rows) {
+      if (row.processor_customer_id === null) tenantIds.push(row.tenant_id);
+      else subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status });
+    }
+    const tenants: LookupChanges['tenants'] = [];
+    if (tenantIds.length > 0) {
+      const found = new Map<number, TenantAuth>();
+      for (const tenant of await readTenantsAuth(tx, secrets, tenantIds)) found.set(tenant.id, tenant);
+      for (const id of tenantIds) tenants.push({ id, tenant: found.get(id) ?? null });
+    }
+    return { position: head.position, gap: false, tenants, subscribers };
+  });
+}
+
+/**
+ * Deletes change rows recorded before `before` whose transactions every snapshot now sees,
+ * and records the highest transaction id deleted (readers not past it reload). Returns the
+ * rows deleted; 0 when another instance is pruning.
+ */
+export async function pruneLookupChanges(db: Db, before: Date): Promise<number> {
+  return db.transaction(async (tx) => {
+    const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [PRUNE_LOCK_KEY]);
+    if (!lock?.ok) return 0;
+    const [row] = await tx.query<{ n: string }>(
+      `WITH gone AS (
+         DELETE FROM lookup_changes WHERE recorded_at < $1 AND xid < pg_snapshot_xmin(pg_current_snapshot()) RETURNING xid
+       ), horizon AS (
+         UPDATE lookup_changes_horizon SET pruned_through = GREATEST(pruned_through, (SELECT max(xid) FROM gone))
+         WHERE EXISTS (SELECT 1 FROM gone)
+       )
+       SELECT count(*) AS n FROM gone`,
+      [before],
+    );
+    return Number(row?.n ?? 0);
+  });
+}
+

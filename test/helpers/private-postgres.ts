@@ -1,0 +1,81 @@
+import { execFile } from 'node:child_process';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+/** Bounds every pg_ctl and initdb call: a test never waits on a cluster for ever. */
+const COMMAND_TIMEOUT_MS = 60_000;
+
+/**
+ * A PostgreSQL cluster of the test's own, in a temporary folder on a free port: a test may
+ * restart or stop it, which it must never do to the server other test files share.
+ */
+export interface PrivatePostgres {
+  readonly url: string;
+  readonly port: number;
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops the cluster and removes its folder. */
+  destroy(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** initdb and the server refuse to run as root: as root, they run as the `postgres` user. */
+function asOwner(command: string, args: string[]): [string, string[]] {
+  return process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+}
+
+async function pg(command: string, args: string[]): Promise<void> {
+  const [file, argv] = asOwner(command, args);
+  await run(file, argv, { timeout: COMMAND_TIMEOUT_MS });
+}
+
+export async function privatePostgres(): Promise<PrivatePostgres> {
+  const dir = mkdtempSync(join(tmpdir(), 'dunwall-pg-'));
+  if (process.getuid?.() === 0) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: gid } = await run('id', ['-g', 'postgres']);
+    chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
+  }
+  const data = join(dir, 'data');
+  const port = await freePort();
+  await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const start = () => pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
+  const stop = () => pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+  await start();
+  let running = true;
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    async restart() {
+      await pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-m', 'fast', '-w', 'restart']);
+    },
+    async stop() {
+      await stop();
+      running = false;
+    },
+    async start() {
+      await start();
+      running = true;
+    },
+    async destroy() {
+      if (running) await pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
