@@ -266,8 +266,8 @@ export class ReadModel {
       begin: (subscribers, tenants) => {
         copy = new Copy(subscribers, tenants);
       },
-      subscriber: (tenantId, customerId, status) => {
-        copy?.index.set(tenantId, customerId, status);
+      subscriber: (tenantId, bytes, start, end, status) => {
+        copy?.index.setBytes(tenantId, bytes, start, end, status);
       },
     });
     if (copy === null) throw new Error('the snapshot load returned nothing');

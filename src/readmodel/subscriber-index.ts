@@ -47,36 +47,53 @@ function fmix(h: number): number {
   return h ^ (h >>> 16);
 }
 
-/** Every code unit read by `byteAt` since the last reset, OR-ed: above 0x7f, the id is not ASCII. */
-let wide = 0;
-
-/** Byte `i` of the key; remembers whether any char was wider than a byte. A function of the module, not a closure: a read allocates nothing. */
-function byteAt(s: string, i: number): number {
-  const c = s.charCodeAt(i);
-  wide |= c;
-  return c & 0xff;
+/** A byte of a key; a module function, not a closure, so that hashing allocates nothing. */
+function byte(bytes: Uint8Array, i: number): number {
+  return bytes[i] ?? 0;
 }
+
+/** Longer than any customer id (at most 255 characters): such an id is never stored. */
+const MAX_ID_BYTES = 256;
+/** The id being hashed, one byte a char: reads allocate nothing. */
+const scratch = new Uint8Array(MAX_ID_BYTES);
 
 /**
  * MurmurHash3 x86_128 of the customer id (one byte a char), seeded with the tenant id,
- * into `out[0..3]`. False, with `out` meaningless, when the id is not ASCII: customer ids
- * are (`^cus_[A-Za-z0-9_]+$`), so no such id is ever stored, and hashing only the low byte
- * of a wider char could make it collide with one that is.
+ * into `out[0..3]`. False, with `out` meaningless, when the id is not ASCII or too long:
+ * customer ids are (`^cus_[A-Za-z0-9_]{1,251}$`), so no such id is ever stored, and hashing
+ * only the low byte of a wider char could make it collide with one that is.
  */
 export function fingerprint(tenantId: number, id: string, out: Uint32Array): boolean {
-  wide = 0;
+  const len = id.length;
+  if (len > MAX_ID_BYTES) return false;
+  let wide = 0;
+  for (let i = 0; i < len; i += 1) {
+    const c = id.charCodeAt(i);
+    wide |= c;
+    scratch[i] = c;
+  }
+  return wide <= 0x7f && fingerprintBytes(tenantId, scratch, 0, len, out);
+}
+
+/** The same fingerprint of an id given as bytes (`bytes[start..end)`), as a load streams them. */
+export function fingerprintBytes(tenantId: number, bytes: Uint8Array, start: number, end: number, out: Uint32Array): boolean {
+  const len = end - start;
+  if (len > MAX_ID_BYTES || len < 0) return false;
+  let wide = 0;
+  for (let i = start; i < end; i += 1) wide |= bytes[i] ?? 0;
+  if (wide > 0x7f) return false;
+  const o = start;
   const seed = fmix((tenantId ^ 0x9747b28c) >>> 0);
   let h1 = seed;
   let h2 = seed;
   let h3 = seed;
   let h4 = seed;
-  const len = id.length;
   const blocks = len - (len & 15);
   for (let i = 0; i < blocks; i += 16) {
-    let k1 = byteAt(id, i) | (byteAt(id, i + 1) << 8) | (byteAt(id, i + 2) << 16) | (byteAt(id, i + 3) << 24);
-    let k2 = byteAt(id, i + 4) | (byteAt(id, i + 5) << 8) | (byteAt(id, i + 6) << 16) | (byteAt(id, i + 7) << 24);
-    let k3 = byteAt(id, i + 8) | (byteAt(id, i + 9) << 8) | (byteAt(id, i + 10) << 16) | (byteAt(id, i + 11) << 24);
-    let k4 = byteAt(id, i + 12) | (byteAt(id, i + 13) << 8) | (byteAt(id, i + 14) << 16) | (byteAt(id, i + 15) << 24);
+    let k1 = byte(bytes, o + i) | (byte(bytes, o + i + 1) << 8) | (byte(bytes, o + i + 2) << 16) | (byte(bytes, o + i + 3) << 24);
+    let k2 = byte(bytes, o + i + 4) | (byte(bytes, o + i + 5) << 8) | (byte(bytes, o + i + 6) << 16) | (byte(bytes, o + i + 7) << 24);
+    let k3 = byte(bytes, o + i + 8) | (byte(bytes, o + i + 9) << 8) | (byte(bytes, o + i + 10) << 16) | (byte(bytes, o + i + 11) << 24);
+    let k4 = byte(bytes, o + i + 12) | (byte(bytes, o + i + 13) << 8) | (byte(bytes, o + i + 14) << 16) | (byte(bytes, o + i + 15) << 24);
     k1 = Math.imul(rotl(Math.imul(k1, C1), 15), C2);
     h1 ^= k1;
     h1 = (Math.imul(rotl(h1, 19) + h2, 5) + 0x561ccd1b) | 0;
@@ -98,7 +115,7 @@ export function fingerprint(tenantId: number, id: string, out: Uint32Array): boo
     let k3 = 0;
     let k4 = 0;
     for (let j = rest - 1; j >= 0; j -= 1) {
-      const b = byteAt(id, t + j);
+      const b = byte(bytes, o + t + j);
       if (j >= 12) k4 |= b << ((j - 12) * 8);
       else if (j >= 8) k3 |= b << ((j - 8) * 8);
       else if (j >= 4) k2 |= b << ((j - 4) * 8);
@@ -129,7 +146,7 @@ export function fingerprint(tenantId: number, id: string, out: Uint32Array): boo
   out[1] = h2;
   out[2] = h3;
   out[3] = h4;
-  return wide <= 0x7f;
+  return true;
 }
 
 export class SubscriberIndex {
@@ -169,15 +186,24 @@ export class SubscriberIndex {
    * lookup can ask for one (customer ids are `^cus_[A-Za-z0-9_]+$`).
    */
   set(tenantId: number, customerId: string, status: SubscriberStatus): boolean {
-    if (!fingerprint(tenantId, customerId, this.fp)) return false;
+    return fingerprint(tenantId, customerId, this.fp) && this.put(STATE_OF[status]);
+  }
+
+  /** Stores `state` under the fingerprint in `this.fp`. */
+  private put(state: number): boolean {
     const found = this.find(this.fp);
     if (found >= 0) {
-      this.states[found] = STATE_OF[status];
+      this.states[found] = state;
       return true;
     }
     if (this.live + this.deleted + 1 > this.slots * MAX_LOAD) this.rebuild(this.live + 1);
-    this.insert(this.fp, STATE_OF[status]);
+    this.insert(this.fp, state);
     return true;
+  }
+
+  /** `set` for an id given as bytes (a streamed load): no string made per subscriber. */
+  setBytes(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus): boolean {
+    return fingerprintBytes(tenantId, bytes, start, end, this.fp) && this.put(STATE_OF[status]);
   }
 
   /** Forgets a subscriber (it becomes unknown). */

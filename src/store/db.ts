@@ -4,6 +4,13 @@ export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
   /** Several statements, no parameters (migrations). */
   exec(sql: string): Promise<void>;
+  /**
+   * The rows of `select` in COPY's text format (tab-separated, one row a line), handed
+   * over in chunks of whole rows as they arrive: no object per row. On PostgreSQL a
+   * stream, bounded by progress rather than duration (it fails when no data came for the
+   * query timeout); on PGlite one buffer.
+   */
+  copyRows(select: string, onRows: (rows: Buffer) => void): Promise<void>;
 }
 
 export interface ListenHandlers {

@@ -3,7 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.js';
 
 interface PgliteLike {
-  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[] }>;
+  query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[]; blob?: Blob }>;
   exec(sql: string): Promise<unknown>;
 }
 
@@ -72,6 +72,11 @@ export async function openEmbedded(dataDir: string | null): Promise<Db> {
     },
     async exec(sql: string) {
       await client.exec(sql);
+    },
+    async copyRows(select: string, onRows: (rows: Buffer) => void) {
+      // PGlite's COPY goes to a blob, in memory: one buffer, parsed at once.
+      const result = await client.query(`COPY (${select}) TO '/dev/blob'`);
+      if (result.blob) onRows(Buffer.from(await result.blob.arrayBuffer()));
     },
   });
 

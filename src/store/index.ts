@@ -1,6 +1,5 @@
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db } from './db.js';
-import { openEmbedded } from './embedded.js';
 import { migrate } from './migrate.js';
 import { openPostgres } from './postgres.js';
 import { assertSecretKeysKnown } from './secrets-at-rest.js';
@@ -12,7 +11,8 @@ export type StoreTarget =
   | { engine: 'embedded'; dataDir: string | null };
 
 export async function openDb(target: StoreTarget): Promise<Db> {
-  if (target.engine === 'embedded') return openEmbedded(target.dataDir);
+  // Loaded only when used: PGlite costs a PostgreSQL deployment's every process memory.
+  if (target.engine === 'embedded') return (await import('./embedded.js')).openEmbedded(target.dataDir);
   return openPostgres({
     connectionString: target.url,
     ...(target.options ? { options: target.options } : {}),

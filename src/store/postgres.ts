@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import type { Db, ListenHandlers, Queryable } from './db.js';
 
 /** Defaults of the bounds on every wait for the server (DUNWALL_DB_*_TIMEOUT_MS). */
@@ -92,8 +93,41 @@ export interface PostgresOptions {
 }
 
 /** The error `pg` raises when the client's query_timeout runs out (the query may still be running on the server). */
+const CLIENT_TIMEOUT_MESSAGE = 'Query read timeout';
 function isClientTimeout(err: unknown): boolean {
-  return err instanceof Error && err.message === 'Query read timeout';
+  return err instanceof Error && err.message === CLIENT_TIMEOUT_MESSAGE;
+}
+
+/**
+ * Streams a `COPY ... TO STDOUT` (text format) in chunks of whole rows. A stream that
+ * brings nothing for `idleMs` is destroyed with a client timeout, whose connection the
+ * transaction then drops.
+ */
+async function copyOut(client: pg.PoolClient, sql: string, onRows: (rows: Buffer) => void, idleMs: number): Promise<void> {
+  const stream = client.query(copyTo(sql));
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => stream.destroy(new Error(CLIENT_TIMEOUT_MESSAGE)), idleMs);
+  };
+  let partial: Buffer | null = null;
+  try {
+    arm();
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      arm();
+      const data: Buffer = partial === null ? chunk : Buffer.concat([partial, chunk]);
+      const end = data.lastIndexOf(10);
+      if (end < 0) {
+        partial = data;
+        continue;
+      }
+      partial = end + 1 < data.length ? data.subarray(end + 1) : null;
+      onRows(data.subarray(0, end + 1));
+    }
+    if (partial !== null) onRows(partial);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function openPostgres(opts: PostgresOptions): Db {
@@ -119,6 +153,13 @@ export function openPostgres(opts: PostgresOptions): Db {
     },
     async exec(sql: string) {
       await client.query(sql);
+    },
+    async copyRows(select: string, onRows: (rows: Buffer) => void) {
+      // A COPY runs as long as its table is big: the server's bound is lifted for it, the
+      // client's (no data for the query timeout) holds.
+      if (client instanceof pg.Pool) throw new Error('copyRows runs inside a transaction');
+      await client.query('SET LOCAL statement_timeout = 0');
+      await copyOut(client, `COPY (${select}) TO STDOUT`, onRows, queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS);
     },
   });
 

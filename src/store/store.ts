@@ -111,7 +111,8 @@ export type ChangePosition = string;
 /** Receives a snapshot load: the tenants and the subscriber count first, then each subscriber. */
 export interface LookupStateSink {
   begin(subscribers: number, tenants: readonly TenantAuth[]): void;
-  subscriber(tenantId: number, customerId: string, status: SubscriberStatus): void;
+  /** A subscriber, its customer id as the ASCII bytes `bytes[start..end)` of the load's stream: no string per row. */
+  subscriber(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus): void;
 }
 
 /** The changes a reader at some position had not seen, each key with its value now. */

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { SubscriberStatus } from '../../src/domain/types.js';
-import { SubscriberIndex, fingerprint } from '../../src/readmodel/subscriber-index.js';
+import { SubscriberIndex, fingerprint, fingerprintBytes } from '../../src/readmodel/subscriber-index.js';
+import { parseSubscriberRows } from '../../src/store/lookup-changes.js';
 
 const STATUSES: SubscriberStatus[] = ['active', 'warning', 'lockout'];
 
@@ -83,5 +84,25 @@ describe('SubscriberIndex', () => {
     expect(index.get(1, 'cus_b0')).toBe('active');
     expect(index.get(1 + (999_999 % 1000), 'cus_b999999')).toBe(STATUSES[999_999 % 3]);
     expect(index.get(1, 'cus_b1')).toBeNull();
+  });
+});
+
+describe('a streamed load', () => {
+  it('stores ids given as bytes exactly as ids given as strings, and parses COPY text rows', () => {
+    const rows = Buffer.from('7\tcus_a\tactive\n7\tcus_b\twarning\n8\tcus_a\tlockout\n9\tcus_\u00e9\tlockout\n10\tcus_long_id_of_more_than_sixteen_bytes\twarning\n');
+    const index = new SubscriberIndex();
+    parseSubscriberRows(rows, { subscriber: (tenantId, bytes, start, end, status) => index.setBytes(tenantId, bytes, start, end, status) });
+    expect([index.get(7, 'cus_a'), index.get(7, 'cus_b'), index.get(8, 'cus_a'), index.get(8, 'cus_b')]).toEqual(['active', 'warning', 'lockout', null]);
+    expect(index.get(10, 'cus_long_id_of_more_than_sixteen_bytes')).toBe('warning');
+    // Not ASCII: never stored, whatever its bytes.
+    expect(index.get(9, 'cus_\u00e9')).toBeNull();
+    expect(index.size).toBe(4);
+    const out = [new Uint32Array(4), new Uint32Array(4)] as const;
+    for (const id of ['cus_1', `cus_${'x'.repeat(251)}`, 'cus_0123456789abcdef']) {
+      const bytes = Buffer.from(`..${id}..`);
+      expect(fingerprint(3, id, out[0])).toBe(true);
+      expect(fingerprintBytes(3, bytes, 2, 2 + id.length, out[1])).toBe(true);
+      expect([...out[1]]).toEqual([...out[0]]);
+    }
   });
 });
