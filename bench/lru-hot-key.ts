@@ -2,7 +2,7 @@
  * The lookup cache's map under one hot key (a popular customer, or one client address in
  * the rate limiter): ns per read, one key read over and over in a full map, against keys
  * read in turn. Run: node --import tsx bench/lru-hot-key.ts [module path, default
- * src/cache/lru.ts] to compare two versions side by side.
+ * src/lru.ts] to compare two versions side by side.
  */
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
@@ -13,7 +13,7 @@ interface LruLike {
 }
 type LruClass = new (maxEntries: number) => LruLike;
 
-const modulePath = resolve(process.argv[2] ?? 'src/cache/lru.ts');
+const modulePath = resolve(process.argv[2] ?? 'src/lru.ts');
 const { Lru } = (await import(pathToFileURL(modulePath).href)) as { Lru: LruClass };
 
 const ROUNDS = 5;

@@ -2,7 +2,7 @@ import rateLimitPlugin from '@fastify/rate-limit';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { App } from './app-instance.js';
-import { Lru } from './domain/lru.js';
+import { Lru } from './lru.js';
 import { clientAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
 import type { RateLimits } from './config.js';

@@ -1,7 +1,6 @@
-import { createSecretKey, timingSafeEqual } from 'node:crypto';
-import { Lru } from './lru.js';
+import { timingSafeEqual } from 'node:crypto';
 import type { ErrorCode } from '../errors.js';
-import { hmacDigest, matchesDigest } from './hmac.js';
+import { HmacKey, verifyHmac } from './hmac.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
 import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
@@ -64,20 +63,15 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   if (hmac === undefined) {
     return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
   }
-  if (typeof hmac !== 'string') return { ok: false, code: 'hmac_mismatch' };
-  const expected: Buffer[] = [];
-  for (const digest of expectedDigests(tenant, customerId)) if (isCurrent(digest, nowMs)) expected.push(digest.value);
-  if (!matchesDigest(hmac, expected)) return { ok: false, code: 'hmac_mismatch' };
+  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, currentKeys(tenant, nowMs))) return { ok: false, code: 'hmac_mismatch' };
   return { ok: true, customerId };
 }
 
-/** The customer's expected digests under each of the tenant's keys, computed once per snapshot. */
-function expectedDigests(tenant: TenantAuth, customerId: string): readonly Credential<Buffer>[] {
-  const known = tenant.expectedHmacs.get(customerId, 0);
-  if (known !== undefined) return known;
-  const digests = tenant.hmacKeys.map((key) => ({ value: hmacDigest(key.value, customerId), expiresAtMs: key.expiresAtMs }));
-  tenant.expectedHmacs.set(customerId, digests, Number.POSITIVE_INFINITY);
-  return digests;
+/** The tenant's HMAC keys that verify at `nowMs`: the tenant's list itself, unless one has expired. */
+function currentKeys(tenant: TenantAuth, nowMs: number): readonly HmacKey[] {
+  const keys = tenant.hmacKeys;
+  if (keys.every((key) => isCurrent(key, nowMs))) return tenant.hmacKeyValues;
+  return keys.filter((key) => isCurrent(key, nowMs)).map((key) => key.value);
 }
 
 /**
@@ -99,8 +93,6 @@ function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean 
 }
 
 export const UNKNOWN_SUBSCRIBER_BODY = '{"status":"active"}';
-/** Recent customers whose expected hmac a tenant snapshot remembers (about 100 bytes each). */
-export const HMAC_MEMO_ENTRIES_PER_TENANT = 128;
 
 export interface KnownSubscriberBody {
   status: SubscriberStatus;
@@ -119,12 +111,13 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     return JSON.stringify(b);
   };
   const { hmacSecrets, ...rest } = fields;
+  const hmacKeys = hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs }));
   return {
     ...rest,
-    hmacKeys: hmacSecrets.map((s) => ({ value: createSecretKey(Buffer.from(s.value, 'utf8')), expiresAtMs: s.expiresAtMs })),
+    hmacKeys,
+    hmacKeyValues: hmacKeys.map((key) => key.value),
     knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
     acceptedKeys: new Map(),
-    expectedHmacs: new Lru(HMAC_MEMO_ENTRIES_PER_TENANT),
   };
 }
 

@@ -1,5 +1,4 @@
-import type { KeyObject } from 'node:crypto';
-import type { Lru } from './lru.js';
+import type { HmacKey } from './hmac.js';
 
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
@@ -39,19 +38,19 @@ export interface TenantAuthFields {
 }
 
 /**
- * Everything the lookup needs of a tenant, prepared once (what a cache holds per slug):
- * the 200 bodies for each status already serialised, the HMAC secrets as key objects.
+ * Everything the lookup needs of a tenant, prepared once (what the read model holds per
+ * slug): the 200 bodies for each status already serialised, the HMAC secrets as signing keys.
  */
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
-  hmacKeys: readonly Credential<KeyObject>[];
+  hmacKeys: readonly Credential<HmacKey>[];
+  /** The keys alone, for the usual case where none has expired. */
+  hmacKeyValues: readonly HmacKey[];
   knownBodies: Readonly<Record<SubscriberStatus, string>>;
   /**
-   * Memos of this snapshot (a rotation makes a new one): publishable keys already
-   * verified, with their expiry (only keys that verified, so at most the tenant's own), and
-   * each recent customer's expected HMAC digests, one per key.
+   * Publishable keys already verified, with their expiry: only keys that verified, so at
+   * most the tenant's own (a rotation prepares a new tenant, and a new map).
    */
   acceptedKeys: Map<string, number | null>;
-  expectedHmacs: Lru<string, readonly Credential<Buffer>[]>;
 }
 
 export function isCurrent(credential: Credential<unknown>, nowMs: number): boolean {

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { computeHmac } from '../../src/domain/hmac.js';
 import { buildAppWithModel } from '../helpers/harness.js';
 import type { App } from '../../src/app.js';
 import { run } from '../../src/cli/run.js';
-import { computeHmac } from '../../src/domain/hmac.js';
 import { sha256 } from '../../src/domain/keys.js';
 import { SecretBox, SecretDecryptionError, encryptionKeyId } from '../../src/secrets/cipher.js';
 import type { Db } from '../../src/store/db.js';
@@ -218,7 +218,7 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
   });
   afterAll(() => place.drop());
 
-  const hmacsOf = async (store: Store, slug: string) => (await store.getTenantAuth(slug))?.hmacKeys.map((k) => k.value.export().toString('utf8'));
+  const hmacsOf = async (store: Store, slug: string) => (await store.getTenantAuth(slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
   const whsecsOf = async (store: Store, slug: string) => (await store.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
 
   it('reads secrets written in clear before the key was set; writes new ones sealed', async () => {
@@ -227,11 +227,11 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
       expect((await store.updateTenant('legacy', {}, T, { kind: 'stripe_webhook_secret', material: clearWhsec, overlapS: 60 })).ok).toBe(true);
     });
     await withStore(place.target, boxA, async (store) => {
-      expect(await hmacsOf(store, 'legacy')).toEqual([clearHmac]);
+      expect(await hmacsOf(store, 'legacy')).toEqual([computeHmac(clearHmac, 'cus_probe')]);
       expect(await whsecsOf(store, 'legacy')).toEqual([clearWhsec]);
       expect((await store.createTenant(newTenant('fresh', sealedHmac), T)).ok).toBe(true);
       expect((await store.updateTenant('fresh', {}, T, { kind: 'stripe_webhook_secret', material: sealedWhsec, overlapS: 60 })).ok).toBe(true);
-      expect(await hmacsOf(store, 'fresh')).toEqual([sealedHmac]);
+      expect(await hmacsOf(store, 'fresh')).toEqual([computeHmac(sealedHmac, 'cus_probe')]);
     });
     const db = await openDb(place.target);
     try {
@@ -260,7 +260,7 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
     for (const text of [...spellings(RAW_A), ...spellings(RAW_B)]) expect(message).not.toContain(text);
     // The folder (or the connection) is released after the refusal: it opens again at once.
     await withStore(place.target, new SecretBox({ current: KEY_B, previous: [KEY_A] }), async (store) => {
-      expect(await hmacsOf(store, 'fresh')).toEqual([sealedHmac]);
+      expect(await hmacsOf(store, 'fresh')).toEqual([computeHmac(sealedHmac, 'cus_probe')]);
     });
   });
 
@@ -281,9 +281,9 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
     // Old key alone: refused at boot, naming the new key's id.
     await expect(openStore(place.target, { secrets: boxA })).rejects.toThrow(`key id ${ID_B}, which is not configured`);
     await withStore(place.target, boxB, async (store) => {
-      expect(await hmacsOf(store, 'legacy')).toEqual([clearHmac]);
+      expect(await hmacsOf(store, 'legacy')).toEqual([computeHmac(clearHmac, 'cus_probe')]);
       expect(await whsecsOf(store, 'legacy')).toEqual([clearWhsec]);
-      expect(await hmacsOf(store, 'fresh')).toEqual([sealedHmac]);
+      expect(await hmacsOf(store, 'fresh')).toEqual([computeHmac(sealedHmac, 'cus_probe')]);
       expect(await whsecsOf(store, 'fresh')).toEqual([sealedWhsec]);
     });
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { computeHmac, hmacDigest, matchesDigest } from '../../src/domain/hmac.js';
+import { HmacKey, computeHmac, hmacDigest, verifyHmac } from '../../src/domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
 import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer, prepareTenant } from '../../src/domain/lookup.js';
 import type { TenantAuth, TenantAuthFields } from '../../src/domain/types.js';
@@ -75,12 +75,22 @@ describe('checkLookup', () => {
 describe('hmac', () => {
   it('accepts either of two secrets and rejects anything that is not 64 hex characters', () => {
     const hmac = computeHmac('new', 'cus_1');
-    const digests = (secrets: string[]) => secrets.map((s) => hmacDigest(s, 'cus_1'));
-    expect(matchesDigest(hmac, digests(['old', 'new']))).toBe(true);
-    expect(matchesDigest(hmac.toUpperCase(), digests(['new']))).toBe(true);
-    expect(matchesDigest(hmac, digests(['old']))).toBe(false);
-    expect(matchesDigest(hmac, [])).toBe(false);
-    expect(matchesDigest(` ${hmac.slice(1)}`, digests(['new']))).toBe(false);
+    const keys = (secrets: string[]) => secrets.map((s) => new HmacKey(s));
+    expect(verifyHmac(hmac, 'cus_1', keys(['old', 'new']))).toBe(true);
+    expect(verifyHmac(hmac.toUpperCase(), 'cus_1', keys(['new']))).toBe(true);
+    expect(verifyHmac(hmac, 'cus_1', keys(['old']))).toBe(false);
+    expect(verifyHmac(hmac, 'cus_2', keys(['new']))).toBe(false);
+    expect(verifyHmac(hmac, 'cus_1', [])).toBe(false);
+    expect(verifyHmac(` ${hmac.slice(1)}`, 'cus_1', keys(['new']))).toBe(false);
+  });
+
+  it('signs as HMAC-SHA256 does, for secrets shorter and longer than a block and messages of every length', () => {
+    const secrets = ['', 'k', 'x'.repeat(63), 'y'.repeat(64), 'z'.repeat(65), 'sécret-ünïcode', 'a'.repeat(300)];
+    const messages = ['', 'cus_1', `cus_${'A'.repeat(251)}`, 'ümlaut', 'm'.repeat(400), 'n'.repeat(2000)];
+    for (const secret of secrets) {
+      const key = new HmacKey(secret);
+      for (const message of messages) expect(key.sign(message).equals(hmacDigest(secret, message)), `${secret.length}/${message.length}`).toBe(true);
+    }
   });
 });
 
