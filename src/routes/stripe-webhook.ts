@@ -1,7 +1,7 @@
-import Stripe from 'stripe';
 import { Type } from 'typebox';
 import type { App } from '../app-instance.js';
 import { eventShapeProblem } from '../domain/stripe/event.js';
+import { verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Metrics } from '../metrics.js';
@@ -12,8 +12,6 @@ import { ProblemRef } from '../schemas.js';
 import { ingestStripeEvent } from '../services/stripe-events.js';
 import type { Store } from '../store/store.js';
 
-/** Stripe's own default: a signature older than this is a replay. */
-export const WEBHOOK_TOLERANCE_S = 300;
 export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface StripeWebhookOptions {
@@ -32,18 +30,6 @@ const WebhookAnswer = Type.Object({
     },
   ),
 });
-
-/** Verifies against every current signing secret (two during a rotation); the event of the first that verifies. */
-function verify(raw: Buffer, header: string, secrets: readonly string[], nowMs: number): unknown {
-  for (const secret of secrets) {
-    try {
-      return Stripe.webhooks.constructEvent(raw, header, secret, WEBHOOK_TOLERANCE_S, undefined, nowMs);
-    } catch {
-      // Not this secret (or a bad signature, or a stale timestamp): try the next.
-    }
-  }
-  return undefined;
-}
 
 /**
  * `POST /webhooks/stripe/:tenantSlug` (CONTRACT.md section 4). The body is kept raw, as
@@ -85,7 +71,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const secrets = signing.secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
       if (secrets.length === 0) return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
       if (typeof header !== 'string' || !Buffer.isBuffer(raw)) return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
-      const event = verify(raw, header, secrets, nowMs);
+      const event = verifyStripeDelivery(raw, header, secrets, nowMs);
       if (event === undefined) return sendProblem(reply, 'invalid_signature');
       // Stripe creates an event before it signs a delivery of it, and the signature is at
       // most WEBHOOK_TOLERANCE_S from our clock: an event dated later is not Stripe's, and

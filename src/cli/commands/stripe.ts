@@ -8,7 +8,6 @@ import { booleanOption, stringOption, tenantOption } from '../args.js';
 import { CliError, ConfigurationError, EXIT_FAILURE } from '../errors.js';
 import type { Command, CommandContext } from '../io.js';
 import { createProgress } from '../progress.js';
-import { checkStripeKey, runStripeSync, stripeClient } from '../stripe-sync.js';
 import type { SyncResult } from '../stripe-sync.js';
 import { ImportTally, formatTally } from '../stripe-tally.js';
 import type { TallySummary } from '../stripe-tally.js';
@@ -143,6 +142,8 @@ async function stripeKeyOf(ctx: CommandContext): Promise<string> {
     key = ctx.io.env.STRIPE_API_KEY?.trim();
   }
   if (key === undefined || key === '') throw new ConfigurationError('stripe sync needs a Stripe API key: --api-key-file PATH, or STRIPE_API_KEY');
+  // Loaded only here: the official client costs every `dunwall serve` process about 19 MB.
+  const { checkStripeKey } = await import('../stripe-sync.js');
   if (checkStripeKey(key) === 'secret') {
     ctx.io.stderr.write('dunwall: note: a restricted key (rk_...) with read access to Subscriptions, Invoices and PaymentIntents is all stripe sync needs\n');
   }
@@ -171,6 +172,7 @@ const sync: Command = {
     const dryRun = booleanOption(ctx.values, 'dry-run');
     const key = await stripeKeyOf(ctx);
     const client = ctx.client();
+    const { runStripeSync, stripeClient } = await import('../stripe-sync.js');
     const stripe = stripeClient(key, ctx.io.env.DUNWALL_STRIPE_API_URL, pkg.version);
     const stateFile = dryRun ? null : (stringOption(ctx.values, 'state-file') ?? `.dunwall-stripe-sync-${tenant}.json`);
     const result = await runStripeSync(
