@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: seeds a store, then measures side by side, with one load generator, the
  * same connections and the same duration: a bare node:http baseline, the service (hot,
- * unknown, Zipf) and a query-per-request peer; then the invalidation delay across two
- * instances on PostgreSQL. Prints a table and writes bench/results/<ISO time>.json.
+ * unknown, Zipf, one hot customer, right after a start) and a query-per-request peer; then
+ * the read model's memory per subscriber and load time, and the propagation delay across
+ * two instances on PostgreSQL. Prints a table and writes bench/results/<ISO time>.json.
  * See bench/README.md.
  */
 import { spawnSync } from 'node:child_process';
@@ -13,6 +14,7 @@ import { Agent } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { SEMI_SPACE_FLAG } from '../src/cluster.js';
 import { MAX_RATE_LIMIT } from '../src/config.js';
 import type { StoreTarget } from '../src/store/index.js';
 import { MAX_TENANTS, RequestFactory, slugOf } from './data.js';
@@ -24,13 +26,13 @@ import { detectGenerator, runLoad, writeLines } from './load.js';
 import type { Generator, GeneratorKind } from './load.js';
 import { StartError, cpuSeconds, freePort, killAllSync, rssMb, serverProcesses, spawnChild, stopAll, stopChild, systemBusySeconds, tail, waitReady } from './procs.js';
 import type { Child } from './procs.js';
-import { invalidationLine, table, targets, targetsTable } from './report.js';
-import type { RowName, RowResult } from './report.js';
+import { invalidationLine, memoryLine, table, targets, targetsTable } from './report.js';
+import type { MemoryResult, RowName, RowResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'peer', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
@@ -38,6 +40,8 @@ const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
 const CHECK_SAMPLE = 50;
+/** How long a process idles after its start before its memory is read. */
+const MEMORY_SETTLE_MS = 3_000;
 
 const USAGE = `npm run bench -- [options]
 
@@ -232,12 +236,10 @@ async function checkAnswers(baseUrl: string, requests: readonly BenchRequest[]):
 }
 
 /**
- * Asks the row's requests before it is measured, so that a hot row measures answers from a
- * warm cache (and the peer a warm buffer cache), whatever the warm-up's rate. One process:
- * every request once, 50 connections sharing the list. A cluster: each worker has a cache
- * of its own and keeps a connection to one worker, so 2 connections per worker each ask
- * the whole list (new connections are dealt to the workers in turn). Stops after
- * `budgetMs`. Returns how many requests were sent, and how many not answered 200.
+ * Asks the peer's requests before it is measured, so that it measures a warm buffer cache,
+ * whatever the warm-up's rate: every request once, 50 connections sharing the list (2 per
+ * worker, each the whole list, when `workers` > 0). Stops after `budgetMs`. Returns how many
+ * requests were sent, and how many not answered 200.
  */
 async function prime(baseUrl: string, requests: readonly BenchRequest[], workers: number, budgetMs: number): Promise<{ sent: number; failed: number }> {
   const base = new URL(baseUrl);
@@ -275,7 +277,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -369,13 +371,15 @@ async function main(): Promise<void> {
   // An object: TypeScript does not follow assignments made inside the functions below.
   const state: { workersFlag: 'not given' | 'passed' | 'rejected' } = { workersFlag: opts.workers === null ? 'not given' : 'passed' };
 
-  async function startService(name: string): Promise<{ child: Child; url: string }> {
+  async function startService(name: string, overrides: { env?: Record<string, string>; workers?: number } = {}): Promise<{ child: Child; url: string }> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const env = { ...baseEnv, ...storeEnv, ...BENCH_RATE_LIMITS, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DUNWALL_ADMIN_TOKEN: adminToken };
-    const flag = state.workersFlag === 'passed' && opts.workers !== null ? ['--workers', String(opts.workers)] : [];
-    log(`starting ${name}: node dist/src/cli/main.js serve ${flag.join(' ')}`.trimEnd());
-    const child = spawnChild(name, process.execPath, [CLI, 'serve', ...flag], { env, cwd: ROOT, logPath: join(workDir, `${name}.log`) });
+    const env = { ...baseEnv, ...storeEnv, ...overrides.env, ...BENCH_RATE_LIMITS, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DUNWALL_ADMIN_TOKEN: adminToken };
+    const workers = overrides.workers ?? (state.workersFlag === 'passed' ? opts.workers : null);
+    const flag = workers !== null ? ['--workers', String(workers)] : [];
+    log(`starting ${name}: node ${SEMI_SPACE_FLAG} dist/src/cli/main.js serve ${flag.join(' ')}`.trimEnd());
+    // As `npm start` runs it (a cluster's workers get the flag from their primary).
+    const child = spawnChild(name, process.execPath, [SEMI_SPACE_FLAG, CLI, 'serve', ...flag], { env, cwd: ROOT, logPath: join(workDir, `${name}.log`) });
     try {
       await waitReady(child, `${url}/readyz`, 120_000);
     } catch (err) {
@@ -383,7 +387,7 @@ async function main(): Promise<void> {
       if (flag.length > 0 && err instanceof StartError && err.exitCode === 2 && /workers/i.test(err.log)) {
         state.workersFlag = 'rejected';
         note(`serve rejected --workers (${err.log.split('\n').at(-1) ?? ''}): the service ran as one process`);
-        return startService(name);
+        return startService(name, overrides);
       }
       if (err instanceof StartError) log(`${name}'s log:\n${err.log}`);
       throw err;
@@ -416,17 +420,15 @@ async function main(): Promise<void> {
     const cold = row === 'zipfcold';
     const check = row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
     if (check.mismatches.length > 0) note(`${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`);
-    // Every hot or unknown question asked once before: those rows measure a warm cache. The
-    // Zipf row is not primed: its warm-up is all it gets, as in life.
-    if (row === 'hot' || row === 'unknown' || row === 'hotkey' || row === 'peer') {
+    // The service holds every subscriber from its start: its rows get their warm-up only,
+    // as in life. The peer's questions are asked once before, to warm the database's buffers.
+    if (row === 'peer') {
       const primeStarted = performance.now();
       const { workers } = serverProcesses(server.child);
       // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
-      const { sent, failed } = await prime(server.url, requests, workers, row === 'peer' ? 10_000 : 120_000);
-      const expected = workers > 0 ? 2 * workers * requests.length : requests.length;
+      const { sent, failed } = await prime(server.url, requests, workers, 10_000);
       log(`${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`);
       if (failed > 0) note(`${row}: ${failed} of ${sent} priming requests were not answered 200`);
-      if (row !== 'peer' && sent < expected) note(`${row}: priming stopped after 120 s, at ${sent} of ${expected} requests: the cache was not all warm`);
     }
     const load = { baseUrl: server.url, linesFile, connections: opts.connections, workDir };
     if (opts.warmupS > 0 && !cold) await runLoad(generator, { ...load, durationS: opts.warmupS });
@@ -492,7 +494,7 @@ async function main(): Promise<void> {
   }
 
   let observedWorkers = 0;
-  if (['hot', 'unknown', 'zipf'].some((r) => opts.rows.has(r as Row))) {
+  if (['hot', 'unknown', 'zipf', 'hotkey'].some((r) => opts.rows.has(r as Row))) {
     await phase('service', async () => {
       const server = await startService('service');
       try {
@@ -531,6 +533,49 @@ async function main(): Promise<void> {
       } finally {
         await stopChild(server.child);
       }
+    });
+  }
+
+  let memory: MemoryResult | null = null;
+  if (opts.rows.has('memory')) {
+    await phase('memory', async () => {
+      // One process on an empty store, then one on the seeded store, each measured once
+      // loaded and idle: the difference is what the read model costs.
+      let emptyEnv: Record<string, string>;
+      if (serverUrl !== null) {
+        const emptyName = `dunwall_bench_empty_${startedAt.toISOString().replace(/\D/g, '').slice(0, 17)}`;
+        emptyEnv = { DATABASE_URL: await createDatabase(serverUrl, emptyName) };
+        cleanups.push(() => dropDatabase(serverUrl, emptyName));
+      } else {
+        const emptyDir = join(workDir, 'empty');
+        mkdirSync(emptyDir, { recursive: true, mode: 0o700 });
+        emptyEnv = { DUNWALL_DATA_DIR: emptyDir, DUNWALL_DEMO: '0' };
+      }
+      const settled = async (name: string, env: Record<string, string>) => {
+        const started = performance.now();
+        const server = await startService(name, { env, workers: 1 });
+        const readyS = (performance.now() - started) / 1000;
+        try {
+          await new Promise((resolve) => setTimeout(resolve, MEMORY_SETTLE_MS));
+          const text = await (await fetch(`${server.url}/metrics`)).text();
+          const metric = (m: string) => Number(new RegExp(`^${m} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+          return { rssMb: rssMb(server.child.pid), readyS, loadS: metric('dunwall_readmodel_last_load_seconds'), indexBytes: metric('dunwall_readmodel_index_bytes'), subscribers: metric('dunwall_readmodel_subscribers') };
+        } finally {
+          await stopChild(server.child);
+        }
+      };
+      const empty = await settled('memory-empty', emptyEnv);
+      const full = await settled('memory-full', {});
+      memory = {
+        subscribers: full.subscribers,
+        emptyRssMb: empty.rssMb,
+        fullRssMb: full.rssMb,
+        bytesPerSubscriber: full.subscribers > 0 ? ((full.rssMb - empty.rssMb) * 2 ** 20) / full.subscribers : null,
+        indexBytesPerSubscriber: full.subscribers > 0 ? full.indexBytes / full.subscribers : null,
+        loadSeconds: full.loadS,
+        readySeconds: full.readyS,
+      };
+      log(memoryLine(memory));
     });
   }
 
@@ -590,13 +635,14 @@ async function main(): Promise<void> {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = targets(results, invalidation);
+  const targetList = targets(results, invalidation, memory);
   const output = [
     ...header,
     '',
     table(results),
     '',
-    invalidation ? invalidationLine(invalidation) : 'invalidation: not run (--rows)',
+    memory ? memoryLine(memory) : 'read model memory: not run (--rows)',
+    invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
     '',
     'targets (issues 5 and 11):',
     targetsTable(targetList),
@@ -622,6 +668,7 @@ async function main(): Promise<void> {
     baseline_body_bytes: Buffer.byteLength(baselineBody),
     zipf: { s: ZIPF_S, requests: zipf.requests.length, distinct: zipf.distinct },
     rows: results,
+    memory,
     invalidation,
     targets: targetList,
     notes,

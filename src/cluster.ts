@@ -69,8 +69,22 @@ export function runPrimary(workers: number, log: Logger): void {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv, process.env.NODE_OPTIONS) });
   log.info({ workers }, 'starting workers');
   for (let i = 0; i < workers; i += 1) fork();
+}
+
+/**
+ * V8's young generation at most 4 MB a semi-space instead of 16: a process's memory then
+ * stays near its read model's size plus its code, under load too (the young generation
+ * otherwise grows to about 48 MB in a busy process and is never given back), with no
+ * measurable cost to the lookup (`npm run bench`). An operator's own setting wins.
+ */
+export const SEMI_SPACE_FLAG = '--max-semi-space-size=4';
+
+export function workerExecArgv(execArgv: readonly string[], nodeOptions: string | undefined): string[] {
+  const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'));
+  return given ? [...execArgv] : [...execArgv, SEMI_SPACE_FLAG];
 }
 
 /** In a worker: its registry answers the primary's collection, and /metrics asks the primary for all. */
