@@ -8,12 +8,18 @@
 -- of a slow writer that began before a faster one committed is still "not seen" until it
 -- commits, and then read.
 --
--- processor_customer_id NULL: the tenant itself changed (its settings, credentials or tier).
+-- A row names a subscriber (tenant_id, processor_customer_id), a tenant (its settings,
+-- credentials or tier: processor_customer_id NULL), or a tier (tier; tenant_id NULL). A
+-- tier's row names the tier, not the tenants on it when it changed: a reader re-reads the
+-- tenants on it as of its own snapshot, so a tenant that moved onto the tier while the
+-- tier's transaction ran is not missed.
 CREATE TABLE lookup_changes (
   xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-  tenant_id integer NOT NULL,
+  tenant_id integer,
   processor_customer_id text,
-  recorded_at timestamptz NOT NULL DEFAULT now()
+  tier text,
+  recorded_at timestamptz NOT NULL DEFAULT now(),
+  CHECK ((tenant_id IS NULL) = (tier IS NOT NULL))
 );
 CREATE INDEX lookup_changes_xid ON lookup_changes (xid);
 CREATE INDEX lookup_changes_recorded_at ON lookup_changes (recorded_at);
@@ -69,7 +75,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION dunwall_log_tier() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO lookup_changes (tenant_id) SELECT id FROM tenants WHERE tier IN (OLD.name, NEW.name);
+  INSERT INTO lookup_changes (tier) SELECT DISTINCT name FROM (VALUES (OLD.name), (NEW.name)) AS t (name) WHERE name IS NOT NULL;
   PERFORM pg_notify('dunwall_invalidate', 'changed');
   RETURN NULL;
 END $$;

@@ -47,13 +47,20 @@ class Copy {
     for (const tenant of tenants) this.putTenant(tenant.id, tenant);
   }
 
+  /**
+   * The tenant of an id as it is now (null: gone). Changes of one catch-up come in no
+   * particular order, so a slug is taken from whoever held it, and released only by its
+   * holder: a slug deleted and created again, or moved between tenants, ends on its owner.
+   */
   putTenant(id: number, tenant: TenantAuth | null): void {
     const slug = this.slugs.get(id);
     if (slug !== undefined) {
-      this.tenants.delete(slug);
+      if (this.tenants.get(slug)?.id === id) this.tenants.delete(slug);
       this.slugs.delete(id);
     }
     if (tenant === null) return;
+    const holder = this.tenants.get(tenant.slug);
+    if (holder !== undefined && holder.id !== id) this.slugs.delete(holder.id);
     this.tenants.set(tenant.slug, tenant);
     this.slugs.set(id, tenant.slug);
   }
@@ -171,6 +178,8 @@ export class ReadModel {
     );
     await this.catchUp();
     if (this.copy === null) throw this.lastError ?? new Error('the read model did not load');
+    // Ready means caught up with the primary too: a load from a replica may lag it.
+    await this.catchUp();
     this.schedulePoll();
     this.pruneTimer = setInterval(() => void this.prune(), PRUNE_INTERVAL_MS);
     this.pruneTimer.unref();
@@ -257,11 +266,28 @@ export class ReadModel {
     }
   }
 
-  /** A full load into a new copy; the old one answers until it is done. */
+  /**
+   * A full load into a new copy; the old one answers until it is done. The first load reads
+   * the replica when there is one (the primary if the replica fails); a reload after a gap
+   * reads the primary: a replica far enough behind to be past the log's horizon would load
+   * a copy older than the one it replaces, again and again.
+   */
   private async load(reason: 'start' | 'gap'): Promise<void> {
+    const replica = reason === 'start' ? this.options.loadFrom : undefined;
+    if (replica !== undefined) {
+      try {
+        await this.loadFrom(replica, reason);
+        return;
+      } catch (err) {
+        this.options.log?.warn({ err: { message: (err as Error).message } }, 'the read model could not load from the replica: loading from the primary');
+      }
+    }
+    await this.loadFrom(this.store, reason);
+  }
+
+  private async loadFrom(source: Store, reason: 'start' | 'gap'): Promise<void> {
     const started = performance.now();
     let copy: Copy | null = null;
-    const source = this.options.loadFrom ?? this.store;
     const position = await source.loadLookupState({
       begin: (subscribers, tenants) => {
         copy = new Copy(subscribers, tenants);

@@ -1,5 +1,6 @@
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db } from './db.js';
+import { forgetForeignLookupChanges } from './lookup-changes.js';
 import { migrate } from './migrate.js';
 import { openPostgres } from './postgres.js';
 import { assertSecretKeysKnown } from './secrets-at-rest.js';
@@ -35,6 +36,7 @@ export async function openStore(target: StoreTarget, options: StoreOptions = {})
   const db = await openDb(target);
   try {
     await migrate(db);
+    await forgetForeignLookupChanges(db);
     await assertSecretKeysKnown(db, secrets);
   } catch (err) {
     await db.close();

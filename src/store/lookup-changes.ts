@@ -45,15 +45,24 @@ function atOneSnapshot<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T>
   });
 }
 
+/**
+ * The position of this transaction's snapshot. On a hot standby PostgreSQL leaves the
+ * in-progress list out of `pg_current_snapshot()` (it keeps a standby's running ids
+ * elsewhere), so a transaction the primary had not committed would read as seen: there
+ * the position is `xmin:xmin:`, everything from the oldest running id on unseen. The
+ * catch-ups after it then re-read those keys at their values now, which is harmless.
+ */
 async function positionNow(tx: Queryable): Promise<ChangePosition> {
-  const [row] = await tx.query<{ position: string }>('SELECT pg_current_snapshot()::text AS position');
+  const [row] = await tx.query<{ position: string; xmin: string; standby: boolean }>(
+    'SELECT pg_current_snapshot()::text AS position, pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_is_in_recovery() AS standby',
+  );
   if (!row) throw new Error('no snapshot');
-  return row.position;
+  return row.standby ? `${row.xmin}:${row.xmin}:` : row.position;
 }
 
 /**
- * Everything the lookup reads, as of one snapshot: every tenant, then every subscriber in
- * batches of a cursor. Returns the snapshot's position, from which changes are read next.
+ * Everything the lookup reads, as of one snapshot: every tenant, then every subscriber as
+ * COPY text. Returns the snapshot's position, from which changes are read next.
  */
 export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupStateSink): Promise<ChangePosition> {
   return atOneSnapshot(db, async (tx) => {
@@ -81,26 +90,49 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
     );
     if (!head) throw new Error('lookup_changes_horizon is empty');
     if (head.gap) return { position: head.position, gap: true, tenants: [], subscribers: [] };
-    const rows = await tx.query<{ tenant_id: number; processor_customer_id: string | null; status: SubscriberStatus | null }>(
-      `SELECT c.tenant_id, c.processor_customer_id, s.status
-       FROM (SELECT DISTINCT tenant_id, processor_customer_id FROM lookup_changes
+    const rows = await tx.query<{ tenant_id: number | null; processor_customer_id: string | null; tier: string | null; status: SubscriberStatus | null }>(
+      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status
+       FROM (SELECT DISTINCT tenant_id, processor_customer_id, tier FROM lookup_changes
              WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) c
        LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id`,
       [since],
     );
-    const tenantIds: number[] = [];
+    const tenantIds = new Set<number>();
+    const tiers: string[] = [];
     const subscribers: LookupChanges['subscribers'] = [];
     for (const row of rows) {
-      if (row.processor_customer_id === null) tenantIds.push(row.tenant_id);
+      if (row.tier !== null) tiers.push(row.tier);
+      else if (row.tenant_id === null) continue;
+      else if (row.processor_customer_id === null) tenantIds.add(row.tenant_id);
       else subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status });
     }
+    // A changed tier: every tenant on it as of this snapshot.
+    const found = new Map<number, TenantAuth>();
+    if (tiers.length > 0) for (const tenant of await readTenantsAuth(tx, secrets, { tiers })) found.set(tenant.id, tenant);
+    const unread = [...tenantIds].filter((id) => !found.has(id));
+    if (unread.length > 0) for (const tenant of await readTenantsAuth(tx, secrets, unread)) found.set(tenant.id, tenant);
     const tenants: LookupChanges['tenants'] = [];
-    if (tenantIds.length > 0) {
-      const found = new Map<number, TenantAuth>();
-      for (const tenant of await readTenantsAuth(tx, secrets, tenantIds)) found.set(tenant.id, tenant);
-      for (const id of tenantIds) tenants.push({ id, tenant: found.get(id) ?? null });
-    }
+    for (const id of new Set([...tenantIds, ...found.keys()])) tenants.push({ id, tenant: found.get(id) ?? null });
     return { position: head.position, gap: false, tenants, subscribers };
+  });
+}
+
+/**
+ * Forgets change log rows and a horizon that no transaction of this database can have
+ * written (ids at or past the next one): what a dump restored into another cluster brings
+ * along. Left, they would read as unseen by every position, and the horizon as past it.
+ * Every reader loads after this (it runs at start-up), so nothing is lost. Returns the
+ * rows deleted.
+ */
+export async function forgetForeignLookupChanges(db: Db): Promise<number> {
+  return db.transaction(async (tx) => {
+    const [row] = await tx.query<{ n: string }>(
+      `WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot()) AS xid),
+       gone AS (DELETE FROM lookup_changes WHERE xid >= (SELECT xid FROM next) RETURNING 1),
+       horizon AS (UPDATE lookup_changes_horizon SET pruned_through = '0' WHERE pruned_through >= (SELECT xid FROM next))
+       SELECT count(*) AS n FROM gone`,
+    );
+    return Number(row?.n ?? 0);
   });
 }
 

@@ -59,11 +59,17 @@ async function listenOn(opts: PostgresOptions, channel: string, handlers: Listen
     try {
       await c.connect();
       await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      if (stopped) {
+        // Stopped while connecting: this connection is nobody's.
+        await c.end().catch(() => {});
+        return;
+      }
       client = c;
       retryMs = LISTEN_RETRY_MIN_MS;
       handlers.onReady();
     } catch {
       await c.end().catch(() => {});
+      if (stopped) return;
       handlers.onLost();
       schedule();
     }
@@ -111,6 +117,7 @@ async function copyOut(client: pg.PoolClient, sql: string, onRows: (rows: Buffer
     timer = setTimeout(() => stream.destroy(new Error(CLIENT_TIMEOUT_MESSAGE)), idleMs);
   };
   let partial: Buffer | null = null;
+  let done = false;
   try {
     arm();
     for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -124,11 +131,18 @@ async function copyOut(client: pg.PoolClient, sql: string, onRows: (rows: Buffer
       partial = end + 1 < data.length ? data.subarray(end + 1) : null;
       onRows(data.subarray(0, end + 1));
     }
+    done = true;
     if (partial !== null) onRows(partial);
   } finally {
     clearTimeout(timer);
+    // Left mid-stream (the reader threw, or the watchdog fired): the server is still
+    // sending, so the connection is not one to roll back and reuse.
+    if (!done) unusable.add(client);
   }
 }
+
+/** Connections a COPY left mid-stream: their transaction drops them instead of rolling back. */
+const unusable = new WeakSet<pg.PoolClient>();
 
 export function openPostgres(opts: PostgresOptions): Db {
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_DB_QUERY_TIMEOUT_MS;
@@ -184,7 +198,7 @@ export function openPostgres(opts: PostgresOptions): Db {
       } catch (err) {
         // A query that timed out on the client leaves its connection waiting on a server
         // that may never answer: it is destroyed, not rolled back and reused.
-        if (isClientTimeout(err)) lost ??= err as Error;
+        if (isClientTimeout(err) || unusable.has(client)) lost ??= err as Error;
         else
           await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
             // A ROLLBACK that fails leaves the session unfinished: not a connection to reuse.

@@ -59,12 +59,15 @@ export function credential<T>(value: T, expiresAt: Date | null): Credential<T> {
 }
 
 /**
- * Tenants as the lookup uses them (`prepareTenant`): all of them, or those of the given ids
- * or slug. HMAC secrets are opened here, once per read, so that lookups never decrypt.
+ * Tenants as the lookup uses them (`prepareTenant`): all of them, or those of the given ids,
+ * slug or tiers. HMAC secrets are opened here, once per read, so that lookups never decrypt.
  */
-export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: null | readonly number[] | { slug: string }): Promise<TenantAuth[]> {
-  const where = which === null ? '' : Array.isArray(which) ? ' WHERE t.id = ANY($1::int[])' : ' WHERE t.slug = $1';
-  const params = which === null ? [] : Array.isArray(which) ? [which] : [(which as { slug: string }).slug];
+export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: null | readonly number[] | { slug: string } | { tiers: readonly string[] }): Promise<TenantAuth[]> {
+  let where = '';
+  let params: unknown[] = [];
+  if (Array.isArray(which)) [where, params] = [' WHERE t.id = ANY($1::int[])', [which]];
+  else if (which !== null && 'slug' in which) [where, params] = [' WHERE t.slug = $1', [which.slug]];
+  else if (which !== null && 'tiers' in which) [where, params] = [' WHERE t.tier = ANY($1::text[])', [which.tiers]];
   const rows = await q.query<TenantRow>(`${TENANT_SELECT}${where}`, params);
   if (rows.length === 0) return [];
   const creds = await q.query<CredentialRow & { tenant_id: number }>(

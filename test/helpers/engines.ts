@@ -116,3 +116,19 @@ export async function schemaScopedUrl(prefix: string): Promise<{ url: string; dr
     },
   };
 }
+
+/** Plain `pg` clients a test opens (other instances, writers it controls), ended together. */
+export function pgClients(): { open(url: string): Promise<pg.Client>; endAll(): Promise<void> } {
+  const open: pg.Client[] = [];
+  return {
+    async open(url) {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      open.push(c);
+      return c;
+    },
+    async endAll() {
+      for (const c of open.splice(0)) await c.end().catch(() => {});
+    },
+  };
+}

@@ -44,16 +44,27 @@ async function pg(command: string, args: string[]): Promise<void> {
   await run(file, argv, { timeout: COMMAND_TIMEOUT_MS });
 }
 
-export async function privatePostgres(): Promise<PrivatePostgres> {
+/** A temporary folder the server's user owns. */
+async function ownedDir(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'dunwall-pg-'));
   if (process.getuid?.() === 0) {
     const { stdout } = await run('id', ['-u', 'postgres']);
     const { stdout: gid } = await run('id', ['-g', 'postgres']);
     chownSync(dir, Number(stdout.trim()), Number(gid.trim()));
   }
+  return dir;
+}
+
+/**
+ * A cluster of the test's own. `from`: a hot standby of that cluster instead (a base
+ * backup streaming from it, as a read replica is made).
+ */
+export async function privatePostgres(from?: PrivatePostgres): Promise<PrivatePostgres> {
+  const dir = await ownedDir();
   const data = join(dir, 'data');
   const port = await freePort();
-  await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  if (from === undefined) await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  else await pg('pg_basebackup', ['-D', data, '-h', '127.0.0.1', '-p', String(from.port), '-U', 'postgres', '-R', '-X', 'stream', '--no-sync']);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
   const start = () => pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
   const stop = () => pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);

@@ -1,11 +1,11 @@
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import { openStore } from '../../src/store/index.js';
+import { forgetForeignLookupChanges } from '../../src/store/lookup-changes.js';
 import type { ChangeCause, Store } from '../../src/store/store.js';
-import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
 import type { Engine } from '../helpers/engines.js';
 
@@ -80,6 +80,49 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     expect(model.snapshotStats().loads).toBe(1);
   });
 
+  it('keeps a slug with its owner when one catch-up deletes and re-creates it, or moves slugs between tenants', async () => {
+    const { store, db } = opened;
+    const a = await tenantId(store, 'slug-a');
+    const b = await tenantId(store, 'slug-b');
+    model = await ReadModel.open(store);
+    // One transaction of direct SQL (the API renames nothing): the changes arrive in one
+    // catch-up, in no particular order.
+    await db.transaction(async (tx) => {
+      await tx.query(`UPDATE tenants SET slug = 'slug-tmp' WHERE id = $1`, [a]);
+      await tx.query(`UPDATE tenants SET slug = 'slug-a' WHERE id = $1`, [b]);
+      await tx.query(`UPDATE tenants SET slug = 'slug-b' WHERE id = $1`, [a]);
+    });
+    await model.catchUp();
+    expect([model.tenant('slug-a')?.id, model.tenant('slug-b')?.id, model.tenant('slug-tmp')]).toEqual([b, a, null]);
+    const again = await db.transaction(async (tx) => {
+      await tx.query(`DELETE FROM tenants WHERE id = $1`, [a]);
+      const [row] = await tx.query<{ id: number }>(
+        `INSERT INTO tenants (slug, tier, hmac_required, suspended, created_at, updated_at) VALUES ('slug-b', 'starter', false, false, now(), now()) RETURNING id`,
+      );
+      return row?.id;
+    });
+    await model.catchUp();
+    expect(model.tenant('slug-b')?.id).toBe(again);
+    expect(model.tenant('slug-a')?.id).toBe(b);
+  });
+
+  it('forgets change log rows that no transaction of this database wrote (a restored dump), instead of reloading for ever', async () => {
+    const { store, db } = opened;
+    const id = await tenantId(store, 'restored');
+    // What a dump of another cluster brings: ids past this cluster's next one.
+    const [{ next }] = (await db.query<{ next: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next')) as [{ next: string }];
+    const foreign = (BigInt(next) + 10_000_000n).toString();
+    await db.query(`INSERT INTO lookup_changes (xid, tenant_id, processor_customer_id) VALUES ($1::xid8, $2, 'cus_foreign')`, [foreign, id]);
+    await db.query(`UPDATE lookup_changes_horizon SET pruned_through = $1::xid8`, [foreign]);
+    expect(await forgetForeignLookupChanges(db)).toBe(1);
+    model = await ReadModel.open(store);
+    await store.applyChange(id, 'cus_after', set('warning'), admin(at(1)), at(1));
+    await model.ownWritesApplied();
+    for (let i = 0; i < 3; i += 1) await model.catchUp();
+    expect(model.status(id, 'cus_after')).toBe('warning');
+    expect(model.snapshotStats().loads).toBe(1);
+  });
+
   it('reloads when the change log was pruned past its position, answering from the old copy meanwhile', async () => {
     const { store } = opened;
     const id = await tenantId(store, 'gap');
@@ -146,13 +189,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
   let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
   let store: Store;
   let model: ReadModel;
-  const clients: pg.Client[] = [];
-  const client = async (url: string) => {
-    const c = new pg.Client({ connectionString: url });
-    await c.connect();
-    clients.push(c);
-    return c;
-  };
+  const clients = pgClients();
+  const client = clients.open;
 
   beforeAll(async () => {
     scoped = await schemaScopedUrl('dunwall_readmodel');
@@ -160,7 +198,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
   });
   afterAll(async () => {
     await model?.close();
-    for (const c of clients) await c.end().catch(() => {});
+    await clients.endAll();
     await store?.close();
     await scoped?.drop();
   });
@@ -188,6 +226,23 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
       `SELECT (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_slow') < (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
     )).rows;
     expect(order?.slow_first).toBe(true);
+  });
+
+  it('follows a tier change that races a tenant moving onto the tier', async () => {
+    const created = await store.createTenant({ ...newTenant('mover'), tier: 'growth' }, T);
+    if (!created.ok) throw new Error(created.error);
+    await model.catchUp();
+    const tier = await client(scoped.url);
+    // An admin changing the tier's flags, in a transaction still open...
+    await tier.query('BEGIN');
+    await tier.query(`UPDATE tiers SET entitlements = '{"powered_by_watermark": false, "custom_domain": false, "downstream_webhooks": false}' WHERE name = 'scale'`);
+    // ...while another moves the tenant onto the tier and commits first.
+    expect((await store.updateTenant('mover', { tier: 'scale' }, T)).ok).toBe(true);
+    await model.catchUp();
+    expect(model.tenant('mover')?.entitlements.downstream_webhooks).toBe(true);
+    await tier.query('COMMIT');
+    await model.catchUp();
+    expect(model.tenant('mover')?.entitlements.downstream_webhooks).toBe(false);
   });
 
   it('misses nothing while its connections are killed during a stream of writes from another instance', { timeout: 60_000 }, async () => {
