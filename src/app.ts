@@ -228,24 +228,27 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, log: app.log, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
     : null;
   const model = deps.model;
-  // A write's answer leaves once this process's read model shows it: its writer's next
-  // lookup, on this instance, reads what it wrote.
-  app.addHook('onSend', async (req, _reply, payload) => {
-    if (req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'OPTIONS') await model.ownWritesApplied();
-    return payload;
-  });
   await app.register(healthRoutes, { store: deps.store, model, now });
   await app.register(subscriberStatusRoutes, { model, now, logLookups: deps.logLookups ?? false, guards });
-  await app.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
-  await app.register(adminRoutes, {
-    prefix: '/admin/v1',
-    store: deps.store,
-    now,
-    adminTokenSha256: adminTokenDigest(deps),
-    rotationOverlapS: deps.rotationOverlapS ?? 86_400,
-    guards,
+  // The routes that write, in a scope of their own: a write's answer leaves once this
+  // process's read model shows it, so that its writer's next lookup on this instance reads
+  // what it wrote. The lookup's routes, outside the scope, run no such hook.
+  await app.register(async (writes: App) => {
+    writes.addHook('onSend', async (req, _reply, payload) => {
+      if (req.method !== 'GET' && req.method !== 'HEAD') await model.ownWritesApplied();
+      return payload;
+    });
+    await writes.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
+    await writes.register(adminRoutes, {
+      prefix: '/admin/v1',
+      store: deps.store,
+      now,
+      adminTokenSha256: adminTokenDigest(deps),
+      rotationOverlapS: deps.rotationOverlapS ?? 86_400,
+      guards,
+    });
   });
   return app;
 }

@@ -319,7 +319,7 @@ export class ReadModel {
 
   private async prune(): Promise<void> {
     try {
-      await this.store.pruneLookupChanges(new Date(this.now() - CHANGE_LOG_RETENTION_MS));
+      await this.store.pruneLookupChanges(CHANGE_LOG_RETENTION_MS);
     } catch {
       // Pruning is housekeeping: the next round tries again.
     }

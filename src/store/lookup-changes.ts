@@ -137,25 +137,28 @@ export async function forgetForeignLookupChanges(db: Db): Promise<number> {
 }
 
 /**
- * Deletes change rows recorded before `before` whose transactions every snapshot now sees,
- * and records the highest transaction id deleted (readers not past it reload). Returns the
- * rows deleted; 0 when another instance is pruning.
+ * Deletes change rows recorded more than `olderThanMs` ago (by the database's clock) whose
+ * transactions every snapshot now sees, and records the highest transaction id deleted
+ * (readers not past it reload). Returns the rows deleted; 0 when another instance is
+ * pruning.
  */
-export async function pruneLookupChanges(db: Db, before: Date): Promise<number> {
+export async function pruneLookupChanges(db: Db, olderThanMs: number): Promise<number> {
   return db.transaction(async (tx) => {
     const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [PRUNE_LOCK_KEY]);
     if (!lock?.ok) return 0;
     const [row] = await tx.query<{ n: string }>(
       `WITH gone AS (
-         DELETE FROM lookup_changes WHERE recorded_at < $1 AND xid < pg_snapshot_xmin(pg_current_snapshot()) RETURNING xid
+         DELETE FROM lookup_changes
+         WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
+           AND xid < pg_snapshot_xmin(pg_current_snapshot())
+         RETURNING xid
        ), horizon AS (
          UPDATE lookup_changes_horizon SET pruned_through = GREATEST(pruned_through, (SELECT max(xid) FROM gone))
          WHERE EXISTS (SELECT 1 FROM gone)
        )
        SELECT count(*) AS n FROM gone`,
-      [before],
+      [olderThanMs],
     );
     return Number(row?.n ?? 0);
   });
 }
-

@@ -184,8 +184,8 @@ export class SqlStore implements Store {
     return lookupChangesSince(this.db, this.secrets, since);
   }
 
-  pruneLookupChanges(before: Date): Promise<number> {
-    return pruneLookupChanges(this.db, before);
+  pruneLookupChanges(olderThanMs: number): Promise<number> {
+    return pruneLookupChanges(this.db, olderThanMs);
   }
 
   /** After a commit: this instance learns of its own writes at once, others through NOTIFY. */

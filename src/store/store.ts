@@ -210,8 +210,8 @@ export interface Store {
   loadLookupState(sink: LookupStateSink): Promise<ChangePosition>;
   /** Every change committed since `since` (whatever the order its writers committed in). */
   lookupChangesSince(since: ChangePosition): Promise<LookupChanges>;
-  /** Forgets change log rows recorded before `before`; returns how many. */
-  pruneLookupChanges(before: Date): Promise<number>;
+  /** Forgets change log rows recorded more than `olderThanMs` ago, by the database's clock; returns how many. */
+  pruneLookupChanges(olderThanMs: number): Promise<number>;
   /** This instance's own writes that may change a lookup's answer, each reported once committed. */
   onCommit(listener: () => void): () => void;
   /** A notification for every instance's committed change (migration 006), and for each loss and recovery of the listener. */

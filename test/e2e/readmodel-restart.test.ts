@@ -114,7 +114,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model across 
       // The replica further behind than the log keeps: the load falls past the horizon, and
       // the reload reads the primary, once.
       await writer.applyChange(id, 'cus_paid', { kind: 'set', status: 'lockout', reason: 'test' }, admin(at(2)), at(2));
-      await expect.poll(() => writer.pruneLookupChanges(new Date(Date.now() + 3_600_000)), { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
+      await expect.poll(() => writer.pruneLookupChanges(0), { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
       const behind = await ReadModel.open(writer, { loadFrom: replica });
       models.push(behind);
       expect(behind.status(id, 'cus_paid')).toBe('lockout');
@@ -162,7 +162,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model across 
         expected.set(`cus_p${i}`, status);
       }
       // As if the process had slept longer than the log is kept.
-      expect(await writer.pruneLookupChanges(new Date(Date.now() + 3_600_000))).toBeGreaterThan(0);
+      expect(await writer.pruneLookupChanges(0)).toBeGreaterThan(0);
       child.kill('SIGCONT');
 
       for (const [customer, status] of expected) await expect.poll(() => lookup(customer), { timeout: 10_000 }).toBe(status);
