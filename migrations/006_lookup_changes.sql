@@ -55,20 +55,11 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- A tenant's own row, or one of its credentials: the argument names the column that holds
+-- the tenant's id.
 CREATE OR REPLACE FUNCTION dunwall_log_tenant() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  r record := COALESCE(NEW, OLD);
 BEGIN
-  INSERT INTO lookup_changes (tenant_id) VALUES (r.id);
-  PERFORM pg_notify('dunwall_invalidate', 'changed');
-  RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION dunwall_log_credential() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  r record := COALESCE(NEW, OLD);
-BEGIN
-  INSERT INTO lookup_changes (tenant_id) VALUES (r.tenant_id);
+  INSERT INTO lookup_changes (tenant_id) VALUES ((to_jsonb(COALESCE(NEW, OLD)) ->> TG_ARGV[0])::integer);
   PERFORM pg_notify('dunwall_invalidate', 'changed');
   RETURN NULL;
 END $$;
@@ -89,8 +80,8 @@ CREATE TRIGGER subscribers_log_update AFTER UPDATE ON subscribers
     OR OLD.tenant_id IS DISTINCT FROM NEW.tenant_id)
   EXECUTE FUNCTION dunwall_log_subscriber();
 CREATE TRIGGER tenants_log AFTER INSERT OR UPDATE OR DELETE ON tenants
-  FOR EACH ROW EXECUTE FUNCTION dunwall_log_tenant();
+  FOR EACH ROW EXECUTE FUNCTION dunwall_log_tenant('id');
 CREATE TRIGGER tenant_credentials_log AFTER INSERT OR UPDATE OR DELETE ON tenant_credentials
-  FOR EACH ROW EXECUTE FUNCTION dunwall_log_credential();
+  FOR EACH ROW EXECUTE FUNCTION dunwall_log_tenant('tenant_id');
 CREATE TRIGGER tiers_log AFTER UPDATE OR DELETE ON tiers
   FOR EACH ROW EXECUTE FUNCTION dunwall_log_tier();
