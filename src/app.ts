@@ -7,7 +7,7 @@ import type { App } from './app-instance.js';
 import { sha256 } from './domain/keys.js';
 import { checkBearer } from './domain/lookup.js';
 import { AppError } from './errors.js';
-import { answerClientError, describeValidationError, sendProblem } from './http.js';
+import { answerClientError, authorizationOf, describeValidationError, sendProblem } from './http.js';
 import { adminRoutes } from './routes/admin.js';
 import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
@@ -148,7 +148,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       reply.header('x-request-id', req.id);
       if (!req.url.startsWith(LOOKUP_PREFIX)) return sendProblem(reply, err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request');
       reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
-      const bearer = checkBearer(req.headers.authorization);
+      const bearer = checkBearer(authorizationOf(req.raw));
       return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
     },
     return503OnClosing: true,

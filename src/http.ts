@@ -62,4 +62,26 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
     `HTTP/1.1 ${ERRORS[code].status} ${STATUS_CODES[ERRORS[code].status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+  // end() only half-closes: a peer that keeps its side open and drips bytes (slow loris)
+  // would hold the descriptor for ever. It gets a moment to read the answer, then the
+  // socket is destroyed.
+  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+}
+
+/** How long a connection answered with a client error may stay open for its peer to read the answer. */
+export const CLIENT_ERROR_LINGER_MS = 1_000;
+
+/**
+ * The request's Authorization header; every value when there are several. Node keeps the
+ * first of repeated Authorization headers and drops the rest, so they are counted here.
+ */
+export function authorizationOf(req: { rawHeaders: readonly string[]; headers: { authorization?: string | undefined } }): string | string[] | undefined {
+  let values: string[] | undefined;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i];
+    if (name !== undefined && name.length === 13 && name.toLowerCase() === 'authorization') (values ??= []).push(req.rawHeaders[i + 1] ?? '');
+  }
+  return values !== undefined && values.length > 1 ? values : req.headers.authorization;
 }

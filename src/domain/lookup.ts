@@ -17,14 +17,16 @@ export function parseBearer(header: string | undefined): BearerResult {
 }
 
 /**
- * Check 1: the header alone, before anything is looked up. The codes default to the
- * lookup's; the admin API passes its own.
+ * Check 1: the header alone, before anything is looked up; several headers (`authorizationOf`)
+ * are invalid. The codes default to the lookup's; the admin API passes its own.
  */
 export function checkBearer(
-  header: string | undefined,
+  header: string | readonly string[] | undefined,
   missing: ErrorCode = 'missing_publishable_key',
   invalid: ErrorCode = 'invalid_publishable_key',
 ): { ok: true; token: string } | { ok: false; code: ErrorCode } {
+  // More than one Authorization header: the contract's one token is not there to pick.
+  if (typeof header !== 'string' && header !== undefined) return { ok: false, code: invalid };
   const bearer = parseBearer(header);
   if (bearer.ok) return bearer;
   return { ok: false, code: bearer.code === 'missing' ? missing : invalid };

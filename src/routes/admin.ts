@@ -10,7 +10,7 @@ import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import { AppError } from '../errors.js';
-import { sendProblem } from '../http.js';
+import { authorizationOf, sendProblem } from '../http.js';
 import {
   AdminHeaders,
   CreateTenantBody,
@@ -85,7 +85,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   }
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
-    const bearer = checkBearer(req.headers.authorization, 'missing_admin_token', 'invalid_admin_token');
+    const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
     if (!bearer.ok) return sendProblem(reply, bearer.code);
     // Digests of equal length, compared in constant time: neither the token nor its length leaks.
     if (!timingSafeEqual(sha256(bearer.token), adminTokenSha256)) return sendProblem(reply, 'invalid_admin_token');

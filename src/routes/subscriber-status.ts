@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { App } from '../app-instance.js';
 import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
-import { sendProblem } from '../http.js';
+import { authorizationOf, sendProblem } from '../http.js';
 import type { RateLimitGuards } from '../rate-limit.js';
 import type { ErrorCode } from '../errors.js';
 import type { ReadModel } from '../readmodel/index.js';
@@ -79,7 +79,7 @@ export async function subscriberStatusRoutes(app: App, opts: SubscriberStatusOpt
       /** A failed check's answer; a 401 or 404 past the address's failure quota is a 429 instead. */
       const refuse = async (code: ErrorCode) => sendProblem(reply, guards && (await guards.lookupFailure(req, reply, code)) ? 'rate_limited' : code);
       // Check 1 needs no store: a request without a usable header never reaches it.
-      const bearer = checkBearer(req.headers.authorization);
+      const bearer = checkBearer(authorizationOf(req.raw));
       if (!bearer.ok) return refuse(bearer.code);
       const nowMs = now();
       const tenant = tenantFor(model, req.params.tenantSlug, nowMs);

@@ -85,6 +85,47 @@ describe('malformed and slow HTTP on a raw socket', () => {
     }
   });
 
+  it('destroys the socket of a slow sender that keeps its side open and drips on after the 408', async () => {
+    const closed = await new Promise<{ text: string; closed: boolean }>((resolve) => {
+      const socket: Socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+      let text = '';
+      let drip: NodeJS.Timeout | undefined;
+      const bound = setTimeout(() => {
+        clearInterval(drip);
+        socket.destroy();
+        resolve({ text, closed: false });
+      }, 4_000);
+      socket.on('data', (d) => (text += d.toString('latin1')));
+      socket.on('error', () => {});
+      socket.on('close', () => {
+        clearTimeout(bound);
+        clearInterval(drip);
+        resolve({ text, closed: true });
+      });
+      socket.on('connect', () => {
+        socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+        // One byte every 50 ms, before and after the server's answer, never closing.
+        drip = setInterval(() => socket.write('X'), 50);
+      });
+    });
+    expect(statusOf(closed.text)).toBe(408);
+    expect(closed.closed).toBe(true);
+  });
+
+  it('refuses more than one Authorization header, on the lookup and the admin API alike', async () => {
+    const twice = (path: string, first: string) =>
+      exchange([`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer pk_second\r\nConnection: close\r\n\r\n`]);
+    const lookup = await twice('/api/subscriber-status/acme?processor_customer_id=cus_1', 'pk_first');
+    expect(statusOf(lookup.text)).toBe(401);
+    expect(lookup.text).toContain('"code":"invalid_publishable_key"');
+    const admin = await twice('/admin/v1/tenants', ADMIN_TOKEN);
+    expect(statusOf(admin.text)).toBe(401);
+    expect(admin.text).toContain('"code":"invalid_admin_token"');
+    // One header, the same token: accepted.
+    const once = await exchange([`GET /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`]);
+    expect(statusOf(once.text)).toBe(200);
+  });
+
   it('cuts off a body that never completes', async () => {
     const { text, closedAfterMs } = await exchange(
       [`POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"slug":`],

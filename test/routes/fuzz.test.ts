@@ -224,6 +224,8 @@ interface Exchange {
   /** The request target as the server received it. */
   url: string;
   authorization: string | undefined;
+  /** How many Authorization headers were sent: more than one is refused (check 1). */
+  authorizations: number;
   origin: string | undefined;
   status: number;
   headers: Record<string, string | undefined>;
@@ -273,13 +275,14 @@ function checkAnyAnswer(x: Exchange, stats: Stats): void {
 type Predicted = { status: 200; body: Record<string, unknown> } | { status: number; code: string };
 
 /** CONTRACT.md section 1, checks 1 to 6 in their order, on the request as received. */
-function predictLookup(world: World, x: Pick<Exchange, 'url' | 'authorization'>): Predicted | null {
+function predictLookup(world: World, x: Pick<Exchange, 'url' | 'authorization' | 'authorizations'>): Predicted | null {
   const target = tenantOfPath(world, x.url, LOOKUP_PREFIX);
   if (target === null) return null;
   // An empty or multi-segment path is another route (an unknown one): not the lookup's checks.
   const segment = (x.url.split('?')[0] ?? '').slice(LOOKUP_PREFIX.length);
   if (segment === '' || segment.includes('/')) return null;
   const auth = x.authorization;
+  if (x.authorizations > 1) return { status: 401, code: 'invalid_publishable_key' };
   if (auth === undefined || auth.trim() === '') return { status: 401, code: 'missing_publishable_key' };
   const token = BEARER.exec(auth)?.[1];
   if (token === undefined) return { status: 401, code: 'invalid_publishable_key' };
@@ -633,6 +636,7 @@ function exchangeOf(method: string, url: string, headers: Record<string, string 
     method: method.toUpperCase(),
     url: asReceived(url),
     authorization: Array.isArray(auth) ? auth[0] : auth,
+    authorizations: Array.isArray(auth) ? auth.length : auth === undefined ? 0 : 1,
     origin: Array.isArray(origin) ? origin[0] : origin,
     status: res.statusCode,
     headers: flatHeaders(res.headers),
@@ -1083,6 +1087,7 @@ interface RawBuilt {
   method: string;
   target: string;
   authorization: string | undefined;
+  authorizations: number;
   origin: string | undefined;
   /** A webhook signed with the destination's own secret, untouched: it may be accepted. */
   mayAccept: boolean;
@@ -1135,6 +1140,7 @@ function buildRaw(world: World, r: RawRecipe, nowS: number, nextId: () => string
     method,
     target,
     authorization: r.route === 'lookup' ? authLines[0]?.replace(/^[ \t]+|[ \t]+$/g, '') : undefined,
+    authorizations: r.route === 'lookup' ? authLines.length : 0,
     origin,
     mayAccept,
     crossTenant,
@@ -1267,7 +1273,7 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         if (secret !== null) headers['stripe-signature'] = mangleSignature(stripeSignature(secret, nowS + r.tsOffset, built.body), r.sigMangle);
         const sent = tamperBody(built.body, r.tamper);
         const res = await h.app.inject({ method: r.method as 'POST', url, headers, payload: sent });
-        const x: Exchange = { ...exchangeOf(r.method, url, {}, res), authorization: undefined };
+        const x: Exchange = { ...exchangeOf(r.method, url, {}, res), authorization: undefined, authorizations: 0 };
         checkAnyAnswer(x, s);
 
         const signedForDestination = destination !== null && secret === destination.spec.webhookSecret;
@@ -1350,7 +1356,7 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const answer = await rawExchange(port, built.request);
         expect(answer, `no answer to ${JSON.stringify(built.request.toString('latin1').slice(0, 300))}`).not.toBeNull();
         if (answer === null) return;
-        const x: Exchange = { method: built.method, url: built.target, authorization: built.authorization, origin: built.origin, ...answer };
+        const x: Exchange = { method: built.method, url: built.target, authorization: built.authorization, authorizations: built.authorizations, origin: built.origin, ...answer };
         checkAnyAnswer(x, s);
         const accepted = x.status >= 200 && x.status < 300;
         if (r.route === 'webhook') {
