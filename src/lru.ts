@@ -85,11 +85,6 @@ export class Lru<K, V> {
     this.entries.delete(key);
   }
 
-  clear(): void {
-    this.entries.clear();
-    this.hand = null;
-  }
-
   get size(): number {
     return this.entries.size;
   }

@@ -1,4 +1,6 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { isCurrent } from './credential.js';
+import type { Credential } from './credential.js';
 
 const HMAC_HEX_RE = /^[0-9a-fA-F]{64}$/;
 /** SHA-256's block: an HMAC key is padded (or first hashed) to this length (RFC 2104). */
@@ -169,15 +171,17 @@ export class HmacKey {
 }
 
 /**
- * True when `presented` is the hex HMAC of `message` under one of `keys`. Every key is
- * tried, each digest compared through `timingSafeEqual`, with no early exit.
+ * True when `presented` is the hex HMAC of `message` under one of `keys` current at `nowMs`.
+ * Every current key is tried, each digest compared through `timingSafeEqual`, with no early
+ * exit.
  */
-export function verifyHmac(presented: string, message: string, keys: readonly HmacKey[]): boolean {
+export function verifyHmac(presented: string, message: string, keys: readonly Credential<HmacKey>[], nowMs: number): boolean {
   if (!HMAC_HEX_RE.test(presented)) return false;
   presentedScratch.write(presented, 'hex');
   let matched = false;
   for (const key of keys) {
-    key.signInto(message, digestScratch);
+    if (!isCurrent(key, nowMs)) continue;
+    key.value.signInto(message, digestScratch);
     if (timingSafeEqual(digestScratch, presentedScratch)) matched = true;
   }
   return matched;

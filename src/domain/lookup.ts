@@ -65,15 +65,8 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   if (hmac === undefined) {
     return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
   }
-  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, currentKeys(tenant, nowMs))) return { ok: false, code: 'hmac_mismatch' };
+  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs)) return { ok: false, code: 'hmac_mismatch' };
   return { ok: true, customerId };
-}
-
-/** The tenant's HMAC keys that verify at `nowMs`: the tenant's list itself, unless one has expired. */
-function currentKeys(tenant: TenantAuth, nowMs: number): readonly HmacKey[] {
-  const keys = tenant.hmacKeys;
-  if (keys.every((key) => isCurrent(key, nowMs))) return tenant.hmacKeyValues;
-  return keys.filter((key) => isCurrent(key, nowMs)).map((key) => key.value);
 }
 
 /**
@@ -113,11 +106,9 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     return JSON.stringify(b);
   };
   const { hmacSecrets, ...rest } = fields;
-  const hmacKeys = hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs }));
   return {
     ...rest,
-    hmacKeys,
-    hmacKeyValues: hmacKeys.map((key) => key.value),
+    hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
     acceptedKeys: new Map(),
   };

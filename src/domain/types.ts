@@ -1,4 +1,8 @@
+import type { Credential } from './credential.js';
 import type { HmacKey } from './hmac.js';
+
+export { isCurrent } from './credential.js';
+export type { Credential } from './credential.js';
 
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
@@ -14,12 +18,6 @@ export const REASON_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 
 export const SLUG_RE = new RegExp(SLUG_PATTERN);
 export const CUSTOMER_ID_RE = new RegExp(CUSTOMER_ID_PATTERN);
-
-export interface Credential<T> {
-  value: T;
-  /** Epoch milliseconds after which the credential no longer verifies; null: no expiry. */
-  expiresAtMs: number | null;
-}
 
 /** What the store holds of a tenant for the lookup. */
 export interface TenantAuthFields {
@@ -43,16 +41,10 @@ export interface TenantAuthFields {
  */
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<HmacKey>[];
-  /** The keys alone, for the usual case where none has expired. */
-  hmacKeyValues: readonly HmacKey[];
   knownBodies: Readonly<Record<SubscriberStatus, string>>;
   /**
    * Publishable keys already verified, with their expiry: only keys that verified, so at
    * most the tenant's own (a rotation prepares a new tenant, and a new map).
    */
   acceptedKeys: Map<string, number | null>;
-}
-
-export function isCurrent(credential: Credential<unknown>, nowMs: number): boolean {
-  return credential.expiresAtMs === null || credential.expiresAtMs > nowMs;
 }

@@ -74,7 +74,9 @@ export function fingerprint(tenantId: number, id: string, out: Uint32Array): boo
     wide |= c;
     scratch[i] = c;
   }
-  return wide <= 0x7f && fingerprintBytes(tenantId, scratch, 0, len, out);
+  if (wide > 0x7f) return false;
+  hash(tenantId, scratch, 0, len, out);
+  return true;
 }
 
 /** The same fingerprint of an id given as bytes (`bytes[start..end)`), as a load streams them. */
@@ -84,7 +86,12 @@ export function fingerprintBytes(tenantId: number, bytes: Uint8Array, start: num
   let wide = 0;
   for (let i = start; i < end; i += 1) wide |= bytes[i] ?? 0;
   if (wide > 0x7f) return false;
-  const o = start;
+  hash(tenantId, bytes, start, len, out);
+  return true;
+}
+
+/** MurmurHash3 x86_128 of `len` ASCII bytes from `bytes[o]`, seeded with the tenant id, into `out`. */
+function hash(tenantId: number, bytes: Uint8Array, o: number, len: number, out: Uint32Array): void {
   const seed = fmix((tenantId ^ 0x9747b28c) >>> 0);
   let h1 = seed;
   let h2 = seed;
@@ -148,7 +155,6 @@ export function fingerprintBytes(tenantId: number, bytes: Uint8Array, start: num
   out[1] = h2;
   out[2] = h3;
   out[3] = h4;
-  return true;
 }
 
 export class SubscriberIndex {

@@ -75,13 +75,13 @@ describe('checkLookup', () => {
 describe('hmac', () => {
   it('accepts either of two secrets and rejects anything that is not 64 hex characters', () => {
     const hmac = computeHmac('new', 'cus_1');
-    const keys = (secrets: string[]) => secrets.map((s) => new HmacKey(s));
-    expect(verifyHmac(hmac, 'cus_1', keys(['old', 'new']))).toBe(true);
-    expect(verifyHmac(hmac.toUpperCase(), 'cus_1', keys(['new']))).toBe(true);
-    expect(verifyHmac(hmac, 'cus_1', keys(['old']))).toBe(false);
-    expect(verifyHmac(hmac, 'cus_2', keys(['new']))).toBe(false);
-    expect(verifyHmac(hmac, 'cus_1', [])).toBe(false);
-    expect(verifyHmac(` ${hmac.slice(1)}`, 'cus_1', keys(['new']))).toBe(false);
+    const keys = (secrets: string[]) => secrets.map((s) => ({ value: new HmacKey(s), expiresAtMs: null }));
+    expect(verifyHmac(hmac, 'cus_1', keys(['old', 'new']), NOW)).toBe(true);
+    expect(verifyHmac(hmac.toUpperCase(), 'cus_1', keys(['new']), NOW)).toBe(true);
+    expect(verifyHmac(hmac, 'cus_1', keys(['old']), NOW)).toBe(false);
+    expect(verifyHmac(hmac, 'cus_2', keys(['new']), NOW)).toBe(false);
+    expect(verifyHmac(hmac, 'cus_1', [], NOW)).toBe(false);
+    expect(verifyHmac(` ${hmac.slice(1)}`, 'cus_1', keys(['new']), NOW)).toBe(false);
   });
 
   it('signs as HMAC-SHA256 does, for secrets shorter and longer than a block and messages of every length', () => {
