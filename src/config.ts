@@ -2,9 +2,9 @@ import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from './readmodel/index.js';
 import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from './store/postgres.js';
-import { FORWARDING_HEADERS, parseTrustedProxies } from './client-address.js';
+import { FORWARDING_HEADERS, parseTrustedProxies } from './http/client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
-import type { ForwardingHeader, TrustedProxies } from './client-address.js';
+import type { ForwardingHeader, TrustedProxies } from './http/client-address.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -40,6 +40,8 @@ export interface Config {
   redisUrl: string | null;
   /** Proxies whose Forwarded / X-Forwarded-For headers name the client; null: none. */
   trustProxy: TrustedProxies | null;
+  /** Connections one address may hold open at once; 0: no cap. */
+  maxConnectionsPerAddress: number;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -74,6 +76,12 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
   failuresPerIp: 30,
   adminPerIp: 300,
 });
+
+/**
+ * Open connections per address (IPv6: per /64): a browser holds about six to one origin, so
+ * this leaves room for a few dozen browsers behind one NAT address holding theirs at once.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /** Requests per minute: a bound that still fits any counter. */
 export const MAX_RATE_LIMIT = 1_000_000_000;
@@ -162,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
     adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
   };
+  const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
   const trustRaw = env.TRUST_PROXY?.trim() || null;
@@ -207,5 +216,6 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: Object.freeze(rateLimits),
     redisUrl,
     trustProxy,
+    maxConnectionsPerAddress,
   });
 }

@@ -2,10 +2,14 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import type { LogLevel } from './config.js';
 
+/** A query parameter's name as it is logged: a plain word, else a value sent where a name goes. */
+const LOGGABLE_NAME_RE = /^[A-Za-z_]{1,32}$/;
+
 /**
- * The hmac query value is a per-customer credential: it never reaches a log line. A
- * parameter is redacted when its name, decoded as the query parser decodes it, mentions
- * hmac in any case, so that `%68mac=` is caught; a name that does not decode is redacted too.
+ * A URL as it is logged: nothing after `?` keeps its value, whatever the separators (`;`,
+ * a second `?`) a client put there, since the hmac and customer ids travel in the query.
+ * Each `&`-separated pair is logged by its name alone (`name=[redacted]`), and a name that
+ * is not a plain word (it may be a value sent without `=`) is redacted as well.
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
@@ -13,16 +17,12 @@ export function redactUrl(url: string): string {
   const pairs = url
     .slice(q + 1)
     .split('&')
+    .filter((pair) => pair !== '')
     .map((pair) => {
       const eq = pair.indexOf('=');
-      if (eq < 0) return pair;
-      let name: string;
-      try {
-        name = decodeURIComponent(pair.slice(0, eq).replace(/\+/g, ' '));
-      } catch {
-        return `${pair.slice(0, eq)}=[redacted]`;
-      }
-      return /hmac/i.test(name) ? `${pair.slice(0, eq)}=[redacted]` : pair;
+      const name = eq < 0 ? pair : pair.slice(0, eq);
+      const shown = LOGGABLE_NAME_RE.test(name) ? name : '[redacted]';
+      return eq < 0 ? shown : `${shown}=[redacted]`;
     });
   return `${url.slice(0, q)}?${pairs.join('&')}`;
 }

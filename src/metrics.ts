@@ -6,46 +6,136 @@ const LATENCY_BUCKETS_S = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.
 
 export interface Metrics {
   registry: Registry;
+  /** HTTP requests by route template (never a slug), method and status: plain numbers, read at scrape time. */
+  http: HttpMetrics;
   /** One request answered: route template (never a slug), method, status code, seconds. */
   request(route: string, method: string, statusCode: number, seconds: number): void;
   /** Reports the read model's figures at each scrape. */
   observeReadModel(stats: () => ReadModelStats): void;
+  /** Reports a figure read at each scrape as a counter (it only grows). */
+  observeCounter(name: string, help: string, read: () => number): void;
   storeQuery(operation: string, seconds: number): void;
   webhookEvent(type: string, outcome: string): void;
+}
+
+/** One route, method and status: a count, a sum and the latency buckets, each a plain number. */
+class Series {
+  count = 0;
+  sum = 0;
+  readonly buckets = new Float64Array(LATENCY_BUCKETS_S.length);
+
+  constructor(readonly labels: Readonly<Record<'route' | 'method' | 'status_code', string>>) {}
+
+  observe(seconds: number): void {
+    this.count += 1;
+    this.sum += seconds;
+    for (let i = 0; i < LATENCY_BUCKETS_S.length; i += 1) {
+      if (seconds <= (LATENCY_BUCKETS_S[i] as number)) {
+        (this.buckets[i] as number) += 1;
+        return;
+      }
+    }
+  }
+}
+
+/** One route and method's series, found by status code without a map or a string. */
+export class RouteMetrics {
+  private readonly byStatus: (Series | undefined)[] = [];
+
+  constructor(
+    private readonly route: string,
+    private readonly method: string,
+    private readonly all: Series[],
+  ) {}
+
+  observe(statusCode: number, seconds: number): void {
+    let series = this.byStatus[statusCode];
+    if (series === undefined) {
+      series = new Series({ route: this.route, method: this.method, status_code: String(statusCode) });
+      this.byStatus[statusCode] = series;
+      this.all.push(series);
+    }
+    series.observe(seconds);
+  }
+}
+
+/**
+ * The requests counter and the latency histogram, kept as plain numbers: a request adds to
+ * a count, a sum and one bucket. prom-client reads them when /metrics is scraped.
+ */
+export class HttpMetrics {
+  private readonly all: Series[] = [];
+  private readonly routes = new Map<string, RouteMetrics>();
+
+  constructor(registry: Registry) {
+    const all = this.all;
+    registry.registerMetric(
+      customMetric('dunwall_http_requests_total', 'HTTP requests answered', 'counter', () => all.map((s) => ({ labels: s.labels, value: s.count }))),
+    );
+    registry.registerMetric(
+      customMetric('dunwall_http_request_duration_seconds', 'Time to answer an HTTP request', 'histogram', () =>
+        all.flatMap((s) => {
+          let cumulative = 0;
+          const values: MetricValue[] = LATENCY_BUCKETS_S.map((le, i) => {
+            cumulative += s.buckets[i] as number;
+            return { metricName: 'dunwall_http_request_duration_seconds_bucket', labels: { ...s.labels, le }, value: cumulative };
+          });
+          values.push({ metricName: 'dunwall_http_request_duration_seconds_bucket', labels: { ...s.labels, le: '+Inf' }, value: s.count });
+          return [
+            ...values,
+            { metricName: 'dunwall_http_request_duration_seconds_sum', labels: s.labels, value: s.sum },
+            { metricName: 'dunwall_http_request_duration_seconds_count', labels: s.labels, value: s.count },
+          ];
+        }),
+      ),
+    );
+  }
+
+  /** The series of one route template and method; hold it to record without a lookup. */
+  route(route: string, method: string): RouteMetrics {
+    const key = `${method} ${route}`;
+    let found = this.routes.get(key);
+    if (found === undefined) {
+      found = new RouteMetrics(route, method, this.all);
+      this.routes.set(key, found);
+    }
+    return found;
+  }
+}
+
+type MetricValue = { labels: Record<string, string | number>; value: number; metricName?: string };
+
+/**
+ * A metric prom-client's registry reads through `get()`, as its cluster aggregator builds
+ * them; the values are made at scrape time from numbers kept elsewhere.
+ */
+function customMetric(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]): Parameters<Registry['registerMetric']>[0] {
+  const read = () => ({ name, help, type, aggregator: 'sum' as const, values: values() });
+  return { name, help, type, aggregator: 'sum', get: async () => read(), reset: () => {} } as unknown as Parameters<Registry['registerMetric']>[0];
 }
 
 export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dunwall_' });
-  const requests = new Counter({ name: 'dunwall_http_requests_total', help: 'HTTP requests answered', labelNames: ['route', 'method', 'status_code'], registers: [registry] });
-  const durations = new Histogram({
-    name: 'dunwall_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request',
-    labelNames: ['route', 'method', 'status_code'],
-    buckets: LATENCY_BUCKETS_S,
-    registers: [registry],
-  });
+  const http = new HttpMetrics(registry);
   const store = new Histogram({ name: 'dunwall_store_query_duration_seconds', help: 'Store reads and writes', labelNames: ['operation'], buckets: LATENCY_BUCKETS_S, registers: [registry] });
   const webhooks = new Counter({ name: 'dunwall_webhook_events_total', help: 'Stripe events received, by type and outcome', labelNames: ['type', 'outcome'], registers: [registry] });
 
-  // The labelled children of the hot path are made once, not looked up per request.
-  type Child = { count: Counter.Internal; time: Histogram.Internal<string> };
-  const children = new Map<string, Child>();
-
   return {
     registry,
-    request(route, method, statusCode, seconds) {
-      const key = `${route} ${method} ${statusCode}`;
-      let child = children.get(key);
-      if (child === undefined) {
-        const labels = [route, method, String(statusCode)];
-        child = { count: requests.labels(...labels), time: durations.labels(...labels) };
-        children.set(key, child);
-      }
-      child.count.inc();
-      child.time.observe(seconds);
-    },
+    http,
+    request: (route, method, statusCode, seconds) => http.route(route, method).observe(statusCode, seconds),
     observeReadModel: (stats) => observeReadModel(registry, stats),
+    observeCounter: (name, help, read) =>
+      void new Counter({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      }),
     storeQuery: (operation, seconds) => store.labels(operation).observe(seconds),
     webhookEvent: (type, outcome) => webhooks.labels(type, outcome).inc(),
   };

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ensureAdminTokenFile } from './admin-token.js';
-import { buildApp } from './app.js';
-import type { App } from './app.js';
+import { buildApp } from './http/index.js';
+import type { App } from './http/index.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
 import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from './demo.js';
@@ -128,6 +128,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       rateLimits: config.rateLimits,
       redis,
       trustedProxies: config.trustProxy,
+      limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
     });
     const address = await app.listen({ port: config.port, host: config.host });
     const url = address.replace('[::1]', 'localhost');

@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildAppWithModel } from './helpers/harness.js';
-import type { App } from '../src/app.js';
+import type { App } from '../src/http/app.js';
 import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';

@@ -10,7 +10,7 @@ import type {
   Tier,
   TierList,
   UpdateTenantBody,
-} from '../schemas.js';
+} from '../http/schemas.js';
 import { ApiError, NetworkError, oneLine } from './errors.js';
 
 export type TenantView = Static<typeof Tenant>;

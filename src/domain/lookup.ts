@@ -1,5 +1,4 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { ErrorCode } from '../errors.js';
 import { HmacKey, verifyHmac } from './hmac.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
@@ -7,6 +6,17 @@ import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from 
 
 /** RFC 6750 b64token, after a case-insensitive `Bearer` and one or more spaces. */
 const BEARER_RE = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** The codes of the contract's lookup checks, in their order (section 1). */
+export type LookupFailure =
+  | 'missing_publishable_key'
+  | 'invalid_publishable_key'
+  | 'tenant_not_found'
+  | 'tenant_suspended'
+  | 'missing_processor_customer_id'
+  | 'invalid_processor_customer_id'
+  | 'hmac_mismatch'
+  | 'hmac_required';
 
 export type BearerResult = { ok: true; token: string } | { ok: false; code: 'missing' | 'malformed' };
 
@@ -20,11 +30,11 @@ export function parseBearer(header: string | undefined): BearerResult {
  * Check 1: the header alone, before anything is looked up; several headers (`authorizationOf`)
  * are invalid. The codes default to the lookup's; the admin API passes its own.
  */
-export function checkBearer(
+export function checkBearer<Code extends string = LookupFailure>(
   header: string | readonly string[] | undefined,
-  missing: ErrorCode = 'missing_publishable_key',
-  invalid: ErrorCode = 'invalid_publishable_key',
-): { ok: true; token: string } | { ok: false; code: ErrorCode } {
+  missing: Code = 'missing_publishable_key' as Code,
+  invalid: Code = 'invalid_publishable_key' as Code,
+): { ok: true; token: string } | { ok: false; code: Code } {
   // More than one Authorization header: the contract's one token is not there to pick.
   if (typeof header !== 'string' && header !== undefined) return { ok: false, code: invalid };
   const bearer = parseBearer(header);
@@ -35,11 +45,11 @@ export function checkBearer(
 export interface LookupRequest {
   /** The bearer token, once check 1 has passed. */
   token: string;
-  /** The parsed query string: a repeated parameter arrives as an array. */
-  query: Record<string, unknown>;
+  /** The query's two parameters: a repeated one arrives as an array. */
+  query: { readonly processor_customer_id?: unknown; readonly hmac?: unknown };
 }
 
-export type LookupCheck = { ok: true; customerId: string } | { ok: false; code: ErrorCode };
+export type LookupCheck = { ok: true; customerId: string } | { ok: false; code: LookupFailure };
 
 export function isValidSlug(slug: string): boolean {
   return SLUG_RE.test(slug);
@@ -87,7 +97,7 @@ function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean 
   return isCurrent(match, nowMs);
 }
 
-export const UNKNOWN_SUBSCRIBER_BODY = '{"status":"active"}';
+export const UNKNOWN_SUBSCRIBER_BODY: Buffer = Buffer.from('{"status":"active"}');
 
 export interface KnownSubscriberBody {
   status: SubscriberStatus;
@@ -95,15 +105,15 @@ export interface KnownSubscriberBody {
   entitlements: Record<string, boolean>;
 }
 
-/** The tenant as the lookup uses it: each status's 200 body serialised once, HMAC keys made once. */
+/** The tenant as the lookup uses it: each status's 200 body serialised once (UTF-8 bytes), HMAC keys made once. */
 export function prepareTenant(fields: TenantAuthFields): TenantAuth {
-  const body = (status: SubscriberStatus): string => {
+  const body = (status: SubscriberStatus): Buffer => {
     const b: KnownSubscriberBody = {
       status,
       card_update_url: status === 'warning' ? fields.cardUpdateUrl : null,
       entitlements: fields.entitlements,
     };
-    return JSON.stringify(b);
+    return Buffer.from(JSON.stringify(b));
   };
   const { hmacSecrets, ...rest } = fields;
   return {
@@ -115,7 +125,7 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
 }
 
 /** The 200 body, keys in the contract's order; null status: the subscriber is unknown. */
-export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null): string {
+export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null): Buffer {
   return status === null ? UNKNOWN_SUBSCRIBER_BODY : tenant.knownBodies[status];
 }
 

@@ -41,7 +41,7 @@ export interface TenantAuthFields {
  */
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<HmacKey>[];
-  knownBodies: Readonly<Record<SubscriberStatus, string>>;
+  knownBodies: Readonly<Record<SubscriberStatus, Buffer>>;
   /**
    * Publishable keys already verified, with their expiry: only keys that verified, so at
    * most the tenant's own (a rotation prepares a new tenant, and a new map).

@@ -1,4 +1,5 @@
-import { MAX_URL_LENGTH } from '../schemas.js';
+/** The longest URL accepted anywhere (card update links, origins' lists are bounded apart). */
+export const MAX_URL_LENGTH = 2048;
 
 /** Null when `value` is an https URL the snippet can link to; else why not. */
 export function cardUpdateUrlProblem(value: string): string | null {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
+import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
 import { createLogger } from '../../src/logger.js';
 import { start } from '../../src/server.js';
 import type { Running } from '../../src/server.js';

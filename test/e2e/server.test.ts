@@ -105,8 +105,18 @@ describe('the service on a real socket, embedded store', () => {
       const ok = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, origin: 'https://x.test' } });
       expect(ok.status).toBe(200);
       expect(ok.headers.get('cache-control')).toBe('no-store');
-      expect(ok.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      // Request ids: this process's prefix and a counter; a valid presented id is echoed.
+      const id = ok.headers.get('x-request-id') ?? '';
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
       expect(await ok.json()).toMatchObject({ status: 'lockout', card_update_url: null });
+      const next = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}` } });
+      const nextId = next.headers.get('x-request-id') ?? '';
+      expect(nextId.split('-').slice(0, -1).join('-')).toBe(id.split('-').slice(0, -1).join('-'));
+      expect(parseInt(nextId.split('-').at(-1) ?? '', 36)).toBeGreaterThan(parseInt(id.split('-').at(-1) ?? '', 36));
+      const traced = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'trace-42.a:b' } });
+      expect(traced.headers.get('x-request-id')).toBe('trace-42.a:b');
+      const unusable = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'has space' } });
+      expect(unusable.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
     } finally {
       await running.close();
     }

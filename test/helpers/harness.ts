@@ -1,9 +1,11 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/http/app.js';
 import { ReadModel } from '../../src/readmodel/index.js';
-import type { App, AppDeps } from '../../src/app.js';
+import type { App, AppDeps } from '../../src/http/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import type { Engine } from './engines.js';
+import { socketRequest } from './socket.js';
+import type { SocketAnswer } from './socket.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdefghijklmnopqrstuv';
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
@@ -31,7 +33,8 @@ export interface Harness {
   admin(method: string, url: string, body?: unknown): Promise<LightMyRequestResponse>;
   createTenant(slug: string, fields?: Record<string, unknown>): Promise<CreatedTenant>;
   setSubscriber(slug: string, customerId: string, status: string, reason?: string): Promise<void>;
-  lookup(slug: string, opts: { key?: string; customerId?: string; hmac?: string; query?: string; headers?: Record<string, string> }): Promise<LightMyRequestResponse>;
+  /** A lookup through a real socket, where the fast path answers it. */
+  lookup(slug: string, opts: { key?: string; customerId?: string; hmac?: string; query?: string; headers?: Record<string, string> }): Promise<SocketAnswer>;
   close(): Promise<void>;
 }
 
@@ -86,10 +89,9 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
       if (opts.customerId !== undefined) params.set('processor_customer_id', opts.customerId);
       if (opts.hmac !== undefined) params.set('hmac', opts.hmac);
       const query = [params.toString(), opts.query].filter(Boolean).join('&');
-      return app.inject({
-        method: 'GET',
-        url: `/api/subscriber-status/${slug}${query ? `?${query}` : ''}`,
-        headers: { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers },
+      return socketRequest(app, 'GET', `/api/subscriber-status/${slug}${query ? `?${query}` : ''}`, {
+        ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
+        ...opts.headers,
       });
     },
     async close() {

@@ -9,7 +9,7 @@ export function deliver(
   slug: string,
   fixture: StripeEventFixture,
   secret: string,
-  opts: { timestampS?: number; signature?: string } = {},
+  opts: { timestampS?: number; signature?: string; remoteAddress?: string } = {},
 ): Promise<LightMyRequestResponse> {
   const { payload, signature } = signed(fixture, secret, opts.timestampS ?? Math.floor(h.clock.ms / 1000));
   return h.app.inject({
@@ -17,5 +17,6 @@ export function deliver(
     url: `/webhooks/stripe/${slug}`,
     headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': opts.signature ?? signature },
     payload,
+    ...(opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {}),
   });
 }

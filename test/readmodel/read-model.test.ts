@@ -69,7 +69,7 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     await store.updateTenant('beta', { suspended: true, cardUpdateUrl: 'https://beta.test/card' }, at(4));
     await model.ownWritesApplied();
     expect(model.tenant('beta')).toMatchObject({ suspended: true, cardUpdateUrl: 'https://beta.test/card' });
-    expect(model.tenant('beta')?.knownBodies.warning).toContain('https://beta.test/card');
+    expect(model.tenant('beta')?.knownBodies.warning.toString()).toContain('https://beta.test/card');
 
     // A tier's flags reach every tenant on it.
     await store.putTier('starter', { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false }, at(5));

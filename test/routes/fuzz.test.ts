@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseTrustedProxies } from '../../src/client-address.js';
+import { parseTrustedProxies } from '../../src/http/client-address.js';
 import type { RateLimits } from '../../src/config.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { buildApp } from '../../src/app.js';
+import { buildApp } from '../../src/http/app.js';
 import { sha256 } from '../../src/domain/keys.js';
-import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
+import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
 import { createLogger } from '../../src/logger.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { Store } from '../../src/store/store.js';
@@ -113,11 +113,19 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     // The query parser decodes names, so an encoded name is the same parameter: still redacted.
     const encoded = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', query: `%68mac=${hmac}` });
     expect(encoded.statusCode).toBe(200);
+    // Separators the query parser does not split on: the hmac is then part of another value, never logged.
+    const other = computeHmac(acme.hmac_secret, 'cus_only_acme');
+    await h.lookup('acme', { key: acme.publishable_key, query: `processor_customer_id=cus_only_acme;hmac=${other}` });
+    await h.lookup('acme', { key: acme.publishable_key, query: `processor_customer_id=cus_only_acme?hmac=${other}` });
+    await h.lookup('acme', { key: acme.publishable_key, query: `processor_customer_id=cus_only_acme&${other}` });
     await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: 'whsec_testsecretvalue1234567890' });
     const all = logs.lines.join('');
     expect(all).toContain('[redacted]');
     expect(all).toContain('/api/subscriber-status/acme');
-    for (const secret of [acme.publishable_key, acme.hmac_secret, beta.hmac_secret, hmac, 'f'.repeat(64), ADMIN_TOKEN, 'whsec_testsecretvalue1234567890']) {
+    // Parameter names only: not even a customer id is logged.
+    expect(all).toContain('processor_customer_id=[redacted]');
+    expect(all).not.toMatch(/processor_customer_id=cus_/);
+    for (const secret of [acme.publishable_key, acme.hmac_secret, beta.hmac_secret, hmac, other, 'f'.repeat(64), ADMIN_TOKEN, 'whsec_testsecretvalue1234567890']) {
       expect(all).not.toContain(secret);
     }
   });

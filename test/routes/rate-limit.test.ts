@@ -4,11 +4,11 @@ import type { AddressInfo, Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
-import { parseTrustedProxies } from '../../src/client-address.js';
-import type { ForwardingHeader, TrustedProxies } from '../../src/client-address.js';
+import { parseTrustedProxies } from '../../src/http/client-address.js';
+import type { ForwardingHeader, TrustedProxies } from '../../src/http/client-address.js';
 import type { RateLimits } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { REDIS_RETRY_INTERVAL_MS } from '../../src/rate-limit.js';
+import { REDIS_RETRY_INTERVAL_MS } from '../../src/http/rate-limit.js';
 import { availableEngines } from '../helpers/engines.js';
 import { Capture } from '../helpers/log-capture.js';
 import { redisAvailable, TEST_REDIS_URL } from '../helpers/redis.js';
@@ -118,27 +118,32 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect((await h.admin('POST', '/tenants', { slug: 'capped', lookups_per_minute: 7 })).json()).toMatchObject({ lookups_per_minute: 7 });
   });
 
-  it('only lookups with the tenant\'s own key count against its quota', async () => {
+  it("only lookups that pass every check count against the tenant's quota; a failure counts against its sender", async () => {
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 3 });
     h.clock.advance(MINUTE_MS);
+    // Strangers, some with the tenant's key (it is in its pages' source): wrong key, no key,
+    // a customer id that is not one, an hmac that does not match. None uses the tenant's quota.
     for (let i = 0; i < 10; i += 1) {
       expect((await lookupFrom(h, { slug: 'other-co', key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(401);
       expect((await lookupFrom(h, { slug: 'other-co', from: freshAddress() })).statusCode).toBe(401);
+      const bad = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.headers['ratelimit-policy']).toBe('"ip";q=5;w=60');
+      const forged = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'cus_1&hmac=00', from: freshAddress() });
+      expect(forged.statusCode).toBe(403);
     }
     const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
     expect(res.statusCode).toBe(200);
     expect(res.headers.ratelimit).toBe('"tenant";r=2;t=60');
-    // With the tenant's key, a lookup counts whatever checks 4 to 6 say, and past the quota
-    // it is refused before they are made.
-    const bad = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() });
-    expect(bad.statusCode).toBe(400);
-    expect(bad.headers.ratelimit).toBe('"tenant";r=1;t=60');
-    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 4 });
+    // Each failure counts against its sender's address: past the failure quota it is refused.
+    const careless = freshAddress();
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) {
+      expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: careless })).statusCode).toBe(400);
+    }
+    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: careless }), 'failures');
+    for (let i = 0; i < 2; i += 1) expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).statusCode).toBe(200);
+    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() }), 'tenant');
     h.clock.advance(MINUTE_MS);
-    for (let i = 0; i < 4; i += 1) expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() })).statusCode).toBe(400);
-    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() }), 'tenant');
-    h.clock.advance(MINUTE_MS);
-    await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 3 });
     // A preflight is counted against its address only.
     for (let i = 0; i < 5; i += 1) {
       const preflight = await h.app.inject({ method: 'OPTIONS', url: '/api/subscriber-status/other-co', remoteAddress: freshAddress() });
@@ -159,7 +164,7 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
   });
 
-  it('failures: 401 and 404 answers count against the address; past the quota it gets 429 everywhere, even with the right key', async () => {
+  it('failures: every failed check counts against the address; past the quota it gets 429 everywhere, even with the right key', async () => {
     h.clock.advance(MINUTE_MS);
     const from = freshAddress();
     expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from })).statusCode).toBe(401);
@@ -171,10 +176,10 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect((await lookupFrom(h, { slug: 'no-such-tenant', key: acme.publishable_key, from })).statusCode).toBe(404);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from }), 'failures');
     expectRateLimited(await adminFrom(h, from), 'failures');
-    // 400 and 403 are a page's mistakes, not guesses: they do not count.
+    // A 400 or a 403 counts too: everything that fails counts against its sender.
     const careless = freshAddress();
-    for (let i = 0; i < TIGHT.lookupPerIp - 1; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: careless })).statusCode).toBe(200);
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
+    expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: careless }), 'failures');
 
     h.clock.advance(MINUTE_MS);
     expect((await lookupFrom(h, { key: acme.publishable_key, from })).statusCode).toBe(200);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/errors.js';
+import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
 import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';

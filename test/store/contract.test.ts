@@ -63,7 +63,7 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
       entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     });
     expect(auth?.hmacKeys.map((k) => [signs(k.value), k.expiresAtMs])).toEqual([[signs('secret-acme'), null]]);
-    expect(auth?.knownBodies.warning).toBe(
+    expect(auth?.knownBodies.warning.toString()).toBe(
       '{"status":"warning","card_update_url":"https://a.test/c","entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false}}',
     );
     expect(auth?.publishableKeyHashes[0]?.value.equals(sha256('pk_acme_key_0000000000000000000'))).toBe(true);

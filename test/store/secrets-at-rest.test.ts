@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { buildAppWithModel } from '../helpers/harness.js';
-import type { App } from '../../src/app.js';
+import type { App } from '../../src/http/app.js';
 import { run } from '../../src/cli/run.js';
 import { sha256 } from '../../src/domain/keys.js';
 import { SecretBox, SecretDecryptionError, encryptionKeyId } from '../../src/secrets/cipher.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clientAddress, parseTrustedProxies } from '../../src/client-address.js';
-import type { ForwardingHeader, TrustedProxies } from '../../src/client-address.js';
+import { clientAddress, parseTrustedProxies } from '../../src/http/client-address.js';
+import type { ForwardingHeader, TrustedProxies } from '../../src/http/client-address.js';
 import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from '../../src/config.js';
 
 function trusted(value: string, header?: ForwardingHeader): TrustedProxies {

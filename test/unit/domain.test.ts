@@ -96,9 +96,9 @@ describe('hmac', () => {
 
 describe('body and CORS', () => {
   it('builds the bodies of the contract', () => {
-    expect(lookupBody(tenant(), null)).toBe('{"status":"active"}');
-    expect(JSON.parse(lookupBody(tenant(), 'warning')).card_update_url).toBe('https://acme.test/card');
-    expect(JSON.parse(lookupBody(tenant(), 'lockout')).card_update_url).toBeNull();
+    expect(lookupBody(tenant(), null).toString()).toBe('{"status":"active"}');
+    expect(JSON.parse(lookupBody(tenant(), 'warning').toString()).card_update_url).toBe('https://acme.test/card');
+    expect(JSON.parse(lookupBody(tenant(), 'lockout').toString()).card_update_url).toBeNull();
   });
 
   it('allows * unless the tenant restricts origins', () => {

@@ -3,7 +3,7 @@ import type { AdminClient, RotateKey } from '../client.js';
 import { UsageError } from '../errors.js';
 import { formatCreatedTenant, formatRotated, formatTenant, formatTenantList } from '../format.js';
 import { readAll } from '../io.js';
-import { MAX_LOOKUPS_PER_MINUTE } from '../../schemas.js';
+import { MAX_LOOKUPS_PER_MINUTE } from '../../http/schemas.js';
 import type { Command, CommandContext } from '../io.js';
 
 type UpdateBody = Parameters<AdminClient['updateTenant']>[1];

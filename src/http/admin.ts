@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app-instance.js';
+import type { App } from './app-instance.js';
 import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
@@ -9,8 +9,9 @@ import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
-import { AppError } from '../errors.js';
-import { authorizationOf, sendProblem } from '../http.js';
+import { AppError } from './problems.js';
+import { sendProblem } from './problems.js';
+import { authorizationOf } from './request.js';
 import {
   AdminHeaders,
   CreateTenantBody,
@@ -32,10 +33,11 @@ import {
   TierList,
   TierParams,
   UpdateTenantBody,
-} from '../schemas.js';
+} from './schemas.js';
 import { ingestStripeEvents } from '../services/stripe-events.js';
 import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
-import type { RateLimitGuards } from '../rate-limit.js';
+import { countFailures, guardAddress } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
 
 export interface AdminOptions {
@@ -45,7 +47,7 @@ export interface AdminOptions {
   adminTokenSha256: Buffer | null;
   rotationOverlapS: number;
   /** Rate limits; null: none. */
-  guards: RateLimitGuards | null;
+  limiter: RateLimiter | null;
 }
 
 const problemRef = ProblemRef;
@@ -78,10 +80,11 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   const now = () => new Date(opts.now());
 
   // Before the token is checked, so that guessing it is limited too.
-  const { guards } = opts;
-  if (guards) {
-    app.addHook('onRequest', guards.admin);
-    app.addHook('onSend', guards.adminFailure);
+  const { limiter } = opts;
+  if (limiter) {
+    app.addHook('onRequest', guardAddress(limiter, 'admin'));
+    // A 401 is a guess at the token; a 404 after a valid token is no guess.
+    app.addHook('onSend', countFailures(limiter, [401]));
   }
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');

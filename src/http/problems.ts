@@ -1,4 +1,6 @@
+import type { FastifyError, FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';
+import type { LookupFailure } from '../domain/lookup.js';
 
 /**
  * Every machine `code` the service answers with, and its HTTP status. This table is the
@@ -70,3 +72,62 @@ export class AppError extends Error {
 }
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** Every code of the domain's lookup checks has its row above. */
+export type LookupCodesHaveProblems = LookupFailure extends ErrorCode ? true : never;
+export const LOOKUP_CODES_HAVE_PROBLEMS: LookupCodesHaveProblems = true;
+
+/**
+ * Answers with an RFC 9457 problem; every 401 names the scheme it expects, and every 503
+ * `store_unavailable` (lookup, webhook, admin, /readyz) when to try again.
+ */
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail?: string): FastifyReply {
+  const body = problem(code, detail);
+  reply.code(body.status).header('content-type', PROBLEM_CONTENT_TYPE);
+  if (body.status === 401) reply.header('www-authenticate', 'Bearer');
+  if (code === 'store_unavailable') reply.header('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
+  return reply.send(JSON.stringify(body));
+}
+
+interface AjvError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** `/allowed_origins/0` -> `allowed_origins[0]`, `/entitlements/x` -> `entitlements.x`. */
+function fieldName(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
+    .join('');
+}
+
+/** One sentence naming the field at fault, from the first schema validation error. */
+export function describeValidationError(err: FastifyError): string {
+  const first = err.validation?.[0] as AjvError | undefined;
+  const where = err.validationContext ?? 'request';
+  if (!first) return `${where}: ${err.message}`;
+  const base = fieldName(first.instancePath);
+  const join = (name: string) => (base ? `${base}.${name}` : name);
+  if (first.keyword === 'required') return `${join(String(first.params.missingProperty))}: is required`;
+  if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
+  if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
+  if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
+  return `${base || where}: ${first.message ?? 'is not valid'}`;
+}
+
+
+const problemBytes = new Map<ErrorCode, Buffer>();
+
+/** A problem's body with the code's own detail, serialised once per code (the lookup's answers). */
+export function problemBody(code: ErrorCode): Buffer {
+  let body = problemBytes.get(code);
+  if (body === undefined) {
+    body = Buffer.from(JSON.stringify(problem(code)));
+    problemBytes.set(code, body);
+  }
+  return body;
+}

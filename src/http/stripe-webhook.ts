@@ -1,5 +1,6 @@
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from '../app-instance.js';
+import type { App } from './app-instance.js';
 import { eventShapeProblem } from '../domain/stripe/event.js';
 import { verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
@@ -7,18 +8,30 @@ import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Metrics } from '../metrics.js';
 import { isValidSlug } from '../domain/lookup.js';
 import { isCurrent } from '../domain/types.js';
-import { sendProblem } from '../http.js';
-import { ProblemRef } from '../schemas.js';
+import { sendProblem } from './problems.js';
+import { ProblemRef } from './schemas.js';
 import { ingestStripeEvent } from '../services/stripe-events.js';
 import type { Store } from '../store/store.js';
+import type { ReadModel } from '../readmodel/index.js';
+import { countFailures, guardAddress } from './rate-limit.js';
+import type { RateLimiter } from './rate-limit.js';
 
 export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface StripeWebhookOptions {
   store: Store;
+  /** Tells an unknown slug without a query: a flood of made-up slugs costs the database nothing. */
+  model: ReadModel;
   now: () => number;
+  /** Rate limits; null: none. */
+  limiter: RateLimiter | null;
   metrics?: Metrics;
 }
+
+const WEBHOOK_ROUTE = '/webhooks/stripe/:tenantSlug';
+const slugOf = (req: FastifyRequest): string => (req.params as { tenantSlug?: string } | undefined)?.tenantSlug ?? '';
+/** A tenant's webhook failures from one address are counted apart from the address's others. */
+const tenantFailureKey = (address: string, slug: string): string => `${address}|${slug}`;
 
 const WebhookAnswer = Type.Object({
   received: Type.Literal(true),
@@ -41,16 +54,29 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
 
+  const { limiter, model } = opts;
+  // An unknown slug (404) is a guess, counted against the address as the lookup counts it:
+  // the webhook tells no more about which slugs exist than the lookup does. A signature
+  // that does not verify (400) is counted against the address for that tenant only, so
+  // that one tenant's wrong signing secret cannot get Stripe's addresses refused for all.
+  const limited = limiter
+    ? {
+        onRequest: guardAddress(limiter, null, (req, address) => tenantFailureKey(address, slugOf(req))),
+        onSend: countFailures(limiter, [400, 404], (req, reply, address) => (reply.statusCode === 404 ? address : tenantFailureKey(address, slugOf(req)))),
+      }
+    : {};
+
   app.post(
-    '/webhooks/stripe/:tenantSlug',
+    WEBHOOK_ROUTE,
     {
+      ...limited,
       bodyLimit: WEBHOOK_BODY_LIMIT_BYTES,
       schema: {
         summary: "Receives the tenant's Stripe events",
         description: `Verified with the tenant's signing secret(s), ${WEBHOOK_TOLERANCE_S} s tolerance.`,
         tags: ['webhooks'],
         params: Type.Object({ tenantSlug: Type.String() }),
-        response: { 200: WebhookAnswer, 400: ProblemRef, 404: ProblemRef, 413: ProblemRef, 503: ProblemRef },
+        response: { 200: WebhookAnswer, 400: ProblemRef, 404: ProblemRef, 413: ProblemRef, 429: ProblemRef, 503: ProblemRef },
       },
       validatorCompiler: () => () => true,
     },
@@ -59,7 +85,8 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const nowMs = now();
       let signing: Awaited<ReturnType<Store['getStripeSigningSecrets']>>;
       try {
-        signing = isValidSlug(slug) ? await store.getStripeSigningSecrets(slug) : null;
+        // The read model knows every tenant (it may lag a new one by milliseconds: Stripe retries).
+        signing = isValidSlug(slug) && model.tenant(slug) !== null ? await store.getStripeSigningSecrets(slug) : null;
       } catch (err) {
         req.log.warn({ err: { message: (err as Error).message } }, 'stripe webhook: store unavailable');
         return sendProblem(reply, 'store_unavailable');

@@ -1,31 +1,35 @@
-import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import type { FastifyBaseLogger, FastifyError } from 'fastify';
 import type { App } from './app-instance.js';
-import { sha256 } from './domain/keys.js';
-import { checkBearer } from './domain/lookup.js';
-import { AppError } from './errors.js';
-import { answerClientError, authorizationOf, describeValidationError, sendProblem } from './http.js';
-import { adminRoutes } from './routes/admin.js';
-import { demoRoutes } from './routes/demo.js';
-import { healthRoutes } from './routes/health.js';
-import { snippetRoutes } from './routes/snippet.js';
-import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
-import { subscriberStatusRoutes } from './routes/subscriber-status.js';
-import type { ReadModel } from './readmodel/index.js';
+import { sha256 } from '../domain/keys.js';
+import { checkBearer } from '../domain/lookup.js';
+import { AppError } from './problems.js';
+import { describeValidationError, sendProblem } from './problems.js';
+import { answerClientError, capConnectionsPerAddress } from './connections.js';
+import { authorizationOf, RequestIds } from './request.js';
+import { adminRoutes } from './admin.js';
+import { demoRoutes } from './demo.js';
+import { healthRoutes } from './health.js';
+import { snippetRoutes } from './snippet.js';
+import { stripeWebhookRoutes } from './stripe-webhook.js';
+import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
+import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
-import { isStoreUnavailable, StoreUnavailableError } from './store/errors.js';
-import type { Store } from './store/store.js';
-import type { DemoPage } from './demo.js';
-import type { SnippetAsset } from './snippet-asset.js';
-import type { Metrics } from './metrics.js';
+import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
+import type { Store } from '../store/store.js';
+import type { DemoPage } from '../demo.js';
+import type { SnippetAsset } from '../snippet-asset.js';
+import type { Metrics } from '../metrics.js';
 import type { TrustedProxies } from './client-address.js';
-import type { RateLimits } from './config.js';
-import { registerRateLimits } from './rate-limit.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../config.js';
+import type { RateLimits } from '../config.js';
+import { RateLimiter } from './rate-limit.js';
 import type { Redis } from 'ioredis';
-import pkg from '../package.json' with { type: 'json' };
+import pkg from '../../package.json' with { type: 'json' };
 
 /**
  * What one connection may cost, set explicitly rather than left to defaults: a slow or
@@ -45,6 +49,8 @@ export interface HttpLimits {
   /** How often the server checks the timeouts above. */
   checkIntervalMs: number;
   maxRequestsPerSocket: number;
+  /** Connections one address may hold open at once (IPv6: one /64); 0: no cap. Trusted proxies are not capped. */
+  maxConnectionsPerAddress: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: HttpLimits = Object.freeze({
@@ -55,6 +61,7 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,
   checkIntervalMs: 1_000,
   maxRequestsPerSocket: 10_000,
+  maxConnectionsPerAddress: DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
 });
 
 export interface AppDeps {
@@ -98,9 +105,9 @@ export interface AppDeps {
 
 export type { App } from './app-instance.js';
 
+const silentLog = { info() {}, warn() {}, error() {} };
+
 const MAX_PARAM_LENGTH = 300;
-const LOOKUP_PREFIX = '/api/subscriber-status/';
-const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const SHA256_BYTES = 32;
@@ -113,21 +120,58 @@ function adminTokenDigest(deps: AppDeps): Buffer | null {
   return given;
 }
 
-/** The one Fastify factory: routes, schemas and the error handler. It does no IO of its own. */
+/**
+ * The one HTTP factory: the lookup's fast path in front of Fastify (routes, schemas and the
+ * error handler behind it). It does no IO of its own.
+ */
 export async function buildApp(deps: AppDeps): Promise<App> {
   const limits = { ...DEFAULT_HTTP_LIMITS, ...deps.limits };
+  const now = deps.now ?? Date.now;
+  const model = deps.model;
+  const metrics = deps.metrics;
+  const requestIds = new RequestIds();
+  const trusted = deps.trustedProxies ?? null;
+  const limiter = deps.rateLimits
+    ? new RateLimiter({ limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: trusted, now, log: deps.logger || silentLog, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
+    : null;
+  const logLookups = deps.logLookups ?? false;
+  let closing = false;
+  const answerer = new LookupAnswerer({
+    model,
+    now,
+    limiter,
+    requestIds,
+    metrics: metrics ? metrics.http.route(LOOKUP_ROUTE, 'GET') : null,
+    logLookups,
+    logError: (err) => (deps.logger || silentLog).error({ err }, 'lookup failed'),
+  });
+  const http = {
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.checkIntervalMs,
+    noDelay: true,
+    // Node's own refusal of a request without Host is a bare 400; the onRequest hook below
+    // refuses it as a problem instead.
+    requireHostHeader: false,
+  };
   const app = Fastify({
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
-    http: {
-      maxHeaderSize: limits.maxHeaderBytes,
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      connectionsCheckingInterval: limits.checkIntervalMs,
-      noDelay: true,
-      // Node's own refusal of a request without Host is a bare 400; the onRequest hook below
-      // refuses it as a problem instead.
-      requireHostHeader: false,
+    // The lookup is answered before Fastify sees it; Fastify gets every other request (and
+    // every request once the server is closing, to answer 503).
+    serverFactory: (fastify: RequestListener) => {
+      const server = createServer(http, (req: IncomingMessage, res: ServerResponse) => {
+        if (closing || !answerer.fast(req, res)) fastify(req, res);
+      });
+      // What Fastify sets on a server it creates itself.
+      server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+      server.requestTimeout = limits.requestTimeoutMs;
+      server.setTimeout(limits.idleSocketTimeoutMs);
+      server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+      const refused = capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, trusted);
+      metrics?.observeCounter('dunwall_http_connections_refused_total', 'Connections closed on arrival: their address held its most open connections', () => refused.refused);
+      return server;
     },
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -135,10 +179,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     maxRequestsPerSocket: limits.maxRequestsPerSocket,
     clientErrorHandler: answerClientError,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const presented = req.headers['x-request-id'];
-      return typeof presented === 'string' && REQUEST_ID_RE.test(presented) ? presented : randomUUID();
-    },
+    genReqId: (req) => requestIds.of(req),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, allErrors: false } },
     // A customer id is up to 255 characters; the default of 100 would refuse valid ones.
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -154,8 +195,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
     // req.ip (in the logs) follows the same trusted proxies as the rate limits; Fastify reads
     // X-Forwarded-For only, so behind proxies that write Forwarded the logs show the proxy.
-    trustProxy: deps.trustedProxies?.header === 'x-forwarded-for' ? (address: string) => deps.trustedProxies?.trusts(address) === true : false,
+    trustProxy: trusted?.header === 'x-forwarded-for' ? (address: string) => trusted.trusts(address) : false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
 
   // JSON in, JSON out: any other body is a 415, not a string that fails validation later.
   app.removeContentTypeParser('text/plain');
@@ -209,10 +254,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   app.setNotFoundHandler((_req, reply) => sendProblem(reply, 'not_found'));
 
-  const metrics = deps.metrics;
   if (metrics) {
-    metrics.observeReadModel(() => deps.model.snapshotStats());
-    // Route templates only: a slug or a customer id never becomes a label.
+    metrics.observeReadModel(() => model.snapshotStats());
+    // Route templates only: a slug or a customer id never becomes a label. The lookups the
+    // fast path answers are counted there.
     app.addHook('onResponse', (req, reply, done) => {
       metrics.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
       done();
@@ -223,13 +268,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
   }
 
-  const now = deps.now ?? Date.now;
-  const guards = deps.rateLimits
-    ? await registerRateLimits(app, { limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: deps.trustedProxies ?? null, now, log: app.log, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
-    : null;
-  const model = deps.model;
   await app.register(healthRoutes, { store: deps.store, model, now });
-  await app.register(subscriberStatusRoutes, { model, now, logLookups: deps.logLookups ?? false, guards });
+  await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   // The routes that write, in a scope of their own: a write's answer leaves once this
@@ -240,14 +280,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       if (req.method !== 'GET' && req.method !== 'HEAD') await model.ownWritesApplied();
       return payload;
     });
-    await writes.register(stripeWebhookRoutes, { store: deps.store, now, ...(metrics ? { metrics } : {}) });
+    await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
     await writes.register(adminRoutes, {
       prefix: '/admin/v1',
       store: deps.store,
       now,
       adminTokenSha256: adminTokenDigest(deps),
       rotationOverlapS: deps.rotationOverlapS ?? 86_400,
-      guards,
+      limiter,
     });
   });
   return app;

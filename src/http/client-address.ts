@@ -124,6 +124,7 @@ function ipv6Prefix64(address: string): string {
  * trusted proxy: everything to its left was written by the client and proves nothing.
  */
 export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | null): string {
+  if (trusted === null) return peerAddress(req.socket);
   let address = stripMapped(req.socket.remoteAddress ?? '');
   if (trusted !== null && trusted.trusts(address)) {
     const value = headerValue(req.headers[trusted.header]);
@@ -133,7 +134,29 @@ export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | n
       if (!trusted.trusts(address)) break;
     }
   }
+  return counted(address);
+}
+
+/** An address as it is counted: IPv4 as is, IPv6 by its /64, anything else bounded. */
+function counted(address: string): string {
   const family = isIP(address);
   if (family === 6) return ipv6Prefix64(address);
   return family === 4 ? address : address.slice(0, 64) || 'unknown';
+}
+
+const PEER = Symbol('dunwall.peer');
+
+/**
+ * The socket's peer as it is counted (worked out once per connection): what the rate
+ * limits count without trusted proxies, and what the per-address connection cap counts.
+ */
+export function peerAddress(socket: { remoteAddress?: string | undefined }): string {
+  const holder = socket as { [PEER]?: string; remoteAddress?: string | undefined };
+  let peer = holder[PEER];
+  if (peer === undefined) {
+    peer = counted(stripMapped(socket.remoteAddress ?? ''));
+    // A socket that has closed has no address any more: only a real one is kept.
+    if (socket.remoteAddress !== undefined) holder[PEER] = peer;
+  }
+  return peer;
 }

@@ -1,5 +1,5 @@
-import type { App } from '../app-instance.js';
-import { sendProblem } from '../http.js';
+import type { App } from './app-instance.js';
+import { sendProblem } from './problems.js';
 import type { SnippetAsset } from '../snippet-asset.js';
 
 /**

@@ -1,8 +1,9 @@
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
-import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from './domain/types.js';
+import { MAX_URL_LENGTH } from '../domain/validation.js';
+import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
 
-export const MAX_URL_LENGTH = 2048;
+export { MAX_URL_LENGTH };
 export const MAX_ALLOWED_ORIGINS = 50;
 export const STRIPE_WEBHOOK_SECRET_PATTERN = '^whsec_[A-Za-z0-9+/=_-]{8,256}$';
 

@@ -1,7 +1,7 @@
-import type { App } from '../app-instance.js';
+import type { App } from './app-instance.js';
 import type { DemoPage } from '../demo.js';
 import { DEMO_SLUG } from '../demo.js';
-import { sendProblem } from '../http.js';
+import { sendProblem } from './problems.js';
 import type { ReadModel } from '../readmodel/index.js';
 
 const STATES: [string, string][] = [

@@ -1,0 +1,72 @@
+import type { Server } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { peerAddress } from './client-address.js';
+import type { TrustedProxies } from './client-address.js';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problem } from './problems.js';
+import type { ErrorCode } from './problems.js';
+
+/**
+ * Errors the HTTP parser meets before any route (a malformed request line, oversized
+ * headers, a sender too slow): a problem on the socket, then the connection is closed.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const code: ErrorCode =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request';
+  const body = JSON.stringify(problem(code));
+  socket.end(
+    `HTTP/1.1 ${ERRORS[code].status} ${STATUS_CODES[ERRORS[code].status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  // end() only half-closes: a peer that keeps its side open and drips bytes (slow loris)
+  // would hold the descriptor for ever. It gets a moment to read the answer, then the
+  // socket is destroyed.
+  const linger = setTimeout(() => socket.destroy(), CLIENT_ERROR_LINGER_MS);
+  linger.unref();
+  socket.once('close', () => clearTimeout(linger));
+}
+
+/** How long a connection answered with a client error may stay open for its peer to read the answer. */
+export const CLIENT_ERROR_LINGER_MS = 1_000;
+
+
+/** What the per-address connection cap has refused, for /metrics. */
+export interface ConnectionStats {
+  refused: number;
+}
+
+/**
+ * Caps the connections one address holds open at once (IPv6 by its /64): past `max`, a new
+ * connection is closed as it arrives, so that one host cannot hold every descriptor while
+ * others wait. Trusted proxies are not capped (every client behind them shares their
+ * address; the proxy caps its own clients). `max` 0: no cap.
+ */
+export function capConnectionsPerAddress(server: Server, max: number, trusted: TrustedProxies | null): ConnectionStats {
+  const stats: ConnectionStats = { refused: 0 };
+  if (max <= 0) return stats;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const raw = socket.remoteAddress;
+    if (raw === undefined) return;
+    if (trusted !== null && trusted.trusts(raw)) return;
+    const address = peerAddress(socket);
+    const held = open.get(address) ?? 0;
+    if (held >= max) {
+      stats.refused += 1;
+      socket.destroy();
+      return;
+    }
+    open.set(address, held + 1);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left <= 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+  return stats;
+}

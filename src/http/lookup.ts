@@ -1,0 +1,377 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { App } from './app-instance.js';
+import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
+import type { LookupFailure } from '../domain/lookup.js';
+import type { TenantAuth } from '../domain/types.js';
+import type { RouteMetrics } from '../metrics.js';
+import type { ReadModel } from '../readmodel/index.js';
+import { ERRORS, PROBLEM_CONTENT_TYPE, problemBody, sendProblem, STORE_UNAVAILABLE_RETRY_AFTER_S } from './problems.js';
+import type { ErrorCode } from './problems.js';
+import type { Arrival, Count, RateLimiter } from './rate-limit.js';
+import { guardAddress } from './rate-limit.js';
+import type { RequestIds } from './request.js';
+import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from './schemas.js';
+
+/** The lookup's path up to its slug; the route's template in metrics and the OpenAPI document. */
+export const LOOKUP_PREFIX = '/api/subscriber-status/';
+export const LOOKUP_ROUTE = '/api/subscriber-status/:tenantSlug';
+const PREFLIGHT_MAX_AGE_S = 7200;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export interface LookupOptions {
+  model: ReadModel;
+  now: () => number;
+  /** Rate limits; null: none. */
+  limiter: RateLimiter | null;
+  requestIds: RequestIds;
+  /** The lookup's own series (the fast path records here); null: no metrics. */
+  metrics: RouteMetrics | null;
+  /** Log every lookup: they then go through Fastify's lifecycle, which logs each request. */
+  logLookups: boolean;
+  /** Answers that failed with an exception are logged here. */
+  logError(err: unknown): void;
+}
+
+/** The two parameters the lookup reads from its query; a repeated one is an array. */
+export interface LookupParameters {
+  processor_customer_id?: string | string[];
+  hmac?: string | string[];
+}
+
+/** `+` is a space and `%XX` is decoded (a sequence that does not decode stays as sent), as Fastify's query parser does. */
+function decodeComponent(part: string): string {
+  const spaced = part.includes('+') ? part.replace(/\+/g, ' ') : part;
+  if (!spaced.includes('%')) return spaced;
+  try {
+    return decodeURIComponent(spaced);
+  } catch {
+    return spaced;
+  }
+}
+
+/**
+ * Reads `processor_customer_id` and `hmac` from a query string (without its `?`): pairs
+ * split on `&`, a name up to its first `=`, names compared once decoded. Every other
+ * parameter is ignored without being decoded.
+ */
+export function lookupParameters(search: string): LookupParameters {
+  const found: LookupParameters = {};
+  let start = 0;
+  while (start <= search.length) {
+    let end = search.indexOf('&', start);
+    if (end < 0) end = search.length;
+    if (end > start) {
+      const eq = search.indexOf('=', start);
+      const nameEnd = eq >= 0 && eq < end ? eq : end;
+      const rawName = search.slice(start, nameEnd);
+      const name = rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
+      if (name === 'processor_customer_id' || name === 'hmac') {
+        const value = nameEnd === end ? '' : decodeComponent(search.slice(nameEnd + 1, end));
+        const previous = found[name];
+        found[name] = previous === undefined ? value : typeof previous === 'string' ? [previous, value] : [...previous, value];
+      }
+    }
+    start = end + 1;
+  }
+  return found;
+}
+
+/**
+ * What the lookup reads of a request's headers, found in one pass over the raw headers
+ * (Node builds its header object only when asked). Authorization is counted: the
+ * contract's one token is not there to pick when there are several.
+ */
+interface LookupHeadersSeen {
+  authorization: string | string[] | undefined;
+  origin: string | undefined;
+}
+
+function seenHeaders(req: IncomingMessage): LookupHeadersSeen {
+  const raw = req.rawHeaders;
+  let authorization: string | string[] | undefined;
+  let origin: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') {
+      const value = raw[i + 1] as string;
+      authorization = authorization === undefined ? value : typeof authorization === 'string' ? [authorization, value] : [...authorization, value];
+    } else if (name.length === 6 && origin === undefined && name.toLowerCase() === 'origin') {
+      origin = raw[i + 1];
+    }
+  }
+  return { authorization, origin };
+}
+
+/** The request's own X-Request-Id, the Host header's presence: what the fast path checks before it answers. */
+function presentedHeaders(req: IncomingMessage): { requestId: string | undefined; host: boolean } {
+  const raw = req.rawHeaders;
+  let requestId: string | undefined;
+  let host = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') host = true;
+    // Repeated, it is no one id (Node would join the values): the request gets one of ours.
+    else if (name.length === 12 && name.toLowerCase() === 'x-request-id') requestId = requestId === undefined ? raw[i + 1] : '';
+  }
+  return { requestId, host };
+}
+
+/** No cookies are ever used, so `*` is safe; a tenant's allowed_origins narrows it (with Vary: Origin). */
+function corsHeaders(headers: string[], tenant: TenantAuth | null, origin: string | undefined): void {
+  const allowed = allowedOrigin(tenant, origin);
+  if (allowed !== null) headers.push('access-control-allow-origin', allowed);
+  if (tenant?.allowedOrigins) headers.push('vary', 'Origin');
+}
+
+/**
+ * The lookup (CONTRACT.md section 1), answered from the read model on the raw request:
+ * by the fast path, before Fastify sees the request, and by the Fastify route for what the
+ * fast path leaves to it (a slug it must decode, `inject`, logged lookups). Both call
+ * `answer`: one implementation of the checks, the problems, CORS and the rate limits.
+ * Nothing here awaits unless the rate limits are counted in Redis.
+ */
+export class LookupAnswerer {
+  constructor(private readonly opts: LookupOptions) {}
+
+  /**
+   * The fast path: answers a well-formed `GET` of the lookup and returns true; returns
+   * false, having touched nothing, for every other request (Fastify answers it).
+   */
+  fast(req: IncomingMessage, res: ServerResponse): boolean {
+    if (req.method !== 'GET' || this.opts.logLookups) return false;
+    const url = req.url as string;
+    if (!url.startsWith(LOOKUP_PREFIX)) return false;
+    const q = url.indexOf('?', LOOKUP_PREFIX.length);
+    const slug = url.slice(LOOKUP_PREFIX.length, q < 0 ? url.length : q);
+    // A slug that is not plain (percent-encoded, another path segment) is Fastify's to decode or refuse.
+    if (!isValidSlug(slug)) return false;
+    const presented = presentedHeaders(req);
+    // RFC 9112 section 3.2: Fastify refuses an HTTP/1.1 request without Host.
+    if (!presented.host && req.httpVersion === '1.1') return false;
+    const requestId = this.opts.requestIds.fromPresented(presented.requestId);
+    this.answer(req, res, slug, q < 0 ? '' : url.slice(q + 1), requestId, true);
+    return true;
+  }
+
+  /**
+   * Answers a lookup of `slug` (decoded) with `search` (the raw query, without `?`).
+   * `record`: count it in the metrics here (Fastify's hook counts the lookups it routes).
+   */
+  answer(req: IncomingMessage, res: ServerResponse, slug: string, search: string, requestId: string, record: boolean): void {
+    const startedMs = record && this.opts.metrics !== null ? performance.now() : 0;
+    const call: Call = { req, res, slug, search, requestId, record, startedMs, address: '', arrival: NO_ARRIVAL };
+    const limiter = this.opts.limiter;
+    if (limiter === null) {
+      this.check(call);
+      return;
+    }
+    call.address = limiter.addressOf(req);
+    const arrival = limiter.arrive(call.address, 'ip');
+    if (arrival instanceof Promise) {
+      arrival.then(
+        (a) => this.arrived(call, a),
+        (err: unknown) => this.failed(call, err),
+      );
+    } else {
+      this.arrived(call, arrival);
+    }
+  }
+
+  private arrived(call: Call, arrival: Arrival): void {
+    call.arrival = arrival;
+    if (arrival.over !== null) {
+      this.refuse(call, arrival.over);
+      return;
+    }
+    this.check(call);
+  }
+
+  /** Checks 1 to 6 in the contract's order, on the read model. */
+  private check(call: Call): void {
+    try {
+      const headers = seenHeaders(call.req);
+      const bearer = checkBearer(headers.authorization);
+      if (!bearer.ok) {
+        this.fail(call, bearer.code, null, headers.origin);
+        return;
+      }
+      const nowMs = this.opts.now();
+      const model = this.opts.model;
+      // Out of touch with the database for too long: a 503 the snippet fails open on.
+      if (!model.serving(nowMs)) {
+        this.problem(call, 'store_unavailable', null, undefined, null);
+        return;
+      }
+      const tenant = model.tenant(call.slug);
+      const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search) }, tenant, nowMs);
+      if (!check.ok || tenant === null) {
+        this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
+        return;
+      }
+      const body = lookupBody(tenant, model.status(tenant.id, check.customerId));
+      // Every check passed: only now does the lookup count against its tenant's quota.
+      const counted = this.opts.limiter === null ? null : this.opts.limiter.tenant(tenant.id, tenant.lookupsPerMinute);
+      if (counted instanceof Promise) {
+        counted.then(
+          (c) => this.ok(call, tenant, headers.origin, body, c),
+          (err: unknown) => this.failed(call, err),
+        );
+      } else {
+        this.ok(call, tenant, headers.origin, body, counted);
+      }
+    } catch (err) {
+      this.failed(call, err);
+    }
+  }
+
+  private ok(call: Call, tenant: TenantAuth, origin: string | undefined, body: Buffer, counted: Count | null): void {
+    if (counted !== null && counted.current > counted.quota) {
+      this.refuse(call, counted, counted);
+      return;
+    }
+    const headers = ['content-type', JSON_TYPE, 'cache-control', 'no-store', 'x-request-id', call.requestId];
+    corsHeaders(headers, tenant, origin);
+    this.rateLimitFields(call, headers, counted, null);
+    this.send(call, 200, headers, body);
+  }
+
+  /** A failed check counts against the sender's address; one failure past its quota is a 429 instead. */
+  private fail(call: Call, code: LookupFailure, tenant: TenantAuth | null, origin: string | undefined): void {
+    const limiter = this.opts.limiter;
+    const over = limiter === null ? null : limiter.fail(call.address);
+    if (over instanceof Promise) {
+      over.then(
+        (o) => (o === null ? this.problem(call, code, tenant, origin, null) : this.refuse(call, o)),
+        (err: unknown) => this.failed(call, err),
+      );
+    } else if (over === null) {
+      this.problem(call, code, tenant, origin, null);
+    } else {
+      this.refuse(call, over);
+    }
+  }
+
+  /** A 429: the snippet reads it cross-origin and fails open on it. */
+  private refuse(call: Call, over: Count, tenant: Count | null = null): void {
+    this.problem(call, 'rate_limited', null, undefined, over, tenant);
+  }
+
+  private problem(call: Call, code: ErrorCode, tenant: TenantAuth | null, origin: string | undefined, over: Count | null, tenantCount: Count | null = null): void {
+    const status = ERRORS[code].status;
+    const headers = ['content-type', PROBLEM_CONTENT_TYPE, 'cache-control', 'no-store', 'x-request-id', call.requestId];
+    corsHeaders(headers, tenant, origin);
+    if (status === 401) headers.push('www-authenticate', 'Bearer');
+    if (code === 'store_unavailable') headers.push('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
+    const retryAfter = this.rateLimitFields(call, headers, tenantCount, over);
+    if (retryAfter !== null) headers.push('retry-after', String(retryAfter));
+    this.send(call, status, headers, problemBody(code));
+  }
+
+  /** Adds the RateLimit fields; returns the Retry-After of a refusal. */
+  private rateLimitFields(call: Call, headers: string[], tenant: Count | null, over: Count | null): number | null {
+    const limiter = this.opts.limiter;
+    if (limiter === null) return null;
+    const fields = limiter.fields(call.arrival.own, call.arrival.failures, tenant, over);
+    if (fields === null) return null;
+    headers.push('ratelimit-policy', fields.policy, 'ratelimit', fields.limit);
+    return fields.retryAfterS;
+  }
+
+  private send(call: Call, status: number, headers: string[], body: Buffer): void {
+    const res = call.res;
+    if (res.headersSent || res.destroyed) return;
+    headers.push('content-length', String(body.length));
+    res.writeHead(status, headers);
+    res.end(body);
+    if (call.record) this.opts.metrics?.observe(status, (performance.now() - call.startedMs) / 1000);
+  }
+
+  /** An exception on the way: logged, answered 500 without its message. */
+  private failed(call: Call, err: unknown): void {
+    this.opts.logError(err);
+    this.problem(call, 'internal_error', null, undefined, null);
+  }
+}
+
+interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  slug: string;
+  search: string;
+  requestId: string;
+  record: boolean;
+  startedMs: number;
+  /** Where the rate limits count it ('' without limits). */
+  address: string;
+  arrival: Arrival;
+}
+
+const NO_ARRIVAL: Arrival = Object.freeze({ own: null, failures: null, over: null });
+
+export interface LookupRoutesOptions {
+  answerer: LookupAnswerer;
+  model: ReadModel;
+  now: () => number;
+  limiter: RateLimiter | null;
+  logLookups: boolean;
+}
+
+const Type200 = { anyOf: [LookupKnown, LookupUnknown], description: 'Known subscriber, or {"status":"active"} when unknown' };
+
+/**
+ * The lookup's Fastify routes: the GET, documented in the OpenAPI document and answering
+ * what the fast path leaves to Fastify (through the same `LookupAnswerer`), and its CORS
+ * preflight.
+ */
+export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise<void> {
+  const { answerer, model, now, limiter } = opts;
+  // Every page view calls the lookup: its requests are logged only when asked for.
+  const logLevel = opts.logLookups ? 'info' : 'warn';
+
+  app.get(
+    LOOKUP_ROUTE,
+    {
+      logLevel,
+      schema: {
+        summary: "A subscriber's billing enforcement status",
+        tags: ['lookup'],
+        security: [{ publishableKey: [] }],
+        params: LookupParams,
+        querystring: LookupQuery,
+        headers: LookupHeaders,
+        response: { 200: Type200, 400: ProblemRef, 401: ProblemRef, 402: ProblemRef, 403: ProblemRef, 404: ProblemRef, 429: ProblemRef, 503: ProblemRef },
+      },
+      // The checks run in the contract's order in the domain (a 401 before a 400), so the
+      // schemas document the route and Fastify does not validate it first.
+      validatorCompiler: () => () => true,
+    },
+    (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply: FastifyReply) => {
+      reply.hijack();
+      const url = req.raw.url ?? '';
+      const q = url.indexOf('?');
+      answerer.answer(req.raw, reply.raw, req.params.tenantSlug, q < 0 ? '' : url.slice(q + 1), req.id, false);
+    },
+  );
+
+  const guard = limiter === null ? [] : [guardAddress(limiter, 'ip')];
+  app.options(
+    LOOKUP_ROUTE,
+    { logLevel, onRequest: guard, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
+    async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
+      reply.header('cache-control', 'no-store');
+      if (!model.serving(now())) return sendProblem(reply.header('access-control-allow-origin', '*'), 'store_unavailable');
+      const slug = req.params.tenantSlug;
+      const tenant = isValidSlug(slug) ? model.tenant(slug) : null;
+      const allowed = allowedOrigin(tenant, req.headers.origin);
+      if (allowed !== null) reply.header('access-control-allow-origin', allowed);
+      if (tenant?.allowedOrigins) reply.header('vary', 'Origin');
+      return reply
+        .header('access-control-allow-methods', 'GET, OPTIONS')
+        .header('access-control-allow-headers', 'Authorization')
+        .header('access-control-max-age', String(PREFLIGHT_MAX_AGE_S))
+        .code(204)
+        .send();
+    },
+  );
+}

@@ -1,0 +1,154 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { App } from '../../src/http/app.js';
+import { createMetrics } from '../../src/metrics.js';
+import { openStore } from '../../src/store/index.js';
+import type { Store } from '../../src/store/store.js';
+import { ADMIN_TOKEN, buildAppWithModel, computeHmac, FakeClock } from '../helpers/harness.js';
+import { socketRequest } from '../helpers/socket.js';
+
+/** Headers that differ between two answers of one request by nature: the time, the connection, the id. */
+const PER_ANSWER = new Set(['date', 'connection', 'keep-alive', 'x-request-id', 'transfer-encoding']);
+
+function comparable(headers: IncomingHttpHeaders | OutgoingHttpHeaders): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !PER_ANSWER.has(name)));
+}
+
+describe('the lookup on the fast path, in front of Fastify', () => {
+  let store: Store;
+  let app: App;
+  const clock = new FakeClock();
+  const metrics = createMetrics();
+  /** URLs Fastify's lifecycle saw, on the real socket and through inject alike. */
+  const routed: string[] = [];
+  const keys: Record<string, string> = {};
+  const secrets: Record<string, string> = {};
+
+  const admin = (method: string, url: string, body?: unknown) =>
+    app.inject({
+      method: method as 'POST',
+      url: `/admin/v1${url}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+
+  beforeAll(async () => {
+    store = await openStore({ engine: 'embedded', dataDir: null });
+    app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, metrics });
+    app.addHook('onRequest', async (req) => {
+      routed.push(req.url);
+    });
+    for (const [slug, fields] of [
+      ['acme', { card_update_url: 'https://billing.acme.test/card' }],
+      ['strict-co', { hmac_required: true }],
+      ['walled', { allowed_origins: ['https://app.walled.test'] }],
+      ['paused', {}],
+    ] as const) {
+      const created = (await admin('POST', '/tenants', { slug, ...fields })).json() as { publishable_key: string; hmac_secret: string };
+      keys[slug] = created.publishable_key;
+      secrets[slug] = created.hmac_secret;
+    }
+    await admin('PATCH', '/tenants/paused', { suspended: true });
+    for (const [id, status] of [['cus_w', 'warning'], ['cus_l', 'lockout'], ['cus_a', 'active']]) {
+      await admin('PUT', `/tenants/acme/subscribers/${id}`, { status });
+      await admin('PUT', `/tenants/strict-co/subscribers/${id}`, { status });
+    }
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+  });
+
+  const bearer = (slug: string) => ({ authorization: `Bearer ${keys[slug] ?? ''}` });
+  const hmac = (slug: string, id: string) => computeHmac(secrets[slug] ?? '', id);
+
+  const cases: [string, () => { path: string; headers: Record<string, string | string[]> }][] = [
+    ['a warning', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: bearer('acme') })],
+    ['a lockout with its hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') })],
+    ['an uppercase hmac, parameters in another order', () => ({ path: `/api/subscriber-status/strict-co?hmac=${hmac('strict-co', 'cus_a').toUpperCase()}&x=1&processor_customer_id=cus_a`, headers: bearer('strict-co') })],
+    ['an unknown subscriber', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_nobody', headers: bearer('acme') })],
+    ['a percent-encoded parameter name and value', () => ({ path: '/api/subscriber-status/acme?processor%5Fcustomer_id=cus%5Fw', headers: bearer('acme') })],
+    ['no Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: {} })],
+    ['a malformed Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: { authorization: 'Basic abc' } })],
+    ['two Authorization headers', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: { authorization: [bearer('acme').authorization, bearer('acme').authorization] } })],
+    ['an unknown tenant', () => ({ path: '/api/subscriber-status/nobody-co?processor_customer_id=cus_w', headers: bearer('acme') })],
+    ["another tenant's key", () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_w', headers: bearer('acme') })],
+    ['a suspended tenant', () => ({ path: '/api/subscriber-status/paused?processor_customer_id=cus_w', headers: bearer('paused') })],
+    ['no customer id', () => ({ path: '/api/subscriber-status/acme', headers: bearer('acme') })],
+    ['a repeated customer id', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w&processor_customer_id=cus_l', headers: bearer('acme') })],
+    ['a customer id that is not one', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_%20x', headers: bearer('acme') })],
+    ['a wrong hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${'0'.repeat(64)}`, headers: bearer('strict-co') })],
+    ['a repeated hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') })],
+    ['a missing required hmac', () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_l', headers: bearer('strict-co') })],
+    ['an allowed origin', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://app.walled.test' } })],
+    ['an origin not allowed', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://evil.test' } })],
+    ['a failure with an origin not allowed', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=nope', headers: { ...bearer('walled'), origin: 'https://evil.test' } })],
+  ];
+
+  it.each(cases)('%s: the same answer on the fast path as through Fastify, and Fastify never saw the socket request', async (_name, make) => {
+    const { path, headers } = make();
+    routed.length = 0;
+    const fast = await socketRequest(app, 'GET', path, headers);
+    expect(routed, 'Fastify routed a lookup the fast path should have answered').toEqual([]);
+    const slow = await app.inject({ method: 'GET', url: path, headers });
+    expect(routed).toEqual([path]);
+    expect(fast.statusCode).toBe(slow.statusCode);
+    expect(fast.body).toBe(slow.body);
+    expect(comparable(fast.headers)).toEqual(comparable(slow.headers));
+    expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+  });
+
+  it('leaves to Fastify what it must decode or refuse, with the same answer', async () => {
+    routed.length = 0;
+    const encoded = await socketRequest(app, 'GET', '/api/subscriber-status/%61cme?processor_customer_id=cus_w', bearer('acme'));
+    expect(routed).toEqual(['/api/subscriber-status/%61cme?processor_customer_id=cus_w']);
+    const plain = await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
+    expect(encoded.statusCode).toBe(200);
+    expect(encoded.body).toBe(plain.body);
+    for (const path of ['/api/subscriber-status/acme/extra', '/api/subscriber-status/ACME?processor_customer_id=cus_w', '/api/subscriber-status/']) {
+      const res = await socketRequest(app, 'GET', path, bearer('acme'));
+      expect(res.statusCode, path).toBe(404);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    }
+    // Other methods and routes are Fastify's.
+    routed.length = 0;
+    expect((await socketRequest(app, 'HEAD', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'))).statusCode).toBe(200);
+    expect((await socketRequest(app, 'GET', '/healthz')).statusCode).toBe(200);
+    expect(routed).toHaveLength(2);
+  });
+
+  it('echoes a valid presented request id, and numbers the others from this process\'s prefix', async () => {
+    const path = '/api/subscriber-status/acme?processor_customer_id=cus_w';
+    expect((await socketRequest(app, 'GET', path, { ...bearer('acme'), 'x-request-id': 'edge-7f3a.1:2' })).headers['x-request-id']).toBe('edge-7f3a.1:2');
+    const ids = [];
+    for (const presented of ['has space', 'x'.repeat(129), undefined]) {
+      const res = await socketRequest(app, 'GET', path, { ...bearer('acme'), ...(presented === undefined ? {} : { 'x-request-id': presented }) });
+      ids.push(String(res.headers['x-request-id']));
+    }
+    const [prefix] = ids.map((id) => id.split('-')[0]);
+    expect(ids.every((id) => id.startsWith(`${prefix}-`))).toBe(true);
+    const counters = ids.map((id) => parseInt(id.split('-')[1] ?? '', 36));
+    expect(counters).toEqual([...counters].sort((a, b) => a - b));
+    expect(new Set(counters).size).toBe(3);
+    // Fastify's routes number their requests from the same counter.
+    const health = await socketRequest(app, 'GET', '/healthz');
+    expect(String(health.headers['x-request-id']).startsWith(`${prefix}-`)).toBe(true);
+  });
+
+  it('counts the lookups it answers in /metrics, by route template and status', async () => {
+    const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const series = (text: string, status: number) =>
+      Number(new RegExp(`^dunwall_http_requests_total\\{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="${status}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const before = await scrape();
+    for (let i = 0; i < 3; i += 1) await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
+    await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w');
+    const after = await scrape();
+    expect(series(after, 200) - series(before, 200)).toBe(3);
+    expect(series(after, 401) - series(before, 401)).toBe(1);
+    const count = (text: string) =>
+      Number(/^dunwall_http_request_duration_seconds_count\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    expect(count(after) - count(before)).toBe(3);
+    expect(after).toMatch(/^dunwall_http_request_duration_seconds_bucket\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200",le="\+Inf"\} \d+$/m);
+    expect(after).not.toContain('cus_w');
+  });
+});
