@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { Agent } from 'node:http';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -32,10 +34,13 @@ import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
+/** The dripping row: this many connections from one address, each sending a byte a second. */
+const DRIP_CONNECTIONS = 1_100;
+const DRIP_FROM = '127.0.0.2';
 const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
@@ -268,6 +273,53 @@ async function prime(baseUrl: string, requests: readonly BenchRequest[], workers
   return { sent, failed };
 }
 
+/**
+ * Opens `count` connections to `url` from the local address `from`, each sending the start
+ * of a request and then one header byte a second, never finishing; a connection the
+ * service closes is opened again (a determined attacker). `ready`: all opened once.
+ */
+function startDrippers(url: URL, count: number, from: string): { ready: Promise<void>; stop(): { opened: number; closedByServer: number; maxOpen: number } } {
+  const sockets = new Set<Socket>();
+  const seen = { opened: 0, closedByServer: 0, maxOpen: 0 };
+  let stopped = false;
+  const open = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (stopped) return resolve();
+      const socket = connect({ host: url.hostname, port: Number(url.port), localAddress: from });
+      sockets.add(socket);
+      seen.opened += 1;
+      seen.maxOpen = Math.max(seen.maxOpen, sockets.size);
+      socket.on('error', () => {});
+      socket.once('connect', () => {
+        socket.write(`GET /api/subscriber-status/bench-t0001 HTTP/1.1\r\nHost: ${url.host}\r\nX-Drip: `);
+        resolve();
+      });
+      socket.once('close', () => {
+        sockets.delete(socket);
+        resolve();
+        if (stopped) return;
+        seen.closedByServer += 1;
+        // Back after a breath, as a loop in an attacker's script would be.
+        setTimeout(() => void open(), 1_000).unref();
+      });
+    });
+  const tick = setInterval(() => {
+    for (const s of sockets) if (s.writable) s.write('a');
+  }, 1_000);
+  const ready = (async () => {
+    for (let i = 0; i < count; i += 50) await Promise.all(Array.from({ length: Math.min(50, count - i) }, open));
+  })();
+  return {
+    ready,
+    stop() {
+      stopped = true;
+      clearInterval(tick);
+      for (const s of sockets) s.destroy();
+      return seen;
+    },
+  };
+}
+
 // ---------------------------------------------------------------- main
 async function main(): Promise<void> {
   const startedAt = new Date(started);
@@ -277,7 +329,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -493,8 +545,20 @@ async function main(): Promise<void> {
     });
   }
 
+  if (opts.rows.has('hot1')) {
+    await phase('hot1', async () => {
+      // One process, as the baseline and the peer are: the figures compare like with like.
+      const server = await startService('service-1', { workers: 1 });
+      try {
+        await measure('hot1', `service, one process, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+      } finally {
+        await stopChild(server.child);
+      }
+    });
+  }
+
   let observedWorkers = 0;
-  if (['hot', 'unknown', 'zipf', 'hotkey'].some((r) => opts.rows.has(r as Row))) {
+  if (['hot', 'unknown', 'zipf', 'hotkey', 'drip'].some((r) => opts.rows.has(r as Row))) {
     await phase('service', async () => {
       const server = await startService('service');
       try {
@@ -504,6 +568,19 @@ async function main(): Promise<void> {
           await measure('zipf', `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`, server, zipf.requests, files.zipf);
         }
         if (opts.rows.has('hotkey')) await measure('hotkey', 'service, one hot customer, hmac', server, hotkey, files.hotkey);
+        if (opts.rows.has('drip')) {
+          // A slow-loris host: many connections from one address, each dripping a byte a
+          // second and reopened when closed; the load generator, from another address, is
+          // everyone else.
+          const drip = startDrippers(new URL(server.url), DRIP_CONNECTIONS, DRIP_FROM);
+          try {
+            await drip.ready;
+            await measure('drip', `service, hot list, while ${fmtN(DRIP_CONNECTIONS)} connections from ${DRIP_FROM} drip a byte a second`, server, hot, files.hot);
+          } finally {
+            const seen = drip.stop();
+            note(`drip: ${fmtN(seen.opened)} dripping connections opened, ${fmtN(seen.closedByServer)} closed by the service, at most ${fmtN(seen.maxOpen)} open at once`);
+          }
+        }
         observedWorkers = serverProcesses(server.child).workers;
       } finally {
         await stopChild(server.child);
@@ -616,7 +693,7 @@ async function main(): Promise<void> {
   const peer = results.find((r) => r.row === 'peer');
   for (const r of results) {
     r.vsBaseline = baseline ? r.load.rps / baseline.load.rps : null;
-    r.vsPeer = peer && ['hot', 'unknown', 'zipf', 'hotkey', 'zipfcold'].includes(r.row) ? r.load.rps / peer.load.rps : null;
+    r.vsPeer = peer && ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row) ? r.load.rps / peer.load.rps : null;
   }
   if (opts.quick) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
   if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
@@ -644,7 +721,7 @@ async function main(): Promise<void> {
     memory ? memoryLine(memory) : 'read model memory: not run (--rows)',
     invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
     '',
-    'targets (issues 5 and 11):',
+    'targets (issues 5, 11 and 12):',
     targetsTable(targetList),
     ...(notes.length > 0 ? ['', 'notes:', ...notes.map((n) => `- ${n}`)] : []),
   ].join('\n');

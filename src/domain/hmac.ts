@@ -2,7 +2,6 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { isCurrent } from './credential.js';
 import type { Credential } from './credential.js';
 
-const HMAC_HEX_RE = /^[0-9a-fA-F]{64}$/;
 /** SHA-256's block: an HMAC key is padded (or first hashed) to this length (RFC 2104). */
 const BLOCK_BYTES = 64;
 const DIGEST_BYTES = 32;
@@ -170,14 +169,32 @@ export class HmacKey {
   }
 }
 
+/** A hex digit's value, or -1: `0-9`, `a-f` and `A-F` (the contract accepts either case). */
+function hexValue(c: number): number {
+  if (c >= 48 && c <= 57) return c - 48;
+  const lower = c | 0x20;
+  return lower >= 97 && lower <= 102 ? lower - 87 : -1;
+}
+
+/** Decodes exactly 64 hex characters into `out`; false (out left partial) for anything else. */
+function hexInto(text: string, out: Uint8Array): boolean {
+  if (text.length !== DIGEST_BYTES * 2) return false;
+  for (let i = 0; i < DIGEST_BYTES; i += 1) {
+    const hi = hexValue(text.charCodeAt(2 * i));
+    const lo = hexValue(text.charCodeAt(2 * i + 1));
+    if (hi < 0 || lo < 0) return false;
+    out[i] = (hi << 4) | lo;
+  }
+  return true;
+}
+
 /**
  * True when `presented` is the hex HMAC of `message` under one of `keys` current at `nowMs`.
  * Every current key is tried, each digest compared through `timingSafeEqual`, with no early
  * exit.
  */
 export function verifyHmac(presented: string, message: string, keys: readonly Credential<HmacKey>[], nowMs: number): boolean {
-  if (!HMAC_HEX_RE.test(presented)) return false;
-  presentedScratch.write(presented, 'hex');
+  if (!hexInto(presented, presentedScratch)) return false;
   let matched = false;
   for (const key of keys) {
     if (!isCurrent(key, nowMs)) continue;

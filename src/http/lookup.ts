@@ -57,6 +57,8 @@ function decodeComponent(part: string): string {
  */
 export function lookupParameters(search: string): LookupParameters {
   const found: LookupParameters = {};
+  // Nothing to decode in the whole query (the usual case): names and values are as sent.
+  const plain = !search.includes('%') && !search.includes('+');
   let start = 0;
   while (start <= search.length) {
     let end = search.indexOf('&', start);
@@ -65,9 +67,10 @@ export function lookupParameters(search: string): LookupParameters {
       const eq = search.indexOf('=', start);
       const nameEnd = eq >= 0 && eq < end ? eq : end;
       const rawName = search.slice(start, nameEnd);
-      const name = rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
+      const name = plain || rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
       if (name === 'processor_customer_id' || name === 'hmac') {
-        const value = nameEnd === end ? '' : decodeComponent(search.slice(nameEnd + 1, end));
+        const rawValue = nameEnd === end ? '' : search.slice(nameEnd + 1, end);
+        const value = plain ? rawValue : decodeComponent(rawValue);
         const previous = found[name];
         found[name] = previous === undefined ? value : typeof previous === 'string' ? [previous, value] : [...previous, value];
       }
@@ -82,39 +85,37 @@ export function lookupParameters(search: string): LookupParameters {
  * (Node builds its header object only when asked). Authorization is counted: the
  * contract's one token is not there to pick when there are several.
  */
-interface LookupHeadersSeen {
+interface SeenHeaders {
   authorization: string | string[] | undefined;
   origin: string | undefined;
+  /** The presented X-Request-Id; '' when repeated (it is then no one id). */
+  requestId: string | undefined;
+  host: boolean;
 }
 
-function seenHeaders(req: IncomingMessage): LookupHeadersSeen {
+/** `name` is `lower` in any case; `lower` is lowercase. The usual spellings are matched without a copy. */
+function named(name: string, lower: string, usual: string): boolean {
+  return name.length === lower.length && (name === usual || name === lower || name.toLowerCase() === lower);
+}
+
+function seenHeaders(req: IncomingMessage): SeenHeaders {
   const raw = req.rawHeaders;
-  let authorization: string | string[] | undefined;
-  let origin: string | undefined;
+  const seen: SeenHeaders = { authorization: undefined, origin: undefined, requestId: undefined, host: false };
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 13 && name.toLowerCase() === 'authorization') {
-      const value = raw[i + 1] as string;
-      authorization = authorization === undefined ? value : typeof authorization === 'string' ? [authorization, value] : [...authorization, value];
-    } else if (name.length === 6 && origin === undefined && name.toLowerCase() === 'origin') {
-      origin = raw[i + 1];
+    const value = raw[i + 1] as string;
+    if (named(name, 'authorization', 'Authorization')) {
+      const a = seen.authorization;
+      seen.authorization = a === undefined ? value : typeof a === 'string' ? [a, value] : [...a, value];
+    } else if (named(name, 'host', 'Host')) {
+      seen.host = true;
+    } else if (named(name, 'origin', 'Origin')) {
+      seen.origin ??= value;
+    } else if (named(name, 'x-request-id', 'X-Request-Id')) {
+      seen.requestId = seen.requestId === undefined ? value : '';
     }
   }
-  return { authorization, origin };
-}
-
-/** The request's own X-Request-Id, the Host header's presence: what the fast path checks before it answers. */
-function presentedHeaders(req: IncomingMessage): { requestId: string | undefined; host: boolean } {
-  const raw = req.rawHeaders;
-  let requestId: string | undefined;
-  let host = false;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') host = true;
-    // Repeated, it is no one id (Node would join the values): the request gets one of ours.
-    else if (name.length === 12 && name.toLowerCase() === 'x-request-id') requestId = requestId === undefined ? raw[i + 1] : '';
-  }
-  return { requestId, host };
+  return seen;
 }
 
 /** No cookies are ever used, so `*` is safe; a tenant's allowed_origins narrows it (with Vary: Origin). */
@@ -146,11 +147,11 @@ export class LookupAnswerer {
     const slug = url.slice(LOOKUP_PREFIX.length, q < 0 ? url.length : q);
     // A slug that is not plain (percent-encoded, another path segment) is Fastify's to decode or refuse.
     if (!isValidSlug(slug)) return false;
-    const presented = presentedHeaders(req);
+    const headers = seenHeaders(req);
     // RFC 9112 section 3.2: Fastify refuses an HTTP/1.1 request without Host.
-    if (!presented.host && req.httpVersion === '1.1') return false;
-    const requestId = this.opts.requestIds.fromPresented(presented.requestId);
-    this.answer(req, res, slug, q < 0 ? '' : url.slice(q + 1), requestId, true);
+    if (!headers.host && req.httpVersion === '1.1') return false;
+    const requestId = this.opts.requestIds.fromPresented(headers.requestId);
+    this.answer(req, res, slug, q < 0 ? '' : url.slice(q + 1), requestId, true, headers);
     return true;
   }
 
@@ -158,9 +159,9 @@ export class LookupAnswerer {
    * Answers a lookup of `slug` (decoded) with `search` (the raw query, without `?`).
    * `record`: count it in the metrics here (Fastify's hook counts the lookups it routes).
    */
-  answer(req: IncomingMessage, res: ServerResponse, slug: string, search: string, requestId: string, record: boolean): void {
+  answer(req: IncomingMessage, res: ServerResponse, slug: string, search: string, requestId: string, record: boolean, headers = seenHeaders(req)): void {
     const startedMs = record && this.opts.metrics !== null ? performance.now() : 0;
-    const call: Call = { req, res, slug, search, requestId, record, startedMs, address: '', arrival: NO_ARRIVAL };
+    const call: Call = { req, res, slug, search, requestId, record, startedMs, headers, address: '', arrival: NO_ARRIVAL };
     const limiter = this.opts.limiter;
     if (limiter === null) {
       this.check(call);
@@ -190,7 +191,7 @@ export class LookupAnswerer {
   /** Checks 1 to 6 in the contract's order, on the read model. */
   private check(call: Call): void {
     try {
-      const headers = seenHeaders(call.req);
+      const headers = call.headers;
       const bearer = checkBearer(headers.authorization);
       if (!bearer.ok) {
         this.fail(call, bearer.code, null, headers.origin);
@@ -302,6 +303,7 @@ interface Call {
   requestId: string;
   record: boolean;
   startedMs: number;
+  headers: SeenHeaders;
   /** Where the rate limits count it ('' without limits). */
   address: string;
   arrival: Arrival;

@@ -178,6 +178,8 @@ export class RateLimiter {
   private readonly trusted: TrustedProxies | null;
   private readonly now: () => number;
   readonly policies: Readonly<Record<PolicyName, string>>;
+  /** The last address and tenant policies joined, and their join. */
+  private lastPair: [string, string, string] = ['', '', ''];
 
   constructor(opts: RateLimitOptions) {
     this.limits = opts.limits;
@@ -266,10 +268,18 @@ export class RateLimiter {
       if (tenant !== null && (tightest === null || remaining(tenant) < remaining(tightest))) tightest = tenant;
     }
     if (tightest === null) return null;
-    let policy = own === null ? '' : own.policy;
-    if (f !== null) policy = policy === '' ? f.policy : `${policy}, ${f.policy}`;
-    if (tenant !== null) policy = policy === '' ? tenant.policy : `${policy}, ${tenant.policy}`;
-    if (over !== null && over !== own && over !== f && over !== tenant) policy = policy === '' ? over.policy : `${policy}, ${over.policy}`;
+    let policy: string;
+    const extra = over !== null && over !== own && over !== f && over !== tenant ? over : null;
+    if (own !== null && f === null && tenant !== null && extra === null) {
+      // The usual answer's pair, joined once per pair of policies rather than per request.
+      if (own.policy !== this.lastPair[0] || tenant.policy !== this.lastPair[1]) this.lastPair = [own.policy, tenant.policy, `${own.policy}, ${tenant.policy}`];
+      policy = this.lastPair[2];
+    } else {
+      policy = own === null ? '' : own.policy;
+      if (f !== null) policy = policy === '' ? f.policy : `${policy}, ${f.policy}`;
+      if (tenant !== null) policy = policy === '' ? tenant.policy : `${policy}, ${tenant.policy}`;
+      if (extra !== null) policy = policy === '' ? extra.policy : `${policy}, ${extra.policy}`;
+    }
     const resetS = resetSeconds(tightest, this.now());
     return { policy, limit: `"${tightest.name}";r=${tightest === over ? 0 : remaining(tightest)};t=${resetS}`, retryAfterS: over === null ? null : resetS };
   }

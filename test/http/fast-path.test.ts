@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { App } from '../../src/http/app.js';
@@ -96,6 +97,41 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     expect(fast.body).toBe(slow.body);
     expect(comparable(fast.headers)).toEqual(comparable(slow.headers));
     expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+  });
+
+  it('answers generated lookups exactly as the Fastify route does', async () => {
+    const name = fc.constantFrom('processor_customer_id', 'hmac', 'processor%5Fcustomer_id', '%68mac', 'HMAC', 'processor_customer_id+', 'x', '', '%zz');
+    const value = fc.oneof(
+      fc.constantFrom('cus_w', 'cus_l', 'cus_a', 'cus_nobody', 'cus%5Fw', 'cus_w+', 'cus_%zz', '', 'nope', '0'.repeat(64)),
+      fc.constantFrom('cus_w', 'cus_l', 'cus_a').map((id) => hmac('strict-co', id)),
+      fc.constantFrom('cus_w', 'cus_l').map((id) => hmac('strict-co', id).toUpperCase()),
+    );
+    const pair = fc.oneof(fc.tuple(name, value).map(([n, v]) => `${n}=${v}`), name, fc.constantFrom('=', '&', ';hmac=1', '?'));
+    const query = fc.array(pair, { maxLength: 5 }).map((pairs) => pairs.join('&'));
+    const slug = fc.constantFrom('acme', 'strict-co', 'walled', 'paused', 'nobody-co', '%61cme', 'ACME', 'a', 'acme/');
+    const auth = fc.constantFrom<'acme' | 'strict-co' | 'walled' | 'paused' | 'none' | 'malformed' | 'two' | 'lower'>('acme', 'strict-co', 'walled', 'paused', 'none', 'malformed', 'two', 'lower');
+    const origin = fc.constantFrom(undefined, 'https://app.walled.test', 'https://evil.test');
+    let compared = 0;
+    await fc.assert(
+      fc.asyncProperty(slug, query, auth, origin, async (s, q, a, o) => {
+        const headers: Record<string, string | string[]> = {};
+        if (a === 'malformed') headers.authorization = 'Bearer';
+        else if (a === 'two') headers.authorization = [bearer('acme').authorization, bearer('strict-co').authorization];
+        else if (a === 'lower') headers.authorization = `bearer   ${keys.acme ?? ''}`;
+        else if (a !== 'none') headers.authorization = bearer(a).authorization;
+        if (o !== undefined) headers.origin = o;
+        const path = `/api/subscriber-status/${s}${q === '' ? '' : `?${q}`}`;
+        const fast = await socketRequest(app, 'GET', path, headers);
+        const slow = await app.inject({ method: 'GET', url: path, headers });
+        const where = `GET ${path} ${JSON.stringify(headers)}`;
+        expect(fast.statusCode, where).toBe(slow.statusCode);
+        expect(fast.body, where).toBe(slow.body);
+        expect(comparable(fast.headers), where).toEqual(comparable(slow.headers));
+        compared += 1;
+      }),
+      { numRuns: 300, seed: 12 },
+    );
+    expect(compared).toBe(300);
   });
 
   it('leaves to Fastify what it must decode or refuse, with the same answer', async () => {

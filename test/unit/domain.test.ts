@@ -82,6 +82,14 @@ describe('hmac', () => {
     expect(verifyHmac(hmac, 'cus_2', keys(['new']), NOW)).toBe(false);
     expect(verifyHmac(hmac, 'cus_1', [], NOW)).toBe(false);
     expect(verifyHmac(` ${hmac.slice(1)}`, 'cus_1', keys(['new']), NOW)).toBe(false);
+    // Mixed case is hex too; anything else in any position, or another length, is not.
+    const mixed = [...hmac].map((c, i) => (i % 2 ? c.toUpperCase() : c)).join('');
+    expect(verifyHmac(mixed, 'cus_1', keys(['new']), NOW)).toBe(true);
+    for (const bad of ['g', 'G', ':', '/', '@', '`', '\u0161', '\u0041\u0300']) {
+      for (const at of [0, 31, 63]) expect(verifyHmac(hmac.slice(0, at) + bad + hmac.slice(at + 1), 'cus_1', keys(['new']), NOW), `${bad} at ${at}`).toBe(false);
+    }
+    expect(verifyHmac(hmac.slice(0, 63), 'cus_1', keys(['new']), NOW)).toBe(false);
+    expect(verifyHmac(`${hmac}0`, 'cus_1', keys(['new']), NOW)).toBe(false);
   });
 
   it('signs as HMAC-SHA256 does, for secrets shorter and longer than a block and messages of every length', () => {
