@@ -22,6 +22,7 @@ const IV = Int32Array.from([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x51
 /** Scratch: reads allocate nothing. One signature at a time (the event loop runs one). */
 const W = new Int32Array(64);
 const state = new Int32Array(8);
+const innerState = new Int32Array(8);
 const padded = new Uint8Array(MAX_IN_PLACE_BYTES + 2 * BLOCK_BYTES);
 const innerDigest = new Uint8Array(DIGEST_BYTES);
 const digestScratch = Buffer.alloc(DIGEST_BYTES);
@@ -37,6 +38,11 @@ function compress(h: Int32Array, bytes: Uint8Array, offset: number): void {
     const i = offset + t * 4;
     W[t] = ((bytes[i] ?? 0) << 24) | ((bytes[i + 1] ?? 0) << 16) | ((bytes[i + 2] ?? 0) << 8) | (bytes[i + 3] ?? 0);
   }
+  compressWords(h);
+}
+
+/** SHA-256's compression of the block whose 16 words are in `W[0..15]`, into `h`. */
+function compressWords(h: Int32Array): void {
   for (let t = 16; t < 64; t += 1) {
     const w15 = W[t - 15] ?? 0;
     const w2 = W[t - 2] ?? 0;
@@ -72,6 +78,39 @@ function compress(h: Int32Array, bytes: Uint8Array, offset: number): void {
   h[5] = ((h[5] ?? 0) + f) | 0;
   h[6] = ((h[6] ?? 0) + g) | 0;
   h[7] = ((h[7] ?? 0) + hh) | 0;
+}
+
+/**
+ * The outer hash of an HMAC, whose message is the inner digest (the 8 words of `inner`):
+ * one block, built as words, on top of the outer pad's midstate in `h`.
+ */
+function finishOuter(h: Int32Array, inner: Int32Array): void {
+  for (let i = 0; i < 8; i += 1) W[i] = inner[i] ?? 0;
+  W[8] = 0x80000000 | 0;
+  for (let i = 9; i < 15; i += 1) W[i] = 0;
+  // (64 + 32) bytes, in bits.
+  W[15] = (BLOCK_BYTES + DIGEST_BYTES) * 8;
+  compressWords(h);
+}
+
+/**
+ * The inner hash of an HMAC of an ASCII message of at most 55 characters (every customer
+ * id of the usual length): one block, built as words straight from the string, on top of
+ * the inner pad's midstate in `h`. False, `h` untouched, for any other message.
+ */
+function finishInnerShortAscii(h: Int32Array, message: string): boolean {
+  const length = message.length;
+  if (length > BLOCK_BYTES - 9) return false;
+  for (let i = 0; i < 16; i += 1) W[i] = 0;
+  for (let i = 0; i < length; i += 1) {
+    const c = message.charCodeAt(i);
+    if (c > 0x7f) return false;
+    W[i >> 2] = (W[i >> 2] ?? 0) | (c << (24 - 8 * (i & 3)));
+  }
+  W[length >> 2] = (W[length >> 2] ?? 0) | (0x80 << (24 - 8 * (length & 3)));
+  W[15] = (BLOCK_BYTES + length) * 8;
+  compressWords(h);
+  return true;
 }
 
 /**
@@ -145,6 +184,20 @@ export class HmacKey {
 
   /** HMAC-SHA256(secret, message) into `out` (32 bytes). */
   signInto(message: string, out: Uint8Array): void {
+    state.set(this.inner);
+    if (finishInnerShortAscii(state, message)) {
+      innerState.set(state);
+      state.set(this.outer);
+      finishOuter(state, innerState);
+      for (let i = 0; i < 8; i += 1) {
+        const word = state[i] ?? 0;
+        out[i * 4] = word >>> 24;
+        out[i * 4 + 1] = (word >>> 16) & 0xff;
+        out[i * 4 + 2] = (word >>> 8) & 0xff;
+        out[i * 4 + 3] = word & 0xff;
+      }
+      return;
+    }
     const length = message.length;
     let src: Uint8Array = padded;
     let ascii = length <= MAX_IN_PLACE_BYTES;
@@ -169,20 +222,23 @@ export class HmacKey {
   }
 }
 
-/** A hex digit's value, or -1: `0-9`, `a-f` and `A-F` (the contract accepts either case). */
-function hexValue(c: number): number {
+/** A hex digit's value by its char code (`0-9`, `a-f`, `A-F`: the contract accepts either case), else -1. */
+const HEX_VALUE = Int8Array.from({ length: 128 }, (_, c) => {
   if (c >= 48 && c <= 57) return c - 48;
   const lower = c | 0x20;
   return lower >= 97 && lower <= 102 ? lower - 87 : -1;
-}
+});
 
 /** Decodes exactly 64 hex characters into `out`; false (out left partial) for anything else. */
 function hexInto(text: string, out: Uint8Array): boolean {
   if (text.length !== DIGEST_BYTES * 2) return false;
   for (let i = 0; i < DIGEST_BYTES; i += 1) {
-    const hi = hexValue(text.charCodeAt(2 * i));
-    const lo = hexValue(text.charCodeAt(2 * i + 1));
-    if (hi < 0 || lo < 0) return false;
+    const a = text.charCodeAt(2 * i);
+    const b = text.charCodeAt(2 * i + 1);
+    // Codes past 127 are not hex (and would read past the table).
+    const hi = (a | b) > 127 ? -1 : (HEX_VALUE[a] ?? -1);
+    const lo = (a | b) > 127 ? -1 : (HEX_VALUE[b] ?? -1);
+    if ((hi | lo) < 0) return false;
     out[i] = (hi << 4) | lo;
   }
   return true;

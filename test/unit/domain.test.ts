@@ -94,7 +94,9 @@ describe('hmac', () => {
 
   it('signs as HMAC-SHA256 does, for secrets shorter and longer than a block and messages of every length', () => {
     const secrets = ['', 'k', 'x'.repeat(63), 'y'.repeat(64), 'z'.repeat(65), 'sécret-ünïcode', 'a'.repeat(300)];
-    const messages = ['', 'cus_1', `cus_${'A'.repeat(251)}`, 'ümlaut', 'm'.repeat(400), 'n'.repeat(2000)];
+    // Every length around one block (55 bytes fit with the padding, 56 do not), and beyond.
+    const around = Array.from({ length: 72 }, (_, n) => `cus_${'q'.repeat(n)}`.slice(0, n));
+    const messages = ['', 'cus_1', `cus_${'A'.repeat(251)}`, 'ümlaut', `${'u'.repeat(50)}é`, 'm'.repeat(400), 'n'.repeat(2000), ...around];
     for (const secret of secrets) {
       const key = new HmacKey(secret);
       for (const message of messages) expect(key.sign(message).equals(hmacDigest(secret, message)), `${secret.length}/${message.length}`).toBe(true);
