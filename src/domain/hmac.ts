@@ -148,6 +148,11 @@ function finish(h: Int32Array, src: Uint8Array, length: number, out: Uint8Array)
   padded[end + 7] = bits & 0xff;
   end += 8;
   for (let offset = 0; offset < end; offset += BLOCK_BYTES) compress(h, padded, offset);
+  digestInto(h, out);
+}
+
+/** A SHA-256 state as its digest: the 8 words big-endian into `out`. */
+function digestInto(h: Int32Array, out: Uint8Array): void {
   for (let i = 0; i < 8; i += 1) {
     const word = h[i] ?? 0;
     out[i * 4] = word >>> 24;
@@ -199,13 +204,7 @@ export class HmacKey {
       copy8(state, 0, innerState);
       copy8(this.pads, OUTER, state);
       finishOuter(state, innerState);
-      for (let i = 0; i < 8; i += 1) {
-        const word = state[i] ?? 0;
-        out[i * 4] = word >>> 24;
-        out[i * 4 + 1] = (word >>> 16) & 0xff;
-        out[i * 4 + 2] = (word >>> 8) & 0xff;
-        out[i * 4 + 3] = word & 0xff;
-      }
+      digestInto(state, out);
       return;
     }
     const length = message.length;
