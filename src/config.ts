@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from './readmodel/index.js';
@@ -46,6 +47,8 @@ export interface Config {
 
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_HOST = '127.0.0.1';
+/** A DNS name: labels of letters, digits and inner hyphens, dot-separated (RFC 1123). */
+const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 export const DEFAULT_DATA_DIR = './.dunwall';
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
 /** Gone with the lookup cache: every process now holds the whole read model. */
@@ -154,6 +157,7 @@ export function loadConfig(env: Env = process.env): Config {
   const rotationOverlapS = integer(env, 'DUNWALL_ROTATION_OVERLAP_S', DEFAULT_ROTATION_OVERLAP_S, 0, 31_536_000, problems);
 
   const host = env.HOST?.trim() || DEFAULT_HOST;
+  if (isIP(host) === 0 && !HOSTNAME_RE.test(host)) problems.push(`HOST must be an IP address or a host name such as localhost (got ${JSON.stringify(env.HOST)})`);
 
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);

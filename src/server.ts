@@ -1,5 +1,6 @@
 import cluster from 'node:cluster';
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -130,7 +131,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       trustedProxies: config.trustProxy,
       limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
     });
-    const address = await app.listen({ port: config.port, host: config.host });
+    const address = await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
+      const problem = listenProblem(err, config.host, config.port);
+      throw problem === null ? err : Object.assign(new Error(problem), { code: err.code });
+    });
     const url = address.replace('[::1]', 'localhost');
     if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
@@ -187,6 +191,36 @@ export function closeOnSignals(running: Running, log: Logger): void {
   process.on('SIGINT', shutdown);
 }
 
+/** Why the service cannot listen on HOST:PORT, in the operator's terms; null when it can. */
+export function listenProblem(err: NodeJS.ErrnoException, host: string, port: number): string | null {
+  switch (err.code) {
+    case 'EADDRINUSE':
+      return `PORT ${port} is already in use on ${host}: stop what listens there, or set PORT to a free port`;
+    case 'EACCES':
+      return `PORT ${port} on ${host} is not allowed to this user (ports below 1024 need privileges): set PORT to 1024 or above`;
+    case 'EADDRNOTAVAIL':
+      return `HOST ${host} is not an address of this machine: set HOST to one of its addresses, 0.0.0.0 or ::`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `HOST ${host} does not resolve to an address: set HOST to an IP address or a name this machine resolves`;
+    default:
+      return null;
+  }
+}
+
+/**
+ * Binds HOST:PORT for a moment, before the store starts and before any worker is forked: a
+ * port in use or a host that is not this machine's is reported at once, naming the variable.
+ */
+export async function checkListen(host: string, port: number): Promise<string | null> {
+  if (port === 0) return null;
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(listenProblem(err, host, port) ?? `cannot listen on ${host}:${port}: ${err.message}`));
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(null)));
+  });
+}
+
 /** Workers by default: one per core on PostgreSQL, one with the embedded store (one process owns its folder). */
 export function defaultWorkers(config: Config): number {
   return config.databaseUrl === null ? 1 : Math.max(1, availableParallelism());
@@ -204,6 +238,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
     throw err;
   }
   const log = createLogger(config.logLevel);
+  if (cluster.isPrimary) {
+    const problem = await checkListen(config.host, config.port);
+    if (problem !== null) {
+      process.stderr.write(`dunwall: ${problem}\n`);
+      process.exit(2);
+    }
+  }
   const workers = options.workers ?? defaultWorkers(config);
   if (workers > 1 && config.databaseUrl === null) {
     log.fatal('--workers above 1 needs DATABASE_URL: one process owns the embedded store');

@@ -29,6 +29,7 @@ import type {
 } from './store.js';
 
 /** The channel of migration 006's notifications: one per committed transaction that changed an answer. */
+/** The change notifications' channel in the `public` schema; elsewhere it names the schema too (migration 007). */
 export const CHANGES_CHANNEL = 'dunwall_invalidate';
 const HISTORY_LIMIT = 100;
 const UNIQUE_VIOLATION = '23505';
@@ -172,8 +173,10 @@ export class SqlStore implements Store {
     return () => this.listeners.delete(listener);
   }
 
-  listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>> {
-    return this.db.listen(CHANGES_CHANNEL, handlers);
+  /** Listens on the channel of the schema the tables live in (migration 007). */
+  async listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>> {
+    const [row] = await this.db.query<{ channel: string }>('SELECT dunwall_changes_channel() AS channel');
+    return this.db.listen(row?.channel ?? CHANGES_CHANNEL, handlers);
   }
 
   loadLookupState(sink: LookupStateSink): Promise<ChangePosition> {

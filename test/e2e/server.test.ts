@@ -2,6 +2,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
@@ -213,6 +215,28 @@ describe('the process', () => {
     expect(res.stderr).toContain('LOG_LEVEL must be one of');
     expect(res.stderr).toContain('DATABASE_URL must be a postgres:// or postgresql:// URL');
     expect(res.stderr).not.toContain('hunter2');
+  });
+
+  it('names PORT when the port is taken, and HOST when it is not this machine\'s, before anything starts', async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const dataDir = tempDir();
+      const inUse = spawnSync(process.execPath, serverArgs, { env: { ...process.env, PORT: String(port), DUNWALL_DATA_DIR: dataDir }, encoding: 'utf8', timeout: 60_000 });
+      expect(inUse.status).toBe(2);
+      expect(inUse.stderr).toContain(`PORT ${port} is already in use on 127.0.0.1`);
+      // Refused before the store started: the embedded folder was never created.
+      expect(existsSync(join(dataDir, 'pgdata'))).toBe(false);
+    } finally {
+      taken.close();
+    }
+    const elsewhere = spawnSync(process.execPath, serverArgs, { env: { ...process.env, PORT: '3987', HOST: '192.0.2.1', DUNWALL_DATA_DIR: tempDir() }, encoding: 'utf8', timeout: 60_000 });
+    expect(elsewhere.status).toBe(2);
+    expect(elsewhere.stderr).toContain('HOST 192.0.2.1 is not an address of this machine');
+    const malformed = spawnSync(process.execPath, serverArgs, { env: { ...process.env, HOST: 'no such host!' }, encoding: 'utf8', timeout: 60_000 });
+    expect(malformed.status).toBe(2);
+    expect(malformed.stderr).toContain('HOST must be an IP address or a host name');
   });
 
   it('shuts down cleanly on SIGTERM', async () => {

@@ -80,12 +80,12 @@ function postgres(url: string): Engine {
 let cached: Promise<Engine[]> | undefined;
 
 /**
- * The engines to run on: always the embedded one; PostgreSQL at DATABASE_URL (or the local
+ * The engines to run on: always the embedded one; PostgreSQL at TEST_DATABASE_URL (or the local
  * default). In CI an unreachable PostgreSQL fails the run; elsewhere it is skipped, loudly.
  */
 export function availableEngines(): Promise<Engine[]> {
   cached ??= (async () => {
-    const url = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+    const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
     if (await reachable(url)) return [embedded, postgres(url)];
     if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI and is not reachable at ${new URL(url).host}`);
     process.stderr.write(
@@ -97,11 +97,11 @@ export function availableEngines(): Promise<Engine[]> {
 }
 
 /**
- * A fresh schema on the test server, and a DATABASE_URL that puts every connection in it
+ * A fresh schema on the test server, and a URL that puts every connection in it
  * (for tests that start the service as a process would, from a URL alone).
  */
 export async function schemaScopedUrl(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const base = process.env.DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
+  const base = process.env.TEST_DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 
-/** The test Redis: REDIS_URL, or the local default. */
-export const TEST_REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+/** The test Redis: TEST_REDIS_URL, or the local default (never REDIS_URL, which is production's). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 async function reachable(): Promise<boolean> {
   const probe = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000, enableOfflineQueue: false });
