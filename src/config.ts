@@ -43,6 +43,9 @@ export interface Config {
   trustProxy: TrustedProxies | null;
   /** Connections one address may hold open at once; 0: no cap. */
   maxConnectionsPerAddress: number;
+  /** Serve /metrics on this port (of `metricsHost`) instead of the public one; null: on the public port. */
+  metricsPort: number | null;
+  metricsHost: string;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -174,6 +177,11 @@ export function loadConfig(env: Env = process.env): Config {
     failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
     adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
   };
+  const metricsPortRaw = env.METRICS_PORT?.trim() || null;
+  const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
+  const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
+  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost)) problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host) problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
   const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
@@ -221,5 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl,
     trustProxy,
     maxConnectionsPerAddress,
+    metricsPort,
+    metricsHost,
   });
 }

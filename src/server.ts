@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { ensureAdminTokenFile } from './admin-token.js';
-import { buildApp } from './http/index.js';
+import { buildApp, serveMetrics } from './http/index.js';
+import type { MetricsServer } from './http/index.js';
 import type { App } from './http/index.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
@@ -66,6 +67,8 @@ export interface Running {
   app: App;
   store: Store;
   url: string;
+  /** Where /metrics is served when METRICS_PORT is set; null: on `url`. */
+  metricsUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -100,6 +103,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   }
 
   let redis: Redis | null = null;
+  let metricsServer: MetricsServer | null = null;
   let lookupPath: Awaited<ReturnType<typeof openLookupModel>> | null = null;
   try {
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
@@ -130,19 +134,36 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       redis,
       trustedProxies: config.trustProxy,
       limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      metricsOnPublicPort: config.metricsPort === null,
     });
     const address = await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       const problem = listenProblem(err, config.host, config.port);
       throw problem === null ? err : Object.assign(new Error(problem), { code: err.code });
     });
     const url = address.replace('[::1]', 'localhost');
+    if (config.metricsPort !== null) {
+      metricsServer = await serveMetrics({
+        host: config.metricsHost,
+        port: config.metricsPort,
+        contentType: metrics.registry.contentType,
+        text: options.metricsText ?? (() => metrics.registry.metrics()),
+        onError: (err) => log.error({ err: { message: (err as Error).message } }, 'metrics scrape failed'),
+      }).catch((err: NodeJS.ErrnoException) => {
+        const problem = listenProblem(err, config.metricsHost, config.metricsPort ?? 0, METRICS_LISTENER);
+        throw problem === null ? err : Object.assign(new Error(problem), { code: err.code });
+      });
+      log.info({ url: `${metricsServer.url}/metrics` }, 'metrics listener');
+    }
     if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
+    const metricsListener = metricsServer;
     return {
       app,
       store,
       url,
+      metricsUrl: metricsListener?.url ?? null,
       async close() {
+        await metricsListener?.close();
         await app.close();
         await opened.close();
         redis?.disconnect();
@@ -151,6 +172,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     };
   } catch (err) {
     // A failed start releases the store, and with it the embedded folder's lock.
+    await metricsServer?.close();
     await lookupPath?.close();
     redis?.disconnect();
     await store.close();
@@ -191,18 +213,27 @@ export function closeOnSignals(running: Running, log: Logger): void {
   process.on('SIGINT', shutdown);
 }
 
+/** The variables that name a listener's address, for its errors. */
+interface ListenVariables {
+  host: string;
+  port: string;
+}
+const PUBLIC_LISTENER: ListenVariables = { host: 'HOST', port: 'PORT' };
+const METRICS_LISTENER: ListenVariables = { host: 'METRICS_HOST', port: 'METRICS_PORT' };
+
 /** Why the service cannot listen on HOST:PORT, in the operator's terms; null when it can. */
-export function listenProblem(err: NodeJS.ErrnoException, host: string, port: number): string | null {
+export function listenProblem(err: NodeJS.ErrnoException, host: string, port: number, names: ListenVariables = PUBLIC_LISTENER): string | null {
+  const { host: H, port: P } = names;
   switch (err.code) {
     case 'EADDRINUSE':
-      return `PORT ${port} is already in use on ${host}: stop what listens there, or set PORT to a free port`;
+      return `${P} ${port} is already in use on ${host}: stop what listens there, or set ${P} to a free port`;
     case 'EACCES':
-      return `PORT ${port} on ${host} is not allowed to this user (ports below 1024 need privileges): set PORT to 1024 or above`;
+      return `${P} ${port} on ${host} is not allowed to this user (ports below 1024 need privileges): set ${P} to 1024 or above`;
     case 'EADDRNOTAVAIL':
-      return `HOST ${host} is not an address of this machine: set HOST to one of its addresses, 0.0.0.0 or ::`;
+      return `${H} ${host} is not an address of this machine: set ${H} to one of its addresses, 0.0.0.0 or ::`;
     case 'ENOTFOUND':
     case 'EAI_AGAIN':
-      return `HOST ${host} does not resolve to an address: set HOST to an IP address or a name this machine resolves`;
+      return `${H} ${host} does not resolve to an address: set ${H} to an IP address or a name this machine resolves`;
     default:
       return null;
   }
@@ -212,11 +243,11 @@ export function listenProblem(err: NodeJS.ErrnoException, host: string, port: nu
  * Binds HOST:PORT for a moment, before the store starts and before any worker is forked: a
  * port in use or a host that is not this machine's is reported at once, naming the variable.
  */
-export async function checkListen(host: string, port: number): Promise<string | null> {
+export async function checkListen(host: string, port: number, names: ListenVariables = PUBLIC_LISTENER): Promise<string | null> {
   if (port === 0) return null;
   return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) => resolve(listenProblem(err, host, port) ?? `cannot listen on ${host}:${port}: ${err.message}`));
+    probe.once('error', (err: NodeJS.ErrnoException) => resolve(listenProblem(err, host, port, names) ?? `cannot listen on ${host}:${port}: ${err.message}`));
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(null)));
   });
 }
@@ -239,7 +270,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
   }
   const log = createLogger(config.logLevel);
   if (cluster.isPrimary) {
-    const problem = await checkListen(config.host, config.port);
+    const problem = (await checkListen(config.host, config.port)) ?? (config.metricsPort === null ? null : await checkListen(config.metricsHost, config.metricsPort, METRICS_LISTENER));
     if (problem !== null) {
       process.stderr.write(`dunwall: ${problem}\n`);
       process.exit(2);

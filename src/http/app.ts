@@ -92,6 +92,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The text /metrics answers; default this process's registry (a cluster's aggregates). */
   metricsText?: () => Promise<string>;
+  /** False: /metrics is served on a listener of its own (`serveMetrics`), not on this app's port. Default true. */
+  metricsOnPublicPort?: boolean;
   limits?: Partial<HttpLimits>;
   /** Requests per minute per address, tenant and failure; absent: no rate limits. */
   rateLimits?: RateLimits;
@@ -262,10 +264,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       metrics.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
       done();
     });
-    const text = deps.metricsText ?? (() => metrics.registry.metrics());
-    app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
-      reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(await text()),
-    );
+    if (deps.metricsOnPublicPort !== false) {
+      const text = deps.metricsText ?? (() => metrics.registry.metrics());
+      app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+        reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(await text()),
+      );
+    }
   }
 
   await app.register(healthRoutes, { store: deps.store, model, now });

@@ -172,6 +172,31 @@ describe('the service on a real socket, embedded store', () => {
     expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
   });
 
+  it('METRICS_PORT serves /metrics on a listener of its own, and the public port no longer does', async () => {
+    const running = await start(loadConfig({ DUNWALL_DATA_DIR: tempDir(), PORT: '0', DUNWALL_DEMO: '0', METRICS_PORT: '0' }), createLogger('silent'));
+    try {
+      expect(running.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(running.metricsUrl).not.toBe(running.url);
+      expect((await fetch(`${running.url}/healthz`)).status).toBe(200);
+      const publicMetrics = await fetch(`${running.url}/metrics`);
+      expect(publicMetrics.status).toBe(404);
+      const scraped = await fetch(`${running.metricsUrl ?? ''}/metrics`);
+      expect(scraped.status).toBe(200);
+      expect(scraped.headers.get('content-type')).toMatch(/^text\/plain/);
+      const text = await scraped.text();
+      // The public port's 404 above is counted there.
+      expect(text).toMatch(/^dunwall_http_requests_total\{route="unmatched",method="GET",status_code="404"\} 1$/m);
+      expect(text).toContain('dunwall_readmodel_tenants');
+      expect((await fetch(`${running.metricsUrl ?? ''}/healthz`)).status).toBe(404);
+      expect((await fetch(`${running.metricsUrl ?? ''}/metrics`, { method: 'POST' })).status).toBe(405);
+    } finally {
+      await running.close();
+    }
+    expect(() => loadConfig({ PORT: '4000', METRICS_PORT: '4000' })).toThrow('METRICS_PORT must differ from PORT');
+    expect(() => loadConfig({ METRICS_PORT: 'x' })).toThrow('METRICS_PORT');
+    expect(() => loadConfig({ METRICS_PORT: '9100', METRICS_HOST: 'not a host' })).toThrow('METRICS_HOST');
+  });
+
   it('DUNWALL_DEMO=0 turns the demo off', async () => {
     const running = await start(loadConfig({ DUNWALL_DATA_DIR: tempDir(), PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
     try {
