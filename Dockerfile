@@ -20,4 +20,4 @@ EXPOSE 3000
 # Ready once the read model is loaded and while the store answers.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "--max-semi-space-size=8", "dist/src/server.js"]
+CMD ["node", "--max-semi-space-size=8", "dist/src/runtime/server.js"]

@@ -4,7 +4,7 @@
  * the built service (`dist/`), its migrations, `package.json` and the lockfile, and the
  * production dependencies only, installed from the lockfile. It starts with `node` alone:
  *
- *   cd release && node --max-semi-space-size=8 dist/src/server.js
+ *   cd release && node --max-semi-space-size=8 dist/src/runtime/server.js
  *
  * The Dockerfile runs exactly this step.
  */
@@ -24,7 +24,7 @@ if (!values['no-build']) {
   step('npm run build');
   execFileSync(npm, ['run', 'build'], { cwd: root, stdio: 'inherit' });
 }
-if (!existsSync(join(root, 'dist', 'src', 'server.js'))) throw new Error('dist/ is not built: run npm run build');
+if (!existsSync(join(root, 'dist', 'src', 'runtime', 'server.js'))) throw new Error('dist/ is not built: run npm run build');
 
 step(`writing ${out}`);
 rmSync(out, { recursive: true, force: true });
@@ -39,4 +39,4 @@ writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 
 step('npm ci --omit=dev (production dependencies from the lockfile)');
 execFileSync(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: out, stdio: 'inherit' });
-step(`done: cd ${out} && node --max-semi-space-size=8 dist/src/server.js`);
+step(`done: cd ${out} && node --max-semi-space-size=8 dist/src/runtime/server.js`);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { adminTokenPath, readAdminTokenFile } from '../admin-token.js';
-import { DEFAULT_DATA_DIR } from '../config.js';
+import { adminTokenPath, readAdminTokenFile } from '../runtime/admin-token.js';
+import { DEFAULT_DATA_DIR } from '../runtime/config.js';
 import { AdminClient } from './client.js';
 import { ConfigurationError } from './errors.js';
 

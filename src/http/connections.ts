@@ -35,6 +35,12 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 export const CLIENT_ERROR_LINGER_MS = 1_000;
 
 
+/**
+ * Open connections per address (IPv6: per /64): a browser holds about six to one origin, so
+ * this leaves room for a few dozen browsers behind one NAT address holding theirs at once.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
+
 /** What the per-address connection cap has refused, for /metrics. */
 export interface ConnectionStats {
   refused: number;

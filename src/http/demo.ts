@@ -1,6 +1,6 @@
 import type { App } from './app-instance.js';
-import type { DemoPage } from '../demo.js';
-import { DEMO_SLUG } from '../demo.js';
+import type { DemoPage } from '../demo/index.js';
+import { DEMO_SLUG } from '../demo/index.js';
 import { sendProblem } from './problems.js';
 import type { ReadModel } from '../readmodel/index.js';
 

@@ -4,7 +4,7 @@ import type { App } from './app-instance.js';
 import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
-import type { RouteMetrics } from '../metrics.js';
+import type { RouteMetrics } from '../metrics/index.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { ERRORS, PROBLEM_CONTENT_TYPE, problemBody, sendProblem, STORE_UNAVAILABLE_RETRY_AFTER_S } from './problems.js';
 import type { ErrorCode } from './problems.js';

@@ -2,10 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { Lru } from '../lru.js';
+import { Lru } from './lru.js';
 import { clientAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
-import type { RateLimits } from '../config.js';
 import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problems.js';
 
 /** Every limit counts requests in fixed windows of one minute, from a key's first request. */
@@ -24,6 +23,18 @@ export const DEFAULT_REDIS_PREFIX = 'dunwall:rl:';
  * uncounted for this long before it is asked again: a slow Redis must not slow every lookup.
  */
 export const REDIS_RETRY_INTERVAL_MS = 1_000;
+
+/** Requests per minute; 0 turns that limit off. */
+export interface RateLimits {
+  /** Lookups (and their CORS preflights) from one client address. */
+  lookupPerIp: number;
+  /** Lookups of one tenant, all addresses together, unless the tenant has its own limit. */
+  lookupPerTenant: number;
+  /** 401 and 404 answers to one address (lookup and admin API); past it, that address gets 429 on both. */
+  failuresPerIp: number;
+  /** Admin API requests from one address. */
+  adminPerIp: number;
+}
 
 export type Maybe<T> = T | Promise<T>;
 

@@ -5,7 +5,7 @@ import { eventShapeProblem } from '../domain/stripe/event.js';
 import { verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/index.js';
 import { isValidSlug } from '../domain/lookup.js';
 import { isCurrent } from '../domain/types.js';
 import { sendProblem } from './problems.js';

@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { start } from '../../src/server.js';
-import type { Running } from '../../src/server.js';
+import { loadConfig } from '../../src/runtime/config.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { start } from '../../src/runtime/server.js';
+import type { Running } from '../../src/runtime/server.js';
 import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
 import { availableEngines } from '../helpers/engines.js';

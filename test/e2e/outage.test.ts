@@ -1,10 +1,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/runtime/config.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
-import { createLogger } from '../../src/logger.js';
-import { start } from '../../src/server.js';
-import type { Running } from '../../src/server.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { start } from '../../src/runtime/server.js';
+import type { Running } from '../../src/runtime/server.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { proxiedSchema } from '../helpers/cuttable-proxy.js';

@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RateLimits } from '../../src/config.js';
+import type { RateLimits } from '../../src/runtime/config.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';

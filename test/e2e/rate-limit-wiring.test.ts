@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readAdminTokenFile } from '../../src/admin-token.js';
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { readAdminTokenFile } from '../../src/runtime/admin-token.js';
+import { loadConfig } from '../../src/runtime/config.js';
+import { createLogger } from '../../src/runtime/logger.js';
 import { Capture } from '../helpers/log-capture.js';
 import { redisAvailable, TEST_REDIS_URL } from '../helpers/redis.js';
-import { start } from '../../src/server.js';
+import { start } from '../../src/runtime/server.js';
 
 const REDIS_URL = TEST_REDIS_URL;
 const redisUp = await redisAvailable('the service-through-Redis test is');

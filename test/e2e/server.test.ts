@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/runtime/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
-import { createLogger } from '../../src/logger.js';
-import { start } from '../../src/server.js';
+import { createLogger } from '../../src/runtime/logger.js';
+import { start } from '../../src/runtime/server.js';
 import { openStore } from '../../src/store/index.js';
 import { Capture } from '../helpers/log-capture.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
@@ -58,7 +58,7 @@ describe('the service on a real socket, embedded store', () => {
       expect(answers[1]).toMatchObject({ card_update_url: 'https://billing.example.com/update-card' });
       expect(answers[3]).toEqual({ status: 'active' });
 
-      const { readAdminTokenFile } = await import('../../src/admin-token.js');
+      const { readAdminTokenFile } = await import('../../src/runtime/admin-token.js');
       const token = readAdminTokenFile(dataDir);
       expect(logs.text).not.toContain(String(token));
       const created = await fetch(`${running.url}/admin/v1/tenants`, {
@@ -228,7 +228,7 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('the service on Post
 });
 
 describe('the process', () => {
-  const serverArgs = ['--import', 'tsx', 'src/server.ts'];
+  const serverArgs = ['--import', 'tsx', 'src/runtime/server.ts'];
 
   it('refuses a bad configuration with a clear message and exit code 2', () => {
     const res = spawnSync(process.execPath, serverArgs, {

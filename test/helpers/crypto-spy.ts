@@ -8,7 +8,7 @@ export const timingSafeEqualSpy: { fn: Mock<typeof Crypto.timingSafeEqual> } = {
 /**
  * The `node:crypto` module with `timingSafeEqual` wrapped, so that a test can show every
  * secret comparison goes through it. Use as:
- * `vi.mock('node:crypto', async (orig) => (await import('../helpers/crypto-spy.js')).spiedCrypto(orig))`.
+ * `vi.mock('node:crypto', async (orig) => (await import('./crypto-spy.js')).spiedCrypto(orig))`.
  */
 export async function spiedCrypto(importOriginal: () => Promise<typeof Crypto>): Promise<typeof Crypto> {
   const actual = await importOriginal();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { App } from '../../src/http/app.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/metrics/index.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel, computeHmac, FakeClock } from '../helpers/harness.js';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTrustedProxies } from '../../src/http/client-address.js';
-import type { RateLimits } from '../../src/config.js';
+import type { RateLimits } from '../../src/runtime/config.js';
 import { availableEngines } from '../helpers/engines.js';
 import { portOf, socketRequest } from '../helpers/socket.js';
 import { harness } from '../helpers/harness.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { buildApp } from '../../src/http/app.js';
 import { sha256 } from '../../src/domain/keys.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger } from '../../src/runtime/logger.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { Store } from '../../src/store/store.js';
 import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';

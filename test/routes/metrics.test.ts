@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/metrics/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
-import { snippetAsset } from '../../src/snippet-asset.js';
+import { snippetAsset } from '../../src/http/snippet-asset.js';
 
 const engines = await availableEngines();
 const BODY = Buffer.from(`(()=>{${'window.x=1;'.repeat(200)}})();`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { clientAddress, parseTrustedProxies } from '../../src/http/client-address.js';
 import type { ForwardingHeader, TrustedProxies } from '../../src/http/client-address.js';
-import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from '../../src/config.js';
+import { ConfigError, DEFAULT_RATE_LIMITS, loadConfig } from '../../src/runtime/config.js';
 
 function trusted(value: string, header?: ForwardingHeader): TrustedProxies {
   const parsed = parseTrustedProxies(value, header);

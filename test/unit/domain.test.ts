@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/runtime/config.js';
 import { HmacKey, computeHmac, hmacDigest, verifyHmac } from '../../src/domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
 import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer, prepareTenant } from '../../src/domain/lookup.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/logger.js';
+import { redactUrl } from '../../src/runtime/logger.js';
 
 describe('redactUrl', () => {
   it.each([

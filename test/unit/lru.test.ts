@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Lru } from '../../src/lru.js';
+import { Lru } from '../../src/http/lru.js';
 
 const FOREVER = Number.MAX_SAFE_INTEGER;
 

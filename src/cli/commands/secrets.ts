@@ -21,7 +21,7 @@ const reencrypt: Command = {
     const config = loadConfigOrThrow(ctx.io.env);
     if (config.encryptionKey === null) throw new ConfigurationError('secrets reencrypt needs DUNWALL_ENCRYPTION_KEY: the key to encrypt under');
     // Loaded on demand: the admin commands do not need a database driver.
-    const { secretBoxFor, storeTarget } = await import('../../server.js');
+    const { secretBoxFor, storeTarget } = await import('../../runtime/server.js');
     const { openDb } = await import('../../store/index.js');
     const { reencryptSecrets } = await import('../../store/secrets-at-rest.js');
 

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { stringOption } from '../args.js';
 import { CliError, ConfigurationError, EXIT_FAILURE, UsageError, oneLine } from '../errors.js';
-import { ConfigError, loadConfig } from '../../config.js';
-import type { Config } from '../../config.js';
+import { ConfigError, loadConfig } from '../../runtime/config.js';
+import type { Config } from '../../runtime/config.js';
 import type { Env } from '../env.js';
 import type { Command } from '../io.js';
 
@@ -34,7 +34,7 @@ const serve: Command = {
       throw new ConfigurationError('--workers above 1 needs DATABASE_URL: one process owns the embedded store');
     }
     // Loaded on demand: the admin commands do not need Fastify or a database driver.
-    const { main } = await import('../../server.js');
+    const { main } = await import('../../runtime/server.js');
     await main(ctx.io.env, workers === undefined ? {} : { workers });
   },
 };
@@ -47,7 +47,7 @@ const migrate: Command = {
   positionals: [],
   async run(ctx) {
     const config = loadConfigOrThrow(ctx.io.env);
-    const { storeTarget } = await import('../../server.js');
+    const { storeTarget } = await import('../../runtime/server.js');
     const { openDb } = await import('../../store/index.js');
     const { migrate: applyMigrations } = await import('../../store/migrate.js');
 

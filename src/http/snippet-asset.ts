@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { packageRoot } from './package-root.js';
+import { packageRoot } from '../package-root.js';
 
 export interface SnippetAsset {
   body: Buffer;

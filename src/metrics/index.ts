@@ -1,5 +1,5 @@
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ReadModelStats } from './readmodel/index.js';
+import type { ReadModelStats } from '../readmodel/index.js';
 
 /** Latency buckets in seconds, from a cached lookup (well under a millisecond) to a slow store. */
 const LATENCY_BUCKETS_S = [0.0002, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIN_ADMIN_TOKEN_LENGTH } from './config.js';
-import { generateAdminToken } from './domain/keys.js';
+import { generateAdminToken } from '../domain/keys.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 

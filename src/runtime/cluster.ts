@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { AggregatorRegistry } from './metrics.js';
-import type { Metrics } from './metrics.js';
+import { AggregatorRegistry } from '../metrics/index.js';
+import type { Metrics } from '../metrics/index.js';
 
 /** A worker that dies sooner than this after its start counts as a crash loop. */
 const CRASH_LOOP_WINDOW_MS = 5_000;

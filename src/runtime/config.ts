@@ -1,11 +1,13 @@
 import { isIP } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
-import { DEFAULT_STALE_IF_ERROR_MS } from './readmodel/index.js';
-import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from './store/postgres.js';
-import { FORWARDING_HEADERS, parseTrustedProxies } from './http/client-address.js';
-import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from './secrets/cipher.js';
-import type { ForwardingHeader, TrustedProxies } from './http/client-address.js';
+import { DEFAULT_STALE_IF_ERROR_MS } from '../readmodel/index.js';
+import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from '../store/postgres.js';
+import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
+import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
+import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
+import type { RateLimits } from '../http/rate-limit.js';
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -59,17 +61,7 @@ const RETIRED_VARIABLES = ['DUNWALL_CACHE_ENTRIES', 'DUNWALL_CACHE_TTL_MS'] as c
 /** Fail open: an hour at most, so that a stale `lockout` cannot gate a customer for long. */
 export const MAX_STALE_IF_ERROR_MS = 3_600_000;
 
-/** Requests per minute; 0 turns that limit off. */
-export interface RateLimits {
-  /** Lookups (and their CORS preflights) from one client address. */
-  lookupPerIp: number;
-  /** Lookups of one tenant, all addresses together, unless the tenant has its own limit. */
-  lookupPerTenant: number;
-  /** 401 and 404 answers to one address (lookup and admin API); past it, that address gets 429 on both. */
-  failuresPerIp: number;
-  /** Admin API requests from one address. */
-  adminPerIp: number;
-}
+export type { RateLimits } from '../http/rate-limit.js';
 
 /**
  * A page makes one lookup per view and the client caches it, so these are far above what
@@ -82,12 +74,6 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
   failuresPerIp: 30,
   adminPerIp: 300,
 });
-
-/**
- * Open connections per address (IPv6: per /64): a browser holds about six to one origin, so
- * this leaves room for a few dozen browsers behind one NAT address holding theirs at once.
- */
-export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /** Requests per minute: a bound that still fits any counter. */
 export const MAX_RATE_LIMIT = 1_000_000_000;

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computeHmac } from './domain/hmac.js';
-import { generateHmacSecret, generatePublishableKey, sha256 } from './domain/keys.js';
-import type { SubscriberStatus } from './domain/types.js';
-import type { Store } from './store/store.js';
+import { computeHmac } from '../domain/hmac.js';
+import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
+import type { SubscriberStatus } from '../domain/types.js';
+import type { Store } from '../store/store.js';
 
 export const DEMO_SLUG = 'demo';
 export const DEMO_CARD_UPDATE_URL = 'https://billing.example.com/update-card';

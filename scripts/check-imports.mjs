@@ -1,0 +1,99 @@
+#!/usr/bin/env node
+/**
+ * `npm run lint` runs this after ESLint: the imports between the folders of `src/` follow
+ * the layers of the design, and no module imports itself through others (no cycle).
+ *
+ *   domain               imports only the domain
+ *   store, readmodel, secrets, services, metrics, demo
+ *                        never http, runtime or cli
+ *   http                 never runtime or cli
+ *   runtime, cli         anything below them
+ *
+ * Type-only imports count: a lower layer must not even name a higher one's types.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const src = join(root, 'src');
+const FORBIDDEN = {
+  domain: (to) => to !== 'domain',
+  store: (to) => ['http', 'runtime', 'cli'].includes(to),
+  readmodel: (to) => ['http', 'runtime', 'cli'].includes(to),
+  secrets: (to) => ['http', 'runtime', 'cli'].includes(to),
+  services: (to) => ['http', 'runtime', 'cli'].includes(to),
+  metrics: (to) => ['http', 'runtime', 'cli'].includes(to),
+  demo: (to) => ['http', 'runtime', 'cli'].includes(to),
+  http: (to) => ['runtime', 'cli'].includes(to),
+};
+
+function files(dir, out = []) {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) files(path, out);
+    else if (name.endsWith('.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** The folder of `src/` a file belongs to ('' for a file at the top). */
+const layerOf = (file) => {
+  const parts = relative(src, file).split('/');
+  return parts.length > 1 ? parts[0] : '';
+};
+
+const IMPORT_RE = /(?:^|[^\w.])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const graph = new Map();
+const problems = [];
+for (const file of files(src)) {
+  const text = readFileSync(file, 'utf8');
+  const targets = [];
+  for (const m of text.matchAll(IMPORT_RE)) {
+    const spec = m[1] ?? m[2];
+    if (!spec.endsWith('.js')) continue;
+    const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
+    if (!target.startsWith(src)) continue;
+    targets.push(target);
+    const from = layerOf(file);
+    const to = layerOf(target);
+    if (from !== to && FORBIDDEN[from]?.(to)) problems.push(`${relative(root, file)} imports ${relative(root, target)}: ${from}/ must not import ${to === '' ? 'the top of src/' : `${to}/`}`);
+  }
+  graph.set(file, targets);
+}
+
+// Cycles: strongly connected components of more than one file (Tarjan).
+let index = 0;
+const stack = [];
+const meta = new Map();
+function visit(v) {
+  meta.set(v, { index, low: index, onStack: true });
+  index += 1;
+  stack.push(v);
+  for (const w of graph.get(v) ?? []) {
+    if (!graph.has(w)) continue;
+    if (!meta.has(w)) {
+      visit(w);
+      meta.get(v).low = Math.min(meta.get(v).low, meta.get(w).low);
+    } else if (meta.get(w).onStack) {
+      meta.get(v).low = Math.min(meta.get(v).low, meta.get(w).index);
+    }
+  }
+  if (meta.get(v).low === meta.get(v).index) {
+    const component = [];
+    let w;
+    do {
+      w = stack.pop();
+      meta.get(w).onStack = false;
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) problems.push(`import cycle: ${component.map((f) => relative(root, f)).sort().join(', ')}`);
+  }
+}
+for (const v of graph.keys()) if (!meta.has(v)) visit(v);
+
+if (problems.length > 0) {
+  process.stderr.write(`${problems.join('\n')}\n`);
+  process.exit(1);
+}
+process.stdout.write(`imports: ${graph.size} files, layers respected, no cycle\n`);
