@@ -53,7 +53,7 @@ export interface AdminOptions {
 const problemRef = ProblemRef;
 /** A replay batch: the CLI sends at most 500 events and 4 MiB at a time. */
 const REPLAY_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
-const errors = { 400: problemRef, 401: problemRef, 404: problemRef };
+const errors = { 400: problemRef, 401: problemRef, 404: problemRef, 429: problemRef };
 
 function invalid(field: string, why: string): AppError {
   return new AppError('invalid_request', `${field}: ${why}`);
@@ -114,7 +114,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
 
   app.post(
     '/tenants',
-    { schema: { ...common, summary: 'Create a tenant', body: CreateTenantBody, response: { 201: TenantWithKeys, 409: problemRef, ...errors } } },
+    { schema: { ...common, operationId: 'createTenant', summary: 'Create a tenant', body: CreateTenantBody, response: { 201: TenantWithKeys, 409: problemRef, ...errors } } },
     async (req, reply) => {
       const body = req.body;
       checkCardUpdateUrl(body.card_update_url);
@@ -143,19 +143,19 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     },
   );
 
-  app.get('/tenants', { schema: { ...common, summary: 'List tenants', response: { 200: TenantList, 401: problemRef } } }, async () => ({
+  app.get('/tenants', { schema: { ...common, operationId: 'listTenants', summary: 'List tenants', response: { 200: TenantList, 401: problemRef, 429: problemRef } } }, async () => ({
     data: (await store.listTenants()).map(presentTenant),
   }));
 
   app.get(
     '/tenants/:slug',
-    { schema: { ...common, summary: 'Show a tenant', params: TenantParams, response: { 200: Tenant, ...errors } } },
+    { schema: { ...common, operationId: 'getTenant', summary: 'Show a tenant', params: TenantParams, response: { 200: Tenant, ...errors } } },
     async (req) => presentTenant(await tenantOr404(req.params.slug)),
   );
 
   app.patch(
     '/tenants/:slug',
-    { schema: { ...common, summary: 'Update a tenant', params: TenantParams, body: UpdateTenantBody, response: { 200: Tenant, ...errors } } },
+    { schema: { ...common, operationId: 'updateTenant', summary: 'Update a tenant', params: TenantParams, body: UpdateTenantBody, response: { 200: Tenant, ...errors } } },
     async (req) => {
       const body = req.body;
       checkCardUpdateUrl(body.card_update_url);
@@ -192,7 +192,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     {
       schema: {
         ...common,
-        summary: 'Rotate the publishable key or the HMAC secret',
+        operationId: 'rotateTenantKey', summary: 'Rotate the publishable key or the HMAC secret',
         description: 'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds.',
         params: TenantParams,
         body: RotateBody,
@@ -221,7 +221,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     {
       schema: {
         ...common,
-        summary: "Set a subscriber's status",
+        operationId: 'setSubscriberStatus', summary: "Set a subscriber's status",
         description: 'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
         params: SubscriberParams,
         body: PutSubscriberBody,
@@ -241,7 +241,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
 
   app.get(
     '/tenants/:slug/subscribers/:customerId',
-    { schema: { ...common, summary: 'Show a subscriber and its history', params: SubscriberParams, response: { 200: Subscriber, ...errors } } },
+    { schema: { ...common, operationId: 'getSubscriber', summary: 'Show a subscriber and its history', params: SubscriberParams, response: { 200: Subscriber, ...errors } } },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
       const record = await store.getSubscriber(tenant.id, req.params.customerId);
@@ -255,7 +255,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     {
       schema: {
         ...common,
-        summary: 'Forget a subscriber (it becomes unknown, so active)',
+        operationId: 'deleteSubscriber', summary: 'Forget a subscriber (it becomes unknown, so active)',
         params: SubscriberParams,
         response: { 204: Type.Null({ description: 'Forgotten' }), 409: problemRef, ...errors },
       },
@@ -273,7 +273,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       bodyLimit: REPLAY_BODY_LIMIT_BYTES,
       schema: {
         ...common,
-        summary: "Replay Stripe events through the webhook's derivation (a backfill)",
+        operationId: 'replayStripeEvents', summary: "Replay Stripe events through the webhook's derivation (a backfill)",
         description: `Up to ${MAX_REPLAY_EVENTS} events, applied in the order given; the order does not change the result. No signature: the admin token vouches for them.`,
         params: TenantParams,
         body: ReplayBody,
@@ -314,13 +314,13 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     },
   );
 
-  app.get('/tiers', { schema: { ...common, summary: 'List tiers', response: { 200: TierList, 401: problemRef } } }, async () => ({
+  app.get('/tiers', { schema: { ...common, operationId: 'listTiers', summary: 'List tiers', response: { 200: TierList, 401: problemRef, 429: problemRef } } }, async () => ({
     data: (await store.listTiers()).map(presentTier),
   }));
 
   app.put(
     '/tiers/:name',
-    { schema: { ...common, summary: 'Create or replace a tier', params: TierParams, body: PutTierBody, response: { 200: Tier, ...errors } } },
+    { schema: { ...common, operationId: 'putTier', summary: 'Create or replace a tier', params: TierParams, body: PutTierBody, response: { 200: Tier, ...errors } } },
     async (req) => {
       for (const flag of NAMED_FLAGS) {
         if (req.body.entitlements[flag] === undefined) throw invalid(`entitlements.${flag}`, 'is required');

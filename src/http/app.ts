@@ -215,7 +215,21 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'Dunwall', version: pkg.version, description: 'Billing enforcement status of Stripe-billed subscribers.' },
+      info: {
+        title: 'Dunwall',
+        version: pkg.version,
+        description:
+          'Billing enforcement status of Stripe-billed subscribers. Every answer carries `X-Request-Id`; rate-limited ' +
+          'answers carry the IETF `RateLimit` and `RateLimit-Policy` fields, and a 429 or 503 a `Retry-After` (seconds).',
+        license: { name: 'MIT', identifier: 'MIT' },
+      },
+      // The instance that serves this document.
+      servers: [{ url: '/', description: 'This Dunwall instance' }],
+      tags: [
+        { name: 'lookup', description: "A subscriber's status, for the tenant's pages, apps and backend" },
+        { name: 'webhooks', description: "The tenant's Stripe events" },
+        { name: 'admin', description: 'The operator' },
+      ],
       components: {
         securitySchemes: {
           publishableKey: { type: 'http', scheme: 'bearer', description: "The tenant's publishable key" },

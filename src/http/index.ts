@@ -8,3 +8,4 @@ export { buildApp, DEFAULT_HTTP_LIMITS } from './app.js';
 export type { App, AppDeps, HttpLimits } from './app.js';
 export { serveMetrics } from './metrics-server.js';
 export type { MetricsServer } from './metrics-server.js';
+export { openApiDocument } from './openapi.js';

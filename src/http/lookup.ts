@@ -336,6 +336,7 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
     {
       logLevel,
       schema: {
+        operationId: 'getSubscriberStatus',
         summary: "A subscriber's billing enforcement status",
         tags: ['lookup'],
         security: [{ publishableKey: [] }],
@@ -359,7 +360,24 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
   const guard = limiter === null ? [] : [guardAddress(limiter, 'ip')];
   app.options(
     LOOKUP_ROUTE,
-    { logLevel, onRequest: guard, schema: { summary: 'CORS preflight', tags: ['lookup'], params: LookupParams }, validatorCompiler: () => () => true },
+    {
+      logLevel,
+      onRequest: guard,
+      schema: {
+        operationId: 'preflightSubscriberStatus',
+        summary: 'CORS preflight',
+        tags: ['lookup'],
+        // Browsers send it without credentials.
+        security: [],
+        params: LookupParams,
+        response: {
+          204: { description: 'Allowed: Access-Control-Allow-Methods, -Headers and -Max-Age, and the origin allowed', type: 'null' },
+          429: ProblemRef,
+          503: ProblemRef,
+        },
+      },
+      validatorCompiler: () => () => true,
+    },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('cache-control', 'no-store');
       if (!model.serving(now())) return sendProblem(reply.header('access-control-allow-origin', '*'), 'store_unavailable');

@@ -72,10 +72,14 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       ...limited,
       bodyLimit: WEBHOOK_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'receiveStripeEvent',
         summary: "Receives the tenant's Stripe events",
         description: `Verified with the tenant's signing secret(s), ${WEBHOOK_TOLERANCE_S} s tolerance.`,
         tags: ['webhooks'],
+        // Authenticated by the signature of its body, not by a bearer token.
+        security: [],
         params: Type.Object({ tenantSlug: Type.String() }),
+        headers: Type.Object({ 'stripe-signature': Type.String({ description: 't=<unix time>,v1=<hex HMAC-SHA256>: the signature Stripe sends' }) }),
         response: { 200: WebhookAnswer, 400: ProblemRef, 404: ProblemRef, 413: ProblemRef, 429: ProblemRef, 503: ProblemRef },
       },
       validatorCompiler: () => () => true,
