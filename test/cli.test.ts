@@ -233,6 +233,59 @@ describe('dunwall tenant', () => {
     expect(parseJson<TenantJson>(showJson.stdout)).toMatchObject({ slug: 'initech', tier: 'starter', suspended: false });
   });
 
+  it('shows a tenant with its subscribers by status and its credentials in force, never their values', async () => {
+    const t = (await createTenant('shown-co')) as TenantJson & { publishable_key: string; hmac_secret: string };
+    for (const [id, status] of [['cus_s1', 'lockout'], ['cus_s2', 'lockout'], ['cus_s3', 'warning']] as const) expect((await cli(['subscriber', 'set', '--tenant', 'shown-co', id, status])).code).toBe(0);
+    await cli(['tenant', 'rotate', 'shown-co', '--key', 'publishable']);
+    const show = await cli(['tenant', 'show', 'shown-co']);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(/^subscribers:\s+3 \(active 0, warning 1, lockout 2\)$/m);
+    expect(show.stdout).toMatch(/^stripe_webhook:\s+no signing secret/m);
+    expect(show.stdout).toMatch(/^credentials:\s+HMAC secret \(current\), publishable key \(replaced, works until \d{4}-[^)]+\), publishable key \(current\)$/m);
+    expect(show.stdout).not.toContain(t.publishable_key);
+    expect(show.stdout).not.toContain(t.hmac_secret);
+  });
+
+  it('lists subscribers by status a page at a time, or every page with --all', async () => {
+    await createTenant('listed-co');
+    for (let i = 0; i < 5; i += 1) await cli(['subscriber', 'set', '--tenant', 'listed-co', `cus_l${i}`, i < 3 ? 'lockout' : 'warning']);
+    const first = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2']);
+    expect(first.code).toBe(0);
+    const [header, ...rows] = lines(first.stdout);
+    expect(header).toMatch(/^CUSTOMER\s+STATUS\s+REASON\s+UPDATED$/);
+    expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+manual\s+\d{4}-/);
+    expect(rows.at(-1)).toBe('(more: --cursor cus_l1, or --all)');
+    const rest = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2', '--cursor', 'cus_l1', '--json']);
+    expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({ data: [{ processor_customer_id: 'cus_l2' }], next_cursor: null });
+    const all = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--limit', '2', '--all', '--json']);
+    expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual(['cus_l0', 'cus_l1', 'cus_l2', 'cus_l3', 'cus_l4']);
+    expect(all.stderr).toContain('subscribers so far');
+    const bad = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'late']);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--status must be one of active, warning, lockout')]);
+  });
+
+  it('deletes a tenant only once its slug is typed back, or with --yes; deletes an unused tier', async () => {
+    const t = (await createTenant('gone-co')) as TenantJson & { publishable_key: string };
+    await cli(['subscriber', 'set', '--tenant', 'gone-co', 'cus_g1', 'lockout']);
+    const refused = await cli(['tenant', 'delete', 'gone-co'], { stdin: 'gone\n' });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('Type the slug to confirm');
+    expect(refused.stderr).toContain('not deleted');
+    expect((await lookup('gone-co', t.publishable_key, 'cus_g1')).body.status).toBe('lockout');
+    const confirmed = await cli(['tenant', 'delete', 'gone-co'], { stdin: 'gone-co\n' });
+    expect([confirmed.code, confirmed.stdout]).toEqual([0, 'tenant gone-co deleted, with all its data\n']);
+    expect((await lookup('gone-co', t.publishable_key, 'cus_g1')).status).toBe(404);
+    await createTenant('gone-co');
+    expect((await cli(['tenant', 'delete', 'gone-co', '--yes'])).code).toBe(0);
+
+    expect((await cli(['tier', 'set', 'temp', 'powered_by_watermark=true', 'custom_domain=false', 'downstream_webhooks=false'])).code).toBe(0);
+    await createTenant('temp-co', ['--tier', 'temp']);
+    const inUse = await cli(['tier', 'delete', 'temp']);
+    expect([inUse.code, inUse.stderr]).toEqual([1, expect.stringContaining('tier_in_use')]);
+    await cli(['tenant', 'delete', 'temp-co', '--yes']);
+    expect((await cli(['tier', 'delete', 'temp'])).stdout).toBe('tier temp deleted\n');
+  });
+
   it('updates fields, with none for null, and refuses an update with no field', async () => {
     await createTenant('hooli', ['--card-update-url', 'https://hooli.example/card', '--allowed-origin', 'https://hooli.example']);
 

@@ -4,7 +4,9 @@ import type {
   ReplayAnswer,
   RotatedTenant,
   Subscriber,
+  SubscriberPage,
   Tenant,
+  TenantDetail,
   TenantList,
   TenantWithKeys,
   Tier,
@@ -17,6 +19,15 @@ export type TenantView = Static<typeof Tenant>;
 export type TenantWithKeysView = Static<typeof TenantWithKeys>;
 export type RotatedTenantView = Static<typeof RotatedTenant>;
 export type TenantListView = Static<typeof TenantList>;
+export type TenantDetailView = Static<typeof TenantDetail>;
+export type SubscriberPageView = Static<typeof SubscriberPage>;
+export interface SubscriberFilter {
+  status?: string;
+  reason?: string;
+  updatedSince?: string;
+  limit?: number;
+  cursor?: string;
+}
 export type SubscriberView = Static<typeof Subscriber>;
 export type TierView = Static<typeof Tier>;
 export type TierListView = Static<typeof TierList>;
@@ -92,8 +103,23 @@ export class AdminClient {
     return this.#json('GET', '/tenants');
   }
 
-  getTenant(slug: string): Promise<TenantView> {
+  getTenant(slug: string): Promise<TenantDetailView> {
     return this.#json('GET', `/tenants/${enc(slug)}`);
+  }
+
+  async deleteTenant(slug: string): Promise<void> {
+    await this.request('DELETE', `/tenants/${enc(slug)}`);
+  }
+
+  listSubscribers(slug: string, filter: SubscriberFilter = {}): Promise<SubscriberPageView> {
+    const q = new URLSearchParams();
+    if (filter.status !== undefined) q.set('status', filter.status);
+    if (filter.reason !== undefined) q.set('reason', filter.reason);
+    if (filter.updatedSince !== undefined) q.set('updated_since', filter.updatedSince);
+    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
+    if (filter.cursor !== undefined) q.set('cursor', filter.cursor);
+    const query = q.toString();
+    return this.#json('GET', `/tenants/${enc(slug)}/subscribers${query === '' ? '' : `?${query}`}`);
   }
 
   updateTenant(slug: string, body: Static<typeof UpdateTenantBody>): Promise<TenantView> {
@@ -122,6 +148,10 @@ export class AdminClient {
 
   putTier(name: string, entitlements: Record<string, boolean>): Promise<TierView> {
     return this.#json('PUT', `/tiers/${enc(name)}`, { entitlements });
+  }
+
+  async deleteTier(name: string): Promise<void> {
+    await this.request('DELETE', `/tiers/${enc(name)}`);
   }
 
   /** `dryRun`: applied in a transaction that is rolled back; the answer says what would change. */

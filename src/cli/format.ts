@@ -1,4 +1,4 @@
-import type { RotatedTenantView, SubscriberView, TenantView, TenantWithKeysView, TierView } from './client.js';
+import type { RotatedTenantView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
 
 const NAMED_FLAG_ORDER = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
 
@@ -93,6 +93,32 @@ function subscriberRows(s: SubscriberView): [string, string][] {
     ...(s.overridden_at !== null ? [['overridden_at', `${s.overridden_at} (set by hand; a later Stripe event ends it)`] as [string, string]] : []),
     ['updated_at', orNone(s.updated_at, '-')],
   ];
+}
+
+const CREDENTIAL_LABELS: Record<TenantDetailView['credentials'][number]['kind'], string> = {
+  publishable_key: 'publishable key',
+  hmac_secret: 'HMAC secret',
+  stripe_webhook_secret: 'Stripe signing secret',
+};
+
+/** `tenant show`: the tenant, its subscribers by status, and its credentials in force (never their values). */
+export function formatTenantDetail(t: TenantDetailView): string {
+  const counts = t.subscriber_counts;
+  const credentials = t.credentials.map((c) => `${CREDENTIAL_LABELS[c.kind]} (${c.expires_at === null ? 'current' : `replaced, works until ${c.expires_at}`})`);
+  return keyValues([
+    ...tenantRows(t),
+    ['subscribers', `${counts.active + counts.warning + counts.lockout} (active ${counts.active}, warning ${counts.warning}, lockout ${counts.lockout})`],
+    ['stripe_webhook', t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature'],
+    ['credentials', credentials.join(', ')],
+  ]);
+}
+
+export function formatSubscriberPage(rows: SubscriberPageView['data']): string {
+  if (rows.length === 0) return 'no subscribers match';
+  return table(
+    ['CUSTOMER', 'STATUS', 'REASON', 'UPDATED'],
+    rows.map((r) => [r.processor_customer_id, r.status, r.reason, r.updated_at]),
+  );
 }
 
 export function formatSubscriber(s: SubscriberView): string {

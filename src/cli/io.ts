@@ -50,3 +50,15 @@ export async function readAll(stream: AsyncIterable<string | Uint8Array>): Promi
   for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/** The first line of `stream` (without its newline), or all of it when it ends first. */
+export async function readLine(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
+  let text = '';
+  for await (const chunk of stream) {
+    text += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    const end = text.indexOf('\n');
+    if (end >= 0) return text.slice(0, end);
+    if (text.length > 4096) break;
+  }
+  return text;
+}

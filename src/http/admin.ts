@@ -21,11 +21,15 @@ import {
   ReplayAnswer,
   ReplayBody,
   MAX_REPLAY_EVENTS,
+  MAX_SUBSCRIBERS_PAGE,
   RotateBody,
   RotatedTenant,
   Subscriber,
+  SubscriberListQuery,
+  SubscriberPage,
   SubscriberParams,
   Tenant,
+  TenantDetail,
   TenantList,
   TenantParams,
   TenantWithKeys,
@@ -149,8 +153,75 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
 
   app.get(
     '/tenants/:slug',
-    { schema: { ...common, operationId: 'getTenant', summary: 'Show a tenant', params: TenantParams, response: { 200: Tenant, ...errors } } },
-    async (req) => presentTenant(await tenantOr404(req.params.slug)),
+    {
+      schema: {
+        ...common,
+        operationId: 'getTenant',
+        summary: 'Show a tenant, its credentials in force and its subscribers by status',
+        params: TenantParams,
+        response: { 200: TenantDetail, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const [credentials, counts] = await Promise.all([store.listCredentials(tenant.id, now()), store.countSubscribers(tenant.id)]);
+      return {
+        ...presentTenant(tenant),
+        stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
+        credentials: credentials.map((c) => ({ kind: c.kind, created_at: c.createdAt.toISOString(), expires_at: c.expiresAt?.toISOString() ?? null })),
+        subscriber_counts: counts,
+      };
+    },
+  );
+
+  app.delete(
+    '/tenants/:slug',
+    {
+      schema: {
+        ...common,
+        operationId: 'deleteTenant',
+        summary: 'Delete a tenant and everything it owns: keys, subscribers, history, Stripe events',
+        params: TenantParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const tenant = await tenantOr404(req.params.slug);
+      if (!(await store.deleteTenant(tenant.id))) throw new AppError('tenant_not_found');
+      req.log.warn({ tenant: tenant.slug }, 'tenant deleted');
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/tenants/:slug/subscribers',
+    {
+      schema: {
+        ...common,
+        operationId: 'listSubscribers',
+        summary: "A page of the tenant's subscribers in customer id order, filtered by status, reason and time of change",
+        params: TenantParams,
+        querystring: SubscriberListQuery,
+        response: { 200: SubscriberPage, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const q = req.query;
+      const limit = q.limit === undefined ? 100 : Number(q.limit);
+      if (limit > MAX_SUBSCRIBERS_PAGE) throw invalid('limit', `must be at most ${MAX_SUBSCRIBERS_PAGE}`);
+      const page = await store.listSubscribers(tenant.id, {
+        limit,
+        ...(q.status !== undefined ? { status: q.status } : {}),
+        ...(q.reason !== undefined ? { reason: q.reason } : {}),
+        ...(q.updated_since !== undefined ? { updatedSince: new Date(q.updated_since) } : {}),
+        ...(q.cursor !== undefined ? { after: q.cursor } : {}),
+      });
+      return {
+        data: page.rows.map((r) => ({ processor_customer_id: r.processorCustomerId, status: r.status, reason: r.reason, updated_at: r.updatedAt.toISOString() })),
+        next_cursor: page.more ? (page.rows.at(-1)?.processorCustomerId ?? null) : null,
+      };
+    },
   );
 
   app.patch(
@@ -326,6 +397,25 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         if (req.body.entitlements[flag] === undefined) throw invalid(`entitlements.${flag}`, 'is required');
       }
       return presentTier(await store.putTier(req.params.name, req.body.entitlements, now()));
+    },
+  );
+
+  app.delete(
+    '/tiers/:name',
+    {
+      schema: {
+        ...common,
+        operationId: 'deleteTier',
+        summary: 'Delete a tier no tenant is on',
+        params: TierParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), 409: problemRef, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const result = await store.deleteTier(req.params.name);
+      if (result === 'not_found') throw new AppError('tier_not_found');
+      if (result === 'in_use') throw new AppError('tier_in_use');
+      return reply.code(204).send(null);
     },
   );
 }

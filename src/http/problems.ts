@@ -21,6 +21,8 @@ export const ERRORS = {
   admin_disabled: { status: 404, detail: 'The admin API is disabled: set DUNWALL_ADMIN_TOKEN to enable it.' },
   invalid_request: { status: 400, detail: 'The request is not valid.' },
   tenant_exists: { status: 409, detail: 'A tenant with this slug exists already.' },
+  tier_in_use: { status: 409, detail: 'Tenants are on this tier: move them to another first.' },
+  tier_not_found: { status: 404, detail: 'No tier has this name.' },
   stale_change: { status: 409, detail: 'An event dated later than now has set this subscriber; the change was not applied.' },
   subscriber_not_found: { status: 404, detail: 'This tenant has no record of this subscriber.' },
   not_found: { status: 404, detail: 'No such route.' },

@@ -96,6 +96,38 @@ export const RotatedTenant = Type.Intersect([
 
 export const TenantList = Type.Object({ data: Type.Array(Tenant) });
 
+const CredentialSummary = Type.Object({
+  kind: Type.Union([Type.Literal('publishable_key'), Type.Literal('hmac_secret'), Type.Literal('stripe_webhook_secret')]),
+  created_at: Timestamp,
+  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'null: current; else a replaced one, working until then (the overlap)' }),
+});
+export const TenantDetail = Type.Intersect([
+  Tenant,
+  Type.Object({
+    stripe_webhook_secret_set: Type.Boolean({ description: 'A Stripe signing secret is set, so the webhook can verify deliveries' }),
+    credentials: Type.Array(CredentialSummary, { description: 'Keys and secrets in force now: never their values' }),
+    subscriber_counts: Type.Object({ active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() }),
+  }),
+]);
+
+export const MAX_SUBSCRIBERS_PAGE = 1000;
+export const SubscriberListQuery = Type.Object(
+  {
+    status: Type.Optional(Status),
+    reason: Type.Optional(Type.String({ pattern: REASON_PATTERN })),
+    updated_since: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant' })),
+    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Rows per page, 1 to ${MAX_SUBSCRIBERS_PAGE} (default 100)` })),
+    cursor: Type.Optional(Type.String({ pattern: CUSTOMER_ID_PATTERN, description: 'next_cursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+export const SubscriberPage = Type.Object({
+  data: Type.Array(
+    Type.Object({ processor_customer_id: Type.String(), status: Status, reason: Type.String(), updated_at: Timestamp }),
+  ),
+  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null: this was the last' }),
+});
+
 export const CreateTenantBody = Type.Object(
   {
     slug: Slug,

@@ -13,6 +13,8 @@ import type {
   CreateTenantResult,
   CredentialKind,
   CredentialRotation,
+  CredentialSummary,
+  DeleteTierResult,
   EpisodeRecord,
   HistoryEntry,
   LookupChanges,
@@ -21,6 +23,8 @@ import type {
   Store,
   StripeEventInput,
   StripeEventResult,
+  SubscriberListQuery,
+  SubscriberListRow,
   SubscriberRecord,
   TenantRecord,
   TenantSettings,
@@ -381,6 +385,60 @@ export class SqlStore implements Store {
       episodes: episodes.map(toEpisodeRecord),
       history: history.map(toHistory),
     };
+  }
+
+  async listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }> {
+    const where = ['tenant_id = $1'];
+    const params: unknown[] = [tenantId];
+    const add = (clause: (n: string) => string, value: unknown) => {
+      params.push(value);
+      where.push(clause(`$${params.length}`));
+    };
+    if (query.status !== undefined) add((n) => `status = ${n}`, query.status);
+    if (query.reason !== undefined) add((n) => `reason = ${n}`, query.reason);
+    if (query.updatedSince !== undefined) add((n) => `updated_at >= ${n}`, query.updatedSince);
+    if (query.after !== undefined) add((n) => `processor_customer_id > ${n}`, query.after);
+    params.push(query.limit + 1);
+    // The primary key (tenant_id, processor_customer_id) serves the order and the cursor.
+    const rows = await this.db.query<{ processor_customer_id: string; status: SubscriberStatus; reason: string; updated_at: Date }>(
+      `SELECT processor_customer_id, status, reason, updated_at FROM subscribers WHERE ${where.join(' AND ')}
+       ORDER BY processor_customer_id LIMIT $${params.length}`,
+      params,
+    );
+    const page = rows.slice(0, query.limit).map((r) => ({ processorCustomerId: r.processor_customer_id, status: r.status, reason: r.reason, updatedAt: new Date(r.updated_at) }));
+    return { rows: page, more: rows.length > query.limit };
+  }
+
+  async countSubscribers(tenantId: number): Promise<Record<SubscriberStatus, number>> {
+    const rows = await this.db.query<{ status: SubscriberStatus; n: number }>('SELECT status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status', [tenantId]);
+    const counts: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
+    for (const r of rows) counts[r.status] = Number(r.n);
+    return counts;
+  }
+
+  async listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]> {
+    const rows = await this.db.query<{ kind: CredentialKind; created_at: Date; expires_at: Date | null }>(
+      'SELECT kind, created_at, expires_at FROM tenant_credentials WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY kind, created_at',
+      [tenantId, now],
+    );
+    return rows.map((r) => ({ kind: r.kind, createdAt: new Date(r.created_at), expiresAt: r.expires_at === null ? null : new Date(r.expires_at) }));
+  }
+
+  async deleteTenant(tenantId: number): Promise<boolean> {
+    const rows = await this.db.query<{ id: number }>('DELETE FROM tenants WHERE id = $1 RETURNING id', [tenantId]);
+    if (rows.length > 0) this.emit();
+    return rows.length > 0;
+  }
+
+  async deleteTier(name: string): Promise<DeleteTierResult> {
+    return this.db.transaction(async (tx) => {
+      const [tier] = await tx.query<{ name: string }>('SELECT name FROM tiers WHERE name = $1 FOR UPDATE', [name]);
+      if (!tier) return 'not_found';
+      const [used] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM tenants WHERE tier = $1', [name]);
+      if (Number(used?.n ?? 0) > 0) return 'in_use';
+      await tx.query('DELETE FROM tiers WHERE name = $1', [name]);
+      return 'deleted';
+    });
   }
 
   async listTiers(): Promise<TierRecord[]> {

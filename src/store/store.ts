@@ -156,6 +156,34 @@ export interface StripeEventRecord {
   facts: Facts;
 }
 
+/** A page of a tenant's subscribers, by customer id. */
+export interface SubscriberListQuery {
+  status?: SubscriberStatus;
+  reason?: string;
+  /** Only those whose record changed at or after this instant. */
+  updatedSince?: Date;
+  /** The last customer id of the previous page (keyset pagination). */
+  after?: string;
+  limit: number;
+}
+
+export interface SubscriberListRow {
+  processorCustomerId: string;
+  status: SubscriberStatus;
+  reason: string;
+  updatedAt: Date;
+}
+
+/** What a tenant's credentials look like to an operator: never their material. */
+export interface CredentialSummary {
+  kind: CredentialKind;
+  createdAt: Date;
+  /** Null: current with no end; else it stops working then (a replaced key in its overlap). */
+  expiresAt: Date | null;
+}
+
+export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
+
 export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
 export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
 
@@ -190,6 +218,16 @@ export interface Store {
    * `cause.occurredAt`, or a removal. `stale` when a Stripe event dated later has spoken.
    */
   applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;
+  /** A page of the tenant's subscribers in customer id order, and whether more follow. */
+  listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }>;
+  /** How many subscribers the tenant has in each status. */
+  countSubscribers(tenantId: number): Promise<Record<SubscriberStatus, number>>;
+  /** The tenant's credentials still in force at `now` (expired ones are left out). */
+  listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
+  /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */
+  deleteTenant(tenantId: number): Promise<boolean>;
+  /** Deletes a tier no tenant is on. */
+  deleteTier(name: string): Promise<DeleteTierResult>;
   /** Null only when the store holds neither a record nor a history for the customer. */
   getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
   /**

@@ -60,7 +60,21 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     const show = await h.admin('GET', '/tenants/acme');
     expect(show.statusCode).toBe(200);
     expect(Object.keys(show.json()).sort()).toEqual(
-      ['allowed_origins', 'card_update_url', 'created_at', 'entitlements', 'hmac_required', 'lookups_per_minute', 'slug', 'suspended', 'tier', 'updated_at'],
+      [
+        'allowed_origins',
+        'card_update_url',
+        'created_at',
+        'credentials',
+        'entitlements',
+        'hmac_required',
+        'lookups_per_minute',
+        'slug',
+        'stripe_webhook_secret_set',
+        'subscriber_counts',
+        'suspended',
+        'tier',
+        'updated_at',
+      ],
     );
   });
 

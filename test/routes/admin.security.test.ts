@@ -78,7 +78,7 @@ describe.each(engines)('admin API, security ($name)', (engine) => {
     ]);
     for (const res of bodies) {
       expect(res.statusCode).toBe(200);
-      for (const secret of [acme.publishable_key, acme.hmac_secret, 'whsec_neverreturned0123456789', 'hmac_secret', 'publishable_key']) {
+      for (const secret of [acme.publishable_key, acme.hmac_secret, 'whsec_neverreturned0123456789', '"hmac_secret":', '"publishable_key":']) {
         expect(res.body).not.toContain(secret);
       }
     }

@@ -1,7 +1,7 @@
-import { stringOption, tenantOption } from '../args.js';
+import { booleanOption, stringOption, tenantOption } from '../args.js';
 import type { SubscriberStatus } from '../client.js';
 import { UsageError } from '../errors.js';
-import { formatSubscriber, formatSubscriberWithHistory } from '../format.js';
+import { formatSubscriber, formatSubscriberPage, formatSubscriberWithHistory } from '../format.js';
 import type { Command, CommandContext } from '../io.js';
 
 const STATUSES: readonly SubscriberStatus[] = ['active', 'warning', 'lockout'];
@@ -56,4 +56,41 @@ const clear: Command = {
   },
 };
 
-export const subscriberCommands: Command[] = [set, show, clear];
+const list: Command = {
+  name: 'subscriber list',
+  usage: '--tenant SLUG [--status S] [--reason R] [--updated-since ISO_TIME] [--limit N] [--all]',
+  summary: "List a tenant's subscribers in customer id order, a page at a time (--all: every page).",
+  options: { tenant: { type: 'string' }, status: { type: 'string' }, reason: { type: 'string' }, 'updated-since': { type: 'string' }, limit: { type: 'string' }, cursor: { type: 'string' }, all: { type: 'boolean' } },
+  positionals: [],
+  async run(ctx) {
+    const tenant = tenantOption(ctx.values, 'subscriber list');
+    const status = stringOption(ctx.values, 'status');
+    if (status !== undefined && !isStatus(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got '${status}')`);
+    const limitText = stringOption(ctx.values, 'limit');
+    const limit = limitText === undefined ? undefined : Number(limitText);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new UsageError(`--limit must be an integer from 1 to 1000 (got '${limitText ?? ''}')`);
+    const reason = stringOption(ctx.values, 'reason');
+    const updatedSince = stringOption(ctx.values, 'updated-since');
+    const filter = {
+      ...(status !== undefined ? { status } : {}),
+      ...(reason !== undefined ? { reason } : {}),
+      ...(updatedSince !== undefined ? { updatedSince } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+    };
+    const cursor = stringOption(ctx.values, 'cursor');
+    let page = await ctx.client().listSubscribers(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) });
+    if (!booleanOption(ctx.values, 'all')) {
+      ctx.output(page, (p) => (p.next_cursor === null ? formatSubscriberPage(p.data) : `${formatSubscriberPage(p.data)}\n(more: --cursor ${p.next_cursor}, or --all)`));
+      return;
+    }
+    const rows = [...page.data];
+    while (page.next_cursor !== null) {
+      ctx.io.stderr.write(`${rows.length} subscribers so far\n`);
+      page = await ctx.client().listSubscribers(tenant, { ...filter, cursor: page.next_cursor });
+      rows.push(...page.data);
+    }
+    ctx.output({ data: rows, next_cursor: null }, (p) => formatSubscriberPage(p.data));
+  },
+};
+
+export const subscriberCommands: Command[] = [set, show, clear, list];

@@ -1,8 +1,8 @@
 import { booleanOption, parseBoolean, stringOption, stringsOption } from '../args.js';
 import type { AdminClient, RotateKey } from '../client.js';
-import { UsageError } from '../errors.js';
-import { formatCreatedTenant, formatRotated, formatTenant, formatTenantList } from '../format.js';
-import { readAll } from '../io.js';
+import { CliError, EXIT_FAILURE, UsageError } from '../errors.js';
+import { formatCreatedTenant, formatRotated, formatTenant, formatTenantDetail, formatTenantList } from '../format.js';
+import { readAll, readLine } from '../io.js';
 import { MAX_LOOKUPS_PER_MINUTE } from '../../http/schemas.js';
 import type { Command, CommandContext } from '../io.js';
 
@@ -86,11 +86,29 @@ const list: Command = {
 const show: Command = {
   name: 'tenant show',
   usage: 'SLUG',
-  summary: 'Show a tenant (never its keys).',
+  summary: 'Show a tenant, its credentials in force (never their values) and its subscribers by status.',
   options: {},
   positionals: ['SLUG'],
   async run(ctx) {
-    ctx.output(await ctx.client().getTenant(slugOf(ctx)), formatTenant);
+    ctx.output(await ctx.client().getTenant(slugOf(ctx)), formatTenantDetail);
+  },
+};
+
+const remove: Command = {
+  name: 'tenant delete',
+  usage: 'SLUG [--yes]',
+  summary: 'Delete a tenant and all its data (keys, subscribers, history, Stripe events); asks for the slug unless --yes.',
+  options: { yes: { type: 'boolean' } },
+  positionals: ['SLUG'],
+  async run(ctx) {
+    const slug = slugOf(ctx);
+    if (!booleanOption(ctx.values, 'yes')) {
+      ctx.io.stderr.write(`Delete tenant ${slug} and every subscriber, key and event it has? This cannot be undone.\nType the slug to confirm: `);
+      const typed = (await readLine(ctx.io.stdin)).trim();
+      if (typed !== slug) throw new CliError(`not deleted: the slug typed did not match (${slug}); pass --yes to delete without asking`, EXIT_FAILURE);
+    }
+    await ctx.client().deleteTenant(slug);
+    if (!ctx.json) ctx.print(`tenant ${slug} deleted, with all its data`);
   },
 };
 
@@ -165,6 +183,7 @@ export const tenantCommands: Command[] = [
   list,
   show,
   update,
+  remove,
   suspension('tenant suspend', true, "Suspend a tenant: its lookups answer 402 tenant_suspended."),
   suspension('tenant resume', false, 'Resume a suspended tenant.'),
   rotate,

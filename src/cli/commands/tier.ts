@@ -45,4 +45,17 @@ const set: Command = {
   },
 };
 
-export const tierCommands: Command[] = [list, set];
+const remove: Command = {
+  name: 'tier delete',
+  usage: 'NAME',
+  summary: 'Delete a tier no tenant is on (move its tenants to another tier first).',
+  options: {},
+  positionals: ['NAME'],
+  async run(ctx) {
+    const name = ctx.positionals[0] ?? '';
+    await ctx.client().deleteTier(name);
+    if (!ctx.json) ctx.print(`tier ${name} deleted`);
+  },
+};
+
+export const tierCommands: Command[] = [list, set, remove];
