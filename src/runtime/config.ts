@@ -48,6 +48,10 @@ export interface Config {
   /** Serve /metrics on this port (of `metricsHost`) instead of the public one; null: on the public port. */
   metricsPort: number | null;
   metricsHost: string;
+  /** Days processed Stripe events are kept (at least 7: Stripe redelivers for up to 3 days). */
+  stripeEventsRetentionDays: number;
+  /** Days history entries are kept; 0: for ever. */
+  historyRetentionDays: number;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -74,6 +78,16 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
   failuresPerIp: 30,
   adminPerIp: 300,
 });
+
+/**
+ * A processed Stripe event's id catches a redelivery of it: Stripe redelivers for up to
+ * three days, so an event is kept a week at the least. Pruning never touches what orders
+ * the events (each episode's latest event, the tombstones, the invoices and payments).
+ */
+export const MIN_STRIPE_EVENTS_RETENTION_DAYS = 7;
+export const DEFAULT_STRIPE_EVENTS_RETENTION_DAYS = 30;
+/** A year of history and a month to spare; a subscriber's newest entry is kept whatever its age. */
+export const DEFAULT_HISTORY_RETENTION_DAYS = 400;
 
 /** Requests per minute: a bound that still fits any counter. */
 export const MAX_RATE_LIMIT = 1_000_000_000;
@@ -168,6 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
   const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
   if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost)) problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
   if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host) problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  const stripeEventsRetentionDays = integer(env, 'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS', DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, MIN_STRIPE_EVENTS_RETENTION_DAYS, 36_500, problems);
+  const historyRetentionDays = integer(env, 'DUNWALL_HISTORY_RETENTION_DAYS', DEFAULT_HISTORY_RETENTION_DAYS, 0, 36_500, problems);
   const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
@@ -217,5 +233,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnectionsPerAddress,
     metricsPort,
     metricsHost,
+    stripeEventsRetentionDays,
+    historyRetentionDays,
   });
 }

@@ -20,6 +20,7 @@ import { createLogger } from './logger.js';
 import { ReadModel } from '../readmodel/index.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
+import { Retention } from './retention.js';
 import type { Metrics } from '../metrics/index.js';
 import { openReadStore, openStore } from '../store/index.js';
 import type { StoreTarget } from '../store/index.js';
@@ -157,12 +158,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
     const metricsListener = metricsServer;
+    const retention = new Retention({ store, stripeEventsDays: config.stripeEventsRetentionDays, historyDays: config.historyRetentionDays, log }).start();
+    metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
+    metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
     return {
       app,
       store,
       url,
       metricsUrl: metricsListener?.url ?? null,
       async close() {
+        await retention.stop();
         await metricsListener?.close();
         await app.close();
         await opened.close();

@@ -15,6 +15,7 @@ import type {
   CredentialRotation,
   CredentialSummary,
   DeleteTierResult,
+  RetainedTable,
   EpisodeRecord,
   HistoryEntry,
   LookupChanges,
@@ -33,6 +34,9 @@ import type {
 } from './store.js';
 
 /** The channel of migration 006's notifications: one per committed transaction that changed an answer. */
+/** Advisory lock keys (arbitrary, fixed) that let one instance prune a table at a time. */
+const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = { stripe_events: 0x64770001, subscriber_history: 0x64770002 };
+
 /** The change notifications' channel in the `public` schema; elsewhere it names the schema too (migration 007). */
 export const CHANGES_CHANNEL = 'dunwall_invalidate';
 const HISTORY_LIMIT = 100;
@@ -438,6 +442,31 @@ export class SqlStore implements Store {
       if (Number(used?.n ?? 0) > 0) return 'in_use';
       await tx.query('DELETE FROM tiers WHERE name = $1', [name]);
       return 'deleted';
+    });
+  }
+
+  async pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      // One instance prunes a table at a time; the others find the lock taken and stop.
+      const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [RETENTION_LOCK_KEYS[table]]);
+      if (lock?.ok !== true) return 0;
+      const deleted =
+        table === 'stripe_events'
+          ? await tx.query<{ n: number }>(
+              `WITH doomed AS (SELECT tenant_id, event_id FROM stripe_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)
+               DELETE FROM stripe_events e USING doomed d WHERE e.tenant_id = d.tenant_id AND e.event_id = d.event_id RETURNING 1 AS n`,
+              [before, batch],
+            )
+          : await tx.query<{ n: number }>(
+              // A subscriber's newest entry stays whatever its age: it says why the status is what it is.
+              `WITH doomed AS (
+                 SELECT h.id FROM subscriber_history h WHERE h.recorded_at < $1
+                   AND EXISTS (SELECT 1 FROM subscriber_history n WHERE n.tenant_id = h.tenant_id AND n.processor_customer_id = h.processor_customer_id AND n.id > h.id)
+                 ORDER BY h.recorded_at LIMIT $2)
+               DELETE FROM subscriber_history h USING doomed d WHERE h.id = d.id RETURNING 1 AS n`,
+              [before, batch],
+            );
+      return deleted.length;
     });
   }
 

@@ -182,6 +182,9 @@ export interface CredentialSummary {
   expiresAt: Date | null;
 }
 
+/** The tables that grow with traffic and are pruned by age. */
+export type RetainedTable = 'stripe_events' | 'subscriber_history';
+
 export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
 
 export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
@@ -254,6 +257,14 @@ export interface Store {
   onCommit(listener: () => void): () => void;
   /** A notification for every instance's committed change (migration 006), and for each loss and recovery of the listener. */
   listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>>;
+
+  /**
+   * Deletes at most `batch` rows of `table` older than `before` (Stripe events by when they
+   * were received; history entries by when they were recorded, never a subscriber's newest),
+   * in one short transaction. Returns how many; 0 when none is left, or when another
+   * instance is pruning the same table at that moment.
+   */
+  pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
 
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;

@@ -1,0 +1,94 @@
+import type { Logger } from 'pino';
+import type { RetainedTable, Store } from '../store/store.js';
+
+const DAY_MS = 86_400_000;
+/** Rows deleted per transaction: short enough that a webhook never waits on one. */
+export const RETENTION_BATCH = 500;
+/** A breath between batches, so that the writes of webhooks and the admin API go first. */
+const PAUSE_BETWEEN_BATCHES_MS = 50;
+/** At most this many batches a run (250,000 rows); the rest waits for the next run. */
+const MAX_BATCHES_PER_RUN = 500;
+/** The first run comes a minute after the start, then one an hour. */
+const FIRST_RUN_DELAY_MS = 60_000;
+export const RETENTION_INTERVAL_MS = 3_600_000;
+
+export interface RetentionSettings {
+  /** Days processed Stripe events are kept (their ids catch Stripe's redeliveries). */
+  stripeEventsDays: number;
+  /** Days history entries are kept; 0: for ever. A subscriber's newest entry always stays. */
+  historyDays: number;
+}
+
+export interface RetentionOptions extends RetentionSettings {
+  store: Store;
+  now?: () => number;
+  log: Pick<Logger, 'info' | 'warn'>;
+  /** Rows per transaction; tests pass a small one. */
+  batch?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export type RetentionRun = Record<RetainedTable, number>;
+
+/**
+ * Prunes processed Stripe events and old history by age, in small batches, one instance at
+ * a time (the store takes a lock per batch), in the background of the service.
+ */
+export class Retention {
+  readonly deleted: RetentionRun = { stripe_events: 0, subscriber_history: 0 };
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<RetentionRun> | null = null;
+  private stopped = false;
+
+  constructor(private readonly opts: RetentionOptions) {}
+
+  /** Schedules the runs: a minute after the start, then every hour. */
+  start(): this {
+    const schedule = (delayMs: number) => {
+      if (this.stopped) return;
+      this.timer = setTimeout(() => {
+        this.runOnce()
+          .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'retention: pruning failed; trying again at the next run'))
+          .finally(() => schedule(RETENTION_INTERVAL_MS));
+      }, delayMs);
+      this.timer.unref();
+    };
+    schedule(FIRST_RUN_DELAY_MS);
+    return this;
+  }
+
+  /** One run over both tables (a run under way is joined, not doubled). */
+  runOnce(): Promise<RetentionRun> {
+    this.running ??= this.prune().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  private async prune(): Promise<RetentionRun> {
+    const nowMs = (this.opts.now ?? Date.now)();
+    const run: RetentionRun = { stripe_events: 0, subscriber_history: 0 };
+    const plan: [RetainedTable, number][] = [['stripe_events', this.opts.stripeEventsDays]];
+    if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
+    const batch = this.opts.batch ?? RETENTION_BATCH;
+    const sleep = this.opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
+    for (const [table, days] of plan) {
+      const before = new Date(nowMs - days * DAY_MS);
+      for (let i = 0; i < MAX_BATCHES_PER_RUN && !this.stopped; i += 1) {
+        const n = await this.opts.store.pruneOld(table, before, batch);
+        run[table] += n;
+        this.deleted[table] += n;
+        if (n < batch) break;
+        await sleep(PAUSE_BETWEEN_BATCHES_MS);
+      }
+    }
+    if (run.stripe_events + run.subscriber_history > 0) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events and history');
+    return run;
+  }
+}

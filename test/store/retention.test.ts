@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Retention } from '../../src/runtime/retention.js';
+import { availableEngines } from '../helpers/engines.js';
+import type { Engine } from '../helpers/engines.js';
+import { newTenant } from '../helpers/store-fixtures.js';
+
+const engines = await availableEngines();
+const DAY_MS = 86_400_000;
+const NOW = Date.parse('2026-06-01T00:00:00Z');
+const silent = { info() {}, warn() {} };
+
+describe.each(engines)('retention of Stripe events and history ($name)', (engine) => {
+  let opened: Awaited<ReturnType<Engine['open']>>;
+  let tenantId = 0;
+
+  beforeAll(async () => {
+    opened = await engine.open();
+    const created = await opened.store.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
+    if (!created.ok) throw new Error('tenant');
+    tenantId = created.tenant.id;
+    // Stripe events received 1 to 60 days ago (one a day), and history entries recorded
+    // 1 to 500 days ago for three customers, the newest of cus_old 450 days old.
+    for (let d = 1; d <= 60; d += 1) {
+      const at = new Date(NOW - d * DAY_MS);
+      await opened.db.query(
+        `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
+         VALUES ($1, $2, 'invoice.paid', 'cus_1', $3, '{}', 'applied', $3)`,
+        [tenantId, `evt_${d}`, at],
+      );
+    }
+    const history = async (customer: string, daysAgo: number) =>
+      opened.db.query(
+        `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, $2, 'warning', 'soft_decline', 'admin', $3, $3)`,
+        [tenantId, customer, new Date(NOW - daysAgo * DAY_MS)],
+      );
+    for (const d of [500, 480, 450]) await history('cus_old', d);
+    for (const d of [500, 300, 10]) await history('cus_mixed', d);
+    for (const d of [20, 5]) await history('cus_new', d);
+  });
+  afterAll(() => opened?.cleanup());
+
+  const count = async (sql: string) => Number((await opened.db.query<{ n: number }>(sql))[0]?.n ?? -1);
+
+  it('prunes in batches what is past its retention, keeps the rest and every subscriber\'s newest entry', async () => {
+    const sleeps: number[] = [];
+    const retention = new Retention({ store: opened.store, stripeEventsDays: 30, historyDays: 400, now: () => NOW, log: silent, batch: 7, sleep: async (ms) => void sleeps.push(ms) });
+    const run = await retention.runOnce();
+    // Events received more than 30 days ago: days 31 to 60.
+    expect(run.stripe_events).toBe(30);
+    expect(await count('SELECT count(*)::int AS n FROM stripe_events')).toBe(30);
+    expect(await count(`SELECT count(*)::int AS n FROM stripe_events WHERE received_at < '${new Date(NOW - 30 * DAY_MS).toISOString()}'`)).toBe(0);
+    // Batches of 7: 30 rows are 5 batches, with a pause after each full one.
+    expect(sleeps.length).toBe(4);
+    // History older than 400 days: cus_old's 500 and 480 (its newest, 450, stays) and cus_mixed's 500.
+    expect(run.subscriber_history).toBe(3);
+    const left = await opened.db.query<{ processor_customer_id: string; n: number }>(
+      'SELECT processor_customer_id, count(*)::int AS n FROM subscriber_history GROUP BY processor_customer_id ORDER BY processor_customer_id',
+    );
+    expect(left.map((r) => [r.processor_customer_id, Number(r.n)])).toEqual([
+      ['cus_mixed', 2],
+      ['cus_new', 2],
+      ['cus_old', 1],
+    ]);
+    // Nothing left to do: a second run deletes nothing.
+    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0 });
+    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3 });
+  });
+
+  it('keeps the history for ever with historyDays 0', async () => {
+    const before = await count('SELECT count(*)::int AS n FROM subscriber_history');
+    const retention = new Retention({ store: opened.store, stripeEventsDays: 7, historyDays: 0, now: () => NOW + 10_000 * DAY_MS, log: silent, sleep: async () => {} });
+    const run = await retention.runOnce();
+    expect(run.subscriber_history).toBe(0);
+    expect(await count('SELECT count(*)::int AS n FROM subscriber_history')).toBe(before);
+    expect(await count('SELECT count(*)::int AS n FROM stripe_events')).toBe(0);
+  });
+});
