@@ -6,8 +6,8 @@
  * dismissable banner for `warning` and a full-screen gate for `lockout`, and nothing at all
  * on any error or timeout: it renders only from an answer, never from a guess.
  */
-import { createClient } from '../client/index.js';
-import type { StatusResult } from '../client/index.js';
+import { createClient } from '../packages/client/src/index.js';
+import type { StatusResult } from '../packages/client/src/index.js';
 
 export interface Texts {
   warning: string;

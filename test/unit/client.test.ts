@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createClient } from '../../client/index.js';
-import type { StatusRequest } from '../../client/index.js';
+import { createClient } from '../../packages/client/src/index.js';
+import type { StatusRequest } from '../../packages/client/src/index.js';
 
 const REQUEST: StatusRequest = { baseUrl: 'https://dw.test/', tenant: 'acme', publishableKey: 'pk_test', customerId: 'cus_1', hmac: 'ab12' };
 const KNOWN = { status: 'warning', card_update_url: 'https://acme.test/card', entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false } };

@@ -1,0 +1,84 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../src/http/app.js';
+import { computeHmac } from '../../src/domain/hmac.js';
+import { openStore } from '../../src/store/index.js';
+import type { Store } from '../../src/store/store.js';
+import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
+import { portOf } from '../helpers/socket.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+/**
+ * `@dunwall/client` as its users get it: packed with `npm pack`, installed alone into an
+ * empty project (no checkout, no other package beside it), asking a running service.
+ */
+describe('the @dunwall/client package', () => {
+  let store: Store;
+  let app: App;
+  let base = '';
+  let key = '';
+  let secret = '';
+  const dirs: string[] = [];
+
+  beforeAll(async () => {
+    store = await openStore({ engine: 'embedded', dataDir: null });
+    app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
+    base = `http://127.0.0.1:${await portOf(app)}`;
+    const admin = (method: string, path: string, body: unknown) =>
+      app.inject({ method: method as 'POST', url: `/admin/v1${path}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    const created = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: 'https://billing.acme.test/card' })).json() as { publishable_key: string; hmac_secret: string };
+    key = created.publishable_key;
+    secret = created.hmac_secret;
+    await admin('PUT', '/tenants/acme/subscribers/cus_pkg', { status: 'warning' });
+  });
+  afterAll(async () => {
+    await app.close();
+    await store.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('packs with no dependency, installs alone, and answers from a running service, failing open when it is not', async () => {
+    const packed = mkdtempSync(join(tmpdir(), 'dunwall-pack-'));
+    const project = mkdtempSync(join(tmpdir(), 'dunwall-app-'));
+    dirs.push(packed, project);
+    execFileSync(npm, ['pack', '--workspace', '@dunwall/client', '--pack-destination', packed], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
+    const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
+    if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }));
+    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], { cwd: project, stdio: 'pipe', timeout: 120_000 });
+    const installed = join(project, 'node_modules', '@dunwall', 'client');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies?: object; type: string };
+    expect(manifest.dependencies).toBeUndefined();
+    expect(manifest.type).toBe('module');
+    expect(existsSync(join(installed, 'dist', 'index.d.ts'))).toBe(true);
+    // Nothing else came with it.
+    expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall']);
+
+    const script = `
+      import { createClient } from '@dunwall/client';
+      const client = createClient({ cacheTtlMs: 0 });
+      const ask = (baseUrl) => client.getSubscriberStatus({ baseUrl, tenant: 'acme', publishableKey: process.env.KEY, customerId: 'cus_pkg', hmac: process.env.HMAC, timeoutMs: 2000 });
+      const up = await ask(process.env.BASE);
+      const down = await ask('http://127.0.0.1:9');
+      console.log(JSON.stringify({ up: up.source === 'fallback' ? { ...up, error: String(up.error?.message ?? up.error?.kind) } : up, down: { status: down.status, source: down.source, kind: down.error?.kind } }));
+    `;
+    writeFileSync(join(project, 'check.mjs'), script);
+    // Asynchronous: the service answering it runs in this process's event loop.
+    const { stdout: out } = await promisify(execFile)(process.execPath, ['check.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', BASE: base, KEY: key, HMAC: computeHmac(secret, 'cus_pkg') },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    const answer = JSON.parse(out) as { up: { status: string; card_update_url: string | null; source: string }; down: { status: string; source: string; kind: string } };
+    expect(answer.up).toMatchObject({ status: 'warning', card_update_url: 'https://billing.acme.test/card', source: 'service' });
+    expect(answer.down).toEqual({ status: 'active', source: 'fallback', kind: 'network' });
+  });
+});
