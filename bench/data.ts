@@ -104,7 +104,7 @@ export interface BenchRequest {
 
 export type Entitlements = Record<string, Record<string, boolean>>;
 
-/** The lookup's 200 body (CONTRACT.md section 1), keys in the contract's order. */
+/** The lookup's 200 body (docs/api.md, the lookup), keys in the contract's order. */
 export function expectedBody(tenant: BenchTenant, status: SubscriberStatus | null, tiers: Entitlements): string {
   if (status === null) return '{"status":"active"}';
   return JSON.stringify({

@@ -81,7 +81,7 @@ function networkReason(err: unknown, timeoutMs: number): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** A small typed client of the admin API (CONTRACT.md section 3). Every method throws ApiError or NetworkError. */
+/** A small typed client of the admin API (docs/api.md, the admin API). Every method throws ApiError or NetworkError. */
 export class AdminClient {
   readonly baseUrl: string;
   readonly #token: string;

@@ -56,7 +56,7 @@ export function isValidSlug(slug: string): boolean {
 }
 
 /**
- * CONTRACT.md section 1, checks 2 to 6 in their order, as a value (check 1 is
+ * docs/api.md, the lookup, checks 2 to 6 in their order, as a value (check 1 is
  * `checkBearer`). `tenant` is what the store (or a cache) holds for the slug, null when
  * there is none.
  */

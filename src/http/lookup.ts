@@ -126,7 +126,7 @@ function corsHeaders(headers: string[], tenant: TenantAuth | null, origin: strin
 }
 
 /**
- * The lookup (CONTRACT.md section 1), answered from the read model on the raw request:
+ * The lookup (docs/api.md), answered from the read model on the raw request:
  * by the fast path, before Fastify sees the request, and by the Fastify route for what the
  * fast path leaves to it (a slug it must decode, `inject`, logged lookups). Both call
  * `answer`: one implementation of the checks, the problems, CORS and the rate limits.

@@ -1,6 +1,6 @@
 import type { EpisodeRecord, HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
 
-/** The tenant object of CONTRACT.md section 3: never a key or a secret. */
+/** The tenant object of docs/api.md, the admin API: never a key or a secret. */
 export function presentTenant(t: TenantRecord) {
   return {
     slug: t.slug,

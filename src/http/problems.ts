@@ -4,7 +4,7 @@ import type { LookupFailure } from '../domain/lookup.js';
 
 /**
  * Every machine `code` the service answers with, and its HTTP status. This table is the
- * only place statuses of errors live; the codes are stable and documented in the README.
+ * only place statuses of errors live; the codes are stable and documented in docs/api.md.
  */
 export const ERRORS = {
   missing_publishable_key: { status: 401, detail: 'The Authorization header with a Bearer publishable key is missing.' },

@@ -12,7 +12,7 @@ export const Problem = Type.Object(
     type: Type.Literal('about:blank'),
     title: Type.String(),
     status: Type.Integer(),
-    code: Type.String({ description: 'Stable machine code; see the README for the list.' }),
+    code: Type.String({ description: 'Stable machine code; docs/api.md lists them.' }),
     detail: Type.String(),
   },
   { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' },

@@ -45,7 +45,7 @@ const WebhookAnswer = Type.Object({
 });
 
 /**
- * `POST /webhooks/stripe/:tenantSlug` (CONTRACT.md section 4). The body is kept raw, as
+ * `POST /webhooks/stripe/:tenantSlug` (docs/stripe.md, the webhook). The body is kept raw, as
  * the signature covers its exact bytes. The 2xx is sent only after the event and its
  * change have committed, so that Stripe retries anything not stored.
  */

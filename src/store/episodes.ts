@@ -7,7 +7,7 @@ import type { Queryable } from './db.js';
 import type { ApplyOutcome, ChangeCause, StripeEventOutcome } from './store.js';
 
 /**
- * The SQL side of CONTRACT.md section 5. Every function here runs inside the caller's
+ * The SQL side of docs/stripe.md, statuses from dunning episodes. Every function here runs inside the caller's
  * transaction, after `lockCustomer`: all writes about one customer are serialised, so two
  * events racing (a decline and the invoice that links it, two episodes of a new customer)
  * each see what the other committed.

@@ -217,7 +217,7 @@ export interface Store {
   rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
 
   /**
-   * An admin's action (CONTRACT.md section 5): a status that overrides the episodes as of
+   * An admin's action (docs/stripe.md, statuses from dunning episodes): a status that overrides the episodes as of
    * `cause.occurredAt`, or a removal. `stale` when a Stripe event dated later has spoken.
    */
   applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;

@@ -17,7 +17,7 @@ import type { ApiShape } from '../helpers/stripe-fixtures.js';
  * paths, query strings, headers, encodings and bodies. Whatever arrives, the service
  * answers below 500, keeps answering, answers errors as problems, and never gives one
  * tenant's answer (or accepts one tenant's event) on another tenant's URL. The expected
- * answers are computed here from CONTRACT.md, not from the code under test.
+ * answers are computed here from docs/api.md, not from the code under test.
  */
 
 const UNREACHED_LIMITS: RateLimits = { lookupPerIp: 1_000_000, lookupPerTenant: 1_000_000, failuresPerIp: 1_000_000, adminPerIp: 1_000_000 };
@@ -38,7 +38,7 @@ const BEARER = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 const SIGNATURE_TOLERANCE_S = 300;
 const ROTATION_OVERLAP_S = 86_400;
 
-/** CONTRACT.md section 2: the seeded tiers. */
+/** docs/api.md: the seeded tiers. */
 const TIER_FLAGS = {
   starter: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
   growth: { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false },
@@ -47,7 +47,7 @@ const TIER_FLAGS = {
 type Tier = keyof typeof TIER_FLAGS;
 type Status = 'active' | 'warning' | 'lockout';
 
-/** CONTRACT.md section 5. */
+/** docs/stripe.md, statuses from dunning episodes. */
 const HARD_DECLINES = [
   'incorrect_number', 'lost_card', 'pickup_card', 'stolen_card', 'revocation_of_authorization', 'revocation_of_all_authorizations',
   'authentication_required', 'highest_risk_level', 'transaction_not_allowed', 'fraudulent', 'do_not_try_again', 'stop_payment_order',
@@ -99,7 +99,7 @@ const MODELLED_RE = /cus_(shared|acme_only|known_active|eu_only|globex_warn|nobo
 
 // --- the model: what the test set up and what it sent ---------------------------------------
 
-/** Where a status stands in the (created, rank, id) order of CONTRACT.md section 5. */
+/** Where a status stands in the (created, rank, id) order of docs/stripe.md, statuses from dunning episodes. */
 interface Position {
   status: Status | null;
   atMs: number;
@@ -154,7 +154,7 @@ function stateAt(world: World, t: number): TenantState {
   return state;
 }
 
-/** The 200 body of CONTRACT.md section 1 for a subscriber of this tenant. */
+/** The 200 body of docs/api.md, the lookup for a subscriber of this tenant. */
 function expectedBody(spec: TenantSpec, status: Status | undefined): Record<string, unknown> {
   if (status === undefined) return { status: 'active' };
   return { status, card_update_url: status === 'warning' ? spec.cardUpdateUrl : null, entitlements: TIER_FLAGS[spec.tier] };
@@ -274,7 +274,7 @@ function checkAnyAnswer(x: Exchange, stats: Stats): void {
 
 type Predicted = { status: 200; body: Record<string, unknown> } | { status: number; code: string };
 
-/** CONTRACT.md section 1, checks 1 to 6 in their order, on the request as received. */
+/** docs/api.md, the lookup, checks 1 to 6 in their order, on the request as received. */
 function predictLookup(world: World, x: Pick<Exchange, 'url' | 'authorization' | 'authorizations'>): Predicted | null {
   const target = tenantOfPath(world, x.url, LOOKUP_PREFIX);
   if (target === null) return null;
@@ -706,7 +706,7 @@ const MODEL_KINDS: ModelKind[] = [
   'succeeded', 'past_due', 'unpaid', 'reactivated', 'canceled', 'deleted', 'irrelevant',
 ];
 /**
- * What an event does to its customer, per CONTRACT.md section 5. Every invoice and
+ * What an event does to its customer, per docs/stripe.md, statuses from dunning episodes. Every invoice and
  * subscription event of a customer here concerns one subscription, so the customer has
  * one episode and the last event wins; a decline names no invoice the store has heard
  * of, so it waits (`pending`) and changes nothing.

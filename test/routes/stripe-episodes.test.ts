@@ -7,7 +7,7 @@ import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js
 import { deliver } from '../helpers/webhook.js';
 
 /**
- * CONTRACT.md section 5, row by row, through the signed webhook and the lookup, in both
+ * docs/stripe.md, statuses from dunning episodes, row by row, through the signed webhook and the lookup, in both
  * payload shapes (before and from API version 2025-03-31.basil).
  */
 const engines = await availableEngines();

@@ -1,6 +1,6 @@
 /**
  * Decline codes after which Stripe does not retry without a new payment method
- * (CONTRACT.md section 5). Every other decline is soft.
+ * (docs/stripe.md, statuses from dunning episodes). Every other decline is soft.
  */
 export const HARD_DECLINE_CODES: ReadonlySet<string> = new Set([
   'incorrect_number',

@@ -283,7 +283,7 @@ function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
   return change(next !== null ? { state: 'warning', reason: 'soft_decline' } : { state: 'lockout', reason: 'retries_exhausted' });
 }
 
-/** Event to episode change (CONTRACT.md section 5), as a value; no IO, no clock. */
+/** Event to episode change (docs/stripe.md, statuses from dunning episodes), as a value; no IO, no clock. */
 export function deriveChange(event: StripeEventLike): Derivation {
   if (!RELEVANT.has(event.type)) return { kind: 'irrelevant' };
   const object = event.data.object;

@@ -1,7 +1,7 @@
 import type { SubscriberStatus } from '../types.js';
 
 /**
- * A subscriber's status follows its dunning episodes (CONTRACT.md section 5): one per
+ * A subscriber's status follows its dunning episodes (docs/stripe.md, statuses from dunning episodes): one per
  * subscription, or per automatically collected invoice that belongs to none. Each episode
  * is set by the last of its events; the customer shows the worst unresolved one.
  */
