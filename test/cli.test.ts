@@ -184,10 +184,9 @@ describe('dunwall tenant', () => {
       '--card-update-url',
       'https://billing.globex.example/card',
       '--hmac-required',
-      '--allowed-origin',
-      'https://app.globex.example',
-      '--allowed-origin',
-      'https://www.globex.example',
+      'true',
+      '--allowed-origins',
+      'https://app.globex.example,https://www.globex.example',
     ]);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
@@ -287,7 +286,7 @@ describe('dunwall tenant', () => {
   });
 
   it('updates fields, with none for null, and refuses an update with no field', async () => {
-    await createTenant('hooli', ['--card-update-url', 'https://hooli.example/card', '--allowed-origin', 'https://hooli.example']);
+    await createTenant('hooli', ['--card-update-url', 'https://hooli.example/card', '--allowed-origins', 'https://hooli.example']);
 
     const updated = await cli([
       'tenant',
@@ -567,21 +566,73 @@ describe('dunwall errors and environment', () => {
   });
 
   it('prints help and the version', async () => {
-    for (const args of [['help'], ['--help'], ['-h'], []]) {
+    for (const args of [['help'], ['--help'], ['-h']]) {
       const result = await cli(args);
       expect(result.code).toBe(0);
       expect(result.stdout).toContain('dunwall tenant create SLUG');
       expect(result.stdout).toContain('dunwall subscriber show --tenant SLUG CUS_ID');
       expect(result.stdout).toContain('DUNWALL_ADMIN_TOKEN');
     }
+    // No command at all is a mistake: the help goes to stderr, and the exit is 2.
+    const bare = await cli([]);
+    expect(bare.code).toBe(2);
+    expect(bare.stdout).toBe('');
+    expect(bare.stderr).toContain('dunwall tenant create SLUG');
+    expect(bare.stderr).toContain('dunwall: missing command');
     const group = await cli(['tenant', '--help']);
     expect(group.code).toBe(0);
     expect(group.stdout).toContain('dunwall tenant rotate SLUG --key publishable|hmac');
     expect(group.stdout).not.toContain('dunwall tier set');
+    // Every command has its own help: its usage, what it does, its options.
+    const own = await cli(['tenant', 'create', '--help']);
+    expect(own.code).toBe(0);
+    expect(own.stdout).toMatch(/^Usage: dunwall tenant create SLUG /);
+    expect(own.stdout).toContain('--allowed-origins VALUE');
+    expect(own.stdout).not.toContain('dunwall tenant rotate');
 
     const version = await cli(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout).toMatch(/^dunwall \d+\.\d+\.\d+/);
+  });
+
+  it('with --json, reports errors as one JSON line: API errors with their status and code, usage errors with exit 2', async () => {
+    const api = await cli(['tenant', 'show', 'no-such-co', '--json']);
+    expect(api.code).toBe(1);
+    expect(api.stdout).toBe('');
+    expect(JSON.parse(api.stderr)).toMatchObject({ error: { kind: 'api', status: 404, code: 'tenant_not_found', exit: 1 } });
+    const usage = await cli(['--json', 'tenant', 'create']);
+    expect(usage.code).toBe(2);
+    expect(JSON.parse(usage.stderr)).toMatchObject({ error: { kind: 'usage', exit: 2, message: expect.stringContaining('missing SLUG') } });
+    // The API's field names are the user's: a path parameter is named as the docs name it.
+    const bad = await cli(['subscriber', 'show', '--tenant', 'acme', 'user_1', '--json']);
+    expect(JSON.parse(bad.stderr)).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining('processor_customer_id') } });
+    expect(bad.stderr).not.toContain('customerId');
+  });
+
+  it('prints completion scripts for bash and zsh that name every command and its options', async () => {
+    const bash = await cli(['completion', 'bash']);
+    expect(bash.code).toBe(0);
+    expect(bash.stdout).toContain('complete -F _dunwall dunwall');
+    expect(bash.stdout).toContain('opts="tenant subscriber tier stripe secrets');
+    expect(bash.stdout).toMatch(/create\) opts="--tier --card-update-url --hmac-required --allowed-origins --lookups-per-minute/);
+    const zsh = await cli(['completion', 'zsh']);
+    expect(zsh.stdout).toContain('bashcompinit');
+    expect((await cli(['completion', 'fish'])).code).toBe(2);
+    // The script is valid bash, and completes the first word.
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-completion-'));
+    try {
+      writeFileSync(join(dir, 'c.sh'), `${bash.stdout}\nCOMP_WORDS=(dunwall te); COMP_CWORD=1; _dunwall; echo "\${COMPREPLY[@]}"\nCOMP_WORDS=(dunwall tenant del); COMP_CWORD=2; _dunwall; echo "\${COMPREPLY[@]}"\n`);
+      const out = await new Promise<string>((resolve, reject) => {
+        const child = spawn('bash', [join(dir, 'c.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let text = '';
+        child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+        child.on('error', reject);
+        child.on('close', () => resolve(text));
+      });
+      expect(out.split('\n').slice(0, 2)).toEqual(['tenant', 'delete']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports a server that is down on one line, exit 1', async () => {
@@ -690,11 +741,11 @@ describe('dunwall stripe replay', () => {
 
     const res = await cli(['stripe', 'replay', '--tenant', 'replay-co', file, '--json']);
     expect(res.code).toBe(1);
-    // Not a terminal: one progress line a batch, then the one error line.
+    // Not a terminal: one progress line a batch, then the one error line (JSON, as --json asks).
     expect(lines(res.stderr)).toEqual([
       'stripe replay: 499 events · 2 customers',
       'stripe replay: 624 events · 2 customers',
-      'dunwall: 2 line(s) of ' + file + ' were not replayed (listed above)',
+      JSON.stringify({ error: { kind: 'failure', message: `2 line(s) of ${file} were not replayed (listed above)`, exit: 1 } }),
     ]);
     expect(parseJson(res.stdout)).toEqual({
       tenant: 'replay-co',

@@ -30,6 +30,20 @@ Environment
 
 Exit status: 0 done, 1 API or network error, 2 usage or configuration error.`;
 
+/** One command's help: its usage, what it does, and its options. */
+export function commandHelp(command: Command): string {
+  const options = Object.entries(command.options).map(([name, spec]) => `  --${name}${spec.type === 'string' ? ' VALUE' : ''}`);
+  return [
+    `Usage: dunwall ${command.name}${command.usage ? ` ${command.usage}` : ''}`,
+    '',
+    command.summary,
+    ...(options.length > 0 ? ['', 'Options', ...options] : []),
+    '',
+    FOOTER,
+    '',
+  ].join('\n');
+}
+
 /** The whole help, or one group's (`tenant`, `subscriber`, `tier`). */
 export function helpText(group?: string): string {
   const commands = group === undefined ? [] : groupCommands(group);
@@ -43,6 +57,8 @@ export function helpText(group?: string): string {
     'Usage: dunwall <command> [options]',
     ...sections,
     '  dunwall help [tenant|subscriber|tier|stripe|secrets]',
+    '  dunwall COMMAND --help     one command\'s usage and options',
+    '  dunwall completion bash|zsh  prints a completion script (e.g. source <(dunwall completion bash))',
     '',
     FOOTER,
     '',

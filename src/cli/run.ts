@@ -3,8 +3,9 @@ import { extractGlobalFlags, parseCommandArgs } from './args.js';
 import type { AdminClient } from './client.js';
 import { GROUPS, findCommand, groupCommands } from './commands/index.js';
 import { clientFrom } from './env.js';
-import { CliError, EXIT_FAILURE, EXIT_OK, UsageError, oneLine } from './errors.js';
-import { helpText } from './help.js';
+import { ApiError, CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NetworkError, UsageError, oneLine } from './errors.js';
+import { commandHelp, helpText } from './help.js';
+import { completionScript } from './completion.js';
 import type { CliIo, Command, CommandContext } from './io.js';
 
 export type { CliIo } from './io.js';
@@ -19,13 +20,24 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   try {
     return await dispatch(argv, io);
   } catch (err) {
+    // With --json, the error is one JSON line too (on stderr, like every error), for scripts.
+    const json = argv.includes('--json');
     if (err instanceof CliError) {
-      io.stderr.write(`dunwall: ${oneLine(err.message)}\n`);
+      if (json) io.stderr.write(`${JSON.stringify({ error: errorJson(err) })}\n`);
+      else io.stderr.write(`dunwall: ${oneLine(err.message)}\n`);
       return err.exitCode;
     }
-    io.stderr.write(`dunwall: unexpected error: ${oneLine(err instanceof Error ? err.message : String(err))}\n`);
+    const message = oneLine(err instanceof Error ? err.message : String(err));
+    io.stderr.write(json ? `${JSON.stringify({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${message}\n`);
     return EXIT_FAILURE;
   }
+}
+
+/** An error as `--json` prints it: its kind, the API's status and code when it came from there, the exit code. */
+function errorJson(err: CliError): Record<string, unknown> {
+  if (err instanceof ApiError) return { kind: 'api', status: err.status, code: err.code, message: err.detail, exit: err.exitCode };
+  const kind = err instanceof UsageError ? 'usage' : err instanceof NetworkError ? 'network' : err.exitCode === EXIT_USAGE ? 'configuration' : 'failure';
+  return { kind, message: oneLine(err.message), exit: err.exitCode };
 }
 
 function resolveCommand(words: readonly string[]): { command: Command; args: string[] } | { group: string } {
@@ -56,7 +68,19 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   }
   const [first, ...rest] = flags.rest;
   if (first === undefined) {
-    print(helpText());
+    // `dunwall --help` asks for the help; bare `dunwall` is a usage error (a script that
+    // forgot its command must not succeed).
+    if (flags.help) {
+      print(helpText());
+      return EXIT_OK;
+    }
+    io.stderr.write(helpText());
+    throw new UsageError('missing command');
+  }
+  if (first === 'completion') {
+    const shell = rest[0];
+    if (shell !== 'bash' && shell !== 'zsh') throw new UsageError("completion: give 'bash' or 'zsh'");
+    print(completionScript(shell));
     return EXIT_OK;
   }
   if (first === 'help') {
@@ -77,7 +101,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   }
   const { command, args } = resolved;
   if (flags.help) {
-    print(helpText(command.name.split(' ')[0]));
+    print(commandHelp(command));
     return EXIT_OK;
   }
 

@@ -107,12 +107,16 @@ function fieldName(instancePath: string): string {
     .join('');
 }
 
+/** Path parameters by the names the API's users know them by, not the routes' own. */
+const PARAM_NAMES: Record<string, string> = { customerId: 'processor_customer_id', tenantSlug: 'slug', name: 'tier name' };
+
 /** One sentence naming the field at fault, from the first schema validation error. */
 export function describeValidationError(err: FastifyError): string {
   const first = err.validation?.[0] as AjvError | undefined;
   const where = err.validationContext ?? 'request';
   if (!first) return `${where}: ${err.message}`;
-  const base = fieldName(first.instancePath);
+  const field = fieldName(first.instancePath);
+  const base = where === 'params' ? (PARAM_NAMES[field] ?? field) : field;
   const join = (name: string) => (base ? `${base}.${name}` : name);
   if (first.keyword === 'required') return `${join(String(first.params.missingProperty))}: is required`;
   if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;

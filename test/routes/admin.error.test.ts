@@ -65,7 +65,7 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tenants/acme/subscribers/cus_1', { status: 'blocked' }, 'status');
     await expect400('PUT', '/tenants/acme/subscribers/cus_1', {}, 'status');
     await expect400('PUT', '/tenants/acme/subscribers/cus_1', { status: 'warning', reason: 'Not A Reason!' }, 'reason');
-    await expect400('PUT', '/tenants/acme/subscribers/user_1', { status: 'warning' }, 'customerId');
+    await expect400('PUT', '/tenants/acme/subscribers/user_1', { status: 'warning' }, 'processor_customer_id');
     const unknownSub = await h.admin('GET', '/tenants/acme/subscribers/cus_nobody');
     expect(unknownSub.statusCode).toBe(404);
     expect(unknownSub.json().code).toBe('subscriber_not_found');
@@ -77,7 +77,7 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: true, custom_domain: true } }, 'entitlements.downstream_webhooks');
     await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: 'yes' } }, 'entitlements.powered_by_watermark');
     await expect400('PUT', '/tiers/gold', { entitlements: { 'Bad-Flag': true } }, 'entitlements.Bad-Flag');
-    await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'name');
+    await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
   it('400 for a body that is not JSON, 415 for another media type, 413 for a huge one', async () => {

@@ -1,4 +1,4 @@
-import { booleanOption, parseBoolean, stringOption, stringsOption } from '../args.js';
+import { booleanOption, parseBoolean, stringOption } from '../args.js';
 import type { AdminClient, RotateKey } from '../client.js';
 import { CliError, EXIT_FAILURE, UsageError } from '../errors.js';
 import { formatCreatedTenant, formatRotated, formatTenant, formatTenantDetail, formatTenantList } from '../format.js';
@@ -45,27 +45,29 @@ async function webhookSecret(ctx: CommandContext, value: string): Promise<string
 
 const create: Command = {
   name: 'tenant create',
-  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required] [--allowed-origin ORIGIN]... [--lookups-per-minute N]',
+  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N]',
   summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only.',
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
-    'hmac-required': { type: 'boolean' },
-    'allowed-origin': { type: 'string', multiple: true },
+    'hmac-required': { type: 'string' },
+    'allowed-origins': { type: 'string' },
     'lookups-per-minute': { type: 'string' },
   },
   positionals: ['SLUG'],
   async run(ctx) {
     const tier = stringOption(ctx.values, 'tier');
     const cardUpdateUrl = stringOption(ctx.values, 'card-update-url');
-    const origins = stringsOption(ctx.values, 'allowed-origin');
+    const originsText = stringOption(ctx.values, 'allowed-origins');
+    const origins = originsText === undefined ? null : originList(originsText);
+    const hmacRequired = stringOption(ctx.values, 'hmac-required');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const created = await ctx.client().createTenant({
       slug: slugOf(ctx),
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: cardUpdateUrl } : {}),
-      ...(booleanOption(ctx.values, 'hmac-required') ? { hmac_required: true } : {}),
-      ...(origins.length > 0 ? { allowed_origins: origins } : {}),
+      ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
+      ...(origins !== null ? { allowed_origins: origins } : {}),
       ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
     });
     ctx.output(created, formatCreatedTenant);
