@@ -71,6 +71,8 @@ export interface AppDeps {
   logLookups?: boolean;
   /** Epoch milliseconds; tests pass a fake clock. */
   now?: () => number;
+  /** A monotonic clock in milliseconds (how long a /readyz check is reused); default performance.now. */
+  monotonicNow?: () => number;
   /**
    * The SHA-256 digest of the admin token: the app never holds the token itself. null, or
    * absent with no `adminToken` either: the admin API is off.
@@ -285,7 +287,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   }
 
-  await app.register(healthRoutes, { store: deps.store, model, now });
+  await app.register(healthRoutes, { store: deps.store, model, now, ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}) });
   await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });

@@ -7,29 +7,62 @@ import type { Store } from '../store/store.js';
 export const READY_TIMEOUT_MS = 2_000;
 
 /**
+ * A successful store check is reused for this long: a flood of /readyz (a public route)
+ * costs the database at most one query at a time and about twenty a second, and readiness
+ * still follows the database within a moment.
+ */
+export const READY_REUSE_MS = 50;
+
+export interface HealthOptions {
+  store: Store;
+  model: ReadModel;
+  now: () => number;
+  /** A monotonic clock in milliseconds (tests pass a fake one); default performance.now. */
+  monotonicNow?: () => number;
+}
+
+/**
  * /readyz: ready once the read model is loaded (it is before the server listens) and while
  * it may answer, and while the store answers a trivial query (webhooks and the admin API
- * write there).
+ * write there). Concurrent checks share one query.
  */
-export async function healthRoutes(app: App, opts: { store: Store; model: ReadModel; now: () => number }): Promise<void> {
+export async function healthRoutes(app: App, opts: HealthOptions): Promise<void> {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
 
-  app.get('/readyz', { schema: { hide: true } }, async (req, reply) => {
+  const clock = opts.monotonicNow ?? (() => performance.now());
+  let okAtMs = Number.NEGATIVE_INFINITY;
+  let checking: Promise<void> | null = null;
+  const storeAnswers = (): Promise<void> => {
+    if (clock() - okAtMs < READY_REUSE_MS) return Promise.resolve();
+    checking ??= (async () => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([
+          opts.store.ping(),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error('store ping timed out')), READY_TIMEOUT_MS);
+          }),
+        ]);
+        okAtMs = clock();
+      } catch (err) {
+        // Once per failed check, however many requests shared it.
+        app.log.warn({ err: { message: (err as Error).message } }, 'readiness check failed');
+        throw err;
+      } finally {
+        clearTimeout(timer);
+        checking = null;
+      }
+    })();
+    return checking;
+  };
+
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     if (!opts.model.serving(opts.now())) return sendProblem(reply, 'store_unavailable', 'The read model has been out of touch with the store for too long.');
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        opts.store.ping(),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error('store ping timed out')), READY_TIMEOUT_MS);
-        }),
-      ]);
+      await storeAnswers();
       return { status: 'ok', store: opts.store.engine };
-    } catch (err) {
-      req.log.warn({ err: { message: (err as Error).message } }, 'readiness check failed');
+    } catch {
       return sendProblem(reply, 'store_unavailable');
-    } finally {
-      clearTimeout(timer);
     }
   });
 
