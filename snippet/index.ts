@@ -8,6 +8,8 @@
  */
 import { createClient } from '../packages/client/src/index.js';
 import type { StatusResult } from '../packages/client/src/index.js';
+import { resolveTexts } from '../src/domain/branding.js';
+import type { Branding } from '../src/domain/branding.js';
 
 export interface Texts {
   warning: string;
@@ -18,6 +20,8 @@ export interface Texts {
   support: string;
   /** Shown on the gate when the tenant configured neither link. */
   noLink: string;
+  /** The gate's link to pay (its `update` when not set). */
+  pay?: string;
 }
 
 export interface Colors {
@@ -38,6 +42,8 @@ export interface CheckOptions {
   supportUrl?: string | null;
   /** A card update page for the gate (the lookup gives one with warnings only). */
   cardUpdateUrl?: string | null;
+  /** A logo shown on the gate (https). */
+  logoUrl?: string | null;
   texts?: Partial<Texts>;
   colors?: Partial<Colors>;
   timeoutMs?: number;
@@ -91,6 +97,7 @@ a{color:${c.accent};font-weight:600}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
 .box h2{font-size:20px;margin-bottom:10px}
 .box p{margin-bottom:18px}
+.logo{display:block;max-height:40px;max-width:160px;margin:0 0 12px}
 .go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none;margin-right:12px}
 .by{display:block;margin-top:14px;font-size:12px;opacity:.7}
 .bar .by{margin:0}`;
@@ -154,7 +161,7 @@ function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, color
   const { host, root } = mountHost(colors);
   const bar = el('div', { class: 'bar', role: 'alert' });
   bar.appendChild(el('p', {}, texts.warning));
-  const url = safeUrl('card_update_url' in result ? result.card_update_url : null);
+  const url = safeUrl(('card_update_url' in result ? result.card_update_url : null) ?? o.cardUpdateUrl);
   if (url) bar.appendChild(el('a', { href: url, rel: 'noopener' }, texts.update));
   const mark = watermark(result);
   if (mark) bar.appendChild(mark);
@@ -174,8 +181,10 @@ function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors:
   const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
+  const logo = safeUrl(o.logoUrl);
+  if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
   const update = safeUrl(o.cardUpdateUrl);
-  if (update) box.appendChild(el('a', { class: 'go', href: update, rel: 'noopener' }, texts.update));
+  if (update) box.appendChild(el('a', { class: 'go', href: update, rel: 'noopener' }, texts.pay ?? texts.update));
   const support = safeUrl(o.supportUrl);
   if (support) box.appendChild(el('a', { href: support, rel: 'noopener' }, texts.support));
   if (!update && !support) box.appendChild(el('p', {}, texts.noLink));
@@ -284,6 +293,17 @@ function whenBodyReady(): Promise<void> {
   return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
 }
 
+/** The tenant's branding (`GET /api/branding/:slug`, cacheable); {} on any failure or after 2 s. */
+async function branding(o: CheckOptions): Promise<Branding> {
+  try {
+    const res = await fetch(`${o.baseUrl ?? DEFAULT_BASE}/api/branding/${encodeURIComponent(o.tenant)}`, { credentials: 'omit', signal: AbortSignal.timeout(2_000) });
+    const body: unknown = res.ok ? await res.json() : {};
+    return typeof body === 'object' && body !== null ? (body as Branding) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
 export async function check(o: CheckOptions): Promise<StatusResult> {
   const mine = (sequence += 1);
@@ -302,8 +322,26 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
     // A later check or a clear happened while this one waited: its answer is not for now.
     if (mine !== sequence) return result;
     removeCurrent();
-    const texts = { ...DEFAULT_TEXTS, ...o.texts };
-    const colors = { ...DEFAULT_COLORS, ...o.colors };
+    // The tenant's branding, asked only when there is something to show; the page's own
+    // attributes win over it, and it over the defaults.
+    const b = result.status === 'active' ? {} : await branding(o);
+    if (mine !== sequence) return result;
+    const t = resolveTexts(b, navigator.languages?.length ? navigator.languages : [navigator.language]);
+    const fromBranding: Partial<Texts> = {};
+    if (t.banner_body) fromBranding.warning = t.banner_body;
+    if (t.banner_action) fromBranding.update = t.banner_action;
+    if (t.gate_title) fromBranding.lockoutTitle = t.gate_title;
+    if (t.gate_body) fromBranding.lockout = t.gate_body;
+    if (t.gate_action) fromBranding.pay = t.gate_action;
+    if (t.support) fromBranding.support = t.support;
+    const texts = { ...DEFAULT_TEXTS, ...fromBranding, ...o.texts };
+    const colors = { ...DEFAULT_COLORS, ...b.colors, ...o.colors };
+    o = {
+      ...o,
+      cardUpdateUrl: o.cardUpdateUrl ?? b.payment_url ?? null,
+      supportUrl: o.supportUrl ?? b.support_url ?? null,
+      logoUrl: o.logoUrl ?? b.logo_url ?? null,
+    };
     try {
       if (result.status === 'warning') renderBanner(o, result, texts, colors);
       else if (result.status === 'lockout') renderGate(o, result, texts, colors);
@@ -353,6 +391,7 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     baseUrl: d.baseUrl ?? baseOf(s),
     supportUrl: d.supportUrl ?? null,
     cardUpdateUrl: d.cardUpdateUrl ?? null,
+    logoUrl: d.logoUrl ?? null,
     texts,
     colors,
     ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),

@@ -245,6 +245,24 @@ describe('dunwall tenant', () => {
     expect(show.stdout).not.toContain(t.hmac_secret);
   });
 
+  it('sets the branding from a JSON file or stdin, and shows what is set', async () => {
+    await createTenant('branded-co');
+    const dir = mkdtempSync(join(tmpdir(), 'dunwall-branding-'));
+    try {
+      const file = join(dir, 'branding.json');
+      writeFileSync(file, JSON.stringify({ payment_url: 'https://pay.branded.test/', texts: { default: { gate_action: 'Pay' }, fr: { gate_action: 'Payer' } } }));
+      const set = await cli(['tenant', 'update', 'branded-co', '--branding-file', file]);
+      expect([set.code, set.stderr]).toEqual([0, '']);
+      expect(set.stdout).toMatch(/^branding:\s+payment link, texts: default, fr$/m);
+      const bad = await cli(['tenant', 'update', 'branded-co', '--branding-file', '-'], { stdin: '{"payment_url":"http://x.test/"}' });
+      expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('branding.payment_url: must be an https URL')]);
+      const notJson = await cli(['tenant', 'update', 'branded-co', '--branding-file', '-'], { stdin: 'nope' });
+      expect([notJson.code, notJson.stderr]).toEqual([2, expect.stringContaining('--branding-file: stdin is not JSON')]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('lists subscribers by status a page at a time, or every page with --all', async () => {
     await createTenant('listed-co');
     for (let i = 0; i < 5; i += 1) await cli(['subscriber', 'set', '--tenant', 'listed-co', `cus_l${i}`, i < 3 ? 'lockout' : 'warning']);

@@ -36,6 +36,18 @@ function orNone(value: string | null, none: string): string {
   return value === null || value === '' ? none : value;
 }
 
+/** `payment link, support link, logo, colors, texts: default, fr` or `(snippet defaults)`. */
+function brandingSummary(b: TenantView['branding']): string {
+  const parts = [
+    ...(b.payment_url ? ['payment link'] : []),
+    ...(b.support_url ? ['support link'] : []),
+    ...(b.logo_url ? ['logo'] : []),
+    ...(b.colors && Object.keys(b.colors).length > 0 ? ['colors'] : []),
+    ...(b.texts && Object.keys(b.texts).length > 0 ? [`texts: ${Object.keys(b.texts).sort((x, y) => (x === 'default' ? -1 : y === 'default' ? 1 : x.localeCompare(y))).join(', ')}`] : []),
+  ];
+  return parts.length === 0 ? '(snippet defaults)' : parts.join(', ');
+}
+
 function tenantRows(t: TenantView): [string, string][] {
   return [
     ['slug', t.slug],
@@ -46,6 +58,7 @@ function tenantRows(t: TenantView): [string, string][] {
     ['suspended', String(t.suspended)],
     ['allowed_origins', t.allowed_origins === null ? '(any)' : t.allowed_origins.join(', ')],
     ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
+    ['branding', brandingSummary(t.branding)],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];

@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { HmacKey, verifyHmac } from './hmac.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
@@ -116,10 +116,13 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     return Buffer.from(JSON.stringify(b));
   };
   const { hmacSecrets, ...rest } = fields;
+  const brandingBody = Buffer.from(JSON.stringify(fields.branding));
   return {
     ...rest,
     hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
+    brandingBody,
+    brandingEtag: `"${createHash('sha256').update(brandingBody).digest('base64url').slice(0, 22)}"`,
     acceptedKeys: new Map(),
   };
 }

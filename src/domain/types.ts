@@ -1,3 +1,4 @@
+import type { Branding } from './branding.js';
 import type { Credential } from './credential.js';
 import type { HmacKey } from './hmac.js';
 
@@ -29,6 +30,8 @@ export interface TenantAuthFields {
   allowedOrigins: readonly string[] | null;
   /** The tenant's own lookup rate limit; null: the service's default. */
   lookupsPerMinute: number | null;
+  /** What the snippet shows with a banner or a gate; served publicly. */
+  branding: Branding;
   entitlements: Entitlements;
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];
@@ -42,6 +45,9 @@ export interface TenantAuthFields {
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<HmacKey>[];
   knownBodies: Readonly<Record<SubscriberStatus, Buffer>>;
+  /** The branding as served (JSON bytes) and its entity tag. */
+  brandingBody: Buffer;
+  brandingEtag: string;
   /**
    * Publishable keys already verified, with their expiry: only keys that verified, so at
    * most the tenant's own (a rotation prepares a new tenant, and a new map).

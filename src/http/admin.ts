@@ -9,6 +9,7 @@ import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
+import { brandingProblem } from '../domain/branding.js';
 import { AppError } from './problems.js';
 import { sendProblem } from './problems.js';
 import { authorizationOf } from './request.js';
@@ -68,6 +69,13 @@ function checkCardUpdateUrl(value: string | null | undefined): void {
   if (why) throw invalid('card_update_url', why);
 }
 
+/** The schema checked the shape; the domain checks the links (https, no credentials). */
+function checkBranding(value: unknown): void {
+  if (value === undefined) return;
+  const why = brandingProblem(value);
+  if (why) throw new AppError('invalid_request', why);
+}
+
 function checkOrigins(value: string[] | null | undefined): void {
   value?.forEach((origin, i) => {
     const why = originProblem(origin);
@@ -122,6 +130,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     async (req, reply) => {
       const body = req.body;
       checkCardUpdateUrl(body.card_update_url);
+      checkBranding(body.branding);
       checkOrigins(body.allowed_origins);
       const publishableKey = generatePublishableKey();
       const hmacSecret = generateHmacSecret();
@@ -133,6 +142,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           hmacRequired: body.hmac_required ?? false,
           allowedOrigins: body.allowed_origins ?? null,
           lookupsPerMinute: body.lookups_per_minute ?? null,
+          ...(body.branding !== undefined ? { branding: body.branding } : {}),
           publishableKeyHash: sha256(publishableKey).toString('hex'),
           hmacSecret,
         },
@@ -230,6 +240,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     async (req) => {
       const body = req.body;
       checkCardUpdateUrl(body.card_update_url);
+      checkBranding(body.branding);
       checkOrigins(body.allowed_origins);
       const at = now();
       const result = await store.updateTenant(
@@ -241,6 +252,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           ...(body.suspended !== undefined ? { suspended: body.suspended } : {}),
           ...(body.allowed_origins !== undefined ? { allowedOrigins: body.allowed_origins } : {}),
           ...(body.lookups_per_minute !== undefined ? { lookupsPerMinute: body.lookups_per_minute } : {}),
+          ...(body.branding !== undefined ? { branding: body.branding } : {}),
         },
         at,
         // A new signing secret replaces the old one the way Stripe's own rolling does: both

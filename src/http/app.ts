@@ -15,6 +15,7 @@ import { adminRoutes } from './admin.js';
 import { demoRoutes } from './demo.js';
 import { healthRoutes } from './health.js';
 import { snippetRoutes } from './snippet.js';
+import { brandingRoutes } from './branding.js';
 import { stripeWebhookRoutes } from './stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
@@ -290,6 +291,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthRoutes, { store: deps.store, model, now, ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}) });
   await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
+  await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   // The routes that write, in a scope of their own: a write's answer leaves once this
   // process's read model shows it, so that its writer's next lookup on this instance reads

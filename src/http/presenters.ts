@@ -11,6 +11,7 @@ export function presentTenant(t: TenantRecord) {
     suspended: t.suspended,
     allowed_origins: t.allowedOrigins,
     lookups_per_minute: t.lookupsPerMinute,
+    branding: t.branding,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };

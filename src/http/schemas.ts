@@ -1,6 +1,8 @@
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
 import { MAX_URL_LENGTH } from '../domain/validation.js';
+import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
+import type { Branding as BrandingValue } from '../domain/branding.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
 
 export { MAX_URL_LENGTH };
@@ -66,6 +68,30 @@ export const LookupKnown = Type.Object({
 
 // --- admin -------------------------------------------------------------------------------
 
+const BrandingTexts = Type.Object(
+  Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Type.String({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])),
+  { additionalProperties: false },
+);
+export const Branding = Type.Unsafe<BrandingValue>(
+  Type.Object(
+    {
+      payment_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: "The gate's link to pay (https)" })),
+      support_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: 'A link to the support (https)' })),
+      logo_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: 'A logo image (https)' })),
+      colors: Type.Optional(
+        Type.Object(Object.fromEntries(BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))])), { additionalProperties: false }),
+      ),
+      texts: Type.Optional(
+        Type.Record(Type.String({ pattern: LOCALE_RE.source }), BrandingTexts, {
+          maxProperties: MAX_BRANDING_LOCALES,
+          description: 'By locale tag (fr, fr-CA) or default; the snippet picks by the browser\'s languages, then the shorter tag, then default, then its English',
+        }),
+      ),
+    },
+    { additionalProperties: false, description: 'What the snippet shows with a banner or a gate' },
+  ),
+);
+
 export const Tenant = Type.Object({
   slug: Type.String(),
   tier: Type.String(),
@@ -75,6 +101,7 @@ export const Tenant = Type.Object({
   suspended: Type.Boolean(),
   allowed_origins: Type.Union([Type.Array(Type.String()), Type.Null()]),
   lookups_per_minute: Type.Union([Type.Integer(), Type.Null()]),
+  branding: Branding,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -136,6 +163,7 @@ export const CreateTenantBody = Type.Object(
     hmac_required: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
+    branding: Type.Optional(Branding),
   },
   { additionalProperties: false },
 );
@@ -149,6 +177,7 @@ export const UpdateTenantBody = Type.Object(
     suspended: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
+    branding: Type.Optional(Branding),
     stripe_webhook_secret: Type.Optional(
       Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
     ),

@@ -245,9 +245,9 @@ export class SqlStore implements Store {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
-          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (slug) DO NOTHING RETURNING id`,
-          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, now],
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, JSON.stringify(t.branding ?? {}), now],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
         await tx.query(
@@ -291,6 +291,7 @@ export class SqlStore implements Store {
            suspended = CASE WHEN 'suspended' = ANY($7::text[]) THEN $5 ELSE suspended END,
            allowed_origins = CASE WHEN 'allowed_origins' = ANY($7::text[]) THEN $6::jsonb ELSE allowed_origins END,
            lookups_per_minute = CASE WHEN 'lookups_per_minute' = ANY($7::text[]) THEN $9::integer ELSE lookups_per_minute END,
+           branding = CASE WHEN 'branding' = ANY($7::text[]) THEN $10::jsonb ELSE branding END,
            updated_at = $8
          WHERE slug = $1 RETURNING id`,
         [
@@ -307,9 +308,11 @@ export class SqlStore implements Store {
             ...(patch.suspended !== undefined ? ['suspended'] : []),
             ...(patch.allowedOrigins !== undefined ? ['allowed_origins'] : []),
             ...(patch.lookupsPerMinute !== undefined ? ['lookups_per_minute'] : []),
+            ...(patch.branding !== undefined ? ['branding'] : []),
           ],
           now,
           patch.lookupsPerMinute ?? null,
+          patch.branding === undefined ? null : JSON.stringify(patch.branding),
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;

@@ -1,3 +1,4 @@
+import type { Branding } from '../domain/branding.js';
 import type { ListenHandlers } from './db.js';
 import type { Derivation, Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
@@ -24,6 +25,8 @@ export interface TenantRecord {
   allowedOrigins: string[] | null;
   /** This tenant's lookup rate limit; null: the service's default. */
   lookupsPerMinute: number | null;
+  /** What the snippet shows with a banner or a gate ({}: its defaults). */
+  branding: Branding;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -35,10 +38,12 @@ export interface TenantSettings {
   suspended: boolean;
   allowedOrigins: string[] | null;
   lookupsPerMinute: number | null;
+  branding: Branding;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute'> {
+export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding'> {
   lookupsPerMinute?: number | null;
+  branding?: Branding;
   slug: string;
   publishableKeyHash: string;
   hmacSecret: string;

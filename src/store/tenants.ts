@@ -1,5 +1,6 @@
 import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
+import type { Branding } from '../domain/branding.js';
 import type { Credential, Entitlements, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Queryable } from './db.js';
@@ -15,6 +16,7 @@ export interface TenantRow {
   suspended: boolean;
   allowed_origins: string[] | null;
   lookups_per_minute: number | null;
+  branding: Branding;
   created_at: Date;
   updated_at: Date;
 }
@@ -27,7 +29,7 @@ export interface CredentialRow {
 }
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
-  t.suspended, t.allowed_origins, t.lookups_per_minute, t.created_at, t.updated_at
+  t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.created_at, t.updated_at
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -49,6 +51,7 @@ export function toTenant(row: TenantRow): TenantRecord {
     suspended: row.suspended,
     allowedOrigins: row.allowed_origins,
     lookupsPerMinute: row.lookups_per_minute,
+    branding: row.branding ?? {},
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -92,6 +95,7 @@ export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: n
       cardUpdateUrl: tenant.cardUpdateUrl,
       allowedOrigins: tenant.allowedOrigins,
       lookupsPerMinute: tenant.lookupsPerMinute,
+      branding: tenant.branding,
       entitlements: tenant.entitlements,
       publishableKeyHashes: own
         .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)

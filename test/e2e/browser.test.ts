@@ -231,6 +231,59 @@ ${tag ?? ''}
     await page.close();
   });
 
+  it("shows the tenant's branding from the admin configuration alone, in the browser's language", async () => {
+    const branded = (await admin('POST', '/tenants', {
+      slug: 'branded-co',
+      branding: {
+        payment_url: 'https://pay.branded.test/now',
+        support_url: 'https://branded.test/help',
+        colors: { accent: '#0a7cff' },
+        texts: {
+          default: { gate_title: 'Your plan is paused', gate_action: 'Pay now' },
+          fr: { gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' },
+          'fr-CA': { gate_action: 'Payer maintenant' },
+        },
+      },
+    })) as Tenant;
+    await admin('PUT', '/tenants/branded-co/subscribers/cus_lock', { status: 'lockout' });
+    await admin('PUT', '/tenants/branded-co/subscribers/cus_ok', { status: 'active' });
+    for (const [locale, title, action] of [
+      ['fr-CA', 'Votre abonnement est suspendu', 'Payer maintenant'],
+      ['fr-FR', 'Votre abonnement est suspendu', 'Payer'],
+      ['de-DE', 'Your plan is paused', 'Pay now'],
+    ] as const) {
+      const localized = await browser.newContext({ locale, viewport: { width: 1000, height: 700 } });
+      try {
+        const { page } = await open(tag(branded, 'cus_lock'), { in: localized });
+        const dialog = page.locator('dunwall-enforcement [role="dialog"]');
+        expect(await dialog.locator('h2').textContent(), locale).toBe(title);
+        // The lookup names no link for a lockout: the gate's link is the one the admin set.
+        const pay = dialog.locator('a.go');
+        expect([await pay.textContent(), await pay.getAttribute('href')], locale).toEqual([action, 'https://pay.branded.test/now']);
+        expect(await dialog.locator('a[href="https://branded.test/help"]').count()).toBe(1);
+        await page.screenshot({ path: join(RESULTS, `gate-branded-${locale}.png`) });
+        await page.close();
+      } finally {
+        await localized.close();
+      }
+    }
+    // Nothing to show: the branding is not even asked for.
+    const asked: string[] = [];
+    const page = await context.newPage();
+    page.on('request', (r) => asked.push(r.url()));
+    await page.goto(`${pageOrigin}/app?${new URLSearchParams({ tag: tag(branded, 'cus_ok') })}`);
+    await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
+    expect(asked.some((u) => u.includes('/api/subscriber-status/branded-co'))).toBe(true);
+    expect(asked.some((u) => u.includes('/api/branding/'))).toBe(false);
+    await page.close();
+    // The page's own attributes still win.
+    const { page: own } = await open(tag(branded, 'cus_lock', { 'data-lockout-title': 'Page title', 'data-card-update-url': 'https://page.branded.test/card' }));
+    const dialog = own.locator('dunwall-enforcement [role="dialog"]');
+    expect(await dialog.locator('h2').textContent()).toBe('Page title');
+    expect(await dialog.locator('a.go').getAttribute('href')).toBe('https://page.branded.test/card');
+    await own.close();
+  });
+
   it('shows a way out on a gate with no links configured', async () => {
     const { page } = await open(tag(acme, 'cus_lock'));
     expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).toContain('Please contact the support team');

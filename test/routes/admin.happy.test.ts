@@ -26,6 +26,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       suspended: false,
       allowed_origins: null,
       lookups_per_minute: null,
+      branding: {},
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),
       publishable_key: expect.stringMatching(/^pk_[A-Za-z0-9]{24,}$/),
@@ -62,6 +63,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     expect(Object.keys(show.json()).sort()).toEqual(
       [
         'allowed_origins',
+        'branding',
         'card_update_url',
         'created_at',
         'credentials',

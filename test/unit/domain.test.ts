@@ -18,6 +18,7 @@ function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
     cardUpdateUrl: 'https://acme.test/card',
     allowedOrigins: null,
     lookupsPerMinute: null,
+    branding: {},
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { booleanOption, parseBoolean, stringOption } from '../args.js';
 import type { AdminClient, RotateKey } from '../client.js';
 import { CliError, EXIT_FAILURE, UsageError } from '../errors.js';
@@ -41,6 +42,21 @@ async function webhookSecret(ctx: CommandContext, value: string): Promise<string
   const secret = (await readAll(ctx.io.stdin)).trim();
   if (secret === '') throw new UsageError('--stripe-webhook-secret -: no secret on stdin');
   return secret;
+}
+
+/** The branding JSON (docs/snippet-and-client.md) from a file, or from stdin with `-`. */
+async function brandingFrom(ctx: CommandContext, file: string): Promise<NonNullable<UpdateBody['branding']>> {
+  let text: string;
+  try {
+    text = file === '-' ? await readAll(ctx.io.stdin) : readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`--branding-file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT_FAILURE);
+  }
+  try {
+    return JSON.parse(text) as NonNullable<UpdateBody['branding']>;
+  } catch {
+    throw new UsageError(`--branding-file: ${file === '-' ? 'stdin' : file} is not JSON`);
+  }
 }
 
 const create: Command = {
@@ -117,7 +133,7 @@ const remove: Command = {
 const update: Command = {
   name: 'tenant update',
   usage:
-    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-]',
+    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-]',
   summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin.",
   options: {
     tier: { type: 'string' },
@@ -126,6 +142,7 @@ const update: Command = {
     'allowed-origins': { type: 'string' },
     'lookups-per-minute': { type: 'string' },
     'stripe-webhook-secret': { type: 'string' },
+    'branding-file': { type: 'string' },
   },
   positionals: ['SLUG'],
   async run(ctx) {
@@ -135,7 +152,9 @@ const update: Command = {
     const origins = stringOption(ctx.values, 'allowed-origins');
     const secret = stringOption(ctx.values, 'stripe-webhook-secret');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
+    const brandingFile = stringOption(ctx.values, 'branding-file');
     const body: UpdateBody = {
+      ...(brandingFile !== undefined ? { branding: await brandingFrom(ctx, brandingFile) } : {}),
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: orNull(cardUpdateUrl) } : {}),
       ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
@@ -145,7 +164,7 @@ const update: Command = {
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);

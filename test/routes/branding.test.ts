@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localeChain, resolveTexts } from '../../src/domain/branding.js';
+import { availableEngines } from '../helpers/engines.js';
+import { harness } from '../helpers/harness.js';
+import type { Harness } from '../helpers/harness.js';
+import { socketRequest } from '../helpers/socket.js';
+
+const engines = await availableEngines();
+
+const BRANDING = {
+  payment_url: 'https://billing.acme.test/pay',
+  support_url: 'https://acme.test/help',
+  logo_url: 'https://acme.test/logo.svg',
+  colors: { accent: '#0a7cff', background: '#ffffff', text: '#111111' },
+  texts: {
+    default: { gate_title: 'Your subscription is paused', gate_action: 'Pay now' },
+    fr: { gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' },
+    'fr-CA': { gate_action: 'Payer maintenant' },
+  },
+};
+
+describe.each(engines)("a tenant's branding, set once and served to pages ($name)", (engine) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await harness(engine);
+    await h.createTenant('acme');
+  });
+  afterAll(() => h.close());
+
+  const served = (slug: string, headers: Record<string, string> = {}) => socketRequest(h.app, 'GET', `/api/branding/${slug}`, headers);
+
+  it('is set through the admin API, shown with the tenant, and served publicly, cacheable, from memory', async () => {
+    expect((await served('acme')).body).toBe('{}');
+    const patched = await h.admin('PATCH', '/tenants/acme', { branding: BRANDING });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect((patched.json() as { branding: unknown }).branding).toEqual(BRANDING);
+    const res = await served('acme', { origin: 'https://shop.example' });
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body)).toEqual(BRANDING);
+    expect(res.headers['cache-control']).toBe('public, max-age=300');
+    expect(res.headers['access-control-allow-origin']).toBe('*');
+    const etag = String(res.headers.etag);
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{22}"$/);
+    const again = await served('acme', { 'if-none-match': etag });
+    expect([again.statusCode, again.body]).toEqual([304, '']);
+    // A change gives a new tag.
+    await h.admin('PATCH', '/tenants/acme', { branding: { ...BRANDING, colors: { accent: '#ff0000' } } });
+    const changed = await served('acme', { 'if-none-match': etag });
+    expect(changed.statusCode).toBe(200);
+    expect(JSON.parse(changed.body)).toMatchObject({ colors: { accent: '#ff0000' } });
+  });
+
+  it('tells nobody which tenants exist: any other slug gets the empty branding, as a tenant with none', async () => {
+    await h.createTenant('plain-co');
+    const plain = await served('plain-co');
+    for (const slug of ['nobody-co', 'NOT A SLUG', 'a']) {
+      const res = await served(encodeURIComponent(slug));
+      expect([res.statusCode, res.body, res.headers.etag], slug).toEqual([200, '{}', plain.headers.etag]);
+    }
+  });
+
+  it('refuses a branding that is not one, naming the field', async () => {
+    for (const [branding, field] of [
+      [{ payment_url: 'http://billing.acme.test/pay' }, 'branding.payment_url'],
+      [{ logo_url: 'https://u:p@acme.test/logo.svg' }, 'branding.logo_url'],
+      [{ colors: { accent: 'blue' } }, 'colors'],
+      [{ texts: { 'Not A Locale': { gate_title: 'x' } } }, 'texts'],
+      [{ texts: { fr: { gate_title: '' } } }, 'gate_title'],
+      [{ texts: { fr: { headline: 'x' } } }, 'headline'],
+      [{ sparkles: true }, 'sparkles'],
+    ] as const) {
+      const res = await h.admin('PATCH', '/tenants/acme', { branding });
+      expect(res.statusCode, JSON.stringify(branding)).toBe(400);
+      expect((res.json() as { detail: string }).detail, JSON.stringify(branding)).toContain(field);
+    }
+  });
+});
+
+describe('the texts a browser gets', () => {
+  it('follows the browser\'s languages, then each one\'s shorter tag, then default', () => {
+    expect(localeChain(['fr-CA', 'en-US'])).toEqual(['fr-CA', 'fr', 'en-US', 'en', 'default']);
+    expect(resolveTexts(BRANDING, ['fr-CA'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer maintenant' });
+    expect(resolveTexts(BRANDING, ['fr-FR', 'en'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' });
+    expect(resolveTexts(BRANDING, ['de'])).toEqual({ gate_title: 'Your subscription is paused', gate_action: 'Pay now' });
+    expect(resolveTexts({}, ['fr'])).toEqual({});
+  });
+});
