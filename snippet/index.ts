@@ -47,6 +47,16 @@ export interface CheckOptions {
   texts?: Partial<Texts>;
   colors?: Partial<Colors>;
   timeoutMs?: number;
+  /** Where the banner goes: `top` (default) or `bottom` of the page. */
+  position?: 'top' | 'bottom';
+  /**
+   * `push` (default): the page's content moves to make room (at the top, the banner is the
+   * first thing in the page's flow, below a fixed header's padding); `overlay`: the banner
+   * floats over the page.
+   */
+  mode?: 'push' | 'overlay';
+  /** A selector: the banner is rendered inside this element of the page, in its flow. */
+  mount?: string | null;
 }
 
 const DEFAULT_TEXTS: Texts = {
@@ -89,10 +99,16 @@ function css(c: Colors): string {
   return `:host{all:initial}
 *{box-sizing:border-box;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;font-size:15px;line-height:1.45;color:${c.text};margin:0}
 a{color:${c.accent};font-weight:600}
-.bar{position:fixed;top:0;left:0;right:0;z-index:2147483647;display:flex;flex-wrap:wrap;gap:8px 12px;align-items:center;padding:12px 16px;background:${c.background};border-bottom:3px solid ${c.accent};box-shadow:0 2px 8px rgba(0,0,0,.12)}
-.bar p{flex:1 1 220px}
-.x{all:unset;cursor:pointer;font-size:22px;line-height:1;padding:0 6px;color:${c.text}}
-.x:focus-visible,a:focus-visible{outline:2px solid ${c.accent};outline-offset:2px}
+.bar{position:relative;display:flex;flex-wrap:wrap;gap:8px 12px;align-items:center;padding:12px 52px 12px 16px;background:${c.background};border-bottom:3px solid ${c.accent};box-shadow:0 2px 8px rgba(0,0,0,.12);max-width:100%}
+.fixed{position:fixed;left:0;right:0;z-index:2147483647;padding-left:max(16px,env(safe-area-inset-left));padding-right:max(52px,env(safe-area-inset-right))}
+.top{top:0;padding-top:max(12px,env(safe-area-inset-top))}
+.bottom{bottom:0;border-bottom:0;border-top:3px solid ${c.accent};padding-bottom:max(12px,env(safe-area-inset-bottom))}
+.bar p{flex:1 1 180px;min-width:0;overflow-wrap:anywhere}
+.x{all:unset;position:absolute;top:50%;right:4px;transform:translateY(-50%);width:44px;height:44px;display:flex;align-items:center;justify-content:center;cursor:pointer;font-size:24px;line-height:1;border-radius:8px;color:${c.text}}
+.x:focus-visible,a:focus-visible{outline:3px solid ${c.accent};outline-offset:3px;border-radius:6px}
+.box:focus{outline:none}
+@media (prefers-reduced-motion:no-preference){.veil{animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
+@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.78)}}
 .veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.72)}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
 .box h2{font-size:20px;margin-bottom:10px}
@@ -103,8 +119,12 @@ a{color:${c.accent};font-weight:600}
 .bar .by{margin:0}`;
 }
 
-/** The host lives outside the page's layout and keeps its own styles whatever the page says. */
-function mountHost(colors: Colors): { host: HTMLElement; root: ShadowRoot } {
+/**
+ * The host keeps its own styles whatever the page says. The gate and an overlay banner sit
+ * outside the page's layout; a pushing banner is the first (or last) thing in the page's
+ * flow, and a mounted one goes inside the page's own container.
+ */
+function mountHost(colors: Colors, where: { parent: Element; first: boolean } = { parent: document.body, first: false }): { host: HTMLElement; root: ShadowRoot } {
   const host = document.createElement(HOST_TAG);
   for (const [prop, value] of [
     ['all', 'initial'],
@@ -122,7 +142,8 @@ function mountHost(colors: Colors): { host: HTMLElement; root: ShadowRoot } {
   } catch {
     root.appendChild(el('style', {}, css(colors)));
   }
-  document.body.appendChild(host);
+  if (where.first) where.parent.insertBefore(host, where.parent.firstChild);
+  else where.parent.appendChild(host);
   return { host, root };
 }
 
@@ -158,8 +179,12 @@ function rememberDismissal(o: CheckOptions): void {
 
 function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
   if (isDismissed(o)) return;
-  const { host, root } = mountHost(colors);
-  const bar = el('div', { class: 'bar', role: 'alert' });
+  const position = o.position === 'bottom' ? 'bottom' : 'top';
+  const container = o.mount ? document.querySelector(o.mount) : null;
+  // Pushing at the bottom: the bar is fixed, and the page gets room below its content.
+  const fixed = !container && (o.mode === 'overlay' || position === 'bottom');
+  const { host, root } = mountHost(colors, container ? { parent: container, first: false } : { parent: document.body, first: !fixed && position === 'top' });
+  const bar = el('div', { class: fixed ? `bar fixed ${position}` : 'bar', role: 'alert' });
   bar.appendChild(el('p', {}, texts.warning));
   const url = safeUrl(('card_update_url' in result ? result.card_update_url : null) ?? o.cardUpdateUrl);
   if (url) bar.appendChild(el('a', { href: url, rel: 'noopener' }, texts.update));
@@ -172,7 +197,16 @@ function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, color
   });
   bar.appendChild(close);
   root.appendChild(bar);
-  current = { host, release: watchRemoval(host, () => {}), customer: o.customer };
+  let release = () => {};
+  if (fixed && position === 'bottom' && o.mode !== 'overlay') {
+    const body = document.body.style;
+    const saved = body.paddingBottom;
+    body.paddingBottom = `${bar.getBoundingClientRect().height}px`;
+    release = () => {
+      body.paddingBottom = saved;
+    };
+  }
+  current = { host, release: watchRemoval(host, release), customer: o.customer };
 }
 
 function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
@@ -392,6 +426,9 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     supportUrl: d.supportUrl ?? null,
     cardUpdateUrl: d.cardUpdateUrl ?? null,
     logoUrl: d.logoUrl ?? null,
+    ...(d.position === 'top' || d.position === 'bottom' ? { position: d.position } : {}),
+    ...(d.mode === 'push' || d.mode === 'overlay' ? { mode: d.mode } : {}),
+    mount: d.mount ?? null,
     texts,
     colors,
     ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),

@@ -86,7 +86,12 @@ describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
       if (url.searchParams.get('csp') === '1') {
         headers['content-security-policy'] = `default-src 'self'; script-src 'self' ${running.url} 'unsafe-inline'; style-src 'self'; connect-src ${running.url}`;
       }
-      res.writeHead(200, headers).end(`<!doctype html><html><head><style>${css}</style></head><body>
+      // An app with a fixed header, its content padded below it, and a slot of its own.
+      const header = url.searchParams.get('header') === '1'
+        ? '<header id="app-header" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223;color:#fff;z-index:1000">Nav</header><div id="slot"></div>'
+        : '';
+      const bodyStyle = url.searchParams.get('header') === '1' ? ' style="margin:0;padding-top:64px"' : '';
+      res.writeHead(200, headers).end(`<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>${css}</style></head><body${bodyStyle}>${header}
 <script>window.__events = []; document.addEventListener('dunwall:status', (e) => window.__events.push(e.detail));</script>
 <h1>Host app</h1><button id="own">Own button</button> <a id="own-link" href="#x">Own link</a>
 <div style="height: 3000px">A long page.</div>
@@ -125,10 +130,10 @@ ${tag ?? ''}
   /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
   async function open(
     scriptTag: string,
-    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext } = {},
+    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext; header?: boolean } = {},
   ): Promise<{ page: Page; status: { status: string; source: string } }> {
     const page = await (opts.in ?? context).newPage();
-    const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}), ...(opts.csp ? { csp: '1' } : {}) })}`;
+    const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}), ...(opts.csp ? { csp: '1' } : {}), ...(opts.header ? { header: '1' } : {}) })}`;
     await page.goto(url);
     await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
     const status = await page.evaluate(() => (window as unknown as { __events: { status: string; source: string }[] }).__events[0]);
@@ -284,6 +289,70 @@ ${tag ?? ''}
     await own.close();
   });
 
+  for (const viewport of [
+    { width: 1280, height: 800 },
+    { width: 375, height: 667 },
+  ]) {
+    it(`places the banner where it hides none of the app at ${viewport.width}x${viewport.height}: pushed, mounted, or at the bottom`, async () => {
+      const sized = await browser.newContext({ viewport });
+      try {
+        type Box = { x: number; y: number; width: number; height: number };
+        const boxes = async (page: Page) =>
+          page.evaluate(() => {
+            const r = (e: Element | null | undefined) => (e ? e.getBoundingClientRect().toJSON() : null);
+            const host = document.querySelector('dunwall-enforcement');
+            const bar = host?.shadowRoot?.querySelector('.bar');
+            const close = host?.shadowRoot?.querySelector('.x');
+            return { header: r(document.getElementById('app-header')), bar: r(bar), close: r(close), inSlot: !!document.querySelector('#slot dunwall-enforcement'), barScroll: bar ? bar.scrollWidth - bar.clientWidth : -1 };
+          }) as Promise<{ header: Box; bar: Box; close: Box; inSlot: boolean; barScroll: number }>;
+        const intersects = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+        for (const [mode, attrs] of [
+          ['push', {}],
+          ['mount', { 'data-mount': '#slot' }],
+          ['bottom', { 'data-position': 'bottom' }],
+          ['bottom-overlay', { 'data-position': 'bottom', 'data-mode': 'overlay' }],
+        ] as const) {
+          const { page } = await open(tag(acme, 'cus_warn', attrs), { in: sized, header: true });
+          await page.locator('dunwall-enforcement').waitFor({ state: 'attached' });
+          const b = await boxes(page);
+          expect(intersects(b.bar, b.header), `${mode}: the banner covers the header`).toBe(false);
+          if (mode === 'mount') expect(b.inSlot).toBe(true);
+          if (mode.startsWith('bottom')) expect(Math.round(b.bar.y + b.bar.height)).toBe(viewport.height);
+          // Nothing cut off, the close button a thumb's size and inside the bar, on the right.
+          expect(b.barScroll, mode).toBeLessThanOrEqual(0);
+          expect(b.close.width).toBeGreaterThanOrEqual(44);
+          expect(b.close.height).toBeGreaterThanOrEqual(44);
+          expect(b.close.x + b.close.width).toBeLessThanOrEqual(b.bar.x + b.bar.width + 0.5);
+          expect(b.close.x).toBeGreaterThan(b.bar.x + b.bar.width / 2);
+          await page.screenshot({ path: join(RESULTS, `banner-${mode}-${viewport.width}x${viewport.height}.png`) });
+          await page.close();
+        }
+      } finally {
+        await sized.close();
+      }
+    });
+  }
+
+  it('fits a phone 320 px wide, texts wrapping rather than cut off', async () => {
+    const narrow = await browser.newContext({ viewport: { width: 320, height: 568 } });
+    try {
+      const { page } = await open(tag(acme, 'cus_warn', { 'data-warning-text': 'A rather long warning text that has to wrap onto several lines on a narrow phone screen.' }), { in: narrow, header: true });
+      await page.locator('dunwall-enforcement').waitFor();
+      const fit = await page.evaluate(() => {
+        const bar = document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.bar');
+        const r = bar?.getBoundingClientRect();
+        return { overflow: bar ? bar.scrollWidth - bar.clientWidth : -1, right: r ? r.right : 0, pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+      });
+      expect(fit.overflow).toBeLessThanOrEqual(0);
+      expect(fit.right).toBeLessThanOrEqual(320);
+      expect(fit.pageOverflow).toBeLessThanOrEqual(0);
+      await page.screenshot({ path: join(RESULTS, 'banner-320.png') });
+      await page.close();
+    } finally {
+      await narrow.close();
+    }
+  });
+
   it('shows a way out on a gate with no links configured', async () => {
     const { page } = await open(tag(acme, 'cus_lock'));
     expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).toContain('Please contact the support team');
@@ -397,7 +466,7 @@ ${tag ?? ''}
     await page.close();
   });
 
-  it('serves the demo page with the three states', { timeout: 120_000 }, async () => {
+  it('serves the demo page with the three states and each placement of the banner', { timeout: 120_000 }, async () => {
     // The demo's own app, on an in-memory store seeded as a first run seeds it: a second
     // on-disk PGlite folder would cost an initdb on a box that is busy with other suites.
     const store = await openStore({ engine: 'embedded', dataDir: null });
@@ -411,7 +480,14 @@ ${tag ?? ''}
       await expect.poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible(), { timeout: 15_000 }).toBe(true);
       await expect.poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible(), { timeout: 15_000 }).toBe(true);
       expect(await frames[0]?.locator('dunwall-enforcement').count()).toBe(0);
-      await page.screenshot({ path: join(RESULTS, 'demo.png') });
+      // Each placement of the banner, in a frame of its own.
+      for (const placement of ['push', 'overlay', 'bottom', 'mount']) {
+        const f = page.frameLocator(`iframe[title="banner ${placement}"]`);
+        await expect.poll(() => f.locator('dunwall-enforcement [role="alert"]').count(), { timeout: 15_000 }).toBe(1);
+      }
+      expect(await page.frameLocator('iframe[title="banner mount"]').locator('#billing-notice dunwall-enforcement').count()).toBe(1);
+      await page.setViewportSize({ width: 1000, height: 1400 });
+      await page.screenshot({ path: join(RESULTS, 'demo.png'), fullPage: true });
       await page.close();
     } finally {
       await demoApp.close();
