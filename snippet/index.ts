@@ -28,6 +28,8 @@ export interface Colors {
   accent: string;
   background: string;
   text: string;
+  /** Set by the snippet: no page or branding chose a colour, so dark mode gets its own. */
+  auto?: boolean;
 }
 
 export interface CheckOptions {
@@ -108,7 +110,9 @@ a{color:${c.accent};font-weight:600}
 .x:focus-visible,a:focus-visible{outline:3px solid ${c.accent};outline-offset:3px;border-radius:6px}
 .box:focus{outline:none}
 @media (prefers-reduced-motion:no-preference){.veil{animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
-@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.78)}}
+@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.78)}${
+    c.auto ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}' : ''
+  }}
 .veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.72)}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
 .box h2{font-size:20px;margin-bottom:10px}
@@ -369,7 +373,8 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
     if (t.gate_action) fromBranding.pay = t.gate_action;
     if (t.support) fromBranding.support = t.support;
     const texts = { ...DEFAULT_TEXTS, ...fromBranding, ...o.texts };
-    const colors = { ...DEFAULT_COLORS, ...b.colors, ...o.colors };
+    const chosen = { ...b.colors, ...o.colors };
+    const colors: Colors = { ...DEFAULT_COLORS, ...chosen, auto: Object.keys(chosen).length === 0 };
     o = {
       ...o,
       cardUpdateUrl: o.cardUpdateUrl ?? b.payment_url ?? null,

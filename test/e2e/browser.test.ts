@@ -333,6 +333,30 @@ ${tag ?? ''}
     });
   }
 
+  it('follows dark mode with its own colours, unless the tenant or the page chose some', async () => {
+    const dark = await browser.newContext({ colorScheme: 'dark', reducedMotion: 'reduce', viewport: { width: 375, height: 667 } });
+    try {
+      const colorsOf = async (page: Page) =>
+        page.evaluate(() => {
+          const box = document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box');
+          const title = box?.querySelector('h2');
+          return { background: box ? getComputedStyle(box).backgroundColor : '', text: title ? getComputedStyle(title).color : '' };
+        });
+      const { page } = await open(tag(acme, 'cus_lock'), { in: dark });
+      expect(await colorsOf(page)).toEqual({ background: 'rgb(28, 34, 48)', text: 'rgb(231, 233, 238)' });
+      // The gate fits the phone's width.
+      const width = await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().right ?? 0);
+      expect(width).toBeLessThanOrEqual(375);
+      await page.screenshot({ path: join(RESULTS, 'gate-dark-375x667.png') });
+      await page.close();
+      const { page: chosen } = await open(tag(acme, 'cus_lock', { 'data-text-color': '#112233' }), { in: dark });
+      expect((await colorsOf(chosen)).text).toBe('rgb(17, 34, 51)');
+      await chosen.close();
+    } finally {
+      await dark.close();
+    }
+  });
+
   it('fits a phone 320 px wide, texts wrapping rather than cut off', async () => {
     const narrow = await browser.newContext({ viewport: { width: 320, height: 568 } });
     try {
