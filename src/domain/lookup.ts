@@ -105,6 +105,14 @@ export interface KnownSubscriberBody {
   entitlements: Record<string, boolean>;
 }
 
+/**
+ * The entity tag of a branding as served (its JSON bytes): a quoted 22-character digest.
+ * Here, not beside the branding's rules, which the browser snippet bundles without node:crypto.
+ */
+export function brandingTag(body: Buffer): string {
+  return `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
+}
+
 /** The tenant as the lookup uses it: each status's 200 body serialised once (UTF-8 bytes), HMAC keys made once. */
 export function prepareTenant(fields: TenantAuthFields): TenantAuth {
   const body = (status: SubscriberStatus): Buffer => {
@@ -122,7 +130,7 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
     brandingBody,
-    brandingEtag: `"${createHash('sha256').update(brandingBody).digest('base64url').slice(0, 22)}"`,
+    brandingEtag: brandingTag(brandingBody),
     acceptedKeys: new Map(),
   };
 }

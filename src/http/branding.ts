@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import type { App } from './app-instance.js';
-import { isValidSlug } from '../domain/lookup.js';
+import { brandingTag, isValidSlug } from '../domain/lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { guardAddress } from './rate-limit.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -10,7 +9,7 @@ import { Branding, ProblemRef } from './schemas.js';
 /** Browsers and CDNs keep the branding this long; a change reaches pages within it. */
 export const BRANDING_MAX_AGE_S = 300;
 const EMPTY = Buffer.from('{}');
-const EMPTY_ETAG = `"${createHash('sha256').update(EMPTY).digest('base64url').slice(0, 22)}"`;
+const EMPTY_ETAG = brandingTag(EMPTY);
 
 /**
  * `GET /api/branding/:tenantSlug`: the tenant's branding for the snippet, public and

@@ -10,7 +10,8 @@ import { ERRORS, PROBLEM_CONTENT_TYPE, problemBody, sendProblem, STORE_UNAVAILAB
 import type { ErrorCode } from './problems.js';
 import type { Arrival, Count, RateLimiter } from './rate-limit.js';
 import { guardAddress } from './rate-limit.js';
-import type { RequestIds } from './request.js';
+import { seenHeaders } from './request.js';
+import type { RequestIds, SeenHeaders } from './request.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from './schemas.js';
 
 /** The lookup's path up to its slug; the route's template in metrics and the OpenAPI document. */
@@ -78,44 +79,6 @@ export function lookupParameters(search: string): LookupParameters {
     start = end + 1;
   }
   return found;
-}
-
-/**
- * What the lookup reads of a request's headers, found in one pass over the raw headers
- * (Node builds its header object only when asked). Authorization is counted: the
- * contract's one token is not there to pick when there are several.
- */
-interface SeenHeaders {
-  authorization: string | string[] | undefined;
-  origin: string | undefined;
-  /** The presented X-Request-Id; '' when repeated (it is then no one id). */
-  requestId: string | undefined;
-  host: boolean;
-}
-
-/** `name` is `lower` in any case; `lower` is lowercase. The usual spellings are matched without a copy. */
-function named(name: string, lower: string, usual: string): boolean {
-  return name.length === lower.length && (name === usual || name === lower || name.toLowerCase() === lower);
-}
-
-function seenHeaders(req: IncomingMessage): SeenHeaders {
-  const raw = req.rawHeaders;
-  const seen: SeenHeaders = { authorization: undefined, origin: undefined, requestId: undefined, host: false };
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const value = raw[i + 1] as string;
-    if (named(name, 'authorization', 'Authorization')) {
-      const a = seen.authorization;
-      seen.authorization = a === undefined ? value : typeof a === 'string' ? [a, value] : [...a, value];
-    } else if (named(name, 'host', 'Host')) {
-      seen.host = true;
-    } else if (named(name, 'origin', 'Origin')) {
-      seen.origin ??= value;
-    } else if (named(name, 'x-request-id', 'X-Request-Id')) {
-      seen.requestId = seen.requestId === undefined ? value : '';
-    }
-  }
-  return seen;
 }
 
 /** No cookies are ever used, so `*` is safe; a tenant's allowed_origins narrows it (with Vary: Origin). */
@@ -383,9 +346,9 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
       if (!model.serving(now())) return sendProblem(reply.header('access-control-allow-origin', '*'), 'store_unavailable');
       const slug = req.params.tenantSlug;
       const tenant = isValidSlug(slug) ? model.tenant(slug) : null;
-      const allowed = allowedOrigin(tenant, req.headers.origin);
-      if (allowed !== null) reply.header('access-control-allow-origin', allowed);
-      if (tenant?.allowedOrigins) reply.header('vary', 'Origin');
+      const cors: string[] = [];
+      corsHeaders(cors, tenant, req.headers.origin);
+      for (let i = 0; i < cors.length; i += 2) reply.header(cors[i] as string, cors[i + 1]);
       return reply
         .header('access-control-allow-methods', 'GET, OPTIONS')
         .header('access-control-allow-headers', 'Authorization')

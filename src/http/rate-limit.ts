@@ -239,16 +239,11 @@ export class RateLimiter {
   }
 
   /**
-   * Counts a failed request against its address. Non-null: that was one failure past the
-   * quota, and the answer must be a 429 refused by this count (so that a burst sent at once
-   * is held too).
+   * Counts a failed request under `key`: its address, or a narrower key of it (one tenant's
+   * webhook from that address). Non-null: that was one failure past the quota, and the
+   * answer must be a 429 refused by this count (so that a burst sent at once is held too).
    */
-  fail(address: string): Maybe<Count | null> {
-    return this.failUnder(address);
-  }
-
-  /** Counts a failure under `key` (an address, or a narrower key of it); non-null: one past the quota. */
-  failUnder(key: string): Maybe<Count | null> {
+  fail(key: string): Maybe<Count | null> {
     if (this.limits.failuresPerIp <= 0) return null;
     const counted = this.count('failures', key, this.limits.failuresPerIp, this.policies.failures, true);
     if (counted instanceof Promise) return counted.then(overQuota, () => null);
@@ -357,7 +352,7 @@ export function countFailures(limiter: RateLimiter, statuses: readonly number[],
     if (!statuses.includes(reply.statusCode)) return payload;
     const seen = arrivals.get(req);
     const address = seen?.address ?? limiter.addressOf(req.raw);
-    const over = await limiter.failUnder(keyOf ? keyOf(req, reply, address) : address);
+    const over = await limiter.fail(keyOf ? keyOf(req, reply, address) : address);
     if (over === null) return payload;
     reply.removeHeader('www-authenticate');
     setRateLimitFields(reply, limiter.fields(seen?.arrival.own ?? null, seen?.arrival.failures ?? null, null, over));

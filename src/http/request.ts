@@ -2,16 +2,47 @@ import type { IncomingMessage } from 'node:http';
 import { randomBytes } from 'node:crypto';
 
 /**
- * The request's Authorization header; every value when there are several. Node keeps the
- * first of repeated Authorization headers and drops the rest, so they are counted here.
+ * What the lookup and the admin API read of a request's headers, found in one pass over
+ * the raw headers (Node builds its header object only when asked). Authorization is
+ * counted: Node keeps the first of repeated ones and drops the rest, and the contract's one
+ * token is not there to pick when there are several.
  */
-export function authorizationOf(req: { rawHeaders: readonly string[]; headers: { authorization?: string | undefined } }): string | string[] | undefined {
-  let values: string[] | undefined;
-  for (let i = 0; i < req.rawHeaders.length; i += 2) {
-    const name = req.rawHeaders[i];
-    if (name !== undefined && name.length === 13 && name.toLowerCase() === 'authorization') (values ??= []).push(req.rawHeaders[i + 1] ?? '');
+export interface SeenHeaders {
+  authorization: string | string[] | undefined;
+  origin: string | undefined;
+  /** The presented X-Request-Id; '' when repeated (it is then no one id). */
+  requestId: string | undefined;
+  host: boolean;
+}
+
+/** `name` is `lower` in any case; `lower` is lowercase. The usual spellings are matched without a copy. */
+function named(name: string, lower: string, usual: string): boolean {
+  return name.length === lower.length && (name === usual || name === lower || name.toLowerCase() === lower);
+}
+
+export function seenHeaders(req: { rawHeaders: readonly string[] }): SeenHeaders {
+  const raw = req.rawHeaders;
+  const seen: SeenHeaders = { authorization: undefined, origin: undefined, requestId: undefined, host: false };
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    if (named(name, 'authorization', 'Authorization')) {
+      const a = seen.authorization;
+      seen.authorization = a === undefined ? value : typeof a === 'string' ? [a, value] : [...a, value];
+    } else if (named(name, 'host', 'Host')) {
+      seen.host = true;
+    } else if (named(name, 'origin', 'Origin')) {
+      seen.origin ??= value;
+    } else if (named(name, 'x-request-id', 'X-Request-Id')) {
+      seen.requestId = seen.requestId === undefined ? value : '';
+    }
   }
-  return values !== undefined && values.length > 1 ? values : req.headers.authorization;
+  return seen;
+}
+
+/** The request's Authorization header; every value when there are several. */
+export function authorizationOf(req: { rawHeaders: readonly string[] }): string | string[] | undefined {
+  return seenHeaders(req).authorization;
 }
 
 /** A presented X-Request-Id is echoed when it looks like one. */
