@@ -4,7 +4,7 @@
  * the layers of the design, and no module imports itself through others (no cycle).
  *
  *   domain               imports only the domain
- *   store, readmodel, secrets, services, metrics, demo
+ *   store, readmodel, secrets, services, metrics, demo, webhooks
  *                        never http, runtime or cli
  *   http                 never runtime or cli
  *   runtime, cli         anything below them
@@ -25,6 +25,7 @@ const FORBIDDEN = {
   services: (to) => ['http', 'runtime', 'cli'].includes(to),
   metrics: (to) => ['http', 'runtime', 'cli'].includes(to),
   demo: (to) => ['http', 'runtime', 'cli'].includes(to),
+  webhooks: (to) => ['http', 'runtime', 'cli'].includes(to),
   http: (to) => ['runtime', 'cli'].includes(to),
 };
 

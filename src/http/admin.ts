@@ -44,6 +44,8 @@ import type { ChangeCause, Store, TenantRecord } from '../store/store.js';
 import { countFailures, guardAddress } from './rate-limit.js';
 import type { RateLimiter } from './rate-limit.js';
 import { presentSubscriber, presentTenant, presentTier } from './presenters.js';
+import { webhookEndpointRoutes } from './webhook-endpoints.js';
+import type { DeliverySettings } from '../webhooks/index.js';
 
 export interface AdminOptions {
   store: Store;
@@ -53,6 +55,8 @@ export interface AdminOptions {
   rotationOverlapS: number;
   /** Rate limits; null: none. */
   limiter: RateLimiter | null;
+  /** How endpoint URLs of downstream webhooks are checked. */
+  webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
 }
 
 const problemRef = ProblemRef;
@@ -123,6 +127,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   }
 
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
+
+  await webhookEndpointRoutes(app, { store, now, tenantOr404, rotationOverlapS: opts.rotationOverlapS, ...opts.webhooks });
 
   app.post(
     '/tenants',

@@ -12,6 +12,8 @@ import { describeValidationError, sendProblem } from './problems.js';
 import { answerClientError, capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from './connections.js';
 import { authorizationOf, RequestIds } from './request.js';
 import { adminRoutes } from './admin.js';
+import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
+import type { DeliverySettings } from '../webhooks/index.js';
 import { demoRoutes } from './demo.js';
 import { healthRoutes } from './health.js';
 import { snippetRoutes } from './snippet.js';
@@ -82,6 +84,8 @@ export interface AppDeps {
   /** The token itself (tests): hashed at once, only the digest is kept. Ignored when `adminTokenSha256` is given. */
   adminToken?: string | null;
   rotationOverlapS?: number;
+  /** How endpoint URLs of downstream webhooks are checked; default: https only, no private address. */
+  webhooks?: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
   /** A pino logger, or `false` for none (tests). */
   logger?: FastifyBaseLogger | false;
   /** The largest request body accepted, in bytes. */
@@ -232,6 +236,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'lookup', description: "A subscriber's status, for the tenant's pages, apps and backend" },
         { name: 'webhooks', description: "The tenant's Stripe events" },
         { name: 'admin', description: 'The operator' },
+        { name: 'downstream-webhooks', description: "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)" },
       ],
       components: {
         securitySchemes: {
@@ -309,6 +314,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       adminTokenSha256: adminTokenDigest(deps),
       rotationOverlapS: deps.rotationOverlapS ?? 86_400,
       limiter,
+      webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
     });
   });
   return app;

@@ -3,6 +3,7 @@ import type { Static } from 'typebox';
 import { MAX_URL_LENGTH } from '../domain/validation.js';
 import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
+import { ENDPOINT_ID_RE, MAX_DESCRIPTION_LENGTH, MESSAGE_ID_RE, WEBHOOK_EVENT_TYPES } from '../domain/webhooks.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
 
 export { MAX_URL_LENGTH };
@@ -284,3 +285,107 @@ export const ReplayAnswer = Type.Object({
     { description: 'Every customer the batch named, with its status before and after' },
   ),
 });
+
+/* Downstream webhooks (docs/webhooks.md). */
+
+export const MAX_WEBHOOK_PAGE = 500;
+const EventType = Type.Union(WEBHOOK_EVENT_TYPES.map((t) => Type.Literal(t)));
+const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true });
+const EndpointUrl = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
+const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH });
+
+export const WebhookEndpoint = Type.Object({
+  id: Type.String({ description: 'ep_...' }),
+  url: Type.String(),
+  description: Type.String(),
+  event_types: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every event type' }),
+  enabled: Type.Boolean(),
+  disabled_reason: Type.Union([Type.Literal('admin'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+    description: 'admin: disabled through the API; gone: the endpoint answered 410; failing: every attempt failed for days',
+  }),
+  disabled_detail: Type.Union([Type.String(), Type.Null()]),
+  disabled_at: NullableTimestamp,
+  failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when every attempt failed; null after a success' }),
+  signing_secrets: Type.Array(Type.Object({ created_at: Timestamp, expires_at: NullableTimestamp }), {
+    description: 'The secrets in force (never their values): the current one, and the one it replaced until its overlap ends',
+  }),
+  pending: Type.Integer({ description: 'Messages waiting for delivery' }),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+export const WebhookEndpointWithSecret = Type.Intersect([
+  WebhookEndpoint,
+  Type.Object({
+    secret: Type.String({ description: 'The Standard Webhooks signing secret (whsec_...): shown once' }),
+    previous_expires_at: Type.Optional(NullableTimestamp),
+  }),
+]);
+export const WebhookEndpointList = Type.Object({ data: Type.Array(WebhookEndpoint) });
+export const CreateWebhookEndpointBody = Type.Object(
+  { url: EndpointUrl, description: Type.Optional(Description), event_types: Type.Optional(EventTypes) },
+  { additionalProperties: false },
+);
+export const UpdateWebhookEndpointBody = Type.Object(
+  {
+    url: Type.Optional(EndpointUrl),
+    description: Type.Optional(Description),
+    event_types: Type.Optional(Type.Union([EventTypes, Type.Null()], { description: 'null: every event type' })),
+    enabled: Type.Optional(Type.Boolean({ description: 'true re-enables an endpoint disabled for any reason' })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export const RotateWebhookSecretBody = Type.Object(
+  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 604_800, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' })) },
+  { additionalProperties: false },
+);
+export const WebhookEndpointParams = Type.Object({ slug: Slug, endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }) });
+export const WebhookMessageParams = Type.Object({
+  slug: Slug,
+  endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }),
+  messageId: Type.String({ pattern: MESSAGE_ID_RE.source }),
+});
+const PageLimit = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_WEBHOOK_PAGE} (default 50)` }));
+export const WebhookAttemptsQuery = Type.Object({ limit: PageLimit }, { additionalProperties: false });
+export const WebhookMessagesQuery = Type.Object(
+  { limit: PageLimit, state: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')])) },
+  { additionalProperties: false },
+);
+export const WebhookAttemptList = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      message_id: Type.String(),
+      attempted_at: Timestamp,
+      status_code: Type.Union([Type.Integer(), Type.Null()]),
+      latency_ms: Type.Integer(),
+      outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('gone'), Type.Literal('refused'), Type.Literal('gave_up')]),
+      error: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+});
+export const WebhookMessageList = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      message_id: Type.String(),
+      type: Type.String(),
+      processor_customer_id: Type.String(),
+      sequence: Type.Integer(),
+      created_at: Timestamp,
+      state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+      attempts: Type.Integer(),
+      next_attempt_at: NullableTimestamp,
+      last_attempt_at: NullableTimestamp,
+      last_status: Type.Union([Type.Integer(), Type.Null()]),
+      last_error: Type.Union([Type.String(), Type.Null()]),
+    }),
+  ),
+});
+export const MAX_REPLAY_MESSAGES = 10_000;
+export const WebhookReplayBody = Type.Object(
+  { since: Timestamp, until: Type.Optional(Timestamp) },
+  { additionalProperties: false },
+);
+export const WebhookReplayAnswer = Type.Object({
+  queued: Type.Integer({ description: `Messages queued again (at most ${MAX_REPLAY_MESSAGES} a call)` }),
+  next_since: Type.Union([Timestamp, Type.Null()], { description: 'Where a next call goes on; null: the range is done' }),
+});
+export const WebhookRetryAnswer = Type.Object({ queued: Type.Literal(true) });

@@ -16,6 +16,11 @@ export interface Metrics {
   observeCounter(name: string, help: string, read: () => number): void;
   storeQuery(operation: string, seconds: number): void;
   webhookEvent(type: string, outcome: string): void;
+  /**
+   * Downstream webhooks, read at each scrape: attempts by outcome, and the age of the oldest
+   * message still waiting (a query; across a cluster, the largest worker's answer).
+   */
+  observeDownstreamWebhooks(attempts: () => Readonly<Record<string, number>>, oldestPendingSeconds: () => Promise<number>): void;
 }
 
 /** One route, method and status: a count, a sum and the latency buckets, each a plain number. */
@@ -138,6 +143,27 @@ export function createMetrics(): Metrics {
       }),
     storeQuery: (operation, seconds) => store.labels(operation).observe(seconds),
     webhookEvent: (type, outcome) => webhooks.labels(type, outcome).inc(),
+    observeDownstreamWebhooks: (attempts, oldestPendingSeconds) => {
+      new Counter({
+        name: 'dunwall_downstream_webhook_deliveries_total',
+        help: 'Delivery attempts of downstream webhooks, by outcome: delivered, failed (retried), gone (410), refused (address not allowed), gave_up',
+        labelNames: ['outcome'],
+        registers: [registry],
+        collect() {
+          this.reset();
+          for (const [outcome, n] of Object.entries(attempts())) this.labels(outcome).inc(n);
+        },
+      });
+      new Gauge({
+        name: 'dunwall_downstream_webhook_oldest_pending_seconds',
+        help: 'Age of the oldest downstream webhook message waiting for delivery to an enabled endpoint; 0: none waits',
+        registers: [registry],
+        aggregator: 'max',
+        async collect() {
+          this.set(await oldestPendingSeconds());
+        },
+      });
+    },
   };
 }
 

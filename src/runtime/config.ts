@@ -8,6 +8,9 @@ import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
+import { parseCidr } from '../domain/webhooks.js';
+import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
+import type { DeliverySettings } from '../webhooks/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -52,6 +55,10 @@ export interface Config {
   stripeEventsRetentionDays: number;
   /** Days history entries are kept; 0: for ever. */
   historyRetentionDays: number;
+  /** Days downstream webhook messages (once delivered or failed) and attempts are kept. */
+  webhookRetentionDays: number;
+  /** How downstream webhooks are sent. */
+  webhooks: DeliverySettings;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -88,6 +95,10 @@ export const MIN_STRIPE_EVENTS_RETENTION_DAYS = 7;
 export const DEFAULT_STRIPE_EVENTS_RETENTION_DAYS = 30;
 /** A year of history and a month to spare; a subscriber's newest entry is kept whatever its age. */
 export const DEFAULT_HISTORY_RETENTION_DAYS = 400;
+
+/** A message is retried for three days: it is kept a day longer at the least. */
+export const MIN_WEBHOOK_RETENTION_DAYS = 4;
+export const DEFAULT_WEBHOOK_RETENTION_DAYS = 30;
 
 /** Requests per minute: a bound that still fits any counter. */
 export const MAX_RATE_LIMIT = 1_000_000_000;
@@ -153,6 +164,31 @@ function url(env: Env, name: string, schemes: readonly string[], problems: strin
 
 const POSTGRES_SCHEMES = ['postgres', 'postgresql'];
 
+function boolean(env: Env, name: string, fallback: boolean, problems: string[]): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true'].includes(raw)) return true;
+  if (['0', 'false'].includes(raw)) return false;
+  problems.push(`${name} must be true or false (got ${JSON.stringify(env[name])})`);
+  return fallback;
+}
+
+function webhookSettings(env: Env, problems: string[]): DeliverySettings {
+  const allowedNetworks = (env.DUNWALL_WEBHOOK_ALLOWED_NETWORKS ?? '')
+    .split(',')
+    .map((text) => text.trim())
+    .filter((text) => text !== '');
+  for (const cidr of allowedNetworks) {
+    if (parseCidr(cidr) === null) problems.push(`DUNWALL_WEBHOOK_ALLOWED_NETWORKS: ${JSON.stringify(cidr)} is not a network such as 10.0.0.0/8 or fd00::/8`);
+  }
+  return {
+    attemptTimeoutMs: integer(env, 'DUNWALL_WEBHOOK_TIMEOUT_MS', DEFAULT_DELIVERY_SETTINGS.attemptTimeoutMs, 100, 60_000, problems),
+    concurrencyPerEndpoint: integer(env, 'DUNWALL_WEBHOOK_CONCURRENCY', DEFAULT_DELIVERY_SETTINGS.concurrencyPerEndpoint, 1, 64, problems),
+    allowedNetworks: Object.freeze(allowedNetworks),
+    allowHttpLoopback: boolean(env, 'DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK', DEFAULT_DELIVERY_SETTINGS.allowHttpLoopback, problems),
+  };
+}
+
 /** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -184,6 +220,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host) problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
   const stripeEventsRetentionDays = integer(env, 'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS', DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, MIN_STRIPE_EVENTS_RETENTION_DAYS, 36_500, problems);
   const historyRetentionDays = integer(env, 'DUNWALL_HISTORY_RETENTION_DAYS', DEFAULT_HISTORY_RETENTION_DAYS, 0, 36_500, problems);
+  const webhookRetentionDays = integer(env, 'DUNWALL_WEBHOOK_RETENTION_DAYS', DEFAULT_WEBHOOK_RETENTION_DAYS, MIN_WEBHOOK_RETENTION_DAYS, 36_500, problems);
+  const webhooks = webhookSettings(env, problems);
   const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
@@ -235,5 +273,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost,
     stripeEventsRetentionDays,
     historyRetentionDays,
+    webhookRetentionDays,
+    webhooks: Object.freeze(webhooks),
   });
 }

@@ -17,6 +17,8 @@ export interface RetentionSettings {
   stripeEventsDays: number;
   /** Days history entries are kept; 0: for ever. A subscriber's newest entry always stays. */
   historyDays: number;
+  /** Days downstream webhook messages (once none waits) and attempts are kept. */
+  webhookDays: number;
 }
 
 export interface RetentionOptions extends RetentionSettings {
@@ -30,12 +32,16 @@ export interface RetentionOptions extends RetentionSettings {
 
 export type RetentionRun = Record<RetainedTable, number>;
 
+function emptyRun(): RetentionRun {
+  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0 };
+}
+
 /**
  * Prunes processed Stripe events and old history by age, in small batches, one instance at
  * a time (the store takes a lock per batch), in the background of the service.
  */
 export class Retention {
-  readonly deleted: RetentionRun = { stripe_events: 0, subscriber_history: 0 };
+  readonly deleted: RetentionRun = emptyRun();
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<RetentionRun> | null = null;
   private stopped = false;
@@ -73,9 +79,10 @@ export class Retention {
 
   private async prune(): Promise<RetentionRun> {
     const nowMs = (this.opts.now ?? Date.now)();
-    const run: RetentionRun = { stripe_events: 0, subscriber_history: 0 };
+    const run: RetentionRun = emptyRun();
     const plan: [RetainedTable, number][] = [['stripe_events', this.opts.stripeEventsDays]];
     if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
+    plan.push(['webhook_attempts', this.opts.webhookDays], ['webhook_events', this.opts.webhookDays]);
     const batch = this.opts.batch ?? RETENTION_BATCH;
     const sleep = this.opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
     for (const [table, days] of plan) {
@@ -88,7 +95,7 @@ export class Retention {
         await sleep(PAUSE_BETWEEN_BATCHES_MS);
       }
     }
-    if (run.stripe_events + run.subscriber_history > 0) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events and history');
+    if (Object.values(run).some((n) => n > 0)) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history and webhook messages');
     return run;
   }
 }

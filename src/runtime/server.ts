@@ -21,6 +21,7 @@ import { ReadModel } from '../readmodel/index.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
 import { Retention } from './retention.js';
+import { WebhookDeliverer } from '../webhooks/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { openReadStore, openStore } from '../store/index.js';
 import type { StoreTarget } from '../store/index.js';
@@ -128,6 +129,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       logLookups: config.logLookups,
       adminTokenSha256,
       rotationOverlapS: config.rotationOverlapS,
+      webhooks: config.webhooks,
       logger: log,
       snippet,
       demo,
@@ -158,7 +160,23 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
     const metricsListener = metricsServer;
-    const retention = new Retention({ store, stripeEventsDays: config.stripeEventsRetentionDays, historyDays: config.historyRetentionDays, log }).start();
+    const retention = new Retention({
+      store,
+      stripeEventsDays: config.stripeEventsRetentionDays,
+      historyDays: config.historyRetentionDays,
+      webhookDays: config.webhookRetentionDays,
+      log,
+    }).start();
+    const deliverer = new WebhookDeliverer({ store: store.webhooks, ...config.webhooks, log }).start();
+    // A change this instance commits is sent at once; others' within the poll interval.
+    const stopWaking = store.onCommit(() => deliverer.wake());
+    metrics.observeDownstreamWebhooks(
+      () => deliverer.counts,
+      async () => {
+        const oldest = await store.webhooks.oldestPendingAt().catch(() => null);
+        return oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000);
+      },
+    );
     metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
     metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
     return {
@@ -168,6 +186,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       metricsUrl: metricsListener?.url ?? null,
       async close() {
         await retention.stop();
+        stopWaking();
+        await deliverer.stop();
         await metricsListener?.close();
         await app.close();
         await opened.close();

@@ -25,7 +25,7 @@ const HEX_KEY_RE = /^[0-9a-fA-F]{64}$/;
 const BASE64_KEY_RE = /^(?:[A-Za-z0-9+/]{43}|[A-Za-z0-9_-]{43})=?$/;
 
 /** The secrets kept usable (publishable keys are kept as digests, never sealed). */
-export type SealedKind = 'hmac_secret' | 'stripe_webhook_secret';
+export type SealedKind = 'hmac_secret' | 'stripe_webhook_secret' | 'webhook_signing_secret';
 
 /** The row a sealed value belongs to: bound to it, so that a copy elsewhere does not open. */
 export interface SecretOwner {

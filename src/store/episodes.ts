@@ -4,6 +4,7 @@ import { RANKS, comparePositions, customerStatus, endsOverride, supersedes } fro
 import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
+import { raiseWebhookEvent } from './webhooks.js';
 import type { ApplyOutcome, ChangeCause, StripeEventOutcome } from './store.js';
 
 /**
@@ -142,6 +143,7 @@ async function settle(
     if (before !== null) {
       await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
       await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'removed', episode }, cause, now);
+      await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.deleted', before: previous, after: null }, cause, now);
     } else if (cause.source === 'admin') {
       await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'none', episode }, cause, now);
     }
@@ -160,7 +162,10 @@ async function settle(
        status_at = CASE WHEN $8 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
     [tenantId, customerId, after.status, after.reason, cause.occurredAt, overriddenAt, now, changed],
   );
-  if (changed) await insertHistory(tx, tenantId, customerId, { ...after, effect: 'changed', episode }, cause, now);
+  if (changed) {
+    await insertHistory(tx, tenantId, customerId, { ...after, effect: 'changed', episode }, cause, now);
+    await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.status_changed', before: previous, after }, cause, now);
+  }
   return { before: previous, after };
 }
 
@@ -420,8 +425,9 @@ async function removeCustomer(
  * Stripe event of a later second changes one, or a removal like customer.deleted. Stale
  * when an event dated later than now has already spoken (a clock ahead of ours).
  */
-export async function applyAdminChange(tx: Queryable, tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+export async function applyAdminChange(tx: Queryable, tenantId: number, customerId: string, change: Change, given: ChangeCause, now: Date): Promise<ApplyOutcome> {
   await lockCustomer(tx, tenantId, customerId);
+  const cause: ChangeCause = { ...given, adminAction: change.kind === 'delete' ? 'delete' : 'set_status' };
   const before = await subscriberRow(tx, tenantId, customerId);
   const atMs = cause.occurredAt.getTime();
   const eventId = cause.eventId ?? '';

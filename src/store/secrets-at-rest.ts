@@ -65,7 +65,7 @@ export async function reencryptSecrets(db: Db, secrets: SecretBox): Promise<Reen
   return db.transaction(async (tx) => {
     const rows = await tx.query<StoredSecretRow>(
       `SELECT id, tenant_id, kind, secret FROM tenant_credentials
-       WHERE secret IS NOT NULL AND kind IN ('hmac_secret', 'stripe_webhook_secret') ORDER BY id FOR UPDATE`,
+       WHERE secret IS NOT NULL AND kind IN ('hmac_secret', 'stripe_webhook_secret', 'webhook_signing_secret') ORDER BY id FOR UPDATE`,
     );
     const sealed = rows.map((row) => {
       const owner = { tenantId: row.tenant_id, kind: row.kind };

@@ -4,6 +4,7 @@ import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
+import { SqlWebhookStore } from './webhooks.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
 import type { TenantRow } from './tenants.js';
 import type {
@@ -35,7 +36,32 @@ import type {
 
 /** The channel of migration 006's notifications: one per committed transaction that changed an answer. */
 /** Advisory lock keys (arbitrary, fixed) that let one instance prune a table at a time. */
-const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = { stripe_events: 0x64770001, subscriber_history: 0x64770002 };
+const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = {
+  stripe_events: 0x64770001,
+  subscriber_history: 0x64770002,
+  webhook_events: 0x64770003,
+  webhook_attempts: 0x64770004,
+};
+
+/** Each table's oldest rows, at most $2 of them recorded before $1, deleted. */
+const PRUNE_SQL: Record<RetainedTable, string> = {
+  stripe_events: `WITH doomed AS (SELECT tenant_id, event_id FROM stripe_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)
+    DELETE FROM stripe_events e USING doomed d WHERE e.tenant_id = d.tenant_id AND e.event_id = d.event_id RETURNING 1 AS n`,
+  // A subscriber's newest entry stays whatever its age: it says why the status is what it is.
+  subscriber_history: `WITH doomed AS (
+      SELECT h.id FROM subscriber_history h WHERE h.recorded_at < $1
+        AND EXISTS (SELECT 1 FROM subscriber_history n WHERE n.tenant_id = h.tenant_id AND n.processor_customer_id = h.processor_customer_id AND n.id > h.id)
+      ORDER BY h.recorded_at LIMIT $2)
+    DELETE FROM subscriber_history h USING doomed d WHERE h.id = d.id RETURNING 1 AS n`,
+  // A message still waiting for a delivery stays; its deliveries and attempts go with it.
+  webhook_events: `WITH doomed AS (
+      SELECT ev.id FROM webhook_events ev WHERE ev.created_at < $1
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.state = 'pending')
+      ORDER BY ev.created_at LIMIT $2)
+    DELETE FROM webhook_events ev USING doomed d WHERE ev.id = d.id RETURNING 1 AS n`,
+  webhook_attempts: `WITH doomed AS (SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)
+    DELETE FROM webhook_attempts a USING doomed d WHERE a.id = d.id RETURNING 1 AS n`,
+};
 
 /** The change notifications' channel in the `public` schema; elsewhere it names the schema too (migration 007). */
 export const CHANGES_CHANNEL = 'dunwall_invalidate';
@@ -163,6 +189,7 @@ class DryRun extends Error {
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
+  readonly webhooks: SqlWebhookStore;
   private readonly listeners = new Set<() => void>();
 
   /** Seals HMAC and Stripe signing secrets on write, opens them on read; default: clear text. */
@@ -174,6 +201,7 @@ export class SqlStore implements Store {
   ) {
     this.engine = db.engine;
     this.secrets = options.secrets ?? SecretBox.clear();
+    this.webhooks = new SqlWebhookStore(db, this.secrets);
   }
 
   onCommit(listener: () => void): () => void {
@@ -425,7 +453,8 @@ export class SqlStore implements Store {
 
   async listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]> {
     const rows = await this.db.query<{ kind: CredentialKind; created_at: Date; expires_at: Date | null }>(
-      'SELECT kind, created_at, expires_at FROM tenant_credentials WHERE tenant_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY kind, created_at',
+      `SELECT kind, created_at, expires_at FROM tenant_credentials
+       WHERE tenant_id = $1 AND kind <> 'webhook_signing_secret' AND (expires_at IS NULL OR expires_at > $2) ORDER BY kind, created_at`,
       [tenantId, now],
     );
     return rows.map((r) => ({ kind: r.kind, createdAt: new Date(r.created_at), expiresAt: r.expires_at === null ? null : new Date(r.expires_at) }));
@@ -453,22 +482,7 @@ export class SqlStore implements Store {
       // One instance prunes a table at a time; the others find the lock taken and stop.
       const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [RETENTION_LOCK_KEYS[table]]);
       if (lock?.ok !== true) return 0;
-      const deleted =
-        table === 'stripe_events'
-          ? await tx.query<{ n: number }>(
-              `WITH doomed AS (SELECT tenant_id, event_id FROM stripe_events WHERE received_at < $1 ORDER BY received_at LIMIT $2)
-               DELETE FROM stripe_events e USING doomed d WHERE e.tenant_id = d.tenant_id AND e.event_id = d.event_id RETURNING 1 AS n`,
-              [before, batch],
-            )
-          : await tx.query<{ n: number }>(
-              // A subscriber's newest entry stays whatever its age: it says why the status is what it is.
-              `WITH doomed AS (
-                 SELECT h.id FROM subscriber_history h WHERE h.recorded_at < $1
-                   AND EXISTS (SELECT 1 FROM subscriber_history n WHERE n.tenant_id = h.tenant_id AND n.processor_customer_id = h.processor_customer_id AND n.id > h.id)
-                 ORDER BY h.recorded_at LIMIT $2)
-               DELETE FROM subscriber_history h USING doomed d WHERE h.id = d.id RETURNING 1 AS n`,
-              [before, batch],
-            );
+      const deleted = await tx.query<{ n: number }>(PRUNE_SQL[table], [before, batch]);
       return deleted.length;
     });
   }

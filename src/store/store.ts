@@ -64,6 +64,8 @@ export interface ChangeCause {
   declineCode: string | null;
   /** When the cause happened (the event's time); orders changes. */
   occurredAt: Date;
+  /** The admin API's action, for an admin cause. */
+  adminAction?: 'set_status' | 'delete';
 }
 
 export interface HistoryEntry {
@@ -188,7 +190,7 @@ export interface CredentialSummary {
 }
 
 /** The tables that grow with traffic and are pruned by age. */
-export type RetainedTable = 'stripe_events' | 'subscriber_history';
+export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts';
 
 export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
 
@@ -202,6 +204,8 @@ export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: fals
  */
 export interface Store {
   readonly engine: 'postgres' | 'embedded';
+  /** Downstream webhooks: endpoints, the outbox and its deliveries. */
+  readonly webhooks: WebhookStore;
 
   getTenantAuth(slug: string): Promise<TenantAuth | null>;
   getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
@@ -274,4 +278,132 @@ export interface Store {
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A downstream webhook endpoint of a tenant (docs/webhooks.md). */
+export interface WebhookEndpointRecord {
+  /** The public id (ep_...). */
+  id: string;
+  url: string;
+  description: string;
+  /** Null: every event type. */
+  eventTypes: string[] | null;
+  enabled: boolean;
+  disabledReason: 'admin' | 'gone' | 'failing' | null;
+  disabledDetail: string | null;
+  disabledAt: Date | null;
+  /** Since when every attempt failed; null after a success. */
+  failingSince: Date | null;
+  /** The signing secrets in force: the current one, and the one it replaced during the overlap. */
+  secrets: { createdAt: Date; expiresAt: Date | null }[];
+  /** Deliveries waiting for an attempt. */
+  pending: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface NewWebhookEndpoint {
+  url: string;
+  description: string;
+  eventTypes: string[] | null;
+  secret: string;
+}
+
+export interface WebhookEndpointPatch {
+  url?: string;
+  description?: string;
+  eventTypes?: string[] | null;
+  enabled?: boolean;
+}
+
+export type DeliveryOutcome = 'delivered' | 'failed' | 'gone' | 'refused' | 'gave_up';
+
+export interface WebhookAttemptRecord {
+  messageId: string;
+  attemptedAt: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  outcome: DeliveryOutcome;
+  error: string | null;
+}
+
+export interface WebhookMessageRecord {
+  messageId: string;
+  type: string;
+  processorCustomerId: string;
+  sequence: number;
+  createdAt: Date;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: Date | null;
+  lastAttemptAt: Date | null;
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+/** A delivery taken by one instance for one attempt: nobody else takes it until `leasedUntil`. */
+export interface ClaimedDelivery {
+  endpointKey: number;
+  endpointId: string;
+  eventKey: number;
+  messageId: string;
+  url: string;
+  payload: string;
+  /** The signing secrets in force, newest first: each signs the message. */
+  secrets: string[];
+  /** This attempt's number, from 1. */
+  attempt: number;
+  giveUpAt: Date;
+  leaseToken: string;
+}
+
+/** What an attempt came to. */
+export interface AttemptResult {
+  outcome: Exclude<DeliveryOutcome, 'gave_up'>;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** When to try again after a failure. */
+  retryAt: Date;
+}
+
+export interface ClaimLimits {
+  /** Attempts under way at once per endpoint, across instances. */
+  perEndpoint: number;
+  /** Deliveries taken by one claim at most. */
+  batch: number;
+  /** How long a taken delivery is this instance's. */
+  leaseMs: number;
+}
+
+/** The outbox of downstream webhooks and its queue. */
+export interface WebhookStore {
+  createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord>;
+  listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]>;
+  getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null>;
+  /** Enabling clears the reason it was disabled and its failing streak. */
+  updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null>;
+  deleteEndpoint(tenantId: number, id: string): Promise<boolean>;
+  /** A new signing secret; the current one keeps signing for `overlapS` seconds. False: no such endpoint. */
+  rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean>;
+  /** The endpoint's latest attempts, newest first. */
+  listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null>;
+  /** The endpoint's messages, newest first, optionally of one state. */
+  listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null>;
+  /** Queues the message for the endpoint again, now, for a new retry window. */
+  retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
+  /**
+   * Queues again, now, the tenant's messages created in [since, until) of the endpoint's
+   * event types, oldest first, at most `limit`; `nextSince` says where to go on, null when done.
+   */
+  replay(tenantId: number, id: string, since: Date, until: Date, limit: number, now: Date): Promise<{ queued: number; nextSince: Date | null } | null>;
+
+  /** Takes deliveries due at `now` (FOR UPDATE SKIP LOCKED): each goes to one instance at a time. */
+  claim(now: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]>;
+  /** Records an attempt and what follows from it; false when the lease was lost (another instance took the delivery). */
+  complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<boolean>;
+  /** When the oldest delivery still waiting was queued (enabled endpoints only); null: none waits. */
+  oldestPendingAt(): Promise<Date | null>;
+  /** When the next delivery falls due; null: none. */
+  nextDueAt(): Promise<Date | null>;
 }

@@ -59,7 +59,8 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       [id, at(10)],
     );
 
-    expect(await migrate(db, loadMigrations().filter((m) => m.version === 5))).toEqual(['005_episodes.sql']);
+    // 005 and every migration after it: the current store needs them all.
+    expect((await migrate(db, loadMigrations().filter((m) => m.version >= 5)))[0]).toBe('005_episodes.sql');
     const store = new SqlStore(db);
 
     for (const [cus, status, reason] of rows) {

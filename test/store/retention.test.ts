@@ -43,7 +43,7 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
 
   it('prunes in batches what is past its retention, keeps the rest and every subscriber\'s newest entry', async () => {
     const sleeps: number[] = [];
-    const retention = new Retention({ store: opened.store, stripeEventsDays: 30, historyDays: 400, now: () => NOW, log: silent, batch: 7, sleep: async (ms) => void sleeps.push(ms) });
+    const retention = new Retention({ store: opened.store, stripeEventsDays: 30, historyDays: 400, webhookDays: 30, now: () => NOW, log: silent, batch: 7, sleep: async (ms) => void sleeps.push(ms) });
     const run = await retention.runOnce();
     // Events received more than 30 days ago: days 31 to 60.
     expect(run.stripe_events).toBe(30);
@@ -62,13 +62,13 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
       ['cus_old', 1],
     ]);
     // Nothing left to do: a second run deletes nothing.
-    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0 });
-    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3 });
+    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0 });
+    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3, webhook_events: 0, webhook_attempts: 0 });
   });
 
   it('keeps the history for ever with historyDays 0', async () => {
     const before = await count('SELECT count(*)::int AS n FROM subscriber_history');
-    const retention = new Retention({ store: opened.store, stripeEventsDays: 7, historyDays: 0, now: () => NOW + 10_000 * DAY_MS, log: silent, sleep: async () => {} });
+    const retention = new Retention({ store: opened.store, stripeEventsDays: 7, historyDays: 0, webhookDays: 30, now: () => NOW + 10_000 * DAY_MS, log: silent, sleep: async () => {} });
     const run = await retention.runOnce();
     expect(run.subscriber_history).toBe(0);
     expect(await count('SELECT count(*)::int AS n FROM subscriber_history')).toBe(before);

@@ -1,0 +1,445 @@
+import { randomUUID } from 'node:crypto';
+import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/webhooks.js';
+import type { WebhookCause, WebhookEventType, WebhookPayload } from '../domain/webhooks.js';
+import type { SubscriberStatus } from '../domain/types.js';
+import type { SecretBox } from '../secrets/cipher.js';
+import type { Db, Queryable } from './db.js';
+import type {
+  AttemptResult,
+  ChangeCause,
+  ClaimLimits,
+  ClaimedDelivery,
+  NewWebhookEndpoint,
+  WebhookAttemptRecord,
+  WebhookEndpointPatch,
+  WebhookEndpointRecord,
+  WebhookMessageRecord,
+  WebhookStore,
+} from './store.js';
+
+/**
+ * The SQL of downstream webhooks (migration 010). Events are written by `raiseWebhookEvent`
+ * inside the transaction of the change that causes them (the outbox); the deliverer claims
+ * their deliveries, sends them and records each attempt.
+ */
+
+const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
+const KIND = 'webhook_signing_secret';
+
+/** One status change of a customer, as `settle` saw it. */
+export interface RaisedChange {
+  type: WebhookEventType;
+  before: { status: SubscriberStatus; reason: string } | null;
+  after: { status: SubscriberStatus; reason: string } | null;
+}
+
+function causeOf(cause: ChangeCause): WebhookCause {
+  return cause.source === 'stripe'
+    ? { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType }
+    : { source: 'admin', action: cause.adminAction ?? 'set_status' };
+}
+
+function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: RaisedChange, cause: ChangeCause, now: Date): WebhookPayload | null {
+  const common = { processor_customer_id: customerId, sequence, cause: causeOf(cause), occurred_at: cause.occurredAt.toISOString() };
+  const envelope = { id, tenant: slug, timestamp: now.toISOString() };
+  if (change.type === 'subscriber.deleted') {
+    if (change.before === null) return null;
+    return { ...envelope, type: change.type, data: { ...common, from: change.before.status, previous_reason: change.before.reason } };
+  }
+  if (change.after === null) return null;
+  return {
+    ...envelope,
+    type: change.type,
+    data: { ...common, from: change.before?.status ?? null, to: change.after.status, reason: change.after.reason, previous_reason: change.before?.reason ?? null },
+  };
+}
+
+/**
+ * Writes the event of a change in the caller's transaction (after `lockCustomer`, so that
+ * sequence numbers follow the order of the changes), with a delivery for each enabled
+ * endpoint that takes its type. Nothing when the tenant has no endpoint or its tier does
+ * not include downstream webhooks. An event is kept even when every endpoint is disabled,
+ * so that a replay can send it once one is enabled again.
+ */
+export async function raiseWebhookEvent(tx: Queryable, tenantId: number, customerId: string, change: RaisedChange, cause: ChangeCause, now: Date): Promise<void> {
+  const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
+    `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
+     JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
+     WHERE e.tenant_id = $1 AND ${ENTITLED}`,
+    [tenantId],
+  );
+  const slug = endpoints[0]?.slug;
+  if (slug === undefined) return;
+  const [seq] = await tx.query<{ last_sequence: string }>(
+    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, 1)
+     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = webhook_sequences.last_sequence + 1
+     RETURNING last_sequence`,
+    [tenantId, customerId],
+  );
+  const sequence = Number(seq?.last_sequence ?? 1);
+  const uid = publicId('msg');
+  const payload = payloadOf(uid, slug, customerId, sequence, change, cause, now);
+  if (payload === null) return;
+  const [event] = await tx.query<{ id: string }>(
+    `INSERT INTO webhook_events (uid, tenant_id, type, processor_customer_id, sequence, payload, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+    [uid, tenantId, change.type, customerId, sequence, JSON.stringify(payload), now],
+  );
+  const targets = endpoints.filter((e) => e.enabled && (e.event_types === null || e.event_types.includes(change.type))).map((e) => e.id);
+  if (event === undefined || targets.length === 0) return;
+  await tx.query(
+    `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
+     SELECT e, $2, 'pending', $3, $4, $3 FROM unnest($1::int[]) AS e`,
+    [targets, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
+  );
+}
+
+interface EndpointRow {
+  id: number;
+  uid: string;
+  url: string;
+  description: string;
+  event_types: string[] | null;
+  enabled: boolean;
+  disabled_reason: WebhookEndpointRecord['disabledReason'];
+  disabled_detail: string | null;
+  disabled_at: Date | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  pending: number;
+  secrets: { created_at: string; expires_at: string | null }[] | null;
+}
+
+const ENDPOINT_SELECT = `SELECT e.id, e.uid, e.url, e.description, e.event_types, e.enabled, e.disabled_reason, e.disabled_detail,
+    e.disabled_at, e.failing_since, e.created_at, e.updated_at,
+    (SELECT count(*)::integer FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') AS pending,
+    (SELECT json_agg(json_build_object('created_at', c.created_at, 'expires_at', c.expires_at) ORDER BY c.id DESC)
+       FROM tenant_credentials c WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $2)) AS secrets
+  FROM webhook_endpoints e`;
+
+function toEndpoint(row: EndpointRow): WebhookEndpointRecord {
+  const date = (v: Date | string | null) => (v === null ? null : new Date(v));
+  return {
+    id: row.uid,
+    url: row.url,
+    description: row.description,
+    eventTypes: row.event_types,
+    enabled: row.enabled,
+    disabledReason: row.disabled_reason,
+    disabledDetail: row.disabled_detail,
+    disabledAt: date(row.disabled_at),
+    failingSince: date(row.failing_since),
+    secrets: (row.secrets ?? []).map((s) => ({ createdAt: new Date(s.created_at), expiresAt: date(s.expires_at) })),
+    pending: Number(row.pending),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+/** The endpoint's key, when the tenant has it. */
+async function endpointKey(q: Queryable, tenantId: number, uid: string): Promise<number | null> {
+  const [row] = await q.query<{ id: number }>('SELECT id FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2', [tenantId, uid]);
+  return row?.id ?? null;
+}
+
+/** A new signing secret for the endpoint; the current one expires `overlapS` seconds from now, one already expiring ends now. */
+async function addSecret(tx: Queryable, secrets: SecretBox, tenantId: number, endpoint: number, secret: string, overlapS: number, now: Date): Promise<void> {
+  await tx.query(
+    `UPDATE tenant_credentials
+     SET expires_at = CASE WHEN expires_at IS NULL THEN $2::timestamptz + make_interval(secs => $3) ELSE $2::timestamptz END
+     WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
+    [endpoint, now, overlapS],
+  );
+  await tx.query(`INSERT INTO tenant_credentials (tenant_id, kind, secret, endpoint_id, created_at) VALUES ($1, '${KIND}', $2, $3, $4)`, [
+    tenantId,
+    secrets.seal(secret, { tenantId, kind: KIND }),
+    endpoint,
+    now,
+  ]);
+}
+
+/** Queues (again) the given events for the endpoint, now, for a new retry window; returns how many. */
+async function requeue(q: Queryable, endpoint: number, eventKeys: readonly number[], now: Date): Promise<number> {
+  if (eventKeys.length === 0) return 0;
+  const rows = await q.query(
+    `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
+     SELECT $1, ev, 'pending', $3, $4, $3 FROM unnest($2::bigint[]) AS ev
+     ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', give_up_at = EXCLUDED.give_up_at, completed_at = NULL,
+       next_attempt_at = CASE WHEN webhook_deliveries.leased_until > $3 THEN webhook_deliveries.next_attempt_at ELSE $3 END
+     RETURNING 1`,
+    [endpoint, eventKeys, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
+  );
+  return rows.length;
+}
+
+export class SqlWebhookStore implements WebhookStore {
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: SecretBox,
+  ) {}
+
+  private async endpointById(q: Queryable, id: number, now: Date): Promise<WebhookEndpointRecord | null> {
+    const [row] = await q.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.id = $1`, [id, now]);
+    return row ? toEndpoint(row) : null;
+  }
+
+  async createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord> {
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx.query<{ id: number }>(
+        `INSERT INTO webhook_endpoints (uid, tenant_id, url, description, event_types, enabled, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, true, $6, $6) RETURNING id`,
+        [publicId('ep'), tenantId, endpoint.url, endpoint.description, endpoint.eventTypes, now],
+      );
+      if (!row) throw new Error('endpoint insert returned no row');
+      await addSecret(tx, this.secrets, tenantId, row.id, endpoint.secret, 0, now);
+      const created = await this.endpointById(tx, row.id, now);
+      if (!created) throw new Error('endpoint vanished inside its own transaction');
+      return created;
+    });
+  }
+
+  async listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]> {
+    const rows = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 ORDER BY e.id`, [tenantId, now]);
+    return rows.map(toEndpoint);
+  }
+
+  async getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null> {
+    const [row] = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 AND e.uid = $3`, [tenantId, now, id]);
+    return row ? toEndpoint(row) : null;
+  }
+
+  async updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null> {
+    const fields = Object.keys(patch).filter((k) => patch[k as keyof WebhookEndpointPatch] !== undefined);
+    return this.db.transaction(async (tx) => {
+      const [row] = await tx.query<{ id: number }>(
+        `UPDATE webhook_endpoints SET
+           url = CASE WHEN 'url' = ANY($3::text[]) THEN $4 ELSE url END,
+           description = CASE WHEN 'description' = ANY($3::text[]) THEN $5 ELSE description END,
+           event_types = CASE WHEN 'eventTypes' = ANY($3::text[]) THEN $6::text[] ELSE event_types END,
+           enabled = CASE WHEN 'enabled' = ANY($3::text[]) THEN $7 ELSE enabled END,
+           disabled_reason = CASE WHEN 'enabled' = ANY($3::text[]) THEN (CASE WHEN $7 THEN NULL WHEN enabled THEN 'admin' ELSE disabled_reason END) ELSE disabled_reason END,
+           disabled_detail = CASE WHEN 'enabled' = ANY($3::text[]) THEN (CASE WHEN $7 THEN NULL WHEN enabled THEN 'disabled through the admin API' ELSE disabled_detail END) ELSE disabled_detail END,
+           disabled_at = CASE WHEN 'enabled' = ANY($3::text[]) THEN (CASE WHEN $7 THEN NULL WHEN enabled THEN $8 ELSE disabled_at END) ELSE disabled_at END,
+           failing_since = CASE WHEN 'enabled' = ANY($3::text[]) AND $7 THEN NULL ELSE failing_since END,
+           updated_at = $8
+         WHERE tenant_id = $1 AND uid = $2 RETURNING id`,
+        [tenantId, id, fields, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null, now],
+      );
+      return row ? this.endpointById(tx, row.id, now) : null;
+    });
+  }
+
+  async deleteEndpoint(tenantId: number, id: string): Promise<boolean> {
+    const rows = await this.db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2 RETURNING id', [tenantId, id]);
+    return rows.length > 0;
+  }
+
+  async rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const key = await endpointKey(tx, tenantId, id);
+      if (key === null) return false;
+      await addSecret(tx, this.secrets, tenantId, key, secret, overlapS, now);
+      return true;
+    });
+  }
+
+  async listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null> {
+    const key = await endpointKey(this.db, tenantId, id);
+    if (key === null) return null;
+    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: WebhookAttemptRecord['outcome']; error: string | null }>(
+      `SELECT ev.uid, a.attempted_at, a.status_code, a.latency_ms, a.outcome, a.error
+       FROM webhook_attempts a JOIN webhook_events ev ON ev.id = a.event_id
+       WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2`,
+      [key, limit],
+    );
+    return rows.map((r) => ({ messageId: r.uid, attemptedAt: new Date(r.attempted_at), statusCode: r.status_code, latencyMs: r.latency_ms, outcome: r.outcome, error: r.error }));
+  }
+
+  async listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null> {
+    const key = await endpointKey(this.db, tenantId, id);
+    if (key === null) return null;
+    const rows = await this.db.query<{
+      uid: string;
+      type: string;
+      processor_customer_id: string;
+      sequence: string;
+      created_at: Date;
+      state: WebhookMessageRecord['state'];
+      attempts: number;
+      next_attempt_at: Date;
+      last_attempt_at: Date | null;
+      last_status: number | null;
+      last_error: string | null;
+    }>(
+      `SELECT ev.uid, ev.type, ev.processor_customer_id, ev.sequence, ev.created_at, d.state, d.attempts, d.next_attempt_at,
+         d.last_attempt_at, d.last_status, d.last_error
+       FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
+       WHERE d.endpoint_id = $1 AND ($2::text IS NULL OR d.state = $2) ORDER BY d.event_id DESC LIMIT $3`,
+      [key, query.state ?? null, query.limit],
+    );
+    return rows.map((r) => ({
+      messageId: r.uid,
+      type: r.type,
+      processorCustomerId: r.processor_customer_id,
+      sequence: Number(r.sequence),
+      createdAt: new Date(r.created_at),
+      state: r.state,
+      attempts: r.attempts,
+      nextAttemptAt: r.state === 'pending' ? new Date(r.next_attempt_at) : null,
+      lastAttemptAt: r.last_attempt_at === null ? null : new Date(r.last_attempt_at),
+      lastStatus: r.last_status,
+      lastError: r.last_error,
+    }));
+  }
+
+  async retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'> {
+    return this.db.transaction(async (tx) => {
+      const key = await endpointKey(tx, tenantId, id);
+      if (key === null) return 'endpoint_not_found';
+      const [event] = await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, messageId]);
+      if (!event) return 'message_not_found';
+      await requeue(tx, key, [Number(event.id)], now);
+      return 'queued';
+    });
+  }
+
+  async replay(tenantId: number, id: string, since: Date, until: Date, limit: number, now: Date): Promise<{ queued: number; nextSince: Date | null } | null> {
+    return this.db.transaction(async (tx) => {
+      const [endpoint] = await tx.query<{ id: number; event_types: string[] | null }>(
+        'SELECT id, event_types FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2',
+        [tenantId, id],
+      );
+      if (!endpoint) return null;
+      const events = await tx.query<{ id: string; created_at: Date }>(
+        `SELECT id, created_at FROM webhook_events
+         WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text[] IS NULL OR type = ANY($4::text[]))
+         ORDER BY created_at, id LIMIT $5`,
+        [tenantId, since, until, endpoint.event_types, limit + 1],
+      );
+      const page = events.slice(0, limit);
+      const queued = await requeue(tx, endpoint.id, page.map((e) => Number(e.id)), now);
+      const next = events.length > limit ? events[limit] : undefined;
+      return { queued, nextSince: next === undefined ? null : new Date(next.created_at) };
+    });
+  }
+
+  async claim(now: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+    return this.db.transaction(async (tx) => {
+      // The endpoints with a delivery due, oldest due first. Locking an endpoint's row makes
+      // its claims one at a time across instances, so that the cap on its attempts under way
+      // holds; NO KEY UPDATE leaves the outbox's inserts (which only share the key) free.
+      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number }>(
+        `SELECT e.id, e.uid, e.url, e.tenant_id FROM webhook_endpoints e
+         JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
+         CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
+         WHERE e.enabled AND ${ENTITLED} AND q.due <= $1
+           AND (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND l.state = 'pending' AND l.leased_until > $1) < $3
+         ORDER BY q.due LIMIT $2 FOR NO KEY UPDATE OF e SKIP LOCKED`,
+        [now, limits.batch, limits.perEndpoint],
+      );
+      const claimed: ClaimedDelivery[] = [];
+      const leasedUntil = new Date(now.getTime() + limits.leaseMs);
+      for (const e of endpoints) {
+        const room = limits.batch - claimed.length;
+        if (room <= 0) break;
+        const leaseToken = randomUUID();
+        const rows = await tx.query<{ event_id: string; attempts: number; give_up_at: Date; uid: string; payload: string }>(
+          `WITH taken AS (
+             SELECT endpoint_id, event_id FROM webhook_deliveries
+             WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2
+             ORDER BY next_attempt_at, event_id
+             LIMIT least($5::int, greatest(0, $4::int - (SELECT count(*)::int FROM webhook_deliveries
+               WHERE endpoint_id = $1 AND state = 'pending' AND leased_until > $2)))
+             FOR UPDATE SKIP LOCKED)
+           UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $3, leased_until = $3, lease_token = $6
+           FROM taken, webhook_events ev
+           WHERE d.endpoint_id = taken.endpoint_id AND d.event_id = taken.event_id AND ev.id = d.event_id
+           RETURNING d.event_id, d.attempts, d.give_up_at, ev.uid, ev.payload`,
+          [e.id, now, leasedUntil, limits.perEndpoint, room, leaseToken],
+        );
+        if (rows.length === 0) continue;
+        const secrets = await tx.query<{ secret: string }>(
+          'SELECT secret FROM tenant_credentials WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id DESC',
+          [e.id, now],
+        );
+        const opened = secrets.map((s) => this.secrets.open(s.secret, { tenantId: e.tenant_id, kind: KIND }));
+        for (const r of rows) {
+          claimed.push({
+            endpointKey: e.id,
+            endpointId: e.uid,
+            eventKey: Number(r.event_id),
+            messageId: r.uid,
+            url: e.url,
+            payload: r.payload,
+            secrets: opened,
+            attempt: r.attempts,
+            giveUpAt: new Date(r.give_up_at),
+            leaseToken,
+          });
+        }
+      }
+      return claimed;
+    });
+  }
+
+  async complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const delivered = result.outcome === 'delivered';
+      const gaveUp = !delivered && result.retryAt.getTime() >= claim.giveUpAt.getTime();
+      const outcome = gaveUp && result.outcome !== 'gone' ? 'gave_up' : result.outcome;
+      const updated = await tx.query(
+        `UPDATE webhook_deliveries SET state = $4, next_attempt_at = $5, leased_until = NULL, lease_token = NULL,
+           last_attempt_at = $6, last_status = $7, last_error = $8, completed_at = CASE WHEN $4 = 'pending' THEN NULL ELSE $6::timestamptz END
+         WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING 1`,
+        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered ? 'delivered' : gaveUp ? 'failed' : 'pending', delivered ? now : result.retryAt, now, result.statusCode, result.error],
+      );
+      await tx.query(
+        `INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [claim.endpointKey, claim.eventKey, now, result.statusCode, Math.round(result.latencyMs), outcome, result.error],
+      );
+      if (delivered) {
+        await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [claim.endpointKey]);
+      } else if (result.outcome === 'gone') {
+        await tx.query(
+          `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'gone', disabled_at = $2, updated_at = $2,
+             disabled_detail = 'the endpoint answered 410 Gone to message ' || $3
+           WHERE id = $1 AND enabled`,
+          [claim.endpointKey, now, claim.messageId],
+        );
+      } else {
+        // The failing streak starts at the first failure after a success; one that has lasted
+        // for days disables the endpoint, and its admin reads why.
+        await tx.query(
+          `UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2),
+             enabled = CASE WHEN failing_since < $3 THEN false ELSE enabled END,
+             disabled_reason = CASE WHEN failing_since < $3 THEN 'failing' ELSE disabled_reason END,
+             disabled_at = CASE WHEN failing_since < $3 THEN $2 ELSE disabled_at END,
+             disabled_detail = CASE WHEN failing_since < $3
+               THEN 'every attempt failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; the last: ' || $4
+               ELSE disabled_detail END
+           WHERE id = $1 AND enabled`,
+          [claim.endpointKey, now, new Date(now.getTime() - DISABLE_FAILING_AFTER_MS), result.error ?? `HTTP ${result.statusCode ?? '?'}`],
+        );
+      }
+      return updated.length > 0;
+    });
+  }
+
+  async oldestPendingAt(): Promise<Date | null> {
+    const [row] = await this.db.query<{ at: Date | null }>(
+      `SELECT min(d.created_at) AS at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       WHERE d.state = 'pending' AND e.enabled`,
+    );
+    return row?.at ? new Date(row.at) : null;
+  }
+
+  async nextDueAt(): Promise<Date | null> {
+    const [row] = await this.db.query<{ at: Date | null }>(
+      `SELECT min(d.next_attempt_at) AS at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+       WHERE d.state = 'pending' AND e.enabled`,
+    );
+    return row?.at ? new Date(row.at) : null;
+  }
+}

@@ -1,0 +1,175 @@
+import { Webhook } from 'standardwebhooks';
+import { AllowedNetworks, retryDelayMs } from '../domain/webhooks.js';
+import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, WebhookStore } from '../store/store.js';
+import { sendWebhook } from './send.js';
+import type { SendOptions } from './send.js';
+
+/**
+ * Sends downstream webhooks (docs/webhooks.md): takes the deliveries that are due from the
+ * store's queue, signs each with the endpoint's secrets (Standard Webhooks), POSTs it, and
+ * records the attempt. Every instance runs one; the store's claims keep them off each
+ * other's deliveries.
+ */
+
+export interface DeliverySettings {
+  /** Each attempt, from the DNS lookup to the response. */
+  attemptTimeoutMs: number;
+  /** Attempts under way at once for one endpoint, across instances. */
+  concurrencyPerEndpoint: number;
+  /** Networks allowed despite being private, loopback or link-local (CIDRs). */
+  allowedNetworks: readonly string[];
+  /** Endpoint URLs may be http:// to a loopback host (local development). */
+  allowHttpLoopback: boolean;
+}
+
+export const DEFAULT_DELIVERY_SETTINGS: Readonly<DeliverySettings> = Object.freeze({
+  attemptTimeoutMs: 15_000,
+  concurrencyPerEndpoint: 4,
+  allowedNetworks: [],
+  allowHttpLoopback: false,
+});
+
+/** How often the queue is read when nothing wakes the deliverer. */
+const POLL_MS = 1_000;
+/** Attempts under way at once in one process. */
+const MAX_IN_FLIGHT = 64;
+const USER_AGENT = 'Dunwall-Webhooks/1';
+
+export interface DelivererOptions extends DeliverySettings {
+  store: WebhookStore;
+  now?: () => number;
+  random?: () => number;
+  log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Host name resolution (tests point names at loopback addresses). */
+  resolve?: SendOptions['resolve'];
+  pollMs?: number;
+}
+
+/** The signature header: one `v1,<base64>` per secret in force, space-separated, so that a receiver holding either verifies. */
+export function signatureHeader(secrets: readonly string[], messageId: string, at: Date, payload: string): string {
+  return secrets.map((secret) => new Webhook(secret).sign(messageId, at, payload)).join(' ');
+}
+
+export class WebhookDeliverer {
+  /** Attempts by outcome since the start. */
+  readonly counts: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, gone: 0, refused: 0, gave_up: 0 };
+  private readonly allowed: AllowedNetworks;
+  private readonly now: () => number;
+  private inFlight = new Set<Promise<void>>();
+  private claiming: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(private readonly opts: DelivererOptions) {
+    this.allowed = new AllowedNetworks(opts.allowedNetworks);
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** Reads the queue now and then every second; `wake` reads it at once (after a local commit). */
+  start(): this {
+    const tick = () => {
+      if (this.stopped) return;
+      this.wake();
+      this.timer = setTimeout(tick, this.opts.pollMs ?? POLL_MS);
+      this.timer.unref();
+    };
+    tick();
+    return this;
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.claiming !== null) {
+      this.again = true;
+      return;
+    }
+    this.claiming = this.claimAndSend()
+      .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly'))
+      .finally(() => {
+        this.claiming = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  /**
+   * Claims what is due and waits for those attempts, and any others under way, to be
+   * recorded; returns how many it claimed. Tests drive the deliverer with it.
+   */
+  async runOnce(): Promise<number> {
+    await this.claiming;
+    const n = await this.claimBatch();
+    await Promise.all([...this.inFlight]);
+    return n;
+  }
+
+  /** Stops claiming, and waits for the attempts under way (each bounded by its timeout). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    await this.claiming;
+    await Promise.all([...this.inFlight]);
+  }
+
+  private async claimAndSend(): Promise<void> {
+    // A full batch suggests more is due: claim again until the queue or the room runs out.
+    while (!this.stopped && (await this.claimBatch()) > 0 && this.inFlight.size < MAX_IN_FLIGHT) {
+      /* claimed more */
+    }
+  }
+
+  private async claimBatch(): Promise<number> {
+    const room = MAX_IN_FLIGHT - this.inFlight.size;
+    if (room <= 0) return 0;
+    const at = new Date(this.now());
+    const claimed = await this.opts.store.claim(at, {
+      perEndpoint: this.opts.concurrencyPerEndpoint,
+      batch: room,
+      // Long enough that an attempt always ends inside it; an instance killed mid-attempt
+      // leaves its deliveries to others once it ends.
+      leaseMs: 2 * this.opts.attemptTimeoutMs + 1_000,
+    });
+    for (const delivery of claimed) {
+      const p: Promise<void> = this.attempt(delivery)
+        .catch((err: unknown) =>
+          this.opts.log.warn({ err: { message: (err as Error).message }, endpoint: delivery.endpointId, message: delivery.messageId }, 'webhooks: recording an attempt failed; it will be retried'),
+        )
+        .finally(() => {
+          this.inFlight.delete(p);
+          if (!this.stopped) this.wake();
+        });
+      this.inFlight.add(p);
+    }
+    return claimed.length;
+  }
+
+  private async attempt(d: ClaimedDelivery): Promise<void> {
+    const at = new Date(this.now());
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': d.messageId,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': signatureHeader(d.secrets, d.messageId, at, d.payload),
+    };
+    const sent = await sendWebhook(d.url, headers, d.payload, {
+      timeoutMs: this.opts.attemptTimeoutMs,
+      allowed: this.allowed,
+      ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
+    });
+    const done = new Date(this.now());
+    const outcome: AttemptResult['outcome'] =
+      sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300 ? 'delivered' : sent.statusCode === 410 ? 'gone' : sent.refused ? 'refused' : 'failed';
+    const retryAt = new Date(done.getTime() + retryDelayMs(d.attempt, this.opts.random));
+    const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, retryAt };
+    const kept = await this.opts.store.complete(d, result, done);
+    const counted: DeliveryOutcome = outcome !== 'delivered' && outcome !== 'gone' && retryAt >= d.giveUpAt ? 'gave_up' : outcome;
+    this.counts[counted] += 1;
+    if (outcome === 'gone') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the endpoint answered 410 Gone; it is disabled');
+    else if (counted === 'gave_up') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error: sent.error }, 'webhooks: a message failed for its whole retry window');
+    if (!kept) this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the lease ended before the attempt did; another instance may send it again');
+  }
+}
