@@ -512,6 +512,58 @@ describe('dunwall subscriber', () => {
   });
 });
 
+describe('dunwall webhook', () => {
+  it('creates, lists, shows, updates, rotates and deletes an endpoint; shows its messages and attempts; retries and replays', async () => {
+    await createTenant('hooked', ['--tier', 'scale']);
+    const created = await cli(['webhook', 'create', '--tenant', 'hooked', 'https://hooks.example.com/dunwall', '--description', 'billing backend', '--events', 'subscriber.status_changed']);
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    const id = /^id:\s+(ep_\w+)$/m.exec(created.stdout)?.[1] ?? '';
+    const secret = /^secret:\s+(whsec_\S+)\s+\(shown once/m.exec(created.stdout)?.[1] ?? '';
+    expect(id).toMatch(/^ep_[a-z2-7]{24}$/);
+    expect(secret).toMatch(/^whsec_/);
+    expect(created.stdout).toMatch(/^events:\s+subscriber\.status_changed$/m);
+
+    const listed = await cli(['webhook', 'list', '--tenant', 'hooked']);
+    expect(listed.stdout).toMatch(new RegExp(`^${id}\\s+yes\\s+0\\s+subscriber\\.status_changed\\s+https://hooks\\.example\\.com/dunwall$`, 'm'));
+    const shown = await cli(['webhook', 'show', '--tenant', 'hooked', id]);
+    expect(shown.stdout).not.toContain(secret);
+    expect(shown.stdout).toMatch(/^signing_secrets:\s+current since /m);
+
+    const disabled = await cli(['webhook', 'update', '--tenant', 'hooked', id, '--enabled', 'false', '--events', 'all']);
+    expect(disabled.stdout).toMatch(/^enabled:\s+no: admin \(disabled through the admin API\)/m);
+    expect(disabled.stdout).toMatch(/^events:\s+all$/m);
+    expect((await cli(['webhook', 'update', '--tenant', 'hooked', id, '--enabled', 'true'])).stdout).toMatch(/^enabled:\s+yes$/m);
+
+    const rotated = await cli(['webhook', 'rotate-secret', '--tenant', 'hooked', id, '--overlap-seconds', '60', '--json']);
+    const next = parseJson<{ secret: string; previous_expires_at: string; signing_secrets: unknown[] }>(rotated.stdout);
+    expect(next.secret).not.toBe(secret);
+    expect(next.signing_secrets).toHaveLength(2);
+
+    expect((await cli(['subscriber', 'set', '--tenant', 'hooked', 'cus_hook1', 'lockout'])).code).toBe(0);
+    const messages = await cli(['webhook', 'messages', '--tenant', 'hooked', id, '--state', 'pending']);
+    expect(messages.stdout).toMatch(/^\S+\s+msg_[a-z2-7]{24}\s+subscriber\.status_changed\s+cus_hook1\s+1\s+pending\s+0\s/m);
+    const messageId = /(msg_[a-z2-7]{24})/.exec(messages.stdout)?.[1] ?? '';
+    expect((await cli(['webhook', 'attempts', '--tenant', 'hooked', id])).stdout.trim()).toBe('no attempts');
+    expect((await cli(['webhook', 'retry', '--tenant', 'hooked', id, messageId])).stdout.trim()).toBe(`message ${messageId} queued for ${id}`);
+    const replayed = await cli(['webhook', 'replay', '--tenant', 'hooked', id, '--since', '2020-01-01T00:00:00Z', '--json']);
+    expect(parseJson(replayed.stdout)).toEqual({ queued: 1 });
+
+    expect((await cli(['webhook', 'delete', '--tenant', 'hooked', id])).stdout.trim()).toBe(`webhook endpoint ${id} deleted`);
+    expect((await cli(['webhook', 'list', '--tenant', 'hooked'])).stdout.trim()).toBe('no webhook endpoints');
+  });
+
+  it('refuses a tier without downstream webhooks, unknown event types and an update with nothing to change', async () => {
+    const refused = await cli(['webhook', 'create', '--tenant', 'base', 'https://hooks.example.com/x']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('downstream_webhooks_not_entitled');
+    const badType = await cli(['webhook', 'create', '--tenant', 'base', 'https://hooks.example.com/x', '--events', 'subscriber.created']);
+    expect([badType.code, badType.stderr]).toEqual([2, expect.stringContaining("unknown event type 'subscriber.created'")]);
+    const nothing = await cli(['webhook', 'update', '--tenant', 'base', `ep_${'a'.repeat(24)}`]);
+    expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining('give at least one of')]);
+  });
+});
+
 describe('dunwall tier', () => {
   it('lists tiers as a table and as JSON', async () => {
     const list = await cli(['tier', 'list']);
@@ -631,7 +683,7 @@ describe('dunwall errors and environment', () => {
     const bash = await cli(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _dunwall dunwall');
-    expect(bash.stdout).toContain('opts="tenant subscriber tier stripe secrets');
+    expect(bash.stdout).toContain('opts="tenant subscriber tier webhook stripe secrets');
     expect(bash.stdout).toMatch(/create\) opts="--tier --card-update-url --hmac-required --allowed-origins --lookups-per-minute/);
     const zsh = await cli(['completion', 'zsh']);
     expect(zsh.stdout).toContain('bashcompinit');

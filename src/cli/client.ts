@@ -12,6 +12,14 @@ import type {
   Tier,
   TierList,
   UpdateTenantBody,
+  CreateWebhookEndpointBody,
+  UpdateWebhookEndpointBody,
+  WebhookAttemptList,
+  WebhookEndpoint,
+  WebhookEndpointList,
+  WebhookEndpointWithSecret,
+  WebhookMessageList,
+  WebhookReplayAnswer,
 } from '../http/schemas.js';
 import { ApiError, NetworkError, oneLine } from './errors.js';
 
@@ -34,6 +42,12 @@ export type TierListView = Static<typeof TierList>;
 export type SubscriberStatus = NonNullable<SubscriberView['status']>;
 export type ReplayAnswerView = Static<typeof ReplayAnswer>;
 export type RotateKey = 'publishable' | 'hmac';
+export type EndpointView = Static<typeof WebhookEndpoint>;
+export type EndpointWithSecretView = Static<typeof WebhookEndpointWithSecret>;
+export type EndpointListView = Static<typeof WebhookEndpointList>;
+export type AttemptListView = Static<typeof WebhookAttemptList>;
+export type MessageListView = Static<typeof WebhookMessageList>;
+export type WebhookReplayView = Static<typeof WebhookReplayAnswer>;
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -159,6 +173,50 @@ export class AdminClient {
     return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, { events, ...(options.dryRun === true ? { dry_run: true } : {}) });
   }
 
+  createEndpoint(slug: string, body: Static<typeof CreateWebhookEndpointBody>): Promise<EndpointWithSecretView> {
+    return this.#json('POST', endpointPath(slug), body);
+  }
+
+  listEndpoints(slug: string): Promise<EndpointListView> {
+    return this.#json('GET', endpointPath(slug));
+  }
+
+  getEndpoint(slug: string, id: string): Promise<EndpointView> {
+    return this.#json('GET', endpointPath(slug, id));
+  }
+
+  updateEndpoint(slug: string, id: string, body: Static<typeof UpdateWebhookEndpointBody>): Promise<EndpointView> {
+    return this.#json('PATCH', endpointPath(slug, id), body);
+  }
+
+  async deleteEndpoint(slug: string, id: string): Promise<void> {
+    await this.request('DELETE', endpointPath(slug, id));
+  }
+
+  rotateEndpointSecret(slug: string, id: string, overlapSeconds?: number): Promise<EndpointWithSecretView> {
+    return this.#json('POST', `${endpointPath(slug, id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds });
+  }
+
+  listAttempts(slug: string, id: string, limit?: number): Promise<AttemptListView> {
+    return this.#json('GET', `${endpointPath(slug, id)}/attempts${limit === undefined ? '' : `?limit=${limit}`}`);
+  }
+
+  listMessages(slug: string, id: string, filter: { state?: string; limit?: number } = {}): Promise<MessageListView> {
+    const q = new URLSearchParams();
+    if (filter.state !== undefined) q.set('state', filter.state);
+    if (filter.limit !== undefined) q.set('limit', String(filter.limit));
+    const query = q.toString();
+    return this.#json('GET', `${endpointPath(slug, id)}/messages${query === '' ? '' : `?${query}`}`);
+  }
+
+  async retryMessage(slug: string, id: string, messageId: string): Promise<void> {
+    await this.request('POST', `${endpointPath(slug, id)}/messages/${enc(messageId)}/retry`);
+  }
+
+  replayMessages(slug: string, id: string, since: string, until?: string): Promise<WebhookReplayView> {
+    return this.#json('POST', `${endpointPath(slug, id)}/replay`, { since, ...(until !== undefined ? { until } : {}) });
+  }
+
   async #json<T>(method: string, path: string, body?: unknown): Promise<T> {
     const answer = await this.request(method, path, body);
     if (answer === null) throw new ApiError(0, 'unexpected_answer', `${method} ${path} answered with no body`);
@@ -222,6 +280,10 @@ export class AdminClient {
 
 function enc(segment: string): string {
   return encodeURIComponent(segment);
+}
+
+function endpointPath(slug: string, id?: string): string {
+  return `/tenants/${enc(slug)}/webhook-endpoints${id === undefined ? '' : `/${enc(id)}`}`;
 }
 
 function subscriberPath(slug: string, customerId: string): string {

@@ -1,4 +1,4 @@
-import type { RotatedTenantView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
+import type { AttemptListView, EndpointListView, EndpointView, EndpointWithSecretView, MessageListView, RotatedTenantView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
 
 const NAMED_FLAG_ORDER = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
 
@@ -178,5 +178,45 @@ export function formatTierList(tiers: readonly TierView[]): string {
   return table(
     ['NAME', ...flags.map((f) => f.toUpperCase())],
     tiers.map((t) => [t.name, ...flags.map((f) => (t.entitlements[f] === undefined ? '-' : String(t.entitlements[f])))]),
+  );
+}
+
+/** An endpoint of downstream webhooks: where, what, and whether it is sent anything. */
+export function formatEndpoint(e: EndpointView | EndpointWithSecretView): string {
+  const rows: [string, string][] = [
+    ['id', e.id],
+    ['url', e.url],
+    ['description', orNone(e.description, '(none)')],
+    ['events', e.event_types === null ? 'all' : e.event_types.join(', ')],
+    ['enabled', e.enabled ? 'yes' : `no: ${e.disabled_reason ?? ''}${e.disabled_detail ? ` (${e.disabled_detail})` : ''} since ${e.disabled_at ?? '?'}`],
+    ['failing_since', orNone(e.failing_since, '-')],
+    ['pending', String(e.pending)],
+    ['signing_secrets', e.signing_secrets.map((s) => (s.expires_at === null ? `current since ${s.created_at}` : `replaced, signs until ${s.expires_at}`)).join('; ')],
+  ];
+  if ('secret' in e) rows.push(['secret', `${e.secret}  (shown once: give it to the receiver now)`]);
+  return keyValues(rows);
+}
+
+export function formatEndpointList(list: EndpointListView): string {
+  if (list.data.length === 0) return 'no webhook endpoints';
+  return table(
+    ['ID', 'ENABLED', 'PENDING', 'EVENTS', 'URL'],
+    list.data.map((e) => [e.id, e.enabled ? 'yes' : `no (${e.disabled_reason ?? ''})`, String(e.pending), e.event_types === null ? 'all' : e.event_types.join(','), e.url]),
+  );
+}
+
+export function formatAttempts(list: AttemptListView): string {
+  if (list.data.length === 0) return 'no attempts';
+  return table(
+    ['AT', 'MESSAGE', 'OUTCOME', 'STATUS', 'MS', 'ERROR'],
+    list.data.map((a) => [a.attempted_at, a.message_id, a.outcome, a.status_code === null ? '-' : String(a.status_code), String(a.latency_ms), a.error ?? '']),
+  );
+}
+
+export function formatMessages(list: MessageListView): string {
+  if (list.data.length === 0) return 'no messages';
+  return table(
+    ['CREATED', 'MESSAGE', 'TYPE', 'CUSTOMER', 'SEQ', 'STATE', 'ATTEMPTS', 'NEXT', 'LAST ERROR'],
+    list.data.map((m) => [m.created_at, m.message_id, m.type, m.processor_customer_id, String(m.sequence), m.state, String(m.attempts), m.next_attempt_at ?? '-', m.last_error ?? '']),
   );
 }

@@ -6,6 +6,7 @@ const SECTIONS: ReadonlyArray<[string, (c: Command) => boolean]> = [
   ['Tenants', (c) => c.name.startsWith('tenant ')],
   ['Subscribers', (c) => c.name.startsWith('subscriber ')],
   ['Tiers', (c) => c.name.startsWith('tier ')],
+  ['Downstream webhooks', (c) => c.name.startsWith('webhook ')],
   ['Stripe', (c) => c.name.startsWith('stripe ')],
   ['Secrets at rest', (c) => c.name.startsWith('secrets ')],
 ];
@@ -56,7 +57,7 @@ export function helpText(group?: string): string {
     '',
     'Usage: dunwall <command> [options]',
     ...sections,
-    '  dunwall help [tenant|subscriber|tier|stripe|secrets]',
+    '  dunwall help [tenant|subscriber|tier|webhook|stripe|secrets]',
     '  dunwall COMMAND --help     one command\'s usage and options',
     '  dunwall completion bash|zsh  prints a completion script (e.g. source <(dunwall completion bash))',
     '',
