@@ -394,9 +394,11 @@ export class SqlWebhookStore implements WebhookStore {
          WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING 1`,
         [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered ? 'delivered' : gaveUp ? 'failed' : 'pending', delivered ? now : result.retryAt, now, result.statusCode, result.error],
       );
+      // Nothing to record when the endpoint or the message went while the attempt was under way.
       await tx.query(
         `INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+         SELECT $1::integer, $2::bigint, $3::timestamptz, $4::integer, $5::integer, $6::text, $7::text
+         WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1) AND EXISTS (SELECT 1 FROM webhook_events WHERE id = $2)`,
         [claim.endpointKey, claim.eventKey, now, result.statusCode, Math.round(result.latencyMs), outcome, result.error],
       );
       if (delivered) {

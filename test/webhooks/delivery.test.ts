@@ -312,6 +312,24 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.maxOpen).toBe(2);
   });
 
+  it('records nothing, and fails nothing, for an endpoint deleted while an attempt to it was under way', async () => {
+    const warnings: unknown[] = [];
+    await deliverer.stop();
+    deliverer = newDeliverer({ log: { info() {}, warn: (obj: unknown) => void warnings.push(obj) } });
+    let release!: () => void;
+    receiver.hold = new Promise((resolve) => (release = resolve));
+    const ep = await endpoint('acme');
+    await h.setSubscriber('acme', 'cus_D', 'warning', 'payment_failed');
+    const run = deliverer.runOnce();
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
+    expect((await h.admin('DELETE', `/tenants/acme/webhook-endpoints/${ep.id}`)).statusCode).toBe(204);
+    release();
+    expect(await run).toBe(1);
+    expect(warnings).toEqual([]);
+    expect(deliverer.counts.delivered).toBe(1);
+    expect((await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}/attempts`)).statusCode).toBe(404);
+  });
+
   it('refuses what a tier without downstream_webhooks asks, and URLs that are not https or point inside', async () => {
     await h.createTenant('small', { tier: 'starter' });
     const refused = await h.admin('POST', '/tenants/small/webhook-endpoints', { url: 'https://hooks.example.com/x' });
