@@ -10,9 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
-import { Agent } from 'node:http';
+import { Agent, createServer } from 'node:http';
 import { connect } from 'node:net';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,13 +34,15 @@ import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
 /** The dripping row: this many connections from one address, each sending a byte a second. */
 const DRIP_CONNECTIONS = 1_100;
 const DRIP_FROM = '127.0.0.2';
+/** The hooks row: status changes a second, each delivered to a receiver on loopback while the lookups are measured. */
+const HOOK_CHANGES_PER_S = 50;
 const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
@@ -274,6 +276,57 @@ async function prime(baseUrl: string, requests: readonly BenchRequest[], workers
 }
 
 /**
+ * The writes and hooks rows' background: a tenant on a tier with downstream webhooks, with
+ * an endpoint on a receiver in this process when `withEndpoint`, and `perSecond` status
+ * changes a second through the admin API (each customer flips between warning and active),
+ * until `stop`.
+ */
+async function startHookTraffic(url: string, adminToken: string, perSecond: number, withEndpoint: boolean): Promise<{ stop(): Promise<{ changes: number; failedChanges: number; delivered: number }> }> {
+  let delivered = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      delivered += 1;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const port = (receiver.address() as AddressInfo).port;
+  const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+  const base = new URL(url);
+  const headers = { authorization: `Bearer ${adminToken}` };
+  const slug = `bench-hooks-${randomBytes(3).toString('hex')}`;
+  const created = await call(agent, base, 'POST', '/admin/v1/tenants', headers, JSON.stringify({ slug, tier: 'scale' }));
+  if (created.status !== 201) throw new Error(`hooks: tenant not created: ${created.status} ${created.body}`);
+  if (withEndpoint) {
+    const endpoint = await call(agent, base, 'POST', `/admin/v1/tenants/${slug}/webhook-endpoints`, headers, JSON.stringify({ url: `http://127.0.0.1:${port}/hooks` }));
+    if (endpoint.status !== 201) throw new Error(`hooks: endpoint not created: ${endpoint.status} ${endpoint.body}`);
+  }
+  let changes = 0;
+  let failedChanges = 0;
+  let n = 0;
+  const timer = setInterval(() => {
+    const i = n;
+    n += 1;
+    const status = Math.floor(i / 100) % 2 === 0 ? 'warning' : 'active';
+    call(agent, base, 'PUT', `/admin/v1/tenants/${slug}/subscribers/cus_hook${i % 100}`, headers, JSON.stringify({ status }))
+      .then((a) => (a.status === 200 ? (changes += 1) : (failedChanges += 1)))
+      .catch(() => (failedChanges += 1));
+  }, 1000 / perSecond);
+  return {
+    async stop() {
+      clearInterval(timer);
+      // The last changes' deliveries: a poll interval and a little more.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      agent.destroy();
+      receiver.closeAllConnections();
+      await new Promise((resolve) => receiver.close(resolve));
+      return { changes, failedChanges, delivered };
+    },
+  };
+}
+
+/**
  * Opens `count` connections to `url` from the local address `from`, each sending the start
  * of a request and then one header byte a second, never finishing; a connection the
  * service closes is opened again (a determined attacker). `ready`: all opened once.
@@ -329,7 +382,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -545,12 +598,28 @@ async function main(): Promise<void> {
     });
   }
 
-  if (opts.rows.has('hot1')) {
+  if (['hot1', 'writes', 'hooks'].some((r) => opts.rows.has(r as Row))) {
     await phase('hot1', async () => {
       // One process, as the baseline and the peer are: the figures compare like with like.
-      const server = await startService('service-1', { workers: 1 });
+      // Downstream webhooks may go to loopback, for the hooks row's receiver.
+      const hooksEnv = { DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' };
+      const server = await startService('service-1', { workers: 1, env: hooksEnv });
       try {
-        await measure('hot1', `service, one process, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        if (opts.rows.has('hot1')) await measure('hot1', `service, one process, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        // The same lookups while the process also applies status changes (writes), and while
+        // it also sends each to a tenant's endpoint (hooks): hooks / writes is the deliverer's
+        // cost to the lookup, writes / hot1 the cost of the changes themselves.
+        for (const row of ['writes', 'hooks'] as const) {
+          if (!opts.rows.has(row)) continue;
+          const traffic = await startHookTraffic(server.url, adminToken, HOOK_CHANGES_PER_S, row === 'hooks');
+          try {
+            const what = row === 'hooks' ? 'status changes/s, each sent as a webhook' : 'status changes/s, no webhook endpoint';
+            await measure(row, `service, one process, hot list, while ${HOOK_CHANGES_PER_S} ${what}`, server, hot, files.hot);
+          } finally {
+            const seen = await traffic.stop();
+            note(`${row}: ${fmtN(seen.changes)} status changes made (${fmtN(seen.failedChanges)} failed), ${fmtN(seen.delivered)} webhooks received`);
+          }
+        }
       } finally {
         await stopChild(server.child);
       }
