@@ -9,7 +9,7 @@ import type { DelivererOptions } from '../../src/webhooks/index.js';
 import { RETRY_WINDOW_MS } from '../../src/domain/webhooks.js';
 import { deliver } from '../helpers/webhook.js';
 import { Retention } from '../../src/runtime/retention.js';
-import { customer, event, invoice } from '../helpers/stripe-fixtures.js';
+import { customer, event, invoice, paymentIds } from '../helpers/stripe-fixtures.js';
 
 const engines = await availableEngines();
 const quiet = { info() {}, warn() {} };
@@ -133,14 +133,18 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size).toBe(3);
   });
 
-  it("names the Stripe event that caused a change, and raises nothing for its redelivery", async () => {
+  it('names the Stripe event that caused a change, and raises nothing for its redelivery or a stale event', async () => {
     const secret = 'whsec_downstream_test_0123456789abcdef';
     expect((await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: secret })).statusCode).toBe(200);
     const ep = await endpoint('acme', { event_types: ['subscriber.status_changed'] });
-    const inv = invoice('cus_S', { next_payment_attempt: Math.floor(h.clock.ms / 1000) + 86_400 });
-    const failed = event('invoice.payment_failed', inv, { created: Math.floor(h.clock.ms / 1000) });
-    expect((await deliver(h, 'acme', failed, secret)).statusCode).toBe(200);
-    expect((await deliver(h, 'acme', failed, secret)).statusCode).toBe(200); // a redelivery
+    const ids = paymentIds();
+    const nowS = Math.floor(h.clock.ms / 1000);
+    const failed = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: nowS + 86_400 }), { created: nowS });
+    expect((await deliver(h, 'acme', failed, secret)).json()).toMatchObject({ outcome: 'applied' });
+    expect((await deliver(h, 'acme', failed, secret)).json()).toMatchObject({ outcome: 'duplicate' }); // a redelivery
+    // An older event of the same invoice, arriving late: stale, so no change and no event.
+    const older = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: null }), { created: nowS - 60 });
+    expect((await deliver(h, 'acme', older, secret)).json()).toMatchObject({ outcome: 'stale' });
     await deliverer.runOnce();
     expect(receiver.received).toHaveLength(1);
     expect(verify(ep.secret, receiver.received[0] as never).data).toMatchObject({
