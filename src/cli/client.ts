@@ -213,8 +213,8 @@ export class AdminClient {
     await this.request('POST', `${endpointPath(slug, id)}/messages/${enc(messageId)}/retry`);
   }
 
-  replayMessages(slug: string, id: string, since: string, until?: string): Promise<WebhookReplayView> {
-    return this.#json('POST', `${endpointPath(slug, id)}/replay`, { since, ...(until !== undefined ? { until } : {}) });
+  replayMessages(slug: string, id: string, range: { since: string; until: string; after?: string }): Promise<WebhookReplayView> {
+    return this.#json('POST', `${endpointPath(slug, id)}/replay`, range);
   }
 
   async #json<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -87,7 +87,7 @@ LOOPBACK.addAddress('::1', 'ipv6');
 /**
  * Addresses a webhook is never sent to unless the operator allows them: loopback, private,
  * link-local (cloud metadata), shared, unspecified, multicast and reserved ranges, in IPv4
- * and IPv6, and IPv4 mapped into IPv6.
+ * and IPv6, IPv4 mapped into IPv6, and the IPv6 ranges that embed an IPv4 address.
  */
 const INTERNAL: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['0.0.0.0', 8, 'ipv4'],
@@ -104,9 +104,14 @@ const INTERNAL: readonly [string, number, 'ipv4' | 'ipv6'][] = [
   ['203.0.113.0', 24, 'ipv4'],
   ['224.0.0.0', 4, 'ipv4'],
   ['240.0.0.0', 4, 'ipv4'],
-  ['::', 128, 'ipv6'],
-  ['::1', 128, 'ipv6'],
+  // IPv4-compatible (deprecated), and every address that embeds an IPv4 one a gateway may
+  // reach: SIIT, NAT64 (global and local use), 6to4, Teredo. Allow the network to send there.
+  ['::', 96, 'ipv6'],
+  ['::ffff:0:0:0', 96, 'ipv6'],
   ['64:ff9b::', 96, 'ipv6'],
+  ['64:ff9b:1::', 48, 'ipv6'],
+  ['2001::', 32, 'ipv6'],
+  ['2002::', 16, 'ipv6'],
   ['100::', 64, 'ipv6'],
   ['2001:db8::', 32, 'ipv6'],
   ['fc00::', 7, 'ipv6'],

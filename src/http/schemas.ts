@@ -335,7 +335,7 @@ export const UpdateWebhookEndpointBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export const RotateWebhookSecretBody = Type.Object(
-  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 604_800, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' })) },
+  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' })) },
   { additionalProperties: false },
 );
 export const WebhookEndpointParams = Type.Object({ slug: Slug, endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }) });
@@ -381,11 +381,17 @@ export const WebhookMessageList = Type.Object({
 });
 export const MAX_REPLAY_MESSAGES = 10_000;
 export const WebhookReplayBody = Type.Object(
-  { since: Timestamp, until: Type.Optional(Timestamp) },
+  {
+    since: Timestamp,
+    until: Type.Optional(Timestamp),
+    after: Type.Optional(Type.String({ pattern: MESSAGE_ID_RE.source, description: "The previous answer's next.after: go on after this message" })),
+  },
   { additionalProperties: false },
 );
 export const WebhookReplayAnswer = Type.Object({
   queued: Type.Integer({ description: `Messages queued again (at most ${MAX_REPLAY_MESSAGES} a call)` }),
-  next_since: Type.Union([Timestamp, Type.Null()], { description: 'Where a next call goes on; null: the range is done' }),
+  next: Type.Union([Type.Object({ since: Timestamp, after: Type.String() }), Type.Null()], {
+    description: 'Where the next call goes on (send since and after as given, with the same until); null: the range is done',
+  }),
 });
 export const WebhookRetryAnswer = Type.Object({ queued: Type.Literal(true) });

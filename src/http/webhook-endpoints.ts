@@ -314,7 +314,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
         ...common,
         operationId: 'replayWebhookMessages',
         summary: 'Send the messages of a time range to the endpoint again (those of its event types), oldest first',
-        description: `At most ${MAX_REPLAY_MESSAGES} a call; next_since says where the next call goes on. Receivers drop what they had by webhook-id.`,
+        description: `At most ${MAX_REPLAY_MESSAGES} a call; next says where the next call goes on. Each message is queued as new (a new retry window). Receivers drop what they had by webhook-id.`,
         params: WebhookEndpointParams,
         body: WebhookReplayBody,
         response: { 202: WebhookReplayAnswer, ...errors },
@@ -326,9 +326,10 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       const since = new Date(req.body.since);
       const until = req.body.until === undefined ? at : new Date(req.body.until);
       if (!(since.getTime() < until.getTime())) throw new AppError('invalid_request', 'since: must be before until');
-      const result = found(await store.webhooks.replay(tenant.id, req.params.endpointId, since, until, MAX_REPLAY_MESSAGES, at));
+      const range = { since, until, ...(req.body.after !== undefined ? { after: req.body.after } : {}) };
+      const result = found(await store.webhooks.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued }, 'webhook messages replayed');
-      return reply.code(202).send({ queued: result.queued, next_since: result.nextSince?.toISOString() ?? null });
+      return reply.code(202).send({ queued: result.queued, next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after } });
     },
   );
 }

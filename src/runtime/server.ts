@@ -99,7 +99,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const store = await openStore(target, { secrets });
   log.info({ store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) }, 'store ready');
   if (secrets.currentKeyId === null) {
-    log.warn('DUNWALL_ENCRYPTION_KEY is not set: HMAC and Stripe signing secrets are stored in clear; set it in production');
+    log.warn('DUNWALL_ENCRYPTION_KEY is not set: HMAC, Stripe and webhook signing secrets are stored in clear; set it in production');
   } else {
     log.info({ keyId: secrets.currentKeyId }, 'secrets encrypted at rest');
   }
@@ -179,6 +179,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     );
     metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
     metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
+    metrics.observeCounter('dunwall_retention_webhook_messages_deleted_total', 'Downstream webhook messages pruned by age', () => retention.deleted.webhook_events);
+    metrics.observeCounter('dunwall_retention_webhook_attempts_deleted_total', 'Downstream webhook attempts pruned by age', () => retention.deleted.webhook_attempts);
     return {
       app,
       store,

@@ -53,10 +53,11 @@ const PRUNE_SQL: Record<RetainedTable, string> = {
         AND EXISTS (SELECT 1 FROM subscriber_history n WHERE n.tenant_id = h.tenant_id AND n.processor_customer_id = h.processor_customer_id AND n.id > h.id)
       ORDER BY h.recorded_at LIMIT $2)
     DELETE FROM subscriber_history h USING doomed d WHERE h.id = d.id RETURNING 1 AS n`,
-  // A message still waiting for a delivery stays; its deliveries and attempts go with it.
+  // A message still waiting for a delivery stays (one whose retry window ended before the
+  // cut-off does not: its endpoint stayed disabled); its deliveries and attempts go with it.
   webhook_events: `WITH doomed AS (
       SELECT ev.id FROM webhook_events ev WHERE ev.created_at < $1
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.state = 'pending')
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = ev.id AND d.state = 'pending' AND d.give_up_at >= $1)
       ORDER BY ev.created_at LIMIT $2)
     DELETE FROM webhook_events ev USING doomed d WHERE ev.id = d.id RETURNING 1 AS n`,
   webhook_attempts: `WITH doomed AS (SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)

@@ -376,6 +376,18 @@ export interface ClaimLimits {
   leaseMs: number;
 }
 
+export interface ReplayRange {
+  since: Date;
+  until: Date;
+  /** Go on after this message (created at `since`): the `next` of the previous page. */
+  after?: string;
+}
+
+export interface ReplayPage {
+  queued: number;
+  next: { since: Date; after: string } | null;
+}
+
 /** The outbox of downstream webhooks and its queue. */
 export interface WebhookStore {
   createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord>;
@@ -394,16 +406,17 @@ export interface WebhookStore {
   retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
   /**
    * Queues again, now, the tenant's messages created in [since, until) of the endpoint's
-   * event types, oldest first, at most `limit`; `nextSince` says where to go on, null when done.
+   * event types, oldest first, at most `limit`; `next` says where to go on, null when done.
    */
-  replay(tenantId: number, id: string, since: Date, until: Date, limit: number, now: Date): Promise<{ queued: number; nextSince: Date | null } | null>;
+  replay(tenantId: number, id: string, range: ReplayRange, limit: number, now: Date): Promise<ReplayPage | null>;
 
   /** Takes deliveries due at `now` (FOR UPDATE SKIP LOCKED): each goes to one instance at a time. */
   claim(now: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]>;
-  /** Records an attempt and what follows from it; false when the lease was lost (another instance took the delivery). */
-  complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<boolean>;
+  /**
+   * Records an attempt and what follows from it: `gave_up` when its retry window is over,
+   * `lost` when the lease was (another instance took the delivery, or it was deleted).
+   */
+  complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<'recorded' | 'gave_up' | 'lost'>;
   /** When the oldest delivery still waiting was queued (enabled endpoints only); null: none waits. */
   oldestPendingAt(): Promise<Date | null>;
-  /** When the next delivery falls due; null: none. */
-  nextDueAt(): Promise<Date | null>;
 }

@@ -10,6 +10,8 @@ import type {
   ClaimLimits,
   ClaimedDelivery,
   NewWebhookEndpoint,
+  ReplayPage,
+  ReplayRange,
   WebhookAttemptRecord,
   WebhookEndpointPatch,
   WebhookEndpointRecord,
@@ -65,9 +67,11 @@ export async function raiseWebhookEvent(tx: Queryable, tenantId: number, custome
   const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
     `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
      JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-     WHERE e.tenant_id = $1 AND ${ENTITLED}`,
+     WHERE e.tenant_id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
     [tenantId],
   );
+  // KEY SHARE: an endpoint deleted meanwhile waits for this commit, rather than failing the
+  // deliveries' foreign key and, with it, the status change.
   const slug = endpoints[0]?.slug;
   if (slug === undefined) return;
   const [seq] = await tx.query<{ last_sequence: string }>(
@@ -159,13 +163,17 @@ async function addSecret(tx: Queryable, secrets: SecretBox, tenantId: number, en
   ]);
 }
 
-/** Queues (again) the given events for the endpoint, now, for a new retry window; returns how many. */
+/**
+ * Queues (again) the given events for the endpoint, now, as new: a new retry window, its
+ * backoff from the start. Returns how many.
+ */
 async function requeue(q: Queryable, endpoint: number, eventKeys: readonly number[], now: Date): Promise<number> {
   if (eventKeys.length === 0) return 0;
   const rows = await q.query(
     `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
      SELECT $1, ev, 'pending', $3, $4, $3 FROM unnest($2::bigint[]) AS ev
      ON CONFLICT (endpoint_id, event_id) DO UPDATE SET state = 'pending', give_up_at = EXCLUDED.give_up_at, completed_at = NULL,
+       attempts = 0, created_at = EXCLUDED.created_at,
        next_attempt_at = CASE WHEN webhook_deliveries.leased_until > $3 THEN webhook_deliveries.next_attempt_at ELSE $3 END
      RETURNING 1`,
     [endpoint, eventKeys, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
@@ -226,7 +234,16 @@ export class SqlWebhookStore implements WebhookStore {
          WHERE tenant_id = $1 AND uid = $2 RETURNING id`,
         [tenantId, id, fields, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null, now],
       );
-      return row ? this.endpointById(tx, row.id, now) : null;
+      if (!row) return null;
+      // Enabled (again): what waits is sent now, not at the end of its backoff.
+      if (patch.enabled === true) {
+        await tx.query(
+          `UPDATE webhook_deliveries SET next_attempt_at = $2
+           WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > $2 AND (leased_until IS NULL OR leased_until <= $2)`,
+          [row.id, now],
+        );
+      }
+      return this.endpointById(tx, row.id, now);
     });
   }
 
@@ -304,23 +321,26 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async replay(tenantId: number, id: string, since: Date, until: Date, limit: number, now: Date): Promise<{ queued: number; nextSince: Date | null } | null> {
+  async replay(tenantId: number, id: string, range: ReplayRange, limit: number, now: Date): Promise<ReplayPage | null> {
     return this.db.transaction(async (tx) => {
       const [endpoint] = await tx.query<{ id: number; event_types: string[] | null }>(
         'SELECT id, event_types FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2',
         [tenantId, id],
       );
       if (!endpoint) return null;
-      const events = await tx.query<{ id: string; created_at: Date }>(
-        `SELECT id, created_at FROM webhook_events
-         WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $3 AND ($4::text[] IS NULL OR type = ANY($4::text[]))
+      // Keyset pages on (created_at, id): many messages share an instant (a batch of events).
+      const [after] = range.after === undefined ? [] : await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, range.after]);
+      const events = await tx.query<{ id: string; uid: string; created_at: Date }>(
+        `SELECT id, uid, created_at FROM webhook_events
+         WHERE tenant_id = $1 AND (created_at, id) >= ($2::timestamptz, $6::bigint) AND created_at < $3
+           AND ($4::text[] IS NULL OR type = ANY($4::text[]))
          ORDER BY created_at, id LIMIT $5`,
-        [tenantId, since, until, endpoint.event_types, limit + 1],
+        [tenantId, range.since, range.until, endpoint.event_types, limit + 1, after === undefined ? 0 : Number(after.id) + 1],
       );
       const page = events.slice(0, limit);
       const queued = await requeue(tx, endpoint.id, page.map((e) => Number(e.id)), now);
-      const next = events.length > limit ? events[limit] : undefined;
-      return { queued, nextSince: next === undefined ? null : new Date(next.created_at) };
+      const last = page.at(-1);
+      return { queued, next: events.length > limit && last ? { since: new Date(last.created_at), after: last.uid } : null };
     });
   }
 
@@ -334,7 +354,7 @@ export class SqlWebhookStore implements WebhookStore {
          JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
          CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
          WHERE e.enabled AND ${ENTITLED} AND q.due <= $1
-           AND (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND l.state = 'pending' AND l.leased_until > $1) < $3
+           AND (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND l.leased_until > $1) < $3
          ORDER BY q.due LIMIT $2 FOR NO KEY UPDATE OF e SKIP LOCKED`,
         [now, limits.batch, limits.perEndpoint],
       );
@@ -343,20 +363,21 @@ export class SqlWebhookStore implements WebhookStore {
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
         if (room <= 0) break;
+        // Attempts under way to it: leases not ended (an index holds the leased rows only).
+        const [leased] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until > $2', [e.id, now]);
+        const take = Math.min(room, limits.perEndpoint - Number(leased?.n ?? 0));
+        if (take <= 0) continue;
         const leaseToken = randomUUID();
         const rows = await tx.query<{ event_id: string; attempts: number; give_up_at: Date; uid: string; payload: string }>(
           `WITH taken AS (
              SELECT endpoint_id, event_id FROM webhook_deliveries
              WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2
-             ORDER BY next_attempt_at, event_id
-             LIMIT least($5::int, greatest(0, $4::int - (SELECT count(*)::int FROM webhook_deliveries
-               WHERE endpoint_id = $1 AND state = 'pending' AND leased_until > $2)))
-             FOR UPDATE SKIP LOCKED)
-           UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $3, leased_until = $3, lease_token = $6
+             ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)
+           UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $3, leased_until = $3, lease_token = $5
            FROM taken, webhook_events ev
            WHERE d.endpoint_id = taken.endpoint_id AND d.event_id = taken.event_id AND ev.id = d.event_id
            RETURNING d.event_id, d.attempts, d.give_up_at, ev.uid, ev.payload`,
-          [e.id, now, leasedUntil, limits.perEndpoint, room, leaseToken],
+          [e.id, now, leasedUntil, take, leaseToken],
         );
         if (rows.length === 0) continue;
         const secrets = await tx.query<{ secret: string }>(
@@ -383,24 +404,33 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<boolean> {
+  async complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<'recorded' | 'gave_up' | 'lost'> {
     return this.db.transaction(async (tx) => {
+      // The endpoint first, as a delete does (then its deliveries): no lock cycle with one.
+      const [endpoint] = await tx.query<{ url: string }>('SELECT url FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [claim.endpointKey]);
+      if (!endpoint) return 'lost';
       const delivered = result.outcome === 'delivered';
-      const gaveUp = !delivered && result.retryAt.getTime() >= claim.giveUpAt.getTime();
-      const outcome = gaveUp && result.outcome !== 'gone' ? 'gave_up' : result.outcome;
-      const updated = await tx.query(
-        `UPDATE webhook_deliveries SET state = $4, next_attempt_at = $5, leased_until = NULL, lease_token = NULL,
-           last_attempt_at = $6, last_status = $7, last_error = $8, completed_at = CASE WHEN $4 = 'pending' THEN NULL ELSE $6::timestamptz END
-         WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING 1`,
-        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered ? 'delivered' : gaveUp ? 'failed' : 'pending', delivered ? now : result.retryAt, now, result.statusCode, result.error],
+      // Given up against the delivery's window as it is now: a retry or replay meanwhile gave it a new one.
+      const [row] = await tx.query<{ state: string }>(
+        `UPDATE webhook_deliveries SET
+           state = CASE WHEN $4 THEN 'delivered' WHEN $5::timestamptz >= give_up_at THEN 'failed' ELSE 'pending' END,
+           next_attempt_at = CASE WHEN $4 THEN $6::timestamptz ELSE $5::timestamptz END,
+           completed_at = CASE WHEN $4 OR $5::timestamptz >= give_up_at THEN $6::timestamptz END,
+           leased_until = NULL, lease_token = NULL, last_attempt_at = $6, last_status = $7, last_error = $8
+         WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING state`,
+        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered, result.retryAt, now, result.statusCode, result.error],
       );
-      // Nothing to record when the endpoint or the message went while the attempt was under way.
+      const gaveUp = row?.state === 'failed';
+      const outcome = gaveUp && result.outcome !== 'gone' ? 'gave_up' : result.outcome;
       await tx.query(
         `INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
          SELECT $1::integer, $2::bigint, $3::timestamptz, $4::integer, $5::integer, $6::text, $7::text
-         WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1) AND EXISTS (SELECT 1 FROM webhook_events WHERE id = $2)`,
+         WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $2)`,
         [claim.endpointKey, claim.eventKey, now, result.statusCode, Math.round(result.latencyMs), outcome, result.error],
       );
+      // What this attempt says of the endpoint holds only for the URL it went to: one
+      // changed meanwhile is judged by its own attempts.
+      if (endpoint.url !== claim.url) return row ? 'recorded' : 'lost';
       if (delivered) {
         await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [claim.endpointKey]);
       } else if (result.outcome === 'gone') {
@@ -412,36 +442,33 @@ export class SqlWebhookStore implements WebhookStore {
         );
       } else {
         // The failing streak starts at the first failure after a success; one that has lasted
-        // for days disables the endpoint, and its admin reads why.
+        // for days disables the endpoint, and its admin reads why. The row is written only
+        // when one of the two happens.
         await tx.query(
           `UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2),
              enabled = CASE WHEN failing_since < $3 THEN false ELSE enabled END,
              disabled_reason = CASE WHEN failing_since < $3 THEN 'failing' ELSE disabled_reason END,
              disabled_at = CASE WHEN failing_since < $3 THEN $2 ELSE disabled_at END,
+             updated_at = CASE WHEN failing_since < $3 THEN $2 ELSE updated_at END,
              disabled_detail = CASE WHEN failing_since < $3
                THEN 'every attempt failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; the last: ' || $4
                ELSE disabled_detail END
-           WHERE id = $1 AND enabled`,
+           WHERE id = $1 AND enabled AND (failing_since IS NULL OR failing_since < $3)`,
           [claim.endpointKey, now, new Date(now.getTime() - DISABLE_FAILING_AFTER_MS), result.error ?? `HTTP ${result.statusCode ?? '?'}`],
         );
       }
-      return updated.length > 0;
+      if (!row) return 'lost';
+      return gaveUp ? 'gave_up' : 'recorded';
     });
   }
 
   async oldestPendingAt(): Promise<Date | null> {
-    const [row] = await this.db.query<{ at: Date | null }>(
-      `SELECT min(d.created_at) AS at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       WHERE d.state = 'pending' AND e.enabled`,
+    // Oldest first along the index of pending rows: the first of a sendable endpoint ends it.
+    const [row] = await this.db.query<{ at: Date }>(
+      `SELECT d.created_at AS at FROM webhook_deliveries d
+       JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
+       WHERE d.state = 'pending' AND e.enabled AND ${ENTITLED} ORDER BY d.created_at LIMIT 1`,
     );
-    return row?.at ? new Date(row.at) : null;
-  }
-
-  async nextDueAt(): Promise<Date | null> {
-    const [row] = await this.db.query<{ at: Date | null }>(
-      `SELECT min(d.next_attempt_at) AS at FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-       WHERE d.state = 'pending' AND e.enabled`,
-    );
-    return row?.at ? new Date(row.at) : null;
+    return row ? new Date(row.at) : null;
   }
 }

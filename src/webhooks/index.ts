@@ -60,6 +60,8 @@ export class WebhookDeliverer {
   private again = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** Ends the attempts under way when the service stops: their leases let another instance send them. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly opts: DelivererOptions) {
     this.allowed = new AllowedNetworks(opts.allowedNetworks);
@@ -106,10 +108,15 @@ export class WebhookDeliverer {
     return n;
   }
 
-  /** Stops claiming, and waits for the attempts under way (each bounded by its timeout). */
+  /**
+   * Stops claiming and ends the attempts under way at once, recording nothing of them: once
+   * their leases end, another instance (or this one, restarted) sends them again, with the
+   * same webhook-id.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
+    this.stopping.abort();
     await this.claiming;
     await Promise.all([...this.inFlight]);
   }
@@ -158,18 +165,21 @@ export class WebhookDeliverer {
     const sent = await sendWebhook(d.url, headers, d.payload, {
       timeoutMs: this.opts.attemptTimeoutMs,
       allowed: this.allowed,
+      allowHttp: this.opts.allowHttpLoopback,
+      signal: this.stopping.signal,
       ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
     });
+    if (sent.aborted) return;
     const done = new Date(this.now());
     const outcome: AttemptResult['outcome'] =
       sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300 ? 'delivered' : sent.statusCode === 410 ? 'gone' : sent.refused ? 'refused' : 'failed';
     const retryAt = new Date(done.getTime() + retryDelayMs(d.attempt, this.opts.random));
     const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, retryAt };
-    const kept = await this.opts.store.complete(d, result, done);
-    const counted: DeliveryOutcome = outcome !== 'delivered' && outcome !== 'gone' && retryAt >= d.giveUpAt ? 'gave_up' : outcome;
+    const recorded = await this.opts.store.complete(d, result, done);
+    const counted: DeliveryOutcome = recorded === 'gave_up' && outcome !== 'gone' ? 'gave_up' : outcome;
     this.counts[counted] += 1;
     if (outcome === 'gone') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the endpoint answered 410 Gone; it is disabled');
     else if (counted === 'gave_up') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error: sent.error }, 'webhooks: a message failed for its whole retry window');
-    if (!kept) this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the lease ended before the attempt did; another instance may send it again');
+    if (recorded === 'lost') this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the delivery was taken again or deleted during the attempt');
   }
 }

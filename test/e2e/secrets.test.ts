@@ -232,7 +232,7 @@ describe('without DUNWALL_ENCRYPTION_KEY', () => {
     await running.close();
     const warnings = logs.entries().filter((e) => e.level === 40 && String(e.msg).includes('DUNWALL_ENCRYPTION_KEY'));
     expect(warnings.map((e) => e.msg)).toEqual([
-      'DUNWALL_ENCRYPTION_KEY is not set: HMAC and Stripe signing secrets are stored in clear; set it in production',
+      'DUNWALL_ENCRYPTION_KEY is not set: HMAC, Stripe and webhook signing secrets are stored in clear; set it in production',
     ]);
   });
 });

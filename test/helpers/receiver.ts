@@ -9,10 +9,10 @@ export interface Received {
 }
 
 /**
- * What the receiver does with the n-th request (from 0): answer a status, or hang (never
- * answer, until the receiver closes).
+ * What the receiver does with the n-th request (from 0): answer a status, hang (never
+ * answer, until the receiver closes), or answer 200 and never end the body.
  */
-export type Behaviour = (n: number, received: Received) => number | 'hang';
+export type Behaviour = (n: number, received: Received) => number | 'hang' | 'endless-200';
 
 /** A tenant's backend on a loopback port: it records every request and answers as told. */
 export class Receiver {
@@ -43,7 +43,8 @@ export class Receiver {
           r.open -= 1;
         });
         const answer = r.behaviour(n, received);
-        if (answer === 'hang') {
+        if (answer === 'hang' || answer === 'endless-200') {
+          if (answer === 'endless-200') res.writeHead(200, { 'content-type': 'text/plain' }).write('ok, and more to come');
           r.hung.push(res);
           return;
         }

@@ -222,7 +222,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.received.map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual(['cus_G', 'cus_G']);
     const replayed = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/replay`, { since: new Date(h.clock.ms - 86_400_000).toISOString() });
     expect(replayed.statusCode, replayed.body).toBe(202);
-    expect(replayed.json()).toEqual({ queued: 2, next_since: null });
+    expect(replayed.json()).toEqual({ queued: 2, next: null });
     await deliverer.runOnce();
     expect(receiver.received.slice(2).map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual(['cus_G', 'cus_G2']);
     shown = (await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json() as Record<string, unknown>;
@@ -334,6 +334,81 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect((await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}/attempts`)).statusCode).toBe(404);
   });
 
+  it('counts a 2xx as delivered at its status line, whatever its body does', async () => {
+    receiver.behaviour = () => 'endless-200';
+    const ep = await endpoint('acme');
+    await h.setSubscriber('acme', 'cus_E', 'warning', 'payment_failed');
+    await deliverer.runOnce();
+    expect((await attempts('acme', ep.id))[0]).toMatchObject({ outcome: 'delivered', status_code: 200, error: null });
+  });
+
+  it('ends the attempts under way when it stops, recording nothing; once the lease ends, they are sent again with the same webhook-id', async () => {
+    await deliverer.stop();
+    deliverer = newDeliverer({ attemptTimeoutMs: 60_000 });
+    receiver.behaviour = (n) => (n === 0 ? 'hang' : 200);
+    const ep = await endpoint('acme');
+    await h.setSubscriber('acme', 'cus_Q', 'lockout', 'unpaid');
+    const run = deliverer.runOnce();
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
+    await deliverer.stop();
+    await run;
+    expect(await attempts('acme', ep.id)).toEqual([]);
+    expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', attempts: 1 });
+    // Another instance: nothing until the lease (2 x timeout + 1 s) ends.
+    deliverer = newDeliverer({ attemptTimeoutMs: 60_000 });
+    expect(await deliverer.runOnce()).toBe(0);
+    h.clock.advance(121_000);
+    expect(await deliverer.runOnce()).toBe(1);
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([receiver.received[0]?.headers['webhook-id'], receiver.received[0]?.headers['webhook-id']]);
+    expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'delivered', attempts: 2 });
+  });
+
+  it("judges an endpoint by its current URL: an attempt to the URL it had does not disable it", async () => {
+    let release!: () => void;
+    receiver.hold = new Promise((resolve) => (release = resolve));
+    receiver.behaviour = () => 410;
+    const ep = await endpoint('acme');
+    await h.setSubscriber('acme', 'cus_U', 'warning', 'payment_failed');
+    const run = deliverer.runOnce();
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
+    const other = await Receiver.start();
+    open.push(other);
+    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { url: other.url() })).statusCode).toBe(200);
+    release();
+    await run;
+    expect((await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json()).toMatchObject({ enabled: true, disabled_reason: null, pending: 1 });
+    h.clock.advance(60_000);
+    await deliverer.runOnce();
+    expect(other.received).toHaveLength(1);
+  });
+
+  it('replays a range a page at a time, messages of one instant included, each queued as new', async () => {
+    const ep = await endpoint('acme');
+    for (let i = 0; i < 5; i += 1) await h.setSubscriber('acme', `cus_Y${i}`, 'warning', 'payment_failed');
+    // Four at a time (the endpoint's cap): until none is left.
+    const drain = async () => {
+      while ((await deliverer.runOnce()) > 0) {
+        /* more */
+      }
+    };
+    await drain();
+    const tenant = await h.store.getTenant('acme');
+    const range = { since: new Date(h.clock.ms), until: new Date(h.clock.ms + 1) };
+    const seen: number[] = [];
+    let page = await h.store.webhooks.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
+    seen.push(page?.queued ?? -1);
+    while (page?.next) {
+      page = await h.store.webhooks.replay(tenant?.id ?? 0, ep.id, { ...range, ...page.next }, 2, new Date(h.clock.ms));
+      seen.push(page?.queued ?? -1);
+    }
+    expect(seen).toEqual([2, 2, 1]);
+    await drain();
+    const ids = receiver.received.map((r) => r.headers['webhook-id']);
+    expect(ids).toHaveLength(10);
+    expect(new Set(ids).size).toBe(5);
+    expect((await messages('acme', ep.id)).map((m) => m.attempts)).toEqual([1, 1, 1, 1, 1]);
+  });
+
   it('refuses what a tier without downstream_webhooks asks, and URLs that are not https or point inside', async () => {
     await h.createTenant('small', { tier: 'starter' });
     const refused = await h.admin('POST', '/tenants/small/webhook-endpoints', { url: 'https://hooks.example.com/x' });
@@ -382,15 +457,26 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       expect(res.statusCode, res.body).toBe(201);
       eps[host] = (res.json() as { id: string }).id;
     }
+    // Allowed when it was created, not where it is sent from now: a literal address is checked at delivery too.
+    const literal = await endpoint('acme');
     await h.setSubscriber('acme', 'cus_X', 'warning', 'payment_failed');
     await deliverer.runOnce();
     expect(receiver.received).toHaveLength(0);
+    const [refusedLiteral] = await attempts('acme', literal.id);
+    expect(refusedLiteral).toMatchObject({ outcome: 'refused', status_code: null });
+    expect(String(refusedLiteral?.error)).toMatch(/^refused: 127\.0\.0\.1 is a loopback/);
     for (const [host, id] of Object.entries(eps)) {
       const [a] = await attempts('acme', id);
       expect(a, host).toMatchObject({ outcome: 'refused', status_code: null });
       expect(String(a?.error), host).toMatch(new RegExp(`^refused: ${host.replace('.', '\\.')} resolves to .* is a loopback, private, link-local or reserved address`));
     }
-    expect(deliverer.counts.refused).toBe(5);
+    expect(deliverer.counts.refused).toBe(6);
+    await deliverer.stop();
+    // An http endpoint is not sent once the operator no longer allows http.
+    deliverer = newDeliverer({ allowHttpLoopback: false });
+    h.clock.advance(60_000);
+    await deliverer.runOnce();
+    expect((await attempts('acme', literal.id))[0]?.error).toMatch(/^refused: http: URLs are not sent/);
   });
 
   it('prunes delivered and failed messages and old attempts after the retention, never one still waiting', async () => {

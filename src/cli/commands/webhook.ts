@@ -179,16 +179,17 @@ const replay: Command = {
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook replay');
-    let since = instantOption(ctx, 'since');
+    const since = instantOption(ctx, 'since');
     if (since === undefined) throw new UsageError('webhook replay: missing --since TIME');
     const until = instantOption(ctx, 'until') ?? new Date().toISOString();
     let queued = 0;
-    // The API queues a bounded number a call: follow next_since to the end of the range.
+    // The API queues a bounded number a call: follow `next` to the end of the range.
+    let range: { since: string; until: string; after?: string } = { since, until };
     for (;;) {
-      const answer = await ctx.client().replayMessages(tenant, endpointOf(ctx), since, until);
+      const answer = await ctx.client().replayMessages(tenant, endpointOf(ctx), range);
       queued += answer.queued;
-      if (answer.next_since === null) break;
-      since = answer.next_since;
+      if (answer.next === null) break;
+      range = { since: answer.next.since, until, after: answer.next.after };
     }
     ctx.output({ queued }, () => `${queued} messages queued for ${endpointOf(ctx)}`);
   },
