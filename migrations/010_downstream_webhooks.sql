@@ -79,6 +79,8 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_pending_created ON webhook_deliveries (created_at) WHERE state = 'pending';
+-- Whether anything is due at all: read at every wake of every instance.
+CREATE INDEX webhook_deliveries_pending_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
 CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
 -- The attempts under way (leased rows), counted against each endpoint's cap at every claim.
 CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (endpoint_id, leased_until) WHERE leased_until IS NOT NULL;

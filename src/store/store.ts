@@ -367,6 +367,12 @@ export interface AttemptResult {
   retryAt: Date;
 }
 
+export interface ClaimResult {
+  deliveries: ClaimedDelivery[];
+  /** Deliveries were due: worth claiming again once room frees (some may have been held back by a cap or a lock). */
+  more: boolean;
+}
+
 export interface ClaimLimits {
   /** Attempts under way at once per endpoint, across instances. */
   perEndpoint: number;
@@ -411,7 +417,7 @@ export interface WebhookStore {
   replay(tenantId: number, id: string, range: ReplayRange, limit: number, now: Date): Promise<ReplayPage | null>;
 
   /** Takes deliveries due at `now` (FOR UPDATE SKIP LOCKED): each goes to one instance at a time. */
-  claim(now: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]>;
+  claim(now: Date, limits: ClaimLimits): Promise<ClaimResult>;
   /**
    * Records an attempt and what follows from it: `gave_up` when its retry window is over,
    * `lost` when the lease was (another instance took the delivery, or it was deleted).

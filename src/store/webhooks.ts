@@ -8,6 +8,7 @@ import type {
   AttemptResult,
   ChangeCause,
   ClaimLimits,
+  ClaimResult,
   ClaimedDelivery,
   NewWebhookEndpoint,
   ReplayPage,
@@ -344,13 +345,22 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async claim(now: Date, limits: ClaimLimits): Promise<ClaimedDelivery[]> {
+  async claim(now: Date, limits: ClaimLimits): Promise<ClaimResult> {
+    // Most wakes find nothing due: one indexed read says so, without a transaction.
+    const [due] = await this.db.query<{ due: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1) AS due`,
+      [now],
+    );
+    if (due?.due !== true) return { deliveries: [], more: false };
     return this.db.transaction(async (tx) => {
       // The endpoints with a delivery due, oldest due first. Locking an endpoint's row makes
       // its claims one at a time across instances, so that the cap on its attempts under way
       // holds; NO KEY UPDATE leaves the outbox's inserts (which only share the key) free.
-      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number }>(
-        `SELECT e.id, e.uid, e.url, e.tenant_id FROM webhook_endpoints e
+      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number; secrets: string[] }>(
+        `SELECT e.id, e.uid, e.url, e.tenant_id,
+           (SELECT array_agg(c.secret ORDER BY c.id DESC) FROM tenant_credentials c
+            WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $1)) AS secrets
+         FROM webhook_endpoints e
          JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
          CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
          WHERE e.enabled AND ${ENTITLED} AND q.due <= $1
@@ -359,6 +369,8 @@ export class SqlWebhookStore implements WebhookStore {
         [now, limits.batch, limits.perEndpoint],
       );
       const claimed: ClaimedDelivery[] = [];
+      // Something was due: once room frees (an attempt ends), it is worth claiming again,
+      // whether a cap held it back or another claim had its endpoint locked.
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
@@ -380,11 +392,7 @@ export class SqlWebhookStore implements WebhookStore {
           [e.id, now, leasedUntil, take, leaseToken],
         );
         if (rows.length === 0) continue;
-        const secrets = await tx.query<{ secret: string }>(
-          'SELECT secret FROM tenant_credentials WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2) ORDER BY id DESC',
-          [e.id, now],
-        );
-        const opened = secrets.map((s) => this.secrets.open(s.secret, { tenantId: e.tenant_id, kind: KIND }));
+        const opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         for (const r of rows) {
           claimed.push({
             endpointKey: e.id,
@@ -400,39 +408,44 @@ export class SqlWebhookStore implements WebhookStore {
           });
         }
       }
-      return claimed;
+      return { deliveries: claimed, more: true };
     });
   }
 
   async complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<'recorded' | 'gave_up' | 'lost'> {
     return this.db.transaction(async (tx) => {
       // The endpoint first, as a delete does (then its deliveries): no lock cycle with one.
-      const [endpoint] = await tx.query<{ url: string }>('SELECT url FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [claim.endpointKey]);
+      const [endpoint] = await tx.query<{ url: string; failing: boolean }>(
+        'SELECT url, failing_since IS NOT NULL AS failing FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE',
+        [claim.endpointKey],
+      );
       if (!endpoint) return 'lost';
       const delivered = result.outcome === 'delivered';
-      // Given up against the delivery's window as it is now: a retry or replay meanwhile gave it a new one.
-      const [row] = await tx.query<{ state: string }>(
-        `UPDATE webhook_deliveries SET
-           state = CASE WHEN $4 THEN 'delivered' WHEN $5::timestamptz >= give_up_at THEN 'failed' ELSE 'pending' END,
-           next_attempt_at = CASE WHEN $4 THEN $6::timestamptz ELSE $5::timestamptz END,
-           completed_at = CASE WHEN $4 OR $5::timestamptz >= give_up_at THEN $6::timestamptz END,
-           leased_until = NULL, lease_token = NULL, last_attempt_at = $6, last_status = $7, last_error = $8
-         WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING state`,
-        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered, result.retryAt, now, result.statusCode, result.error],
+      // The delivery as the attempt left it, given up against its window as it is now (a
+      // retry or replay meanwhile gave it a new one), and the attempt, in one statement.
+      const [row] = await tx.query<{ state: string | null }>(
+        `WITH done AS (
+           UPDATE webhook_deliveries SET
+             state = CASE WHEN $4 THEN 'delivered' WHEN $5::timestamptz >= give_up_at THEN 'failed' ELSE 'pending' END,
+             next_attempt_at = CASE WHEN $4 THEN $6::timestamptz ELSE $5::timestamptz END,
+             completed_at = CASE WHEN $4 OR $5::timestamptz >= give_up_at THEN $6::timestamptz END,
+             leased_until = NULL, lease_token = NULL, last_attempt_at = $6, last_status = $7, last_error = $8
+           WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING state),
+         attempt AS (
+           INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
+           SELECT $1::integer, $2::bigint, $6::timestamptz, $7::integer, $9::integer,
+             CASE WHEN $10::text <> 'gone' AND (SELECT state FROM done) = 'failed' THEN 'gave_up' ELSE $10::text END, $8::text
+           WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $2))
+         SELECT (SELECT state FROM done) AS state`,
+        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered, result.retryAt, now, result.statusCode, result.error, Math.round(result.latencyMs), result.outcome],
       );
       const gaveUp = row?.state === 'failed';
-      const outcome = gaveUp && result.outcome !== 'gone' ? 'gave_up' : result.outcome;
-      await tx.query(
-        `INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
-         SELECT $1::integer, $2::bigint, $3::timestamptz, $4::integer, $5::integer, $6::text, $7::text
-         WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $2)`,
-        [claim.endpointKey, claim.eventKey, now, result.statusCode, Math.round(result.latencyMs), outcome, result.error],
-      );
+      const kept = row?.state !== null && row?.state !== undefined;
       // What this attempt says of the endpoint holds only for the URL it went to: one
       // changed meanwhile is judged by its own attempts.
-      if (endpoint.url !== claim.url) return row ? 'recorded' : 'lost';
+      if (endpoint.url !== claim.url) return kept ? 'recorded' : 'lost';
       if (delivered) {
-        await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL', [claim.endpointKey]);
+        if (endpoint.failing) await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [claim.endpointKey]);
       } else if (result.outcome === 'gone') {
         await tx.query(
           `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'gone', disabled_at = $2, updated_at = $2,
@@ -457,7 +470,7 @@ export class SqlWebhookStore implements WebhookStore {
           [claim.endpointKey, now, new Date(now.getTime() - DISABLE_FAILING_AFTER_MS), result.error ?? `HTTP ${result.statusCode ?? '?'}`],
         );
       }
-      if (!row) return 'lost';
+      if (!kept) return 'lost';
       return gaveUp ? 'gave_up' : 'recorded';
     });
   }

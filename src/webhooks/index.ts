@@ -58,6 +58,8 @@ export class WebhookDeliverer {
   private inFlight = new Set<Promise<void>>();
   private claiming: Promise<void> | null = null;
   private again = false;
+  /** The last claim found deliveries due: some may wait for room. */
+  private backlog = false;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   /** Ends the attempts under way when the service stops: their leases let another instance send them. */
@@ -86,7 +88,8 @@ export class WebhookDeliverer {
       this.again = true;
       return;
     }
-    this.claiming = this.claimAndSend()
+    this.claiming = this.claimBatch()
+      .then(() => undefined)
       .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly'))
       .finally(() => {
         this.claiming = null;
@@ -121,24 +124,21 @@ export class WebhookDeliverer {
     await Promise.all([...this.inFlight]);
   }
 
-  private async claimAndSend(): Promise<void> {
-    // A full batch suggests more is due: claim again until the queue or the room runs out.
-    while (!this.stopped && (await this.claimBatch()) > 0 && this.inFlight.size < MAX_IN_FLIGHT) {
-      /* claimed more */
-    }
-  }
-
   private async claimBatch(): Promise<number> {
     const room = MAX_IN_FLIGHT - this.inFlight.size;
-    if (room <= 0) return 0;
+    if (room <= 0) {
+      this.backlog = true;
+      return 0;
+    }
     const at = new Date(this.now());
-    const claimed = await this.opts.store.claim(at, {
+    const { deliveries: claimed, more } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       batch: room,
       // Long enough that an attempt always ends inside it; an instance killed mid-attempt
       // leaves its deliveries to others once it ends.
       leaseMs: 2 * this.opts.attemptTimeoutMs + 1_000,
     });
+    this.backlog = more;
     for (const delivery of claimed) {
       const p: Promise<void> = this.attempt(delivery)
         .catch((err: unknown) =>
@@ -146,7 +146,9 @@ export class WebhookDeliverer {
         )
         .finally(() => {
           this.inFlight.delete(p);
-          if (!this.stopped) this.wake();
+          // Room freed: claim again at once if the last claim found deliveries due (a cap or
+          // a lock may have held some back); otherwise the next commit or poll does.
+          if (!this.stopped && this.backlog) this.wake();
         });
       this.inFlight.add(p);
     }

@@ -308,7 +308,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const first = deliverer.runOnce();
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2));
     // Every claim now finds the endpoint full.
-    expect(await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 2, batch: 10, leaseMs: 60_000 })).toEqual([]);
+    expect((await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 2, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
     release();
     expect(await first).toBe(2);
     deliverer.start();
