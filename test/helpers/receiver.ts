@@ -23,6 +23,8 @@ export class Receiver {
   maxOpen = 0;
   /** Holds each answer until this resolves (a slow receiver), when set. */
   hold: Promise<void> | null = null;
+  /** Answers each request this long after it arrived (a receiver doing some work). */
+  delayMs = 0;
   private readonly hung: ServerResponse[] = [];
   private server!: Server;
   port = 0;
@@ -50,6 +52,7 @@ export class Receiver {
         }
         const send = () => res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer >= 300 ? `nope ${answer}` : 'ok');
         if (r.hold) void r.hold.then(send);
+        else if (r.delayMs > 0) setTimeout(send, r.delayMs);
         else send();
       });
     });
