@@ -232,8 +232,11 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('downstream webhooks
       const ids = receiver.received.map((r) => String(r.headers['webhook-id']));
       expect(new Set(ids).size).toBe(list.length);
       expect(ids.length).toBe(list.length);
-      const delivered = await Promise.all([a, b].map((s) => metric(s.base, 'dunwall_downstream_webhook_deliveries_total{outcome="delivered"}')));
-      // Each message was delivered by one instance, once; which one took it is their race.
+      // Each message was delivered by one instance, once; which one took it is their race. An
+      // attempt is counted once recorded, just after the receiver answered it.
+      const deliveredBy = () => Promise.all([a, b].map((s) => metric(s.base, 'dunwall_downstream_webhook_deliveries_total{outcome="delivered"}')));
+      await until('every attempt to be recorded', async () => (await deliveredBy()).reduce((x, y) => x + y, 0) >= list.length, DELIVERED_TIMEOUT_MS);
+      const delivered = await deliveredBy();
       expect((delivered[0] ?? 0) + (delivered[1] ?? 0)).toBe(list.length);
       // The endpoint's cap (DUNWALL_WEBHOOK_CONCURRENCY, 4) holds across the two.
       expect(receiver.maxOpen).toBeLessThanOrEqual(4);
