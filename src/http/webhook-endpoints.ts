@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { Type } from 'typebox';
 import { AllowedNetworks, addressProblem, endpointUrlProblem, generateSigningSecret } from '../domain/webhooks.js';
 import type { Store, TenantRecord, WebhookEndpointRecord } from '../store/store.js';
@@ -80,7 +81,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     const why = endpointUrlProblem(url, opts.allowHttpLoopback);
     if (why !== null) throw new AppError('invalid_request', `url: ${why}`);
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    const refused = /^[0-9.]+$|:/.test(host) ? addressProblem(host, allowed) : null;
+    const refused = isIP(host) !== 0 ? addressProblem(host, allowed) : null;
     if (refused !== null) throw new AppError('invalid_request', `url: ${refused}`);
   }
 

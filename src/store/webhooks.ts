@@ -165,6 +165,21 @@ async function addSecret(tx: Queryable, secrets: SecretBox, tenantId: number, en
 }
 
 /**
+ * Parks what waits for a disabled endpoint: due at no time, so that no claim looks at it
+ * (nor the check of whether anything is due) until the endpoint is enabled again, which
+ * makes it due at once. Deliveries under way are parked when their attempt is recorded.
+ */
+async function parkIfDisabled(q: Queryable, endpoint: number): Promise<void> {
+  await q.query(
+    `UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
+     FROM webhook_endpoints e
+     WHERE e.id = $1 AND NOT e.enabled AND d.endpoint_id = e.id AND d.state = 'pending' AND d.leased_until IS NULL
+       AND d.next_attempt_at <> 'infinity'`,
+    [endpoint],
+  );
+}
+
+/**
  * Queues (again) the given events for the endpoint, now, as new: a new retry window, its
  * backoff from the start. Returns how many.
  */
@@ -179,6 +194,7 @@ async function requeue(q: Queryable, endpoint: number, eventKeys: readonly numbe
      RETURNING 1`,
     [endpoint, eventKeys, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
   );
+  await parkIfDisabled(q, endpoint);
   return rows.length;
 }
 
@@ -236,6 +252,7 @@ export class SqlWebhookStore implements WebhookStore {
         [tenantId, id, fields, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null, now],
       );
       if (!row) return null;
+      await parkIfDisabled(tx, row.id);
       // Enabled (again): what waits is sent now, not at the end of its backoff.
       if (patch.enabled === true) {
         await tx.query(
@@ -285,12 +302,13 @@ export class SqlWebhookStore implements WebhookStore {
       created_at: Date;
       state: WebhookMessageRecord['state'];
       attempts: number;
-      next_attempt_at: Date;
+      next_attempt_at: Date | null;
       last_attempt_at: Date | null;
       last_status: number | null;
       last_error: string | null;
     }>(
-      `SELECT ev.uid, ev.type, ev.processor_customer_id, ev.sequence, ev.created_at, d.state, d.attempts, d.next_attempt_at,
+      `SELECT ev.uid, ev.type, ev.processor_customer_id, ev.sequence, ev.created_at, d.state, d.attempts,
+         CASE WHEN d.next_attempt_at = 'infinity' THEN NULL ELSE d.next_attempt_at END AS next_attempt_at,
          d.last_attempt_at, d.last_status, d.last_error
        FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id
        WHERE d.endpoint_id = $1 AND ($2::text IS NULL OR d.state = $2) ORDER BY d.event_id DESC LIMIT $3`,
@@ -304,7 +322,7 @@ export class SqlWebhookStore implements WebhookStore {
       createdAt: new Date(r.created_at),
       state: r.state,
       attempts: r.attempts,
-      nextAttemptAt: r.state === 'pending' ? new Date(r.next_attempt_at) : null,
+      nextAttemptAt: r.state === 'pending' && r.next_attempt_at !== null ? new Date(r.next_attempt_at) : null,
       lastAttemptAt: r.last_attempt_at === null ? null : new Date(r.last_attempt_at),
       lastStatus: r.last_status,
       lastError: r.last_error,
@@ -443,7 +461,10 @@ export class SqlWebhookStore implements WebhookStore {
       const kept = row?.state !== null && row?.state !== undefined;
       // What this attempt says of the endpoint holds only for the URL it went to: one
       // changed meanwhile is judged by its own attempts.
-      if (endpoint.url !== claim.url) return kept ? 'recorded' : 'lost';
+      if (endpoint.url !== claim.url) {
+        await parkIfDisabled(tx, claim.endpointKey);
+        return kept ? 'recorded' : 'lost';
+      }
       if (delivered) {
         if (endpoint.failing) await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [claim.endpointKey]);
       } else if (result.outcome === 'gone') {
@@ -470,6 +491,7 @@ export class SqlWebhookStore implements WebhookStore {
           [claim.endpointKey, now, new Date(now.getTime() - DISABLE_FAILING_AFTER_MS), result.error ?? `HTTP ${result.statusCode ?? '?'}`],
         );
       }
+      await parkIfDisabled(tx, claim.endpointKey);
       if (!kept) return 'lost';
       return gaveUp ? 'gave_up' : 'recorded';
     });
