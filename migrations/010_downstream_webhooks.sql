@@ -64,6 +64,7 @@ CREATE TABLE webhook_deliveries (
   event_id bigint NOT NULL REFERENCES webhook_events (id) ON DELETE CASCADE,
   state text NOT NULL CHECK (state IN ('pending', 'delivered', 'failed')),
   attempts integer NOT NULL DEFAULT 0,
+  -- 'infinity': parked while its endpoint is disabled.
   next_attempt_at timestamptz NOT NULL,
   leased_until timestamptz,
   -- The claim that holds the lease: only it records the attempt's result.
