@@ -376,6 +376,11 @@ export interface ClaimResult {
 export interface ClaimLimits {
   /** Attempts under way at once per endpoint, across instances. */
   perEndpoint: number;
+  /**
+   * Attempts under way at once for one tenant's endpoints, so that one tenant's slow
+   * receivers cannot take every slot of a process (approximate across instances).
+   */
+  perTenant: number;
   /** Deliveries taken by one claim at most. */
   batch: number;
   /** How long a taken delivery is this instance's. */

@@ -390,12 +390,22 @@ export class SqlWebhookStore implements WebhookStore {
       // Something was due: once room frees (an attempt ends), it is worth claiming again,
       // whether a cap held it back or another claim had its endpoint locked.
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
+      /** Attempts under way per tenant, counted once per claim, then kept up to date by it. */
+      const tenantLeases = new Map<number, number>();
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
         if (room <= 0) break;
-        // Attempts under way to it: leases not ended (an index holds the leased rows only).
-        const [leased] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until > $2', [e.id, now]);
-        const take = Math.min(room, limits.perEndpoint - Number(leased?.n ?? 0));
+        // Attempts under way to it and to its tenant's endpoints: leases not ended (an index
+        // holds the leased rows only). The tenant's count spans instances but is not locked:
+        // two claims at once may each fill what room they saw.
+        const [leased] = await tx.query<{ endpoint: number; tenant: number }>(
+          `SELECT count(*) FILTER (WHERE d.endpoint_id = $1)::integer AS endpoint, count(*)::integer AS tenant
+           FROM webhook_deliveries d JOIN webhook_endpoints o ON o.id = d.endpoint_id
+           WHERE o.tenant_id = $3 AND d.leased_until > $2`,
+          [e.id, now, e.tenant_id],
+        );
+        const tenantLeased = tenantLeases.get(e.tenant_id) ?? Number(leased?.tenant ?? 0);
+        const take = Math.min(room, limits.perEndpoint - Number(leased?.endpoint ?? 0), limits.perTenant - tenantLeased);
         if (take <= 0) continue;
         const leaseToken = randomUUID();
         const rows = await tx.query<{ event_id: string; attempts: number; give_up_at: Date; uid: string; payload: string }>(
@@ -409,6 +419,7 @@ export class SqlWebhookStore implements WebhookStore {
            RETURNING d.event_id, d.attempts, d.give_up_at, ev.uid, ev.payload`,
           [e.id, now, leasedUntil, take, leaseToken],
         );
+        tenantLeases.set(e.tenant_id, tenantLeased + rows.length);
         if (rows.length === 0) continue;
         const opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         for (const r of rows) {

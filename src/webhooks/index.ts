@@ -33,6 +33,8 @@ export const DEFAULT_DELIVERY_SETTINGS: Readonly<DeliverySettings> = Object.free
 const POLL_MS = 1_000;
 /** Attempts under way at once in one process. */
 const MAX_IN_FLIGHT = 64;
+/** Attempts under way at once for one tenant: a quarter of a process's, whatever its endpoints. */
+const MAX_IN_FLIGHT_PER_TENANT = 16;
 const USER_AGENT = 'Dunwall-Webhooks/1';
 
 export interface DelivererOptions extends DeliverySettings {
@@ -133,6 +135,7 @@ export class WebhookDeliverer {
     const at = new Date(this.now());
     const { deliveries: claimed, more } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
+      perTenant: MAX_IN_FLIGHT_PER_TENANT,
       batch: room,
       // Long enough that an attempt always ends inside it; an instance killed mid-attempt
       // leaves its deliveries to others once it ends.

@@ -216,7 +216,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(await deliverer.runOnce()).toBe(0);
     expect(receiver.received).toHaveLength(1);
     // What waits for it is parked: not even the check of whether anything is due sees it.
-    const limits = { perEndpoint: 4, batch: 10, leaseMs: 60_000 };
+    const limits = { perEndpoint: 4, perTenant: 16, batch: 10, leaseMs: 60_000 };
     expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], more: false });
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', next_attempt_at: null });
     const [waiting] = await messages('acme', ep.id);
@@ -315,7 +315,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const first = deliverer.runOnce();
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2));
     // Every claim now finds the endpoint full.
-    expect((await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 2, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
+    expect((await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 2, perTenant: 16, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
     release();
     expect(await first).toBe(2);
     deliverer.start();
@@ -414,6 +414,23 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(ids).toHaveLength(10);
     expect(new Set(ids).size).toBe(5);
     expect((await messages('acme', ep.id)).map((m) => m.attempts)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('holds a tenant to its share of attempts under way, whatever its number of endpoints', async () => {
+    for (let i = 0; i < 5; i += 1) await endpoint('acme');
+    await h.createTenant('other', { tier: 'scale' });
+    const res = await h.admin('POST', '/tenants/other/webhook-endpoints', { url: receiver.url('/other') });
+    expect(res.statusCode).toBe(201);
+    for (let i = 0; i < 4; i += 1) await h.setSubscriber('acme', `cus_F${i}`, 'warning', 'payment_failed');
+    await h.setSubscriber('other', 'cus_O', 'warning', 'payment_failed');
+    // acme: 5 endpoints x 4 messages, 4 at once each: 20 by the endpoints' caps, 6 by the tenant's.
+    const limits = { perEndpoint: 4, perTenant: 6, batch: 64, leaseMs: 60_000 };
+    const first = await h.store.webhooks.claim(new Date(h.clock.ms), limits);
+    const byTenant = (d: { url: string }) => (d.url.endsWith('/other') ? 'other' : 'acme');
+    expect(first.deliveries.filter((d) => byTenant(d) === 'acme')).toHaveLength(6);
+    expect(first.deliveries.filter((d) => byTenant(d) === 'other')).toHaveLength(1);
+    // Another claim (another instance) finds acme's share taken.
+    expect((await h.store.webhooks.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
   it('refuses what a tier without downstream_webhooks asks, and URLs that are not https or point inside', async () => {
