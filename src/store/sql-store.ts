@@ -4,6 +4,7 @@ import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
+import { rotateIn } from './credentials.js';
 import { SqlWebhookStore } from './webhooks.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
 import type { TenantRow } from './tenants.js';
@@ -117,25 +118,6 @@ function toHistory(row: HistoryRow): HistoryEntry {
 
 function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === UNIQUE_VIOLATION;
-}
-
-async function rotateIn(tx: Queryable, tenantId: number, rotation: CredentialRotation, now: Date, secrets: SecretBox): Promise<void> {
-  // Two credentials at most verify during a rotation: the new one, and the one it
-  // replaces for the overlap. One already on its way out (a rotation in progress) ends now.
-  await tx.query(
-    `UPDATE tenant_credentials
-     SET expires_at = CASE WHEN expires_at IS NULL THEN $3::timestamptz + make_interval(secs => $4) ELSE $3::timestamptz END
-     WHERE tenant_id = $1 AND kind = $2 AND (expires_at IS NULL OR expires_at > $3)`,
-    [tenantId, rotation.kind, now, rotation.overlapS],
-  );
-  const isHash = rotation.kind === 'publishable_key';
-  await tx.query('INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES ($1, $2, $3, $4, $5)', [
-    tenantId,
-    rotation.kind,
-    isHash ? rotation.material : null,
-    rotation.kind === 'publishable_key' ? null : secrets.seal(rotation.material, { tenantId, kind: rotation.kind }),
-    now,
-  ]);
 }
 
 interface EpisodeRow {

@@ -3,6 +3,7 @@ import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/w
 import type { WebhookCause, WebhookEventType, WebhookPayload } from '../domain/webhooks.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
+import { rotateIn } from './credentials.js';
 import type { Db, Queryable } from './db.js';
 import type {
   AttemptResult,
@@ -148,22 +149,6 @@ async function endpointKey(q: Queryable, tenantId: number, uid: string): Promise
   return row?.id ?? null;
 }
 
-/** A new signing secret for the endpoint; the current one expires `overlapS` seconds from now, one already expiring ends now. */
-async function addSecret(tx: Queryable, secrets: SecretBox, tenantId: number, endpoint: number, secret: string, overlapS: number, now: Date): Promise<void> {
-  await tx.query(
-    `UPDATE tenant_credentials
-     SET expires_at = CASE WHEN expires_at IS NULL THEN $2::timestamptz + make_interval(secs => $3) ELSE $2::timestamptz END
-     WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
-    [endpoint, now, overlapS],
-  );
-  await tx.query(`INSERT INTO tenant_credentials (tenant_id, kind, secret, endpoint_id, created_at) VALUES ($1, '${KIND}', $2, $3, $4)`, [
-    tenantId,
-    secrets.seal(secret, { tenantId, kind: KIND }),
-    endpoint,
-    now,
-  ]);
-}
-
 /**
  * Parks what waits for a disabled endpoint: due at no time, so that no claim looks at it
  * (nor the check of whether anything is due) until the endpoint is enabled again, which
@@ -217,7 +202,7 @@ export class SqlWebhookStore implements WebhookStore {
         [publicId('ep'), tenantId, endpoint.url, endpoint.description, endpoint.eventTypes, now],
       );
       if (!row) throw new Error('endpoint insert returned no row');
-      await addSecret(tx, this.secrets, tenantId, row.id, endpoint.secret, 0, now);
+      await rotateIn(tx, tenantId, { kind: KIND, material: endpoint.secret, overlapS: 0, endpointId: row.id }, now, this.secrets);
       const created = await this.endpointById(tx, row.id, now);
       if (!created) throw new Error('endpoint vanished inside its own transaction');
       return created;
@@ -274,7 +259,7 @@ export class SqlWebhookStore implements WebhookStore {
     return this.db.transaction(async (tx) => {
       const key = await endpointKey(tx, tenantId, id);
       if (key === null) return false;
-      await addSecret(tx, this.secrets, tenantId, key, secret, overlapS, now);
+      await rotateIn(tx, tenantId, { kind: KIND, material: secret, overlapS, endpointId: key }, now, this.secrets);
       return true;
     });
   }
