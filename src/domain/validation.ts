@@ -1,15 +1,20 @@
 /** The longest URL accepted anywhere (card update links, origins' lists are bounded apart). */
 export const MAX_URL_LENGTH = 2048;
 
-/** Null when `value` is an https URL the snippet can link to; else why not. */
-export function cardUpdateUrlProblem(value: string): string | null {
+/** `value` as a URL when it is an absolute one of at most MAX_URL_LENGTH characters; else why not. */
+export function absoluteUrl(value: string): URL | string {
   if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
-  let url: URL;
   try {
-    url = new URL(value);
+    return new URL(value);
   } catch {
     return 'must be an absolute https URL';
   }
+}
+
+/** Null when `value` is an https URL the snippet can link to; else why not. */
+export function cardUpdateUrlProblem(value: string): string | null {
+  const url = absoluteUrl(value);
+  if (typeof url === 'string') return url;
   if (url.protocol !== 'https:') return 'must be an https URL';
   if (url.username || url.password) return 'must not carry credentials';
   return null;

@@ -1,6 +1,6 @@
 import { BlockList, isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { MAX_URL_LENGTH } from './validation.js';
+import { absoluteUrl } from './validation.js';
 import type { SubscriberStatus } from './types.js';
 
 /**
@@ -62,13 +62,8 @@ function isLoopbackHost(hostname: string): boolean {
  * loopback host, and only when `allowHttpLoopback` (local development).
  */
 export function endpointUrlProblem(value: string, allowHttpLoopback: boolean): string | null {
-  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return 'must be an absolute https URL';
-  }
+  const url = absoluteUrl(value);
+  if (typeof url === 'string') return url;
   if (url.username || url.password) return 'must not carry credentials';
   if (url.hash) return 'must not have a fragment';
   if (url.protocol === 'https:') return null;
