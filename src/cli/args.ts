@@ -71,6 +71,15 @@ export function tenantOption(values: OptionValues, command: string): string {
   return tenant;
 }
 
+/** A whole number option from `min` to `max`; undefined when not given. */
+export function wholeNumberOption(values: OptionValues, name: string, min: number, max: number): number | undefined {
+  const raw = stringOption(values, name);
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!/^\d{1,15}$/.test(raw) || value < min || value > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got '${raw}')`);
+  return value;
+}
+
 export function stringsOption(values: OptionValues, name: string): string[] {
   const value = values[name];
   return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];

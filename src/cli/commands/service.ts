@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
-import { stringOption } from '../args.js';
-import { CliError, ConfigurationError, EXIT_FAILURE, UsageError, oneLine } from '../errors.js';
+import { wholeNumberOption } from '../args.js';
+import { CliError, ConfigurationError, EXIT_FAILURE, oneLine } from '../errors.js';
 import { ConfigError, loadConfig } from '../../runtime/config.js';
 import type { Config } from '../../runtime/config.js';
 import type { Env } from '../env.js';
@@ -25,11 +25,7 @@ const serve: Command = {
   async run(ctx) {
     // Checked here first so that a bad setting is one line, as every other CLI error.
     const config = loadConfigOrThrow(ctx.io.env);
-    const raw = stringOption(ctx.values, 'workers');
-    const workers = raw === undefined ? undefined : Number(raw);
-    if (workers !== undefined && (!/^\d+$/.test(raw ?? '') || workers < 1 || workers > 256)) {
-      throw new UsageError(`--workers must be a whole number from 1 to 256 (got '${raw ?? ''}')`);
-    }
+    const workers = wholeNumberOption(ctx.values, 'workers', 1, 256);
     if (workers !== undefined && workers > 1 && config.databaseUrl === null) {
       throw new ConfigurationError('--workers above 1 needs DATABASE_URL: one process owns the embedded store');
     }

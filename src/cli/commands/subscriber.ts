@@ -1,4 +1,4 @@
-import { booleanOption, stringOption, tenantOption } from '../args.js';
+import { booleanOption, stringOption, tenantOption, wholeNumberOption } from '../args.js';
 import type { SubscriberStatus } from '../client.js';
 import { UsageError } from '../errors.js';
 import { formatSubscriber, formatSubscriberPage, formatSubscriberWithHistory } from '../format.js';
@@ -66,9 +66,7 @@ const list: Command = {
     const tenant = tenantOption(ctx.values, 'subscriber list');
     const status = stringOption(ctx.values, 'status');
     if (status !== undefined && !isStatus(status)) throw new UsageError(`--status must be one of ${STATUSES.join(', ')} (got '${status}')`);
-    const limitText = stringOption(ctx.values, 'limit');
-    const limit = limitText === undefined ? undefined : Number(limitText);
-    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new UsageError(`--limit must be an integer from 1 to 1000 (got '${limitText ?? ''}')`);
+    const limit = wholeNumberOption(ctx.values, 'limit', 1, 1000);
     const reason = stringOption(ctx.values, 'reason');
     const updatedSince = stringOption(ctx.values, 'updated-since');
     const filter = {

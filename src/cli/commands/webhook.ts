@@ -1,6 +1,6 @@
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks.js';
 import type { WebhookEventType } from '../../domain/webhooks.js';
-import { parseBoolean, stringOption, tenantOption } from '../args.js';
+import { parseBoolean, stringOption, tenantOption, wholeNumberOption } from '../args.js';
 import { UsageError } from '../errors.js';
 import { formatAttempts, formatEndpoint, formatEndpointList, formatMessages } from '../format.js';
 import type { Command, CommandContext } from '../io.js';
@@ -25,13 +25,6 @@ function eventsOption(ctx: CommandContext): WebhookEventType[] | null | undefine
   }
   if (types.length === 0) throw new UsageError('--events: name at least one event type, or all');
   return types as WebhookEventType[];
-}
-
-function integerOption(ctx: CommandContext, name: string): number | undefined {
-  const raw = stringOption(ctx.values, name);
-  if (raw === undefined) return undefined;
-  if (!/^\d{1,9}$/.test(raw)) throw new UsageError(`--${name} must be a whole number (got '${raw}')`);
-  return Number(raw);
 }
 
 function instantOption(ctx: CommandContext, name: string): string | undefined {
@@ -128,7 +121,7 @@ const rotate: Command = {
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook rotate-secret');
-    ctx.output(await ctx.client().rotateEndpointSecret(tenant, endpointOf(ctx), integerOption(ctx, 'overlap-seconds')), formatEndpoint);
+    ctx.output(await ctx.client().rotateEndpointSecret(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'overlap-seconds', 0, 31_536_000)), formatEndpoint);
   },
 };
 
@@ -140,7 +133,7 @@ const attempts: Command = {
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook attempts');
-    ctx.output(await ctx.client().listAttempts(tenant, endpointOf(ctx), integerOption(ctx, 'limit')), formatAttempts);
+    ctx.output(await ctx.client().listAttempts(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'limit', 1, 500)), formatAttempts);
   },
 };
 
@@ -154,7 +147,7 @@ const messages: Command = {
     const tenant = tenantOption(ctx.values, 'webhook messages');
     const state = stringOption(ctx.values, 'state');
     if (state !== undefined && !(STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${STATES.join(', ')} (got '${state}')`);
-    const limit = integerOption(ctx, 'limit');
+    const limit = wholeNumberOption(ctx.values, 'limit', 1, 500);
     ctx.output(await ctx.client().listMessages(tenant, endpointOf(ctx), { ...(state ? { state } : {}), ...(limit !== undefined ? { limit } : {}) }), formatMessages);
   },
 };
