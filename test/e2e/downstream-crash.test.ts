@@ -1,10 +1,9 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { Receiver } from '../helpers/receiver.js';
+import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
 
 /**
  * Downstream webhooks from real service processes on PostgreSQL: one killed with SIGKILL in
@@ -17,22 +16,10 @@ const CUSTOMERS = 30;
 const CHANGES_PER_CUSTOMER = 6;
 const CONCURRENCY = 16;
 const STATUSES = ['warning', 'lockout', 'active'] as const;
-const REQUEST_TIMEOUT_MS = 15_000;
-const STARTUP_TIMEOUT_MS = 30_000;
 const DELIVERED_TIMEOUT_MS = 60_000;
 const POLL_MS = 50;
 
-interface Service {
-  child: ChildProcess;
-  base: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const running = new Set<Service>();
-afterAll(async () => {
-  for (const s of running) s.child.kill('SIGKILL');
-  await Promise.all([...running].map((s) => s.exited));
-});
+afterAll(killAllServices);
 
 async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -42,61 +29,14 @@ async function until(what: string, check: () => Promise<boolean> | boolean, time
   }
 }
 
-async function startService(databaseUrl: string): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_READ_URL: '',
-      DUNWALL_ADMIN_TOKEN: TOKEN,
-      DUNWALL_DEMO: '0',
-      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
-      DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
-      DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
-      // A short attempt timeout makes a short lease: a killed instance's deliveries are taken again within seconds.
-      DUNWALL_WEBHOOK_TIMEOUT_MS: '1000',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+const startService = (databaseUrl: string) =>
+  startServiceProcess(databaseUrl, TOKEN, {
+    DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+    DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    // A short attempt timeout makes a short lease: a killed instance's deliveries are taken again within seconds.
+    DUNWALL_WEBHOOK_TIMEOUT_MS: '1000',
   });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const service: Service = {
-    child,
-    base: '',
-    exited: new Promise((resolve) =>
-      child.on('exit', (code, signal) => {
-        running.delete(service);
-        resolve({ code, signal });
-      }),
-    ),
-  };
-  running.add(service);
-  await until(
-    'the service to be ready',
-    async () => {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
-      const base = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
-      if (base === undefined) return false;
-      service.base = base;
-      return fetch(`${base}/readyz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).then((r) => r.status === 200, () => false);
-    },
-    STARTUP_TIMEOUT_MS,
-  );
-  return service;
-}
-
-async function admin(base: string, method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${base}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-}
+const admin = (base: string, method: string, path: string, body?: unknown) => adminCall(base, TOKEN, method, path, body);
 
 async function setUp(base: string, receiver: Receiver): Promise<string> {
   expect((await admin(base, 'POST', '/tenants', { slug: 'downstream', tier: 'scale' })).status).toBe(201);

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
 import { BASIL_API, LEGACY_API, charge, customer, event, invoice, signed, subscription } from '../helpers/stripe-fixtures.js';
 import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 
@@ -19,9 +18,6 @@ const CONCURRENCY = 24;
 const CREATED_SPREAD_S = 8;
 /** Stripe redelivers an event it already got a 2xx for now and then; so does this test, one in this many. */
 const REDELIVER_ACKED_ONE_IN = 4;
-const REQUEST_TIMEOUT_MS = 15_000;
-const STARTUP_TIMEOUT_MS = 30_000;
-const READY_POLL_MS = 50;
 
 /** A seeded generator: the same mix of events on every run, only the ids differ. */
 function mulberry32(seed: number): () => number {
@@ -84,75 +80,11 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
   return out;
 }
 
-interface Service {
-  child: ChildProcess;
-  base: string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+afterAll(killAllServices);
 
-const running = new Set<Service>();
-
-/** Killed outright: a graceful stop is not what this file is about, and it is quicker. */
-async function killAll(): Promise<void> {
-  for (const service of running) service.child.kill('SIGKILL');
-  await Promise.all([...running].map((s) => s.exited));
-}
-afterAll(killAll);
-
-/** One service process (no cluster: the pid killed is the one that answers), ready once /readyz says so. */
-async function startService(databaseUrl: string): Promise<Service> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_READ_URL: '',
-      DUNWALL_ADMIN_TOKEN: TOKEN,
-      DUNWALL_DEMO: '0',
-      // The final states are read through the admin API, where unknown customers answer 404.
-      DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0',
-      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => {
-      running.delete(service);
-      resolve({ code, signal });
-    }),
-  );
-  const service: Service = { child, base: '', exited };
-  running.add(service);
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  let base: string | null = null;
-  for (;;) {
-    base ??= /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? null;
-    if (base !== null) {
-      const ready = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).then(
-        (r) => r.status === 200,
-        () => false,
-      );
-      if (ready) return Object.assign(service, { base });
-    }
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`the service was not ready within ${STARTUP_TIMEOUT_MS} ms:\n${out}`);
-    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
-  }
-}
-
-async function admin(base: string, method: string, path: string, body?: unknown): Promise<Response> {
-  return fetch(`${base}/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
-}
+/** The final states are read through the admin API, where unknown customers answer 404: no failure quota. */
+const startService = (databaseUrl: string) => startServiceProcess(databaseUrl, TOKEN, { DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0' });
+const admin = (base: string, method: string, path: string, body?: unknown) => adminCall(base, TOKEN, method, path, body);
 
 async function createTenant(base: string, slug: string, secret: string): Promise<void> {
   expect((await admin(base, 'POST', '/tenants', { slug })).status).toBe(201);
@@ -323,7 +255,7 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
       expect(finals.size).toBeGreaterThan(2);
     } finally {
       await db.end();
-      await killAll();
+      await killAllServices();
       await scoped.drop();
     }
   });

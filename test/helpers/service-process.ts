@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+
+/**
+ * `dunwall serve` as its own process (one worker: the pid killed is the one that answers),
+ * on a database URL, for tests that kill it outright. Ready once `/readyz` answers 200.
+ */
+
+export const REQUEST_TIMEOUT_MS = 15_000;
+const STARTUP_TIMEOUT_MS = 30_000;
+const READY_POLL_MS = 50;
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  base: string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const running = new Set<ServiceProcess>();
+
+/** Kills every service process still running (SIGKILL: quicker, and no graceful stop is tested). */
+export async function killAllServices(): Promise<void> {
+  for (const service of running) service.child.kill('SIGKILL');
+  await Promise.all([...running].map((s) => s.exited));
+}
+
+export async function startServiceProcess(databaseUrl: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      DATABASE_READ_URL: '',
+      DUNWALL_ADMIN_TOKEN: adminToken,
+      DUNWALL_DEMO: '0',
+      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const service: ServiceProcess = {
+    child,
+    base: '',
+    exited: new Promise((resolve) =>
+      child.on('exit', (code, signal) => {
+        running.delete(service);
+        resolve({ code, signal });
+      }),
+    ),
+  };
+  running.add(service);
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    service.base ||= /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? '';
+    if (service.base !== '') {
+      const ready = await fetch(`${service.base}/readyz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ready) return service;
+    }
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
+    if (Date.now() > deadline) throw new Error(`the service was not ready within ${STARTUP_TIMEOUT_MS} ms:\n${out}`);
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+  }
+}
+
+/** One call to the service's admin API with `token`, bounded in time. */
+export function adminCall(base: string, token: string, method: string, path: string, body?: unknown): Promise<Response> {
+  return fetch(`${base}/admin/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+}
