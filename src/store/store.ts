@@ -370,7 +370,7 @@ export interface AttemptResult {
 export interface ClaimResult {
   deliveries: ClaimedDelivery[];
   /** Deliveries were due: worth claiming again once room frees (some may have been held back by a cap or a lock). */
-  more: boolean;
+  due: boolean;
 }
 
 export interface ClaimLimits {

@@ -354,7 +354,7 @@ export class SqlWebhookStore implements WebhookStore {
       `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1) AS due`,
       [now],
     );
-    if (due?.due !== true) return { deliveries: [], more: false };
+    if (due?.due !== true) return { deliveries: [], due: false };
     return this.db.transaction(async (tx) => {
       // The endpoints with a delivery due, oldest due first. Locking an endpoint's row makes
       // its claims one at a time across instances, so that the cap on its attempts under way
@@ -422,7 +422,7 @@ export class SqlWebhookStore implements WebhookStore {
           });
         }
       }
-      return { deliveries: claimed, more: true };
+      return { deliveries: claimed, due: true };
     });
   }
 

@@ -133,7 +133,7 @@ export class WebhookDeliverer {
       return 0;
     }
     const at = new Date(this.now());
-    const { deliveries: claimed, more } = await this.opts.store.claim(at, {
+    const { deliveries: claimed, due } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       perTenant: MAX_IN_FLIGHT_PER_TENANT,
       batch: room,
@@ -141,7 +141,7 @@ export class WebhookDeliverer {
       // leaves its deliveries to others once it ends.
       leaseMs: 2 * this.opts.attemptTimeoutMs + 1_000,
     });
-    this.backlog = more;
+    this.backlog = due;
     for (const delivery of claimed) {
       const p: Promise<void> = this.attempt(delivery)
         .catch((err: unknown) =>

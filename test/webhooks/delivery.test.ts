@@ -217,11 +217,11 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.received).toHaveLength(1);
     // What waits for it is parked: not even the check of whether anything is due sees it.
     const limits = { perEndpoint: 4, perTenant: 16, batch: 10, leaseMs: 60_000 };
-    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], more: false });
+    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', next_attempt_at: null });
     const [waiting] = await messages('acme', ep.id);
     expect((await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(waiting?.message_id)}/retry`)).statusCode).toBe(202);
-    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], more: false });
+    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
 
     expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { enabled: true })).statusCode).toBe(200);
     await deliverer.runOnce();
