@@ -99,8 +99,8 @@ export async function seed(target: StoreTarget, sizes: Sizes, log: (line: string
       for (let from = 1; from <= sizes.tenants; from += TENANTS_PER_CHUNK) {
         const to = Math.min(sizes.tenants, from + TENANTS_PER_CHUNK - 1);
         await tx.query(
-          `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, overridden_at, updated_at)
-           SELECT t.id, 'cus_b' || g.i || '_' || n.n, ${SQL_STATUS('n.n')}, 'manual', now(), now(), now()
+          `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, overridden_at, updated_at)
+           SELECT t.id, 'cus_b' || g.i || '_' || n.n, ${SQL_STATUS('n.n')}, ${SQL_STATUS('n.n')}, 'manual', now(), now(), now()
            FROM generate_series($1::int, $2::int) AS g(i)
            JOIN tenants t ON t.slug = ${SQL_SLUG('g.i')}
            CROSS JOIN generate_series(1, $3::int) AS n(n)`,

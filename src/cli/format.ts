@@ -48,6 +48,12 @@ function brandingSummary(b: TenantView['branding']): string {
   return parts.length === 0 ? '(snippet defaults)' : parts.join(', ');
 }
 
+function policySummary(p: TenantView['policy']): string {
+  const grace = p.grace_days === 0 ? 'no grace' : `grace ${p.grace_days} day${p.grace_days === 1 ? '' : 's'}`;
+  const escalate = p.escalate_after_days === null ? 'no escalation' : `escalate after ${p.escalate_after_days} day${p.escalate_after_days === 1 ? '' : 's'}`;
+  return `${p.enforcement}, ${grace}, ${escalate}`;
+}
+
 function tenantRows(t: TenantView): [string, string][] {
   return [
     ['slug', t.slug],
@@ -59,6 +65,7 @@ function tenantRows(t: TenantView): [string, string][] {
     ['allowed_origins', t.allowed_origins === null ? '(any)' : t.allowed_origins.join(', ')],
     ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
     ['branding', brandingSummary(t.branding)],
+    ['policy', policySummary(t.policy)],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HmacKey, verifyHmac } from './hmac.js';
+import { formatLockoutAt } from './policy.js';
 import { sha256 } from './keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
 import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
@@ -49,7 +50,8 @@ export interface LookupRequest {
   query: { readonly processor_customer_id?: unknown; readonly hmac?: unknown };
 }
 
-export type LookupCheck = { ok: true; customerId: string } | { ok: false; code: LookupFailure };
+/** `signed`: the lookup carried a valid `hmac`, so its answer may name the invoice to pay. */
+export type LookupCheck = { ok: true; customerId: string; signed: boolean } | { ok: false; code: LookupFailure };
 
 export function isValidSlug(slug: string): boolean {
   return SLUG_RE.test(slug);
@@ -73,10 +75,10 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
 
   const hmac = req.query.hmac;
   if (hmac === undefined) {
-    return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId };
+    return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false };
   }
   if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs)) return { ok: false, code: 'hmac_mismatch' };
-  return { ok: true, customerId };
+  return { ok: true, customerId, signed: true };
 }
 
 /**
@@ -125,10 +127,14 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
   };
   const { hmacSecrets, ...rest } = fields;
   const brandingBody = Buffer.from(JSON.stringify(fields.branding));
+  const warning = body('warning');
+  const lockout = body('lockout');
   return {
     ...rest,
     hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
-    knownBodies: { active: body('active'), warning: body('warning'), lockout: body('lockout') },
+    knownBodies: { active: body('active'), warning, lockout },
+    // The same bodies without their closing brace: `lockout_at` and `pay_url` follow.
+    knownPrefixes: { warning: warning.subarray(0, warning.length - 1), lockout: lockout.subarray(0, lockout.length - 1) },
     brandingBody,
     brandingEtag: brandingTag(brandingBody),
     acceptedKeys: new Map(),
@@ -141,6 +147,39 @@ export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null):
   // Named reads, not `knownBodies[status]`: a read by a varying key is a slow lookup in V8.
   const bodies = tenant.knownBodies;
   return status === 'lockout' ? bodies.lockout : status === 'warning' ? bodies.warning : bodies.active;
+}
+
+/** What the read model holds beside a non-active subscriber's status (`lockoutAtS` 0: none scheduled). */
+export interface AnswerExtra {
+  readonly lockoutAtS: number;
+  readonly payUrl: string | null;
+}
+
+/**
+ * The answered body of a known subscriber at `nowMs` (CONTRACT.md sections 1 and 6): the
+ * stored status, `lockout` once its scheduled lockout has come (every instance compares its
+ * clock, before any write says so), then the tenant's enforcement applied again so that a
+ * change of it reaches every answer at once. `lockout_at` while a lockout is scheduled;
+ * `pay_url` only for a signed lookup. Without either, the prebuilt bytes.
+ */
+export function answerBody(tenant: TenantAuth, status: SubscriberStatus, extra: AnswerExtra | null, signed: boolean, nowMs: number): Buffer {
+  const enforcement = tenant.enforcement;
+  if (status === 'active' || enforcement === 'monitor') return tenant.knownBodies.active;
+  let answered = status;
+  let lockoutAtS = status === 'warning' && extra !== null ? extra.lockoutAtS : 0;
+  if (lockoutAtS > 0 && nowMs >= lockoutAtS * 1000) {
+    answered = 'lockout';
+    lockoutAtS = 0;
+  }
+  if (enforcement === 'banner_only' && answered === 'lockout') {
+    answered = 'warning';
+    lockoutAtS = 0;
+  }
+  const payUrl = signed && extra !== null ? extra.payUrl : null;
+  if (lockoutAtS === 0 && payUrl === null) return lookupBody(tenant, answered);
+  const prefix = answered === 'lockout' ? tenant.knownPrefixes.lockout : tenant.knownPrefixes.warning;
+  const rest = `${lockoutAtS === 0 ? '' : `,"lockout_at":"${formatLockoutAt(lockoutAtS * 1000)}"`}${payUrl === null ? '' : `,"pay_url":${JSON.stringify(payUrl)}`}}`;
+  return Buffer.concat([prefix, Buffer.from(rest)]);
 }
 
 /**

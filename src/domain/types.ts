@@ -8,6 +8,10 @@ export type { Credential } from './credential.js';
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
 
+/** How a tenant's policy enforces derived statuses (policy.ts). */
+export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
+export type Enforcement = (typeof ENFORCEMENTS)[number];
+
 export const NAMED_FLAGS = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'] as const;
 export type Entitlements = Record<string, boolean>;
 
@@ -32,6 +36,8 @@ export interface TenantAuthFields {
   lookupsPerMinute: number | null;
   /** What the snippet shows with a banner or a gate; served publicly. */
   branding: Branding;
+  /** The policy's enforcement: applied again at each lookup, so that a change reaches every answer at once. */
+  enforcement: Enforcement;
   entitlements: Entitlements;
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];
@@ -45,6 +51,8 @@ export interface TenantAuthFields {
 export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<HmacKey>[];
   knownBodies: Readonly<Record<SubscriberStatus, Buffer>>;
+  /** The warning and lockout bodies without their closing brace, for answers that carry more. */
+  knownPrefixes: Readonly<Record<'warning' | 'lockout', Buffer>>;
   /** The branding as served (JSON bytes) and its entity tag. */
   brandingBody: Buffer;
   brandingEtag: string;

@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { absoluteUrl } from './validation.js';
+import type { PolicyRule } from './policy.js';
 import type { SubscriberStatus } from './types.js';
 
 /**
@@ -172,7 +173,8 @@ export function addressProblem(address: string, allowed: AllowedNetworks): strin
 /** What caused a change: a Stripe event, or an action of the admin API. */
 export type WebhookCause =
   | { source: 'stripe'; stripe_event_id: string | null; stripe_event_type: string | null }
-  | { source: 'admin'; action: 'set_status' | 'delete' };
+  | { source: 'admin'; action: 'set_status' | 'delete' }
+  | { source: 'policy'; rule: PolicyRule };
 
 export interface StatusChangedData {
   processor_customer_id: string;
@@ -183,6 +185,8 @@ export interface StatusChangedData {
   previous_reason: string | null;
   cause: WebhookCause;
   occurred_at: string;
+  /** While `warning` and a lockout is scheduled under the tenant's policy: when (RFC 3339). */
+  lockout_at?: string;
 }
 
 export interface DeletedData {

@@ -10,6 +10,7 @@ import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import { brandingProblem } from '../domain/branding.js';
+import { DEFAULT_POLICY } from '../domain/policy.js';
 import { AppError } from './problems.js';
 import { sendProblem } from './problems.js';
 import { authorizationOf } from './request.js';
@@ -122,7 +123,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     if (outcome === 'applied') return;
     // Stale, but the state asked for may hold already (a repeated DELETE or PUT): that is success.
     const current = await store.getSubscriber(tenantId, customerId);
-    const holds = change.kind === 'delete' ? (current?.status ?? null) === null : current?.status === change.status && current.reason === change.reason;
+    const holds = change.kind === 'delete' ? (current?.status ?? null) === null : current?.derivedStatus === change.status && current.reason === change.reason;
     if (!holds) throw new AppError('stale_change');
   }
 
@@ -149,6 +150,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           allowedOrigins: body.allowed_origins ?? null,
           lookupsPerMinute: body.lookups_per_minute ?? null,
           ...(body.branding !== undefined ? { branding: body.branding } : {}),
+          ...(body.policy !== undefined ? { policy: { ...DEFAULT_POLICY, ...body.policy } } : {}),
           publishableKeyHash: sha256(publishableKey).toString('hex'),
           hmacSecret,
         },
@@ -249,9 +251,12 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       checkBranding(body.branding);
       checkOrigins(body.allowed_origins);
       const at = now();
+      // A partial policy keeps the fields it leaves out.
+      const policy = body.policy === undefined ? undefined : { ...(await tenantOr404(req.params.slug)).policy, ...body.policy };
       const result = await store.updateTenant(
         req.params.slug,
         {
+          ...(policy !== undefined ? { policy } : {}),
           ...(body.tier !== undefined ? { tier: body.tier } : {}),
           ...(body.card_update_url !== undefined ? { cardUpdateUrl: body.card_update_url } : {}),
           ...(body.hmac_required !== undefined ? { hmacRequired: body.hmac_required } : {}),

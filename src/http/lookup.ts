@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from './app-instance.js';
-import { allowedOrigin, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
+import { allowedOrigin, answerBody, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
 import type { RouteMetrics } from '../metrics/index.js';
@@ -173,7 +173,9 @@ export class LookupAnswerer {
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
       }
-      const body = lookupBody(tenant, model.status(tenant.id, check.customerId));
+      const status = model.status(tenant.id, check.customerId);
+      const body =
+        status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
       // Every check passed: only now does the lookup count against its tenant's quota.
       const counted = this.opts.limiter === null ? null : this.opts.limiter.tenant(tenant.id, tenant.lookupsPerMinute);
       if (counted instanceof Promise) {

@@ -12,6 +12,7 @@ export function presentTenant(t: TenantRecord) {
     allowed_origins: t.allowedOrigins,
     lookups_per_minute: t.lookupsPerMinute,
     branding: t.branding,
+    policy: t.policy,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };
@@ -20,10 +21,13 @@ export function presentTenant(t: TenantRecord) {
 function presentHistory(h: HistoryEntry) {
   return {
     status: h.status,
+    derived_status: h.derivedStatus,
+    lockout_at: h.lockoutAt?.toISOString() ?? null,
     reason: h.reason,
     effect: h.effect,
     episode: h.episode,
     source: h.source,
+    policy_rule: h.policyRule,
     event_id: h.eventId,
     event_type: h.eventType,
     decline_code: h.declineCode,
@@ -33,13 +37,37 @@ function presentHistory(h: HistoryEntry) {
 }
 
 function presentEpisode(e: EpisodeRecord) {
-  return { episode: e.episode, state: e.state, reason: e.reason, decline_code: e.declineCode, at: e.at.toISOString(), event_id: e.eventId };
+  const i = e.invoice;
+  return {
+    episode: e.episode,
+    state: e.state,
+    reason: e.reason,
+    decline_code: e.declineCode,
+    at: e.at.toISOString(),
+    event_id: e.eventId,
+    dunning_started_at: e.dunningStartedAt?.toISOString() ?? null,
+    resolved_at: e.resolvedAt?.toISOString() ?? null,
+    invoice:
+      i === null
+        ? null
+        : {
+            id: i.id,
+            status: i.status,
+            amount_due: i.amountDue,
+            amount_remaining: i.amountRemaining,
+            currency: i.currency,
+            hosted_invoice_url: i.hostedInvoiceUrl,
+          },
+  };
 }
 
 export function presentSubscriber(s: SubscriberRecord) {
   return {
     processor_customer_id: s.processorCustomerId,
     status: s.status,
+    derived_status: s.derivedStatus,
+    lockout_at: s.lockoutAt?.toISOString() ?? null,
+    pay_url: s.payUrl,
     reason: s.reason,
     overridden_at: s.overriddenAt?.toISOString() ?? null,
     updated_at: s.updatedAt?.toISOString() ?? null,

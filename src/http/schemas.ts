@@ -3,6 +3,8 @@ import type { Static } from 'typebox';
 import { MAX_URL_LENGTH } from '../domain/validation.js';
 import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
+import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../domain/policy.js';
+import type { Enforcement } from '../domain/policy.js';
 import { ENDPOINT_ID_RE, MAX_DESCRIPTION_LENGTH, MESSAGE_ID_RE, WEBHOOK_EVENT_TYPES } from '../domain/webhooks.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
 
@@ -65,6 +67,12 @@ export const LookupKnown = Type.Object({
   status: Status,
   card_update_url: Type.Union([Type.String(), Type.Null()]),
   entitlements: Entitlements,
+  lockout_at: Type.Optional(
+    Type.String({ format: 'date-time', description: "While warning and the tenant's policy schedules a lockout: when (RFC 3339, UTC, seconds)" }),
+  ),
+  pay_url: Type.Optional(
+    Type.String({ description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged" }),
+  ),
 });
 
 // --- admin -------------------------------------------------------------------------------
@@ -93,6 +101,19 @@ export const Branding = Type.Unsafe<BrandingValue>(
   ),
 );
 
+const policyFields = {
+  enforcement: Type.Unsafe<Enforcement>(
+    { type: 'string', enum: [...ENFORCEMENTS], description: 'gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active' },
+  ),
+  grace_days: Type.Integer({ minimum: 0, maximum: MAX_GRACE_DAYS, description: "A lockout is answered warning until the episode's dunning start plus this many days" }),
+  escalate_after_days: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_ESCALATE_AFTER_DAYS }), Type.Null()], {
+    description: 'A warning still unresolved this many days after its dunning start is answered lockout; null: never',
+  }),
+};
+export const Policy = Type.Object(policyFields, { additionalProperties: false, description: 'How derived statuses are enforced (docs/policy.md)' });
+/** Any subset of the policy's fields: the others keep their values. */
+export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalProperties: false }), { additionalProperties: false });
+
 export const Tenant = Type.Object({
   slug: Type.String(),
   tier: Type.String(),
@@ -103,6 +124,7 @@ export const Tenant = Type.Object({
   allowed_origins: Type.Union([Type.Array(Type.String()), Type.Null()]),
   lookups_per_minute: Type.Union([Type.Integer(), Type.Null()]),
   branding: Branding,
+  policy: Policy,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -165,6 +187,7 @@ export const CreateTenantBody = Type.Object(
     allowed_origins: Type.Optional(NullableOrigins),
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
     branding: Type.Optional(Branding),
+    policy: Type.Optional(PolicyPatch),
   },
   { additionalProperties: false },
 );
@@ -179,6 +202,7 @@ export const UpdateTenantBody = Type.Object(
     allowed_origins: Type.Optional(NullableOrigins),
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
     branding: Type.Optional(Branding),
+    policy: Type.Optional(PolicyPatch),
     stripe_webhook_secret: Type.Optional(
       Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
     ),
@@ -201,13 +225,18 @@ export const PutSubscriberBody = Type.Object(
 );
 
 export const HistoryEntry = Type.Object({
-  status: Type.Union([Status, Type.Null()], { description: 'The status after this entry; null: no record (removed, or never known)' }),
+  status: Type.Union([Status, Type.Null()], { description: 'The answered status after this entry; null: no record (removed, or never known)' }),
+  derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
+  lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'The lockout the policy scheduled after this entry, if any' }),
   reason: Type.Union([Type.String(), Type.Null()]),
   effect: Type.Union([Type.Literal('changed'), Type.Literal('removed'), Type.Literal('none')], {
     description: 'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
   }),
   episode: Type.Union([Type.String(), Type.Null()], { description: 'The subscription (sub_...) or invoice (in_...) the change came through' }),
-  source: Type.Union([Type.Literal('admin'), Type.Literal('stripe')]),
+  source: Type.Union([Type.Literal('admin'), Type.Literal('stripe'), Type.Literal('policy')]),
+  policy_rule: Type.Union([Type.Literal('grace_ended'), Type.Literal('escalated'), Type.Literal('policy_changed'), Type.Null()], {
+    description: 'For source policy: a grace that ended, an escalation that fell due, or a change of the policy',
+  }),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),
   decline_code: Type.Union([Type.String(), Type.Null()]),
@@ -224,11 +253,30 @@ export const Episode = Type.Object({
   decline_code: Type.Union([Type.String(), Type.Null()]),
   at: Timestamp,
   event_id: Type.String({ description: 'The event that set the state (the latest of the episode)' }),
+  dunning_started_at: Type.Union([Timestamp, Type.Null()], { description: 'The first event of its current unresolved run (null: unknown, or never in dunning)' }),
+  resolved_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was last resolved' }),
+  invoice: Type.Union(
+    [
+      Type.Object({
+        id: Type.String(),
+        status: Type.Union([Type.String(), Type.Null()]),
+        amount_due: Type.Union([Type.Integer(), Type.Null()]),
+        amount_remaining: Type.Union([Type.Integer(), Type.Null()]),
+        currency: Type.Union([Type.String(), Type.Null()]),
+        hosted_invoice_url: Type.Union([Type.String(), Type.Null()]),
+      }),
+      Type.Null(),
+    ],
+    { description: 'The invoice behind it, as Stripe last told (amounts in the smallest unit of the currency)' },
+  ),
 });
 
 export const Subscriber = Type.Object({
   processor_customer_id: Type.String(),
-  status: Type.Union([Status, Type.Null()], { description: 'null: no record (cleared or deleted); the history is kept' }),
+  status: Type.Union([Status, Type.Null()], { description: "The answered status (after the tenant's policy); null: no record (cleared or deleted); the history is kept" }),
+  derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
+  lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'While warning: when the policy schedules the lockout' }),
+  pay_url: Type.Union([Type.String(), Type.Null()], { description: 'The hosted page of the open invoice behind the worst unresolved episode' }),
   reason: Type.Union([Type.String(), Type.Null()]),
   overridden_at: Type.Union([Timestamp, Type.Null()], {
     description: "Set while an admin's status overrides the episodes, until a Stripe event dated in a later second changes one",

@@ -1,5 +1,6 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { ChangePosition, LookupChanges, Store } from '../store/store.js';
+import type { ChangePosition, LookupChanges, Store, SubscriberExtra } from '../store/store.js';
+import { SubscriberExtras } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
 
 /**
@@ -41,6 +42,7 @@ class Copy {
   readonly tenants = new Map<string, TenantAuth>();
   private readonly slugs = new Map<number, string>();
   readonly index: SubscriberIndex;
+  readonly extras = new SubscriberExtras();
 
   constructor(subscribers: number, tenants: readonly TenantAuth[]) {
     this.index = new SubscriberIndex(subscribers);
@@ -65,20 +67,23 @@ class Copy {
     this.slugs.set(id, tenant.slug);
   }
 
-  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null): void {
+  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null, extra: SubscriberExtra | null): void {
     if (status === null) this.index.delete(tenantId, customerId);
     else this.index.set(tenantId, customerId, status);
+    this.extras.set(tenantId, customerId, status === null || status === 'active' ? null : extra);
   }
 
   apply(changes: LookupChanges): void {
     for (const t of changes.tenants) this.putTenant(t.id, t.tenant);
-    for (const s of changes.subscribers) this.putSubscriber(s.tenantId, s.customerId, s.status);
+    for (const s of changes.subscribers) this.putSubscriber(s.tenantId, s.customerId, s.status, s.extra);
   }
 }
 
 export interface ReadModelStats {
   tenants: number;
   subscribers: number;
+  /** Subscribers whose answer carries a scheduled lockout or a pay link. */
+  withExtras: number;
   /** Bytes of the subscriber index's arrays. */
   indexBytes: number;
   /** The last full load: how long it took, and why it ran. */
@@ -195,9 +200,14 @@ export class ReadModel {
     return this.copy?.tenants.get(slug) ?? null;
   }
 
-  /** A subscriber's status; null: unknown. */
+  /** A subscriber's status as last written; null: unknown. */
   status(tenantId: number, customerId: string): SubscriberStatus | null {
     return this.copy?.index.get(tenantId, customerId) ?? null;
+  }
+
+  /** What a non-active subscriber's answer carries (its scheduled lockout, its pay link); null: nothing. */
+  extra(tenantId: number, customerId: string): { readonly lockoutAtS: number; readonly payUrl: string | null } | null {
+    return this.copy?.extras.get(tenantId, customerId) ?? null;
   }
 
   /**
@@ -292,8 +302,9 @@ export class ReadModel {
       begin: (subscribers, tenants) => {
         copy = new Copy(subscribers, tenants);
       },
-      subscriber: (tenantId, bytes, start, end, status) => {
+      subscriber: (tenantId, bytes, start, end, status, extra) => {
         copy?.index.setBytes(tenantId, bytes, start, end, status);
+        if (extra !== null) copy?.extras.setBytes(tenantId, bytes, start, end, extra);
       },
     });
     if (copy === null) throw new Error('the snapshot load returned nothing');
@@ -329,6 +340,7 @@ export class ReadModel {
     return {
       tenants: this.copy?.tenants.size ?? 0,
       subscribers: this.copy?.index.size ?? 0,
+      withExtras: this.copy?.extras.size ?? 0,
       indexBytes: this.copy?.index.byteLength ?? 0,
       lastLoad: this.stats.lastLoad,
       loads: this.stats.loads,

@@ -20,6 +20,7 @@ import { createLogger } from './logger.js';
 import { ReadModel } from '../readmodel/index.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
+import { PolicyClock } from './policy-clock.js';
 import { Retention } from './retention.js';
 import { WebhookDeliverer } from '../webhooks/index.js';
 import type { Metrics } from '../metrics/index.js';
@@ -168,6 +169,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       log,
     }).start();
     const deliverer = new WebhookDeliverer({ store: store.webhooks, ...config.webhooks, log }).start();
+    // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
+    const policyClock = new PolicyClock({ store, log }).start();
     // A change this instance commits is sent at once; others' within the poll interval.
     const stopWaking = store.onCommit(() => deliverer.wake());
     metrics.observeDownstreamWebhooks(
@@ -177,6 +180,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         return oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000);
       },
     );
+    metrics.observeCounter('dunwall_policy_lockouts_recorded_total', 'Scheduled lockouts (a grace ended, an escalation) recorded by this instance', () => policyClock.counts.lockoutsRecorded);
+    metrics.observeCounter('dunwall_policy_subscribers_reanswered_total', 'Subscribers answered again under a changed policy by this instance', () => policyClock.counts.subscribersReanswered);
     metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
     metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
     metrics.observeCounter('dunwall_retention_webhook_messages_deleted_total', 'Downstream webhook messages pruned by age', () => retention.deleted.webhook_events);
@@ -189,6 +194,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       async close() {
         await retention.stop();
         stopWaking();
+        await policyClock.stop();
         await deliverer.stop();
         await metricsListener?.close();
         await app.close();

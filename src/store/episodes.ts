@@ -1,7 +1,9 @@
 import { linkedDeclineOutcome } from '../domain/stripe/derive.js';
 import type { Decline, Derivation, InvoiceLink } from '../domain/stripe/derive.js';
-import { RANKS, comparePositions, customerStatus, endsOverride, supersedes } from '../domain/stripe/fold.js';
+import { EPISODE_SEVERITY, RANKS, comparePositions, customerStatus, endsOverride, supersedes } from '../domain/stripe/fold.js';
 import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
+import { answerCustomer, DEFAULT_POLICY } from '../domain/policy.js';
+import type { Answer, Policy, PolicyEpisode, PolicyRule } from '../domain/policy.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
 import { raiseWebhookEvent } from './webhooks.js';
@@ -15,9 +17,14 @@ import type { ApplyOutcome, ChangeCause, StripeEventOutcome } from './store.js';
  */
 
 interface SubscriberRow {
+  /** The answered status (after the tenant's policy); for an override, the status the admin set. */
   status: SubscriberStatus;
+  derived_status: SubscriberStatus;
   reason: string;
   overridden_at: Date | null;
+  lockout_at: Date | null;
+  lockout_rule: PolicyRule | null;
+  pay_url: string | null;
 }
 
 interface EpisodeRow {
@@ -27,6 +34,8 @@ interface EpisodeRow {
   at: Date;
   rank: number;
   event_id: string;
+  dunning_started_at: Date | null;
+  invoice_id: string | null;
 }
 
 interface InvoiceRow {
@@ -66,21 +75,26 @@ function toEpisode(row: EpisodeRow): Episode {
   return { key: row.episode, outcome: { state: row.state, reason: row.reason }, position: toPosition(row) };
 }
 
+const SUBSCRIBER_COLUMNS = 'status, derived_status, reason, overridden_at, lockout_at, lockout_rule, pay_url';
+
 async function subscriberRow(tx: Queryable, tenantId: number, customerId: string): Promise<SubscriberRow | null> {
   const [row] = await tx.query<SubscriberRow>(
-    'SELECT status, reason, overridden_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+    `SELECT ${SUBSCRIBER_COLUMNS} FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2`,
     [tenantId, customerId],
   );
   return row ?? null;
 }
 
-export async function loadEpisodes(tx: Queryable, tenantId: number, customerId: string): Promise<Episode[]> {
-  const rows = await tx.query<EpisodeRow>(
-    `SELECT episode, state, reason, at, rank, event_id FROM subscriber_episodes
+async function episodeRows(tx: Queryable, tenantId: number, customerId: string): Promise<EpisodeRow[]> {
+  return tx.query<EpisodeRow>(
+    `SELECT episode, state, reason, at, rank, event_id, dunning_started_at, invoice_id FROM subscriber_episodes
      WHERE tenant_id = $1 AND processor_customer_id = $2 ORDER BY episode`,
     [tenantId, customerId],
   );
-  return rows.map(toEpisode);
+}
+
+export async function loadEpisodes(tx: Queryable, tenantId: number, customerId: string): Promise<Episode[]> {
+  return (await episodeRows(tx, tenantId, customerId)).map(toEpisode);
 }
 
 async function tombstone(tx: Queryable, tenantId: number, customerId: string): Promise<Position | null> {
@@ -91,40 +105,119 @@ async function tombstone(tx: Queryable, tenantId: number, customerId: string): P
   return row ? toPosition(row) : null;
 }
 
+/** An override's status is the derived one while it stands (section 5). */
 function overrideOf(row: SubscriberRow | null): Override | null {
-  return row?.overridden_at ? { status: row.status, reason: row.reason, atMs: new Date(row.overridden_at).getTime() } : null;
+  return row?.overridden_at ? { status: row.derived_status, reason: row.reason, atMs: new Date(row.overridden_at).getTime() } : null;
 }
 
 function statusOfRow(row: SubscriberRow | null): CustomerStatus | null {
   return row ? { status: row.status, reason: row.reason } : null;
 }
 
-/** The customer's status as stored now; null: unknown. */
+/** The customer's answered status as stored now; null: unknown. */
 export async function storedStatus(tx: Queryable, tenantId: number, customerId: string): Promise<CustomerStatus | null> {
   return statusOfRow(await subscriberRow(tx, tenantId, customerId));
 }
 
-async function insertHistory(
-  tx: Queryable,
-  tenantId: number,
-  customerId: string,
-  entry: { status: SubscriberStatus | null; reason: string | null; effect: 'changed' | 'removed' | 'none'; episode: string | null },
-  cause: ChangeCause,
-  now: Date,
-): Promise<void> {
+interface HistoryFields {
+  status: SubscriberStatus | null;
+  derivedStatus: SubscriberStatus | null;
+  reason: string | null;
+  lockoutAt: Date | null;
+  effect: 'changed' | 'removed' | 'none';
+  episode: string | null;
+}
+
+async function insertHistory(tx: Queryable, tenantId: number, customerId: string, entry: HistoryFields, cause: ChangeCause, now: Date): Promise<void> {
   await tx.query(
     `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
-       event_type, decline_code, occurred_at, recorded_at, episode, effect)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [tenantId, customerId, entry.status, entry.reason, cause.source, cause.eventId, cause.eventType, cause.declineCode, cause.occurredAt, now, entry.episode, entry.effect],
+       event_type, decline_code, occurred_at, recorded_at, episode, effect, derived_status, lockout_at, policy_rule)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+    [
+      tenantId,
+      customerId,
+      entry.status,
+      entry.reason,
+      cause.source,
+      cause.eventId,
+      cause.eventType,
+      cause.declineCode,
+      cause.occurredAt,
+      now,
+      entry.episode,
+      entry.effect,
+      entry.derivedStatus,
+      entry.lockoutAt,
+      cause.policyRule ?? null,
+    ],
   );
 }
 
+/** No change of record: what a history row of an action that changed nothing shows. */
+function unchangedEntry(row: SubscriberRow | null, episode: string | null): HistoryFields {
+  return { status: row?.status ?? null, derivedStatus: row?.derived_status ?? null, reason: row?.reason ?? null, lockoutAt: row?.lockout_at ?? null, effect: 'none', episode };
+}
+
+/** The tenant's policy, read in the transaction of the change it applies to. */
+export async function tenantPolicy(tx: Queryable, tenantId: number): Promise<Policy> {
+  const [row] = await tx.query<{ enforcement: Policy['enforcement']; grace_days: number; escalate_after_days: number | null }>(
+    `SELECT policy_enforcement AS enforcement, policy_grace_days AS grace_days, policy_escalate_after_days AS escalate_after_days
+     FROM tenants WHERE id = $1`,
+    [tenantId],
+  );
+  return row ? { enforcement: row.enforcement, grace_days: Number(row.grace_days), escalate_after_days: row.escalate_after_days === null ? null : Number(row.escalate_after_days) } : DEFAULT_POLICY;
+}
+
 /**
- * Writes the customer's status as its episodes and override now make it: the record when
- * there is one to keep, none otherwise, and a history entry when the status or its reason
- * changed. Writes nothing when nothing changed, so that no instance drops a cached answer
- * for nothing.
+ * The unresolved episodes, the derived worst first (most severe, then latest): the policy
+ * answers each, and among equally severe answers the derived worst is the one shown.
+ */
+function unresolvedWorstFirst(rows: readonly EpisodeRow[]): EpisodeRow[] {
+  return rows
+    .filter((r) => r.state !== 'resolved')
+    .sort((a, b) => EPISODE_SEVERITY[b.state] - EPISODE_SEVERITY[a.state] || comparePositions(toPosition(b), toPosition(a)));
+}
+
+/** The hosted page of an invoice Stripe still waits on; null when it is paid, void or unknown. */
+async function payUrlOf(tx: Queryable, tenantId: number, invoiceId: string | null): Promise<string | null> {
+  if (invoiceId === null) return null;
+  const [row] = await tx.query<{ hosted_invoice_url: string | null; status: string | null }>(
+    'SELECT hosted_invoice_url, status FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = $2',
+    [tenantId, invoiceId],
+  );
+  if (!row || row.hosted_invoice_url === null) return null;
+  return row.status === null || row.status === 'open' || row.status === 'uncollectible' ? row.hosted_invoice_url : null;
+}
+
+/** The customer as its episodes, override and tenant's policy make it at `now`. */
+interface Settling {
+  derived: CustomerStatus;
+  answer: Answer;
+  payUrl: string | null;
+}
+
+async function answerNow(tx: Queryable, tenantId: number, rows: readonly EpisodeRow[], derived: CustomerStatus, override: Override | null, policy: Policy, now: Date): Promise<Settling> {
+  const unresolved = unresolvedWorstFirst(rows);
+  const episodes: PolicyEpisode[] = unresolved.map((r) => ({
+    state: r.state as PolicyEpisode['state'],
+    dunningStartMs: r.dunning_started_at === null ? null : new Date(r.dunning_started_at).getTime(),
+  }));
+  const answer = answerCustomer(episodes, override === null ? null : override.status, policy, now.getTime());
+  const behind = unresolved[answer.worst ?? 0];
+  const payUrl = answer.status === 'active' || behind === undefined ? null : await payUrlOf(tx, tenantId, behind.invoice_id);
+  return { derived, answer, payUrl };
+}
+
+function sameTime(a: Date | null, b: Date | null): boolean {
+  return (a === null ? null : new Date(a).getTime()) === (b === null ? null : new Date(b).getTime());
+}
+
+/**
+ * Writes the customer's status as its episodes, override and tenant's policy now make it:
+ * the record when there is one to keep, none otherwise; a history entry when the answered
+ * status, the derived one or the reason changed; a downstream webhook when the answered
+ * status or its reason did. Writes nothing when nothing changed, so that no instance drops
+ * a cached answer for nothing.
  */
 async function settle(
   tx: Queryable,
@@ -135,63 +228,160 @@ async function settle(
   cause: ChangeCause,
   episode: string | null,
   now: Date,
+  policy?: Policy,
 ): Promise<Settled> {
-  const after = customerStatus(await loadEpisodes(tx, tenantId, customerId), override);
+  const rows = await episodeRows(tx, tenantId, customerId);
+  const derived = customerStatus(rows.map(toEpisode), override);
   const overriddenAt = override === null ? null : new Date(override.atMs);
   const previous = statusOfRow(before);
-  if (after === null) {
+  if (derived === null) {
     if (before !== null) {
       await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
-      await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'removed', episode }, cause, now);
+      await insertHistory(tx, tenantId, customerId, { status: null, derivedStatus: null, reason: null, lockoutAt: null, effect: 'removed', episode }, cause, now);
       await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.deleted', before: previous, after: null }, cause, now);
     } else if (cause.source === 'admin') {
-      await insertHistory(tx, tenantId, customerId, { status: null, reason: null, effect: 'none', episode }, cause, now);
+      await insertHistory(tx, tenantId, customerId, unchangedEntry(null, episode), cause, now);
     }
-    return { before: previous, after };
+    return { before: previous, after: null };
   }
-  const changed = before?.status !== after.status || before.reason !== after.reason;
-  const sameOverride = (before?.overridden_at ? new Date(before.overridden_at).getTime() : null) === (overriddenAt?.getTime() ?? null);
+  const { answer, payUrl } = await answerNow(tx, tenantId, rows, derived, override, policy ?? (await tenantPolicy(tx, tenantId)), now);
+  const after: CustomerStatus = { status: answer.status, reason: derived.reason };
+  const lockoutAt = answer.lockoutAtMs === null ? null : new Date(answer.lockoutAtMs);
+  const answeredChanged = before?.status !== after.status || before.reason !== after.reason;
+  const changed = answeredChanged || before.derived_status !== derived.status;
+  const same =
+    !changed && sameTime(before?.overridden_at ?? null, overriddenAt) && sameTime(before?.lockout_at ?? null, lockoutAt) && (before?.pay_url ?? null) === payUrl;
+  const entry: HistoryFields = { status: after.status, derivedStatus: derived.status, reason: after.reason, lockoutAt, effect: 'changed', episode };
   // An admin's action is kept in the history with its author even when it changes nothing.
-  if (!changed && cause.source === 'admin') await insertHistory(tx, tenantId, customerId, { ...after, effect: 'none', episode }, cause, now);
-  if (!changed && sameOverride) return { before: previous, after };
+  if (!changed && cause.source === 'admin') await insertHistory(tx, tenantId, customerId, { ...entry, effect: 'none' }, cause, now);
+  if (same) return { before: previous, after };
   await tx.query(
-    `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, overridden_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)
+    `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, overridden_at, lockout_at, lockout_rule, pay_url, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
      ON CONFLICT (tenant_id, processor_customer_id)
-     DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason, overridden_at = EXCLUDED.overridden_at,
-       status_at = CASE WHEN $8 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
-    [tenantId, customerId, after.status, after.reason, cause.occurredAt, overriddenAt, now, changed],
+     DO UPDATE SET status = EXCLUDED.status, derived_status = EXCLUDED.derived_status, reason = EXCLUDED.reason,
+       overridden_at = EXCLUDED.overridden_at, lockout_at = EXCLUDED.lockout_at, lockout_rule = EXCLUDED.lockout_rule, pay_url = EXCLUDED.pay_url,
+       status_at = CASE WHEN $12 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
+    [tenantId, customerId, after.status, derived.status, after.reason, cause.occurredAt, overriddenAt, lockoutAt, answer.rule, payUrl, now, changed],
   );
-  if (changed) {
-    await insertHistory(tx, tenantId, customerId, { ...after, effect: 'changed', episode }, cause, now);
-    await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.status_changed', before: previous, after }, cause, now);
+  if (changed) await insertHistory(tx, tenantId, customerId, entry, cause, now);
+  if (answeredChanged) {
+    await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.status_changed', before: previous, after, lockoutAt }, cause, now);
   }
   return { before: previous, after };
 }
 
-/** Sets the episode from this event when it is the episode's latest; false: an older event. */
-async function applyToEpisode(
-  tx: Queryable,
-  tenantId: number,
-  customerId: string,
-  episode: string,
-  outcome: EpisodeOutcome,
-  position: Position,
-  declineCode: string | null,
-  now: Date,
-): Promise<boolean> {
-  const [row] = await tx.query<{ at: Date; rank: number; event_id: string }>(
-    'SELECT at, rank, event_id FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3',
-    [tenantId, customerId, episode],
+/**
+ * Answers the customer again under `policy` at `now` (a scheduled lockout that fell due, or a
+ * policy change), recording what changed with `cause`. Runs in the caller's transaction.
+ */
+export async function reanswerCustomer(tx: Queryable, tenantId: number, customerId: string, cause: ChangeCause, now: Date, policy?: Policy): Promise<Settled> {
+  await lockCustomer(tx, tenantId, customerId);
+  const before = await subscriberRow(tx, tenantId, customerId);
+  if (before === null) return { before: null, after: null };
+  return settle(tx, tenantId, customerId, before, overrideOf(before), cause, null, now, policy);
+}
+
+/**
+ * Records a scheduled lockout that fell due (by `now`), as of its time, with its rule. Only
+ * when one is still due once the customer is locked: another instance may have written it,
+ * or an event may have resolved the episode meanwhile. False: nothing was due any more.
+ */
+export async function recordDueLockout(tx: Queryable, tenantId: number, customerId: string, now: Date): Promise<boolean> {
+  await lockCustomer(tx, tenantId, customerId);
+  const before = await subscriberRow(tx, tenantId, customerId);
+  if (before?.lockout_at == null || new Date(before.lockout_at).getTime() > now.getTime()) return false;
+  const cause: ChangeCause = {
+    source: 'policy',
+    eventId: null,
+    eventType: null,
+    declineCode: null,
+    occurredAt: new Date(before.lockout_at),
+    policyRule: before.lockout_rule ?? 'grace_ended',
+  };
+  await settle(tx, tenantId, customerId, before, overrideOf(before), cause, null, now);
+  return true;
+}
+
+interface EpisodeStateRow {
+  state: EpisodeState;
+  at: Date;
+  rank: number;
+  event_id: string;
+  dunning_started_at: Date | null;
+  resolved_at: Date | null;
+}
+
+const earliest = (a: Date | null, b: Date): Date => (a === null || b.getTime() < new Date(a).getTime() ? b : new Date(a));
+
+/**
+ * The episode's run after an event that does not set its state (an older one): a failure
+ * after its last resolution is part of the current run, which then began no later than it;
+ * a resolution after the current run's start ends that run, so the current one began after
+ * it (at the latest known failure, the one that set the state). Null: nothing to change.
+ */
+function olderEventRun(row: EpisodeStateRow, state: EpisodeState, at: Date): { start: Date | null; resolved: Date | null } | null {
+  const resolvedMs = row.resolved_at === null ? null : new Date(row.resolved_at).getTime();
+  const startMs = row.dunning_started_at === null ? null : new Date(row.dunning_started_at).getTime();
+  if (state !== 'resolved') {
+    if (row.state === 'resolved' || (resolvedMs !== null && at.getTime() <= resolvedMs)) return null;
+    return startMs !== null && startMs <= at.getTime() ? null : { start: at, resolved: row.resolved_at };
+  }
+  const resolved = resolvedMs === null || at.getTime() > resolvedMs ? at : new Date(row.resolved_at ?? at);
+  if (row.state === 'resolved' || startMs === null || startMs >= at.getTime()) return resolved === row.resolved_at ? null : { start: row.dunning_started_at, resolved };
+  return { start: new Date(row.at), resolved };
+}
+
+/**
+ * Sets the episode from this event when it is the episode's latest; false: an older event.
+ * Either way, keeps the episode's dunning start (the first event of its current unresolved
+ * run) and last resolution as the set of its events makes them, whatever their order.
+ */
+async function applyToEpisode(tx: Queryable, tenantId: number, customerId: string, e: EpisodeEvent, now: Date): Promise<boolean> {
+  const [row] = await tx.query<EpisodeStateRow>(
+    `SELECT state, at, rank, event_id, dunning_started_at, resolved_at FROM subscriber_episodes
+     WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3`,
+    [tenantId, customerId, e.episode],
   );
-  if (!supersedes(position, row ? toPosition(row) : null)) return false;
+  const at = new Date(e.position.atMs);
+  if (row !== undefined && !supersedes(e.position, toPosition(row))) {
+    const run = olderEventRun(row, e.outcome.state, at);
+    if (run !== null) {
+      await tx.query(
+        `UPDATE subscriber_episodes SET dunning_started_at = $4, resolved_at = $5, updated_at = $6
+         WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3`,
+        [tenantId, customerId, e.episode, run.start, run.resolved, now],
+      );
+    }
+    return false;
+  }
+  const resolved = e.outcome.state === 'resolved';
+  // A failure after a resolution (or the first) starts a run; one within a run keeps its start.
+  const start = resolved ? (row?.dunning_started_at ?? null) : row === undefined || row.state === 'resolved' ? at : earliest(row.dunning_started_at, at);
   await tx.query(
-    `INSERT INTO subscriber_episodes (tenant_id, processor_customer_id, episode, state, reason, decline_code, at, rank, event_id, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+    `INSERT INTO subscriber_episodes (tenant_id, processor_customer_id, episode, state, reason, decline_code, at, rank, event_id, updated_at,
+       dunning_started_at, resolved_at, invoice_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (tenant_id, processor_customer_id, episode)
      DO UPDATE SET state = EXCLUDED.state, reason = EXCLUDED.reason, decline_code = EXCLUDED.decline_code,
-       at = EXCLUDED.at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id, updated_at = EXCLUDED.updated_at`,
-    [tenantId, customerId, episode, outcome.state, outcome.reason, declineCode, new Date(position.atMs), position.rank, position.eventId, now],
+       at = EXCLUDED.at, rank = EXCLUDED.rank, event_id = EXCLUDED.event_id, updated_at = EXCLUDED.updated_at,
+       dunning_started_at = EXCLUDED.dunning_started_at, resolved_at = EXCLUDED.resolved_at,
+       invoice_id = COALESCE(EXCLUDED.invoice_id, subscriber_episodes.invoice_id)`,
+    [
+      tenantId,
+      customerId,
+      e.episode,
+      e.outcome.state,
+      e.outcome.reason,
+      e.declineCode,
+      at,
+      e.position.rank,
+      e.position.eventId,
+      now,
+      start,
+      resolved ? at : (row?.resolved_at ?? null),
+      e.invoiceId,
+    ],
   );
   return true;
 }
@@ -202,6 +392,8 @@ interface EpisodeEvent {
   outcome: EpisodeOutcome;
   position: Position;
   declineCode: string | null;
+  /** The invoice it concerns, when it names one: the one a customer pays to end the episode. */
+  invoiceId: string | null;
 }
 
 /**
@@ -226,18 +418,31 @@ async function applyEpisodeEvents(
       continue;
     }
     if (standing !== null && endsOverride(standing, e.position.atMs)) standing = null;
-    applied.push(await applyToEpisode(tx, tenantId, customerId, e.episode, e.outcome, e.position, e.declineCode, now));
+    applied.push(await applyToEpisode(tx, tenantId, customerId, e, now));
   }
   return { applied, override: standing };
 }
 
-async function recordInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceLink): Promise<void> {
-  // An invoice's subscription, collection method and billing reason are fixed once it is
-  // finalized: the first event that names it is as good as any.
+/**
+ * Keeps what an invoice event tells. An invoice's subscription, collection method and billing
+ * reason are fixed once it is finalized: the first event that names it is as good as any. Its
+ * money and status change as it is paid: the latest event (by `created`) tells them.
+ */
+async function recordInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceLink, observedAt: Date): Promise<void> {
+  const m = invoice.money;
   await tx.query(
-    `INSERT INTO stripe_invoices (tenant_id, invoice_id, processor_customer_id, episode, auto_collected, first_invoice)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, invoice_id) DO NOTHING`,
-    [tenantId, invoice.invoiceId, customerId, invoice.episode, invoice.autoCollected, invoice.firstInvoice],
+    `INSERT INTO stripe_invoices (tenant_id, invoice_id, processor_customer_id, episode, auto_collected, first_invoice,
+       amount_due, amount_remaining, currency, hosted_invoice_url, status, observed_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     ON CONFLICT (tenant_id, invoice_id) DO UPDATE SET
+       amount_due = COALESCE(EXCLUDED.amount_due, stripe_invoices.amount_due),
+       amount_remaining = COALESCE(EXCLUDED.amount_remaining, stripe_invoices.amount_remaining),
+       currency = COALESCE(EXCLUDED.currency, stripe_invoices.currency),
+       hosted_invoice_url = COALESCE(EXCLUDED.hosted_invoice_url, stripe_invoices.hosted_invoice_url),
+       status = COALESCE(EXCLUDED.status, stripe_invoices.status),
+       observed_at = EXCLUDED.observed_at
+     WHERE stripe_invoices.observed_at IS NULL OR stripe_invoices.observed_at <= EXCLUDED.observed_at`,
+    [tenantId, invoice.invoiceId, customerId, invoice.episode, invoice.autoCollected, invoice.firstInvoice, m.amountDue, m.amountRemaining, m.currency, m.hostedInvoiceUrl, m.status, observedAt],
   );
   await linkPayments(tx, tenantId, invoice.paymentIds, invoice.invoiceId);
 }
@@ -267,6 +472,7 @@ function declineEvent(decline: DeclineRow, invoice: InvoiceRow): EpisodeEvent | 
     outcome,
     position: { atMs: new Date(decline.created).getTime(), rank: RANKS[outcome.state], eventId: decline.event_id },
     declineCode: decline.decline_code,
+    invoiceId: invoice.invoice_id,
   };
 }
 
@@ -343,7 +549,7 @@ export async function applyStripeEvent(
   const atMs = event.created.getTime();
   const unchanged = { before: statusOfRow(before), after: statusOfRow(before) };
 
-  if (derivation.invoice !== null) await recordInvoice(tx, tenantId, customerId, derivation.invoice);
+  if (derivation.invoice !== null) await recordInvoice(tx, tenantId, customerId, derivation.invoice, event.created);
   // The declines this invoice links, earlier or now: they count as the invoice's failures.
   const linked = derivation.invoice === null ? [] : await declinesOfInvoice(tx, tenantId, customerId, derivation.invoice.invoiceId);
 
@@ -366,7 +572,7 @@ export async function applyStripeEvent(
     if (invoice === null || invoice.processor_customer_id !== customerId) {
       // A one-off payment, or an invoice not heard of yet: kept for the record, and applied
       // when an invoice event names this payment.
-      await insertHistory(tx, tenantId, customerId, { ...(statusOfRow(before) ?? { status: null, reason: null }), effect: 'none', episode: null }, cause, now);
+      await insertHistory(tx, tenantId, customerId, unchangedEntry(before, null), cause, now);
       return { outcome: 'pending', ...unchanged };
     }
     const own: DeclineRow = { event_id: event.eventId, created: event.created, hard: decline.hard, decline_code: decline.code };
@@ -382,6 +588,7 @@ export async function applyStripeEvent(
     outcome: change.outcome,
     position: { atMs, rank: RANKS[change.outcome.state], eventId: event.eventId },
     declineCode: event.declineCode,
+    invoiceId: derivation.invoice?.invoiceId ?? change.invoiceId ?? null,
   };
   const result = await applyEpisodeEvents(tx, tenantId, customerId, [own, ...linked], overrideOf(before), now);
   const settled = await settle(tx, tenantId, customerId, before, result.override, cause, change.episode, now);

@@ -2,21 +2,47 @@ import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
 import { readTenantsAuth } from './tenants.js';
-import type { ChangePosition, LookupChanges, LookupStateSink } from './store.js';
+import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra } from './store.js';
 
 /** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
 const PRUNE_LOCK_KEY = 0x64756e70;
 
-const SUBSCRIBERS = 'SELECT tenant_id, processor_customer_id, status FROM subscribers';
+/** The answered status, and what a non-active answer carries: its scheduled lockout (epoch seconds) and pay link. */
+const SUBSCRIBERS = `SELECT tenant_id, processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint, pay_url FROM subscribers`;
 const TAB = 9;
 const NEWLINE = 10;
+const BACKSLASH = 92;
 const STATUS_BY_FIRST_BYTE: Readonly<Record<number, SubscriberStatus>> = { 97: 'active', 119: 'warning', 108: 'lockout' };
 
+/** A COPY text field (`bytes[start..end)`) that is `\N`: SQL NULL. */
+function isNull(rows: Buffer, start: number, end: number): boolean {
+  return end - start === 2 && rows[start] === BACKSLASH && rows[start + 1] === 78;
+}
+
 /**
- * Rows of `COPY (SELECT tenant_id, processor_customer_id, status ...) TO STDOUT` in text
- * format: `<id>\t<customer>\t<status>\n`, handed over as bytes. Customer ids are ASCII
- * (`^cus_[A-Za-z0-9_]+$`), so they need no unescaping; one that is not can never be asked
- * for, and the index refuses it.
+ * The optional fields after the status: `<lockout epoch>\t<pay url>`, each `\N` when NULL.
+ * Pay URLs are stored only without backslashes, tabs or newlines (`hostedInvoiceUrl`), so
+ * their COPY text is the URL itself.
+ */
+function parseExtra(rows: Buffer, start: number, lineEnd: number): SubscriberExtra | null {
+  if (start >= lineEnd) return null;
+  let tab = rows.indexOf(TAB, start);
+  if (tab < 0 || tab > lineEnd) tab = lineEnd;
+  let lockoutAtS: number | null = null;
+  if (!isNull(rows, start, tab)) {
+    lockoutAtS = 0;
+    for (let i = start; i < tab; i += 1) lockoutAtS = lockoutAtS * 10 + ((rows[i] ?? 48) - 48);
+  }
+  const payUrl = tab + 1 >= lineEnd || isNull(rows, tab + 1, lineEnd) ? null : rows.toString('latin1', tab + 1, lineEnd);
+  return lockoutAtS === null && payUrl === null ? null : { lockoutAtS, payUrl };
+}
+
+/**
+ * Rows of `COPY (SELECT tenant_id, processor_customer_id, status, lockout, pay_url ...) TO
+ * STDOUT` in text format: `<id>\t<customer>\t<status>[\t<lockout>\t<pay url>]\n`, handed
+ * over as bytes. Customer ids are ASCII (`^cus_[A-Za-z0-9_]+$`), so they need no
+ * unescaping; one that is not can never be asked for, and the index refuses it. An active
+ * subscriber's row makes no object: only a non-active one's extra does.
  */
 export function parseSubscriberRows(rows: Buffer, sink: Pick<LookupStateSink, 'subscriber'>): void {
   let start = 0;
@@ -29,7 +55,12 @@ export function parseSubscriberRows(rows: Buffer, sink: Pick<LookupStateSink, 's
     const idStart = i + 1;
     const idEnd = rows.indexOf(TAB, idStart);
     const status = STATUS_BY_FIRST_BYTE[rows[idEnd + 1] ?? 0];
-    if (idEnd > idStart && idEnd < lineEnd && status !== undefined) sink.subscriber(tenantId, rows, idStart, idEnd, status);
+    if (idEnd > idStart && idEnd < lineEnd && status !== undefined) {
+      let statusEnd = rows.indexOf(TAB, idEnd + 1);
+      if (statusEnd < 0 || statusEnd > lineEnd) statusEnd = lineEnd;
+      const extra = status === 'active' ? null : parseExtra(rows, statusEnd + 1, lineEnd);
+      sink.subscriber(tenantId, rows, idStart, idEnd, status, extra);
+    }
     start = lineEnd + 1;
   }
 }
@@ -90,8 +121,15 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
     );
     if (!head) throw new Error('lookup_changes_horizon is empty');
     if (head.gap) return { position: head.position, gap: true, tenants: [], subscribers: [] };
-    const rows = await tx.query<{ tenant_id: number | null; processor_customer_id: string | null; tier: string | null; status: SubscriberStatus | null }>(
-      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status
+    const rows = await tx.query<{
+      tenant_id: number | null;
+      processor_customer_id: string | null;
+      tier: string | null;
+      status: SubscriberStatus | null;
+      lockout_s: string | null;
+      pay_url: string | null;
+    }>(
+      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status, ceil(extract(epoch FROM s.lockout_at))::bigint::text AS lockout_s, s.pay_url
        FROM (SELECT DISTINCT tenant_id, processor_customer_id, tier FROM lookup_changes
              WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) c
        LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id`,
@@ -104,7 +142,10 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       if (row.tier !== null) tiers.push(row.tier);
       else if (row.tenant_id === null) continue;
       else if (row.processor_customer_id === null) tenantIds.add(row.tenant_id);
-      else subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status });
+      else {
+        const extra = row.lockout_s === null && row.pay_url === null ? null : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
+        subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status, extra });
+      }
     }
     // A changed tier: every tenant on it as of this snapshot.
     const found = new Map<number, TenantAuth>();

@@ -2,7 +2,9 @@ import type { Change } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
-import { applyAdminChange, applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
+import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
+import { DEFAULT_POLICY } from '../domain/policy.js';
+import type { Policy } from '../domain/policy.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
 import { rotateIn } from './credentials.js';
 import { SqlWebhookStore } from './webhooks.js';
@@ -72,10 +74,13 @@ const UNIQUE_VIOLATION = '23505';
 
 interface HistoryRow {
   status: SubscriberStatus | null;
+  derived_status: SubscriberStatus | null;
+  lockout_at: Date | null;
+  policy_rule: HistoryEntry['policyRule'];
   reason: string | null;
   effect: 'changed' | 'removed' | 'none';
   episode: string | null;
-  source: 'admin' | 'stripe';
+  source: HistoryEntry['source'];
   event_id: string | null;
   event_type: string | null;
   decline_code: string | null;
@@ -104,6 +109,9 @@ function toTier(row: TierRow): TierRecord {
 function toHistory(row: HistoryRow): HistoryEntry {
   return {
     status: row.status,
+    derivedStatus: row.derived_status,
+    lockoutAt: row.lockout_at === null ? null : new Date(row.lockout_at),
+    policyRule: row.policy_rule,
     reason: row.reason,
     effect: row.effect,
     episode: row.episode,
@@ -127,10 +135,41 @@ interface EpisodeRow {
   decline_code: string | null;
   at: Date;
   event_id: string;
+  dunning_started_at: Date | null;
+  resolved_at: Date | null;
+  invoice_id: string | null;
+  invoice_status: string | null;
+  amount_due: string | null;
+  amount_remaining: string | null;
+  currency: string | null;
+  hosted_invoice_url: string | null;
 }
 
+const dateOrNull = (v: Date | null): Date | null => (v === null ? null : new Date(v));
+const numberOrNull = (v: string | number | null): number | null => (v === null ? null : Number(v));
+
 function toEpisodeRecord(row: EpisodeRow): EpisodeRecord {
-  return { episode: row.episode, state: row.state, reason: row.reason, declineCode: row.decline_code, at: new Date(row.at), eventId: row.event_id };
+  return {
+    episode: row.episode,
+    state: row.state,
+    reason: row.reason,
+    declineCode: row.decline_code,
+    at: new Date(row.at),
+    eventId: row.event_id,
+    dunningStartedAt: dateOrNull(row.dunning_started_at),
+    resolvedAt: dateOrNull(row.resolved_at),
+    invoice:
+      row.invoice_id === null
+        ? null
+        : {
+            id: row.invoice_id,
+            status: row.invoice_status,
+            amountDue: numberOrNull(row.amount_due),
+            amountRemaining: numberOrNull(row.amount_remaining),
+            currency: row.currency,
+            hostedInvoiceUrl: row.hosted_invoice_url,
+          },
+  };
 }
 
 function sameStatus(a: StripeEventResult['before'], b: StripeEventResult['after']): boolean {
@@ -256,9 +295,22 @@ export class SqlStore implements Store {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
-          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (slug) DO NOTHING RETURNING id`,
-          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, JSON.stringify(t.branding ?? {}), now],
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at,
+             policy_enforcement, policy_grace_days, policy_escalate_after_days)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+          [
+            t.slug,
+            t.tier,
+            t.cardUpdateUrl,
+            t.hmacRequired,
+            JSON.stringify(t.allowedOrigins),
+            t.lookupsPerMinute ?? null,
+            JSON.stringify(t.branding ?? {}),
+            now,
+            (t.policy ?? DEFAULT_POLICY).enforcement,
+            (t.policy ?? DEFAULT_POLICY).grace_days,
+            (t.policy ?? DEFAULT_POLICY).escalate_after_days,
+          ],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
         await tx.query(
@@ -327,10 +379,76 @@ export class SqlStore implements Store {
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;
+      if (patch.policy !== undefined) await this.changePolicy(tx, row.id, patch.policy, now);
       if (rotation) await rotateIn(tx, row.id, rotation, now, this.secrets);
       return { ok: true, tenant: await tenantById(tx, row.id) } as const;
     });
     if (result.ok) this.emit();
+    return result;
+  }
+
+  /**
+   * A new policy, and when it differs, a sweep that answers each of the tenant's subscribers
+   * again under it (`sweepPolicy`): batched, so that no transaction holds the tenant while a
+   * million subscribers are seen. A change during a sweep starts it over.
+   */
+  private async changePolicy(tx: Queryable, tenantId: number, policy: Policy, now: Date): Promise<void> {
+    const current = await tenantPolicy(tx, tenantId);
+    if (current.enforcement === policy.enforcement && current.grace_days === policy.grace_days && current.escalate_after_days === policy.escalate_after_days) return;
+    await tx.query('UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1', [
+      tenantId,
+      policy.enforcement,
+      policy.grace_days,
+      policy.escalate_after_days,
+    ]);
+    await tx.query(
+      `INSERT INTO policy_sweeps (tenant_id, after, started_at) VALUES ($1, '', $2)
+       ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
+      [tenantId, now],
+    );
+  }
+
+  async recordDueLockouts(now: Date, limit: number): Promise<number> {
+    const due = await this.db.query<{ tenant_id: number; processor_customer_id: string }>(
+      'SELECT tenant_id, processor_customer_id FROM subscribers WHERE lockout_at <= $1 ORDER BY lockout_at LIMIT $2',
+      [now, limit],
+    );
+    let recorded = 0;
+    // One short transaction per customer, under its lock: a racing instance that took the
+    // same customer finds the lockout written and records nothing more.
+    for (const row of due) {
+      if (await this.db.transaction((tx) => recordDueLockout(tx, row.tenant_id, row.processor_customer_id, now))) recorded += 1;
+    }
+    if (recorded > 0) this.emit();
+    return recorded;
+  }
+
+  async sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }> {
+    const result = await this.db.transaction(async (tx) => {
+      // The sweep's row is held for this batch only: another instance takes the next one.
+      const [sweep] = await tx.query<{ tenant_id: number; after: string; started_at: Date }>(
+        'SELECT tenant_id, after, started_at FROM policy_sweeps ORDER BY started_at, tenant_id LIMIT 1 FOR UPDATE SKIP LOCKED',
+      );
+      if (!sweep) {
+        const [left] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM policy_sweeps');
+        return { seen: 0, pending: Number(left?.n ?? 0) > 0 };
+      }
+      const policy = await tenantPolicy(tx, sweep.tenant_id);
+      // Only a subscriber derived or answered other than active can be answered differently.
+      const customers = await tx.query<{ processor_customer_id: string }>(
+        `SELECT processor_customer_id FROM subscribers
+         WHERE tenant_id = $1 AND processor_customer_id > $2 AND (derived_status <> 'active' OR status <> 'active')
+         ORDER BY processor_customer_id LIMIT $3`,
+        [sweep.tenant_id, sweep.after, batch],
+      );
+      const cause: ChangeCause = { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(sweep.started_at), policyRule: 'policy_changed' };
+      for (const c of customers) await reanswerCustomer(tx, sweep.tenant_id, c.processor_customer_id, cause, now, policy);
+      const last = customers.at(-1);
+      if (customers.length < batch || last === undefined) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
+      else await tx.query('UPDATE policy_sweeps SET after = $2 WHERE tenant_id = $1', [sweep.tenant_id, last.processor_customer_id]);
+      return { seen: customers.length, pending: true };
+    });
+    if (result.seen > 0) this.emit();
     return result;
   }
 
@@ -375,13 +493,23 @@ export class SqlStore implements Store {
   }
 
   async getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null> {
-    const [row] = await this.db.query<{ status: SubscriberStatus; reason: string; overridden_at: Date | null; updated_at: Date }>(
-      'SELECT status, reason, overridden_at, updated_at FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+    const [row] = await this.db.query<{
+      status: SubscriberStatus;
+      derived_status: SubscriberStatus;
+      lockout_at: Date | null;
+      pay_url: string | null;
+      reason: string;
+      overridden_at: Date | null;
+      updated_at: Date;
+    }>(
+      `SELECT status, derived_status, lockout_at, pay_url, reason, overridden_at, updated_at FROM subscribers
+       WHERE tenant_id = $1 AND processor_customer_id = $2`,
       [tenantId, customerId],
     );
     const history = await this.db.query<HistoryRow>(
       `SELECT * FROM (
-         SELECT id, status, reason, effect, episode, source, event_id, event_type, decline_code, occurred_at, recorded_at
+         SELECT id, status, derived_status, lockout_at, policy_rule, reason, effect, episode, source, event_id, event_type, decline_code,
+           occurred_at, recorded_at
          FROM subscriber_history WHERE tenant_id = $1 AND processor_customer_id = $2
          ORDER BY id DESC LIMIT ${HISTORY_LIMIT}
        ) newest ORDER BY id`,
@@ -390,13 +518,18 @@ export class SqlStore implements Store {
     // The history outlives the record: a cleared or deleted customer is still shown.
     if (!row && history.length === 0) return null;
     const episodes = await this.db.query<EpisodeRow>(
-      `SELECT episode, state, reason, decline_code, at, event_id FROM subscriber_episodes
-       WHERE tenant_id = $1 AND processor_customer_id = $2 ORDER BY at DESC, episode`,
+      `SELECT e.episode, e.state, e.reason, e.decline_code, e.at, e.event_id, e.dunning_started_at, e.resolved_at, e.invoice_id,
+         i.status AS invoice_status, i.amount_due, i.amount_remaining, i.currency, i.hosted_invoice_url
+       FROM subscriber_episodes e LEFT JOIN stripe_invoices i ON i.tenant_id = e.tenant_id AND i.invoice_id = e.invoice_id
+       WHERE e.tenant_id = $1 AND e.processor_customer_id = $2 ORDER BY e.at DESC, e.episode`,
       [tenantId, customerId],
     );
     return {
       processorCustomerId: customerId,
       status: row?.status ?? null,
+      derivedStatus: row?.derived_status ?? null,
+      lockoutAt: row?.lockout_at ? new Date(row.lockout_at) : null,
+      payUrl: row?.pay_url ?? null,
       reason: row?.reason ?? null,
       overriddenAt: row?.overridden_at ? new Date(row.overridden_at) : null,
       updatedAt: row ? new Date(row.updated_at) : null,

@@ -1,4 +1,5 @@
 import type { Branding } from '../domain/branding.js';
+import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
 import type { Derivation, Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
@@ -27,6 +28,8 @@ export interface TenantRecord {
   lookupsPerMinute: number | null;
   /** What the snippet shows with a banner or a gate ({}: its defaults). */
   branding: Branding;
+  /** How derived statuses are enforced (CONTRACT.md section 6). */
+  policy: Policy;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -39,11 +42,14 @@ export interface TenantSettings {
   allowedOrigins: string[] | null;
   lookupsPerMinute: number | null;
   branding: Branding;
+  /** A whole policy (the admin API merges a partial one with the current). */
+  policy: Policy;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding'> {
+export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding' | 'policy'> {
   lookupsPerMinute?: number | null;
   branding?: Branding;
+  policy?: Policy;
   slug: string;
   publishableKeyHash: string;
   hmacSecret: string;
@@ -56,9 +62,9 @@ export interface TierRecord {
   updatedAt: Date;
 }
 
-/** The cause of a status change: an admin action, or a payment processor event. */
+/** The cause of a status change: an admin action, a payment processor event, or the tenant's policy. */
 export interface ChangeCause {
-  source: 'admin' | 'stripe';
+  source: 'admin' | 'stripe' | 'policy';
   eventId: string | null;
   eventType: string | null;
   declineCode: string | null;
@@ -66,17 +72,23 @@ export interface ChangeCause {
   occurredAt: Date;
   /** The admin API's action, for an admin cause. */
   adminAction?: 'set_status' | 'delete';
+  /** The policy's rule, for a policy cause: a grace that ended, an escalation, a change of policy. */
+  policyRule?: PolicyRule;
 }
 
 export interface HistoryEntry {
-  /** The status after this entry; null: no record (removed, or never known). */
+  /** The answered status after this entry; null: no record (removed, or never known). */
   status: SubscriberStatus | null;
+  /** The status before the tenant's policy. */
+  derivedStatus: SubscriberStatus | null;
+  lockoutAt: Date | null;
+  policyRule: PolicyRule | null;
   reason: string | null;
   /** changed: the status or its reason changed; removed: the record went; none: kept for the record only. */
   effect: 'changed' | 'removed' | 'none';
   /** The episode the change came through (a subscription or invoice id), when one did. */
   episode: string | null;
-  source: 'admin' | 'stripe';
+  source: ChangeCause['source'];
   eventId: string | null;
   eventType: string | null;
   declineCode: string | null;
@@ -92,6 +104,19 @@ export interface EpisodeRecord {
   /** The time of the event that set the episode. */
   at: Date;
   eventId: string;
+  dunningStartedAt: Date | null;
+  resolvedAt: Date | null;
+  invoice: InvoiceRecord | null;
+}
+
+/** What Stripe last told of an invoice. */
+export interface InvoiceRecord {
+  id: string;
+  status: string | null;
+  amountDue: number | null;
+  amountRemaining: number | null;
+  currency: string | null;
+  hostedInvoiceUrl: string | null;
 }
 
 /**
@@ -100,7 +125,11 @@ export interface EpisodeRecord {
  */
 export interface SubscriberRecord {
   processorCustomerId: string;
+  /** The answered status. */
   status: SubscriberStatus | null;
+  derivedStatus: SubscriberStatus | null;
+  lockoutAt: Date | null;
+  payUrl: string | null;
   reason: string | null;
   /** Set while an admin's status overrides the episodes. */
   overriddenAt: Date | null;
@@ -115,11 +144,19 @@ export interface SubscriberRecord {
  */
 export type ChangePosition = string;
 
+/** What a non-active answer carries beside its status (null: nothing). */
+export interface SubscriberExtra {
+  /** While `warning`: when the policy's scheduled lockout falls, in epoch seconds. */
+  lockoutAtS: number | null;
+  /** The hosted page of the invoice to pay. */
+  payUrl: string | null;
+}
+
 /** Receives a snapshot load: the tenants and the subscriber count first, then each subscriber. */
 export interface LookupStateSink {
   begin(subscribers: number, tenants: readonly TenantAuth[]): void;
   /** A subscriber, its customer id as the ASCII bytes `bytes[start..end)` of the load's stream: no string per row. */
-  subscriber(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus): void;
+  subscriber(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus, extra: SubscriberExtra | null): void;
 }
 
 /** The changes a reader at some position had not seen, each key with its value now. */
@@ -130,7 +167,7 @@ export interface LookupChanges {
   /** Changed tenants: as they are now, or null when deleted. */
   tenants: { id: number; tenant: TenantAuth | null }[];
   /** Changed subscribers: their status now, or null when they have no record any more. */
-  subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null }[];
+  subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null; extra: SubscriberExtra | null }[];
 }
 
 export type ApplyOutcome = 'applied' | 'stale';
@@ -274,6 +311,19 @@ export interface Store {
    * instance is pruning the same table at that moment.
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
+
+  /**
+   * Records, as of their time, at most `limit` scheduled lockouts that fell due by `now`
+   * (a grace that ended, an escalation), each once whichever instances race; returns how
+   * many were recorded.
+   */
+  recordDueLockouts(now: Date, limit: number): Promise<number>;
+  /**
+   * Applies one batch (at most `batch` subscribers, one short transaction) of a tenant's
+   * policy change that is still going through its subscribers; returns how many were seen,
+   * and whether a change is still going through (false: nothing left).
+   */
+  sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }>;
 
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;

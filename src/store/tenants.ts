@@ -1,6 +1,7 @@
 import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Branding } from '../domain/branding.js';
+import type { Policy } from '../domain/policy.js';
 import type { Credential, Entitlements, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Queryable } from './db.js';
@@ -17,6 +18,9 @@ export interface TenantRow {
   allowed_origins: string[] | null;
   lookups_per_minute: number | null;
   branding: Branding;
+  policy_enforcement: Policy['enforcement'];
+  policy_grace_days: number;
+  policy_escalate_after_days: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -29,7 +33,8 @@ export interface CredentialRow {
 }
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
-  t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.created_at, t.updated_at
+  t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.policy_enforcement, t.policy_grace_days,
+  t.policy_escalate_after_days, t.created_at, t.updated_at
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -52,6 +57,11 @@ export function toTenant(row: TenantRow): TenantRecord {
     allowedOrigins: row.allowed_origins,
     lookupsPerMinute: row.lookups_per_minute,
     branding: row.branding ?? {},
+    policy: {
+      enforcement: row.policy_enforcement,
+      grace_days: Number(row.policy_grace_days),
+      escalate_after_days: row.policy_escalate_after_days === null ? null : Number(row.policy_escalate_after_days),
+    },
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -96,6 +106,7 @@ export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: n
       allowedOrigins: tenant.allowedOrigins,
       lookupsPerMinute: tenant.lookupsPerMinute,
       branding: tenant.branding,
+      enforcement: tenant.policy.enforcement,
       entitlements: tenant.entitlements,
       publishableKeyHashes: own
         .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)

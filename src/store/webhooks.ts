@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/webhooks.js';
 import type { WebhookCause, WebhookEventType, WebhookPayload } from '../domain/webhooks.js';
+import { formatLockoutAt } from '../domain/policy.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import { rotateIn } from './credentials.js';
@@ -35,12 +36,14 @@ export interface RaisedChange {
   type: WebhookEventType;
   before: { status: SubscriberStatus; reason: string } | null;
   after: { status: SubscriberStatus; reason: string } | null;
+  /** While `after` is `warning`: when the policy's scheduled lockout falls. */
+  lockoutAt?: Date | null;
 }
 
 function causeOf(cause: ChangeCause): WebhookCause {
-  return cause.source === 'stripe'
-    ? { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType }
-    : { source: 'admin', action: cause.adminAction ?? 'set_status' };
+  if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
+  if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
+  return { source: 'admin', action: cause.adminAction ?? 'set_status' };
 }
 
 function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: RaisedChange, cause: ChangeCause, now: Date): WebhookPayload | null {
@@ -54,7 +57,14 @@ function payloadOf(id: string, slug: string, customerId: string, sequence: numbe
   return {
     ...envelope,
     type: change.type,
-    data: { ...common, from: change.before?.status ?? null, to: change.after.status, reason: change.after.reason, previous_reason: change.before?.reason ?? null },
+    data: {
+      ...common,
+      from: change.before?.status ?? null,
+      to: change.after.status,
+      reason: change.after.reason,
+      previous_reason: change.before?.reason ?? null,
+      ...(change.lockoutAt ? { lockout_at: formatLockoutAt(change.lockoutAt.getTime()) } : {}),
+    },
   };
 }
 

@@ -95,7 +95,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model across 
         const [{ lsn }] = (await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows as [{ lsn: string }];
         await expect.poll(async () => (await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn])).rows[0]?.ok, { timeout: 20_000, interval: 50 }).toBe(true);
       };
-      const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, updated_at) VALUES ($1, $2, $3, 'test', now(), now())`;
+      const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
 
       // A writer in progress on the primary while the replica, which knows of it, stops replaying...
       const slow = await client(cluster.url);

@@ -132,6 +132,11 @@ export interface InvoiceOptions {
   namePayments?: boolean;
 }
 
+/** The form of Stripe's hosted invoice page (`invoice.hosted_invoice_url`). */
+export function hostedInvoiceUrl(invoiceId: string): string {
+  return `https://invoice.stripe.com/i/acct_1TestAccount0000/test_${invoiceId}?s=ap`;
+}
+
 export function invoice(customer: string, opts: InvoiceOptions): Obj {
   const ids = opts.ids ?? paymentIds();
   const subscription = ids.subscription;
@@ -146,7 +151,9 @@ export function invoice(customer: string, opts: InvoiceOptions): Obj {
     billing_reason: opts.billing_reason ?? (subscription === null ? 'manual' : 'subscription_cycle'),
     status: opts.status ?? 'open',
     amount_due: 2900,
+    amount_remaining: opts.status === 'paid' ? 0 : 2900,
     currency: 'usd',
+    hosted_invoice_url: hostedInvoiceUrl(ids.invoice),
   };
   if ((opts.api ?? BASIL_API) === LEGACY_API) {
     return { ...base, subscription, payment_intent: opts.expandedPaymentIntent ?? ids.paymentIntent, charge: ids.charge };

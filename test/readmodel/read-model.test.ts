@@ -208,7 +208,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
     model = await ReadModel.open(store);
     const slow = await client(scoped.url);
     const fast = await client(scoped.url);
-    const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, reason, status_at, updated_at) VALUES ($1, $2, $3, 'test', now(), now())`;
+    const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
     // The slow writer takes its transaction id (and its change log row) first...
     await slow.query('BEGIN');
     await slow.query(insert, [id, 'cus_slow', 'lockout']);

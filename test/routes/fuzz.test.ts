@@ -160,6 +160,23 @@ function expectedBody(spec: TenantSpec, status: Status | undefined): Record<stri
   return { status, card_update_url: status === 'warning' ? spec.cardUpdateUrl : null, entitlements: TIER_FLAGS[spec.tier] };
 }
 
+/** The hosted invoice pages the fixtures name (`hostedInvoiceUrl`). */
+const PAY_URL_RE = /^https:\/\/invoice\.stripe\.com\/i\/acct_1TestAccount0000\/test_in_[0-9a-f]+\?s=ap$/;
+
+/**
+ * A lookup's body without its pay link (docs/policy.md), which the model does not follow:
+ * it may be there only for a signed lookup of a warning or a lockout, and only as the hosted
+ * page of one of the fixtures' invoices.
+ */
+function withoutPayUrl(parsed: unknown, signed: boolean, where: string): unknown {
+  if (typeof parsed !== 'object' || parsed === null || !('pay_url' in parsed)) return parsed;
+  const { pay_url: payUrl, ...rest } = parsed as Record<string, unknown>;
+  expect(signed, `pay_url on an unsigned lookup: ${where}`).toBe(true);
+  expect(['warning', 'lockout'], where).toContain(rest.status);
+  expect(payUrl, where).toMatch(PAY_URL_RE);
+  return rest;
+}
+
 function hmacHex(secret: string, cus: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(cus, 'utf8').digest('hex');
 }
@@ -336,7 +353,7 @@ function checkLookupSuccess(world: World, x: Exchange, stats: Stats): void {
   checkCors(state, x);
   if (x.method === 'GET') {
     const expected = expectedBody(state.spec, statusOf(state, cus));
-    const parsed = parseJson(x.body);
+    const parsed = withoutPayUrl(parseJson(x.body), hmac !== undefined, where);
     expect(parsed, `wrong answer for ${state.spec.slug}/${cus}: ${where}`).toEqual(expected);
     expect(Object.keys(parsed as object), where).toEqual(Object.keys(expected));
   }
@@ -373,7 +390,7 @@ async function expectModelAnswer(h: Harness, state: TenantState, cus: string): P
     return;
   }
   expect(res.statusCode, where).toBe(200);
-  expect(res.json(), where).toEqual(expectedBody(state.spec, statusOf(state, cus)));
+  expect(withoutPayUrl(res.json(), true, where), where).toEqual(expectedBody(state.spec, statusOf(state, cus)));
 }
 
 // --- arbitraries: the lookup ------------------------------------------------------------------
@@ -1413,7 +1430,9 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         }
         const good = await rawExchange(port, knownGood);
         expect(good?.status, 'a well-formed lookup after the fuzzed one').toBe(200);
-        expect(parseJson(good?.body ?? ''), 'a well-formed lookup after the fuzzed one').toEqual(expectedBody(acme.spec, statusOf(acme, 'cus_shared')));
+        expect(withoutPayUrl(parseJson(good?.body ?? ''), false, 'a well-formed lookup after the fuzzed one'), 'a well-formed lookup after the fuzzed one').toEqual(
+          expectedBody(acme.spec, statusOf(acme, 'cus_shared')),
+        );
       }),
       { numRuns: RAW_RUNS, seed: SEED, endOnFailure: true },
     );

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIds, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
+import { BASIL_API, LEGACY_API, charge, customer, event, hostedInvoiceUrl, invoice, paymentIds, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
 import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 
@@ -368,15 +368,28 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const res = await h.admin('GET', `/tenants/acme/subscribers/${c}`);
     expect(res.json()).toMatchObject({ status: 'lockout', reason: 'hard_decline', overridden_at: null });
     expect(res.json().episodes).toEqual([
-      { episode: ids.subscription, state: 'lockout', reason: 'hard_decline', decline_code: 'stolen_card', at: new Date(failedInvoice.created * 1000).toISOString(), event_id: failedInvoice.id },
+      {
+        episode: ids.subscription,
+        state: 'lockout',
+        reason: 'hard_decline',
+        decline_code: 'stolen_card',
+        at: new Date(failedInvoice.created * 1000).toISOString(),
+        event_id: failedInvoice.id,
+        dunning_started_at: new Date(failedInvoice.created * 1000).toISOString(),
+        resolved_at: null,
+        invoice: { id: ids.invoice, status: 'open', amount_due: 2900, amount_remaining: 2900, currency: 'usd', hosted_invoice_url: hostedInvoiceUrl(ids.invoice) },
+      },
     ]);
     expect(res.json().history).toEqual([
       {
         status: 'lockout',
+        derived_status: 'lockout',
+        lockout_at: null,
         reason: 'hard_decline',
         effect: 'changed',
         episode: ids.subscription,
         source: 'stripe',
+        policy_rule: null,
         event_id: failedInvoice.id,
         event_type: 'invoice.payment_failed',
         decline_code: 'stolen_card',

@@ -19,6 +19,7 @@ function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
     allowedOrigins: null,
     lookupsPerMinute: null,
     branding: {},
+    enforcement: 'gate',
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
@@ -55,7 +56,7 @@ describe('checkLookup', () => {
   const req = (query: Record<string, unknown>, token = KEY) => ({ token, query });
 
   it('passes a good request and returns the customer id', () => {
-    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1' });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1', signed: false });
   });
 
   it('ignores an expired key and an expired secret', () => {

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { booleanOption, parseBoolean, stringOption } from '../args.js';
+import { booleanOption, parseBoolean, stringOption, wholeNumberOption } from '../args.js';
+import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
 import type { AdminClient, RotateKey } from '../client.js';
 import { CliError, EXIT_FAILURE, UsageError } from '../errors.js';
 import { formatCreatedTenant, formatRotated, formatTenant, formatTenantDetail, formatTenantList } from '../format.js';
@@ -59,11 +60,37 @@ async function brandingFrom(ctx: CommandContext, file: string): Promise<NonNulla
   }
 }
 
+const POLICY_USAGE = `[--enforcement ${ENFORCEMENTS.join('|')}] [--grace-days N] [--escalate-after-days N|none]`;
+const POLICY_OPTIONS = {
+  enforcement: { type: 'string' },
+  'grace-days': { type: 'string' },
+  'escalate-after-days': { type: 'string' },
+} as const;
+
+/** The policy fields given (docs/policy.md); undefined when none is. */
+function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
+  const enforcement = stringOption(ctx.values, 'enforcement');
+  if (enforcement !== undefined && !(ENFORCEMENTS as readonly string[]).includes(enforcement)) {
+    throw new UsageError(`--enforcement must be one of ${ENFORCEMENTS.join(', ')} (got '${enforcement}')`);
+  }
+  const graceDays = wholeNumberOption(ctx.values, 'grace-days', 0, MAX_GRACE_DAYS);
+  // `none`: never escalate.
+  const escalateAfterDays =
+    stringOption(ctx.values, 'escalate-after-days') === 'none' ? null : wholeNumberOption(ctx.values, 'escalate-after-days', 1, MAX_ESCALATE_AFTER_DAYS);
+  const policy = {
+    ...(enforcement !== undefined ? { enforcement: enforcement as (typeof ENFORCEMENTS)[number] } : {}),
+    ...(graceDays !== undefined ? { grace_days: graceDays } : {}),
+    ...(escalateAfterDays !== undefined ? { escalate_after_days: escalateAfterDays } : {}),
+  };
+  return Object.keys(policy).length === 0 ? undefined : policy;
+}
+
 const create: Command = {
   name: 'tenant create',
-  usage: 'SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N]',
+  usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] ${POLICY_USAGE}`,
   summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only.',
   options: {
+    ...POLICY_OPTIONS,
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
@@ -78,7 +105,9 @@ const create: Command = {
     const origins = originsText === undefined ? null : originList(originsText);
     const hmacRequired = stringOption(ctx.values, 'hmac-required');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
+    const policy = policyOptions(ctx);
     const created = await ctx.client().createTenant({
+      ...(policy !== undefined ? { policy } : {}),
       slug: slugOf(ctx),
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: cardUpdateUrl } : {}),
@@ -133,9 +162,10 @@ const remove: Command = {
 const update: Command = {
   name: 'tenant update',
   usage:
-    'SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-]',
+    `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] ${POLICY_USAGE}`,
   summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin.",
   options: {
+    ...POLICY_OPTIONS,
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
@@ -153,7 +183,9 @@ const update: Command = {
     const secret = stringOption(ctx.values, 'stripe-webhook-secret');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const brandingFile = stringOption(ctx.values, 'branding-file');
+    const policy = policyOptions(ctx);
     const body: UpdateBody = {
+      ...(policy !== undefined ? { policy } : {}),
       ...(brandingFile !== undefined ? { branding: await brandingFrom(ctx, brandingFile) } : {}),
       ...(tier !== undefined ? { tier } : {}),
       ...(cardUpdateUrl !== undefined ? { card_update_url: orNull(cardUpdateUrl) } : {}),
@@ -164,7 +196,7 @@ const update: Command = {
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file, --enforcement, --grace-days, --escalate-after-days',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);

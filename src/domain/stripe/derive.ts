@@ -43,6 +43,22 @@ export interface InvoiceLink {
   firstInvoice: boolean;
   /** Payment intents and charges of this invoice (`pi_...`, `ch_...`). */
   paymentIds: string[];
+  money: InvoiceMoney;
+}
+
+/**
+ * What an invoice event tells about money, kept for the pay link and recovery figures:
+ * amounts in the currency's smallest unit, as Stripe gives them; null when not in the payload.
+ */
+export interface InvoiceMoney {
+  amountDue: number | null;
+  amountRemaining: number | null;
+  /** Lowercase ISO 4217 code. */
+  currency: string | null;
+  /** Stripe's hosted page where the customer pays this invoice. */
+  hostedInvoiceUrl: string | null;
+  /** draft, open, paid, uncollectible or void. */
+  status: string | null;
 }
 
 /** A failed payment intent or charge: it gates only through the invoice it is linked to. */
@@ -56,7 +72,8 @@ export interface Decline {
 }
 
 export type StripeChange =
-  | { kind: 'episode'; episode: string; outcome: EpisodeOutcome }
+  /** `invoiceId`: the invoice a subscription event names (its latest), when no invoice event is at hand. */
+  | { kind: 'episode'; episode: string; outcome: EpisodeOutcome; invoiceId?: string | null }
   | { kind: 'decline'; decline: Decline }
   /** The customer was deleted: every older episode goes, and older events change nothing. */
   | { kind: 'delete' };
@@ -162,6 +179,39 @@ function invoiceSubscription(invoice: Obj): string | null {
   return prefixedId(invoice.subscription, 'sub') ?? prefixedId(obj(obj(invoice.parent)?.subscription_details)?.subscription, 'sub');
 }
 
+const MAX_URL_LENGTH = 2048;
+const CURRENCY_RE = /^[a-z]{3}$/;
+const INVOICE_STATUSES: ReadonlySet<string> = new Set(['draft', 'open', 'paid', 'uncollectible', 'void']);
+
+function amount(value: unknown): number | null {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : null;
+}
+
+/**
+ * Only an https URL without spaces, quotes or backslashes is kept: it is given to pages as a
+ * link, inside JSON the lookup builds from bytes.
+ */
+export function hostedInvoiceUrl(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length > MAX_URL_LENGTH || !/^https:\/\/[!#-[\]-~]+$/.test(value)) return null;
+  try {
+    return new URL(value).protocol === 'https:' ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+function invoiceMoney(invoice: Obj): InvoiceMoney {
+  const currency = str(invoice.currency);
+  const status = str(invoice.status);
+  return {
+    amountDue: amount(invoice.amount_due),
+    amountRemaining: amount(invoice.amount_remaining),
+    currency: currency !== null && CURRENCY_RE.test(currency) ? currency : null,
+    hostedInvoiceUrl: hostedInvoiceUrl(invoice.hosted_invoice_url),
+    status: status !== null && INVOICE_STATUSES.has(status) ? status : null,
+  };
+}
+
 function invoiceLink(invoice: Obj): InvoiceLink | null {
   const invoiceId = prefixedId(invoice.id, 'in');
   if (invoiceId === null) return null;
@@ -176,6 +226,7 @@ function invoiceLink(invoice: Obj): InvoiceLink | null {
     autoCollected: str(invoice.collection_method) !== 'send_invoice',
     firstInvoice: subscription !== null && str(invoice.billing_reason) === 'subscription_create',
     paymentIds: [...new Set(paymentIds)],
+    money: invoiceMoney(invoice),
   };
 }
 
@@ -241,8 +292,9 @@ function subscriptionChange(event: StripeEventLike, customerId: string): Derivat
   const outcome = status === null ? undefined : SUBSCRIPTION_TRANSITIONS[status];
   if (!outcome) return ignored('status_not_enforced');
   // The contract exempts send_invoice invoices, not subscriptions: an overdue subscription
-  // gates whatever its collection method.
-  return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome }, invoice: null, declineCode: null, facts };
+  // gates whatever its collection method. Its latest invoice is the one its customer pays.
+  const invoiceId = prefixedId(object.latest_invoice, 'in');
+  return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome, invoiceId }, invoice: null, declineCode: null, facts };
 }
 
 function invoiceChange(event: StripeEventLike, customerId: string): Derivation {

@@ -64,7 +64,8 @@ export interface CustomerStatus {
   reason: string;
 }
 
-const SEVERITY: Readonly<Record<EpisodeState, number>> = { resolved: 0, warning: 1, lockout: 2 };
+/** How severe an episode's state is: the customer shows its most severe unresolved episode. */
+export const EPISODE_SEVERITY: Readonly<Record<EpisodeState, number>> = { resolved: 0, warning: 1, lockout: 2 };
 
 /**
  * The customer's status: an override while it stands; else the most severe unresolved
@@ -80,7 +81,7 @@ export function customerStatus(episodes: readonly Episode[], override: Override 
       worst = e;
       continue;
     }
-    const bySeverity = SEVERITY[e.outcome.state] - SEVERITY[worst.outcome.state];
+    const bySeverity = EPISODE_SEVERITY[e.outcome.state] - EPISODE_SEVERITY[worst.outcome.state];
     if (bySeverity > 0 || (bySeverity === 0 && comparePositions(e.position, worst.position) > 0)) worst = e;
   }
   if (worst === null) return null;

@@ -1,0 +1,138 @@
+import { ENFORCEMENTS } from './types.js';
+import type { Enforcement, SubscriberStatus } from './types.js';
+
+export { ENFORCEMENTS };
+export type { Enforcement };
+
+/**
+ * A tenant's dunning policy (CONTRACT.md section 6): how the statuses derived from Stripe's
+ * events (section 5) are answered. Pure: the store computes a customer's answer with it at
+ * every write, and the lookup compares its clock with the `lockoutAt` it gives.
+ */
+
+export const MAX_GRACE_DAYS = 60;
+export const MAX_ESCALATE_AFTER_DAYS = 120;
+const DAY_MS = 86_400_000;
+
+export interface Policy {
+  enforcement: Enforcement;
+  /** 0 to 60: a derived lockout is answered `warning` until the episode's dunning start plus this. */
+  grace_days: number;
+  /** Null or 1 to 120: a warning still unresolved this long after its dunning start is answered `lockout`. */
+  escalate_after_days: number | null;
+}
+
+export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({ enforcement: 'gate', grace_days: 0, escalate_after_days: null });
+
+/** Why a scheduled lockout happens: a grace that ends, or an escalation that falls due. */
+export const POLICY_RULES = ['grace_ended', 'escalated', 'policy_changed'] as const;
+export type PolicyRule = (typeof POLICY_RULES)[number];
+
+/** Null when `value` is a valid (partial) policy; else the field at fault and why. */
+export function policyProblem(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'policy: must be an object';
+  for (const [key, v] of Object.entries(value)) {
+    if (key === 'enforcement') {
+      if (typeof v !== 'string' || !(ENFORCEMENTS as readonly string[]).includes(v)) return `policy.enforcement: must be one of ${ENFORCEMENTS.join(', ')}`;
+    } else if (key === 'grace_days') {
+      if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_GRACE_DAYS) return `policy.grace_days: must be a whole number from 0 to ${MAX_GRACE_DAYS}`;
+    } else if (key === 'escalate_after_days') {
+      if (v !== null && (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_ESCALATE_AFTER_DAYS)) {
+        return `policy.escalate_after_days: must be null or a whole number from 1 to ${MAX_ESCALATE_AFTER_DAYS}`;
+      }
+    } else {
+      return `policy.${key}: is not a known field (enforcement, grace_days, escalate_after_days)`;
+    }
+  }
+  return null;
+}
+
+/** An unresolved episode as the policy sees it. */
+export interface PolicyEpisode {
+  state: 'warning' | 'lockout';
+  /** The first event of its current unresolved run; null when unknown (rows older than the policy). */
+  dunningStartMs: number | null;
+}
+
+/** An episode's answer: its answered state and, while `warning`, when it becomes `lockout`. */
+export interface EpisodeAnswer {
+  state: 'warning' | 'lockout';
+  lockoutAtMs: number | null;
+  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+}
+
+/**
+ * Grace and escalation for one episode at `nowMs` (enforcement is applied to the customer).
+ * An episode whose dunning start is unknown is answered as derived: no grace is invented for
+ * a lockout that began before the policy could know when.
+ */
+export function answerEpisode(e: PolicyEpisode, policy: Policy, nowMs: number): EpisodeAnswer {
+  const start = e.dunningStartMs;
+  if (e.state === 'lockout') {
+    if (policy.grace_days > 0 && start !== null) {
+      const endsMs = start + policy.grace_days * DAY_MS;
+      if (nowMs < endsMs) return { state: 'warning', lockoutAtMs: endsMs, rule: 'grace_ended' };
+    }
+    return { state: 'lockout', lockoutAtMs: null, rule: null };
+  }
+  if (policy.escalate_after_days !== null && start !== null) {
+    const dueMs = start + policy.escalate_after_days * DAY_MS;
+    if (nowMs >= dueMs) return { state: 'lockout', lockoutAtMs: null, rule: null };
+    return { state: 'warning', lockoutAtMs: dueMs, rule: 'escalated' };
+  }
+  return { state: 'warning', lockoutAtMs: null, rule: null };
+}
+
+/** What a customer is answered. */
+export interface Answer {
+  status: SubscriberStatus;
+  /** While `warning`: the earliest scheduled lockout; null otherwise. */
+  lockoutAtMs: number | null;
+  /** The rule of that scheduled lockout. */
+  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+  /** The index (in the episodes given) of the worst answered episode; null with none unresolved or under an override. */
+  worst: number | null;
+}
+
+const SEVERITY: Readonly<Record<SubscriberStatus, number>> = { active: 0, warning: 1, lockout: 2 };
+
+/** `banner_only` and `monitor` on an answered status (grace and escalation come first). */
+function enforce(status: SubscriberStatus, enforcement: Enforcement): SubscriberStatus {
+  if (enforcement === 'monitor') return 'active';
+  if (enforcement === 'banner_only' && status === 'lockout') return 'warning';
+  return status;
+}
+
+/**
+ * The customer's answer: with an override, the override's status after enforcement (grace
+ * and escalation do not touch an admin's choice); else the most severe answered state among
+ * its unresolved episodes (the earlier in `episodes` among equals: callers pass the derived
+ * worst first), with the earliest scheduled lockout. Only `gate` schedules lockouts: under
+ * `banner_only` and `monitor` none ever comes.
+ */
+export function answerCustomer(episodes: readonly PolicyEpisode[], override: SubscriberStatus | null, policy: Policy, nowMs: number): Answer {
+  if (override !== null) return { status: enforce(override, policy.enforcement), lockoutAtMs: null, rule: null, worst: null };
+  let status: SubscriberStatus = 'active';
+  let worst: number | null = null;
+  let lockoutAtMs: number | null = null;
+  let rule: Answer['rule'] = null;
+  episodes.forEach((e, i) => {
+    const a = answerEpisode(e, policy, nowMs);
+    if (worst === null || SEVERITY[a.state] > SEVERITY[status]) {
+      status = a.state;
+      worst = i;
+    }
+    if (a.lockoutAtMs !== null && (lockoutAtMs === null || a.lockoutAtMs < lockoutAtMs)) {
+      lockoutAtMs = a.lockoutAtMs;
+      rule = a.rule;
+    }
+  });
+  const answered = enforce(status, policy.enforcement);
+  if (answered !== 'warning' || policy.enforcement !== 'gate') return { status: answered, lockoutAtMs: null, rule: null, worst };
+  return { status: answered, lockoutAtMs, rule, worst };
+}
+
+/** `lockout_at` as the contract writes it: RFC 3339, UTC, whole seconds. */
+export function formatLockoutAt(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
