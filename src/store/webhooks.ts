@@ -366,41 +366,63 @@ export class SqlWebhookStore implements WebhookStore {
     );
     if (due?.due !== true) return { deliveries: [], due: false };
     return this.db.transaction(async (tx) => {
-      // The endpoints with a delivery due, oldest due first. Locking an endpoint's row makes
-      // its claims one at a time across instances, so that the cap on its attempts under way
-      // holds; NO KEY UPDATE leaves the outbox's inserts (which only share the key) free.
+      // The endpoints that may take an attempt now, oldest due first: those of a tenant at
+      // its share, or full themselves, are never candidates, and a tenant's candidates are
+      // as many as its room at most, so that the list (as long as this claim's room) holds
+      // every other tenant's due deliveries, however large the backlog of the full ones.
+      // The attempts under way are the leased rows: few, all in one partial index.
+      // Locking an endpoint's row makes its claims one at a time across instances, so that
+      // the cap on its attempts under way holds; NO KEY UPDATE leaves the outbox's inserts
+      // (which only share the key) free.
       const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number; secrets: string[] }>(
-        `SELECT e.id, e.uid, e.url, e.tenant_id,
+        `WITH leased AS (
+           SELECT d.endpoint_id, count(*)::integer AS n FROM webhook_deliveries d
+           WHERE d.leased_until IS NOT NULL AND d.leased_until > $1 GROUP BY d.endpoint_id),
+         tenant_leased AS (
+           SELECT o.tenant_id, sum(l.n)::integer AS n FROM leased l JOIN webhook_endpoints o ON o.id = l.endpoint_id GROUP BY o.tenant_id),
+         candidates AS (
+           SELECT e.id, q.due, $4 - coalesce(tl.n, 0) AS tenant_room,
+             row_number() OVER (PARTITION BY e.tenant_id ORDER BY q.due, e.id) AS tenant_rank
+           FROM webhook_endpoints e
+           JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
+           LEFT JOIN leased l ON l.endpoint_id = e.id
+           LEFT JOIN tenant_leased tl ON tl.tenant_id = e.tenant_id
+           CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
+           WHERE e.enabled AND ${ENTITLED} AND q.due <= $1 AND coalesce(l.n, 0) < $3 AND coalesce(tl.n, 0) < $4)
+         SELECT e.id, e.uid, e.url, e.tenant_id,
            (SELECT array_agg(c.secret ORDER BY c.id DESC) FROM tenant_credentials c
             WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $1)) AS secrets
-         FROM webhook_endpoints e
-         JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-         CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
-         WHERE e.enabled AND ${ENTITLED} AND q.due <= $1
-           AND (SELECT count(*) FROM webhook_deliveries l WHERE l.endpoint_id = e.id AND l.leased_until > $1) < $3
-         ORDER BY q.due LIMIT $2 FOR NO KEY UPDATE OF e SKIP LOCKED`,
-        [now, limits.batch, limits.perEndpoint],
+         FROM candidates k JOIN webhook_endpoints e ON e.id = k.id
+         WHERE k.tenant_rank <= k.tenant_room
+         ORDER BY k.due, k.id LIMIT $2 FOR NO KEY UPDATE OF e SKIP LOCKED`,
+        [now, limits.batch, limits.perEndpoint, limits.perTenant],
       );
-      const claimed: ClaimedDelivery[] = [];
       // Something was due: once room frees (an attempt ends), it is worth claiming again,
       // whether a cap held it back or another claim had its endpoint locked.
+      const claimed: ClaimedDelivery[] = [];
+      if (endpoints.length === 0) return { deliveries: claimed, due: true };
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
-      /** Attempts under way per tenant, counted once per claim, then kept up to date by it. */
+      // Attempts under way to each endpoint taken and to its tenant's endpoints, counted
+      // again now that the endpoints are locked (a claim that committed meanwhile counts).
+      // The endpoint's count is exact; the tenant's spans instances but is not locked: two
+      // claims at once may each fill what room they saw.
+      const counts = await tx.query<{ id: number; endpoint: number; tenant: number }>(
+        `SELECT e.id,
+           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.leased_until IS NOT NULL AND d.leased_until > $2)::integer AS endpoint,
+           (SELECT count(*) FROM webhook_endpoints o JOIN webhook_deliveries d ON d.endpoint_id = o.id
+            WHERE o.tenant_id = e.tenant_id AND d.leased_until IS NOT NULL AND d.leased_until > $2)::integer AS tenant
+         FROM webhook_endpoints e WHERE e.id = ANY($1::integer[])`,
+        [endpoints.map((e) => e.id), now],
+      );
+      const leased = new Map(counts.map((c) => [c.id, c]));
+      /** Attempts under way per tenant, as counted, then kept up to date by this claim. */
       const tenantLeases = new Map<number, number>();
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
         if (room <= 0) break;
-        // Attempts under way to it and to its tenant's endpoints: leases not ended (an index
-        // holds the leased rows only). The tenant's count spans instances but is not locked:
-        // two claims at once may each fill what room they saw.
-        const [leased] = await tx.query<{ endpoint: number; tenant: number }>(
-          `SELECT count(*) FILTER (WHERE d.endpoint_id = $1)::integer AS endpoint, count(*)::integer AS tenant
-           FROM webhook_deliveries d JOIN webhook_endpoints o ON o.id = d.endpoint_id
-           WHERE o.tenant_id = $3 AND d.leased_until > $2`,
-          [e.id, now, e.tenant_id],
-        );
-        const tenantLeased = tenantLeases.get(e.tenant_id) ?? Number(leased?.tenant ?? 0);
-        const take = Math.min(room, limits.perEndpoint - Number(leased?.endpoint ?? 0), limits.perTenant - tenantLeased);
+        const count = leased.get(e.id);
+        const tenantLeased = tenantLeases.get(e.tenant_id) ?? Number(count?.tenant ?? 0);
+        const take = Math.min(room, limits.perEndpoint - Number(count?.endpoint ?? 0), limits.perTenant - tenantLeased);
         if (take <= 0) continue;
         const leaseToken = randomUUID();
         const rows = await tx.query<{ event_id: string; attempts: number; give_up_at: Date; uid: string; payload: string }>(

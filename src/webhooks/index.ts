@@ -90,16 +90,9 @@ export class WebhookDeliverer {
       this.again = true;
       return;
     }
-    this.claiming = this.claimBatch()
-      .then(() => undefined)
-      .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly'))
-      .finally(() => {
-        this.claiming = null;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
+    this.serialize(
+      this.claimBatch().catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly')),
+    );
   }
 
   /**
@@ -107,10 +100,32 @@ export class WebhookDeliverer {
    * recorded; returns how many it claimed. Tests drive the deliverer with it.
    */
   async runOnce(): Promise<number> {
-    await this.claiming;
-    const n = await this.claimBatch();
+    while (this.claiming !== null) await this.claiming;
+    const run = this.claimBatch();
+    this.serialize(run);
+    const n = await run;
     await Promise.all([...this.inFlight]);
     return n;
+  }
+
+  /**
+   * One claim at a time in a process: each counts the attempts under way (its process's
+   * included) before it takes more, so that two at once cannot each fill the room, or a
+   * tenant's share, that they both saw. A wake meanwhile claims again once it ends.
+   */
+  private serialize(run: Promise<unknown>): void {
+    this.claiming = run
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        this.claiming = null;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
   }
 
   /**

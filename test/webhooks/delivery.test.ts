@@ -433,6 +433,87 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect((await h.store.webhooks.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
+  /**
+   * Three tenants with many endpoints, each with a backlog past its caps, all due before
+   * `calm`'s message; their endpoints point at `to`, at a path of their own. Returns their
+   * endpoints' ids.
+   */
+  async function crowd(to: Receiver): Promise<Map<string, string[]>> {
+    const crowded = new Map<string, string[]>();
+    for (const slug of ['stuck1', 'stuck2', 'stuck3']) {
+      await h.createTenant(slug, { tier: 'scale' });
+      const ids: string[] = [];
+      // 10 endpoints x 5 messages: 50 due, 16 at once by the tenant's share (4 endpoints
+      // full), 6 endpoints still under their own cap.
+      for (let i = 0; i < 10; i += 1) ids.push((await endpoint(slug, { url: to.url(`/${slug}`) })).id);
+      for (let i = 0; i < 5; i += 1) await h.setSubscriber(slug, `cus_${slug}_${i}`, 'warning', 'payment_failed');
+      crowded.set(slug, ids);
+    }
+    return crowded;
+  }
+
+  it("claims a tenant's due delivery while other tenants with backlogs sit at their share", async () => {
+    await crowd(receiver);
+    const limits = { perEndpoint: 4, perTenant: 16, batch: 64, leaseMs: 60_000 };
+    const first = await h.store.webhooks.claim(new Date(h.clock.ms), limits);
+    for (const slug of ['stuck1', 'stuck2', 'stuck3']) expect(first.deliveries.filter((d) => d.url.endsWith(`/${slug}`))).toHaveLength(16);
+    expect(first.deliveries).toHaveLength(48);
+
+    // Later, a fourth tenant's message: the 18 endpoints of the full tenants that are due
+    // (older, under their own cap) come before it by due time, yet none of them may be taken.
+    h.clock.advance(1_000);
+    await h.createTenant('calm', { tier: 'scale' });
+    const calm = await endpoint('calm', { url: receiver.url('/calm') });
+    await h.setSubscriber('calm', 'cus_calm', 'warning', 'payment_failed');
+    // The process has 16 slots free (64 less 48 under way).
+    const second = await h.store.webhooks.claim(new Date(h.clock.ms), { ...limits, batch: 16 });
+    expect(second.deliveries.map((d) => d.endpointId)).toEqual([calm.id]);
+    expect(second.due).toBe(true);
+    // Everything else due belongs to tenants at their share.
+    expect((await h.store.webhooks.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
+  });
+
+  it("fills one claim with every tenant's due deliveries, not with endpoints of a tenant past its share", async () => {
+    // `big` has 10 endpoints due before `small`'s one; a claim of 3 with a share of 2 takes 2 of big's and small's.
+    await h.createTenant('big', { tier: 'scale' });
+    for (let i = 0; i < 10; i += 1) await endpoint('big', { url: receiver.url('/big') });
+    await h.setSubscriber('big', 'cus_big', 'warning', 'payment_failed');
+    h.clock.advance(1_000);
+    await h.createTenant('small', { tier: 'scale' });
+    const small = await endpoint('small', { url: receiver.url('/small') });
+    await h.setSubscriber('small', 'cus_small', 'warning', 'payment_failed');
+    const { deliveries } = await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 4, perTenant: 2, batch: 3, leaseMs: 60_000 });
+    expect(deliveries.filter((d) => d.url.endsWith('/big'))).toHaveLength(2);
+    expect(deliveries.filter((d) => d.endpointId === small.id)).toHaveLength(1);
+  });
+
+  it("delivers a tenant's message while three other tenants' receivers hang, each with a backlog", async () => {
+    const stuck = await Receiver.start(() => 'hang');
+    open.push(stuck);
+    const crowded = await crowd(stuck);
+    await deliverer.stop();
+    // Attempts that outlast the test: the stuck receivers hold their slots throughout.
+    deliverer = newDeliverer({ attemptTimeoutMs: 600_000, pollMs: 600_000 });
+    deliverer.wake();
+    // Each stuck tenant holds its share of the process's 64 slots, no more: 16 left free.
+    await vi.waitFor(() => expect(stuck.open).toBe(48));
+    const tenants = stuck.received.map((r) => String((JSON.parse(r.body) as Payload).tenant));
+    for (const slug of crowded.keys()) expect(tenants.filter((t) => t === slug)).toHaveLength(16);
+
+    h.clock.advance(1_000);
+    await h.createTenant('calm', { tier: 'scale' });
+    const calm = await endpoint('calm', { url: receiver.url('/calm') });
+    await h.setSubscriber('calm', 'cus_calm', 'warning', 'payment_failed');
+    // What a commit does: wake the deliverer once.
+    deliverer.wake();
+    await vi.waitFor(() => expect(receiver.received).toHaveLength(1), { timeout: 10_000 });
+    await vi.waitFor(async () => expect((await messages('calm', calm.id))[0]).toMatchObject({ state: 'delivered' }));
+    // ...while every stuck attempt is still under way: none has ended, none is recorded.
+    expect(stuck.open).toBe(48);
+    expect(stuck.received).toHaveLength(48);
+    for (const [slug, ids] of crowded) for (const id of ids) expect(await attempts(slug, id)).toEqual([]);
+  });
+
   it('refuses what a tier without downstream_webhooks asks, and URLs that are not https or point inside', async () => {
     await h.createTenant('small', { tier: 'starter' });
     const refused = await h.admin('POST', '/tenants/small/webhook-endpoints', { url: 'https://hooks.example.com/x' });
