@@ -29,6 +29,12 @@ import type {
 
 const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
 const KIND = 'webhook_signing_secret';
+/**
+ * The deliveries of an endpoint whose signing secret does not open wait this long before a
+ * claim looks at them again: they keep their attempts and their place, and do not take a
+ * claim's room from other endpoints at every poll.
+ */
+export const UNREADABLE_SECRET_RETRY_MS = 60_000;
 
 /** One status change of a customer, as `settle` saw it. */
 export interface RaisedChange {
@@ -377,9 +383,24 @@ export class SqlWebhookStore implements WebhookStore {
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
       /** Attempts under way per tenant, counted once per claim, then kept up to date by it. */
       const tenantLeases = new Map<number, number>();
+      const unreadable: NonNullable<ClaimResult['unreadable']> = [];
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
         if (room <= 0) break;
+        // Opened before anything is taken: one endpoint whose secret does not open (altered,
+        // or copied from another row) must not fail the claim of every other endpoint. Its
+        // deliveries stay pending, unattempted, and are looked at again later.
+        let opened: string[];
+        try {
+          opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
+        } catch (err) {
+          await tx.query(
+            `UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`,
+            [e.id, now, new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS)],
+          );
+          unreadable.push({ endpointId: e.uid, tenantId: e.tenant_id, reason: err instanceof Error ? err.message : 'unreadable' });
+          continue;
+        }
         // Attempts under way to it and to its tenant's endpoints: leases not ended (an index
         // holds the leased rows only). The tenant's count spans instances but is not locked:
         // two claims at once may each fill what room they saw.
@@ -406,7 +427,6 @@ export class SqlWebhookStore implements WebhookStore {
         );
         tenantLeases.set(e.tenant_id, tenantLeased + rows.length);
         if (rows.length === 0) continue;
-        const opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         for (const r of rows) {
           claimed.push({
             endpointKey: e.id,
@@ -422,7 +442,7 @@ export class SqlWebhookStore implements WebhookStore {
           });
         }
       }
-      return { deliveries: claimed, due: true };
+      return { deliveries: claimed, due: true, ...(unreadable.length > 0 ? { unreadable } : {}) };
     });
   }
 
