@@ -91,13 +91,35 @@ function unreadableReason(err: unknown): string {
  */
 export async function readTenantsChecked(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<TenantsRead> {
   const read = await readTenants(q, secrets, which);
-  return { tenants: read.tenants, unreadable: read.failed.map(({ id, slug, error }) => ({ id, slug, reason: unreadableReason(error) })) };
+  return {
+    tenants: read.tenants,
+    unreadable: read.failed.map(({ id, slug, error, credentialIds }) => ({
+      id,
+      slug,
+      reason: `${unreadableReason(error)}${credentialIds.length > 0 ? ` (tenant_credentials id ${credentialIds.join(', ')})` : ''}`,
+    })),
+  };
 }
 
 /** A read with each failed tenant's error itself (its class tells a caller what failed). */
 interface RawRead {
   tenants: TenantAuth[];
-  failed: { id: number; slug: string; error: unknown }[];
+  /** `credentialIds`: the rows of tenant_credentials that do not open, for the operator to fix. */
+  failed: { id: number; slug: string; error: unknown; credentialIds: number[] }[];
+}
+
+/** The ids of a tenant's sealed credentials that do not open (only asked once its row failed). */
+function unopenable(own: readonly (CredentialRow & { id: number })[], tenantId: number, secrets: SecretBox): number[] {
+  const ids: number[] = [];
+  for (const c of own) {
+    if (c.kind !== 'hmac_secret' || c.secret === null) continue;
+    try {
+      secrets.open(c.secret, { tenantId, kind: 'hmac_secret' });
+    } catch {
+      ids.push(c.id);
+    }
+  }
+  return ids;
 }
 
 async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<RawRead> {
@@ -109,22 +131,23 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
   const rows = await q.query<TenantRow>(`${TENANT_SELECT}${where}`, params);
   const read: RawRead = { tenants: [], failed: [] };
   if (rows.length === 0) return read;
-  const creds = await q.query<CredentialRow & { tenant_id: number }>(
-    `SELECT tenant_id, kind, key_hash, secret, expires_at FROM tenant_credentials
+  const creds = await q.query<CredentialRow & { id: number; tenant_id: number }>(
+    `SELECT id, tenant_id, kind, key_hash, secret, expires_at FROM tenant_credentials
      WHERE tenant_id = ANY($1::int[]) AND kind IN ('publishable_key', 'hmac_secret') ORDER BY id`,
     [rows.map((r) => r.id)],
   );
-  const byTenant = new Map<number, CredentialRow[]>();
+  const byTenant = new Map<number, (CredentialRow & { id: number })[]>();
   for (const c of creds) {
     const list = byTenant.get(c.tenant_id);
     if (list) list.push(c);
     else byTenant.set(c.tenant_id, [c]);
   }
   for (const row of rows) {
+    const own = byTenant.get(row.id) ?? [];
     try {
-      read.tenants.push(prepareRow(row, byTenant.get(row.id) ?? [], secrets));
+      read.tenants.push(prepareRow(row, own, secrets));
     } catch (error) {
-      read.failed.push({ id: row.id, slug: row.slug, error });
+      read.failed.push({ id: row.id, slug: row.slug, error, credentialIds: unopenable(own, row.id, secrets) });
     }
   }
   return read;

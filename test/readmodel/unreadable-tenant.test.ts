@@ -165,13 +165,16 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     const warned = logged.filter((e) => e.level === 'warn');
     expect(warned).toHaveLength(1);
     expect(warned[0]?.obj).toMatchObject({ tenant: 'beta', tenantId: await idOf('beta') });
-    expect(String(warned[0]?.obj.reason)).toContain('hmac_secret');
+    const [betaRow] = await opened.db.query<{ id: number }>(`SELECT id FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret'`, [await idOf('beta')]);
+    expect(String(warned[0]?.obj.reason)).toContain(`hmac_secret of tenant ${await idOf('beta')}`);
+    expect(String(warned[0]?.obj.reason)).toContain(`(tenant_credentials id ${betaRow?.id})`);
     const text = JSON.stringify(logged);
     for (const secret of [betaSealed, await sealedHmac('acme'), tenants.beta?.hmac_secret ?? '-', tenants.acme?.hmac_secret ?? '-']) expect(text).not.toContain(secret);
     // And in the metrics.
     const scraped = await scrape();
     expect(metric(scraped, 'dunwall_tenants_unreadable')).toBe(1);
-    expect(metric(scraped, 'dunwall_tenant_unreadable{tenant="beta"}')).toBe(1);
+    expect(metric(scraped, `dunwall_tenant_unreadable{tenant_id="${await idOf('beta')}"}`)).toBe(1);
+    expect(scraped).not.toContain('beta');
     expect(metric(scraped, 'dunwall_readmodel_tenants')).toBe(3);
 
     // Fixed: the row as it was, and the tenant is back through the change stream.
