@@ -168,6 +168,12 @@ export class LookupAnswerer {
         return;
       }
       const tenant = model.tenant(call.slug);
+      // A tenant whose row cannot be read (a secret that does not open): not "no such
+      // tenant", but a 503 for its lookups only, which the snippet and clients fail open on.
+      if (tenant === null && model.unreadable(call.slug) !== null) {
+        this.problem(call, 'store_unavailable', null, undefined, null);
+        return;
+      }
       const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search) }, tenant, nowMs);
       if (!check.ok || tenant === null) {
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);

@@ -90,7 +90,10 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       let signing: Awaited<ReturnType<Store['getStripeSigningSecrets']>>;
       try {
         // The read model knows every tenant (it may lag a new one by milliseconds: Stripe retries).
-        signing = isValidSlug(slug) && model.tenant(slug) !== null ? await store.getStripeSigningSecrets(slug) : null;
+        // One whose lookup secrets cannot be read still receives its events: its signing
+        // secrets are read on their own, and its statuses must not fall behind meanwhile.
+        const known = isValidSlug(slug) && (model.tenant(slug) !== null || model.unreadable(slug) !== null);
+        signing = known ? await store.getStripeSigningSecrets(slug) : null;
       } catch (err) {
         req.log.warn({ err: { message: (err as Error).message } }, 'stripe webhook: store unavailable');
         return sendProblem(reply, 'store_unavailable');

@@ -194,6 +194,20 @@ function observeReadModel(registry: Registry, stats: () => ReadModelStats): void
       },
     });
   gauge('dunwall_readmodel_tenants', 'Tenants held in memory', (s) => s.tenants);
+  gauge('dunwall_tenants_unreadable', 'Tenants whose row or a secret of it cannot be read: their lookups answer 503 until it is fixed', (s) => s.unreadableTenants.length);
+  // Named by tenant id: the log line gives its slug. Labels never carry a slug (docs/operations.md),
+  // and these series are as few as the broken rows, so an alert can say which one to fix.
+  new Gauge({
+    name: 'dunwall_tenant_unreadable',
+    help: '1 for each tenant whose row or a secret of it cannot be read, by tenant id (the log names its slug)',
+    labelNames: ['tenant_id'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const bad of stats().unreadableTenants) this.labels(String(bad.id)).set(1);
+    },
+  });
   gauge('dunwall_readmodel_subscribers', 'Known subscribers held in memory', (s) => s.subscribers);
   gauge('dunwall_readmodel_index_bytes', "Bytes of the subscriber index's arrays", (s) => s.indexBytes);
   gauge('dunwall_readmodel_seconds_since_sync', 'Seconds since the read model last read the database', (s) => s.sinceSyncMs / 1000);

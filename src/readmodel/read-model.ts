@@ -1,5 +1,5 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { ChangePosition, LookupChanges, Store, SubscriberExtra } from '../store/store.js';
+import type { ChangePosition, LookupChanges, Store, SubscriberExtra, UnreadableTenant } from '../store/store.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
 
@@ -37,34 +37,48 @@ export interface ReadModelOptions {
   log?: ReadModelLog;
 }
 
-/** One complete copy: every tenant by slug, every known subscriber's status. */
+/**
+ * One complete copy: every tenant by slug, every known subscriber's status. A tenant whose
+ * row could not be read is kept by slug apart, so that its lookups say so (a 503 they fail
+ * open on) rather than that it does not exist.
+ */
 class Copy {
   readonly tenants = new Map<string, TenantAuth>();
+  readonly unreadable = new Map<string, UnreadableTenant>();
   private readonly slugs = new Map<number, string>();
   readonly index: SubscriberIndex;
   readonly extras = new SubscriberExtras();
 
-  constructor(subscribers: number, tenants: readonly TenantAuth[]) {
+  constructor(subscribers: number, tenants: readonly TenantAuth[], unreadable: readonly UnreadableTenant[]) {
     this.index = new SubscriberIndex(subscribers);
     for (const tenant of tenants) this.putTenant(tenant.id, tenant);
+    for (const bad of unreadable) this.putTenant(bad.id, null, bad);
   }
 
   /**
-   * The tenant of an id as it is now (null: gone). Changes of one catch-up come in no
-   * particular order, so a slug is taken from whoever held it, and released only by its
-   * holder: a slug deleted and created again, or moved between tenants, ends on its owner.
+   * The tenant of an id as it is now (null: gone, or `unreadable`). Changes of one catch-up
+   * come in no particular order, so a slug is taken from whoever held it, and released only
+   * by its holder: a slug deleted and created again, or moved between tenants, ends on its
+   * owner.
    */
-  putTenant(id: number, tenant: TenantAuth | null): void {
+  putTenant(id: number, tenant: TenantAuth | null, unreadable: UnreadableTenant | null = null): void {
     const slug = this.slugs.get(id);
     if (slug !== undefined) {
       if (this.tenants.get(slug)?.id === id) this.tenants.delete(slug);
+      if (this.unreadable.get(slug)?.id === id) this.unreadable.delete(slug);
       this.slugs.delete(id);
     }
-    if (tenant === null) return;
-    const holder = this.tenants.get(tenant.slug);
-    if (holder !== undefined && holder.id !== id) this.slugs.delete(holder.id);
-    this.tenants.set(tenant.slug, tenant);
-    this.slugs.set(id, tenant.slug);
+    const entry = tenant ?? unreadable;
+    if (entry === null) return;
+    const holder = this.tenants.get(entry.slug) ?? this.unreadable.get(entry.slug);
+    if (holder !== undefined && holder.id !== id) {
+      this.slugs.delete(holder.id);
+      this.tenants.delete(entry.slug);
+      this.unreadable.delete(entry.slug);
+    }
+    if (tenant !== null) this.tenants.set(tenant.slug, tenant);
+    else if (unreadable !== null) this.unreadable.set(unreadable.slug, unreadable);
+    this.slugs.set(id, entry.slug);
   }
 
   putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null, extra: SubscriberExtra | null): void {
@@ -74,13 +88,15 @@ class Copy {
   }
 
   apply(changes: LookupChanges): void {
-    for (const t of changes.tenants) this.putTenant(t.id, t.tenant);
+    for (const t of changes.tenants) this.putTenant(t.id, t.tenant, t.unreadable ?? null);
     for (const s of changes.subscribers) this.putSubscriber(s.tenantId, s.customerId, s.status, s.extra);
   }
 }
 
 export interface ReadModelStats {
   tenants: number;
+  /** Tenants left out because their row or a secret of it cannot be read (their lookups answer 503). */
+  unreadableTenants: readonly UnreadableTenant[];
   subscribers: number;
   /** Subscribers whose answer carries a scheduled lockout or a pay link. */
   withExtras: number;
@@ -121,6 +137,8 @@ export class ReadModel {
   private running: Promise<void> | null = null;
   private next: Promise<void> | null = null;
   private lastError: unknown = null;
+  /** The unreadable tenants last logged, by id. */
+  private reported = new Map<number, UnreadableTenant>();
   private ownWrite: Promise<void> | null = null;
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
@@ -195,9 +213,18 @@ export class ReadModel {
     return this.copy !== null && (!this.down || nowMs - this.syncedAtMs <= this.staleIfErrorMs);
   }
 
-  /** The tenant of a slug; null: no such tenant. Ask `serving` first. */
+  /** The tenant of a slug; null: no such tenant, or one that cannot be read (see `unreadable`). Ask `serving` first. */
   tenant(slug: string): TenantAuth | null {
     return this.copy?.tenants.get(slug) ?? null;
+  }
+
+  /**
+   * The tenant of a slug that exists but whose row or secrets cannot be read; null: none.
+   * Its lookups fail open (503) until the row is fixed or deleted, which the change stream
+   * brings like any other change.
+   */
+  unreadable(slug: string): UnreadableTenant | null {
+    return this.copy?.unreadable.get(slug) ?? null;
   }
 
   /** A subscriber's status as last written; null: unknown. */
@@ -263,6 +290,7 @@ export class ReadModel {
           this.stats.changesApplied += changes.tenants.length + changes.subscribers.length;
         }
       }
+      this.reportUnreadable();
       if (this.down) this.options.log?.info({}, 'read model in sync with the database again');
       this.syncedAtMs = startedAt;
       this.down = false;
@@ -299,8 +327,8 @@ export class ReadModel {
     const started = performance.now();
     let copy: Copy | null = null;
     const position = await source.loadLookupState({
-      begin: (subscribers, tenants) => {
-        copy = new Copy(subscribers, tenants);
+      begin: (subscribers, tenants, unreadable) => {
+        copy = new Copy(subscribers, tenants, unreadable);
       },
       subscriber: (tenantId, bytes, start, end, status, extra) => {
         copy?.index.setBytes(tenantId, bytes, start, end, status);
@@ -314,7 +342,30 @@ export class ReadModel {
     this.stats.loads += 1;
     this.stats.lastLoad = { seconds, reason };
     const loaded: Copy = copy;
-    this.options.log?.info({ reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, subscribers: loaded.index.size }, 'read model loaded');
+    this.options.log?.info({ reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, unreadableTenants: loaded.unreadable.size, subscribers: loaded.index.size }, 'read model loaded');
+  }
+
+  /**
+   * Names each tenant that became unreadable, and each that is readable again, once per
+   * change of that set: not at every catch-up, which would log the same line every few
+   * seconds for as long as the row stays broken. The reason names the row and the kind of
+   * secret, never its value.
+   */
+  private reportUnreadable(): void {
+    const now = new Map<number, UnreadableTenant>();
+    for (const bad of this.copy?.unreadable.values() ?? []) now.set(bad.id, bad);
+    if (now.size === 0 && this.reported.size === 0) return;
+    for (const [id, bad] of now) {
+      if (this.reported.get(id)?.reason === bad.reason && this.reported.get(id)?.slug === bad.slug) continue;
+      this.options.log?.warn(
+        { tenant: bad.slug, tenantId: bad.id, reason: bad.reason },
+        "a tenant's row cannot be read: its lookups answer 503 (fail open) until it is fixed; every other tenant is unaffected",
+      );
+    }
+    for (const [id, was] of this.reported) {
+      if (!now.has(id)) this.options.log?.info({ tenant: was.slug, tenantId: id }, 'a tenant that could not be read is readable again, or gone');
+    }
+    this.reported = now;
   }
 
   /** (Re)arms the poll: at once on a change of pace, as when the listener is lost. */
@@ -339,6 +390,7 @@ export class ReadModel {
   snapshotStats(): ReadModelStats {
     return {
       tenants: this.copy?.tenants.size ?? 0,
+      unreadableTenants: [...(this.copy?.unreadable.values() ?? [])],
       subscribers: this.copy?.index.size ?? 0,
       withExtras: this.copy?.extras.size ?? 0,
       indexBytes: this.copy?.index.byteLength ?? 0,

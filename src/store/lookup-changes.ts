@@ -1,8 +1,8 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
-import { readTenantsAuth } from './tenants.js';
-import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra } from './store.js';
+import { readTenantsChecked } from './tenants.js';
+import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './store.js';
 
 /** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
 const PRUNE_LOCK_KEY = 0x64756e70;
@@ -93,14 +93,15 @@ async function positionNow(tx: Queryable): Promise<ChangePosition> {
 
 /**
  * Everything the lookup reads, as of one snapshot: every tenant, then every subscriber as
- * COPY text. Returns the snapshot's position, from which changes are read next.
+ * COPY text. Returns the snapshot's position, from which changes are read next. A tenant
+ * that cannot be read is handed over as unreadable: the load of every other goes on.
  */
 export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupStateSink): Promise<ChangePosition> {
   return atOneSnapshot(db, async (tx) => {
     const position = await positionNow(tx);
     const [count] = await tx.query<{ n: string }>('SELECT count(*) AS n FROM subscribers');
-    const tenants = await readTenantsAuth(tx, secrets, null);
-    sink.begin(Number(count?.n ?? 0), tenants);
+    const { tenants, unreadable } = await readTenantsChecked(tx, secrets, null);
+    sink.begin(Number(count?.n ?? 0), tenants, unreadable);
     // Parsed as it arrives: no row becomes an object, so a load of millions leaves no
     // garbage behind to grow the heap.
     await tx.copyRows(SUBSCRIBERS, (rows) => parseSubscriberRows(rows, sink));
@@ -111,6 +112,7 @@ export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupSt
 /**
  * What changed since `since`: every key written by a transaction that snapshot had not
  * seen, with its value now (null: gone). A key written twice is read once, as it is now.
+ * A changed tenant that cannot be read comes as unreadable; the other changes still apply.
  */
 export async function lookupChangesSince(db: Db, secrets: SecretBox, since: ChangePosition): Promise<LookupChanges> {
   return atOneSnapshot(db, async (tx) => {
@@ -149,11 +151,19 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
     }
     // A changed tier: every tenant on it as of this snapshot.
     const found = new Map<number, TenantAuth>();
-    if (tiers.length > 0) for (const tenant of await readTenantsAuth(tx, secrets, { tiers })) found.set(tenant.id, tenant);
-    const unread = [...tenantIds].filter((id) => !found.has(id));
-    if (unread.length > 0) for (const tenant of await readTenantsAuth(tx, secrets, unread)) found.set(tenant.id, tenant);
+    const unreadable = new Map<number, UnreadableTenant>();
+    const take = (read: { tenants: TenantAuth[]; unreadable: UnreadableTenant[] }) => {
+      for (const tenant of read.tenants) found.set(tenant.id, tenant);
+      for (const bad of read.unreadable) unreadable.set(bad.id, bad);
+    };
+    if (tiers.length > 0) take(await readTenantsChecked(tx, secrets, { tiers }));
+    const unread = [...tenantIds].filter((id) => !found.has(id) && !unreadable.has(id));
+    if (unread.length > 0) take(await readTenantsChecked(tx, secrets, unread));
     const tenants: LookupChanges['tenants'] = [];
-    for (const id of new Set([...tenantIds, ...found.keys()])) tenants.push({ id, tenant: found.get(id) ?? null });
+    for (const id of new Set([...tenantIds, ...found.keys(), ...unreadable.keys()])) {
+      const bad = unreadable.get(id);
+      tenants.push(bad === undefined ? { id, tenant: found.get(id) ?? null } : { id, tenant: null, unreadable: bad });
+    }
     return { position: head.position, gap: false, tenants, subscribers };
   });
 }

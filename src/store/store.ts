@@ -152,9 +152,20 @@ export interface SubscriberExtra {
   payUrl: string | null;
 }
 
+/**
+ * A tenant whose row or credentials cannot be read for the lookup (a sealed secret that does
+ * not open: altered, or copied from another row). It is left out of the read so that it costs
+ * that tenant only; `reason` names the row and the kind of secret, never its value.
+ */
+export interface UnreadableTenant {
+  id: number;
+  slug: string;
+  reason: string;
+}
+
 /** Receives a snapshot load: the tenants and the subscriber count first, then each subscriber. */
 export interface LookupStateSink {
-  begin(subscribers: number, tenants: readonly TenantAuth[]): void;
+  begin(subscribers: number, tenants: readonly TenantAuth[], unreadable: readonly UnreadableTenant[]): void;
   /** A subscriber, its customer id as the ASCII bytes `bytes[start..end)` of the load's stream: no string per row. */
   subscriber(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus, extra: SubscriberExtra | null): void;
 }
@@ -164,8 +175,11 @@ export interface LookupChanges {
   position: ChangePosition;
   /** The log was pruned past the position: changes may be missing, so the reader reloads. */
   gap: boolean;
-  /** Changed tenants: as they are now, or null when deleted. */
-  tenants: { id: number; tenant: TenantAuth | null }[];
+  /**
+   * Changed tenants: as they are now, or null when deleted or unreadable (then `unreadable`
+   * says which and why).
+   */
+  tenants: { id: number; tenant: TenantAuth | null; unreadable?: UnreadableTenant }[];
   /** Changed subscribers: their status now, or null when they have no record any more. */
   subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null; extra: SubscriberExtra | null }[];
 }
@@ -421,6 +435,11 @@ export interface ClaimResult {
   deliveries: ClaimedDelivery[];
   /** Deliveries were due: worth claiming again once room frees (some may have been held back by a cap or a lock). */
   due: boolean;
+  /**
+   * Endpoints with deliveries due whose signing secret does not open: left pending and
+   * skipped for a while, so that the others are sent. `reason` names the row, never a secret.
+   */
+  unreadable?: { endpointId: string; tenantId: number; reason: string }[];
 }
 
 export interface ClaimLimits {

@@ -3,9 +3,10 @@ import { NAMED_FLAGS } from '../domain/types.js';
 import type { Branding } from '../domain/branding.js';
 import type { Policy } from '../domain/policy.js';
 import type { Credential, Entitlements, TenantAuth } from '../domain/types.js';
+import { SecretDecryptionError, UnknownEncryptionKeyError } from '../secrets/cipher.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Queryable } from './db.js';
-import type { CredentialKind, TenantRecord } from './store.js';
+import type { CredentialKind, TenantRecord, UnreadableTenant } from './store.js';
 
 export interface TenantRow {
   id: number;
@@ -71,49 +72,123 @@ export function credential<T>(value: T, expiresAt: Date | null): Credential<T> {
   return { value, expiresAtMs: expiresAt === null ? null : new Date(expiresAt).getTime() };
 }
 
+type TenantsWhich = null | readonly number[] | { slug: string } | { tiers: readonly string[] };
+
+/** The tenants of one read, and those of them that could not be prepared. */
+export interface TenantsRead {
+  tenants: TenantAuth[];
+  unreadable: UnreadableTenant[];
+}
+
+/**
+ * Why a tenant could not be prepared, fit for a log line: the cipher's errors name the row,
+ * the kind and the key id (never the value); any other error is named by its class only, as
+ * its message might quote what the row holds.
+ */
+function unreadableReason(err: unknown): string {
+  if (err instanceof SecretDecryptionError || err instanceof UnknownEncryptionKeyError) return err.message;
+  return `its row could not be prepared (${err instanceof Error ? err.name : typeof err})`;
+}
+
 /**
  * Tenants as the lookup uses them (`prepareTenant`): all of them, or those of the given ids,
  * slug or tiers. HMAC secrets are opened here, once per read, so that lookups never decrypt.
+ *
+ * A tenant whose row does not prepare (a sealed secret that does not open: altered, or copied
+ * from another tenant's row) is set aside in `unreadable`, and every other tenant is read as
+ * usual: one bad row must never stop the read model from following the others. A failure of
+ * the query itself still throws.
  */
-export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: null | readonly number[] | { slug: string } | { tiers: readonly string[] }): Promise<TenantAuth[]> {
+export async function readTenantsChecked(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<TenantsRead> {
+  const read = await readTenants(q, secrets, which);
+  return {
+    tenants: read.tenants,
+    unreadable: read.failed.map(({ id, slug, error, credentialIds }) => ({
+      id,
+      slug,
+      reason: `${unreadableReason(error)}${credentialIds.length > 0 ? ` (tenant_credentials id ${credentialIds.join(', ')})` : ''}`,
+    })),
+  };
+}
+
+/** A read with each failed tenant's error itself (its class tells a caller what failed). */
+interface RawRead {
+  tenants: TenantAuth[];
+  /** `credentialIds`: the rows of tenant_credentials that do not open, for the operator to fix. */
+  failed: { id: number; slug: string; error: unknown; credentialIds: number[] }[];
+}
+
+/** The ids of a tenant's sealed credentials that do not open (only asked once its row failed). */
+function unopenable(own: readonly (CredentialRow & { id: number })[], tenantId: number, secrets: SecretBox): number[] {
+  const ids: number[] = [];
+  for (const c of own) {
+    if (c.kind !== 'hmac_secret' || c.secret === null) continue;
+    try {
+      secrets.open(c.secret, { tenantId, kind: 'hmac_secret' });
+    } catch {
+      ids.push(c.id);
+    }
+  }
+  return ids;
+}
+
+async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<RawRead> {
   let where = '';
   let params: unknown[] = [];
   if (Array.isArray(which)) [where, params] = [' WHERE t.id = ANY($1::int[])', [which]];
   else if (which !== null && 'slug' in which) [where, params] = [' WHERE t.slug = $1', [which.slug]];
   else if (which !== null && 'tiers' in which) [where, params] = [' WHERE t.tier = ANY($1::text[])', [which.tiers]];
   const rows = await q.query<TenantRow>(`${TENANT_SELECT}${where}`, params);
-  if (rows.length === 0) return [];
-  const creds = await q.query<CredentialRow & { tenant_id: number }>(
-    `SELECT tenant_id, kind, key_hash, secret, expires_at FROM tenant_credentials
+  const read: RawRead = { tenants: [], failed: [] };
+  if (rows.length === 0) return read;
+  const creds = await q.query<CredentialRow & { id: number; tenant_id: number }>(
+    `SELECT id, tenant_id, kind, key_hash, secret, expires_at FROM tenant_credentials
      WHERE tenant_id = ANY($1::int[]) AND kind IN ('publishable_key', 'hmac_secret') ORDER BY id`,
     [rows.map((r) => r.id)],
   );
-  const byTenant = new Map<number, CredentialRow[]>();
+  const byTenant = new Map<number, (CredentialRow & { id: number })[]>();
   for (const c of creds) {
     const list = byTenant.get(c.tenant_id);
     if (list) list.push(c);
     else byTenant.set(c.tenant_id, [c]);
   }
-  return rows.map((row) => {
-    const tenant = toTenant(row);
+  for (const row of rows) {
     const own = byTenant.get(row.id) ?? [];
-    return prepareTenant({
-      id: tenant.id,
-      slug: tenant.slug,
-      suspended: tenant.suspended,
-      hmacRequired: tenant.hmacRequired,
-      cardUpdateUrl: tenant.cardUpdateUrl,
-      allowedOrigins: tenant.allowedOrigins,
-      lookupsPerMinute: tenant.lookupsPerMinute,
-      branding: tenant.branding,
-      enforcement: tenant.policy.enforcement,
-      entitlements: tenant.entitlements,
-      publishableKeyHashes: own
-        .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
-        .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
-      hmacSecrets: own
-        .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
-        .map((c) => credential(secrets.open(c.secret ?? '', { tenantId: row.id, kind: 'hmac_secret' }), c.expires_at)),
-    });
+    try {
+      read.tenants.push(prepareRow(row, own, secrets));
+    } catch (error) {
+      read.failed.push({ id: row.id, slug: row.slug, error, credentialIds: unopenable(own, row.id, secrets) });
+    }
+  }
+  return read;
+}
+
+function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: SecretBox): TenantAuth {
+  const tenant = toTenant(row);
+  return prepareTenant({
+    id: tenant.id,
+    slug: tenant.slug,
+    suspended: tenant.suspended,
+    hmacRequired: tenant.hmacRequired,
+    cardUpdateUrl: tenant.cardUpdateUrl,
+    allowedOrigins: tenant.allowedOrigins,
+    lookupsPerMinute: tenant.lookupsPerMinute,
+    branding: tenant.branding,
+    enforcement: tenant.policy.enforcement,
+    entitlements: tenant.entitlements,
+    publishableKeyHashes: own
+      .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
+      .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
+    hmacSecrets: own
+      .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
+      .map((c) => credential(secrets.open(c.secret ?? '', { tenantId: row.id, kind: 'hmac_secret' }), c.expires_at)),
   });
+}
+
+/** As `readTenantsChecked`, for a caller that needs every tenant it asked for: an unreadable one throws its error. */
+export async function readTenantsAuth(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<TenantAuth[]> {
+  const read = await readTenants(q, secrets, which);
+  const [bad] = read.failed;
+  if (bad !== undefined) throw bad.error;
+  return read.tenants;
 }

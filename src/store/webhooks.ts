@@ -30,6 +30,12 @@ import type {
 
 const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
 const KIND = 'webhook_signing_secret';
+/**
+ * The deliveries of an endpoint whose signing secret does not open wait this long before a
+ * claim looks at them again: they keep their attempts and their place, and do not take a
+ * claim's room from other endpoints at every poll.
+ */
+export const UNREADABLE_SECRET_RETRY_MS = 60_000;
 
 /** One status change of a customer, as `settle` saw it. */
 export interface RaisedChange {
@@ -417,9 +423,24 @@ export class SqlWebhookStore implements WebhookStore {
       const leased = new Map(counts.map((c) => [c.id, c]));
       /** Attempts under way per tenant, as counted, then kept up to date by this claim. */
       const tenantLeases = new Map<number, number>();
+      const unreadable: NonNullable<ClaimResult['unreadable']> = [];
       for (const e of endpoints) {
         const room = limits.batch - claimed.length;
         if (room <= 0) break;
+        // Opened before anything is taken: one endpoint whose secret does not open (altered,
+        // or copied from another row) must not fail the claim of every other endpoint. Its
+        // deliveries stay pending, unattempted, and are looked at again later.
+        let opened: string[];
+        try {
+          opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
+        } catch (err) {
+          await tx.query(
+            `UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`,
+            [e.id, now, new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS)],
+          );
+          unreadable.push({ endpointId: e.uid, tenantId: e.tenant_id, reason: err instanceof Error ? err.message : 'unreadable' });
+          continue;
+        }
         const count = leased.get(e.id);
         const tenantLeased = tenantLeases.get(e.tenant_id) ?? Number(count?.tenant ?? 0);
         const take = Math.min(room, limits.perEndpoint - Number(count?.endpoint ?? 0), limits.perTenant - tenantLeased);
@@ -438,7 +459,6 @@ export class SqlWebhookStore implements WebhookStore {
         );
         tenantLeases.set(e.tenant_id, tenantLeased + rows.length);
         if (rows.length === 0) continue;
-        const opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         for (const r of rows) {
           claimed.push({
             endpointKey: e.id,
@@ -454,7 +474,7 @@ export class SqlWebhookStore implements WebhookStore {
           });
         }
       }
-      return { deliveries: claimed, due: true };
+      return { deliveries: claimed, due: true, ...(unreadable.length > 0 ? { unreadable } : {}) };
     });
   }
 

@@ -62,6 +62,8 @@ export class WebhookDeliverer {
   private again = false;
   /** The last claim found deliveries due: some may wait for room. */
   private backlog = false;
+  /** Endpoints whose signing secret did not open, as last logged: endpoint id to reason. */
+  private readonly unreadableEndpoints = new Map<string, string>();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   /** Ends the attempts under way when the service stops: their leases let another instance send them. */
@@ -141,6 +143,26 @@ export class WebhookDeliverer {
     await Promise.all([...this.inFlight]);
   }
 
+  /**
+   * Names an endpoint whose signing secret does not open once, not at each claim that skips
+   * it, and says so again once one of its deliveries is claimed (its secret was fixed or
+   * rotated). The reason names the row, never the secret.
+   */
+  private reportUnreadable(unreadable: readonly { endpointId: string; tenantId: number; reason: string }[], claimed: readonly ClaimedDelivery[]): void {
+    for (const bad of unreadable) {
+      if (this.unreadableEndpoints.get(bad.endpointId) === bad.reason) continue;
+      this.unreadableEndpoints.set(bad.endpointId, bad.reason);
+      this.opts.log.warn(
+        { endpoint: bad.endpointId, tenantId: bad.tenantId, reason: bad.reason },
+        "webhooks: an endpoint's signing secret cannot be read; its messages wait, every other endpoint is sent to",
+      );
+    }
+    if (this.unreadableEndpoints.size === 0) return;
+    for (const delivery of claimed) {
+      if (this.unreadableEndpoints.delete(delivery.endpointId)) this.opts.log.info({ endpoint: delivery.endpointId }, "webhooks: an endpoint's signing secret is readable again");
+    }
+  }
+
   private async claimBatch(): Promise<number> {
     const room = MAX_IN_FLIGHT - this.inFlight.size;
     if (room <= 0) {
@@ -148,7 +170,7 @@ export class WebhookDeliverer {
       return 0;
     }
     const at = new Date(this.now());
-    const { deliveries: claimed, due } = await this.opts.store.claim(at, {
+    const { deliveries: claimed, due, unreadable } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       perTenant: MAX_IN_FLIGHT_PER_TENANT,
       batch: room,
@@ -157,6 +179,7 @@ export class WebhookDeliverer {
       leaseMs: 2 * this.opts.attemptTimeoutMs + 1_000,
     });
     this.backlog = due;
+    this.reportUnreadable(unreadable ?? [], claimed);
     for (const delivery of claimed) {
       const p: Promise<void> = this.attempt(delivery)
         .catch((err: unknown) =>
