@@ -888,3 +888,126 @@ describe('dunwall stripe replay', () => {
     expect(unknown.stdout).toMatch(/^events:\s+applied 0,/m);
   });
 });
+
+describe('dunwall stripe send-sample', () => {
+  const SAMPLE_SECRET = 'whsec_sampleTestSecret0123456789abcdef';
+  let key = '';
+
+  beforeAll(async () => {
+    key = (await createTenant('sample-co')).publishable_key ?? '';
+    const set = await cli(['tenant', 'update', 'sample-co', '--stripe-webhook-secret', '-'], { stdin: `${SAMPLE_SECRET}\n` });
+    expect(set.code).toBe(0);
+  });
+
+  interface SentJson {
+    url: string;
+    subscription: string;
+    invoice: string;
+    shape: string;
+    api_version: string;
+    events: { id: string; type: string; http_status: number; outcome: string }[];
+    expected: { status: string; reason: string };
+  }
+
+  async function send(scenario: string, customer: string, extra: string[] = [], secret = SAMPLE_SECRET): Promise<Result> {
+    // The service's URL from --url: send-sample needs no admin token.
+    return cli(['stripe', 'send-sample', scenario, '--tenant', 'sample-co', '--customer', customer, '--secret', '-', '--url', url, ...extra], { env: {}, stdin: `${secret}\n` });
+  }
+  async function sent(scenario: string, customer: string, extra: string[] = []): Promise<SentJson> {
+    const result = await send(scenario, customer, ['--json', ...extra]);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    return parseJson<SentJson>(result.stdout);
+  }
+  async function reasonOf(customer: string): Promise<[string | undefined, string]> {
+    const shown = parseJson<{ status: string; reason: string }>((await cli(['subscriber', 'show', '--tenant', 'sample-co', customer, '--json'])).stdout);
+    const looked = await lookup('sample-co', key, customer);
+    expect(looked.body.status).toBe(shown.status);
+    return [looked.body.status, shown.reason];
+  }
+
+  it.each(['basil', 'legacy'])('drives a customer through warning, lockout and back to active (%s shape), as each scenario says', async (shape) => {
+    const customer = `cus_sample_${shape}`;
+    const failed = await sent('payment_failed', customer, ['--shape', shape]);
+    expect(failed).toMatchObject({ url: `${url}/webhooks/stripe/sample-co`, shape, expected: { status: 'warning', reason: 'soft_decline' } });
+    expect(failed.events.map((e) => [e.type, e.http_status])).toEqual([
+      ['payment_intent.payment_failed', 200],
+      ['invoice.payment_failed', 200],
+    ]);
+    expect(failed.events.at(-1)?.outcome).toBe('applied');
+    expect(await reasonOf(customer)).toEqual(['warning', 'soft_decline']);
+
+    const hard = await sent('hard_decline', customer, ['--shape', shape]);
+    // The same customer's runs speak of the same subscription and invoice.
+    expect([hard.subscription, hard.invoice]).toEqual([failed.subscription, failed.invoice]);
+    expect(await reasonOf(customer)).toEqual(['lockout', 'hard_decline']);
+
+    const paid = await sent('paid', customer, ['--shape', shape]);
+    expect(paid.events).toMatchObject([{ type: 'invoice.paid', http_status: 200, outcome: 'applied' }]);
+    expect(await reasonOf(customer)).toEqual(['active', 'paid']);
+
+    const exhausted = `cus_sample_exhausted_${shape}`;
+    await sent('retries_exhausted', exhausted, ['--shape', shape]);
+    expect(await reasonOf(exhausted)).toEqual(['lockout', 'retries_exhausted']);
+    await sent('subscription_deleted', exhausted, ['--shape', shape]);
+    expect(await reasonOf(exhausted)).toEqual(['active', 'subscription_ended']);
+
+    const confirming = `cus_sample_3ds_${shape}`;
+    await sent('action_required', confirming, ['--shape', shape, '--subscription', 'sub_Given3ds', '--invoice', 'in_Given3ds']);
+    expect(await reasonOf(confirming)).toEqual(['warning', 'payment_action_required']);
+  });
+
+  it('prints what it sent and the answers, and never the secret', async () => {
+    const result = await send('payment_failed', 'cus_sample_text');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^sent to: +http:\/\/127\.0\.0\.1:\d+\/webhooks\/stripe\/sample-co$/m);
+    expect(result.stdout).toMatch(/^ +invoice\.payment_failed +evt_[A-Za-z0-9]+ +created \d+ +-> 200 applied$/m);
+    expect(result.stdout).toMatch(/^expected: +warning \(soft_decline\)$/m);
+    expect(result.stdout + result.stderr).not.toContain(SAMPLE_SECRET);
+  });
+
+  it('says clearly that a wrong secret was refused, on one line, without echoing it', async () => {
+    const wrong = 'whsec_notTheTenantsSecret000000000000';
+    const result = await send('payment_failed', 'cus_sample_wrong', [], wrong);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(lines(result.stderr)).toHaveLength(1);
+    expect(result.stderr).toMatch(/^dunwall: invalid_signature: .*Is the secret on stdin the tenant's Stripe signing secret\? Set it with: dunwall tenant update sample-co --stripe-webhook-secret -\n$/);
+    expect(result.stderr).not.toContain(wrong);
+    const json = await send('payment_failed', 'cus_sample_wrong', ['--json'], wrong);
+    expect(parseJson<{ error: Record<string, unknown> }>(json.stderr).error).toMatchObject({ kind: 'api', status: 400, code: 'invalid_signature', exit: 1 });
+    // Nothing reached the customer.
+    expect((await lookup('sample-co', key, 'cus_sample_wrong')).body).toEqual({ status: 'active' });
+  });
+
+  it('checks its arguments before sending anything', async () => {
+    const usage = async (args: string[], stdin = `${SAMPLE_SECRET}\n`) => cli(['stripe', 'send-sample', ...args], { env: {}, stdin });
+    const base = ['--tenant', 'sample-co', '--customer', 'cus_x', '--url', url];
+    const cases: [string[], RegExp, string?][] = [
+      [['refund', ...base, '--secret', '-'], /SCENARIO must be one of payment_failed, retries_exhausted, hard_decline, action_required, paid, subscription_deleted/],
+      [['paid', ...base, '--secret', SAMPLE_SECRET], /give --secret - and the tenant's Stripe signing secret/],
+      [['paid', ...base, '--secret', '-'], /no secret on stdin/, ''],
+      [['paid', '--tenant', 'sample-co', '--customer', 'nope', '--secret', '-'], /--customer must be a Stripe customer id/],
+      [['paid', ...base, '--secret', '-', '--shape', 'v2'], /--shape must be one of basil, legacy/],
+      [['paid', ...base, '--secret', '-', '--invoice', 'inv_1'], /--invoice must look like in_/],
+      [['paid', '--customer', 'cus_x', '--secret', '-'], /missing --tenant SLUG/],
+    ];
+    for (const [args, message, stdin] of cases) {
+      const result = await usage(args, stdin);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr, args.join(' ')).toMatch(message);
+      expect(result.stderr, args.join(' ')).not.toContain(SAMPLE_SECRET);
+    }
+    const port = await closedPort();
+    const down = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'sample-co', '--customer', 'cus_x', '--secret', '-', '--url', `http://127.0.0.1:${port}`], { env: {}, stdin: SAMPLE_SECRET });
+    expect(down).toMatchObject({ code: 1, stderr: `dunwall: cannot reach http://127.0.0.1:${port}/webhooks/stripe/sample-co (connection refused)\n` });
+    const unknown = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'nobody-here', '--customer', 'cus_x', '--secret', '-', '--url', url], { env: {}, stdin: SAMPLE_SECRET });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^dunwall: tenant_not_found: .*Create it with: dunwall tenant create nobody-here\n$/);
+  });
+
+  it('is in the help and the completion script', async () => {
+    expect((await cli(['help', 'stripe'])).stdout).toContain('dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted --tenant SLUG');
+    expect((await cli(['completion', 'bash'])).stdout).toMatch(/send-sample\) opts="--tenant --customer --secret --shape --url --subscription --invoice/);
+  });
+});

@@ -82,7 +82,8 @@ export function displayUrl(url: string): string {
   }
 }
 
-function networkReason(err: unknown, timeoutMs: number): string {
+/** Why a request got no answer, in a few words (a refused connection, a timeout). */
+export function networkReason(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
     return `no answer within ${timeoutMs / 1000} s`;
   }

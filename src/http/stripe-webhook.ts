@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from './app-instance.js';
 import { eventShapeProblem } from '../domain/stripe/event.js';
-import { verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
+import { checkStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
+import type { SignatureFailure } from '../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Metrics } from '../metrics/index.js';
@@ -43,6 +44,26 @@ const WebhookAnswer = Type.Object({
     },
   ),
 });
+
+type Refusal = SignatureFailure | 'no_secret_configured' | 'missing_header';
+
+const REFUSALS: Readonly<Record<Refusal, string>> = {
+  no_secret_configured: 'the tenant has no Stripe signing secret configured',
+  missing_header: 'the Stripe-Signature header is missing',
+  malformed_header: 'the Stripe-Signature header has no t= timestamp or no v1= signature',
+  timestamp_outside_tolerance: `the signature's timestamp is more than ${WEBHOOK_TOLERANCE_S} s old`,
+  no_matching_secret: "the signature did not match any of the tenant's signing secrets",
+  not_json: 'the signed body is not JSON',
+};
+
+/**
+ * Says in the service log why a delivery got 400 invalid_signature, naming the tenant, so
+ * that an operator can tell a wrong signing secret from a replay. Never the header's value
+ * nor a secret: only the reason and how many secrets were tried.
+ */
+function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: number): void {
+  req.log.warn({ tenant: slug, reason: why, signingSecrets: secrets }, `stripe webhook refused for tenant ${slug}: ${REFUSALS[why]}`);
+}
 
 /**
  * `POST /webhooks/stripe/:tenantSlug` (docs/stripe.md, the webhook). The body is kept raw, as
@@ -103,10 +124,20 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const header = req.headers['stripe-signature'];
       const raw = req.body;
       const secrets = signing.secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
-      if (secrets.length === 0) return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
-      if (typeof header !== 'string' || !Buffer.isBuffer(raw)) return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
-      const event = verifyStripeDelivery(raw, header, secrets, nowMs);
-      if (event === undefined) return sendProblem(reply, 'invalid_signature');
+      if (secrets.length === 0) {
+        refused(req, slug, 'no_secret_configured', 0);
+        return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
+      }
+      if (typeof header !== 'string' || !Buffer.isBuffer(raw)) {
+        refused(req, slug, 'missing_header', secrets.length);
+        return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
+      }
+      const checked = checkStripeDelivery(raw, header, secrets, nowMs);
+      if (!checked.ok) {
+        refused(req, slug, checked.why, secrets.length);
+        return sendProblem(reply, 'invalid_signature');
+      }
+      const event = checked.event;
       // Stripe creates an event before it signs a delivery of it, and the signature is at
       // most WEBHOOK_TOLERANCE_S from our clock: an event dated later is not Stripe's, and
       // would hold a status against every correction until its time.

@@ -1,5 +1,5 @@
-import { linkedDeclineOutcome } from '../domain/stripe/derive.js';
-import type { Decline, Derivation, InvoiceLink } from '../domain/stripe/derive.js';
+import { invoiceFailureOfFacts, invoiceFailureOutcome, linkedDeclineOutcome } from '../domain/stripe/derive.js';
+import type { Decline, Derivation, InvoiceFailure, InvoiceLink } from '../domain/stripe/derive.js';
 import { EPISODE_SEVERITY, RANKS, comparePositions, customerStatus, endsOverride, supersedes } from '../domain/stripe/fold.js';
 import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
 import { answerCustomer, DEFAULT_POLICY } from '../domain/policy.js';
@@ -528,6 +528,110 @@ async function recordDecline(tx: Queryable, tenantId: number, customerId: string
   if (decline.invoiceId !== null) await linkPayments(tx, tenantId, ids, decline.invoiceId);
 }
 
+/**
+ * Which decline makes an invoice failure a hard one (docs/stripe.md, which decline counts):
+ * the latest decline of this customer linked to the invoice and dated at or before the
+ * failure's second, by (created, hard before soft, event id): the attempt that failed.
+ * A decline dated later is a later attempt: it counts as a failure of its own, at its own
+ * time. Every attempt at one invoice goes through the invoice's payment intent, so once
+ * that is linked each attempt's decline is too, and an older attempt's hard decline does
+ * not stand in for a newer soft one.
+ */
+async function declineAtFailure(tx: Queryable, tenantId: number, customerId: string, invoiceId: string, at: Date): Promise<{ hard: boolean; code: string | null } | null> {
+  const [row] = await tx.query<{ hard: boolean; decline_code: string | null }>(
+    `SELECT d.hard, d.decline_code
+     FROM stripe_declines d JOIN stripe_payment_links l ON l.tenant_id = d.tenant_id AND l.payment_id = d.payment_id
+     WHERE d.tenant_id = $1 AND l.invoice_id = $2 AND d.processor_customer_id = $3 AND d.created <= $4
+     ORDER BY d.created DESC, d.hard DESC, d.event_id DESC LIMIT 1`,
+    [tenantId, invoiceId, customerId, at],
+  );
+  return row ? { hard: row.hard, code: row.decline_code } : null;
+}
+
+/** An invoice failure's episode event, its outcome weighed with the decline that counts. */
+async function invoiceFailureEvent(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoice: InvoiceRow,
+  failure: InvoiceFailure,
+  event: { eventId: string; created: Date; declineCode: string | null },
+): Promise<EpisodeEvent | null> {
+  const linked = failure.payloadHard === null ? await declineAtFailure(tx, tenantId, customerId, invoice.invoice_id, event.created) : null;
+  const outcome = invoiceFailureOutcome({ autoCollected: invoice.auto_collected, firstInvoice: invoice.first_invoice }, failure, linked?.hard ?? null);
+  if (outcome === null) return null;
+  return {
+    episode: invoice.episode,
+    outcome,
+    position: { atMs: event.created.getTime(), rank: RANKS[outcome.state], eventId: event.eventId },
+    declineCode: event.declineCode ?? (outcome.reason === 'hard_decline' ? (linked?.code ?? null) : null),
+    invoiceId: invoice.invoice_id,
+  };
+}
+
+/** The most invoice failures of one invoice weighed again: Stripe makes a handful at most. */
+const MAX_REVISED_FAILURES = 50;
+
+/**
+ * Weighs again the `invoice.payment_failed` events of an invoice already applied, now that
+ * a decline is linked to it (the decline arrived after them, or the event that links it
+ * did): set semantics, so the invoice failure's outcome does not depend on which came
+ * first. A failure that now outranks its episode's state sets it; the failure that set the
+ * episode is restated in place when its outcome changed, keeping its time and id. Reads
+ * the failures from stripe_events: one pruned by retention is no longer weighed.
+ */
+async function reviseInvoiceFailures(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoice: InvoiceRow,
+  exceptEventId: string,
+  override: Override | null,
+  now: Date,
+): Promise<Override | null> {
+  if (invoice.processor_customer_id !== customerId) return override;
+  const rows = await tx.query<{ event_id: string; created: Date; facts: Record<string, unknown> | string }>(
+    `SELECT event_id, created, facts FROM stripe_events
+     WHERE tenant_id = $1 AND processor_customer_id = $2 AND event_type = 'invoice.payment_failed'
+       AND facts ->> 'invoice' = $3 AND event_id <> $4
+     ORDER BY created DESC, event_id DESC LIMIT ${MAX_REVISED_FAILURES}`,
+    [tenantId, customerId, invoice.invoice_id, exceptEventId],
+  );
+  let standing = override;
+  for (const row of rows) {
+    const facts = typeof row.facts === 'string' ? (JSON.parse(row.facts) as Record<string, unknown>) : row.facts;
+    const e = await invoiceFailureEvent(tx, tenantId, customerId, invoice, invoiceFailureOfFacts(facts), {
+      eventId: row.event_id,
+      created: new Date(row.created),
+      declineCode: typeof facts.decline_code === 'string' ? facts.decline_code : null,
+    });
+    if (e === null) continue;
+    if (await restateEpisode(tx, tenantId, customerId, e, now)) continue;
+    standing = (await applyEpisodeEvents(tx, tenantId, customerId, [e], standing, now)).override;
+  }
+  return standing;
+}
+
+/**
+ * When `e`'s event is the one that set its episode, writes its outcome there (a no-op when
+ * unchanged) and answers true. Its rank follows its state: within the same second a
+ * restated failure meets only the events still stored, the latest of the episode.
+ */
+async function restateEpisode(tx: Queryable, tenantId: number, customerId: string, e: EpisodeEvent, now: Date): Promise<boolean> {
+  const [row] = await tx.query<{ event_id: string; state: EpisodeState; reason: string }>(
+    'SELECT event_id, state, reason FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3',
+    [tenantId, customerId, e.episode],
+  );
+  if (row?.event_id !== e.position.eventId) return false;
+  if (row.state === e.outcome.state && row.reason === e.outcome.reason) return true;
+  await tx.query(
+    `UPDATE subscriber_episodes SET state = $4, reason = $5, decline_code = $6, rank = $7, updated_at = $8
+     WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = $3`,
+    [tenantId, customerId, e.episode, e.outcome.state, e.outcome.reason, e.declineCode, e.position.rank, now],
+  );
+  return true;
+}
+
 type Applicable = Extract<Derivation, { kind: 'change' } | { kind: 'ignored' }>;
 
 /**
@@ -553,10 +657,18 @@ export async function applyStripeEvent(
   // The declines this invoice links, earlier or now: they count as the invoice's failures.
   const linked = derivation.invoice === null ? [] : await declinesOfInvoice(tx, tenantId, customerId, derivation.invoice.invoiceId);
 
+  // An invoice event that links a decline weighs the invoice's earlier failures again.
+  const revise = async (standing: Override | null): Promise<Override | null> => {
+    if (linked.length === 0 || derivation.invoice === null) return standing;
+    const invoice = await invoiceRow(tx, tenantId, derivation.invoice.invoiceId);
+    return invoice === null ? standing : reviseInvoiceFailures(tx, tenantId, customerId, invoice, event.eventId, standing, now);
+  };
+
   if (derivation.kind === 'ignored') {
     if (linked.length === 0) return { outcome: 'ignored', ...unchanged };
     const result = await applyEpisodeEvents(tx, tenantId, customerId, linked, overrideOf(before), now);
-    const settled = await settle(tx, tenantId, customerId, before, result.override, cause, derivation.invoice?.episode ?? null, now);
+    const standing = await revise(result.override);
+    const settled = await settle(tx, tenantId, customerId, before, standing, cause, derivation.invoice?.episode ?? null, now);
     return { outcome: 'ignored', ...settled };
   }
 
@@ -579,19 +691,31 @@ export async function applyStripeEvent(
     const e = declineEvent(own, invoice);
     if (e === null) return { outcome: 'ignored', ...unchanged };
     const result = await applyEpisodeEvents(tx, tenantId, customerId, [e], overrideOf(before), now);
-    const settled = await settle(tx, tenantId, customerId, before, result.override, cause, e.episode, now);
+    // The invoice's failures dated at or after this decline may have been waiting for it.
+    const standing = await reviseInvoiceFailures(tx, tenantId, customerId, invoice, event.eventId, result.override, now);
+    const settled = await settle(tx, tenantId, customerId, before, standing, cause, e.episode, now);
     return { outcome: result.applied[0] === true ? 'applied' : 'stale', ...settled };
   }
 
-  const own: EpisodeEvent = {
+  let own: EpisodeEvent = {
     episode: change.episode,
     outcome: change.outcome,
     position: { atMs, rank: RANKS[change.outcome.state], eventId: event.eventId },
     declineCode: event.declineCode,
     invoiceId: derivation.invoice?.invoiceId ?? change.invoiceId ?? null,
   };
+  if (change.failure !== undefined && derivation.invoice !== null) {
+    // An invoice failure: the decline linked to the invoice tells whether it was hard.
+    const invoice = await invoiceRow(tx, tenantId, derivation.invoice.invoiceId);
+    const weighed = invoice === null ? null : await invoiceFailureEvent(tx, tenantId, customerId, invoice, change.failure, event);
+    if (weighed !== null) {
+      own = { ...weighed, episode: change.episode };
+      cause.declineCode = own.declineCode;
+    }
+  }
   const result = await applyEpisodeEvents(tx, tenantId, customerId, [own, ...linked], overrideOf(before), now);
-  const settled = await settle(tx, tenantId, customerId, before, result.override, cause, change.episode, now);
+  const standing = await revise(result.override);
+  const settled = await settle(tx, tenantId, customerId, before, standing, cause, change.episode, now);
   return { outcome: result.applied[0] === true ? 'applied' : 'stale', ...settled };
 }
 

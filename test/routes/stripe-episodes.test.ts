@@ -178,6 +178,87 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       }
     });
 
+    /** A decline of the invoice's payment, linked as Stripe links it in this shape. */
+    function linkedDecline(type: string, c: string, ids: ReturnType<typeof paymentIds>, code: string, created: number, opts: { paymentIntent?: string; charge?: string } = {}): StripeEventFixture {
+      const pi = opts.paymentIntent ?? ids.paymentIntent;
+      const ch = opts.charge ?? ids.charge;
+      // Before basil the payment names its invoice; from basil on only the invoice's payments link it.
+      return type === 'charge.failed'
+        ? event(type, charge(c, { outcome_reason: code, failure_code: 'card_declined' }, api, { id: ch, paymentIntent: pi, invoice: ids.invoice }), { created, api })
+        : event(type, paymentIntent(c, { decline_code: code }, api, { id: pi, charge: ch, invoice: ids.invoice }), { created, api });
+    }
+    const failedNamingPayment = (c: string, ids: ReturnType<typeof paymentIds>, opts: Parameters<typeof invoice>[1], created: number) =>
+      event('invoice.payment_failed', invoice(c, { api, ids, namePayments: true, ...opts }), { created, api });
+
+    it('a hard decline linked to the invoice, then its invoice.payment_failed a second later: lockout hard_decline, retries or not, in either arrival order', async () => {
+      for (const type of ['charge.failed', 'payment_intent.payment_failed']) {
+        for (const order of ['decline first', 'invoice first'] as const) {
+          for (const next of ['none', 'scheduled'] as const) {
+            const c = nextCustomer();
+            const ids = paymentIds();
+            const t = nowS();
+            const decline = linkedDecline(type, c, ids, 'lost_card', t);
+            const failure = failedNamingPayment(c, ids, { next_payment_attempt: next === 'none' ? null : t + DAY_S }, t + 1);
+            for (const e of order === 'decline first' ? [decline, failure] : [failure, decline]) await send(e);
+            const label = `${type}, ${order}, next attempt ${next}`;
+            expect(await statusAndReason(c), label).toEqual(['lockout', 'hard_decline']);
+            // The invoice failure, the later of the two, is what set the episode, with the decline's code.
+            expect((await subscriber(c)).episodes, label).toMatchObject([{ episode: ids.subscription, event_id: failure.id, state: 'lockout', reason: 'hard_decline', decline_code: 'lost_card' }]);
+          }
+        }
+      }
+    });
+
+    it('a soft decline linked to the invoice leaves the retry schedule to decide: retries_exhausted when Stripe stops, in either arrival order', async () => {
+      for (const type of ['charge.failed', 'payment_intent.payment_failed']) {
+        for (const order of ['decline first', 'invoice first'] as const) {
+          const c = nextCustomer();
+          const ids = paymentIds();
+          const t = nowS();
+          const decline = linkedDecline(type, c, ids, 'insufficient_funds', t);
+          const failure = failedNamingPayment(c, ids, { next_payment_attempt: null }, t + 1);
+          for (const e of order === 'decline first' ? [decline, failure] : [failure, decline]) await send(e);
+          expect(await statusAndReason(c), `${type}, ${order}`).toEqual(['lockout', 'retries_exhausted']);
+        }
+      }
+    });
+
+    it("a subscription's first invoice stays warning first_payment_failed with a linked hard decline", async () => {
+      for (const order of ['decline first', 'invoice first'] as const) {
+        const c = nextCustomer();
+        const ids = paymentIds();
+        const t = nowS();
+        const decline = linkedDecline('payment_intent.payment_failed', c, ids, 'stolen_card', t);
+        const failure = failedNamingPayment(c, ids, { next_payment_attempt: null, billing_reason: 'subscription_create' }, t + 1);
+        for (const e of order === 'decline first' ? [decline, failure] : [failure, decline]) await send(e);
+        expect(await statusAndReason(c), order).toEqual(['warning', 'first_payment_failed']);
+      }
+    });
+
+    it("the decline that counts is the latest at or before the failure's second, whatever the arrival order", async () => {
+      const t = nowS();
+      // Attempt one: a hard decline (a lost card) and its failure. The customer puts in a
+      // new card; attempt two, days later on the same payment intent: a soft decline.
+      const story = (c: string, ids: ReturnType<typeof paymentIds>): StripeEventFixture[] => [
+        linkedDecline('payment_intent.payment_failed', c, ids, 'lost_card', t - 3 * DAY_S),
+        failedNamingPayment(c, ids, { next_payment_attempt: null }, t - 3 * DAY_S + 1),
+        linkedDecline('payment_intent.payment_failed', c, ids, 'insufficient_funds', t, { charge: `ch_second_${c}` }),
+        failedNamingPayment(c, ids, { next_payment_attempt: null }, t + 1),
+      ];
+      for (const order of [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [0, 1, 3, 2], [3, 0, 1, 2]]) {
+        const c = nextCustomer();
+        const events = story(c, paymentIds());
+        for (const i of order) await send(events[i] as StripeEventFixture);
+        expect(await statusAndReason(c), order.join(' ')).toEqual(['lockout', 'retries_exhausted']);
+        expect((await subscriber(c)).episodes, order.join(' ')).toMatchObject([{ event_id: events[3]?.id, reason: 'retries_exhausted' }]);
+        // Without the second attempt's decline, the first attempt's hard one is the latest.
+        const alone = nextCustomer();
+        const fewer = story(alone, paymentIds());
+        for (const i of order.filter((i) => i !== 2)) await send(fewer[i] as StripeEventFixture);
+        expect(await statusAndReason(alone), order.join(' ')).toEqual(['lockout', 'hard_decline']);
+      }
+    });
+
     it('a decline of a one-off payment changes nothing: kept in the history only, an unknown customer stays unknown', async () => {
       const c = nextCustomer();
       const oneOff = event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'incorrect_number' }, api, { invoice: null }), { created: nowS(), api });

@@ -5,6 +5,8 @@ import type { CreatedTenant, Harness } from '../helpers/harness.js';
 import { charge, event, invoice, signed } from '../helpers/stripe-fixtures.js';
 import type { StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
+import { Capture } from '../helpers/log-capture.js';
+import { createLogger } from '../../src/runtime/logger.js';
 
 const engines = await availableEngines();
 const SECRET = 'whsec_test_primary_0123456789abcdef';
@@ -127,5 +129,62 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     const res = await h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('invalid_request');
+  });
+});
+
+describe.each(engines)('Stripe webhook, a refused signature in the log ($name)', (engine) => {
+  let h: Harness;
+  const logs = new Capture();
+  const nowS = () => Math.floor(h.clock.ms / 1000);
+  const WRONG = 'whsec_wrong_one_from_another_endpoint_00';
+
+  beforeAll(async () => {
+    h = await harness(engine, { logger: createLogger('info', logs) });
+    await h.createTenant('acme');
+    await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET });
+    await h.createTenant('no-secret');
+  });
+  afterAll(() => h.close());
+
+  /** The warnings logged while `act` ran. */
+  async function warningsOf(act: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
+    const from = logs.entries().length;
+    await act();
+    return logs
+      .entries()
+      .slice(from)
+      .filter((e) => e.level === 40);
+  }
+
+  it('names the tenant and why, keeps the 400 as it is, and never logs a secret or the signature', async () => {
+    const fixture = event('charge.failed', charge('cus_log1', { outcome_reason: 'stolen_card' }), { created: nowS() });
+    const headers: string[] = [];
+    const cases: { slug: string; secret: string; opts?: { timestampS?: number; signature?: string }; reason: string; says: RegExp }[] = [
+      { slug: 'acme', secret: WRONG, reason: 'no_matching_secret', says: /tenant acme: the signature did not match any of the tenant's signing secrets/ },
+      { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() - 301 }, reason: 'timestamp_outside_tolerance', says: /tenant acme: the signature's timestamp is more than 300 s old/ },
+      { slug: 'acme', secret: SECRET, opts: { signature: 'v1=abc' }, reason: 'malformed_header', says: /tenant acme: .*no t= timestamp or no v1= signature/ },
+      { slug: 'no-secret', secret: SECRET, reason: 'no_secret_configured', says: /tenant no-secret: the tenant has no Stripe signing secret configured/ },
+    ];
+    for (const c of cases) {
+      let res: Awaited<ReturnType<typeof deliver>> | undefined;
+      const warnings = await warningsOf(async () => {
+        res = await deliver(h, c.slug, fixture, c.secret, c.opts);
+      });
+      expect(res?.statusCode, c.reason).toBe(400);
+      expect(res?.json(), c.reason).toMatchObject({ code: 'invalid_signature' });
+      expect(warnings, c.reason).toHaveLength(1);
+      expect(warnings[0], c.reason).toMatchObject({ tenant: c.slug, reason: c.reason });
+      expect(String(warnings[0]?.msg), c.reason).toMatch(c.says);
+      headers.push(c.opts?.signature ?? signed(fixture, c.secret, c.opts?.timestampS ?? nowS()).signature);
+    }
+    const missing = await warningsOf(() => h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(fixture) }));
+    expect(missing).toMatchObject([{ tenant: 'acme', reason: 'missing_header' }]);
+
+    for (const secret of [SECRET, WRONG]) expect(logs.text).not.toContain(secret);
+    for (const header of headers) {
+      for (const v1 of header.split(',').filter((p) => p.startsWith('v1='))) expect(logs.text).not.toContain(v1.slice(3));
+    }
+    // A delivery that verifies logs no warning.
+    expect(await warningsOf(() => deliver(h, 'acme', fixture, SECRET))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { deriveChange } from '../../src/domain/stripe/derive.js';
+import { deriveChange, invoiceFailureOfFacts, invoiceFailureOutcome } from '../../src/domain/stripe/derive.js';
 import { eventShapeProblem } from '../../src/domain/stripe/event.js';
 import { RANKS, comparePositions, customerStatus, endsOverride } from '../../src/domain/stripe/fold.js';
 import type { Episode } from '../../src/domain/stripe/fold.js';
@@ -80,6 +80,51 @@ describe('deriveChange', () => {
       kind: 'change',
       change: { outcome: { state: 'lockout', reason: 'subscription_unpaid' } },
     });
+  });
+});
+
+describe('invoiceFailureOutcome', () => {
+  const auto = { autoCollected: true, firstInvoice: false };
+  const soft = { nextAttempt: T + 3600, payloadHard: null };
+  const last = { nextAttempt: null, payloadHard: null };
+
+  it('a linked hard decline makes the failure a hard one, retries or not; soft or none leaves the schedule to decide', () => {
+    expect(invoiceFailureOutcome(auto, last, true)).toEqual({ state: 'lockout', reason: 'hard_decline' });
+    expect(invoiceFailureOutcome(auto, soft, true)).toEqual({ state: 'lockout', reason: 'hard_decline' });
+    expect(invoiceFailureOutcome(auto, last, false)).toEqual({ state: 'lockout', reason: 'retries_exhausted' });
+    expect(invoiceFailureOutcome(auto, last, null)).toEqual({ state: 'lockout', reason: 'retries_exhausted' });
+    expect(invoiceFailureOutcome(auto, soft, false)).toEqual({ state: 'warning', reason: 'soft_decline' });
+  });
+
+  it("the payload's own decline, when it carries one, comes before a linked one", () => {
+    expect(invoiceFailureOutcome(auto, { nextAttempt: null, payloadHard: false }, true)).toEqual({ state: 'lockout', reason: 'retries_exhausted' });
+    expect(invoiceFailureOutcome(auto, { nextAttempt: T, payloadHard: true }, false)).toEqual({ state: 'lockout', reason: 'hard_decline' });
+  });
+
+  it("a subscription's first invoice is a warning whatever its decline; an emailed invoice gates nothing", () => {
+    expect(invoiceFailureOutcome({ autoCollected: true, firstInvoice: true }, last, true)).toEqual({ state: 'warning', reason: 'first_payment_failed' });
+    expect(invoiceFailureOutcome({ autoCollected: false, firstInvoice: false }, last, true)).toBeNull();
+  });
+
+  it('reads back from the facts kept with the event what the derivation read from the payload, in both shapes', () => {
+    for (const api of [LEGACY_API, BASIL_API] as const) {
+      const payloads = [
+        invoice('cus_1', { api, next_payment_attempt: T + 3600 }),
+        invoice('cus_1', { api, next_payment_attempt: null, expandedPaymentIntent: paymentIntent('cus_1', { decline_code: 'lost_card' }) }),
+        invoice('cus_1', { api, next_payment_attempt: null, expandedPaymentIntent: paymentIntent('cus_1', { decline_code: 'insufficient_funds' }) }),
+      ];
+      for (const payload of payloads) {
+        const d = deriveChange(event('invoice.payment_failed', payload, { created: T, api }));
+        if (d.kind !== 'change' || d.change.kind !== 'episode') throw new Error('expected an episode change');
+        expect(d.change.failure).toBeDefined();
+        // Stored as JSON, read back as JSON.
+        expect(invoiceFailureOfFacts(JSON.parse(JSON.stringify(d.facts)))).toEqual(d.change.failure);
+      }
+    }
+    const plain = deriveChange(event('invoice.payment_failed', invoice('cus_1', { next_payment_attempt: T + 3600 }), { created: T }));
+    expect(plain).toMatchObject({ change: { failure: { nextAttempt: T + 3600, payloadHard: null } } });
+    // Only a payment failure is weighed with a linked decline.
+    expect(deriveChange(event('invoice.payment_action_required', invoice('cus_1', {}), { created: T }))).not.toHaveProperty('change.failure');
   });
 });
 

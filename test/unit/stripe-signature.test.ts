@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
-import { parseSignatureHeader, verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../../src/domain/stripe/signature.js';
+import { checkStripeDelivery, parseSignatureHeader, signStripePayload, verifyStripeDelivery, WEBHOOK_TOLERANCE_S } from '../../src/domain/stripe/signature.js';
 
 /** Headers made by Stripe's own library (`generateTestHeaderString`), as Stripe signs deliveries. */
 const SECRET = 'whsec_signature_test_0123456789abcdef';
@@ -33,6 +33,19 @@ describe('Stripe-Signature', () => {
     expect(verifyStripeDelivery(raw, moved, [SECRET], T * 1000)).toBeUndefined();
     const notJson = 'not json';
     expect(verifyStripeDelivery(Buffer.from(notJson), signedBy(SECRET, T, notJson), [SECRET], T * 1000)).toBeUndefined();
+  });
+
+  it('says why a delivery did not verify', () => {
+    expect(checkStripeDelivery(raw, signedBy(SECRET), [OTHER], T * 1000)).toEqual({ ok: false, why: 'no_matching_secret' });
+    expect(checkStripeDelivery(raw, signedBy(SECRET), [SECRET], (T + WEBHOOK_TOLERANCE_S + 1) * 1000)).toEqual({ ok: false, why: 'timestamp_outside_tolerance' });
+    expect(checkStripeDelivery(raw, `t=${T}`, [SECRET], T * 1000)).toEqual({ ok: false, why: 'malformed_header' });
+    expect(checkStripeDelivery(Buffer.from('not json'), signedBy(SECRET, T, 'not json'), [SECRET], T * 1000)).toEqual({ ok: false, why: 'not_json' });
+    expect(checkStripeDelivery(raw, signedBy(SECRET), [SECRET], T * 1000)).toMatchObject({ ok: true, event: { id: 'evt_1' } });
+  });
+
+  it("signs a payload as Stripe's own library does", () => {
+    expect(signStripePayload(payload, SECRET, T)).toBe(signedBy(SECRET));
+    expect(Stripe.webhooks.constructEvent(payload, signStripePayload(payload, SECRET, Math.floor(Date.now() / 1000)), SECRET)).toMatchObject({ id: 'evt_1' });
   });
 
   it('parses only well-formed headers', () => {

@@ -11,6 +11,7 @@ import { createProgress } from '../progress.js';
 import type { SyncResult } from '../stripe-sync.js';
 import { ImportTally, formatTally } from '../stripe-tally.js';
 import type { TallySummary } from '../stripe-tally.js';
+import { sendSample } from './stripe-send-sample.js';
 
 /** What one request carries at most: within the server's batch limits (500 events, 8 MiB). */
 export const REPLAY_BATCH_EVENTS = 500;
@@ -189,4 +190,4 @@ const sync: Command = {
   },
 };
 
-export const stripeCommands: Command[] = [replay, sync];
+export const stripeCommands: Command[] = [replay, sync, sendSample];

@@ -71,9 +71,24 @@ export interface Decline {
   invoiceId: string | null;
 }
 
+/**
+ * What an `invoice.payment_failed` tells of its own attempt, before any linked decline is
+ * read: kept in its facts too (`next_payment_attempt`, the codes), so that the store can
+ * weigh it again when a decline of the invoice arrives after it.
+ */
+export interface InvoiceFailure {
+  /** Stripe's next automatic attempt (Unix seconds); null: it will not retry. */
+  nextAttempt: number | null;
+  /** The class of the decline the payload carries expanded; null: it carries none. */
+  payloadHard: boolean | null;
+}
+
 export type StripeChange =
-  /** `invoiceId`: the invoice a subscription event names (its latest), when no invoice event is at hand. */
-  | { kind: 'episode'; episode: string; outcome: EpisodeOutcome; invoiceId?: string | null }
+  /**
+   * `invoiceId`: the invoice a subscription event names (its latest), when no invoice event is at hand.
+   * `failure`: set on an `invoice.payment_failed`, whose outcome a linked hard decline can change.
+   */
+  | { kind: 'episode'; episode: string; outcome: EpisodeOutcome; invoiceId?: string | null; failure?: InvoiceFailure }
   | { kind: 'decline'; decline: Decline }
   /** The customer was deleted: every older episode goes, and older events change nothing. */
   | { kind: 'delete' };
@@ -107,7 +122,7 @@ function compact(facts: Facts): Facts {
   return Object.fromEntries(Object.entries(facts).filter(([, v]) => v !== null && v !== undefined));
 }
 
-function codesOf(facts: Facts): (string | null)[] {
+function codesOf(facts: Readonly<Record<string, unknown>>): (string | null)[] {
   return [facts.decline_code, facts.code, facts.outcome_reason, facts.failure_code].map((c) => (typeof c === 'string' ? c : null));
 }
 
@@ -241,6 +256,36 @@ export function linkedDeclineOutcome(decline: Pick<Decline, 'hard'>, invoice: Pi
 }
 
 /**
+ * The outcome of an `invoice.payment_failed` (docs/stripe.md, which decline counts): none
+ * for an invoice paid by hand; a subscription's first invoice is a warning whatever its
+ * decline or retries; else a hard decline is a lockout, retries or not, and otherwise the
+ * retry schedule decides. The decline is the one the payload carries expanded when it
+ * does, else `linkedHard`: the class of the latest decline linked to the invoice dated at
+ * or before the failure's second (null: none is known). Stripe sends `invoice.payments`
+ * only when asked, so most invoice payloads carry no decline at all.
+ */
+export function invoiceFailureOutcome(
+  invoice: Pick<InvoiceLink, 'autoCollected' | 'firstInvoice'>,
+  failure: InvoiceFailure,
+  linkedHard: boolean | null,
+): EpisodeOutcome | null {
+  if (!invoice.autoCollected) return null;
+  if (invoice.firstInvoice) return { state: 'warning', reason: 'first_payment_failed' };
+  if (failure.payloadHard ?? linkedHard ?? false) return { state: 'lockout', reason: 'hard_decline' };
+  return failure.nextAttempt !== null ? { state: 'warning', reason: 'soft_decline' } : { state: 'lockout', reason: 'retries_exhausted' };
+}
+
+/** An invoice failure as its stored facts tell it (the facts `invoiceChange` keeps). */
+export function invoiceFailureOfFacts(facts: Readonly<Record<string, unknown>>): InvoiceFailure {
+  const codes = codesOf(facts);
+  const next = facts.next_payment_attempt;
+  return {
+    nextAttempt: typeof next === 'number' ? next : null,
+    payloadHard: codes.some((c) => c !== null) ? classifyDecline(...codes).class === 'hard' : null,
+  };
+}
+
+/**
  * A failed payment intent or charge. Its invoice is in its own `invoice` field before
  * 2025-03-31.basil, which removed that field from both objects (same changelog entry as
  * the invoice's payments); from then on only an invoice event naming the payment links it.
@@ -313,10 +358,10 @@ function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
   });
   const ignored = (why: string): Derivation => ({ kind: 'ignored', customerId, why, invoice: link, facts });
   if (link === null) return ignored('no_invoice_id');
-  const change = (outcome: EpisodeOutcome): Derivation => ({
+  const change = (outcome: EpisodeOutcome, failure?: InvoiceFailure): Derivation => ({
     kind: 'change',
     customerId,
-    change: { kind: 'episode', episode: link.episode, outcome },
+    change: { kind: 'episode', episode: link.episode, outcome, ...(failure ? { failure } : {}) },
     invoice: link,
     declineCode: decline.code,
     facts,
@@ -330,9 +375,10 @@ function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
   // The customer pays these by hand, from an emailed invoice: nothing to gate on.
   if (!link.autoCollected) return ignored('send_invoice');
   if (event.type === 'invoice.payment_action_required') return change({ state: 'warning', reason: 'payment_action_required' });
-  if (link.firstInvoice) return change({ state: 'warning', reason: 'first_payment_failed' });
-  if (decline.class === 'hard') return change({ state: 'lockout', reason: 'hard_decline' });
-  return change(next !== null ? { state: 'warning', reason: 'soft_decline' } : { state: 'lockout', reason: 'retries_exhausted' });
+  // invoice.payment_failed. The payload rarely carries its payment expanded: the store
+  // reads the declines linked to the invoice to tell a hard one (invoiceFailureOutcome).
+  const failure = invoiceFailureOfFacts(facts);
+  return change(invoiceFailureOutcome(link, failure, null) ?? { state: 'warning', reason: 'soft_decline' }, failure);
 }
 
 /** Event to episode change (docs/stripe.md, statuses from dunning episodes), as a value; no IO, no clock. */

@@ -27,23 +27,50 @@ export function parseSignatureHeader(header: string): { timestamp: number; v1: B
 }
 
 /**
- * The event of a Stripe delivery whose signature verifies under one of `secrets` (two during
- * a rotation) and is at most `toleranceS` old at `nowMs`; undefined otherwise, or when the
- * body is not JSON. The signed content is `<t>.<raw body>`; every secret and every `v1` is
- * compared, in constant time, with no early exit.
+ * Why a delivery did not verify, for the operator's log (never the header or a secret):
+ * `malformed_header` (no `t=` or no `v1=`), `timestamp_outside_tolerance` (older than the
+ * tolerance), `no_matching_secret` (no `v1` matches any of the tenant's secrets),
+ * `not_json` (signed, but not JSON).
  */
-export function verifyStripeDelivery(raw: Buffer, header: string, secrets: readonly string[], nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): unknown {
+export type SignatureFailure = 'malformed_header' | 'timestamp_outside_tolerance' | 'no_matching_secret' | 'not_json';
+
+export type DeliveryCheck = { ok: true; event: unknown } | { ok: false; why: SignatureFailure };
+
+/**
+ * A Stripe delivery checked against `secrets` (two during a rotation): its signature
+ * verifies under one of them and is at most `toleranceS` old at `nowMs`. The signed
+ * content is `<t>.<raw body>`; every secret and every `v1` is compared, in constant time,
+ * with no early exit.
+ */
+export function checkStripeDelivery(raw: Buffer, header: string, secrets: readonly string[], nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): DeliveryCheck {
   const parsed = parseSignatureHeader(header);
-  if (parsed === null || nowMs / 1000 - parsed.timestamp > toleranceS) return undefined;
+  if (parsed === null) return { ok: false, why: 'malformed_header' };
+  if (nowMs / 1000 - parsed.timestamp > toleranceS) return { ok: false, why: 'timestamp_outside_tolerance' };
   let verified = false;
   for (const secret of secrets) {
     const expected = createHmac('sha256', secret).update(`${parsed.timestamp}.`, 'utf8').update(raw).digest();
     for (const signature of parsed.v1) if (timingSafeEqual(expected, signature)) verified = true;
   }
-  if (!verified) return undefined;
+  if (!verified) return { ok: false, why: 'no_matching_secret' };
   try {
-    return JSON.parse(raw.toString('utf8')) as unknown;
+    return { ok: true, event: JSON.parse(raw.toString('utf8')) as unknown };
   } catch {
-    return undefined;
+    return { ok: false, why: 'not_json' };
   }
+}
+
+/** The event of a delivery that `checkStripeDelivery` accepts; undefined otherwise. */
+export function verifyStripeDelivery(raw: Buffer, header: string, secrets: readonly string[], nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): unknown {
+  const checked = checkStripeDelivery(raw, header, secrets, nowMs, toleranceS);
+  return checked.ok ? checked.event : undefined;
+}
+
+/**
+ * A `Stripe-Signature` header for `payload` signed with `secret` at `timestampS`, as Stripe
+ * documents it: `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<payload>">`. For
+ * sending sample events to a Dunwall of one's own (`dunwall stripe send-sample`).
+ */
+export function signStripePayload(payload: string, secret: string, timestampS: number): string {
+  const v1 = createHmac('sha256', secret).update(`${timestampS}.`, 'utf8').update(payload, 'utf8').digest('hex');
+  return `t=${timestampS},v1=${v1}`;
 }

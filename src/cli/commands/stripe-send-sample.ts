@@ -1,0 +1,173 @@
+import pkg from '../../../package.json' with { type: 'json' };
+import { isValidSlug } from '../../domain/lookup.js';
+import { signStripePayload } from '../../domain/stripe/signature.js';
+import { CUSTOMER_ID_RE } from '../../domain/types.js';
+import { stringOption, tenantOption } from '../args.js';
+import { DEFAULT_TIMEOUT_MS, displayUrl, networkReason } from '../client.js';
+import { baseUrlFrom } from '../env.js';
+import { ApiError, NetworkError, UsageError, oneLine } from '../errors.js';
+import type { Command, CommandContext } from '../io.js';
+import { readAll } from '../io.js';
+import { INVOICE_ID_RE, SAMPLE_API_VERSIONS, SAMPLE_EXPECTED, SAMPLE_SCENARIOS, SAMPLE_SHAPES, SUBSCRIPTION_ID_RE, sampleEvents, sampleIds } from '../stripe-samples.js';
+import type { SampleScenario, SampleShape } from '../stripe-samples.js';
+
+/**
+ * `dunwall stripe send-sample`: signed sample Stripe events sent to a running Dunwall's
+ * webhook, to see a customer go through warning, lockout and back without a Stripe
+ * account. The signing secret is read from stdin only, and never printed: neither it nor
+ * the Stripe-Signature header made with it appears in any output.
+ */
+
+interface SentEvent {
+  id: string;
+  type: string;
+  created: number;
+  http_status: number;
+  outcome: string;
+}
+
+interface SendSampleResult {
+  url: string;
+  tenant: string;
+  customer: string;
+  scenario: SampleScenario;
+  shape: SampleShape;
+  api_version: string;
+  subscription: string;
+  invoice: string;
+  events: SentEvent[];
+  expected: { status: string; reason: string };
+}
+
+function formatSent(r: SendSampleResult): string {
+  const width = Math.max(...r.events.map((e) => e.type.length));
+  return [
+    `sent to:      ${r.url}`,
+    `tenant:       ${r.tenant}`,
+    `customer:     ${r.customer}`,
+    `shape:        ${r.shape} (API ${r.api_version})`,
+    `subscription: ${r.subscription}`,
+    `invoice:      ${r.invoice}`,
+    'events:',
+    ...r.events.map((e) => `  ${e.type.padEnd(width)}  ${e.id}  created ${e.created}  -> ${e.http_status} ${e.outcome}`),
+    `expected:     ${r.expected.status} (${r.expected.reason})`,
+  ].join('\n');
+}
+
+function choice<T extends string>(value: string | undefined, allowed: readonly T[], what: string, fallback?: T): T {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (value !== undefined && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new UsageError(`stripe send-sample: ${what} must be one of ${allowed.join(', ')}${value === undefined ? '' : ` (got '${value}')`}`);
+}
+
+function idOption(ctx: CommandContext, name: string, re: RegExp, example: string): string | undefined {
+  const value = stringOption(ctx.values, name);
+  if (value !== undefined && !re.test(value)) throw new UsageError(`stripe send-sample: --${name} must look like ${example} (got '${value}')`);
+  return value;
+}
+
+/** The signing secret, from stdin: a command-line value would land in shell history and the process list. */
+async function secretOf(ctx: CommandContext): Promise<string> {
+  const option = stringOption(ctx.values, 'secret');
+  if (option !== '-') {
+    throw new UsageError("stripe send-sample: give --secret - and the tenant's Stripe signing secret (whsec_...) on stdin");
+  }
+  const secret = (await readAll(ctx.io.stdin)).trim();
+  if (secret === '') throw new UsageError('stripe send-sample: --secret -: no secret on stdin');
+  return secret;
+}
+
+/** What to do about a refusal, after Dunwall's own words. */
+function hintFor(code: string, tenant: string): string {
+  if (code === 'invalid_signature') {
+    return ` Is the secret on stdin the tenant's Stripe signing secret? Set it with: dunwall tenant update ${tenant} --stripe-webhook-secret -`;
+  }
+  if (code === 'tenant_not_found') return ` Create it with: dunwall tenant create ${tenant}`;
+  return '';
+}
+
+async function post(ctx: CommandContext, url: string, payload: string, signature: string): Promise<{ status: number; body: Record<string, unknown> | null }> {
+  const fetchImpl = ctx.io.fetch ?? globalThis.fetch;
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetchImpl(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signature, 'user-agent': `dunwall-cli/${pkg.version} (send-sample)` },
+      body: payload,
+      signal: AbortSignal.timeout(DEFAULT_TIMEOUT_MS),
+    });
+    text = await response.text();
+  } catch (err) {
+    throw new NetworkError(`cannot reach ${displayUrl(url)} (${networkReason(err, DEFAULT_TIMEOUT_MS)})`);
+  }
+  let body: Record<string, unknown> | null;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    body = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    body = null;
+  }
+  return { status: response.status, body };
+}
+
+export const sendSample: Command = {
+  name: 'stripe send-sample',
+  usage: `${SAMPLE_SCENARIOS.join('|')} --tenant SLUG --customer cus_... --secret - [--shape basil|legacy] [--url URL] [--subscription sub_...] [--invoice in_...]`,
+  summary:
+    "Send signed sample Stripe events (test mode) to a running Dunwall's webhook, to test without a Stripe account. The tenant's signing secret is read from stdin (--secret -). The same customer's samples share one subscription and invoice, so 'paid' resolves what a failure opened.",
+  options: {
+    tenant: { type: 'string' },
+    customer: { type: 'string' },
+    secret: { type: 'string' },
+    shape: { type: 'string' },
+    url: { type: 'string' },
+    subscription: { type: 'string' },
+    invoice: { type: 'string' },
+  },
+  positionals: ['SCENARIO'],
+  async run(ctx) {
+    const scenario = choice(ctx.positionals[0], SAMPLE_SCENARIOS, 'SCENARIO');
+    const tenant = tenantOption(ctx.values, 'stripe send-sample');
+    if (!isValidSlug(tenant)) throw new UsageError(`stripe send-sample: '${tenant}' is not a tenant slug`);
+    const customer = stringOption(ctx.values, 'customer');
+    if (customer === undefined || !CUSTOMER_ID_RE.test(customer)) throw new UsageError('stripe send-sample: --customer must be a Stripe customer id (cus_...)');
+    const shape = choice(stringOption(ctx.values, 'shape'), SAMPLE_SHAPES, '--shape', 'basil');
+    const subscription = idOption(ctx, 'subscription', SUBSCRIPTION_ID_RE, 'sub_...');
+    const invoice = idOption(ctx, 'invoice', INVOICE_ID_RE, 'in_...');
+    const url = stringOption(ctx.values, 'url');
+    const base = baseUrlFrom(url === undefined ? ctx.io.env : { DUNWALL_URL: url });
+    const secret = await secretOf(ctx);
+
+    const ids = sampleIds(tenant, customer, { ...(subscription ? { subscription } : {}), ...(invoice ? { invoice } : {}) });
+    const target = `${base}/webhooks/stripe/${tenant}`;
+    const events = sampleEvents({ scenario, shape, tenant, customer, ids, nowS: Math.floor(Date.now() / 1000) });
+    const sent: SentEvent[] = [];
+    for (const event of events) {
+      const payload = JSON.stringify(event, null, 2);
+      const answer = await post(ctx, target, payload, signStripePayload(payload, secret, Math.floor(Date.now() / 1000)));
+      const code = typeof answer.body?.code === 'string' ? answer.body.code : `http_${answer.status}`;
+      if (answer.status !== 200) {
+        const detail = typeof answer.body?.detail === 'string' ? oneLine(answer.body.detail) : `${target} answered ${answer.status}`;
+        const before = sent.length > 0 ? ` (${sent.length} of ${events.length} events were accepted before)` : '';
+        throw new ApiError(answer.status, code, `${detail.replace(/\.$/, '')}${before}.${hintFor(code, tenant)}`);
+      }
+      sent.push({ id: String(event.id), type: String(event.type), created: Number(event.created), http_status: answer.status, outcome: String(answer.body?.outcome ?? 'unknown') });
+    }
+    ctx.output(
+      {
+        url: target,
+        tenant,
+        customer,
+        scenario,
+        shape,
+        api_version: SAMPLE_API_VERSIONS[shape],
+        subscription: ids.subscription,
+        invoice: ids.invoice,
+        events: sent,
+        expected: SAMPLE_EXPECTED[scenario],
+      },
+      formatSent,
+    );
+  },
+};
