@@ -228,9 +228,9 @@ export class SqlStore implements Store {
     return row?.status ?? null;
   }
 
-  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null> {
-    const rows = await this.db.query<{ id: number; secret: string | null; expires_at: Date | null }>(
-      `SELECT t.id, c.secret, c.expires_at FROM tenants t
+  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null> {
+    const rows = await this.db.query<{ id: number; livemode: boolean | null; secret: string | null; expires_at: Date | null }>(
+      `SELECT t.id, t.livemode, c.secret, c.expires_at FROM tenants t
        LEFT JOIN tenant_credentials c ON c.tenant_id = t.id AND c.kind = 'stripe_webhook_secret'
        WHERE t.slug = $1 ORDER BY c.id`,
       [slug],
@@ -239,6 +239,7 @@ export class SqlStore implements Store {
     if (!first) return null;
     return {
       tenantId: first.id,
+      livemode: first.livemode,
       secrets: rows
         .filter((r) => r.secret !== null)
         .map((r) => credential(this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }), r.expires_at)),
@@ -256,9 +257,9 @@ export class SqlStore implements Store {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [t.tier]);
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
-          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (slug) DO NOTHING RETURNING id`,
-          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, JSON.stringify(t.branding ?? {}), now],
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at, livemode)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+          [t.slug, t.tier, t.cardUpdateUrl, t.hmacRequired, JSON.stringify(t.allowedOrigins), t.lookupsPerMinute ?? null, JSON.stringify(t.branding ?? {}), now, t.livemode ?? null],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
         await tx.query(
@@ -303,6 +304,7 @@ export class SqlStore implements Store {
            allowed_origins = CASE WHEN 'allowed_origins' = ANY($7::text[]) THEN $6::jsonb ELSE allowed_origins END,
            lookups_per_minute = CASE WHEN 'lookups_per_minute' = ANY($7::text[]) THEN $9::integer ELSE lookups_per_minute END,
            branding = CASE WHEN 'branding' = ANY($7::text[]) THEN $10::jsonb ELSE branding END,
+           livemode = CASE WHEN 'livemode' = ANY($7::text[]) THEN $11::boolean ELSE livemode END,
            updated_at = $8
          WHERE slug = $1 RETURNING id`,
         [
@@ -320,10 +322,12 @@ export class SqlStore implements Store {
             ...(patch.allowedOrigins !== undefined ? ['allowed_origins'] : []),
             ...(patch.lookupsPerMinute !== undefined ? ['lookups_per_minute'] : []),
             ...(patch.branding !== undefined ? ['branding'] : []),
+            ...(patch.livemode !== undefined ? ['livemode'] : []),
           ],
           now,
           patch.lookupsPerMinute ?? null,
           patch.branding === undefined ? null : JSON.stringify(patch.branding),
+          patch.livemode ?? null,
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;

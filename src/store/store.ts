@@ -27,6 +27,8 @@ export interface TenantRecord {
   lookupsPerMinute: number | null;
   /** What the snippet shows with a banner or a gate ({}: its defaults). */
   branding: Branding;
+  /** Stripe events taken: live only (true), test only (false), or both (null). */
+  livemode: boolean | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -39,11 +41,14 @@ export interface TenantSettings {
   allowedOrigins: string[] | null;
   lookupsPerMinute: number | null;
   branding: Branding;
+  livemode: boolean | null;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding'> {
+export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding' | 'livemode'> {
   lookupsPerMinute?: number | null;
   branding?: Branding;
+  /** Default null: both modes. */
+  livemode?: boolean | null;
   slug: string;
   publishableKeyHash: string;
   hmacSecret: string;
@@ -210,8 +215,11 @@ export interface Store {
   getTenantAuth(slug: string): Promise<TenantAuth | null>;
   getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
 
-  /** The tenant's Stripe signing secrets, expired ones included (the caller filters by time); null: no such tenant. */
-  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null>;
+  /**
+   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
+   * and the mode of the events it takes; null: no such tenant.
+   */
+  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
 
   countTenants(): Promise<number>;
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;

@@ -17,6 +17,7 @@ export interface TenantRow {
   allowed_origins: string[] | null;
   lookups_per_minute: number | null;
   branding: Branding;
+  livemode: boolean | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -29,7 +30,8 @@ export interface CredentialRow {
 }
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
-  t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.created_at, t.updated_at
+  t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.created_at, t.updated_at,
+  t.livemode
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -52,6 +54,7 @@ export function toTenant(row: TenantRow): TenantRecord {
     allowedOrigins: row.allowed_origins,
     lookupsPerMinute: row.lookups_per_minute,
     branding: row.branding ?? {},
+    livemode: row.livemode,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
