@@ -825,7 +825,7 @@ describe('dunwall stripe replay', () => {
       // One episode each: cus_r1's subscription, cus_r2's.
       episodes_created: 2,
       // The decline of cus_r2 names no invoice: kept, waiting for a link, and it changes nothing.
-      outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620 },
+      outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620, livemode_mismatch: 0 },
       statuses: { active: 1, warning: 0, lockout: 1, unknown: 0 },
       changes: [
         { processor_customer_id: 'cus_r1', from: null, to: 'lockout', reason: 'retries_exhausted' },
@@ -843,7 +843,7 @@ describe('dunwall stripe replay', () => {
     // Replaying the same export again changes nothing.
     const again = await cli(['stripe', 'replay', '--tenant', 'replay-co', writeJsonl(recovered.map((e) => JSON.stringify(e)))]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0$/m);
+    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0, livemode_mismatch 0$/m);
     expect(again.stdout).toMatch(/^episodes created:\s+0$/m);
     expect(again.stdout).toMatch(/^statuses:\s+lockout 0, warning 0, active 1, unknown 0$/m);
   });

@@ -12,6 +12,7 @@ export function presentTenant(t: TenantRecord) {
     allowed_origins: t.allowedOrigins,
     lookups_per_minute: t.lookupsPerMinute,
     branding: t.branding,
+    livemode: t.livemode,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };
