@@ -59,6 +59,7 @@ function tenantRows(t: TenantView): [string, string][] {
     ['allowed_origins', t.allowed_origins === null ? '(any)' : t.allowed_origins.join(', ')],
     ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
     ['branding', brandingSummary(t.branding)],
+    ['livemode', t.livemode === null ? 'null (live and test events)' : t.livemode ? 'true (live events only)' : 'false (test events only)'],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];
