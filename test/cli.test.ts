@@ -100,6 +100,7 @@ interface TenantJson {
   hmac_required: boolean;
   card_update_url: string | null;
   allowed_origins: string[] | null;
+  livemode?: boolean | null;
   publishable_key?: string;
   hmac_secret?: string;
   previous_expires_at?: string;
@@ -353,6 +354,46 @@ describe('dunwall tenant', () => {
     const badTier = await cli(['tenant', 'update', 'hooli', '--tier', 'platinum']);
     expect(badTier.code).toBe(1);
     expect(badTier.stderr).toBe("dunwall: invalid_request: tier: no tier is named 'platinum'\n");
+  });
+
+  it('creates live and test tenants with --live and --test, each key with its prefix, and changes the mode with update', async () => {
+    const live = await createTenant('live-cli', ['--live']);
+    expect(live).toMatchObject({ livemode: true });
+    expect(live.publishable_key).toMatch(/^pk_live_[A-Za-z0-9]{32}$/);
+    const test = await createTenant('test-cli', ['--test']);
+    expect(test).toMatchObject({ livemode: false });
+    expect(test.publishable_key).toMatch(/^pk_test_[A-Za-z0-9]{32}$/);
+    const either = await createTenant('either-cli');
+    expect(either).toMatchObject({ livemode: null });
+    expect(either.publishable_key).toMatch(/^pk_[A-Za-z0-9]{32}$/);
+    expect((await lookup('test-cli', test.publishable_key ?? '', 'cus_1')).status).toBe(200);
+
+    const shown = await cli(['tenant', 'show', 'live-cli']);
+    expect(shown.stdout).toMatch(/^livemode: +true \(live events only\)$/m);
+
+    const both = await cli(['tenant', 'create', 'both-cli', '--live', '--test']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/^dunwall: tenant create: give only one of --live, --test\. Run 'dunwall help' for usage\.\n$/);
+    expect((await cli(['tenant', 'show', 'both-cli'])).code).toBe(1);
+    const unknown = await cli(['tenant', 'create', 'both-cli', '--either-mode']);
+    expect(unknown.code).toBe(2);
+
+    const toLive = await cli(['tenant', 'update', 'either-cli', '--live', '--json']);
+    expect(toLive.code).toBe(0);
+    expect(parseJson<TenantJson>(toLive.stdout)).toMatchObject({ livemode: true });
+    const rotated = await cli(['tenant', 'rotate', 'either-cli', '--key', 'publishable', '--json']);
+    expect(parseJson<TenantJson>(rotated.stdout).publishable_key).toMatch(/^pk_live_/);
+    // The key made before the change keeps working for the overlap.
+    expect((await lookup('either-cli', either.publishable_key ?? '', 'cus_1')).status).toBe(200);
+
+    const toEither = await cli(['tenant', 'update', 'live-cli', '--either-mode']);
+    expect(toEither.code).toBe(0);
+    expect(toEither.stdout).toMatch(/^livemode: +null \(live and test events\)$/m);
+    const toTest = await cli(['tenant', 'update', 'live-cli', '--test', '--json']);
+    expect(parseJson<TenantJson>(toTest.stdout)).toMatchObject({ livemode: false });
+    const conflicting = await cli(['tenant', 'update', 'live-cli', '--test', '--either-mode']);
+    expect(conflicting.code).toBe(2);
+    expect(conflicting.stderr).toMatch(/^dunwall: tenant update: give only one of --test, --either-mode\. /);
   });
 
   it('reads --stripe-webhook-secret - from stdin, never from the command line', async () => {
@@ -825,7 +866,7 @@ describe('dunwall stripe replay', () => {
       // One episode each: cus_r1's subscription, cus_r2's.
       episodes_created: 2,
       // The decline of cus_r2 names no invoice: kept, waiting for a link, and it changes nothing.
-      outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620 },
+      outcomes: { applied: 2, stale: 0, ignored: 0, pending: 1, duplicate: 1, irrelevant: 620, livemode_mismatch: 0 },
       statuses: { active: 1, warning: 0, lockout: 1, unknown: 0 },
       changes: [
         { processor_customer_id: 'cus_r1', from: null, to: 'lockout', reason: 'retries_exhausted' },
@@ -843,7 +884,7 @@ describe('dunwall stripe replay', () => {
     // Replaying the same export again changes nothing.
     const again = await cli(['stripe', 'replay', '--tenant', 'replay-co', writeJsonl(recovered.map((e) => JSON.stringify(e)))]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0$/m);
+    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0, livemode_mismatch 0$/m);
     expect(again.stdout).toMatch(/^episodes created:\s+0$/m);
     expect(again.stdout).toMatch(/^statuses:\s+lockout 0, warning 0, active 1, unknown 0$/m);
   });

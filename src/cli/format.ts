@@ -66,6 +66,7 @@ function tenantRows(t: TenantView): [string, string][] {
     ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
     ['branding', brandingSummary(t.branding)],
     ['policy', policySummary(t.policy)],
+    ['livemode', t.livemode === null ? 'null (live and test events)' : t.livemode ? 'true (live events only)' : 'false (test events only)'],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];

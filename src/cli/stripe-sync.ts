@@ -298,6 +298,10 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   progress.report(1, text(), true);
   progress.done();
   if (opts.stateFile !== null) await rm(opts.stateFile, { force: true });
+  const mismatched = tally.summary().outcomes.livemode_mismatch;
+  if (mismatched > 0) {
+    deps.note(`${mismatched} events were skipped as livemode_mismatch: their Stripe mode is not the tenant's (is the API key the live or the test one it needs?)`);
+  }
   return {
     tenant: opts.tenant,
     dry_run: opts.dryRun,

@@ -1,5 +1,6 @@
 import { deriveChange } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
+import { STRIPE_EVENT_OUTCOMES, zeroOutcomeCounts } from '../domain/stripe/outcomes.js';
 import type { ReplayAnswerView } from './client.js';
 
 type Outcomes = ReplayAnswerView['outcomes'];
@@ -51,12 +52,13 @@ export class ImportTally {
   private readonly state: TallyState;
 
   constructor(from?: TallyState) {
-    this.state = from ?? { outcomes: { applied: 0, stale: 0, ignored: 0, pending: 0, duplicate: 0, irrelevant: 0 }, customers: {}, episodes: [] };
+    // A state saved before an outcome existed counts it from zero.
+    this.state = from ? { ...from, outcomes: { ...zeroOutcomeCounts(), ...from.outcomes } } : { outcomes: zeroOutcomeCounts(), customers: {}, episodes: [] };
   }
 
-  /** One batch: the events sent, in order, and the service's answer. */
+  /** One batch: the events sent, in order, and the service's answer (an older service's lacks the newer outcomes). */
   add(events: readonly unknown[], answer: ReplayAnswerView): void {
-    for (const key of Object.keys(this.state.outcomes) as (keyof Outcomes)[]) this.state.outcomes[key] += answer.outcomes[key];
+    for (const key of STRIPE_EVENT_OUTCOMES) this.state.outcomes[key] += (answer.outcomes as Partial<Outcomes>)[key] ?? 0;
     const episodes = new Set(this.state.episodes);
     answer.results.forEach((outcome, i) => {
       const episode = outcome === 'applied' ? episodeOf(events[i]) : null;
@@ -95,7 +97,7 @@ export function formatTally(s: TallySummary, dryRun: boolean): string[] {
   const lines = [
     `customers seen:    ${s.customers_seen}`,
     `episodes created:  ${s.episodes_created}${would}`,
-    `events:            applied ${o.applied}, stale ${o.stale}, ignored ${o.ignored}, pending ${o.pending}, duplicate ${o.duplicate}, irrelevant ${o.irrelevant}`,
+    `events:            ${STRIPE_EVENT_OUTCOMES.map((k) => `${k} ${o[k]}`).join(', ')}`,
     `statuses:          lockout ${s.statuses.lockout}, warning ${s.statuses.warning}, active ${s.statuses.active}, unknown ${s.statuses.unknown}${would}`,
   ];
   if (s.changes.length > 0) {

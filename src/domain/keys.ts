@@ -5,7 +5,8 @@ const PUBLISHABLE_KEY_RANDOM_CHARS = 32;
 const HMAC_SECRET_BYTES = 32;
 const ADMIN_TOKEN_RANDOM_CHARS = 48;
 
-export const PUBLISHABLE_KEY_RE = /^pk_[A-Za-z0-9]{24,128}$/;
+/** `pk_`, `pk_live_` or `pk_test_`, then the random part: keys made before test mode have no mode. */
+export const PUBLISHABLE_KEY_RE = /^pk_(?:live_|test_)?[A-Za-z0-9]{24,128}$/;
 
 /** Uniform base62 characters: bytes >= 248 are rejected so that no character is favoured. */
 export function randomBase62(length: number): string {
@@ -18,8 +19,18 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-export function generatePublishableKey(): string {
-  return `pk_${randomBase62(PUBLISHABLE_KEY_RANDOM_CHARS)}`;
+/**
+ * The prefix of a tenant's new publishable keys: `pk_live_` for a live tenant, `pk_test_`
+ * for a test one, plain `pk_` for one that takes both modes (docs/api.md, test mode). The
+ * prefix only tells a person which key is which; the lookup checks the key's digest.
+ */
+export function publishableKeyPrefix(livemode: boolean | null): string {
+  if (livemode === null) return 'pk_';
+  return livemode ? 'pk_live_' : 'pk_test_';
+}
+
+export function generatePublishableKey(livemode: boolean | null = null): string {
+  return `${publishableKeyPrefix(livemode)}${randomBase62(PUBLISHABLE_KEY_RANDOM_CHARS)}`;
 }
 
 export function generateHmacSecret(): string {

@@ -47,11 +47,25 @@ export interface LookupRequest {
   /** The bearer token, once check 1 has passed. */
   token: string;
   /** The query's two parameters: a repeated one arrives as an array. */
-  query: { readonly processor_customer_id?: unknown; readonly hmac?: unknown };
+  query: { readonly processor_customer_id?: unknown; readonly hmac?: unknown; readonly preview?: unknown };
 }
 
-/** `signed`: the lookup carried a valid `hmac`, so its answer may name the invoice to pay. */
-export type LookupCheck = { ok: true; customerId: string; signed: boolean } | { ok: false; code: LookupFailure };
+/**
+ * `signed`: the lookup carried a valid `hmac`, so its answer may name the invoice to pay.
+ * `preview`: a test tenant's lookup asked to see that status (CONTRACT.md section 6).
+ */
+export type LookupCheck = { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null } | { ok: false; code: LookupFailure };
+
+export const PREVIEW_STATUSES = ['warning', 'lockout'] as const;
+export type PreviewStatus = (typeof PREVIEW_STATUSES)[number];
+/** How far ahead a previewed warning's lockout is shown. */
+export const PREVIEW_LOCKOUT_AHEAD_MS = 7 * 86_400_000;
+
+/** The previewed status a test tenant's lookup asks for; null for any other tenant or value (an unknown parameter). */
+function previewOf(tenant: TenantAuth, value: unknown): PreviewStatus | null {
+  if (tenant.livemode !== false) return null;
+  return value === 'warning' || value === 'lockout' ? value : null;
+}
 
 export function isValidSlug(slug: string): boolean {
   return SLUG_RE.test(slug);
@@ -73,12 +87,14 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
     return { ok: false, code: 'invalid_processor_customer_id' };
   }
 
+  const preview = req.query.preview === undefined ? null : previewOf(tenant, req.query.preview);
   const hmac = req.query.hmac;
   if (hmac === undefined) {
-    return tenant.hmacRequired ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false };
+    // A preview shows sample data only: it needs no hmac.
+    return tenant.hmacRequired && preview === null ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false, preview };
   }
   if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs)) return { ok: false, code: 'hmac_mismatch' };
-  return { ok: true, customerId, signed: true };
+  return { ok: true, customerId, signed: true, preview };
 }
 
 /**
@@ -147,6 +163,18 @@ export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null):
   // Named reads, not `knownBodies[status]`: a read by a varying key is a slow lookup in V8.
   const bodies = tenant.knownBodies;
   return status === 'lockout' ? bodies.lockout : status === 'warning' ? bodies.warning : bodies.active;
+}
+
+/**
+ * A test tenant's preview: the known-subscriber body of that status with the tenant's
+ * entitlements, a lockout a week ahead for a warning, and the branding's payment link as the
+ * pay link, so that a team sees its banner and gate before any card fails.
+ */
+export function previewBody(tenant: TenantAuth, preview: PreviewStatus, nowMs: number): Buffer {
+  const prefix = preview === 'lockout' ? tenant.knownPrefixes.lockout : tenant.knownPrefixes.warning;
+  const lockoutAt = preview === 'warning' ? `,"lockout_at":"${formatLockoutAt(nowMs + PREVIEW_LOCKOUT_AHEAD_MS)}"` : '';
+  const payUrl = tenant.branding.payment_url === undefined ? '' : `,"pay_url":${JSON.stringify(tenant.branding.payment_url)}`;
+  return Buffer.concat([prefix, Buffer.from(`${lockoutAt}${payUrl}}`)]);
 }
 
 /** What the read model holds beside a non-active subscriber's status (`lockoutAtS` 0: none scheduled). */

@@ -38,6 +38,8 @@ export interface TenantAuthFields {
   branding: Branding;
   /** The policy's enforcement: applied again at each lookup, so that a change reaches every answer at once. */
   enforcement: Enforcement;
+  /** Live (true), test (false) or either (null): only a test tenant's lookups preview. */
+  livemode: boolean | null;
   entitlements: Entitlements;
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];

@@ -6,6 +6,7 @@ import { cardUpdateUrlProblem, originProblem } from '../domain/validation.js';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
 import { eventShapeProblem, isStripeEvent } from '../domain/stripe/event.js';
+import { zeroOutcomeCounts } from '../domain/stripe/outcomes.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus } from '../domain/stripe/fold.js';
 import { NAMED_FLAGS } from '../domain/types.js';
@@ -139,7 +140,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       checkCardUpdateUrl(body.card_update_url);
       checkBranding(body.branding);
       checkOrigins(body.allowed_origins);
-      const publishableKey = generatePublishableKey();
+      const livemode = body.livemode ?? null;
+      const publishableKey = generatePublishableKey(livemode);
       const hmacSecret = generateHmacSecret();
       const result = await store.createTenant(
         {
@@ -151,6 +153,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           lookupsPerMinute: body.lookups_per_minute ?? null,
           ...(body.branding !== undefined ? { branding: body.branding } : {}),
           ...(body.policy !== undefined ? { policy: { ...DEFAULT_POLICY, ...body.policy } } : {}),
+          livemode,
           publishableKeyHash: sha256(publishableKey).toString('hex'),
           hmacSecret,
         },
@@ -264,6 +267,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
           ...(body.allowed_origins !== undefined ? { allowedOrigins: body.allowed_origins } : {}),
           ...(body.lookups_per_minute !== undefined ? { lookupsPerMinute: body.lookups_per_minute } : {}),
           ...(body.branding !== undefined ? { branding: body.branding } : {}),
+          ...(body.livemode !== undefined ? { livemode: body.livemode } : {}),
         },
         at,
         // A new signing secret replaces the old one the way Stripe's own rolling does: both
@@ -298,7 +302,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       const at = now();
       const previousExpiresAt = new Date(at.getTime() + opts.rotationOverlapS * 1000).toISOString();
       if (req.body.key === 'publishable') {
-        const key = generatePublishableKey();
+        // The tenant's mode now: a tenant switched to live gets a pk_live_ key here.
+        const key = generatePublishableKey(tenant.livemode);
         await store.rotateCredential(tenant.id, 'publishable_key', sha256(key).toString('hex'), opts.rotationOverlapS, at);
         req.log.info({ tenant: tenant.slug }, 'publishable key rotated');
         return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
@@ -377,7 +382,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
       const dryRun = req.body.dry_run === true;
-      const outcomes = { applied: 0, stale: 0, ignored: 0, pending: 0, duplicate: 0, irrelevant: 0 };
+      const outcomes = zeroOutcomeCounts();
       const invalid: { index: number; detail: string }[] = [];
       const events: StripeEventLike[] = [];
       const at = now();
@@ -385,7 +390,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
-      const results = await ingestStripeEvents(store, tenant.id, events, at, dryRun);
+      const results = await ingestStripeEvents(store, tenant, events, at, dryRun);
       const invalidAt = new Set(invalid.map((i) => i.index));
       let next = 0;
       const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (results[next++]?.outcome ?? 'invalid')));

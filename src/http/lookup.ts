@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from './app-instance.js';
-import { allowedOrigin, answerBody, checkBearer, checkLookup, isValidSlug, lookupBody } from '../domain/lookup.js';
+import { allowedOrigin, answerBody, checkBearer, checkLookup, isValidSlug, lookupBody, previewBody } from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
 import type { RouteMetrics } from '../metrics/index.js';
@@ -34,10 +34,11 @@ export interface LookupOptions {
   logError(err: unknown): void;
 }
 
-/** The two parameters the lookup reads from its query; a repeated one is an array. */
+/** The parameters the lookup reads from its query; a repeated one is an array. */
 export interface LookupParameters {
   processor_customer_id?: string | string[];
   hmac?: string | string[];
+  preview?: string | string[];
 }
 
 /** `+` is a space and `%XX` is decoded (a sequence that does not decode stays as sent), as Fastify's query parser does. */
@@ -52,7 +53,7 @@ function decodeComponent(part: string): string {
 }
 
 /**
- * Reads `processor_customer_id` and `hmac` from a query string (without its `?`): pairs
+ * Reads `processor_customer_id`, `hmac` and `preview` from a query string (without its `?`): pairs
  * split on `&`, a name up to its first `=`, names compared once decoded. Every other
  * parameter is ignored without being decoded.
  */
@@ -69,7 +70,7 @@ export function lookupParameters(search: string): LookupParameters {
       const nameEnd = eq >= 0 && eq < end ? eq : end;
       const rawName = search.slice(start, nameEnd);
       const name = plain || rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
-      if (name === 'processor_customer_id' || name === 'hmac') {
+      if (name === 'processor_customer_id' || name === 'hmac' || name === 'preview') {
         const rawValue = nameEnd === end ? '' : search.slice(nameEnd + 1, end);
         const value = plain ? rawValue : decodeComponent(rawValue);
         const previous = found[name];
@@ -179,9 +180,13 @@ export class LookupAnswerer {
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
       }
-      const status = model.status(tenant.id, check.customerId);
+      const status = check.preview === null ? model.status(tenant.id, check.customerId) : check.preview;
       const body =
-        status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+        check.preview !== null
+          ? previewBody(tenant, check.preview, nowMs)
+          : status === null || status === 'active'
+            ? lookupBody(tenant, status)
+            : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
       // Every check passed: only now does the lookup count against its tenant's quota.
       const counted = this.opts.limiter === null ? null : this.opts.limiter.tenant(tenant.id, tenant.lookupsPerMinute);
       if (counted instanceof Promise) {

@@ -13,6 +13,7 @@ export function presentTenant(t: TenantRecord) {
     lookups_per_minute: t.lookupsPerMinute,
     branding: t.branding,
     policy: t.policy,
+    livemode: t.livemode,
     created_at: t.createdAt.toISOString(),
     updated_at: t.updatedAt.toISOString(),
   };

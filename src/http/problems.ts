@@ -114,6 +114,30 @@ function fieldName(instancePath: string): string {
 /** Path parameters by the names the API's users know them by, not the routes' own. */
 const PARAM_NAMES: Record<string, string> = { customerId: 'processor_customer_id', tenantSlug: 'slug', name: 'tier name' };
 
+/** How a JSON type is named to a person; a boolean by its two values. */
+const TYPE_WORDS: Record<string, string[]> = {
+  boolean: ['true', 'false'],
+  null: ['null'],
+  integer: ['an integer'],
+  number: ['a number'],
+  string: ['a string'],
+  object: ['an object'],
+  array: ['an array'],
+};
+
+/**
+ * A value of none of a union's types (`boolean | null`): "must be true, false or null"
+ * rather than the first branch's "must be boolean", which hides that null is allowed.
+ * Null when the errors are not only type mismatches at one place.
+ */
+function typeAlternatives(errors: readonly AjvError[], path: string): string | null {
+  const here = errors.filter((e) => e.instancePath === path);
+  const types = here.filter((e) => e.keyword === 'type').map((e) => String(e.params.type));
+  if (types.length < 2 || here.length !== types.length + 1 || !here.some((e) => e.keyword === 'anyOf')) return null;
+  const words = types.flatMap((t) => TYPE_WORDS[t] ?? [t]);
+  return `must be ${words.slice(0, -1).join(', ')} or ${words.at(-1) ?? ''}`;
+}
+
 /** One sentence naming the field at fault, from the first schema validation error. */
 export function describeValidationError(err: FastifyError): string {
   const first = err.validation?.[0] as AjvError | undefined;
@@ -122,6 +146,8 @@ export function describeValidationError(err: FastifyError): string {
   const field = fieldName(first.instancePath);
   const base = where === 'params' ? (PARAM_NAMES[field] ?? field) : field;
   const join = (name: string) => (base ? `${base}.${name}` : name);
+  const alternatives = first.keyword === 'type' ? typeAlternatives((err.validation ?? []) as AjvError[], first.instancePath) : null;
+  if (alternatives !== null) return `${base || where}: ${alternatives}`;
   if (first.keyword === 'required') return `${join(String(first.params.missingProperty))}: is required`;
   if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
   if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;

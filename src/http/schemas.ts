@@ -6,6 +6,8 @@ import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
 import { ENDPOINT_ID_RE, MAX_DESCRIPTION_LENGTH, MESSAGE_ID_RE, WEBHOOK_EVENT_TYPES } from '../domain/webhooks.js';
+import { STRIPE_EVENT_OUTCOME_DESCRIPTIONS, STRIPE_EVENT_OUTCOMES } from '../domain/stripe/outcomes.js';
+import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
 
 export { MAX_URL_LENGTH };
@@ -45,6 +47,9 @@ export const MAX_LOOKUPS_PER_MINUTE = 1_000_000_000;
 const NullableLookupsPerMinute = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_LOOKUPS_PER_MINUTE }), Type.Null()], {
   description: "This tenant's lookup rate limit, all addresses together; null: the service's default",
 });
+const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
+  description: "The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)",
+});
 const NullableOrigins = Type.Union(
   [Type.Array(Type.String({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
   { description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any' },
@@ -57,6 +62,11 @@ export const LookupQuery = Type.Object({
   processor_customer_id: Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The subscriber's customer ID (cus_...)" }),
   hmac: Type.Optional(
     Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" }),
+  ),
+  preview: Type.Optional(
+    Type.Union([Type.Literal('warning'), Type.Literal('lockout')], {
+      description: "A test tenant's (livemode false) lookup answers that status with sample data (no hmac needed); ignored for any other tenant",
+    }),
   ),
 });
 export const LookupHeaders = Type.Object({
@@ -125,6 +135,7 @@ export const Tenant = Type.Object({
   lookups_per_minute: Type.Union([Type.Integer(), Type.Null()]),
   branding: Branding,
   policy: Policy,
+  livemode: Livemode,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -188,6 +199,7 @@ export const CreateTenantBody = Type.Object(
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
     branding: Type.Optional(Branding),
     policy: Type.Optional(PolicyPatch),
+    livemode: Type.Optional(Livemode),
   },
   { additionalProperties: false },
 );
@@ -203,6 +215,7 @@ export const UpdateTenantBody = Type.Object(
     lookups_per_minute: Type.Optional(NullableLookupsPerMinute),
     branding: Type.Optional(Branding),
     policy: Type.Optional(PolicyPatch),
+    livemode: Type.Optional(Livemode),
     stripe_webhook_secret: Type.Optional(
       Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
     ),
@@ -309,20 +322,13 @@ const Count = Type.Integer({ minimum: 0 });
 export const ReplayAnswer = Type.Object({
   received: Count,
   dry_run: Type.Boolean(),
-  outcomes: Type.Object({ applied: Count, stale: Count, ignored: Count, pending: Count, duplicate: Count, irrelevant: Count }),
+  outcomes: Type.Object(Object.fromEntries(STRIPE_EVENT_OUTCOMES.map((o) => [o, Count])) as Record<StripeEventOutcomeName, typeof Count>, {
+    description: 'How many events had each outcome',
+  }),
   invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
-  results: Type.Array(
-    Type.Union([
-      Type.Literal('applied'),
-      Type.Literal('stale'),
-      Type.Literal('ignored'),
-      Type.Literal('pending'),
-      Type.Literal('duplicate'),
-      Type.Literal('irrelevant'),
-      Type.Literal('invalid'),
-    ]),
-    { description: 'The outcome of each event, in the order sent' },
-  ),
+  results: Type.Array(Type.Unsafe<StripeEventOutcomeName | 'invalid'>(Type.Union([...STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)), Type.Literal('invalid')])), {
+    description: 'The outcome of each event, in the order sent (invalid: refused, see invalid)',
+  }),
   customers: Type.Array(
     Type.Object({
       processor_customer_id: Type.String(),
@@ -333,6 +339,14 @@ export const ReplayAnswer = Type.Object({
     { description: 'Every customer the batch named, with its status before and after' },
   ),
 });
+
+/** What one Stripe event did: the webhook's answer. */
+export const StripeEventOutcome = Type.Unsafe<StripeEventOutcomeName>(
+  Type.Union(
+    STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)),
+    { description: STRIPE_EVENT_OUTCOMES.map((o) => `${o}: ${STRIPE_EVENT_OUTCOME_DESCRIPTIONS[o]}`).join('; ') },
+  ),
+);
 
 /* Downstream webhooks (docs/webhooks.md). */
 

@@ -10,7 +10,7 @@ import type { Metrics } from '../metrics/index.js';
 import { isValidSlug } from '../domain/lookup.js';
 import { isCurrent } from '../domain/types.js';
 import { sendProblem } from './problems.js';
-import { ProblemRef } from './schemas.js';
+import { ProblemRef, StripeEventOutcome } from './schemas.js';
 import { ingestStripeEvent } from '../services/stripe-events.js';
 import type { Store } from '../store/store.js';
 import type { ReadModel } from '../readmodel/index.js';
@@ -36,13 +36,7 @@ const tenantFailureKey = (address: string, slug: string): string => `${address}|
 
 const WebhookAnswer = Type.Object({
   received: Type.Literal(true),
-  outcome: Type.Union(
-    [Type.Literal('applied'), Type.Literal('stale'), Type.Literal('ignored'), Type.Literal('pending'), Type.Literal('duplicate'), Type.Literal('irrelevant')],
-    {
-      description:
-        "applied: the event set its episode; stale: its episode has a later event, no change; ignored: nothing to change; pending: a decline kept until an invoice event links it (a one-off payment's never gates); duplicate: seen before; irrelevant: not a type Dunwall reads",
-    },
-  ),
+  outcome: StripeEventOutcome,
 });
 
 type Refusal = SignatureFailure | 'no_secret_configured' | 'missing_header';
@@ -149,7 +143,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await ingestStripeEvent(store, signing.tenantId, e, new Date(nowMs));
+        const { outcome } = await ingestStripeEvent(store, { id: signing.tenantId, livemode: signing.livemode }, e, new Date(nowMs));
         opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
         opts.metrics?.webhookEvent(typeLabel, outcome);
         req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');

@@ -1,9 +1,17 @@
 import { deriveChange } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
+import { isLivemodeMismatch } from '../domain/stripe/outcomes.js';
+import type { StripeEventOutcomeName, TenantLivemode } from '../domain/stripe/outcomes.js';
 import type { Store, StripeEventInput, StripeEventResult } from '../store/store.js';
 
-export type IngestOutcome = StripeEventResult['outcome'] | 'irrelevant';
+export type IngestOutcome = StripeEventOutcomeName;
 export type IngestResult = Omit<StripeEventResult, 'outcome'> & { outcome: IngestOutcome };
+
+/** The tenant an event is for: its id, and the Stripe mode it takes. */
+export interface IngestTenant {
+  id: number;
+  livemode: TenantLivemode;
+}
 
 /** The event as the store keeps it, with its derivation; null for a type Dunwall does not read. */
 export function toStripeEventInput(event: StripeEventLike): StripeEventInput | null {
@@ -23,22 +31,36 @@ export function toStripeEventInput(event: StripeEventLike): StripeEventInput | n
 }
 
 const IRRELEVANT: IngestResult = { outcome: 'irrelevant', customerId: null, before: null, after: null };
+const MISMATCH: IngestResult = { outcome: 'livemode_mismatch', customerId: null, before: null, after: null };
+
+/**
+ * An event of the other mode than the tenant's is answered before anything else and, like
+ * an irrelevant type, not kept: once an operator corrects a tenant's mode, a replay of the
+ * same events applies them instead of finding them already seen.
+ */
+function prepare(tenant: IngestTenant, event: StripeEventLike): StripeEventInput | IngestResult {
+  if (isLivemodeMismatch(tenant.livemode, event)) return MISMATCH;
+  return toStripeEventInput(event) ?? IRRELEVANT;
+}
+
+const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => 'derivation' in p;
 
 /**
  * One Stripe event through the derivation and into the store: the path shared by the
- * webhook and the replay. Irrelevant types are not kept; every other event is kept with
- * the fields its derivation used, and its effect applied in the same transaction.
+ * webhook and the replay. Irrelevant types and events of the other mode are not kept;
+ * every other event is kept with the fields its derivation used, and its effect applied
+ * in the same transaction.
  */
-export async function ingestStripeEvent(store: Store, tenantId: number, event: StripeEventLike, now: Date): Promise<IngestResult> {
-  const input = toStripeEventInput(event);
-  return input === null ? IRRELEVANT : store.recordStripeEvent(tenantId, input, now);
+export async function ingestStripeEvent(store: Store, tenant: IngestTenant, event: StripeEventLike, now: Date): Promise<IngestResult> {
+  const prepared = prepare(tenant, event);
+  return isInput(prepared) ? store.recordStripeEvent(tenant.id, prepared, now) : prepared;
 }
 
 /** Several events in order; with `dryRun`, nothing is kept and the results say what would happen. */
-export async function ingestStripeEvents(store: Store, tenantId: number, events: readonly StripeEventLike[], now: Date, dryRun: boolean): Promise<IngestResult[]> {
-  const inputs = events.map(toStripeEventInput);
-  const relevant = inputs.filter((i): i is StripeEventInput => i !== null);
-  const results = await store.recordStripeEvents(tenantId, relevant, now, { dryRun });
+export async function ingestStripeEvents(store: Store, tenant: IngestTenant, events: readonly StripeEventLike[], now: Date, dryRun: boolean): Promise<IngestResult[]> {
+  const prepared = events.map((e) => prepare(tenant, e));
+  const relevant = prepared.filter(isInput);
+  const results = await store.recordStripeEvents(tenant.id, relevant, now, { dryRun });
   let next = 0;
-  return inputs.map((i) => (i === null ? IRRELEVANT : (results[next++] ?? IRRELEVANT)));
+  return prepared.map((p) => (isInput(p) ? (results[next++] ?? IRRELEVANT) : p));
 }

@@ -267,9 +267,9 @@ export class SqlStore implements Store {
     return row?.status ?? null;
   }
 
-  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null> {
-    const rows = await this.db.query<{ id: number; secret: string | null; expires_at: Date | null }>(
-      `SELECT t.id, c.secret, c.expires_at FROM tenants t
+  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null> {
+    const rows = await this.db.query<{ id: number; livemode: boolean | null; secret: string | null; expires_at: Date | null }>(
+      `SELECT t.id, t.livemode, c.secret, c.expires_at FROM tenants t
        LEFT JOIN tenant_credentials c ON c.tenant_id = t.id AND c.kind = 'stripe_webhook_secret'
        WHERE t.slug = $1 ORDER BY c.id`,
       [slug],
@@ -278,6 +278,7 @@ export class SqlStore implements Store {
     if (!first) return null;
     return {
       tenantId: first.id,
+      livemode: first.livemode,
       secrets: rows
         .filter((r) => r.secret !== null)
         .map((r) => credential(this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }), r.expires_at)),
@@ -296,8 +297,8 @@ export class SqlStore implements Store {
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
           `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at,
-             policy_enforcement, policy_grace_days, policy_escalate_after_days)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+             policy_enforcement, policy_grace_days, policy_escalate_after_days, livemode)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12) ON CONFLICT (slug) DO NOTHING RETURNING id`,
           [
             t.slug,
             t.tier,
@@ -310,6 +311,7 @@ export class SqlStore implements Store {
             (t.policy ?? DEFAULT_POLICY).enforcement,
             (t.policy ?? DEFAULT_POLICY).grace_days,
             (t.policy ?? DEFAULT_POLICY).escalate_after_days,
+            t.livemode ?? null,
           ],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
@@ -355,6 +357,7 @@ export class SqlStore implements Store {
            allowed_origins = CASE WHEN 'allowed_origins' = ANY($7::text[]) THEN $6::jsonb ELSE allowed_origins END,
            lookups_per_minute = CASE WHEN 'lookups_per_minute' = ANY($7::text[]) THEN $9::integer ELSE lookups_per_minute END,
            branding = CASE WHEN 'branding' = ANY($7::text[]) THEN $10::jsonb ELSE branding END,
+           livemode = CASE WHEN 'livemode' = ANY($7::text[]) THEN $11::boolean ELSE livemode END,
            updated_at = $8
          WHERE slug = $1 RETURNING id`,
         [
@@ -372,10 +375,12 @@ export class SqlStore implements Store {
             ...(patch.allowedOrigins !== undefined ? ['allowed_origins'] : []),
             ...(patch.lookupsPerMinute !== undefined ? ['lookups_per_minute'] : []),
             ...(patch.branding !== undefined ? ['branding'] : []),
+            ...(patch.livemode !== undefined ? ['livemode'] : []),
           ],
           now,
           patch.lookupsPerMinute ?? null,
           patch.branding === undefined ? null : JSON.stringify(patch.branding),
+          patch.livemode ?? null,
         ],
       );
       if (!row) return { ok: false, error: 'not_found' } as const;

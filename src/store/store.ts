@@ -30,6 +30,8 @@ export interface TenantRecord {
   branding: Branding;
   /** How derived statuses are enforced (CONTRACT.md section 6). */
   policy: Policy;
+  /** Stripe events taken: live only (true), test only (false), or both (null). */
+  livemode: boolean | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -44,12 +46,15 @@ export interface TenantSettings {
   branding: Branding;
   /** A whole policy (the admin API merges a partial one with the current). */
   policy: Policy;
+  livemode: boolean | null;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding' | 'policy'> {
+export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding' | 'policy' | 'livemode'> {
   lookupsPerMinute?: number | null;
   branding?: Branding;
   policy?: Policy;
+  /** Default null: both modes. */
+  livemode?: boolean | null;
   slug: string;
   publishableKeyHash: string;
   hmacSecret: string;
@@ -261,8 +266,11 @@ export interface Store {
   getTenantAuth(slug: string): Promise<TenantAuth | null>;
   getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
 
-  /** The tenant's Stripe signing secrets, expired ones included (the caller filters by time); null: no such tenant. */
-  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; secrets: Credential<string>[] } | null>;
+  /**
+   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
+   * and the mode of the events it takes; null: no such tenant.
+   */
+  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
 
   countTenants(): Promise<number>;
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;

@@ -22,6 +22,7 @@ export interface TenantRow {
   policy_enforcement: Policy['enforcement'];
   policy_grace_days: number;
   policy_escalate_after_days: number | null;
+  livemode: boolean | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -35,7 +36,7 @@ export interface CredentialRow {
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
   t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.policy_enforcement, t.policy_grace_days,
-  t.policy_escalate_after_days, t.created_at, t.updated_at
+  t.policy_escalate_after_days, t.created_at, t.updated_at, t.livemode
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -63,6 +64,7 @@ export function toTenant(row: TenantRow): TenantRecord {
       grace_days: Number(row.policy_grace_days),
       escalate_after_days: row.policy_escalate_after_days === null ? null : Number(row.policy_escalate_after_days),
     },
+    livemode: row.livemode,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -175,6 +177,7 @@ function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: Secr
     lookupsPerMinute: tenant.lookupsPerMinute,
     branding: tenant.branding,
     enforcement: tenant.policy.enforcement,
+    livemode: tenant.livemode,
     entitlements: tenant.entitlements,
     publishableKeyHashes: own
       .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)

@@ -130,10 +130,10 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function sync(args: string[], opts: { env?: Record<string, string>; tty?: boolean } = {}) {
+  async function sync(args: string[], opts: { env?: Record<string, string>; tty?: boolean; tenant?: string } = {}) {
     const stdout = new Capture();
     const stderr = new Capture(opts.tty === true);
-    const code = await run(['stripe', 'sync', '--tenant', 'acme', '--state-file', join(dir, 'state.json'), ...args], {
+    const code = await run(['stripe', 'sync', '--tenant', opts.tenant ?? 'acme', '--state-file', join(dir, 'state.json'), ...args], {
       stdout,
       stderr,
       stdin: Readable.from([]),
@@ -243,5 +243,28 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     const res = await sync(['--api-key-file', keyFile, '--dry-run'], { env: { STRIPE_API_KEY: '' } });
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/^customers seen:\s+235$/m);
+  });
+
+  it("skips every object of the other mode than the tenant's, counts them, and says why", async () => {
+    // The stand-in's account is in test mode, as its rk_test_ key says.
+    await h.createTenant('acme-live', { livemode: true });
+    const live = await sync(['--json'], { tenant: 'acme-live' });
+    expect(live.code).toBe(0);
+    const result = JSON.parse(live.stdout) as { events_sent: number; customers_seen: number; outcomes: Record<string, number>; statuses: Record<string, number> };
+    expect(result.events_sent).toBeGreaterThan(235);
+    expect(result.outcomes).toMatchObject({ applied: 0, livemode_mismatch: result.events_sent });
+    expect(result.customers_seen).toBe(0);
+    expect(result.statuses).toEqual({ active: 0, warning: 0, lockout: 0, unknown: 0 });
+    expect(live.stderr).toMatch(/^dunwall: \d+ events were skipped as livemode_mismatch: their Stripe mode is not the tenant's/m);
+    const [customer] = acct.expected.keys();
+    expect((await h.admin('GET', `/tenants/acme-live/subscribers/${customer ?? ''}`)).statusCode).toBe(404);
+
+    // A test tenant takes the same account's objects.
+    await h.createTenant('acme-test', { livemode: false });
+    const test = await sync(['--dry-run'], { tenant: 'acme-test' });
+    expect(test.code).toBe(0);
+    expect(test.stdout).toMatch(/^customers seen:\s+235$/m);
+    expect(test.stdout).toMatch(/^events: .*, livemode_mismatch 0$/m);
+    expect(test.stderr).not.toMatch(/livemode_mismatch/);
   });
 });

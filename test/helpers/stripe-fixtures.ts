@@ -18,20 +18,21 @@ export interface StripeEventFixture {
   api_version: string;
   created: number;
   data: { object: Obj; previous_attributes?: Obj };
-  livemode: false;
+  livemode: boolean;
   pending_webhooks: number;
   request: { id: string | null; idempotency_key: string | null };
   type: string;
 }
 
-export function event(type: string, object: Obj, opts: { created: number; api?: ApiShape; previous?: Obj; id?: string }): StripeEventFixture {
+/** A Stripe event as its API documents it; in test mode (`livemode: false`) unless told. */
+export function event(type: string, object: Obj, opts: { created: number; api?: ApiShape; previous?: Obj; id?: string; livemode?: boolean }): StripeEventFixture {
   return {
     id: opts.id ?? id('evt'),
     object: 'event',
     api_version: opts.api ?? BASIL_API,
     created: opts.created,
     data: { object, ...(opts.previous ? { previous_attributes: opts.previous } : {}) },
-    livemode: false,
+    livemode: opts.livemode ?? false,
     pending_webhooks: 1,
     request: { id: id('req'), idempotency_key: null },
     type,

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/runtime/config.js';
 import { HmacKey, computeHmac, hmacDigest, verifyHmac } from '../../src/domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
+import { eventShapeProblem } from '../../src/domain/stripe/event.js';
+import { isLivemodeMismatch } from '../../src/domain/stripe/outcomes.js';
 import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer, prepareTenant } from '../../src/domain/lookup.js';
 import type { TenantAuth, TenantAuthFields } from '../../src/domain/types.js';
 import { cardUpdateUrlProblem, originProblem } from '../../src/domain/validation.js';
@@ -20,6 +22,7 @@ function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
     lookupsPerMinute: null,
     branding: {},
     enforcement: 'gate',
+    livemode: null,
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
@@ -130,6 +133,34 @@ describe('keys', () => {
     for (const key of keys) expect(key).toMatch(PUBLISHABLE_KEY_RE);
     expect(Buffer.from(generateHmacSecret(), 'base64url')).toHaveLength(32);
     expect(randomBase62(1000)).toMatch(/^[A-Za-z0-9]{1000}$/);
+  });
+
+  it("prefixes a tenant's publishable keys with its mode: pk_live_, pk_test_, or pk_ for either", () => {
+    expect(generatePublishableKey(true)).toMatch(/^pk_live_[A-Za-z0-9]{32}$/);
+    expect(generatePublishableKey(false)).toMatch(/^pk_test_[A-Za-z0-9]{32}$/);
+    expect(generatePublishableKey(null)).toMatch(/^pk_[A-Za-z0-9]{32}$/);
+    for (const livemode of [true, false, null]) expect(generatePublishableKey(livemode)).toMatch(PUBLISHABLE_KEY_RE);
+    expect(PUBLISHABLE_KEY_RE.test('pk_other_0123456789abcdefghijklmn')).toBe(false);
+  });
+});
+
+describe('livemode', () => {
+  it('a live or test tenant refuses events of the other mode; a tenant of either mode, and an event that does not say, match', () => {
+    expect(isLivemodeMismatch(true, { livemode: false })).toBe(true);
+    expect(isLivemodeMismatch(false, { livemode: true })).toBe(true);
+    expect(isLivemodeMismatch(true, { livemode: true })).toBe(false);
+    expect(isLivemodeMismatch(false, { livemode: false })).toBe(false);
+    expect(isLivemodeMismatch(null, { livemode: true })).toBe(false);
+    expect(isLivemodeMismatch(null, { livemode: false })).toBe(false);
+    expect(isLivemodeMismatch(true, {})).toBe(false);
+  });
+
+  it('an event whose livemode is not a boolean is not a Stripe event', () => {
+    const e = { id: 'evt_1', type: 'invoice.paid', created: 1_700_000_000, data: { object: {} } };
+    expect(eventShapeProblem(e, 1_700_000_000_000)).toBeNull();
+    expect(eventShapeProblem({ ...e, livemode: false }, 1_700_000_000_000)).toBeNull();
+    expect(eventShapeProblem({ ...e, livemode: 'false' }, 1_700_000_000_000)).toBe('livemode: must be true or false');
+    expect(eventShapeProblem({ ...e, livemode: null }, 1_700_000_000_000)).toBe('livemode: must be true or false');
   });
 });
 

@@ -57,4 +57,15 @@ describe('events an import makes of today\'s state', () => {
     expect(deriveChange(unpaid ?? { id: '', type: '', created: 0, data: { object: {} } })).toMatchObject({ change: { outcome: { state: 'lockout', reason: 'subscription_unpaid' } } });
     expect(subscriptionSyncEvent(buildSubscription({ id: 'sub_6', customer, status: 'incomplete', latestInvoice: null, createdS: T }))).toBeNull();
   });
+
+  it("carries its object's livemode, so that a live or test tenant skips an object of the other mode", () => {
+    const inv = buildInvoice({ customer, subscription: 'sub_7', attemptCount: 1, createdS: T });
+    const sub = buildSubscription({ id: 'sub_7', customer, status: 'past_due', latestInvoice: null, createdS: T - 1000 });
+    expect(invoiceSyncEvent(inv, [])?.livemode).toBe(false);
+    expect(invoiceSyncEvent({ ...inv, livemode: true }, [])?.livemode).toBe(true);
+    expect(subscriptionSyncEvent(sub)?.livemode).toBe(false);
+    expect(subscriptionSyncEvent({ ...sub, livemode: true })?.livemode).toBe(true);
+    // An object that does not say its mode makes an event that does not either.
+    expect(invoiceSyncEvent({ ...inv, livemode: undefined }, [])).not.toHaveProperty('livemode');
+  });
 });

@@ -9,6 +9,8 @@ export interface StripeEventLike {
   id: string;
   type: string;
   created: number;
+  /** Stripe's live (true) or test (false) mode; checked against the tenant's (outcomes.ts). */
+  livemode?: boolean;
   data: { object: Record<string, unknown>; previous_attributes?: Record<string, unknown> | null };
 }
 

@@ -19,6 +19,8 @@ export function eventShapeProblem(value: unknown, nowMs: number, maxAheadS = MAX
   if (typeof e.created !== 'number' || !Number.isSafeInteger(e.created) || e.created < MIN_CREATED_S) {
     return 'created: must be a Unix time in seconds';
   }
+  // Stripe always sends a boolean: anything else would slip past a live or test tenant's check.
+  if (e.livemode !== undefined && typeof e.livemode !== 'boolean') return 'livemode: must be true or false';
   if (e.created > nowMs / 1000 + maxAheadS) return maxAheadS === MAX_CREATED_AHEAD_S ? 'created: more than a day in the future' : `created: more than ${maxAheadS} s in the future`;
   const data = e.data as Record<string, unknown> | null | undefined;
   if (typeof data !== 'object' || data === null || typeof data.object !== 'object' || data.object === null || Array.isArray(data.object)) {

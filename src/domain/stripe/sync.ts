@@ -19,6 +19,15 @@ function seconds(value: unknown): number | null {
   return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : null;
 }
 
+/**
+ * The object's own mode, carried onto the event made from it (Stripe puts `livemode` on
+ * every object and event): a live or test tenant then skips an object of the other mode
+ * exactly as its webhook skips such an event.
+ */
+function modeOf(object: Obj): { livemode?: boolean } {
+  return typeof object.livemode === 'boolean' ? { livemode: object.livemode } : {};
+}
+
 /** Event ids allow `[A-Za-z0-9_]` only: anything else in an object id becomes `_`. */
 function syncId(...parts: (string | number)[]): string {
   return `${SYNC_EVENT_PREFIX}${parts.map((p) => String(p).replace(/[^A-Za-z0-9_]/g, '_')).join('_')}`.slice(0, 259);
@@ -73,6 +82,7 @@ export function invoiceSyncEvent(invoice: Obj, payments: readonly Obj[]): Stripe
     id: syncId(str(invoice.id) ?? '', attempts),
     type,
     created,
+    ...modeOf(invoice),
     data: { object: { ...invoice, payments: { object: 'list', data: listed, has_more: false } } },
   };
 }
@@ -98,6 +108,7 @@ export function subscriptionSyncEvent(subscription: Obj): StripeEventLike | null
     id: syncId(id, status ?? '', created),
     type: 'customer.subscription.updated',
     created,
+    ...modeOf(subscription),
     data: { object: { ...subscription, latest_invoice: str(latest?.id) ?? subscription.latest_invoice }, previous_attributes: { status: previous } },
   };
 }
