@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
-const GZIP_BUDGET_BYTES = 6 * 1024;
+// 6.5 KB: the pay-now link, the countdown and the refresh on return took it from 5.3 to 6.2 KB.
+const GZIP_BUDGET_BYTES = 6.5 * 1024;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'dist', 'snippet', 'snippet.js');
 

@@ -5,11 +5,16 @@
  * or `Dunwall.check({...})` from a single-page app. It shows nothing for `active`, a
  * dismissable banner for `warning` and a full-screen gate for `lockout`, and nothing at all
  * on any error or timeout: it renders only from an answer, never from a guess.
+ *
+ * Both lead with a way to pay: Stripe's page of the overdue invoice (`pay_url`) in a new tab,
+ * else the card update page, else the branding's payment link. While something is shown, the
+ * snippet asks again when the page comes back into view (the customer returning from paying
+ * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
  */
 import { createClient } from '../packages/client/src/index.js';
 import type { StatusResult } from '../packages/client/src/index.js';
-import { resolveTexts } from '../src/domain/branding.js';
-import type { Branding } from '../src/domain/branding.js';
+import { resolveText } from '../src/domain/branding.js';
+import type { Branding, BrandingTextKey } from '../src/domain/branding.js';
 
 export interface Texts {
   warning: string;
@@ -22,6 +27,10 @@ export interface Texts {
   noLink: string;
   /** The gate's link to pay (its `update` when not set). */
   pay?: string;
+  /** The link to Stripe's page of the overdue invoice. */
+  payNow: string;
+  /** The banner's countdown to a lockout: `{time}` ("in 3 days"), `{date}` (the date). */
+  countdown: string;
 }
 
 export interface Colors {
@@ -59,6 +68,8 @@ export interface CheckOptions {
   mode?: 'push' | 'overlay';
   /** A selector: the banner is rendered inside this element of the page, in its flow. */
   mount?: string | null;
+  /** A test tenant only: show the banner or the gate as the service previews them. */
+  preview?: 'warning' | 'lockout' | null;
 }
 
 const DEFAULT_TEXTS: Texts = {
@@ -69,25 +80,117 @@ const DEFAULT_TEXTS: Texts = {
   lockout: 'We could not collect your last payment. Please update your payment method to continue.',
   support: 'Contact support',
   noLink: 'Please contact the support team of this service to restore your access.',
+  payNow: 'Pay now',
+  countdown: 'Access will be paused {time}.',
 };
+/** Which branding text (`BRANDING_TEXT_KEYS`) stands for which of the snippet's texts. */
+const FROM_BRANDING: [keyof Texts, BrandingTextKey][] = [
+  ['warning', 'banner_body'],
+  ['update', 'banner_action'],
+  ['countdown', 'banner_countdown'],
+  ['lockoutTitle', 'gate_title'],
+  ['lockout', 'gate_body'],
+  ['pay', 'gate_action'],
+  ['payNow', 'pay_action'],
+  ['support', 'support'],
+];
 const DEFAULT_COLORS: Colors = { accent: '#b42318', background: '#fff8f6', text: '#1d2939' };
 
 const HOST_TAG = 'dunwall-enforcement';
 // No answer cache: a customer who has just paid must be let in by the very next check.
 // Concurrent checks still share one request.
 const client = createClient({ cacheTtlMs: 0 });
-let current: { host: HTMLElement; release: () => void; customer: string } | null = null;
+let current: { host: HTMLElement; release: () => void; customer: string; sig?: string; tick?: () => void } | null = null;
 /** Bumped by every check and clear: only the latest check may render. */
 let sequence = 0;
+/** The next countdown step, and the question asked again once `lockout_at` has come. */
+let wake: ReturnType<typeof setTimeout> | undefined;
+/** The next question while following a return. */
+let again: ReturnType<typeof setTimeout> | undefined;
+/** Asking again on return: one request at a time, and at most one a second. */
+let asking = false;
+let askedAt = 0;
+/** Until when a return is followed (asked again every FOLLOW_EVERY_MS while still shown). */
+let followUntil = 0;
+const MINUTE_MS = 60_000;
+const RETURN_GAP_MS = 1_000;
+const FOLLOW_EVERY_MS = 2_000;
+const FOLLOW_FOR_MS = 30_000;
 
+/** Links and images are https only: never `javascript:`, `data:` or plain http. */
 function safeUrl(value: string | null | undefined): string | null {
   if (!value) return null;
   try {
     const url = new URL(value, location.href);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
+    return url.protocol === 'https:' ? url.href : null;
   } catch {
     return null;
   }
+}
+
+/** A link to follow: where, its text, and whether it opens in a new tab. */
+type Link = [href: string, text: string, blank?: boolean];
+
+/** The first link (`index` 0) leads, shown as a button. */
+function link([href, text, blank]: Link, index: number): HTMLAnchorElement {
+  const a = el('a', { href, rel: 'noopener', class: index ? '' : 'go' }, text);
+  if (blank) a.target = '_blank';
+  return a;
+}
+
+/**
+ * `{time}`: "in 3 days" to `at`, rounded to days from two days on, hours from two hours on,
+ * else minutes (at least one); `{date}`: the date and time. Returns the sentence and the date.
+ */
+function countdown(at: number, locales: readonly string[], text: string): [string, string] {
+  try {
+    const left = at - Date.now();
+    const [unit, ms]: [Intl.RelativeTimeFormatUnit, number] = left >= 2 * 864e5 ? ['day', 864e5] : left >= 2 * 36e5 ? ['hour', 36e5] : ['minute', MINUTE_MS];
+    const n = Math.max(1, Math.round(left / ms));
+    // Numeric ("in 1 day", never "tomorrow": a day left may end the day after).
+    const time = new Intl.RelativeTimeFormat(locales).format(n, unit);
+    const date = new Intl.DateTimeFormat(locales, { dateStyle: 'medium', timeStyle: 'short' }).format(at);
+    // split/join, not replace: no `$&` patterns, and the result only ever becomes text.
+    return [text.split('{time}').join(time).split('{date}').join(date), date];
+  } catch {
+    // A locale tag Intl refuses: the browser's own.
+    return locales.length ? countdown(at, [], text) : [text, ''];
+  }
+}
+
+/** Asks again, unless the page is hidden, a question is in flight or one went within a second. */
+function askAgain(o: CheckOptions): void {
+  if (document.hidden || asking || Date.now() - askedAt < RETURN_GAP_MS) return;
+  asking = true;
+  askedAt = Date.now();
+  void check(o).finally(() => (asking = false));
+}
+
+/**
+ * While a banner or a gate is up: asked again when the page is back in view, so that a
+ * customer who paid in another tab gets in on return, until `signal` aborts. A return is
+ * followed for a while (Stripe's `invoice.paid` may arrive a moment after the customer).
+ */
+function watchReturn(o: CheckOptions, signal: AbortSignal): void {
+  askedAt = Date.now();
+  const onReturn = () => {
+    followUntil = Date.now() + FOLLOW_FOR_MS;
+    askAgain(o);
+  };
+  window.addEventListener('focus', onReturn, { signal });
+  document.addEventListener('visibilitychange', onReturn, { signal });
+}
+
+/** Every minute the countdown moves on; at `lockout_at` the service is asked again. */
+function arm(o: CheckOptions, at: number): void {
+  const step = (first?: boolean) => {
+    const left = at - Date.now();
+    // Already past on arrival (a clock ahead of the service's): ask again in a minute, not in a loop.
+    if (left <= 0 && !first) return void check(o);
+    current?.tick?.();
+    wake = setTimeout(step, left > 0 ? Math.min(left, MINUTE_MS) : MINUTE_MS);
+  };
+  step(true);
 }
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string>, text?: string): HTMLElementTagNameMap[K] {
@@ -118,7 +221,8 @@ a{color:${c.accent};font-weight:600}
 .box h2{font-size:20px;margin-bottom:10px}
 .box p{margin-bottom:18px}
 .logo{display:block;max-height:40px;max-width:160px;margin:0 0 12px}
-.go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none;margin-right:12px}
+.go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none}
+.box a{margin-right:12px}
 .by{display:block;margin-top:14px;font-size:12px;opacity:.7}
 .bar .by{margin:0}`;
 }
@@ -181,7 +285,20 @@ function rememberDismissal(o: CheckOptions): void {
   }
 }
 
-function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
+/** What a banner or a gate shows: the first link leads; the countdown is to `at` (NaN: none). */
+interface View {
+  o: CheckOptions;
+  result: StatusResult;
+  texts: Texts;
+  colors: Colors;
+  links: Link[];
+  at: number;
+  locales: readonly string[];
+  support: string | null;
+  logo: string | null;
+}
+
+function renderBanner({ o, result, texts, colors, links, at, locales }: View): void {
   if (isDismissed(o)) return;
   const position = o.position === 'bottom' ? 'bottom' : 'top';
   const container = o.mount ? document.querySelector(o.mount) : null;
@@ -189,15 +306,25 @@ function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, color
   const fixed = !container && (o.mode === 'overlay' || position === 'bottom');
   const { host, root } = mountHost(colors, container ? { parent: container, first: false } : { parent: document.body, first: !fixed && position === 'top' });
   const bar = el('div', { class: fixed ? `bar fixed ${position}` : 'bar', role: 'alert' });
-  bar.appendChild(el('p', {}, texts.warning));
-  const url = safeUrl(('card_update_url' in result ? result.card_update_url : null) ?? o.cardUpdateUrl);
-  if (url) bar.appendChild(el('a', { href: url, rel: 'noopener' }, texts.update));
+  const text = bar.appendChild(el('p', {}, texts.warning));
+  let tick: (() => void) | undefined;
+  if (at === at) {
+    // Text only: the sentence and the date become a text node and an attribute, never markup.
+    const time = el('time', { datetime: new Date(at).toISOString() });
+    tick = () => {
+      [time.textContent, time.title] = countdown(at, locales, texts.countdown);
+    };
+    tick();
+    text.append(' ', time);
+  }
+  links.forEach((l, i) => bar.appendChild(link(l, i)));
   const mark = watermark(result);
   if (mark) bar.appendChild(mark);
   const close = el('button', { class: 'x', type: 'button', 'aria-label': texts.dismiss }, '×');
   close.addEventListener('click', () => {
     rememberDismissal(o);
-    clear();
+    // Nothing shown any more, but a scheduled lockout still comes at its time.
+    removeCurrent();
   });
   bar.appendChild(close);
   root.appendChild(bar);
@@ -210,22 +337,29 @@ function renderBanner(o: CheckOptions, result: StatusResult, texts: Texts, color
       body.paddingBottom = saved;
     };
   }
-  current = { host, release: watchRemoval(host, release), customer: o.customer };
+  const listening = new AbortController();
+  watchReturn(o, listening.signal);
+  current = {
+    host,
+    customer: o.customer,
+    tick,
+    release: watchRemoval(host, () => {
+      listening.abort();
+      release();
+    }),
+  };
 }
 
-function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors: Colors): void {
+function renderGate({ o, result, texts, colors, links, support, logo }: View): void {
   const { host, root } = mountHost(colors);
   const veil = el('div', { class: 'veil' });
   const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
-  const logo = safeUrl(o.logoUrl);
   if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
-  const update = safeUrl(o.cardUpdateUrl);
-  if (update) box.appendChild(el('a', { class: 'go', href: update, rel: 'noopener' }, texts.pay ?? texts.update));
-  const support = safeUrl(o.supportUrl);
-  if (support) box.appendChild(el('a', { href: support, rel: 'noopener' }, texts.support));
-  if (!update && !support) box.appendChild(el('p', {}, texts.noLink));
+  links.forEach((l, i) => box.appendChild(link(l, i)));
+  if (support) box.appendChild(link([support, texts.support], 1));
+  if (!links.length && !support) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(result);
   if (mark) box.appendChild(mark);
   veil.appendChild(box);
@@ -277,17 +411,19 @@ function renderGate(o: CheckOptions, result: StatusResult, texts: Texts, colors:
       focusDialog();
     }
   });
-  document.addEventListener('keydown', onKey, true);
-  document.addEventListener('focusin', keepFocus, true);
+  const listening = new AbortController();
+  const { signal } = listening;
+  document.addEventListener('keydown', onKey, { capture: true, signal });
+  document.addEventListener('focusin', keepFocus, { capture: true, signal });
+  watchReturn(o, signal);
   focusDialog();
 
   const release = () => {
+    listening.abort();
     arrivals.disconnect();
     for (const n of made) n.inert = false;
     html.style.overflow = saved[0] ?? '';
     document.body.style.overflow = saved[1] ?? '';
-    document.removeEventListener('keydown', onKey, true);
-    document.removeEventListener('focusin', keepFocus, true);
   };
   current = { host, customer: o.customer, release: watchRemoval(host, release) };
 }
@@ -315,6 +451,8 @@ function watchRemoval(host: HTMLElement, release: () => void): () => void {
 /** Removes whatever the snippet shows. */
 export function clear(): void {
   sequence += 1;
+  clearTimeout(wake);
+  clearTimeout(again);
   removeCurrent();
 }
 
@@ -345,6 +483,8 @@ async function branding(o: CheckOptions): Promise<Branding> {
 /** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
 export async function check(o: CheckOptions): Promise<StatusResult> {
   const mine = (sequence += 1);
+  clearTimeout(wake);
+  clearTimeout(again);
   try {
     // Another user on the same page (a login, a logout): nothing of the last one stays.
     if (current && current.customer !== o.customer) removeCurrent();
@@ -354,40 +494,67 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
       publishableKey: o.key,
       customerId: o.customer,
       hmac: o.hmac ?? null,
+      preview: o.preview ?? null,
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
     });
     await whenBodyReady();
     // A later check or a clear happened while this one waited: its answer is not for now.
     if (mine !== sequence) return result;
-    removeCurrent();
-    // The tenant's branding, asked only when there is something to show; the page's own
-    // attributes win over it, and it over the defaults.
-    const b = result.status === 'active' ? {} : await branding(o);
-    if (mine !== sequence) return result;
-    const t = resolveTexts(b, navigator.languages?.length ? navigator.languages : [navigator.language]);
-    const fromBranding: Partial<Texts> = {};
-    if (t.banner_body) fromBranding.warning = t.banner_body;
-    if (t.banner_action) fromBranding.update = t.banner_action;
-    if (t.gate_title) fromBranding.lockoutTitle = t.gate_title;
-    if (t.gate_body) fromBranding.lockout = t.gate_body;
-    if (t.gate_action) fromBranding.pay = t.gate_action;
-    if (t.support) fromBranding.support = t.support;
-    const texts = { ...DEFAULT_TEXTS, ...fromBranding, ...o.texts };
-    const chosen = { ...b.colors, ...o.colors };
-    const colors: Colors = { ...DEFAULT_COLORS, ...chosen, auto: Object.keys(chosen).length === 0 };
-    o = {
-      ...o,
-      cardUpdateUrl: o.cardUpdateUrl ?? b.payment_url ?? null,
-      supportUrl: o.supportUrl ?? b.support_url ?? null,
-      logoUrl: o.logoUrl ?? b.logo_url ?? null,
-    };
-    try {
-      if (result.status === 'warning') renderBanner(o, result, texts, colors);
-      else if (result.status === 'lockout') renderGate(o, result, texts, colors);
-    } catch {
-      // A page that breaks the rendering gets nothing rather than a broken page: fail open.
+    const known = 'entitlements' in result ? result : null;
+    const at = known?.status === 'warning' && known.lockout_at ? Date.parse(known.lockout_at) : NaN;
+    // The same answer for the same page as what is shown (a return, a route change): it stays
+    // as it is, without a flicker or a focus jump.
+    const sig = JSON.stringify([o, result]);
+    if (!current || current.sig !== sig) {
+      // The tenant's branding, asked only when there is something to show; the page's own
+      // attributes win over it, and it over the defaults. What is shown stays until then.
+      const b = result.status === 'active' ? {} : await branding(o);
+      if (mine !== sequence) return result;
       removeCurrent();
+      const languages = navigator.languages?.length ? navigator.languages : [navigator.language];
+      const fromBranding: Partial<Texts> = {};
+      // The countdown speaks the language of its sentence: a branding's locale, else the
+      // reader's, and the snippet's own English sentence in English.
+      let from: string | undefined;
+      for (const [ours, theirs] of FROM_BRANDING) {
+        const found = resolveText(b, languages, theirs);
+        if (found) fromBranding[ours] = found[0];
+        if (ours === 'countdown') from = o.texts?.countdown ? 'default' : found?.[1];
+      }
+      const texts = { ...DEFAULT_TEXTS, ...fromBranding, ...o.texts };
+      const locales = from === undefined ? ['en'] : from === 'default' ? languages : [from, ...languages];
+      const chosen = { ...b.colors, ...o.colors };
+      const colors: Colors = { ...DEFAULT_COLORS, ...chosen, auto: Object.keys(chosen).length === 0 };
+      // The way to pay leads: the overdue invoice's page (a new tab, so that this one asks
+      // again on return), else the card update page, else the branding's payment link.
+      const gate = result.status === 'lockout';
+      const pay = safeUrl(known?.pay_url);
+      const card = safeUrl(known?.card_update_url ?? o.cardUpdateUrl);
+      const links: Link[] = pay ? [[pay, texts.payNow, true]] : [];
+      const other = card ?? (pay ? null : safeUrl(b.payment_url));
+      if (other) links.push([other, gate && !pay ? (texts.pay ?? texts.update) : texts.update]);
+      const view: View = {
+        o,
+        result,
+        texts,
+        colors,
+        links,
+        at,
+        locales,
+        support: safeUrl(o.supportUrl ?? b.support_url),
+        logo: safeUrl(o.logoUrl ?? b.logo_url),
+      };
+      try {
+        if (result.status === 'warning') renderBanner(view);
+        else if (gate) renderGate(view);
+      } catch {
+        // A page that breaks the rendering gets nothing rather than a broken page: fail open.
+        removeCurrent();
+      }
+      if (current) current.sig = sig;
     }
+    if (at === at) arm(o, at);
+    if (current && Date.now() < followUntil) again = setTimeout(askAgain, FOLLOW_EVERY_MS, o);
     document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
     return result;
   } catch (err) {
@@ -407,16 +574,18 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
   const d = s.dataset;
   if (!d.tenant || !d.key || !d.customer) return null;
   const texts: Partial<Texts> = {};
-  const map: [keyof Texts, string | undefined][] = [
-    ['warning', d.warningText],
-    ['update', d.updateText],
-    ['dismiss', d.dismissText],
-    ['lockoutTitle', d.lockoutTitle],
-    ['lockout', d.lockoutText],
-    ['support', d.supportText],
+  const map: [keyof Texts, string][] = [
+    ['warning', 'warningText'],
+    ['update', 'updateText'],
+    ['dismiss', 'dismissText'],
+    ['lockoutTitle', 'lockoutTitle'],
+    ['lockout', 'lockoutText'],
+    ['support', 'supportText'],
+    ['noLink', 'noLinkText'],
+    ['payNow', 'payText'],
+    ['countdown', 'countdownText'],
   ];
-  for (const [k, v] of map) if (v) texts[k] = v;
-  if (d.noLinkText) texts.noLink = d.noLinkText;
+  for (const [k, name] of map) if (d[name]) texts[k] = d[name];
   const colors: Partial<Colors> = {};
   if (d.accentColor) colors.accent = d.accentColor;
   if (d.backgroundColor) colors.background = d.backgroundColor;
@@ -434,6 +603,7 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     ...(d.position === 'top' || d.position === 'bottom' ? { position: d.position } : {}),
     ...(d.mode === 'push' || d.mode === 'overlay' ? { mode: d.mode } : {}),
     mount: d.mount ?? null,
+    ...(d.preview === 'warning' || d.preview === 'lockout' ? { preview: d.preview } : {}),
     texts,
     colors,
     ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),

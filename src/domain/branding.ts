@@ -6,7 +6,17 @@ import { cardUpdateUrlProblem, MAX_URL_LENGTH } from './validation.js';
  * gate's payment link and a support link. Public: it is served to any page that asks.
  */
 
-export const BRANDING_TEXT_KEYS = ['banner_title', 'banner_body', 'banner_action', 'gate_title', 'gate_body', 'gate_action', 'support'] as const;
+export const BRANDING_TEXT_KEYS = [
+  'banner_title',
+  'banner_body',
+  'banner_action',
+  'banner_countdown',
+  'gate_title',
+  'gate_body',
+  'gate_action',
+  'pay_action',
+  'support',
+] as const;
 export type BrandingTextKey = (typeof BRANDING_TEXT_KEYS)[number];
 export type BrandingTexts = Partial<Record<BrandingTextKey, string>>;
 
@@ -29,6 +39,22 @@ export const MAX_BRANDING_URL = MAX_URL_LENGTH;
 /** BCP 47 as browsers report it, simplified: a language, then subtags; or `default`. */
 export const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
 const COLOR_RE = /^#[0-9a-fA-F]{6}$/;
+
+/**
+ * `banner_countdown` is a sentence around the time left before a lockout: `{time}` ("in 3
+ * days", in the reader's language) once, `{date}` (the date and time) at most once, no other
+ * `{...}`. The snippet puts the values in as text, never as HTML.
+ */
+export const COUNTDOWN_PLACEHOLDERS = ['{time}', '{date}'] as const;
+
+function countdownProblem(text: string): string | null {
+  const found = text.match(/\{[^{}]*\}/g) ?? [];
+  const other = found.find((p) => !(COUNTDOWN_PLACEHOLDERS as readonly string[]).includes(p));
+  if (other !== undefined) return `has an unknown placeholder ${other} (only {time} and {date})`;
+  if (found.filter((p) => p === '{time}').length !== 1) return 'must hold {time} exactly once';
+  if (found.filter((p) => p === '{date}').length > 1) return 'may hold {date} at most once';
+  return null;
+}
 
 /** Links are https, as the card update URL is (the same check). */
 function urlProblem(value: unknown): string | null {
@@ -60,6 +86,8 @@ export function brandingProblem(value: unknown): string | null {
         for (const [name, text] of Object.entries(texts)) {
           if (!(BRANDING_TEXT_KEYS as readonly string[]).includes(name)) return `branding.texts.${locale}.${name}: is not a known text (${BRANDING_TEXT_KEYS.join(', ')})`;
           if (typeof text !== 'string' || text.trim() === '' || text.length > MAX_BRANDING_TEXT) return `branding.texts.${locale}.${name}: must be 1 to ${MAX_BRANDING_TEXT} characters`;
+          const why = name === 'banner_countdown' ? countdownProblem(text) : null;
+          if (why) return `branding.texts.${locale}.${name}: ${why}`;
         }
       }
     } else {
@@ -89,15 +117,19 @@ export function localeChain(languages: readonly string[]): string[] {
 /** Each text from the first locale of the chain that has it; none: the snippet's own English. */
 export function resolveTexts(branding: Branding, languages: readonly string[]): BrandingTexts {
   const out: BrandingTexts = {};
-  const texts = branding.texts ?? {};
   for (const key of BRANDING_TEXT_KEYS) {
-    for (const locale of localeChain(languages)) {
-      const text = texts[locale]?.[key];
-      if (text !== undefined) {
-        out[key] = text;
-        break;
-      }
-    }
+    const found = resolveText(branding, languages, key);
+    if (found) out[key] = found[0];
   }
   return out;
+}
+
+/** One text and the locale of the chain it came from (`default` included); undefined: none. */
+export function resolveText(branding: Branding, languages: readonly string[], key: BrandingTextKey): [string, string] | undefined {
+  const texts = branding.texts ?? {};
+  for (const locale of localeChain(languages)) {
+    const text = texts[locale]?.[key];
+    if (text !== undefined) return [text, locale];
+  }
+  return undefined;
 }

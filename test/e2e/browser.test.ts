@@ -130,9 +130,10 @@ ${tag ?? ''}
   /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
   async function open(
     scriptTag: string,
-    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext; header?: boolean } = {},
+    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext; header?: boolean; before?: (page: Page) => Promise<void> } = {},
   ): Promise<{ page: Page; status: { status: string; source: string } }> {
     const page = await (opts.in ?? context).newPage();
+    await opts.before?.(page);
     const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}), ...(opts.csp ? { csp: '1' } : {}), ...(opts.header ? { header: '1' } : {}) })}`;
     await page.goto(url);
     await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
@@ -488,6 +489,245 @@ ${tag ?? ''}
     expect(await page.evaluate(() => getComputedStyle(document.documentElement).overflow)).not.toBe('hidden');
     expect(await page.evaluate(() => (document.getElementById('own') as HTMLButtonElement).inert)).toBe(false);
     await page.close();
+  });
+
+  describe('pay now, the countdown to a lockout, and asking again on return', () => {
+    const PAY_URL = 'https://invoice.stripe.com/i/acct_1Test/test_YWNjdF8xVGVzdCxfUGF5TWU';
+    const NOW = new Date('2026-11-30T12:00:00Z');
+    const LOCKOUT_AT = '2026-12-03T12:00:00Z';
+    const HOUR_MS = 3_600_000;
+    let paysCo: Tenant;
+
+    beforeAll(async () => {
+      paysCo = (await admin('POST', '/tenants', {
+        slug: 'pays-co',
+        branding: {
+          payment_url: 'https://pay.pays.test/now',
+          texts: { fr: { banner_countdown: "L'accès sera suspendu {time} (le {date}).", pay_action: 'Payer la facture' } },
+        },
+      })) as Tenant;
+      for (const [id, status] of [
+        ['cus_warn', 'warning'],
+        ['cus_lock', 'lockout'],
+      ]) {
+        await admin('PUT', `/tenants/pays-co/subscribers/${id}`, { status });
+      }
+    });
+
+    /**
+     * The service's real answer, with the two keys the contract (section 1) adds to a known
+     * subscriber's body after `entitlements`: `lockout_at` and `pay_url`. It stands for the
+     * service's own fields while they are built; everything else (the request, its checks,
+     * its headers and status) is the running service's.
+     */
+    const addFields = (fields: () => { lockout_at?: string; pay_url?: string }) => async (page: Page) => {
+      await page.route('**/api/subscriber-status/**', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        const response = await route.fetch();
+        const real = (await response.json()) as { status: string; entitlements?: object };
+        const known = real.entitlements !== undefined && real.status !== 'active';
+        const extra = fields();
+        await route.fulfill({
+          response,
+          json: known ? { ...real, ...(real.status === 'warning' && extra.lockout_at ? { lockout_at: extra.lockout_at } : {}), ...(extra.pay_url ? { pay_url: extra.pay_url } : {}) } : real,
+        });
+      });
+    };
+    const linksOf = (page: Page, selector: string) =>
+      page.locator(`dunwall-enforcement ${selector} a`).evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.className]));
+    const lookups = (page: Page) => {
+      const seen: string[] = [];
+      page.on('request', (r) => {
+        if (r.url().includes('/api/subscriber-status/') && r.method() === 'GET') seen.push(r.url());
+      });
+      return seen;
+    };
+    /** Lookups the page has started, counted in the page as they start (before any network). */
+    const countLookups = async (page: Page) =>
+      page.addInitScript(() => {
+        const w = window as unknown as { __lookups: number; fetch: typeof fetch };
+        const real = w.fetch.bind(window);
+        w.__lookups = 0;
+        w.fetch = (input, init) => {
+          if (String(input instanceof Request ? input.url : input).includes('/api/subscriber-status/')) w.__lookups += 1;
+          return real(input, init);
+        };
+      });
+    const started = (page: Page) => page.evaluate(() => (window as unknown as { __lookups: number }).__lookups);
+    const both = (...steps: ((page: Page) => Promise<unknown>)[]) => async (page: Page) => {
+      for (const step of steps) await step(page);
+    };
+
+    it('leads the gate with "Pay now" to the invoice page, in a new tab, before the card update and support links', async () => {
+      const { page } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }), { before: addFields(() => ({ pay_url: PAY_URL })) });
+      expect(await linksOf(page, '[role="dialog"]')).toEqual([
+        ['Pay now', PAY_URL, '_blank', 'noopener', 'go'],
+        ['Update card', CARD_URL, null, 'noopener', ''],
+        ['Contact support', 'https://acme.test/support', null, 'noopener', ''],
+      ]);
+      // The first thing the keyboard reaches is the way to pay.
+      expect(await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent)).toBe('Pay now');
+      await page.screenshot({ path: join(RESULTS, 'gate-pay-now.png') });
+      await page.close();
+    });
+
+    it('falls back to the card update page, then to the branding payment link; an unsafe pay_url is never linked', async () => {
+      const cases: [string, Tenant, string, Record<string, string>, string | null, string[][]][] = [
+        ['banner: pay_url, then the card update URL of the answer', acme, 'cus_warn', {}, PAY_URL, [['Pay now', PAY_URL], ['Update card', CARD_URL]]],
+        ['banner: no pay_url', acme, 'cus_warn', {}, null, [['Update card', CARD_URL]]],
+        ['gate: no pay_url, the page attribute', acme, 'cus_lock', { 'data-card-update-url': CARD_URL }, null, [['Update card', CARD_URL]]],
+        ['gate: no pay_url, no card update URL, the branding link', paysCo, 'cus_lock', {}, null, [['Update card', 'https://pay.pays.test/now']]],
+        ['gate: pay_url wins over the branding link', paysCo, 'cus_lock', {}, PAY_URL, [['Pay now', PAY_URL]]],
+        ['gate: http pay_url', paysCo, 'cus_lock', {}, 'http://invoice.stripe.com/i/acct_1/test_x', [['Update card', 'https://pay.pays.test/now']]],
+        ['gate: javascript pay_url', acme, 'cus_lock', { 'data-card-update-url': CARD_URL }, 'javascript:alert(document.domain)', [['Update card', CARD_URL]]],
+        ['banner: data pay_url', acme, 'cus_warn', {}, 'data:text/html,<script>alert(1)</script>', [['Update card', CARD_URL]]],
+      ];
+      for (const [name, t, customer, attrs, payUrl, expected] of cases) {
+        const { page } = await open(tag(t, customer, attrs), { before: addFields(() => (payUrl ? { pay_url: payUrl } : {})) });
+        const links = await linksOf(page, customer === 'cus_warn' ? '[role="alert"]' : '[role="dialog"]');
+        expect(links.map(([text, href]) => [text, href]), name).toEqual(expected);
+        expect(links.every(([, href]) => typeof href === 'string' && href.startsWith('https:')), name).toBe(true);
+        await page.close();
+      }
+    });
+
+    it('counts down to lockout_at in the words of the reader, moves on with time, and asks again when it comes', async () => {
+      for (const [locale, t, words, date] of [
+        ['en-US', acme, 'Access will be paused in 3 days.', 'Dec 3, 2026, 12:00 PM'],
+        // No French sentence from the tenant: the snippet's English, in English.
+        ['fr-FR', acme, 'Access will be paused in 3 days.', 'Dec 3, 2026, 12:00 PM'],
+        ['fr-FR', paysCo, "L'accès sera suspendu dans 3 jours (le 3 déc. 2026, 12:00).", '3 déc. 2026, 12:00'],
+      ] as const) {
+        const localized = await browser.newContext({ locale, timezoneId: 'UTC', viewport: { width: 1000, height: 700 } });
+        try {
+          await localized.clock.install({ time: NOW });
+          let status = 'warning';
+          await admin('PUT', `/tenants/${t.slug}/subscribers/cus_countdown`, { status });
+          const { page } = await open(tag(t, 'cus_countdown'), { in: localized, before: both(countLookups, addFields(() => ({ lockout_at: LOCKOUT_AT, pay_url: PAY_URL }))) });
+          const time = page.locator('dunwall-enforcement [role="alert"] p time');
+          const label = `${locale} ${t.slug}`;
+          expect((await time.textContent())?.replace(/\s/g, ' '), label).toBe(words);
+          expect((await time.getAttribute('title'))?.replace(/\s/g, ' '), label).toBe(date);
+          expect(await time.getAttribute('datetime')).toBe('2026-12-03T12:00:00.000Z');
+          // Text, never markup: the host page's sentence stays one text node.
+          expect(await time.evaluate((n) => n.childNodes.length === 1 && n.firstChild?.nodeType === Node.TEXT_NODE)).toBe(true);
+          if (t === paysCo) {
+            expect(await linksOf(page, '[role="alert"]').then((l) => l[0]?.[0])).toBe('Payer la facture');
+            await page.screenshot({ path: join(RESULTS, 'banner-countdown-fr-FR.png') });
+          } else if (locale === 'en-US') {
+            await page.screenshot({ path: join(RESULTS, 'banner-countdown.png') });
+            // Days from two days on, then hours from two hours on, then minutes.
+            await localized.clock.fastForward(23 * HOUR_MS);
+            expect(await time.textContent()).toBe('Access will be paused in 2 days.');
+            await localized.clock.fastForward(24 * HOUR_MS);
+            expect(await time.textContent()).toBe('Access will be paused in 25 hours.');
+            await localized.clock.fastForward(24 * HOUR_MS + 59 * 60_000);
+            expect(await time.textContent()).toBe('Access will be paused in 1 minute.');
+            // lockout_at comes: the service is asked again, and now answers lockout.
+            expect(await started(page)).toBe(1);
+            status = 'lockout';
+            await admin('PUT', `/tenants/${t.slug}/subscribers/cus_countdown`, { status });
+            await localized.clock.fastForward(61_000);
+            await expect.poll(() => page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+            expect(await started(page)).toBe(2);
+          }
+          await page.close();
+        } finally {
+          await localized.close();
+        }
+      }
+    });
+
+    it('lets the customer in on return from paying in another tab: focus or visibility asks again, once', async () => {
+      const clocked = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        await clocked.clock.install({ time: NOW });
+        await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'lockout' });
+        const { page } = await open(tag(acme, 'cus_returning'), { in: clocked, before: both(countLookups, addFields(() => ({ pay_url: PAY_URL }))) });
+        const asked = async () => (await started(page)) - 1;
+        const dialog = page.locator('dunwall-enforcement [role="dialog"]');
+        expect(await dialog.isVisible()).toBe(true);
+        const inert = () => page.evaluate(() => (document.getElementById('own') as HTMLButtonElement).inert);
+        expect(await inert()).toBe(true);
+        const back = () =>
+          page.evaluate(() => {
+            window.dispatchEvent(new Event('focus'));
+            document.dispatchEvent(new Event('visibilitychange'));
+          });
+
+        // Back too early, not paid yet: one question for both events, the gate stays as it was.
+        await clocked.clock.fastForward(1_500);
+        const before = await dialog.elementHandle();
+        await back();
+        expect(await asked()).toBe(1);
+        await back();
+        expect(await asked()).toBe(1);
+        await page.waitForLoadState('networkidle');
+        expect(await dialog.evaluate((d, old) => d === old, before)).toBe(true);
+
+        // invoice.paid arrives a moment later: the return is followed, without another event.
+        await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'active', reason: 'paid' });
+        await clocked.clock.fastForward(2_000);
+        await expect.poll(() => page.locator('dunwall-enforcement').count()).toBe(0);
+        expect(await asked()).toBe(2);
+        expect(await inert()).toBe(false);
+        expect(await overflow(page)).not.toBe('hidden');
+        await page.keyboard.press('Tab');
+        expect(await page.evaluate(() => document.activeElement?.id)).toBe('own');
+
+        // Nothing shown: no more questions on focus.
+        await clocked.clock.fastForward(5_000);
+        await back();
+        expect(await asked()).toBe(2);
+        await page.close();
+
+        // A banner goes the same way on visibilitychange alone; an error on return fails open.
+        await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'warning' });
+        const { page: bannered } = await open(tag(acme, 'cus_returning'), { in: clocked, before: addFields(() => ({ pay_url: PAY_URL })) });
+        expect(await bannered.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
+        await bannered.route('**/api/subscriber-status/**', (route) => route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': '*' }, body: '{}' }));
+        await clocked.clock.fastForward(1_500);
+        await bannered.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+        await expect.poll(() => bannered.locator('dunwall-enforcement').count()).toBe(0);
+        await bannered.close();
+      } finally {
+        await clocked.close();
+      }
+    });
+
+    it('shows a worse answer from a fresh lookup on return: a warning that became a lockout', async () => {
+      const clocked = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        await clocked.clock.install({ time: NOW });
+        await admin('PUT', '/tenants/acme/subscribers/cus_worse', { status: 'warning' });
+        const { page } = await open(tag(acme, 'cus_worse'), { in: clocked });
+        expect(await page.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
+        await admin('PUT', '/tenants/acme/subscribers/cus_worse', { status: 'lockout' });
+        await clocked.clock.fastForward(1_500);
+        await page.evaluate(() => window.dispatchEvent(new Event('focus')));
+        await expect.poll(() => page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+        expect(await page.locator('dunwall-enforcement').count()).toBe(1);
+        await page.close();
+      } finally {
+        await clocked.close();
+      }
+    });
+
+    it('sends data-preview="warning" or "lockout" as the preview parameter, and nothing else', async () => {
+      for (const [value, sent] of [
+        ['warning', 'warning'],
+        ['lockout', 'lockout'],
+        ['active', null],
+        ['lockout&hmac=x', null],
+      ] as const) {
+        const page = await context.newPage();
+        const asked = lookups(page);
+        await page.goto(`${pageOrigin}/app?${new URLSearchParams({ tag: tag(acme, 'cus_ok', { 'data-preview': value }) })}`);
+        await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
+        expect(asked.map((u) => new URL(u).searchParams.getAll('preview')), value).toEqual([sent === null ? [] : [sent]]);
+        await page.close();
+      }
+    });
   });
 
   it('serves the demo page with the three states and each placement of the banner', { timeout: 120_000 }, async () => {

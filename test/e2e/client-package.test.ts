@@ -58,16 +58,22 @@ describe('the @dunwall/client package', () => {
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.type).toBe('module');
     expect(existsSync(join(installed, 'dist', 'index.d.ts'))).toBe(true);
+    // Its types name what a known subscriber's body may hold, and the preview option.
+    const types = readFileSync(join(installed, 'dist', 'index.d.ts'), 'utf8');
+    for (const declared of ['lockout_at?: string;', 'pay_url?: string;', "preview?: 'warning' | 'lockout' | null;"]) expect(types).toContain(declared);
     // Nothing else came with it.
     expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall']);
 
     const script = `
       import { createClient } from '@dunwall/client';
-      const client = createClient({ cacheTtlMs: 0 });
-      const ask = (baseUrl) => client.getSubscriberStatus({ baseUrl, tenant: 'acme', publishableKey: process.env.KEY, customerId: 'cus_pkg', hmac: process.env.HMAC, timeoutMs: 2000 });
+      const asked = [];
+      const client = createClient({ cacheTtlMs: 0, fetch: (url, init) => (asked.push(String(url)), fetch(url, init)) });
+      const ask = (baseUrl, extra = {}) => client.getSubscriberStatus({ baseUrl, tenant: 'acme', publishableKey: process.env.KEY, customerId: 'cus_pkg', hmac: process.env.HMAC, timeoutMs: 2000, ...extra });
       const up = await ask(process.env.BASE);
       const down = await ask('http://127.0.0.1:9');
-      console.log(JSON.stringify({ up: up.source === 'fallback' ? { ...up, error: String(up.error?.message ?? up.error?.kind) } : up, down: { status: down.status, source: down.source, kind: down.error?.kind } }));
+      // A live tenant treats preview as an unknown parameter: the real answer comes back.
+      const preview = await ask(process.env.BASE, { preview: 'lockout' });
+      console.log(JSON.stringify({ up: up.source === 'fallback' ? { ...up, error: String(up.error?.message ?? up.error?.kind) } : up, down: { status: down.status, source: down.source, kind: down.error?.kind }, preview: preview.status, sent: new URL(asked[2]).searchParams.get('preview') }));
     `;
     writeFileSync(join(project, 'check.mjs'), script);
     // Asynchronous: the service answering it runs in this process's event loop.
@@ -77,8 +83,9 @@ describe('the @dunwall/client package', () => {
       encoding: 'utf8',
       timeout: 30_000,
     });
-    const answer = JSON.parse(out) as { up: { status: string; card_update_url: string | null; source: string }; down: { status: string; source: string; kind: string } };
+    const answer = JSON.parse(out) as { up: { status: string; card_update_url: string | null; source: string }; down: { status: string; source: string; kind: string }; preview: string; sent: string | null };
     expect(answer.up).toMatchObject({ status: 'warning', card_update_url: 'https://billing.acme.test/card', source: 'service' });
     expect(answer.down).toEqual({ status: 'active', source: 'fallback', kind: 'network' });
+    expect([answer.preview, answer.sent]).toEqual(['warning', 'lockout']);
   });
 });

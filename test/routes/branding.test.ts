@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localeChain, resolveTexts } from '../../src/domain/branding.js';
+import { brandingProblem, localeChain, resolveText, resolveTexts } from '../../src/domain/branding.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
@@ -67,12 +67,51 @@ describe.each(engines)("a tenant's branding, set once and served to pages ($name
       [{ texts: { 'Not A Locale': { gate_title: 'x' } } }, 'texts'],
       [{ texts: { fr: { gate_title: '' } } }, 'gate_title'],
       [{ texts: { fr: { headline: 'x' } } }, 'headline'],
+      [{ texts: { fr: { banner_countdown: "L'accès sera suspendu bientôt." } } }, 'banner_countdown: must hold {time} exactly once'],
       [{ sparkles: true }, 'sparkles'],
     ] as const) {
       const res = await h.admin('PATCH', '/tenants/acme', { branding });
       expect(res.statusCode, JSON.stringify(branding)).toBe(400);
       expect((res.json() as { detail: string }).detail, JSON.stringify(branding)).toContain(field);
     }
+  });
+});
+
+describe('the countdown and pay texts', () => {
+  const countdown = (text: unknown) => brandingProblem({ texts: { fr: { banner_countdown: text } } });
+
+  it('takes a sentence with {time} once and {date} at most once, and a pay action', () => {
+    expect(countdown("L'accès sera suspendu {time}.")).toBeNull();
+    expect(countdown('Access will be paused {time} ({date}).')).toBeNull();
+    expect(countdown('{date}: {time}')).toBeNull();
+    expect(brandingProblem({ texts: { default: { pay_action: 'Pay the invoice' }, fr: { pay_action: 'Payer' } } })).toBeNull();
+  });
+
+  it.each([
+    ['Access will be paused soon.', 'must hold {time} exactly once'],
+    ['{time} and again {time}', 'must hold {time} exactly once'],
+    ['{time} on {date}, {date}', 'may hold {date} at most once'],
+    ['{time} for {name}', 'has an unknown placeholder {name} (only {time} and {date})'],
+    ['{time} <b>{html}</b>', 'has an unknown placeholder {html} (only {time} and {date})'],
+    ['{TIME}', 'has an unknown placeholder {TIME} (only {time} and {date})'],
+    ['{ time }', 'has an unknown placeholder { time } (only {time} and {date})'],
+    ['{}{time}', 'has an unknown placeholder {} (only {time} and {date})'],
+  ])('refuses %j: %s', (text, why) => {
+    expect(countdown(text)).toBe(`branding.texts.fr.banner_countdown: ${why}`);
+  });
+
+  it('holds the countdown to the length and emptiness rules of every text', () => {
+    expect(countdown('')).toContain('must be 1 to 300 characters');
+    expect(countdown(`{time}${'x'.repeat(300)}`)).toContain('must be 1 to 300 characters');
+    expect(countdown(42)).toContain('must be 1 to 300 characters');
+    expect(brandingProblem({ texts: { fr: { pay_action: ' ' } } })).toContain('pay_action: must be 1 to 300 characters');
+  });
+
+  it('names the locale each text came from, for the countdown to speak its language', () => {
+    const branding = { texts: { default: { banner_countdown: 'Paused {time}.' }, fr: { banner_countdown: 'Suspendu {time}.' } } };
+    expect(resolveText(branding, ['fr-FR'], 'banner_countdown')).toEqual(['Suspendu {time}.', 'fr']);
+    expect(resolveText(branding, ['de-DE'], 'banner_countdown')).toEqual(['Paused {time}.', 'default']);
+    expect(resolveText(branding, ['de-DE'], 'pay_action')).toBeUndefined();
   });
 });
 

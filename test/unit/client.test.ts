@@ -28,6 +28,38 @@ describe('getSubscriberStatus', () => {
     expect(init).toMatchObject({ method: 'GET', headers: { Authorization: 'Bearer pk_test' }, credentials: 'omit' });
   });
 
+  it('returns the scheduled lockout and the pay link of a known subscriber, and sends a preview', async () => {
+    const body = { ...KNOWN, lockout_at: '2026-12-03T12:00:00Z', pay_url: 'https://invoice.stripe.com/i/acct_1/test_abc' };
+    const fetchFn = answering(200, body);
+    const client = createClient({ fetch: fetchFn, cacheTtlMs: 0 });
+    expect(await client.getSubscriberStatus({ ...REQUEST, preview: 'warning' })).toEqual({ ...body, source: 'service' });
+    await client.getSubscriberStatus({ ...REQUEST, preview: 'lockout' });
+    await client.getSubscriberStatus({ ...REQUEST, preview: 'active' as 'warning' });
+    await client.getSubscriberStatus({ ...REQUEST, preview: null });
+    expect(fetchFn.mock.calls.map(([url]) => String(url).split('?')[1])).toEqual([
+      'processor_customer_id=cus_1&hmac=ab12&preview=warning',
+      'processor_customer_id=cus_1&hmac=ab12&preview=lockout',
+      'processor_customer_id=cus_1&hmac=ab12',
+      'processor_customer_id=cus_1&hmac=ab12',
+    ]);
+  });
+
+  it('keeps a preview apart from the real answer in its cache', async () => {
+    const fetchFn = vi.fn<typeof fetch>(async (url) => new Response(JSON.stringify(String(url).includes('preview=lockout') ? { ...KNOWN, status: 'lockout' } : { status: 'active' }), { status: 200 }));
+    const client = createClient({ fetch: fetchFn, cacheTtlMs: 60_000 });
+    expect((await client.getSubscriberStatus({ ...REQUEST, preview: 'lockout' })).status).toBe('lockout');
+    expect((await client.getSubscriberStatus(REQUEST)).status).toBe('active');
+    expect(fetchFn).toHaveBeenCalledTimes(2);
+  });
+
+  it.each([
+    ['lockout_at', { lockout_at: 1796385600 }],
+    ['pay_url', { pay_url: { href: 'https://invoice.stripe.com/i/x' } }],
+  ])('fails open on a %s that is not a string', async (_name, extra) => {
+    const client = createClient({ fetch: answering(200, { ...KNOWN, ...extra }) });
+    expect(await client.getSubscriberStatus(REQUEST)).toMatchObject({ status: 'active', source: 'fallback', error: { kind: 'invalid_response' } });
+  });
+
   it.each([
     ['active', { status: 'active' }],
     ['lockout', { ...KNOWN, status: 'lockout', card_update_url: null }],

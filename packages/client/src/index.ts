@@ -19,6 +19,16 @@ export interface KnownSubscriberBody {
   status: SubscriberStatus;
   card_update_url: string | null;
   entitlements: Entitlements;
+  /**
+   * While `warning` and a lockout is scheduled: when it becomes `lockout` (RFC 3339, UTC,
+   * seconds, e.g. `2026-12-03T12:00:00Z`).
+   */
+  lockout_at?: string;
+  /**
+   * Stripe's hosted page of the overdue invoice (https), for `warning` and `lockout`; given
+   * only to a lookup that carried a valid `hmac`.
+   */
+  pay_url?: string;
 }
 
 /** The lookup's 200 body for a subscriber it does not know. */
@@ -51,6 +61,11 @@ export interface StatusRequest {
   hmac?: string | null;
   /** Default 3000. */
   timeoutMs?: number;
+  /**
+   * A test tenant only: answer as if the customer were in `warning` or `lockout`, to see the
+   * banner or the gate. Other values are not sent; a live tenant ignores it.
+   */
+  preview?: 'warning' | 'lockout' | null;
 }
 
 export interface ClientOptions {
@@ -82,7 +97,8 @@ function fallback(error: DunwallError): StatusResult {
 
 function lookupUrl(r: StatusRequest): string {
   const base = r.baseUrl.replace(/\/+$/, '');
-  const query = `processor_customer_id=${encodeURIComponent(r.customerId)}${r.hmac ? `&hmac=${encodeURIComponent(r.hmac)}` : ''}`;
+  const preview = r.preview === 'warning' || r.preview === 'lockout' ? `&preview=${r.preview}` : '';
+  const query = `processor_customer_id=${encodeURIComponent(r.customerId)}${r.hmac ? `&hmac=${encodeURIComponent(r.hmac)}` : ''}${preview}`;
   return `${base}/api/subscriber-status/${encodeURIComponent(r.tenant)}?${query}`;
 }
 
@@ -91,7 +107,14 @@ function isBody(value: unknown): value is KnownSubscriberBody | UnknownSubscribe
   const v = value as Record<string, unknown>;
   if (v.status !== 'active' && v.status !== 'warning' && v.status !== 'lockout') return false;
   if (!('entitlements' in v)) return v.status === 'active';
-  return typeof v.entitlements === 'object' && v.entitlements !== null && (v.card_update_url === null || typeof v.card_update_url === 'string');
+  const optionalString = (x: unknown) => x === undefined || typeof x === 'string';
+  return (
+    typeof v.entitlements === 'object' &&
+    v.entitlements !== null &&
+    (v.card_update_url === null || typeof v.card_update_url === 'string') &&
+    optionalString(v.lockout_at) &&
+    optionalString(v.pay_url)
+  );
 }
 
 async function ask(request: StatusRequest, fetchImpl: typeof fetch): Promise<StatusResult> {
@@ -147,7 +170,7 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
   const lookup = (request: StatusRequest): Promise<StatusResult> => {
     const fetchImpl = options.fetch ?? (typeof fetch === 'function' ? fetch : undefined);
     if (!fetchImpl) return Promise.resolve(fallback({ kind: 'network', message: 'fetch is not available' }));
-    const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? ''].join('\n');
+    const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? '', request.preview ?? ''].join('\n');
     const cached = cache.get(key);
     if (cached && cached.expiresAt > now()) return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
     cache.delete(key);
