@@ -206,4 +206,32 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     expect((await h.store.getTenant(DEMO_SLUG))?.livemode).toBeNull();
     expect((await h.admin('GET', `/tenants/${DEMO_SLUG}`)).json().livemode).toBeNull();
   });
+  it("previews warning and lockout on a test tenant's lookup, with a sample lockout_at and its payment link; no other tenant previews", async () => {
+    await h.admin('PATCH', '/tenants/test-co', { hmac_required: true, card_update_url: 'https://test.example/card', branding: { payment_url: 'https://test.example/pay' } });
+    const cus = nextCustomer();
+    const preview = (slug: string, value: string, extra: Record<string, string> = {}) =>
+      h.lookup(slug, { key: keyOf(slug), customerId: cus, query: new URLSearchParams({ preview: value, ...extra }).toString() });
+    const week = new Date(Math.floor((h.clock.ms + 7 * 86_400_000) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+    const warning = await preview('test-co', 'warning');
+    expect(warning.statusCode).toBe(200);
+    expect(warning.body).toBe(
+      `{"status":"warning","card_update_url":"https://test.example/card","entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false},"lockout_at":"${week}","pay_url":"https://test.example/pay"}`,
+    );
+    expect((await preview('test-co', 'lockout')).json()).toEqual({
+      status: 'lockout',
+      card_update_url: null,
+      entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+      pay_url: 'https://test.example/pay',
+    });
+    // Without preview the hmac is required as configured; a wrong one is still refused.
+    expect((await h.lookup('test-co', { key: keyOf('test-co'), customerId: cus })).json()).toMatchObject({ code: 'hmac_required' });
+    expect((await preview('test-co', 'lockout', { hmac: 'f'.repeat(64) })).statusCode).toBe(403);
+    // Any other value, or any other tenant: an unknown parameter, the real answer.
+    expect((await preview('test-co', 'active')).json()).toMatchObject({ code: 'hmac_required' });
+    for (const slug of ['live-co', 'either-co']) {
+      const res = await preview(slug, 'lockout');
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toBe('{"status":"active"}');
+    }
+  });
 });
