@@ -31,10 +31,11 @@ import type { Child } from './procs.js';
 import { invalidationLine, memoryLine, table, targets, targetsTable } from './report.js';
 import type { MemoryResult, RowName, RowResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
+import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
@@ -373,6 +374,20 @@ function startDrippers(url: URL, count: number, from: string): { ready: Promise<
   };
 }
 
+function extrasLine(e: { count: number; payUrlLength: number; bytesPerCustomer: number } | null): string {
+  if (e === null) return 'customers in dunning: not run (--rows)';
+  return `customers in dunning: ${e.bytesPerCustomer.toFixed(1)} bytes each beside the index, with a ${e.payUrlLength}-character pay link (${e.count.toLocaleString('en-US')} measured; target at most 300)`;
+}
+
+function policyLine(p: { subscribers: number; gated: number; seconds: number; during: { rps: number; p99Ms: number; non2xx: number } } | { skipped: string } | null): string {
+  if (p === null) return 'policy change: not run (--rows)';
+  if ('skipped' in p) return `policy change: skipped (${p.skipped})`;
+  return (
+    `policy change over ${p.subscribers.toLocaleString('en-US')} subscribers (gate to banner_only, ${p.gated.toLocaleString('en-US')} answered again): ${p.seconds.toFixed(1)} s; ` +
+    `lookups meanwhile ${Math.round(p.during.rps)} req/s, p99 ${p.during.p99Ms.toFixed(2)} ms, ${p.during.non2xx} non-2xx`
+  );
+}
+
 // ---------------------------------------------------------------- main
 async function main(): Promise<void> {
   const startedAt = new Date(started);
@@ -382,7 +397,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -658,6 +673,31 @@ async function main(): Promise<void> {
     });
   }
 
+  if (opts.rows.has('dunning')) {
+    await phase('dunning', async () => {
+      // Customers in dunning whose answers carry a scheduled lockout and a pay link, built per
+      // request: given to them in the store for this row only (no service runs meanwhile), then
+      // taken away again, so that every other row measures the seed as it is.
+      const set = dunningSet(factory, tiers, HOT_COUNT, new Set(hot.map((r) => r.customerId)), Date.now());
+      const dunningFile = join(workDir, 'dunning.txt');
+      writeLines(dunningFile, set.requests);
+      await setDunningExtras(target, set.requests, set);
+      try {
+        const server = await startService('service-dunning');
+        try {
+          await measure('dunning', `service, ${fmtN(set.requests.length)} warning and lockout subscribers with lockout_at and pay_url, hmac`, server, set.requests, dunningFile);
+        } finally {
+          await stopChild(server.child);
+        }
+      } finally {
+        await setDunningExtras(target, set.requests, null);
+      }
+      const hotRow = results.find((r) => r.row === 'hot');
+      const row = results.find((r) => r.row === 'dunning');
+      if (hotRow && row) note(`dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers built per request; target at least 0.9)`);
+    });
+  }
+
   if (opts.rows.has('zipfcold')) {
     await phase('zipfcold', async () => {
       // A fresh process, measured from the moment it says it is ready: what a deploy or a
@@ -726,6 +766,57 @@ async function main(): Promise<void> {
     });
   }
 
+  let extras: { count: number; payUrlLength: number; bytesPerCustomer: number } | null = null;
+  if (opts.rows.has('extras')) {
+    await phase('extras', async () => {
+      // In a process of its own, with collections it can force: what one customer in dunning adds.
+      const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'extras-memory.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+      if (res.status !== 0) throw new Error(`extras-memory.ts: ${res.stderr.trim().split('\n').slice(-3).join(' ')}`);
+      extras = JSON.parse(res.stdout.trim()) as { count: number; payUrlLength: number; bytesPerCustomer: number };
+      log(`extras: ${fmtN(extras.count)} customers in dunning, ${extras.bytesPerCustomer.toFixed(1)} bytes each with a ${extras.payUrlLength}-character pay link (target at most 300)`);
+    });
+  }
+
+  let policy: { subscribers: number; gated: number; seconds: number; during: RowResult['load'] } | { skipped: string } | null = null;
+  if (opts.rows.has('policy')) {
+    if (serverUrl === null) {
+      policy = { skipped: 'embedded store: the million-subscriber policy change is measured on PostgreSQL (DATABASE_URL)' };
+    } else {
+      await phase('policy', async () => {
+        // A tenant of a million subscribers goes from gate to banner_only while the hot list is
+        // asked: how long until every one of its gated customers is answered and recorded again,
+        // and what the lookups got meanwhile.
+        const seeded = await seedPolicyTenant(target);
+        log(`policy: tenant ${POLICY_TENANT}, ${fmtN(seeded.subscribers)} subscribers, ${fmtN(seeded.gated)} gated`);
+        const server = await startService('service-policy');
+        try {
+          const durationS = Math.max(opts.durationS, 30);
+          const load = runLoad(generator, { baseUrl: server.url, linesFile: files.hot, connections: opts.connections, workDir, durationS });
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+          const startedMs = performance.now();
+          const patched = await fetch(`${server.url}/admin/v1/tenants/${POLICY_TENANT}`, {
+            method: 'PATCH',
+            headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ policy: { enforcement: 'banner_only' } }),
+          });
+          if (patched.status !== 200) throw new Error(`policy: PATCH answered ${patched.status}`);
+          let progress = await policyProgress(target);
+          while ((progress.sweeping || progress.lockout > 0) && performance.now() - startedMs < 900_000 && !signalled) {
+            await new Promise((resolve) => setTimeout(resolve, 250));
+            progress = await policyProgress(target);
+          }
+          const seconds = (performance.now() - startedMs) / 1000;
+          if (progress.lockout > 0) note(`policy: ${fmtN(progress.lockout)} subscribers still recorded lockout after ${seconds.toFixed(0)} s`);
+          const during = await load;
+          policy = { subscribers: seeded.subscribers, gated: seeded.gated, seconds, during };
+          log(`policy: ${fmtN(seeded.gated)} of ${fmtN(seeded.subscribers)} subscribers answered and recorded again in ${seconds.toFixed(1)} s; lookups meanwhile ${Math.round(during.rps)} req/s, p99 ${during.p99Ms.toFixed(2)} ms, ${during.non2xx} non-2xx`);
+        } finally {
+          await stopChild(server.child);
+        }
+      });
+    }
+  }
+
   let invalidation: InvalidationResult | { skipped: string } | null = null;
   if (opts.rows.has('invalidation')) {
     if (serverUrl === null) {
@@ -789,6 +880,8 @@ async function main(): Promise<void> {
     table(results),
     '',
     memory ? memoryLine(memory) : 'read model memory: not run (--rows)',
+    extrasLine(extras),
+    policyLine(policy),
     invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
     '',
     'targets (issues 5, 11 and 12):',
@@ -816,6 +909,8 @@ async function main(): Promise<void> {
     zipf: { s: ZIPF_S, requests: zipf.requests.length, distinct: zipf.distinct },
     rows: results,
     memory,
+    extras,
+    policy,
     invalidation,
     targets: targetList,
     notes,

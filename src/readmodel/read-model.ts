@@ -1,6 +1,7 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { ChangePosition, LookupChanges, Store, SubscriberExtra, UnreadableTenant } from '../store/store.js';
 import { SubscriberExtras } from './subscriber-extras.js';
+import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
 
 /**
@@ -233,7 +234,7 @@ export class ReadModel {
   }
 
   /** What a non-active subscriber's answer carries (its scheduled lockout, its pay link); null: nothing. */
-  extra(tenantId: number, customerId: string): { readonly lockoutAtS: number; readonly payUrl: string | null } | null {
+  extra(tenantId: number, customerId: string): Readonly<ExtraView> | null {
     return this.copy?.extras.get(tenantId, customerId) ?? null;
   }
 

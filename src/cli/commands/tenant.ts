@@ -104,7 +104,6 @@ const create: Command = {
   usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] [--live|--test] ${POLICY_USAGE}`,
   summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only. --live or --test: it takes only that mode of Stripe events.',
   options: {
-    ...POLICY_OPTIONS,
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
@@ -112,6 +111,7 @@ const create: Command = {
     'lookups-per-minute': { type: 'string' },
     live: { type: 'boolean' },
     test: { type: 'boolean' },
+    ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
   async run(ctx) {
@@ -183,7 +183,6 @@ const update: Command = {
     `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
   summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; --live, --test or --either-mode sets the Stripe events it takes.",
   options: {
-    ...POLICY_OPTIONS,
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
@@ -194,6 +193,7 @@ const update: Command = {
     live: { type: 'boolean' },
     test: { type: 'boolean' },
     'either-mode': { type: 'boolean' },
+    ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
   async run(ctx) {
