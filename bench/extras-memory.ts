@@ -27,14 +27,17 @@ async function settled(): Promise<number> {
 
 async function main(): Promise<void> {
   const ids = Array.from({ length: COUNT }, (_, i) => `cus_b${1 + (i % 1000)}_${i}`);
-  let urls: string[] | null = ids.map((id) => Buffer.from(benchPayUrl(id), 'latin1').toString('latin1'));
-  let extras: SubscriberExtras | null = new SubscriberExtras();
-  for (let i = 0; i < COUNT; i += 1) extras.set(1 + (i % 1000), ids[i] ?? '', { lockoutAtS: 1_800_000_000 + i, payUrl: urls[i] ?? null });
-  const size = extras.size;
+  // Held through an object, so that dropping each is a write the collector sees.
+  const held: { urls: string[] | null; extras: SubscriberExtras | null } = {
+    urls: ids.map((id) => Buffer.from(benchPayUrl(id), 'latin1').toString('latin1')),
+    extras: new SubscriberExtras(),
+  };
+  for (let i = 0; i < COUNT; i += 1) held.extras?.set(1 + (i % 1000), ids[i] ?? '', { lockoutAtS: 1_800_000_000 + i, payUrl: held.urls?.[i] ?? null });
+  const size = held.extras?.size ?? 0;
   const withAll = await settled();
-  extras = null;
+  held.extras = null;
   const withUrls = await settled();
-  urls = null;
+  held.urls = null;
   const without = await settled();
   // The script's array held each link too: a reference of 8 bytes that the service does not have.
   const total = (withAll - without) / COUNT - 8;

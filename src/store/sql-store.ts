@@ -434,10 +434,8 @@ export class SqlStore implements Store {
       const [sweep] = await tx.query<{ tenant_id: number; after: string; started_at: Date }>(
         'SELECT tenant_id, after, started_at FROM policy_sweeps ORDER BY started_at, tenant_id LIMIT 1 FOR UPDATE SKIP LOCKED',
       );
-      if (!sweep) {
-        const [left] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM policy_sweeps');
-        return { seen: 0, pending: Number(left?.n ?? 0) > 0 };
-      }
+      // None, or each held by another instance for its batch: nothing for this one to do now.
+      if (!sweep) return { seen: 0, pending: false };
       const policy = await tenantPolicy(tx, sweep.tenant_id);
       // Only a subscriber derived or answered other than active can be answered differently.
       const customers = await tx.query<{ processor_customer_id: string }>(
@@ -449,8 +447,10 @@ export class SqlStore implements Store {
       const cause: ChangeCause = { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(sweep.started_at), policyRule: 'policy_changed' };
       for (const c of customers) await reanswerCustomer(tx, sweep.tenant_id, c.processor_customer_id, cause, now, policy);
       const last = customers.at(-1);
-      if (customers.length < batch || last === undefined) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
+      const done = customers.length < batch || last === undefined;
+      if (done) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
       else await tx.query('UPDATE policy_sweeps SET after = $2 WHERE tenant_id = $1', [sweep.tenant_id, last.processor_customer_id]);
+      // Another tenant's sweep may wait: the caller asks again, and finds none when all are done.
       return { seen: customers.length, pending: true };
     });
     if (result.seen > 0) this.emit();

@@ -343,7 +343,7 @@ export interface Store {
   /**
    * Applies one batch (at most `batch` subscribers, one short transaction) of a tenant's
    * policy change that is still going through its subscribers; returns how many were seen,
-   * and whether a change is still going through (false: nothing left).
+   * and whether it took a batch (false: none is left, or each is another instance's now).
    */
   sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }>;
 

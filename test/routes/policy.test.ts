@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerBody } from '../../src/domain/lookup.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import { SqlStore } from '../../src/store/sql-store.js';
+import { PolicyClock } from '../../src/runtime/policy-clock.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { buildApp } from '../../src/http/app.js';
@@ -317,6 +318,25 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       // PUT of the same status is still a success (it holds), whatever the answer.
       expect((await admin('PUT', `/tenants/${t}/subscribers/${cus}`, { status: 'lockout' })).statusCode).toBe(200);
     });
+  });
+
+  it("each instance's policy clock records what fell due and goes through a changed policy, once", async () => {
+    await tenant('clocked', { policy: { grace_days: 1 } });
+    const cus = nextCustomer();
+    const startMs = s.clock.ms - (s.clock.ms % 1000);
+    await send('clocked', event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null }), { created: nowS() }));
+    const log = { info: () => {}, warn: () => {} };
+    const clocks = [new PolicyClock({ store: s.store, now: s.clock.now, log }), new PolicyClock({ store: new SqlStore(s.db), now: s.clock.now, log })];
+    s.clock.ms = startMs + DAY_MS;
+    await Promise.all(clocks.map((c) => c.tick()));
+    expect((await subscriber('clocked', cus)).history.filter((h) => h.source === 'policy')).toEqual([expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' })]);
+    await admin('PATCH', '/tenants/clocked', { policy: { enforcement: 'banner_only' } });
+    await Promise.all(clocks.map((c) => c.tick()));
+    expect(clocks.reduce((n, c) => n + c.counts.subscribersReanswered, 0)).toBeGreaterThanOrEqual(1);
+    const record = await subscriber('clocked', cus);
+    expect(record).toMatchObject({ status: 'warning', derived_status: 'lockout' });
+    expect(record.history.filter((h) => h.policy_rule === 'policy_changed')).toHaveLength(1);
+    await Promise.all(clocks.map((c) => c.stop()));
   });
 
   it('refuses a bad policy with a clear detail', async () => {
