@@ -1,4 +1,4 @@
-import { fingerprint, fingerprintBytes } from './subscriber-index.js';
+import { findSlot, fingerprint, fingerprintBytes } from './subscriber-index.js';
 import type { SubscriberExtra } from '../store/store.js';
 
 /**
@@ -79,17 +79,7 @@ export class SubscriberExtras {
   }
 
   private find(fp: Uint32Array): number {
-    const mask = this.slots - 1;
-    const a = fp[0] ?? 0;
-    const b = fp[1] ?? 0;
-    const c = fp[2] ?? 0;
-    const d = fp[3] ?? 0;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      const state = this.states[slot] ?? EMPTY;
-      if (state === EMPTY) return -1;
-      const k = slot * 4;
-      if (state === USED && this.keys[k] === a && this.keys[k + 1] === b && this.keys[k + 2] === c && this.keys[k + 3] === d) return slot;
-    }
+    return findSlot(this.keys, this.states, this.slots, fp);
   }
 
   private insertKey(fp: Uint32Array): number {

@@ -157,6 +157,26 @@ function hash(tenantId: number, bytes: Uint8Array, o: number, len: number, out: 
   out[3] = h4;
 }
 
+/**
+ * The slot of fingerprint `fp` in a table of `slots` (a power of two) laid out as this
+ * index's is: four key words a slot, a state a slot (0 empty, 1 deleted, more: live);
+ * linear probing from its first word. -1: not there. Shared by the index and the extras
+ * beside it (subscriber-extras.ts).
+ */
+export function findSlot(keys: Uint32Array, states: Uint8Array, slots: number, fp: Uint32Array): number {
+  const mask = slots - 1;
+  const a = fp[0] ?? 0;
+  const b = fp[1] ?? 0;
+  const c = fp[2] ?? 0;
+  const d = fp[3] ?? 0;
+  for (let slot = a & mask; ; slot = (slot + 1) & mask) {
+    const state = states[slot] ?? EMPTY;
+    if (state === EMPTY) return -1;
+    const k = slot * 4;
+    if (state !== DELETED && keys[k] === a && keys[k + 1] === b && keys[k + 2] === c && keys[k + 3] === d) return slot;
+  }
+}
+
 export class SubscriberIndex {
   private slots: number;
   private keys: Uint32Array;
@@ -226,17 +246,7 @@ export class SubscriberIndex {
   }
 
   private find(fp: Uint32Array): number {
-    const mask = this.slots - 1;
-    const a = fp[0] ?? 0;
-    const b = fp[1] ?? 0;
-    const c = fp[2] ?? 0;
-    const d = fp[3] ?? 0;
-    for (let slot = a & mask; ; slot = (slot + 1) & mask) {
-      const state = this.states[slot] ?? EMPTY;
-      if (state === EMPTY) return -1;
-      const k = slot * 4;
-      if (state !== DELETED && this.keys[k] === a && this.keys[k + 1] === b && this.keys[k + 2] === c && this.keys[k + 3] === d) return slot;
-    }
+    return findSlot(this.keys, this.states, this.slots, fp);
   }
 
   private insert(fp: Uint32Array, state: number): void {

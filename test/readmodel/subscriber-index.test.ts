@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { SubscriberIndex, fingerprint, fingerprintBytes } from '../../src/readmodel/subscriber-index.js';
 import { parseSubscriberRows } from '../../src/store/lookup-changes.js';
+import { SubscriberExtras } from '../../src/readmodel/subscriber-extras.js';
 
 const STATUSES: SubscriberStatus[] = ['active', 'warning', 'lockout'];
 
@@ -104,5 +105,28 @@ describe('a streamed load', () => {
       expect(fingerprintBytes(3, bytes, 2, 2 + id.length, out[1])).toBe(true);
       expect([...out[1]]).toEqual([...out[0]]);
     }
+  });
+});
+
+describe('the extras beside the index', () => {
+  it('keeps, replaces and forgets a pay link and a lockout per subscriber, through growth and deletions', () => {
+    const extras = new SubscriberExtras();
+    for (let i = 0; i < 5_000; i += 1) extras.set(1 + (i % 7), `cus_x${i}`, { lockoutAtS: i % 2 === 0 ? 1_800_000_000 + i : null, payUrl: i % 3 === 0 ? null : `https://invoice.stripe.com/i/acct_1/test_${i}` });
+    // One with neither a lockout nor a link (odd multiples of 3) carries nothing: not kept.
+    expect(extras.size).toBe(5_000 - 833);
+    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 1_800_000_010, payUrl: 'https://invoice.stripe.com/i/acct_1/test_10' });
+    expect(extras.get(1 + (9 % 7), 'cus_x9')).toBeNull();
+    expect({ ...extras.get(1 + (7 % 7), 'cus_x7') }).toEqual({ lockoutAtS: 0, payUrl: 'https://invoice.stripe.com/i/acct_1/test_7' });
+    // Another tenant's same id is another subscriber.
+    expect(extras.get(1 + (11 % 7), 'cus_x10')).toBeNull();
+    // Cleared (null, or nothing left to carry) is forgotten; set again, found again.
+    for (let i = 0; i < 5_000; i += 2) extras.set(1 + (i % 7), `cus_x${i}`, i % 4 === 0 ? null : { lockoutAtS: null, payUrl: null });
+    expect(extras.size).toBe(5_000 - 833 - 2_500);
+    expect(extras.get(1 + (10 % 7), 'cus_x10')).toBeNull();
+    extras.set(1 + (10 % 7), 'cus_x10', { lockoutAtS: 5, payUrl: null });
+    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 5, payUrl: null });
+    for (let i = 5_000; i < 20_000; i += 1) extras.set(1, `cus_x${i}`, { lockoutAtS: 7, payUrl: null });
+    expect(extras.size).toBe(5_000 - 833 - 2_500 + 1 + 15_000);
+    expect({ ...extras.get(1 + (13 % 7), 'cus_x13') }).toMatchObject({ payUrl: 'https://invoice.stripe.com/i/acct_1/test_13' });
   });
 });
