@@ -39,13 +39,12 @@ CREATE TRIGGER subscribers_log_update AFTER UPDATE ON subscribers
   EXECUTE FUNCTION dunwall_log_subscriber();
 
 -- An episode's dunning start (the first event of its current unresolved run), its last
--- resolution, and the invoice behind it. Unknown for rows written before: null.
+-- resolution, and the invoice behind it. Unknown for rows written before (an episode keeps
+-- its latest event only): null, which the policy answers as derived (no grace is invented).
 ALTER TABLE subscriber_episodes
   ADD COLUMN dunning_started_at timestamptz,
   ADD COLUMN resolved_at timestamptz,
   ADD COLUMN invoice_id text;
-UPDATE subscriber_episodes SET dunning_started_at = at WHERE state <> 'resolved';
-UPDATE subscriber_episodes SET resolved_at = at WHERE state = 'resolved';
 
 -- What Stripe tells about an invoice's money, from its latest event (by `created`).
 ALTER TABLE stripe_invoices

@@ -254,8 +254,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       checkBranding(body.branding);
       checkOrigins(body.allowed_origins);
       const at = now();
-      // A partial policy keeps the fields it leaves out.
-      const policy = body.policy === undefined ? undefined : { ...(await tenantOr404(req.params.slug)).policy, ...body.policy };
+      // A partial policy keeps the fields it leaves out (merged by the store, in the update's transaction).
+      const policy = body.policy;
       const result = await store.updateTenant(
         req.params.slug,
         {

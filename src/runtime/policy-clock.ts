@@ -48,6 +48,11 @@ export class PolicyClock {
     return this.running;
   }
 
+  /**
+   * Due lockouts first, and again between the batches of a policy change: a customer whose
+   * lockout, scheduled under the old policy, falls due while the change goes through is
+   * answered again under the new one at once, not when the sweep reaches it.
+   */
   private async pass(): Promise<void> {
     const now = () => new Date((this.opts.now ?? Date.now)());
     for (let i = 0; i < MAX_BATCHES_PER_TICK && !this.stopped; i += 1) {
@@ -59,6 +64,7 @@ export class PolicyClock {
       const { seen, pending } = await this.opts.store.sweepPolicy(now(), this.opts.sweepBatch ?? POLICY_SWEEP_BATCH);
       this.counts.subscribersReanswered += seen;
       if (!pending) break;
+      this.counts.lockoutsRecorded += await this.opts.store.recordDueLockouts(now(), DUE_BATCH);
     }
   }
 

@@ -328,7 +328,9 @@ function olderEventRun(row: EpisodeStateRow, state: EpisodeState, at: Date): { s
     return startMs !== null && startMs <= at.getTime() ? null : { start: at, resolved: row.resolved_at };
   }
   const resolved = resolvedMs === null || at.getTime() > resolvedMs ? at : new Date(row.resolved_at ?? at);
-  if (row.state === 'resolved' || startMs === null || startMs >= at.getTime()) return resolved === row.resolved_at ? null : { start: row.dunning_started_at, resolved };
+  // A resolution ends a run that began at or before it (in the same second it sorts after the
+  // failures); one that began after it is not touched.
+  if (row.state === 'resolved' || startMs === null || startMs > at.getTime()) return resolved === row.resolved_at ? null : { start: row.dunning_started_at, resolved };
   return { start: new Date(row.at), resolved };
 }
 

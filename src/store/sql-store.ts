@@ -397,8 +397,10 @@ export class SqlStore implements Store {
    * again under it (`sweepPolicy`): batched, so that no transaction holds the tenant while a
    * million subscribers are seen. A change during a sweep starts it over.
    */
-  private async changePolicy(tx: Queryable, tenantId: number, policy: Policy, now: Date): Promise<void> {
+  private async changePolicy(tx: Queryable, tenantId: number, patch: Partial<Policy>, now: Date): Promise<void> {
+    // The tenant's row is locked by the update before this: two changes at once merge in turn.
     const current = await tenantPolicy(tx, tenantId);
+    const policy: Policy = { ...current, ...patch };
     if (current.enforcement === policy.enforcement && current.grace_days === policy.grace_days && current.escalate_after_days === policy.escalate_after_days) return;
     await tx.query('UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1', [
       tenantId,
@@ -445,7 +447,10 @@ export class SqlStore implements Store {
         [sweep.tenant_id, sweep.after, batch],
       );
       const cause: ChangeCause = { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(sweep.started_at), policyRule: 'policy_changed' };
-      for (const c of customers) await reanswerCustomer(tx, sweep.tenant_id, c.processor_customer_id, cause, now, policy);
+      // Locked in code-unit order, the order every other taker of several customers' locks uses
+      // (a dry run): the database's collation may order them otherwise.
+      const ids = customers.map((c) => c.processor_customer_id).sort();
+      for (const id of ids) await reanswerCustomer(tx, sweep.tenant_id, id, cause, now, policy);
       const last = customers.at(-1);
       const done = customers.length < batch || last === undefined;
       if (done) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);

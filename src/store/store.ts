@@ -44,8 +44,8 @@ export interface TenantSettings {
   allowedOrigins: string[] | null;
   lookupsPerMinute: number | null;
   branding: Branding;
-  /** A whole policy (the admin API merges a partial one with the current). */
-  policy: Policy;
+  /** Any of the policy's fields: the others keep their values. */
+  policy: Partial<Policy>;
   livemode: boolean | null;
 }
 

@@ -339,6 +339,25 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     await Promise.all(clocks.map((c) => c.stop()));
   });
 
+  it("an episode's dunning start is its current run's first failure, whatever the order its events arrive in", async () => {
+    await tenant('runs');
+    const cus = nextCustomer();
+    const ids = paymentIds();
+    const t = nowS();
+    // Stripe's events are dated in the past: the clock is two days on.
+    s.clock.advance(2 * DAY_MS);
+    const failed = (created: number, id: string) => event('invoice.payment_failed', invoice(cus, { ids, next_payment_attempt: created + 86_400 }), { created, id });
+    const paidAt = (created: number) => event('invoice.paid', invoice(cus, { ids, status: 'paid' }), { created, id: `evt_runs_paid_${created}` });
+    // A failure and its payment in one second, a new failure a day later: the run began with the new one.
+    await send('runs', failed(t, 'evt_runs_f1'));
+    await send('runs', failed(t + 86_400, 'evt_runs_f2'));
+    await send('runs', paidAt(t));
+    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(new Date((t + 86_400) * 1000).toISOString());
+    // A failure of the same run arriving late moves its start back to it.
+    await send('runs', failed(t + 3_600, 'evt_runs_f3'));
+    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(new Date((t + 3_600) * 1000).toISOString());
+  });
+
   it('refuses a bad policy with a clear detail', async () => {
     await tenant('badpolicy');
     for (const [policy, detail] of [
