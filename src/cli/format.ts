@@ -129,6 +129,7 @@ export function formatTenantDetail(t: TenantDetailView): string {
   return keyValues([
     ...tenantRows(t),
     ['subscribers', `${counts.active + counts.warning + counts.lockout} (active ${counts.active}, warning ${counts.warning}, lockout ${counts.lockout})`],
+    ['derived', `before the policy: active ${t.derived_subscriber_counts.active}, warning ${t.derived_subscriber_counts.warning}, lockout ${t.derived_subscriber_counts.lockout}`],
     ['stripe_webhook', t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature'],
     ['credentials', credentials.join(', ')],
   ]);

@@ -190,7 +190,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
         ...presentTenant(tenant),
         stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
         credentials: credentials.map((c) => ({ kind: c.kind, created_at: c.createdAt.toISOString(), expires_at: c.expiresAt?.toISOString() ?? null })),
-        subscriber_counts: counts,
+        subscriber_counts: counts.answered,
+        derived_subscriber_counts: counts.derived,
       };
     },
   );

@@ -167,7 +167,14 @@ export const TenantDetail = Type.Intersect([
   Type.Object({
     stripe_webhook_secret_set: Type.Boolean({ description: 'A Stripe signing secret is set, so the webhook can verify deliveries' }),
     credentials: Type.Array(CredentialSummary, { description: 'Keys and secrets in force now: never their values' }),
-    subscriber_counts: Type.Object({ active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() }),
+    subscriber_counts: Type.Object(
+      { active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() },
+      { description: "By answered status (after the tenant's policy)" },
+    ),
+    derived_subscriber_counts: Type.Object(
+      { active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() },
+      { description: "By derived status (Stripe's events and overrides, before the policy): what the policy would enforce" },
+    ),
   }),
 ]);
 

@@ -570,11 +570,18 @@ export class SqlStore implements Store {
     return { rows: page, more: rows.length > query.limit };
   }
 
-  async countSubscribers(tenantId: number): Promise<Record<SubscriberStatus, number>> {
-    const rows = await this.db.query<{ status: SubscriberStatus; n: number }>('SELECT status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status', [tenantId]);
-    const counts: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
-    for (const r of rows) counts[r.status] = Number(r.n);
-    return counts;
+  async countSubscribers(tenantId: number): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }> {
+    const rows = await this.db.query<{ status: SubscriberStatus; derived_status: SubscriberStatus; n: number }>(
+      'SELECT status, derived_status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status, derived_status',
+      [tenantId],
+    );
+    const answered: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
+    const derived: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
+    for (const r of rows) {
+      answered[r.status] += Number(r.n);
+      derived[r.derived_status] += Number(r.n);
+    }
+    return { answered, derived };
   }
 
   async listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]> {

@@ -292,7 +292,7 @@ export interface Store {
   /** A page of the tenant's subscribers in customer id order, and whether more follow. */
   listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }>;
   /** How many subscribers the tenant has in each status. */
-  countSubscribers(tenantId: number): Promise<Record<SubscriberStatus, number>>;
+  countSubscribers(tenantId: number): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }>;
   /** The tenant's credentials still in force at `now` (expired ones are left out). */
   listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
   /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */

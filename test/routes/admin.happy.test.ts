@@ -69,6 +69,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
         'card_update_url',
         'created_at',
         'credentials',
+        'derived_subscriber_counts',
         'entitlements',
         'hmac_required',
         'livemode',

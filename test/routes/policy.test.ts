@@ -259,6 +259,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       }
       await sweep();
       expect(await subscriber(t, locked)).toMatchObject({ status: 'active', derived_status: 'lockout', pay_url: null });
+      expect((await admin('GET', `/tenants/${t}`)).json()).toMatchObject({
+        subscriber_counts: { active: 2, warning: 0, lockout: 0 },
+        derived_subscriber_counts: { active: 0, warning: 1, lockout: 1 },
+      });
       expect(await subscriber(t, warned)).toMatchObject({ status: 'active', derived_status: 'warning' });
 
       await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'gate' } });
