@@ -14,7 +14,12 @@ import { customer, event, invoice, paymentIds } from '../helpers/stripe-fixtures
 const engines = await availableEngines();
 const quiet = { info() {}, warn() {} };
 const LOOPBACK_OK = { allowHttpLoopback: true, allowedNetworks: ['127.0.0.0/8'] };
-const TIMEOUT_MS = 300;
+/**
+ * An attempt's bound on a real loopback socket. Long enough that a receiver answering at once
+ * is never timed out on a loaded 2-core runner (300 ms was, once: a message left pending);
+ * the tests of a hanging receiver wait it out.
+ */
+const TIMEOUT_MS = 1_000;
 
 interface Payload {
   id: string;
