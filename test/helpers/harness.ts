@@ -54,6 +54,16 @@ export async function buildAppWithModel(deps: Omit<AppDeps, 'model'>): Promise<A
   }
 }
 
+/** A call of the admin API (`/admin/v1` + `url`) with the test token, JSON in when a body is given. */
+export function adminRequest(app: App, method: string, url: string, body?: unknown): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: method as 'GET',
+    url: `/admin/v1${url}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+  });
+}
+
 export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Promise<Harness> {
   const opened = await engine.open();
   const clock = new FakeClock();
@@ -62,13 +72,7 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
   const app = await buildAppWithModel({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
   await app.ready();
 
-  const admin: Harness['admin'] = (method, url, body) =>
-    app.inject({
-      method: method as 'GET',
-      url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
+  const admin: Harness['admin'] = (method, url, body) => adminRequest(app, method, url, body);
 
   return {
     app,

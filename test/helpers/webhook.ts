@@ -1,4 +1,6 @@
 import type { LightMyRequestResponse } from 'fastify';
+import { Webhook } from 'standardwebhooks';
+import { vi } from 'vitest';
 import type { Harness } from './harness.js';
 import { signed } from './stripe-fixtures.js';
 import type { StripeEventFixture } from './stripe-fixtures.js';
@@ -19,4 +21,23 @@ export function deliver(
     payload,
     ...(opts.remoteAddress ? { remoteAddress: opts.remoteAddress } : {}),
   });
+}
+
+/**
+ * Verifies a received downstream webhook as a tenant would, with the Standard Webhooks
+ * library, at the time the message was signed (the library refuses an old timestamp).
+ */
+export function verifyDelivery<T>(secret: string, r: { headers: Record<string, unknown>; body: string }): T {
+  const headers = {
+    'webhook-id': String(r.headers['webhook-id']),
+    'webhook-timestamp': String(r.headers['webhook-timestamp']),
+    'webhook-signature': String(r.headers['webhook-signature']),
+  };
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    vi.setSystemTime(Number(headers['webhook-timestamp']) * 1000);
+    return new Webhook(secret).verify(r.body, headers) as T;
+  } finally {
+    vi.useRealTimers();
+  }
 }

@@ -12,7 +12,7 @@ import { SqlStore } from '../../src/store/sql-store.js';
 import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
-import { ADMIN_TOKEN, FakeClock } from '../helpers/harness.js';
+import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
 import type { CreatedTenant } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
@@ -48,13 +48,7 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
   };
   const tenants: Record<string, CreatedTenant> = {};
 
-  const admin = (method: string, url: string, body?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
+  const admin = (method: string, url: string, body?: unknown) => adminRequest(app, method, url, body);
   const create = async (slug: string) => {
     const res = await admin('POST', '/tenants', { slug });
     expect(res.statusCode).toBe(201);

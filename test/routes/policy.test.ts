@@ -6,7 +6,7 @@ import { PolicyClock } from '../../src/runtime/policy-clock.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { buildApp } from '../../src/http/app.js';
-import { computeHmac, FakeClock, ADMIN_TOKEN } from '../helpers/harness.js';
+import { computeHmac, FakeClock, ADMIN_TOKEN, adminRequest } from '../helpers/harness.js';
 import type { CreatedTenant } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
 import { BASIL_API, LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, subscription } from '../helpers/stripe-fixtures.js';
@@ -67,14 +67,7 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
   });
   afterAll(() => s.cleanup());
 
-  async function admin(method: string, url: string, body?: unknown) {
-    return s.app.inject({
-      method: method as 'GET',
-      url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
-  }
+  const admin = (method: string, url: string, body?: unknown) => adminRequest(s.app, method, url, body);
 
   async function tenant(slug: string, fields: Record<string, unknown> = {}): Promise<CreatedTenant> {
     const res = await admin('POST', '/tenants', { slug, card_update_url: 'https://acme.test/card', ...fields });

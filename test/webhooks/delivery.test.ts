@@ -1,4 +1,3 @@
-import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
@@ -7,7 +6,7 @@ import { Receiver } from '../helpers/receiver.js';
 import { WebhookDeliverer } from '../../src/webhooks/index.js';
 import type { DelivererOptions } from '../../src/webhooks/index.js';
 import { RETRY_WINDOW_MS } from '../../src/domain/webhooks.js';
-import { deliver } from '../helpers/webhook.js';
+import { deliver, verifyDelivery } from '../helpers/webhook.js';
 import { Retention } from '../../src/runtime/retention.js';
 import { customer, event, invoice, paymentIds } from '../helpers/stripe-fixtures.js';
 
@@ -29,20 +28,9 @@ interface Payload {
   data: Record<string, unknown> & { sequence: number; cause: Record<string, unknown> };
 }
 
-/** Verifies as a tenant would, with the Standard Webhooks library, at the time the message was signed. */
+/** Verifies as a tenant would (test/helpers/webhook.ts). */
 function verify(secret: string, r: { headers: Record<string, unknown>; body: string }): Payload {
-  const headers = {
-    'webhook-id': String(r.headers['webhook-id']),
-    'webhook-timestamp': String(r.headers['webhook-timestamp']),
-    'webhook-signature': String(r.headers['webhook-signature']),
-  };
-  vi.useFakeTimers({ toFake: ['Date'] });
-  try {
-    vi.setSystemTime(Number(headers['webhook-timestamp']) * 1000);
-    return new Webhook(secret).verify(r.body, headers) as Payload;
-  } finally {
-    vi.useRealTimers();
-  }
+  return verifyDelivery<Payload>(secret, r);
 }
 
 describe.each(engines)('downstream webhooks ($name)', (engine) => {

@@ -1,6 +1,5 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
-import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { SecretBox } from '../../src/secrets/cipher.js';
 import { SqlStore } from '../../src/store/sql-store.js';
@@ -8,8 +7,9 @@ import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/webhooks.js';
 import { WebhookDeliverer } from '../../src/webhooks/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
-import { ADMIN_TOKEN, FakeClock, buildAppWithModel } from '../helpers/harness.js';
+import { ADMIN_TOKEN, FakeClock, buildAppWithModel, adminRequest } from '../helpers/harness.js';
 import { Receiver } from '../helpers/receiver.js';
+import { verifyDelivery } from '../helpers/webhook.js';
 
 /**
  * One endpoint whose sealed signing secret does not open (copied from another endpoint's
@@ -22,18 +22,7 @@ const KEY = createSecretKey(randomBytes(32));
 const LOOPBACK_OK = { allowHttpLoopback: true, allowedNetworks: ['127.0.0.0/8'] };
 
 function verify(secret: string, r: { headers: Record<string, unknown>; body: string }): { tenant: string; data: { processor_customer_id: string } } {
-  const headers = {
-    'webhook-id': String(r.headers['webhook-id']),
-    'webhook-timestamp': String(r.headers['webhook-timestamp']),
-    'webhook-signature': String(r.headers['webhook-signature']),
-  };
-  vi.useFakeTimers({ toFake: ['Date'] });
-  try {
-    vi.setSystemTime(Number(headers['webhook-timestamp']) * 1000);
-    return new Webhook(secret).verify(r.body, headers) as never;
-  } finally {
-    vi.useRealTimers();
-  }
+  return verifyDelivery(secret, r);
 }
 
 describe.each(engines)('an endpoint whose signing secret cannot be read ($name)', (engine: Engine) => {
@@ -44,13 +33,7 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
   const clock = new FakeClock();
   const logged: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
 
-  const admin = (method: string, url: string, body?: unknown) =>
-    app.inject({
-      method: method as 'GET',
-      url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
+  const admin = (method: string, url: string, body?: unknown) => adminRequest(app, method, url, body);
 
   beforeAll(async () => {
     opened = await engine.open();
