@@ -180,13 +180,14 @@ export class LookupAnswerer {
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
       }
-      const status = check.preview === null ? model.status(tenant.id, check.customerId) : check.preview;
-      const body =
-        check.preview !== null
-          ? previewBody(tenant, check.preview, nowMs)
-          : status === null || status === 'active'
-            ? lookupBody(tenant, status)
-            : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+      let body: Buffer;
+      if (check.preview !== null) {
+        body = previewBody(tenant, check.preview, nowMs);
+      } else {
+        const status = model.status(tenant.id, check.customerId);
+        // Unknown and active: their prebuilt bytes, without a look at the extras.
+        body = status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+      }
       // Every check passed: only now does the lookup count against its tenant's quota.
       const counted = this.opts.limiter === null ? null : this.opts.limiter.tenant(tenant.id, tenant.lookupsPerMinute);
       if (counted instanceof Promise) {
