@@ -44,3 +44,14 @@ export function generateAdminToken(): string {
 export function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
 }
+
+/**
+ * What a tenant's secret key may do (CONTRACT.md section 7): the one list the schemas, the
+ * checks and the CLI derive from.
+ */
+export const SCOPES = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export function isScope(value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value);
+}
