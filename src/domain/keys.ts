@@ -37,6 +37,26 @@ export function generateHmacSecret(): string {
   return randomBytes(HMAC_SECRET_BYTES).toString('base64url');
 }
 
+/** `sk_live_` or `sk_test_`, then at least 32 base62 characters (CONTRACT.md section 7). */
+export const SECRET_KEY_RE = /^sk_(?:live|test)_[A-Za-z0-9]{32,128}$/;
+const SECRET_KEY_RANDOM_CHARS = 40;
+/** How many characters of a secret key are kept in clear, to tell keys apart. */
+export const SECRET_KEY_PREFIX_CHARS = 12;
+
+/** A test tenant's keys are `sk_test_`; every other tenant's `sk_live_`. */
+export function generateSecretKey(livemode: boolean | null): string {
+  return `${livemode === false ? 'sk_test_' : 'sk_live_'}${randomBase62(SECRET_KEY_RANDOM_CHARS)}`;
+}
+
+/** Whether a bearer token is meant as a secret key (checked by its digest afterwards). */
+export function looksLikeSecretKey(token: string): boolean {
+  return token.startsWith('sk_');
+}
+
+export function generateKeyId(): string {
+  return `key_${randomBase62(20)}`;
+}
+
 export function generateAdminToken(): string {
   return `dwa_${randomBase62(ADMIN_TOKEN_RANDOM_CHARS)}`;
 }

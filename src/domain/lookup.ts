@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HmacKey, verifyHmac } from './hmac.js';
 import { formatLockoutAt } from './policy.js';
-import { sha256 } from './keys.js';
+import { looksLikeSecretKey, sha256 } from './keys.js';
+import { checkSecretKey } from './secret-keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
 import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
 
@@ -17,7 +18,10 @@ export type LookupFailure =
   | 'missing_processor_customer_id'
   | 'invalid_processor_customer_id'
   | 'hmac_mismatch'
-  | 'hmac_required';
+  | 'hmac_required'
+  | 'invalid_secret_key'
+  | 'insufficient_scope'
+  | 'secret_key_in_browser';
 
 export type BearerResult = { ok: true; token: string } | { ok: false; code: 'missing' | 'malformed' };
 
@@ -48,13 +52,16 @@ export interface LookupRequest {
   token: string;
   /** The query's two parameters: a repeated one arrives as an array. */
   query: { readonly processor_customer_id?: unknown; readonly hmac?: unknown; readonly preview?: unknown };
+  /** The request's `Origin`: a secret key is never accepted from a browser. */
+  origin?: string | undefined;
 }
 
 /**
- * `signed`: the lookup carried a valid `hmac`, so its answer may name the invoice to pay.
+ * `signed`: the lookup carried a valid `hmac` or a secret key, so its answer may name the invoice to pay.
+ * `keyId`: the secret key that authenticated it (null: a publishable key).
  * `preview`: a test tenant's lookup asked to see that status (CONTRACT.md section 6).
  */
-export type LookupCheck = { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null } | { ok: false; code: LookupFailure };
+export type LookupCheck = { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null } | { ok: false; code: LookupFailure };
 
 export const PREVIEW_STATUSES = ['warning', 'lockout'] as const;
 export type PreviewStatus = (typeof PREVIEW_STATUSES)[number];
@@ -78,7 +85,14 @@ export function isValidSlug(slug: string): boolean {
  */
 export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs: number): LookupCheck {
   if (tenant === null) return { ok: false, code: 'tenant_not_found' };
-  if (!isTenantKey(tenant, req.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
+  // A secret key (section 7) stands in for the publishable key and the hmac, from a server only.
+  let keyId: string | null = null;
+  if (looksLikeSecretKey(req.token)) {
+    if (req.origin !== undefined) return { ok: false, code: 'secret_key_in_browser' };
+    const key = checkSecretKey(tenant.secretKeys, req.token, 'status:read', nowMs);
+    if (!key.ok) return key;
+    keyId = key.key.id;
+  } else if (!isTenantKey(tenant, req.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
   if (tenant.suspended) return { ok: false, code: 'tenant_suspended' };
 
   const customerId = req.query.processor_customer_id;
@@ -88,13 +102,14 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   }
 
   const preview = req.query.preview === undefined ? null : previewOf(tenant, req.query.preview);
+  if (keyId !== null) return { ok: true, customerId, signed: true, preview, keyId };
   const hmac = req.query.hmac;
   if (hmac === undefined) {
     // A preview shows sample data only: it needs no hmac.
-    return tenant.hmacRequired && preview === null ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false, preview };
+    return tenant.hmacRequired && preview === null ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false, preview, keyId: null };
   }
   if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs)) return { ok: false, code: 'hmac_mismatch' };
-  return { ok: true, customerId, signed: true, preview };
+  return { ok: true, customerId, signed: true, preview, keyId: null };
 }
 
 /**

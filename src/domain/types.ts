@@ -2,6 +2,7 @@ import type { Branding } from './branding.js';
 import type { Credential } from './credential.js';
 import type { HmacKey } from './hmac.js';
 
+import type { Scope } from './keys.js';
 export { isCurrent } from './credential.js';
 export type { Credential } from './credential.js';
 
@@ -44,6 +45,17 @@ export interface TenantAuthFields {
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
   publishableKeyHashes: readonly Credential<Buffer>[];
   hmacSecrets: readonly Credential<string>[];
+  /** The tenant's secret keys by digest: a rotated key has two digests until the overlap ends. */
+  secretKeys: readonly SecretKeyAuth[];
+}
+
+/** One digest a secret key is known by, what it may do, and until when (null: no expiry). */
+export interface SecretKeyAuth {
+  readonly id: string;
+  /** SHA-256 of the key (32 bytes). */
+  readonly digest: Buffer;
+  readonly scopes: ReadonlySet<Scope>;
+  readonly expiresAtMs: number | null;
 }
 
 /**

@@ -173,7 +173,7 @@ export function addressProblem(address: string, allowed: AllowedNetworks): strin
 /** What caused a change: a Stripe event, or an action of the admin API. */
 export type WebhookCause =
   | { source: 'stripe'; stripe_event_id: string | null; stripe_event_type: string | null }
-  | { source: 'admin'; action: 'set_status' | 'delete' }
+  | { source: 'admin'; action: 'set_status' | 'clear_override' | 'delete'; secret_key_id?: string }
   | { source: 'policy'; rule: PolicyRule };
 
 export interface StatusChangedData {

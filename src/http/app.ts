@@ -11,7 +11,9 @@ import { AppError } from './problems.js';
 import { describeValidationError, sendProblem } from './problems.js';
 import { answerClientError, capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from './connections.js';
 import { authorizationOf, RequestIds } from './request.js';
-import { adminRoutes } from './admin.js';
+import { tenantResourceRoutes, tenantRoutes, tierRoutes } from './routes/index.js';
+import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
+import type { KeyUsage } from './key-usage.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
 import type { DeliverySettings } from '../webhooks/index.js';
 import { demoRoutes } from './demo.js';
@@ -107,6 +109,8 @@ export interface AppDeps {
   redis?: Redis | null;
   /** Prefix of the rate limit keys in Redis. */
   redisPrefix?: string;
+  /** Where secret keys' uses are remembered for their `last_used_at`; absent: not recorded. */
+  keyUsage?: KeyUsage | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
   trustedProxies?: TrustedProxies | null;
 }
@@ -152,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     metrics: metrics ? metrics.http.route(LOOKUP_ROUTE, 'GET') : null,
     logLookups,
     logError: (err) => (deps.logger || silentLog).error({ err }, 'lookup failed'),
+    keyUsage: deps.keyUsage ?? null,
   });
   const http = {
     maxHeaderSize: limits.maxHeaderBytes,
@@ -236,17 +241,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'lookup', description: "A subscriber's status, for the tenant's pages, apps and backend" },
         { name: 'webhooks', description: "The tenant's Stripe events" },
         { name: 'admin', description: 'The operator' },
+        { name: 'tenant', description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's" },
         { name: 'downstream-webhooks', description: "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)" },
       ],
       components: {
         securitySchemes: {
           publishableKey: { type: 'http', scheme: 'bearer', description: "The tenant's publishable key" },
           adminToken: { type: 'http', scheme: 'bearer', description: 'DUNWALL_ADMIN_TOKEN' },
+          secretKey: { type: 'http', scheme: 'bearer', description: "A tenant's secret key (sk_live_... or sk_test_...), from a server only" },
         },
       },
     },
   });
   app.addSchema(Problem);
+  decorateRequests(app);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof AppError) {
@@ -298,6 +306,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
+  const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
+  const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS };
   // The routes that write, in a scope of their own: a write's answer leaves once this
   // process's read model shows it, so that its writer's next lookup on this instance reads
   // what it wrote. The lookup's routes, outside the scope, run no such hook.
@@ -307,15 +317,29 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return payload;
     });
     await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
-    await writes.register(adminRoutes, {
-      prefix: '/admin/v1',
-      store: deps.store,
-      now,
-      adminTokenSha256: adminTokenDigest(deps),
-      rotationOverlapS: deps.rotationOverlapS ?? 86_400,
-      limiter,
-      webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
-    });
+    await writes.register(
+      async (admin: App) => {
+        operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter });
+        await tenantRoutes(admin, { store: deps.store, now, rotationOverlapS });
+        await tierRoutes(admin, { store: deps.store, now });
+        await admin.register(
+          async (scoped: App) => {
+            tenantBySlug(scoped, (slug) => deps.store.getTenant(slug));
+            await tenantResourceRoutes(scoped, { audience: 'operator', ...resources });
+          },
+          { prefix: '/tenants/:slug' },
+        );
+      },
+      { prefix: '/admin/v1' },
+    );
+    await writes.register(
+      async (v1: App) => {
+        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null });
+        requireScopes(v1);
+        await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
+      },
+      { prefix: '/v1' },
+    );
   });
   return app;
 }

@@ -11,6 +11,7 @@ import type { ErrorCode } from './problems.js';
 import type { Arrival, Count, RateLimiter } from './rate-limit.js';
 import { guardAddress } from './rate-limit.js';
 import { seenHeaders } from './request.js';
+import type { KeyUsage } from './key-usage.js';
 import type { RequestIds, SeenHeaders } from './request.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from './schemas.js';
 
@@ -32,7 +33,12 @@ export interface LookupOptions {
   logLookups: boolean;
   /** Answers that failed with an exception are logged here. */
   logError(err: unknown): void;
+  /** Where secret keys' uses are remembered; null: not recorded. */
+  keyUsage?: KeyUsage | null;
 }
+
+/** `Bearer sk_...`: a server's lookup with a secret key, counted against the key, never its address. */
+const SECRET_BEARER_RE = /^bearer +sk_/i;
 
 /** The parameters the lookup reads from its query; a repeated one is an array. */
 export interface LookupParameters {
@@ -132,6 +138,14 @@ export class LookupAnswerer {
       return;
     }
     call.address = limiter.addressOf(req);
+    // A secret key's lookups come from a tenant's few servers: they are counted against the
+    // key once it verifies, and an address's earlier failures do not refuse them. A wrong
+    // key still counts as a failure of its address (in `fail`).
+    const auth = headers.authorization;
+    if (typeof auth === 'string' && SECRET_BEARER_RE.test(auth)) {
+      this.check(call);
+      return;
+    }
     const arrival = limiter.arrive(call.address, 'ip');
     if (arrival instanceof Promise) {
       arrival.then(
@@ -175,7 +189,7 @@ export class LookupAnswerer {
         this.problem(call, 'store_unavailable', null, undefined, null);
         return;
       }
-      const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search) }, tenant, nowMs);
+      const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search), origin: headers.origin }, tenant, nowMs);
       if (!check.ok || tenant === null) {
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
@@ -188,8 +202,11 @@ export class LookupAnswerer {
         // Unknown and active: their prebuilt bytes, without a look at the extras.
         body = status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
       }
-      // Every check passed: only now does the lookup count against its tenant's quota.
-      const counted = this.opts.limiter === null ? null : this.opts.limiter.tenant(tenant.id, tenant.lookupsPerMinute);
+      // Every check passed: only now does the lookup count against its tenant's quota (a
+      // secret key's, against the key's).
+      const limiter = this.opts.limiter;
+      if (check.keyId !== null) this.opts.keyUsage?.used(check.keyId, nowMs);
+      const counted = limiter === null ? null : check.keyId !== null ? limiter.key(check.keyId) : limiter.tenant(tenant.id, tenant.lookupsPerMinute);
       if (counted instanceof Promise) {
         counted.then(
           (c) => this.ok(call, tenant, headers.origin, body, c),

@@ -29,6 +29,7 @@ function presentHistory(h: HistoryEntry) {
     episode: h.episode,
     source: h.source,
     policy_rule: h.policyRule,
+    secret_key_id: h.secretKeyId,
     event_id: h.eventId,
     event_type: h.eventType,
     decline_code: h.declineCode,

@@ -34,11 +34,20 @@ export interface RateLimits {
   failuresPerIp: number;
   /** Admin API requests from one address. */
   adminPerIp: number;
+  /**
+   * Requests with one tenant secret key (tenant API, and lookups with the key), whatever
+   * their address: a tenant's servers call from few addresses, so an address quota would
+   * refuse them. Absent: the default.
+   */
+  perSecretKey?: number;
 }
+
+/** The default quota of one secret key, per minute: a busy backend asking for every request it serves. */
+export const DEFAULT_PER_SECRET_KEY = 60_000;
 
 export type Maybe<T> = T | Promise<T>;
 
-export type PolicyName = 'ip' | 'admin' | 'failures' | 'tenant';
+export type PolicyName = 'ip' | 'admin' | 'failures' | 'tenant' | 'key';
 
 /**
  * What one policy has counted for one key in the current window. In memory it is the
@@ -91,11 +100,12 @@ function memoryCounter(now: () => number): Counter {
     admin: new Lru<string | number, Count>(MEMORY_WINDOWS_MAX),
     failures: new Lru<string | number, Count>(MEMORY_WINDOWS_MAX),
     tenant: new Lru<string | number, Count>(MEMORY_WINDOWS_MAX),
+    key: new Lru<string | number, Count>(MEMORY_WINDOWS_MAX),
   };
   return (name, key, quota, policy, increment) => {
     const nowMs = now();
     // Chosen by a branch, not `windows[name]`: a read by a varying key is a slow lookup in V8.
-    const lru = name === 'ip' ? windows.ip : name === 'tenant' ? windows.tenant : name === 'failures' ? windows.failures : windows.admin;
+    const lru = name === 'ip' ? windows.ip : name === 'tenant' ? windows.tenant : name === 'failures' ? windows.failures : name === 'key' ? windows.key : windows.admin;
     let window = lru.get(key, nowMs);
     if (window === undefined) {
       if (!increment) return null;
@@ -203,7 +213,20 @@ export class RateLimiter {
       admin: policyText('admin', opts.limits.adminPerIp),
       failures: policyText('failures', opts.limits.failuresPerIp),
       tenant: policyText('tenant', opts.limits.lookupPerTenant),
+      key: policyText('key', this.perKey()),
     };
+  }
+
+  private perKey(): number {
+    return this.limits.perSecretKey ?? DEFAULT_PER_SECRET_KEY;
+  }
+
+  /** Counts a request made with a secret key against that key's quota (null: no limit, or not counted). */
+  key(keyId: string): Maybe<Count | null> {
+    const quota = this.perKey();
+    if (quota <= 0) return null;
+    const counted = this.count('key', keyId, quota, this.policies.key, true);
+    return counted instanceof Promise ? counted.catch(() => null) : counted;
   }
 
   /** The address a request is counted under: the peer, or the client its trusted proxies name. */
@@ -341,6 +364,20 @@ export function guardAddress(limiter: RateLimiter, own: 'ip' | 'admin' | null, n
       decide(arrival, narrow);
     }
   };
+}
+
+/**
+ * Counts a request with a valid secret key against the key's quota and sets the RateLimit
+ * fields; past the quota, answers 429 and returns true.
+ */
+export async function guardKey(limiter: RateLimiter, keyId: string, reply: FastifyReply): Promise<boolean> {
+  const count = await limiter.key(keyId);
+  if (count === null) return false;
+  const over = count.current > count.quota ? count : null;
+  setRateLimitFields(reply, limiter.fields(count, null, null, over));
+  if (over === null) return false;
+  sendProblem(reply, 'rate_limited');
+  return true;
 }
 
 /**

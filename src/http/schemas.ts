@@ -8,7 +8,9 @@ import type { Enforcement } from '../domain/policy.js';
 import { ENDPOINT_ID_RE, MAX_DESCRIPTION_LENGTH, MESSAGE_ID_RE, WEBHOOK_EVENT_TYPES } from '../domain/webhooks.js';
 import { STRIPE_EVENT_OUTCOME_DESCRIPTIONS, STRIPE_EVENT_OUTCOMES } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
-import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, TIER_NAME_PATTERN } from '../domain/types.js';
+import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, STATUSES, TIER_NAME_PATTERN } from '../domain/types.js';
+import { SCOPES } from '../domain/keys.js';
+import type { Scope } from '../domain/keys.js';
 
 export { MAX_URL_LENGTH };
 export const MAX_ALLOWED_ORIGINS = 50;
@@ -179,9 +181,13 @@ export const TenantDetail = Type.Intersect([
 ]);
 
 export const MAX_SUBSCRIBERS_PAGE = 1000;
+const STATUS_ALTERNATIVES = STATUSES.join('|');
+/** One status, or several separated by commas (`warning,lockout`). */
+const StatusList = Type.String({ pattern: `^(${STATUS_ALTERNATIVES})(,(${STATUS_ALTERNATIVES}))*$`, maxLength: 64, description: 'A status, or several separated by commas' });
 export const SubscriberListQuery = Type.Object(
   {
-    status: Type.Optional(Status),
+    status: Type.Optional(StatusList),
+    derived_status: Type.Optional(StatusList),
     reason: Type.Optional(Type.String({ pattern: REASON_PATTERN })),
     updated_since: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant' })),
     limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Rows per page, 1 to ${MAX_SUBSCRIBERS_PAGE} (default 100)` })),
@@ -191,7 +197,7 @@ export const SubscriberListQuery = Type.Object(
 );
 export const SubscriberPage = Type.Object({
   data: Type.Array(
-    Type.Object({ processor_customer_id: Type.String(), status: Status, reason: Type.String(), updated_at: Timestamp }),
+    Type.Object({ processor_customer_id: Type.String(), status: Status, derived_status: Status, reason: Type.String(), updated_at: Timestamp }),
   ),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null: this was the last' }),
 });
@@ -237,6 +243,65 @@ export const RotateBody = Type.Object(
 );
 
 export const TenantParams = Type.Object({ slug: Slug });
+
+// --- tenant secret keys and settings (CONTRACT.md section 7) -------------------------------
+
+export const ScopeName = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'A scope of a secret key' });
+export const KEY_ID_PATTERN = '^key_[A-Za-z0-9]{20}$';
+export const KeyId = Type.String({ pattern: KEY_ID_PATTERN, description: 'A secret key id' });
+export const MAX_KEY_NAME = 100;
+export const CreateKeyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: MAX_KEY_NAME, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]+$', description: 'What the key is for (printable text)' }),
+    scopes: Type.Array(ScopeName, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true }),
+    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the key stops working; null or absent: never' })),
+  },
+  { additionalProperties: false },
+);
+export const RotateKeyBody = Type.Object(
+  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps working (default DUNWALL_ROTATION_OVERLAP_S)' })) },
+  { additionalProperties: false },
+);
+export const SecretKey = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scopes: Type.Array(ScopeName),
+  prefix: Type.String({ description: 'The first 12 characters of the key in force' }),
+  created_at: Timestamp,
+  expires_at: Type.Union([Timestamp, Type.Null()]),
+  last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'Coarse: recorded about once a minute' }),
+  previous_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'After a rotation: when the replaced secret stops working' }),
+});
+export const SecretKeyWithSecret = Type.Intersect([SecretKey, Type.Object({ secret_key: Type.String({ description: 'Shown once, never again' }) })]);
+export const SecretKeyList = Type.Object({ data: Type.Array(SecretKey) });
+
+/** What a tenant may change of itself: never its tier, suspension, slug, mode or quota. */
+export const UpdateSettingsBody = Type.Object(
+  {
+    card_update_url: Type.Optional(NullableUrl),
+    hmac_required: Type.Optional(Type.Boolean()),
+    allowed_origins: Type.Optional(NullableOrigins),
+    branding: Type.Optional(Branding),
+    policy: Type.Optional(PolicyPatch),
+    stripe_webhook_secret: Type.Optional(
+      Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...); write-only" }),
+    ),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export const Settings = Type.Object({
+  slug: Type.String(),
+  tier: Type.String(),
+  entitlements: Entitlements,
+  card_update_url: Type.Union([Type.String(), Type.Null()]),
+  hmac_required: Type.Boolean(),
+  allowed_origins: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  branding: Branding,
+  policy: Policy,
+  livemode: Livemode,
+  stripe_webhook_secret_set: Type.Boolean(),
+});
+export const SecretKeyHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <secret key> (sk_live_... or sk_test_...)' })) });
 export const SubscriberParams = Type.Object({ slug: Slug, customerId: CustomerId });
 
 export const PutSubscriberBody = Type.Object(
@@ -257,6 +322,7 @@ export const HistoryEntry = Type.Object({
   policy_rule: Type.Union([Type.Literal('grace_ended'), Type.Literal('escalated'), Type.Literal('policy_changed'), Type.Null()], {
     description: 'For source policy: a grace that ended, an escalation that fell due, or a change of the policy',
   }),
+  secret_key_id: Type.Union([Type.String(), Type.Null()], { description: "For source admin: the tenant's secret key that made the change; null: the operator" }),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),
   decline_code: Type.Union([Type.String(), Type.Null()]),

@@ -49,6 +49,8 @@ class Copy {
   private readonly slugs = new Map<number, string>();
   readonly index: SubscriberIndex;
   readonly extras = new SubscriberExtras();
+  /** Every tenant by the digests of its secret keys (as latin1 strings): a tenant API call names no slug. */
+  readonly byKeyDigest = new Map<string, TenantAuth>();
 
   constructor(subscribers: number, tenants: readonly TenantAuth[], unreadable: readonly UnreadableTenant[]) {
     this.index = new SubscriberIndex(subscribers);
@@ -65,7 +67,11 @@ class Copy {
   putTenant(id: number, tenant: TenantAuth | null, unreadable: UnreadableTenant | null = null): void {
     const slug = this.slugs.get(id);
     if (slug !== undefined) {
-      if (this.tenants.get(slug)?.id === id) this.tenants.delete(slug);
+      const before = this.tenants.get(slug);
+      if (before?.id === id) {
+        this.forgetKeys(before);
+        this.tenants.delete(slug);
+      }
       if (this.unreadable.get(slug)?.id === id) this.unreadable.delete(slug);
       this.slugs.delete(id);
     }
@@ -73,13 +79,23 @@ class Copy {
     if (entry === null) return;
     const holder = this.tenants.get(entry.slug) ?? this.unreadable.get(entry.slug);
     if (holder !== undefined && holder.id !== id) {
+      if ('secretKeys' in holder) this.forgetKeys(holder);
       this.slugs.delete(holder.id);
       this.tenants.delete(entry.slug);
       this.unreadable.delete(entry.slug);
     }
-    if (tenant !== null) this.tenants.set(tenant.slug, tenant);
-    else if (unreadable !== null) this.unreadable.set(unreadable.slug, unreadable);
+    if (tenant !== null) {
+      this.tenants.set(tenant.slug, tenant);
+      for (const key of tenant.secretKeys) this.byKeyDigest.set(key.digest.toString('latin1'), tenant);
+    } else if (unreadable !== null) this.unreadable.set(unreadable.slug, unreadable);
     this.slugs.set(id, entry.slug);
+  }
+
+  private forgetKeys(tenant: TenantAuth): void {
+    for (const key of tenant.secretKeys) {
+      const digest = key.digest.toString('latin1');
+      if (this.byKeyDigest.get(digest) === tenant) this.byKeyDigest.delete(digest);
+    }
   }
 
   putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null, extra: SubscriberExtra | null): void {
@@ -217,6 +233,15 @@ export class ReadModel {
   /** The tenant of a slug; null: no such tenant, or one that cannot be read (see `unreadable`). Ask `serving` first. */
   tenant(slug: string): TenantAuth | null {
     return this.copy?.tenants.get(slug) ?? null;
+  }
+
+  /**
+   * The tenant holding a secret key of this digest (SHA-256 of the key); null: none. The
+   * caller still checks the key against the tenant's own list, in constant time, with its
+   * expiry (`checkSecretKey`): this map only finds the tenant.
+   */
+  tenantBySecretKey(digest: Buffer): TenantAuth | null {
+    return this.copy?.byKeyDigest.get(digest.toString('latin1')) ?? null;
   }
 
   /**

@@ -21,6 +21,7 @@ import { ReadModel } from '../readmodel/index.js';
 import { runPrimary, workerMetricsText } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
 import { PolicyClock } from './policy-clock.js';
+import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage } from '../http/key-usage.js';
 import { Retention } from './retention.js';
 import { WebhookDeliverer } from '../webhooks/index.js';
 import type { Metrics } from '../metrics/index.js';
@@ -122,8 +123,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     lookupPath = opened;
     // Loaded only when used: the client costs each process about 19 MB of memory.
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
+    const keyUsage = new KeyUsage();
     const app = await buildApp({
       store,
+      keyUsage,
       metrics,
       ...(options.metricsText ? { metricsText: options.metricsText } : {}),
       model: opened.model,
@@ -173,6 +176,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const policyClock = new PolicyClock({ store, log }).start();
     // A change this instance commits is sent at once; others' within the poll interval.
     const stopWaking = store.onCommit(() => deliverer.wake());
+    // Secret keys' last use, written about once a minute, never per request.
+    const flushKeyUsage = () =>
+      keyUsage.flush((uses) => store.touchSecretKeys(uses)).catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'));
+    const keyUsageTimer = setInterval(() => void flushKeyUsage(), KEY_USAGE_FLUSH_INTERVAL_MS);
+    keyUsageTimer.unref();
     metrics.observeDownstreamWebhooks(
       () => deliverer.counts,
       async () => {
@@ -193,11 +201,13 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       metricsUrl: metricsListener?.url ?? null,
       async close() {
         await retention.stop();
+        clearInterval(keyUsageTimer);
         stopWaking();
         await policyClock.stop();
         await deliverer.stop();
         await metricsListener?.close();
         await app.close();
+        await flushKeyUsage();
         await opened.close();
         redis?.disconnect();
         await store.close();

@@ -131,8 +131,8 @@ interface HistoryFields {
 async function insertHistory(tx: Queryable, tenantId: number, customerId: string, entry: HistoryFields, cause: ChangeCause, now: Date): Promise<void> {
   await tx.query(
     `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
-       event_type, decline_code, occurred_at, recorded_at, episode, effect, derived_status, lockout_at, policy_rule)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+       event_type, decline_code, occurred_at, recorded_at, episode, effect, derived_status, lockout_at, policy_rule, secret_key_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
     [
       tenantId,
       customerId,
@@ -149,6 +149,7 @@ async function insertHistory(tx: Queryable, tenantId: number, customerId: string
       entry.derivedStatus,
       entry.lockoutAt,
       cause.policyRule ?? null,
+      cause.secretKeyId ?? null,
     ],
   );
 }
@@ -760,7 +761,7 @@ async function removeCustomer(
  */
 export async function applyAdminChange(tx: Queryable, tenantId: number, customerId: string, change: Change, given: ChangeCause, now: Date): Promise<ApplyOutcome> {
   await lockCustomer(tx, tenantId, customerId);
-  const cause: ChangeCause = { ...given, adminAction: change.kind === 'delete' ? 'delete' : 'set_status' };
+  const cause: ChangeCause = { ...given, adminAction: change.kind === 'delete' ? 'delete' : change.kind === 'clear' ? 'clear_override' : 'set_status' };
   const before = await subscriberRow(tx, tenantId, customerId);
   const atMs = cause.occurredAt.getTime();
   const eventId = cause.eventId ?? '';
@@ -770,6 +771,11 @@ export async function applyAdminChange(tx: Queryable, tenantId: number, customer
     // would stay gated, so the removal is refused like a PUT would be.
     if ((await loadEpisodes(tx, tenantId, customerId)).some((e) => comparePositions(e.position, position) > 0)) return 'stale';
     return (await removeCustomer(tx, tenantId, customerId, position, before, cause, now)).outcome;
+  }
+  if (change.kind === 'clear') {
+    // Back to what the episodes say: with none, the customer is unknown again (active).
+    await settle(tx, tenantId, customerId, before, null, cause, null, now);
+    return 'applied';
   }
   const removed = await tombstone(tx, tenantId, customerId);
   if (removed !== null && removed.atMs > atMs) return 'stale';

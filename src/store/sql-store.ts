@@ -1,3 +1,5 @@
+import { createSecretKey, getSecretKey, listSecretKeys, revokeSecretKey, rotateSecretKey, touchSecretKeys } from './secret-keys.js';
+import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
 import type { Change } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
@@ -77,6 +79,7 @@ interface HistoryRow {
   derived_status: SubscriberStatus | null;
   lockout_at: Date | null;
   policy_rule: HistoryEntry['policyRule'];
+  secret_key_id: string | null;
   reason: string | null;
   effect: 'changed' | 'removed' | 'none';
   episode: string | null;
@@ -112,6 +115,7 @@ function toHistory(row: HistoryRow): HistoryEntry {
     derivedStatus: row.derived_status,
     lockoutAt: row.lockout_at === null ? null : new Date(row.lockout_at),
     policyRule: row.policy_rule,
+    secretKeyId: row.secret_key_id,
     reason: row.reason,
     effect: row.effect,
     episode: row.episode,
@@ -518,7 +522,7 @@ export class SqlStore implements Store {
     );
     const history = await this.db.query<HistoryRow>(
       `SELECT * FROM (
-         SELECT id, status, derived_status, lockout_at, policy_rule, reason, effect, episode, source, event_id, event_type, decline_code,
+         SELECT id, status, derived_status, lockout_at, policy_rule, secret_key_id, reason, effect, episode, source, event_id, event_type, decline_code,
            occurred_at, recorded_at
          FROM subscriber_history WHERE tenant_id = $1 AND processor_customer_id = $2
          ORDER BY id DESC LIMIT ${HISTORY_LIMIT}
@@ -555,18 +559,19 @@ export class SqlStore implements Store {
       params.push(value);
       where.push(clause(`$${params.length}`));
     };
-    if (query.status !== undefined) add((n) => `status = ${n}`, query.status);
+    if (query.status !== undefined) add((n) => `status = ANY(${n}::text[])`, query.status);
+    if (query.derivedStatus !== undefined) add((n) => `derived_status = ANY(${n}::text[])`, query.derivedStatus);
     if (query.reason !== undefined) add((n) => `reason = ${n}`, query.reason);
     if (query.updatedSince !== undefined) add((n) => `updated_at >= ${n}`, query.updatedSince);
     if (query.after !== undefined) add((n) => `processor_customer_id > ${n}`, query.after);
     params.push(query.limit + 1);
     // The primary key (tenant_id, processor_customer_id) serves the order and the cursor.
-    const rows = await this.db.query<{ processor_customer_id: string; status: SubscriberStatus; reason: string; updated_at: Date }>(
-      `SELECT processor_customer_id, status, reason, updated_at FROM subscribers WHERE ${where.join(' AND ')}
+    const rows = await this.db.query<{ processor_customer_id: string; status: SubscriberStatus; derived_status: SubscriberStatus; reason: string; updated_at: Date }>(
+      `SELECT processor_customer_id, status, derived_status, reason, updated_at FROM subscribers WHERE ${where.join(' AND ')}
        ORDER BY processor_customer_id LIMIT $${params.length}`,
       params,
     );
-    const page = rows.slice(0, query.limit).map((r) => ({ processorCustomerId: r.processor_customer_id, status: r.status, reason: r.reason, updatedAt: new Date(r.updated_at) }));
+    const page = rows.slice(0, query.limit).map((r) => ({ processorCustomerId: r.processor_customer_id, status: r.status, derivedStatus: r.derived_status, reason: r.reason, updatedAt: new Date(r.updated_at) }));
     return { rows: page, more: rows.length > query.limit };
   }
 
@@ -591,6 +596,36 @@ export class SqlStore implements Store {
       [tenantId, now],
     );
     return rows.map((r) => ({ kind: r.kind, createdAt: new Date(r.created_at), expiresAt: r.expires_at === null ? null : new Date(r.expires_at) }));
+  }
+
+  async createSecretKey(tenantId: number, key: NewSecretKey, now: Date): Promise<SecretKeyRecord | 'limit'> {
+    const created = await createSecretKey(this.db, tenantId, key, now);
+    if (created !== 'limit') this.emit();
+    return created;
+  }
+
+  listSecretKeys(tenantId: number): Promise<SecretKeyRecord[]> {
+    return listSecretKeys(this.db, tenantId);
+  }
+
+  getSecretKey(tenantId: number, id: string): Promise<SecretKeyRecord | null> {
+    return getSecretKey(this.db, tenantId, id);
+  }
+
+  async revokeSecretKey(tenantId: number, id: string): Promise<boolean> {
+    const gone = await revokeSecretKey(this.db, tenantId, id);
+    if (gone) this.emit();
+    return gone;
+  }
+
+  async rotateSecretKey(tenantId: number, id: string, next: { digest: Buffer; prefix: string }, overlapS: number, now: Date): Promise<SecretKeyRecord | null> {
+    const rotated = await rotateSecretKey(this.db, tenantId, id, next, overlapS, now);
+    if (rotated !== null) this.emit();
+    return rotated;
+  }
+
+  touchSecretKeys(uses: ReadonlyMap<string, Date>): Promise<void> {
+    return touchSecretKeys(this.db, uses);
   }
 
   async deleteTenant(tenantId: number): Promise<boolean> {

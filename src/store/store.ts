@@ -1,3 +1,4 @@
+import type { SecretKeyStore } from './secret-keys.js';
 import type { Branding } from '../domain/branding.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
@@ -76,7 +77,9 @@ export interface ChangeCause {
   /** When the cause happened (the event's time); orders changes. */
   occurredAt: Date;
   /** The admin API's action, for an admin cause. */
-  adminAction?: 'set_status' | 'delete';
+  adminAction?: 'set_status' | 'clear_override' | 'delete';
+  /** The tenant's secret key that made an admin change (absent: the operator). */
+  secretKeyId?: string;
   /** The policy's rule, for a policy cause: a grace that ended, an escalation, a change of policy. */
   policyRule?: PolicyRule;
 }
@@ -88,6 +91,8 @@ export interface HistoryEntry {
   derivedStatus: SubscriberStatus | null;
   lockoutAt: Date | null;
   policyRule: PolicyRule | null;
+  /** The tenant's secret key that made an admin change; null: the operator, or not an admin change. */
+  secretKeyId: string | null;
   reason: string | null;
   /** changed: the status or its reason changed; removed: the record went; none: kept for the record only. */
   effect: 'changed' | 'removed' | 'none';
@@ -221,7 +226,10 @@ export interface StripeEventRecord {
 
 /** A page of a tenant's subscribers, by customer id. */
 export interface SubscriberListQuery {
-  status?: SubscriberStatus;
+  /** Answered statuses (any of them). */
+  status?: readonly SubscriberStatus[];
+  /** Derived statuses, before the tenant's policy (any of them). */
+  derivedStatus?: readonly SubscriberStatus[];
   reason?: string;
   /** Only those whose record changed at or after this instant. */
   updatedSince?: Date;
@@ -231,6 +239,7 @@ export interface SubscriberListQuery {
 }
 
 export interface SubscriberListRow {
+  derivedStatus: SubscriberStatus;
   processorCustomerId: string;
   status: SubscriberStatus;
   reason: string;
@@ -258,7 +267,7 @@ export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: fals
  * of what it needs (src/readmodel/), loaded with `loadLookupState` and kept true with
  * `lookupChangesSince`.
  */
-export interface Store {
+export interface Store extends SecretKeyStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
   readonly webhooks: WebhookStore;

@@ -2,7 +2,8 @@ import { prepareTenant } from '../domain/lookup.js';
 import { NAMED_FLAGS } from '../domain/types.js';
 import type { Branding } from '../domain/branding.js';
 import type { Policy } from '../domain/policy.js';
-import type { Credential, Entitlements, TenantAuth } from '../domain/types.js';
+import type { Credential, Entitlements, SecretKeyAuth, TenantAuth } from '../domain/types.js';
+import { readSecretKeyAuth } from './secret-keys.js';
 import { SecretDecryptionError, UnknownEncryptionKeyError } from '../secrets/cipher.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Queryable } from './db.js';
@@ -154,10 +155,11 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
     if (list) list.push(c);
     else byTenant.set(c.tenant_id, [c]);
   }
+  const keys = await readSecretKeyAuth(q, rows.map((r) => r.id));
   for (const row of rows) {
     const own = byTenant.get(row.id) ?? [];
     try {
-      read.tenants.push(prepareRow(row, own, secrets));
+      read.tenants.push(prepareRow(row, own, secrets, keys.get(row.id) ?? []));
     } catch (error) {
       read.failed.push({ id: row.id, slug: row.slug, error, credentialIds: unopenable(own, row.id, secrets) });
     }
@@ -165,7 +167,7 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
   return read;
 }
 
-function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: SecretBox): TenantAuth {
+function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: SecretBox, secretKeys: readonly SecretKeyAuth[]): TenantAuth {
   const tenant = toTenant(row);
   return prepareTenant({
     id: tenant.id,
@@ -185,6 +187,7 @@ function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: Secr
     hmacSecrets: own
       .filter((c) => c.kind === 'hmac_secret' && c.secret !== null)
       .map((c) => credential(secrets.open(c.secret ?? '', { tenantId: row.id, kind: 'hmac_secret' }), c.expires_at)),
+    secretKeys,
   });
 }
 

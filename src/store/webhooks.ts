@@ -49,7 +49,8 @@ export interface RaisedChange {
 function causeOf(cause: ChangeCause): WebhookCause {
   if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
   if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
-  return { source: 'admin', action: cause.adminAction ?? 'set_status' };
+  const action = { source: 'admin' as const, action: cause.adminAction ?? 'set_status' };
+  return cause.secretKeyId === undefined ? action : { ...action, secret_key_id: cause.secretKeyId };
 }
 
 function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: RaisedChange, cause: ChangeCause, now: Date): WebhookPayload | null {

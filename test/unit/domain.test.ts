@@ -26,6 +26,7 @@ function tenant(over: Partial<TenantAuthFields> = {}): TenantAuth {
     entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
     publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: null }],
     hmacSecrets: [{ value: 'secret', expiresAtMs: null }],
+    secretKeys: [],
     ...over,
   });
 }

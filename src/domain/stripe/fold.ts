@@ -14,7 +14,8 @@ export interface EpisodeOutcome {
 }
 
 /** An admin action on a subscriber: set a status as of now (an override), or forget it. */
-export type Change = { kind: 'set'; status: SubscriberStatus; reason: string } | { kind: 'delete' };
+/** An admin's (or a tenant key's) action: set an override, clear it (back to what the episodes say), or forget the customer. */
+export type Change = { kind: 'set'; status: SubscriberStatus; reason: string } | { kind: 'clear' } | { kind: 'delete' };
 
 /**
  * Where an event stands among the events of its episode or customer. Ordered by time,

@@ -1,41 +1,42 @@
 import { isIP } from 'node:net';
+import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AllowedNetworks, addressProblem, endpointUrlProblem, generateSigningSecret } from '../domain/webhooks.js';
-import type { Store, TenantRecord, WebhookEndpointRecord } from '../store/store.js';
-import type { App } from './app-instance.js';
-import { AppError } from './problems.js';
+import { AllowedNetworks, addressProblem, endpointUrlProblem, ENDPOINT_ID_RE, generateSigningSecret, MESSAGE_ID_RE } from '../../domain/webhooks.js';
+import type { Store, TenantRecord, WebhookEndpointRecord } from '../../store/store.js';
+import type { App } from '../app-instance.js';
+import { AppError } from '../problems.js';
 import {
-  AdminHeaders,
   CreateWebhookEndpointBody,
   MAX_REPLAY_MESSAGES,
   MAX_WEBHOOK_PAGE,
   ProblemRef,
   RotateWebhookSecretBody,
-  TenantParams,
   UpdateWebhookEndpointBody,
   WebhookAttemptList,
   WebhookAttemptsQuery,
   WebhookEndpoint,
   WebhookEndpointList,
-  WebhookEndpointParams,
   WebhookEndpointWithSecret,
   WebhookMessageList,
-  WebhookMessageParams,
   WebhookMessagesQuery,
   WebhookReplayAnswer,
   WebhookReplayBody,
   WebhookRetryAnswer,
-} from './schemas.js';
+} from '../schemas.js';
+import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
+import type { Audience } from './common.js';
 
 /**
- * The admin API of downstream webhooks (docs/webhooks.md), under /admin/v1 and its token:
- * a tenant's endpoints, their signing secrets, attempts and messages, retries and replays.
+ * A tenant's downstream webhook endpoints (docs/webhooks.md), for the operator
+ * (/admin/v1/tenants/:slug/webhook-endpoints) and the tenant (/v1/webhook-endpoints:
+ * `webhooks:write`, reading with `subscribers:read`): endpoints, their signing secrets,
+ * attempts and messages, retries and replays.
  */
 
 export interface WebhookEndpointOptions {
+  audience: Audience;
   store: Store;
   now: () => Date;
-  tenantOr404: (slug: string) => Promise<TenantRecord>;
   rotationOverlapS: number;
   allowHttpLoopback: boolean;
   allowedNetworks: readonly string[];
@@ -64,14 +65,23 @@ export function presentEndpoint(e: WebhookEndpointRecord) {
 }
 
 export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptions): Promise<void> {
-  const { store, now } = opts;
+  const { audience, store, now } = opts;
   const allowed = new AllowedNetworks(opts.allowedNetworks);
-  const errors = { 400: ProblemRef, 401: ProblemRef, 403: ProblemRef, 404: ProblemRef, 429: ProblemRef };
-  const common = { tags: ['downstream-webhooks'], security: [{ adminToken: [] }], headers: AdminHeaders };
+  const errors = ERRORS;
+  const common = (operationId: string) => doc(audience, operationId, '', 'downstream-webhooks');
+  const EndpointId = Type.String({ pattern: ENDPOINT_ID_RE.source });
+  const endpointParams = paramsOf(audience, { endpointId: EndpointId });
+  const messageParams = paramsOf(audience, { endpointId: EndpointId, messageId: Type.String({ pattern: MESSAGE_ID_RE.source }) });
+
+  async function tenantRecord(req: FastifyRequest): Promise<TenantRecord> {
+    const tenant = await store.getTenant(tenantOf(req).slug);
+    if (tenant === null) throw new AppError('tenant_not_found');
+    return tenant;
+  }
 
   /** The tenant, when its tier includes downstream webhooks (reading and deleting need only the tenant). */
-  async function entitled(slug: string): Promise<TenantRecord> {
-    const tenant = await opts.tenantOr404(slug);
+  async function entitled(req: FastifyRequest): Promise<TenantRecord> {
+    const tenant = await tenantRecord(req);
     if (tenant.entitlements.downstream_webhooks !== true) throw new AppError('downstream_webhooks_not_entitled');
     return tenant;
   }
@@ -97,19 +107,19 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   };
 
   app.post(
-    '/tenants/:slug/webhook-endpoints',
+    '/webhook-endpoints',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'createWebhookEndpoint',
+        ...common('createWebhookEndpoint'),
         summary: 'Add an endpoint that hears of status changes; its signing secret is shown once',
-        params: TenantParams,
+        params: paramsOf(audience, {}),
         body: CreateWebhookEndpointBody,
         response: { 201: WebhookEndpointWithSecret, 409: ProblemRef, ...errors },
       },
     },
     async (req, reply) => {
-      const tenant = await entitled(req.params.slug);
+      const tenant = await entitled(req);
       checkUrl(req.body.url);
       const at = now();
       if ((await store.webhooks.listEndpoints(tenant.id, at)).length >= MAX_ENDPOINTS_PER_TENANT) throw new AppError('webhook_endpoint_limit');
@@ -125,45 +135,46 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.get(
-    '/tenants/:slug/webhook-endpoints',
-    { schema: { ...common, operationId: 'listWebhookEndpoints', summary: "The tenant's webhook endpoints", params: TenantParams, response: { 200: WebhookEndpointList, ...errors } } },
+    '/webhook-endpoints',
+    {
+      config: { scope: 'subscribers:read' }, schema: { ...common('listWebhookEndpoints'), summary: "The tenant's webhook endpoints", params: paramsOf(audience, {}), response: { 200: WebhookEndpointList, ...errors } } },
     async (req) => {
-      const tenant = await opts.tenantOr404(req.params.slug);
+      const tenant = await tenantRecord(req);
       return { data: (await store.webhooks.listEndpoints(tenant.id, now())).map(presentEndpoint) };
     },
   );
 
   app.get(
-    '/tenants/:slug/webhook-endpoints/:endpointId',
+    '/webhook-endpoints/:endpointId',
     {
+      config: { scope: 'subscribers:read' },
       schema: {
-        ...common,
-        operationId: 'getWebhookEndpoint',
+        ...common('getWebhookEndpoint'),
         summary: 'An endpoint: whether it is enabled, why not, and how many messages wait',
-        params: WebhookEndpointParams,
+        params: endpointParams,
         response: { 200: WebhookEndpoint, ...errors },
       },
     },
     async (req) => {
-      const tenant = await opts.tenantOr404(req.params.slug);
+      const tenant = await tenantRecord(req);
       return presentEndpoint(found(await store.webhooks.getEndpoint(tenant.id, req.params.endpointId, now())));
     },
   );
 
   app.patch(
-    '/tenants/:slug/webhook-endpoints/:endpointId',
+    '/webhook-endpoints/:endpointId',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'updateWebhookEndpoint',
+        ...common('updateWebhookEndpoint'),
         summary: 'Change the URL, description or event types, or enable or disable the endpoint',
-        params: WebhookEndpointParams,
+        params: endpointParams,
         body: UpdateWebhookEndpointBody,
         response: { 200: WebhookEndpoint, ...errors },
       },
     },
     async (req) => {
-      const tenant = await entitled(req.params.slug);
+      const tenant = await entitled(req);
       const body = req.body;
       if (body.url !== undefined) checkUrl(body.url);
       const updated = await store.webhooks.updateEndpoint(
@@ -183,18 +194,18 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.delete(
-    '/tenants/:slug/webhook-endpoints/:endpointId',
+    '/webhook-endpoints/:endpointId',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'deleteWebhookEndpoint',
+        ...common('deleteWebhookEndpoint'),
         summary: 'Delete an endpoint, its secrets and its deliveries',
-        params: WebhookEndpointParams,
+        params: endpointParams,
         response: { 204: Type.Null({ description: 'Deleted' }), ...errors },
       },
     },
     async (req, reply) => {
-      const tenant = await opts.tenantOr404(req.params.slug);
+      const tenant = await tenantRecord(req);
       if (!(await store.webhooks.deleteEndpoint(tenant.id, req.params.endpointId))) throw new AppError('webhook_endpoint_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId }, 'webhook endpoint deleted');
       return reply.code(204).send(null);
@@ -202,19 +213,19 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.post(
-    '/tenants/:slug/webhook-endpoints/:endpointId/rotate-secret',
+    '/webhook-endpoints/:endpointId/rotate-secret',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'rotateWebhookSecret',
+        ...common('rotateWebhookSecret'),
         summary: 'A new signing secret, shown once; the current one keeps signing too during the overlap',
-        params: WebhookEndpointParams,
+        params: endpointParams,
         body: RotateWebhookSecretBody,
         response: { 200: WebhookEndpointWithSecret, ...errors },
       },
     },
     async (req) => {
-      const tenant = await entitled(req.params.slug);
+      const tenant = await entitled(req);
       const overlapS = req.body.overlap_seconds ?? opts.rotationOverlapS;
       const at = now();
       const secret = generateSigningSecret();
@@ -226,19 +237,19 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.get(
-    '/tenants/:slug/webhook-endpoints/:endpointId/attempts',
+    '/webhook-endpoints/:endpointId/attempts',
     {
+      config: { scope: 'subscribers:read' },
       schema: {
-        ...common,
-        operationId: 'listWebhookAttempts',
+        ...common('listWebhookAttempts'),
         summary: "The endpoint's latest delivery attempts, newest first: status code, latency, error",
-        params: WebhookEndpointParams,
+        params: endpointParams,
         querystring: WebhookAttemptsQuery,
         response: { 200: WebhookAttemptList, ...errors },
       },
     },
     async (req) => {
-      const tenant = await opts.tenantOr404(req.params.slug);
+      const tenant = await tenantRecord(req);
       const attempts = found(await store.webhooks.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
       return {
         data: attempts.map((a) => ({
@@ -254,19 +265,19 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.get(
-    '/tenants/:slug/webhook-endpoints/:endpointId/messages',
+    '/webhook-endpoints/:endpointId/messages',
     {
+      config: { scope: 'subscribers:read' },
       schema: {
-        ...common,
-        operationId: 'listWebhookMessages',
+        ...common('listWebhookMessages'),
         summary: "The endpoint's messages, newest first, with their delivery state (pending: still to be delivered)",
-        params: WebhookEndpointParams,
+        params: endpointParams,
         querystring: WebhookMessagesQuery,
         response: { 200: WebhookMessageList, ...errors },
       },
     },
     async (req) => {
-      const tenant = await opts.tenantOr404(req.params.slug);
+      const tenant = await tenantRecord(req);
       const messages = found(
         await store.webhooks.listMessages(tenant.id, req.params.endpointId, { limit: limitOf(req.query.limit), ...(req.query.state ? { state: req.query.state } : {}) }),
       );
@@ -289,18 +300,18 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.post(
-    '/tenants/:slug/webhook-endpoints/:endpointId/messages/:messageId/retry',
+    '/webhook-endpoints/:endpointId/messages/:messageId/retry',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'retryWebhookMessage',
+        ...common('retryWebhookMessage'),
         summary: 'Send a message to the endpoint again now, with a new retry window',
-        params: WebhookMessageParams,
+        params: messageParams,
         response: { 202: WebhookRetryAnswer, ...errors },
       },
     },
     async (req, reply) => {
-      const tenant = await entitled(req.params.slug);
+      const tenant = await entitled(req);
       const result = await store.webhooks.retryMessage(tenant.id, req.params.endpointId, req.params.messageId, now());
       if (result === 'endpoint_not_found') throw new AppError('webhook_endpoint_not_found');
       if (result === 'message_not_found') throw new AppError('webhook_message_not_found');
@@ -309,20 +320,20 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
   );
 
   app.post(
-    '/tenants/:slug/webhook-endpoints/:endpointId/replay',
+    '/webhook-endpoints/:endpointId/replay',
     {
+      config: { scope: 'webhooks:write' },
       schema: {
-        ...common,
-        operationId: 'replayWebhookMessages',
+        ...common('replayWebhookMessages'),
         summary: 'Send the messages of a time range to the endpoint again (those of its event types), oldest first',
         description: `At most ${MAX_REPLAY_MESSAGES} a call; next says where the next call goes on. Each message is queued as new (a new retry window). Receivers drop what they had by webhook-id.`,
-        params: WebhookEndpointParams,
+        params: endpointParams,
         body: WebhookReplayBody,
         response: { 202: WebhookReplayAnswer, ...errors },
       },
     },
     async (req, reply) => {
-      const tenant = await entitled(req.params.slug);
+      const tenant = await entitled(req);
       const at = now();
       const since = new Date(req.body.since);
       const until = req.body.until === undefined ? at : new Date(req.body.until);

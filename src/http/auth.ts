@@ -1,0 +1,129 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { looksLikeSecretKey, sha256 } from '../domain/keys.js';
+import type { Scope } from '../domain/keys.js';
+import { checkBearer } from '../domain/lookup.js';
+import { findSecretKey } from '../domain/secret-keys.js';
+import type { ReadModel } from '../readmodel/index.js';
+import type { App } from './app-instance.js';
+import { holds } from './principal.js';
+import type { ResolvedTenant } from './principal.js';
+import { AppError, sendProblem } from './problems.js';
+import type { RateLimiter } from './rate-limit.js';
+import { countFailures, guardAddress, guardKey, remaining, setRateLimitFields } from './rate-limit.js';
+import { authorizationOf, seenHeaders } from './request.js';
+import type { KeyUsage } from './key-usage.js';
+
+/**
+ * Who a request acts for, resolved once per request by the hooks of its scope (DESIGN.md,
+ * habit 7): the operator by the admin token (and the tenant by the slug in the path), or a
+ * tenant by its secret key (the tenant being the key's). Route handlers read `req.tenant`
+ * and `req.principal`; a route names the scope it needs in its config (`{ scope }`).
+ */
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a secret key needs for this route (the operator holds every scope). */
+    scope?: Scope;
+  }
+}
+
+/** Every request starts with neither; the hooks below set them. */
+export function decorateRequests(app: App): void {
+  app.decorateRequest('tenant', null);
+  app.decorateRequest('principal', null);
+}
+
+export interface OperatorAuthOptions {
+  /** The SHA-256 digest of the admin token; null: the admin API is off. */
+  adminTokenSha256: Buffer | null;
+  limiter: RateLimiter | null;
+}
+
+/**
+ * The operator's scope (/admin/v1): the address's admin quota and failures are counted
+ * before the token is checked, so that guessing it is limited too; the token is compared
+ * digest to digest, in constant time.
+ */
+export function operatorAuth(app: App, opts: OperatorAuthOptions): void {
+  const { limiter, adminTokenSha256 } = opts;
+  if (limiter) {
+    app.addHook('onRequest', guardAddress(limiter, 'admin'));
+    // A 401 is a guess at the token; a 404 after a valid token is no guess.
+    app.addHook('onSend', countFailures(limiter, [401]));
+  }
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
+    const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
+    if (!bearer.ok) return sendProblem(reply, bearer.code);
+    if (!timingSafeEqual(sha256(bearer.token), adminTokenSha256)) return sendProblem(reply, 'invalid_admin_token');
+    req.principal = OPERATOR;
+  });
+}
+
+const OPERATOR = Object.freeze({ kind: 'operator' as const });
+
+/**
+ * The tenant named by the path's slug, for the operator's routes of a tenant's resources
+ * (after the params are validated): 404 `tenant_not_found` when there is none.
+ */
+export function tenantBySlug(app: App, find: (slug: string) => Promise<ResolvedTenant | null>): void {
+  app.addHook('preHandler', async (req) => {
+    const slug = (req.params as { slug?: string }).slug;
+    const tenant = slug === undefined ? null : await find(slug);
+    if (tenant === null) throw new AppError('tenant_not_found');
+    req.tenant = { id: tenant.id, slug: tenant.slug };
+  });
+}
+
+export interface KeyAuthOptions {
+  model: ReadModel;
+  now: () => number;
+  limiter: RateLimiter | null;
+  /** Where uses are remembered for `last_used_at`; null: not recorded. */
+  keyUsage: KeyUsage | null;
+}
+
+/**
+ * The tenant's scope (/v1): a secret key, never from a browser, found by its digest in the
+ * read model (so a revocation reaches every instance with the change stream), then checked
+ * against the tenant's keys in constant time with its expiry. A request with a valid key is
+ * counted against that key's quota, never its address's; an invalid one counts as a failure
+ * of its address, like a wrong admin token.
+ */
+export function keyAuth(app: App, opts: KeyAuthOptions): void {
+  const { model, limiter } = opts;
+  if (limiter) app.addHook('onSend', countFailures(limiter, [401]));
+  app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
+    const headers = seenHeaders(req.raw);
+    const bearer = checkBearer(headers.authorization, 'invalid_secret_key', 'invalid_secret_key');
+    if (!bearer.ok || !looksLikeSecretKey(bearer.token)) return sendProblem(reply, 'invalid_secret_key');
+    if (headers.origin !== undefined) return sendProblem(reply, 'secret_key_in_browser');
+    const nowMs = opts.now();
+    if (!model.serving(nowMs)) return sendProblem(reply, 'store_unavailable');
+    const digest = sha256(bearer.token);
+    const tenant = model.tenantBySecretKey(digest);
+    const key = tenant === null ? null : findSecretKey(tenant.secretKeys, digest, nowMs);
+    if (tenant === null || key === null) {
+      // An address past its failure quota is refused before its next guess is answered.
+      const failures = limiter === null ? null : await limiter.failuresOf(limiter.addressOf(req.raw));
+      if (limiter !== null && failures !== null && remaining(failures) === 0) {
+        setRateLimitFields(reply, limiter.fields(null, failures, null, failures));
+        return sendProblem(reply, 'rate_limited');
+      }
+      return sendProblem(reply, 'invalid_secret_key');
+    }
+    if (limiter && (await guardKey(limiter, key.id, reply))) return reply;
+    opts.keyUsage?.used(key.id, nowMs);
+    req.tenant = { id: tenant.id, slug: tenant.slug };
+    req.principal = { kind: 'key', keyId: key.id, scopes: key.scopes };
+  });
+}
+
+/** The route's scope, checked once the principal is known: 403 `insufficient_scope` without it. */
+export function requireScopes(app: App): void {
+  app.addHook('preHandler', async (req) => {
+    const scope = req.routeOptions.config.scope;
+    if (scope !== undefined && !holds(req.principal, scope)) throw new AppError('insufficient_scope', `This call needs the scope ${scope}.`);
+  });
+}

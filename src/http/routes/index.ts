@@ -1,0 +1,36 @@
+import type { ReadModel } from '../../readmodel/index.js';
+import type { Store } from '../../store/store.js';
+import type { DeliverySettings } from '../../webhooks/index.js';
+import type { App } from '../app-instance.js';
+import type { Audience } from './common.js';
+import { keyRoutes } from './keys.js';
+import { settingsRoutes } from './settings.js';
+import { stripeEventRoutes } from './stripe-events.js';
+import { subscriberRoutes } from './subscribers.js';
+import { webhookEndpointRoutes } from './webhook-endpoints.js';
+
+export { tenantRoutes } from './tenants.js';
+export { tierRoutes } from './tiers.js';
+
+export interface TenantResourceOptions {
+  audience: Audience;
+  store: Store;
+  model: ReadModel;
+  now: () => number;
+  rotationOverlapS: number;
+  webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+}
+
+/**
+ * Every resource of one tenant, registered in a scope whose hooks have resolved the tenant
+ * and the principal: under /admin/v1/tenants/:slug for the operator, under /v1 for the
+ * tenant's own keys. The same route files serve both; the scope check tells them apart.
+ */
+export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions): Promise<void> {
+  const { audience, store, model, now, rotationOverlapS } = opts;
+  await subscriberRoutes(app, { audience, store, model, now });
+  await settingsRoutes(app, { audience, store, now, rotationOverlapS });
+  await keyRoutes(app, { audience, store, now, rotationOverlapS });
+  await webhookEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
+  if (audience === 'operator') await stripeEventRoutes(app, { store, now });
+}

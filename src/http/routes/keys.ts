@@ -1,0 +1,145 @@
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { generateKeyId, generateSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from '../../domain/keys.js';
+import type { Scope } from '../../domain/keys.js';
+import { parseScopes, scopesLacking } from '../../domain/secret-keys.js';
+import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
+import type { Store } from '../../store/store.js';
+import type { App } from '../app-instance.js';
+import { AppError } from '../problems.js';
+import { CreateKeyBody, KeyId, ProblemRef, RotateKeyBody, SecretKeyList, SecretKeyWithSecret } from '../schemas.js';
+import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
+import type { Audience } from './common.js';
+
+/**
+ * A tenant's secret keys (CONTRACT.md section 7), for the operator and for a tenant key
+ * holding `keys:write`. A key's secret is shown once, in the answer that creates or rotates
+ * it; only its digest is kept. A tenant key never grants, rotates or revokes a key with a
+ * scope it does not hold itself.
+ */
+export interface KeyRoutesOptions {
+  audience: Audience;
+  store: Pick<Store, 'getTenant'> & SecretKeyStore;
+  now: () => number;
+  /** A rotation's default overlap (DUNWALL_ROTATION_OVERLAP_S). */
+  rotationOverlapS: number;
+}
+
+export function presentKey(k: SecretKeyRecord) {
+  return {
+    id: k.id,
+    name: k.name,
+    scopes: k.scopes,
+    prefix: k.prefix,
+    created_at: k.createdAt.toISOString(),
+    expires_at: k.expiresAt?.toISOString() ?? null,
+    last_used_at: k.lastUsedAt?.toISOString() ?? null,
+    previous_expires_at: k.previousExpiresAt?.toISOString() ?? null,
+  };
+}
+
+/** What the caller holds: every scope for the operator, the key's own for a tenant key. */
+function heldBy(req: FastifyRequest): ReadonlySet<Scope> | 'all' {
+  const p = req.principal;
+  return p === null ? new Set() : p.kind === 'operator' ? 'all' : p.scopes;
+}
+
+function mayManage(req: FastifyRequest, scopes: readonly Scope[]): void {
+  const lacking = scopesLacking(heldBy(req), scopes);
+  if (lacking.length > 0) throw new AppError('insufficient_scope', `This key does not hold ${lacking.join(', ')}: it cannot grant or manage a key that does.`);
+}
+
+export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void> {
+  const { audience, store } = opts;
+  const tag = 'keys';
+  const one = paramsOf(audience, { id: KeyId });
+  const config = { scope: 'keys:write' as const };
+
+  async function found(req: FastifyRequest, id: string): Promise<SecretKeyRecord> {
+    const key = await store.getSecretKey(tenantOf(req).id, id);
+    if (key === null) throw new AppError('secret_key_not_found');
+    return key;
+  }
+
+  /** A new secret of the tenant's mode: sk_test_ for a test tenant. */
+  async function newSecret(req: FastifyRequest): Promise<{ secret: string; digest: Buffer; prefix: string }> {
+    const tenant = await store.getTenant(tenantOf(req).slug);
+    if (tenant === null) throw new AppError('tenant_not_found');
+    const secret = generateSecretKey(tenant.livemode);
+    return { secret, digest: sha256(secret), prefix: secret.slice(0, SECRET_KEY_PREFIX_CHARS) };
+  }
+
+  app.post(
+    '/keys',
+    {
+      config,
+      schema: {
+        ...doc(audience, 'createSecretKey', 'Create a secret key; its secret is shown once', tag),
+        params: paramsOf(audience, {}),
+        body: CreateKeyBody,
+        response: { 201: SecretKeyWithSecret, 409: ProblemRef, ...ERRORS },
+      },
+    },
+    async (req, reply) => {
+      const parsed = parseScopes(req.body.scopes);
+      if (!parsed.ok) throw invalid('scopes', `'${parsed.bad}' is not a scope`);
+      mayManage(req, parsed.scopes);
+      const nowMs = opts.now();
+      const expiresAt = req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
+      if (expiresAt !== null && expiresAt.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
+      const { secret, digest, prefix } = await newSecret(req);
+      const created = await store.createSecretKey(tenantOf(req).id, { id: generateKeyId(), name: req.body.name, scopes: parsed.scopes, prefix, digest, expiresAt }, new Date(nowMs));
+      if (created === 'limit') throw new AppError('secret_key_limit');
+      req.log.info({ tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes }, 'secret key created');
+      return reply.code(201).send({ ...presentKey(created), secret_key: secret });
+    },
+  );
+
+  app.get(
+    '/keys',
+    { config, schema: { ...doc(audience, 'listSecretKeys', "The tenant's secret keys (never their secrets)", tag), params: paramsOf(audience, {}), response: { 200: SecretKeyList, ...ERRORS } } },
+    async (req) => ({ data: (await store.listSecretKeys(tenantOf(req).id)).map(presentKey) }),
+  );
+
+  app.delete(
+    '/keys/:id',
+    {
+      config,
+      schema: {
+        ...doc(audience, 'revokeSecretKey', 'Revoke a secret key: refused on every instance within a second', tag),
+        params: one,
+        response: { 204: Type.Null({ description: 'Revoked' }), ...ERRORS },
+      },
+    },
+    async (req, reply) => {
+      const key = await found(req, req.params.id);
+      mayManage(req, key.scopes);
+      if (!(await store.revokeSecretKey(tenantOf(req).id, key.id))) throw new AppError('secret_key_not_found');
+      req.log.warn({ tenant: tenantOf(req).slug, key: key.id }, 'secret key revoked');
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.post(
+    '/keys/:id/rotate',
+    {
+      config,
+      schema: {
+        ...doc(audience, 'rotateSecretKey', 'A new secret for the key; the replaced one keeps working for the overlap', tag),
+        params: one,
+        body: Type.Union([RotateKeyBody, Type.Null()]),
+        response: { 200: SecretKeyWithSecret, ...ERRORS },
+      },
+    },
+    async (req) => {
+      const key = await found(req, req.params.id);
+      mayManage(req, key.scopes);
+      const overlapS = req.body?.overlap_seconds ?? opts.rotationOverlapS;
+      const { secret, digest, prefix } = await newSecret(req);
+      const rotated = await store.rotateSecretKey(tenantOf(req).id, key.id, { digest, prefix }, overlapS, new Date(opts.now()));
+      if (rotated === null) throw new AppError('secret_key_not_found');
+      req.log.info({ tenant: tenantOf(req).slug, key: key.id, overlapS }, 'secret key rotated');
+      return { ...presentKey(rotated), secret_key: secret };
+    },
+  );
+}

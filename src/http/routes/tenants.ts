@@ -1,0 +1,154 @@
+import { Type } from 'typebox';
+import { generateHmacSecret, generatePublishableKey, sha256 } from '../../domain/keys.js';
+import { DEFAULT_POLICY } from '../../domain/policy.js';
+import type { Store, TenantRecord } from '../../store/store.js';
+import type { App } from '../app-instance.js';
+import { AppError } from '../problems.js';
+import { presentTenant } from '../presenters.js';
+import { AdminHeaders, CreateTenantBody, ProblemRef, RotateBody, RotatedTenant, Tenant, TenantDetail, TenantList, TenantParams, TenantWithKeys, UpdateTenantBody } from '../schemas.js';
+import { checkSettings, updateTenant } from './settings.js';
+import { invalid } from './common.js';
+
+/**
+ * The operator's tenants (/admin/v1/tenants): create, list, show, change, rotate the
+ * publishable key or HMAC secret, delete. A tenant's own resources (subscribers, keys,
+ * settings, endpoints) are in their own route files, served to the operator and the tenant.
+ */
+export interface TenantRoutesOptions {
+  store: Store;
+  now: () => number;
+  rotationOverlapS: number;
+}
+
+const problemRef = ProblemRef;
+const errors = { 400: problemRef, 401: problemRef, 404: problemRef, 429: problemRef };
+
+export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise<void> {
+  const { store } = opts;
+  const now = () => new Date(opts.now());
+
+  async function tenantOr404(slug: string): Promise<TenantRecord> {
+    const tenant = await store.getTenant(slug);
+    if (!tenant) throw new AppError('tenant_not_found');
+    return tenant;
+  }
+
+  const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
+
+  app.post(
+    '/tenants',
+    { schema: { ...common, operationId: 'createTenant', summary: 'Create a tenant', body: CreateTenantBody, response: { 201: TenantWithKeys, 409: problemRef, ...errors } } },
+    async (req, reply) => {
+      const body = req.body;
+      checkSettings(body);
+      const livemode = body.livemode ?? null;
+      const publishableKey = generatePublishableKey(livemode);
+      const hmacSecret = generateHmacSecret();
+      const result = await store.createTenant(
+        {
+          slug: body.slug,
+          tier: body.tier ?? 'starter',
+          cardUpdateUrl: body.card_update_url ?? null,
+          hmacRequired: body.hmac_required ?? false,
+          allowedOrigins: body.allowed_origins ?? null,
+          lookupsPerMinute: body.lookups_per_minute ?? null,
+          ...(body.branding !== undefined ? { branding: body.branding } : {}),
+          ...(body.policy !== undefined ? { policy: { ...DEFAULT_POLICY, ...body.policy } } : {}),
+          livemode,
+          publishableKeyHash: sha256(publishableKey).toString('hex'),
+          hmacSecret,
+        },
+        now(),
+      );
+      if (!result.ok) {
+        if (result.error === 'exists') throw new AppError('tenant_exists');
+        throw invalid('tier', `no tier is named '${body.tier ?? 'starter'}'`);
+      }
+      req.log.info({ tenant: body.slug }, 'tenant created');
+      return reply.code(201).send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });
+    },
+  );
+
+  app.get('/tenants', { schema: { ...common, operationId: 'listTenants', summary: 'List tenants', response: { 200: TenantList, 401: problemRef, 429: problemRef } } }, async () => ({
+    data: (await store.listTenants()).map(presentTenant),
+  }));
+
+  app.get(
+    '/tenants/:slug',
+    {
+      schema: {
+        ...common,
+        operationId: 'getTenant',
+        summary: 'Show a tenant, its credentials in force and its subscribers by status',
+        params: TenantParams,
+        response: { 200: TenantDetail, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const [credentials, counts] = await Promise.all([store.listCredentials(tenant.id, now()), store.countSubscribers(tenant.id)]);
+      return {
+        ...presentTenant(tenant),
+        stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
+        credentials: credentials.map((c) => ({ kind: c.kind, created_at: c.createdAt.toISOString(), expires_at: c.expiresAt?.toISOString() ?? null })),
+        subscriber_counts: counts.answered,
+        derived_subscriber_counts: counts.derived,
+      };
+    },
+  );
+
+  app.delete(
+    '/tenants/:slug',
+    {
+      schema: {
+        ...common,
+        operationId: 'deleteTenant',
+        summary: 'Delete a tenant and everything it owns: keys, subscribers, history, Stripe events',
+        params: TenantParams,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const tenant = await tenantOr404(req.params.slug);
+      if (!(await store.deleteTenant(tenant.id))) throw new AppError('tenant_not_found');
+      req.log.warn({ tenant: tenant.slug }, 'tenant deleted');
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.patch(
+    '/tenants/:slug',
+    { schema: { ...common, operationId: 'updateTenant', summary: 'Update a tenant', params: TenantParams, body: UpdateTenantBody, response: { 200: Tenant, ...errors } } },
+    async (req) => presentTenant(await updateTenant(store, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
+  );
+
+  app.post(
+    '/tenants/:slug/rotate',
+    {
+      schema: {
+        ...common,
+        operationId: 'rotateTenantKey', summary: 'Rotate the publishable key or the HMAC secret',
+        description: 'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds.',
+        params: TenantParams,
+        body: RotateBody,
+        response: { 200: RotatedTenant, ...errors },
+      },
+    },
+    async (req) => {
+      const tenant = await tenantOr404(req.params.slug);
+      const at = now();
+      const previousExpiresAt = new Date(at.getTime() + opts.rotationOverlapS * 1000).toISOString();
+      if (req.body.key === 'publishable') {
+        // The tenant's mode now: a tenant switched to live gets a pk_live_ key here.
+        const key = generatePublishableKey(tenant.livemode);
+        await store.rotateCredential(tenant.id, 'publishable_key', sha256(key).toString('hex'), opts.rotationOverlapS, at);
+        req.log.info({ tenant: tenant.slug }, 'publishable key rotated');
+        return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
+      }
+      const secret = generateHmacSecret();
+      await store.rotateCredential(tenant.id, 'hmac_secret', secret, opts.rotationOverlapS, at);
+      req.log.info({ tenant: tenant.slug }, 'hmac secret rotated');
+      return { ...presentTenant(tenant), hmac_secret: secret, previous_expires_at: previousExpiresAt };
+    },
+  );
+}
