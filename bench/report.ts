@@ -2,7 +2,7 @@
 import type { InvalidationResult } from './invalidation.js';
 import type { LoadResult } from './load.js';
 
-export type RowName = 'baseline' | 'hot1' | 'writes' | 'hooks' | 'hot' | 'unknown' | 'dunning' | 'zipf' | 'hotkey' | 'drip' | 'zipfcold' | 'peer';
+export type RowName = 'baseline' | 'hot1' | 'writes' | 'hooks' | 'hot' | 'secretkey' | 'unknown' | 'dunning' | 'zipf' | 'hotkey' | 'drip' | 'zipfcold' | 'peer';
 
 export interface RowResult {
   row: RowName;

@@ -35,7 +35,7 @@ import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunning
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
@@ -282,6 +282,22 @@ async function prime(baseUrl: string, requests: readonly BenchRequest[], workers
  * changes a second through the admin API (each customer flips between warning and active),
  * until `stop`.
  */
+/** One secret key (status:read) per tenant, through the admin API: the seed holds none. */
+async function createSecretKeys(url: string, adminToken: string, tenants: readonly number[]): Promise<Map<number, string>> {
+  const keys = new Map<number, string>();
+  for (const num of tenants) {
+    const res = await fetch(`${url}/admin/v1/tenants/${slugOf(num)}/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench', scopes: ['status:read'] }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (res.status !== 201) throw new Error(`secret key for ${slugOf(num)}: ${res.status} ${await res.text()}`);
+    keys.set(num, ((await res.json()) as { secret_key: string }).secret_key);
+  }
+  return keys;
+}
+
 async function startHookTraffic(url: string, adminToken: string, perSecond: number, withEndpoint: boolean): Promise<{ stop(): Promise<{ changes: number; failedChanges: number; delivered: number }> }> {
   let delivered = 0;
   const receiver = createServer((req, res) => {
@@ -643,11 +659,23 @@ async function main(): Promise<void> {
   }
 
   let observedWorkers = 0;
-  if (['hot', 'unknown', 'zipf', 'hotkey', 'drip'].some((r) => opts.rows.has(r as Row))) {
+  if (['hot', 'secretkey', 'unknown', 'zipf', 'hotkey', 'drip'].some((r) => opts.rows.has(r as Row))) {
     await phase('service', async () => {
       const server = await startService('service');
       try {
         if (opts.rows.has('hot')) await measure('hot', `service, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        if (opts.rows.has('secretkey')) {
+          // The same questions from a tenant's server: a secret key of each tenant instead of
+          // its publishable key and hmac (the key stands in for both).
+          const secretKeys = await createSecretKeys(server.url, adminToken, [...new Set(hot.map((r) => r.tenant))]);
+          const keyed = hot.map((r) => ({ ...r, path: r.path.replace(/&hmac=[^&]*/, ''), authorization: `Bearer ${secretKeys.get(r.tenant) ?? ''}` }));
+          const keyedFile = join(workDir, 'secretkey.txt');
+          writeLines(keyedFile, keyed);
+          await measure('secretkey', `service, the hot list with each tenant's secret key, no hmac`, server, keyed, keyedFile);
+          const hotRow = results.find((r) => r.row === 'hot');
+          const row = results.find((r) => r.row === 'secretkey');
+          if (hotRow && row) note(`secretkey: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (publishable key and hmac; target at least 0.9)`);
+        }
         if (opts.rows.has('unknown')) await measure('unknown', `service, ${fmtN(unknown.length)} unknown customers, hmac`, server, unknown, files.unknown);
         if (opts.rows.has('zipf')) {
           await measure('zipf', `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`, server, zipf.requests, files.zipf);

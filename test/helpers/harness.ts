@@ -30,6 +30,8 @@ export interface Harness {
   app: App;
   clock: FakeClock;
   store: Awaited<ReturnType<Engine['open']>>['store'];
+  /** Where the store is: a second instance opens its own store on it. */
+  target: Awaited<ReturnType<Engine['open']>>['target'];
   admin(method: string, url: string, body?: unknown): Promise<LightMyRequestResponse>;
   createTenant(slug: string, fields?: Record<string, unknown>): Promise<CreatedTenant>;
   setSubscriber(slug: string, customerId: string, status: string, reason?: string): Promise<void>;
@@ -78,6 +80,7 @@ export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Prom
     app,
     clock,
     store: opened.store,
+    target: opened.target,
     admin,
     async createTenant(slug, fields = {}) {
       const res = await admin('POST', '/tenants', { slug, ...fields });

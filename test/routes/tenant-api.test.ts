@@ -1,7 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { openDb } from '../../src/store/index.js';
+import { SqlStore } from '../../src/store/sql-store.js';
 import { KeyUsage } from '../../src/http/key-usage.js';
 import { availableEngines } from '../helpers/engines.js';
-import { harness, T0 } from '../helpers/harness.js';
+import { ADMIN_TOKEN, buildAppWithModel, harness, T0 } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
 
 const engines = await availableEngines();
@@ -207,4 +209,31 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     await limited.close();
   });
 
+});
+
+const postgresEngine = engines.find((e) => e.name === 'postgres');
+
+describe.runIf(postgresEngine !== undefined)('secret keys across instances (postgres)', () => {
+  it('a key created through one instance works on the other, and its revocation reaches the other through the change stream', async () => {
+    const engine = postgresEngine as NonNullable<typeof postgresEngine>;
+    const a = await harness(engine);
+    // A second instance on the same database: its own store, read model and app.
+    const db = await openDb(a.target);
+    const storeB = new SqlStore(db);
+    const b = await buildAppWithModel({ store: storeB, adminToken: ADMIN_TOKEN, now: a.clock.now });
+    try {
+      await a.createTenant('acme');
+      await a.setSubscriber('acme', 'cus_late', 'warning');
+      const created = (await a.admin('POST', '/tenants/acme/keys', { name: 'backend', scopes: ['status:read'] })).json() as { id: string; secret_key: string };
+      const onB = () => b.inject({ method: 'GET', url: '/v1/subscribers/cus_late/status', headers: { authorization: `Bearer ${created.secret_key}` } });
+      // B hears of it by its listener (no catch-up is asked for here).
+      await vi.waitFor(async () => expect((await onB()).statusCode).toBe(200), { timeout: 5_000, interval: 20 });
+      expect((await a.admin('DELETE', `/tenants/acme/keys/${created.id}`)).statusCode).toBe(204);
+      await vi.waitFor(async () => expect((await onB()).statusCode).toBe(401), { timeout: 5_000, interval: 20 });
+    } finally {
+      await b.close();
+      await storeB.close();
+      await a.close();
+    }
+  });
 });
