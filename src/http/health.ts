@@ -1,7 +1,7 @@
 import type { App } from './app-instance.js';
 import { sendProblem } from './problems.js';
 import type { ReadModel } from '../readmodel/index.js';
-import type { Store } from '../store/store.js';
+import type { Maintenance, Store } from '../store/store.js';
 
 /** /readyz fails instead of hanging when the store does not answer in time. */
 export const READY_TIMEOUT_MS = 2_000;
@@ -14,7 +14,7 @@ export const READY_TIMEOUT_MS = 2_000;
 export const READY_REUSE_MS = 50;
 
 export interface HealthOptions {
-  store: Store;
+  store: Pick<Maintenance, 'ping'> & Pick<Store, 'engine'>;
   model: ReadModel;
   now: () => number;
   /** A monotonic clock in milliseconds (tests pass a fake one); default performance.now. */

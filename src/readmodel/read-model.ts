@@ -1,5 +1,5 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { ChangePosition, LookupChanges, Store, SubscriberExtra, UnreadableTenant } from '../store/store.js';
+import type { ChangePosition, LookupChanges, ChangeFeed, SubscriberExtra, UnreadableTenant } from '../store/store.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
@@ -33,7 +33,7 @@ export interface ReadModelOptions {
   staleIfErrorMs?: number;
   pollIntervalMs?: number;
   /** Where snapshot loads read (a replica, DATABASE_READ_URL); default the store. */
-  loadFrom?: Store;
+  loadFrom?: ChangeFeed;
   now?: () => number;
   log?: ReadModelLog;
 }
@@ -167,7 +167,7 @@ export class ReadModel {
   private readonly stats = { loads: 0, lastLoad: null as ReadModelStats['lastLoad'], ok: 0, failed: 0, changesApplied: 0 };
 
   private constructor(
-    private readonly store: Store,
+    private readonly store: ChangeFeed,
     private readonly options: ReadModelOptions,
   ) {
     this.staleIfErrorMs = options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS;
@@ -179,7 +179,7 @@ export class ReadModel {
    * Listens, loads, and keeps the copy true until `close`. Resolves once the copy is loaded
    * (ready means loaded); rejects when the first load fails.
    */
-  static async open(store: Store, options: ReadModelOptions = {}): Promise<ReadModel> {
+  static async open(store: ChangeFeed, options: ReadModelOptions = {}): Promise<ReadModel> {
     const model = new ReadModel(store, options);
     try {
       await model.start();
@@ -349,7 +349,7 @@ export class ReadModel {
     await this.loadFrom(this.store, reason);
   }
 
-  private async loadFrom(source: Store, reason: 'start' | 'gap'): Promise<void> {
+  private async loadFrom(source: ChangeFeed, reason: 'start' | 'gap'): Promise<void> {
     const started = performance.now();
     let copy: Copy | null = null;
     const position = await source.loadLookupState({

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RetainedTable, Store } from '../store/store.js';
+import type { Maintenance, RetainedTable } from '../store/store.js';
 
 const DAY_MS = 86_400_000;
 /** Rows deleted per transaction: short enough that a webhook never waits on one. */
@@ -22,7 +22,7 @@ export interface RetentionSettings {
 }
 
 export interface RetentionOptions extends RetentionSettings {
-  store: Store;
+  store: Pick<Maintenance, 'pruneOld'>;
   now?: () => number;
   log: Pick<Logger, 'info' | 'warn'>;
   /** Rows per transaction; tests pass a small one. */

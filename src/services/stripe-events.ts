@@ -2,7 +2,7 @@ import { deriveChange } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import { isLivemodeMismatch } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName, TenantLivemode } from '../domain/stripe/outcomes.js';
-import type { Store, StripeEventInput, StripeEventResult } from '../store/store.js';
+import type { StripeIngestion, StripeEventInput, StripeEventResult } from '../store/store.js';
 
 export type IngestOutcome = StripeEventOutcomeName;
 export type IngestResult = Omit<StripeEventResult, 'outcome'> & { outcome: IngestOutcome };
@@ -51,13 +51,13 @@ const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => '
  * every other event is kept with the fields its derivation used, and its effect applied
  * in the same transaction.
  */
-export async function ingestStripeEvent(store: Store, tenant: IngestTenant, event: StripeEventLike, now: Date): Promise<IngestResult> {
+export async function ingestStripeEvent(store: StripeIngestion, tenant: IngestTenant, event: StripeEventLike, now: Date): Promise<IngestResult> {
   const prepared = prepare(tenant, event);
   return isInput(prepared) ? store.recordStripeEvent(tenant.id, prepared, now) : prepared;
 }
 
 /** Several events in order; with `dryRun`, nothing is kept and the results say what would happen. */
-export async function ingestStripeEvents(store: Store, tenant: IngestTenant, events: readonly StripeEventLike[], now: Date, dryRun: boolean): Promise<IngestResult[]> {
+export async function ingestStripeEvents(store: StripeIngestion, tenant: IngestTenant, events: readonly StripeEventLike[], now: Date, dryRun: boolean): Promise<IngestResult[]> {
   const prepared = events.map((e) => prepare(tenant, e));
   const relevant = prepared.filter(isInput);
   const results = await store.recordStripeEvents(tenant.id, relevant, now, { dryRun });

@@ -263,24 +263,11 @@ export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: fals
 export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
 
 /**
- * Everything Dunwall keeps. The lookup reads none of it directly: each process holds a copy
- * of what it needs (src/readmodel/), loaded with `loadLookupState` and kept true with
- * `lookupChangesSince`.
+ * Tenants, their credentials and the tiers they are on: what the operator's API and the
+ * tenant's settings change.
  */
-export interface Store extends SecretKeyStore {
-  readonly engine: 'postgres' | 'embedded';
-  /** Downstream webhooks: endpoints, the outbox and its deliveries. */
-  readonly webhooks: WebhookStore;
-
+export interface TenantStore {
   getTenantAuth(slug: string): Promise<TenantAuth | null>;
-  getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
-
-  /**
-   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
-   * and the mode of the events it takes; null: no such tenant.
-   */
-  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
-
   countTenants(): Promise<number>;
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
   listTenants(): Promise<TenantRecord[]>;
@@ -292,24 +279,39 @@ export interface Store extends SecretKeyStore {
    * from `now` (a rotation). The material is a hash for publishable keys, a secret otherwise.
    */
   rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
+  /** The tenant's credentials still in force at `now` (expired ones are left out). */
+  listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
+  /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */
+  deleteTenant(tenantId: number): Promise<boolean>;
+  listTiers(): Promise<TierRecord[]>;
+  putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
+  /** Deletes a tier no tenant is on. */
+  deleteTier(name: string): Promise<DeleteTierResult>;
+}
 
+/** A tenant's subscribers: read, listed, counted, and changed by an admin's (or a tenant key's) action. */
+export interface SubscriberStore {
+  getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null>;
   /**
    * An admin's action (docs/stripe.md, statuses from dunning episodes): a status that overrides the episodes as of
-   * `cause.occurredAt`, or a removal. `stale` when a Stripe event dated later has spoken.
+   * `cause.occurredAt`, its clearing, or a removal. `stale` when a Stripe event dated later has spoken.
    */
   applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;
   /** A page of the tenant's subscribers in customer id order, and whether more follow. */
   listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }>;
   /** How many subscribers the tenant has in each status. */
   countSubscribers(tenantId: number): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }>;
-  /** The tenant's credentials still in force at `now` (expired ones are left out). */
-  listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
-  /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */
-  deleteTenant(tenantId: number): Promise<boolean>;
-  /** Deletes a tier no tenant is on. */
-  deleteTier(name: string): Promise<DeleteTierResult>;
   /** Null only when the store holds neither a record nor a history for the customer. */
   getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
+}
+
+/** The tenant's Stripe events: their signing secrets, and each event kept with its effect. */
+export interface StripeIngestion {
+  /**
+   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
+   * and the mode of the events it takes; null: no such tenant.
+   */
+  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
   /**
    * Keeps a Stripe event and applies its derivation in one transaction. A redelivered
    * event id is a `duplicate` and changes nothing.
@@ -320,10 +322,13 @@ export interface Store extends SecretKeyStore {
    * them in one transaction that is rolled back, so that the results say what they would do.
    */
   recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options?: { dryRun?: boolean }): Promise<StripeEventResult[]>;
+}
 
-  listTiers(): Promise<TierRecord[]>;
-  putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
-
+/**
+ * The change log every process's read model follows (migration 006): a snapshot, then
+ * every change committed since a position, woken by notifications.
+ */
+export interface ChangeFeed {
   /** Everything the lookup reads, as of one snapshot; returns that snapshot's position. */
   loadLookupState(sink: LookupStateSink): Promise<ChangePosition>;
   /** Every change committed since `since` (whatever the order its writers committed in). */
@@ -334,7 +339,10 @@ export interface Store extends SecretKeyStore {
   onCommit(listener: () => void): () => void;
   /** A notification for every instance's committed change (migration 006), and for each loss and recovery of the listener. */
   listenForChanges(handlers: ListenHandlers): Promise<() => Promise<void>>;
+}
 
+/** What runs on a clock: pruning by age, scheduled lockouts, policy sweeps, health. */
+export interface Maintenance {
   /**
    * Deletes at most `batch` rows of `table` older than `before` (Stripe events by when they
    * were received; history entries by when they were recorded, never a subscriber's newest),
@@ -342,7 +350,6 @@ export interface Store extends SecretKeyStore {
    * instance is pruning the same table at that moment.
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
-
   /**
    * Records, as of their time, at most `limit` scheduled lockouts that fell due by `now`
    * (a grace that ended, an escalation), each once whichever instances race; returns how
@@ -355,9 +362,20 @@ export interface Store extends SecretKeyStore {
    * and whether it took a batch (false: none is left, or each is another instance's now).
    */
   sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }>;
-
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;
+}
+
+/**
+ * Everything Dunwall keeps, as one object with one role per interface: each consumer takes
+ * the role it uses (the read model the change feed, the deliverer the queue, the policy
+ * clock the maintenance), so that a test passes a small fake. The lookup reads none of it
+ * directly: each process holds a copy of what it needs (src/readmodel/).
+ */
+export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, Maintenance, SecretKeyStore {
+  readonly engine: 'postgres' | 'embedded';
+  /** Downstream webhooks: endpoints, the outbox and its deliveries. */
+  readonly webhooks: WebhookStore;
   close(): Promise<void>;
 }
 
@@ -485,8 +503,8 @@ export interface ReplayPage {
   next: { since: Date; after: string } | null;
 }
 
-/** The outbox of downstream webhooks and its queue. */
-export interface WebhookStore {
+/** A tenant's downstream webhook endpoints and their messages, as the admin and tenant APIs show them. */
+export interface EndpointStore {
   createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord>;
   listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]>;
   getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null>;
@@ -506,7 +524,10 @@ export interface WebhookStore {
    * event types, oldest first, at most `limit`; `next` says where to go on, null when done.
    */
   replay(tenantId: number, id: string, range: ReplayRange, limit: number, now: Date): Promise<ReplayPage | null>;
+}
 
+/** The outbox's delivery queue: what the deliverer takes. */
+export interface DeliveryQueue {
   /** Takes deliveries due at `now` (FOR UPDATE SKIP LOCKED): each goes to one instance at a time. */
   claim(now: Date, limits: ClaimLimits): Promise<ClaimResult>;
   /**
@@ -517,3 +538,6 @@ export interface WebhookStore {
   /** When the oldest delivery still waiting was queued (enabled endpoints only); null: none waits. */
   oldestPendingAt(): Promise<Date | null>;
 }
+
+/** The outbox of downstream webhooks: its endpoints and its queue. */
+export interface WebhookStore extends EndpointStore, DeliveryQueue {}

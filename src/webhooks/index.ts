@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { AllowedNetworks, retryDelayMs } from '../domain/webhooks.js';
-import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, WebhookStore } from '../store/store.js';
+import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, DeliveryQueue } from '../store/store.js';
 import { sendWebhook } from './send.js';
 import type { SendOptions } from './send.js';
 
@@ -38,7 +38,7 @@ const MAX_IN_FLIGHT_PER_TENANT = 16;
 const USER_AGENT = 'Dunwall-Webhooks/1';
 
 export interface DelivererOptions extends DeliverySettings {
-  store: WebhookStore;
+  store: DeliveryQueue;
   now?: () => number;
   random?: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };

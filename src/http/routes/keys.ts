@@ -4,7 +4,7 @@ import { generateKeyId, generateSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } fro
 import type { Scope } from '../../domain/keys.js';
 import { parseScopes, scopesLacking } from '../../domain/secret-keys.js';
 import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
-import type { Store } from '../../store/store.js';
+import type { TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { CreateKeyBody, KeyId, ProblemRef, RotateKeyBody, SecretKeyList, SecretKeyWithSecret } from '../schemas.js';
@@ -19,7 +19,7 @@ import type { Audience } from './common.js';
  */
 export interface KeyRoutesOptions {
   audience: Audience;
-  store: Pick<Store, 'getTenant'> & SecretKeyStore;
+  store: Pick<TenantStore, 'getTenant'> & SecretKeyStore;
   now: () => number;
   /** A rotation's default overlap (DUNWALL_ROTATION_OVERLAP_S). */
   rotationOverlapS: number;

@@ -1,7 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { brandingProblem } from '../../domain/branding.js';
 import { cardUpdateUrlProblem, originProblem } from '../../domain/validation.js';
-import type { Store, TenantRecord, TenantSettings } from '../../store/store.js';
+import type { TenantRecord, TenantSettings, TenantStore } from '../../store/store.js';
+
+type SettingsStore = Pick<TenantStore, 'getTenant' | 'updateTenant' | 'listCredentials'>;
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { Settings, UpdateSettingsBody } from '../schemas.js';
@@ -16,7 +18,7 @@ import type { Audience } from './common.js';
  */
 export interface SettingsRoutesOptions {
   audience: Audience;
-  store: Store;
+  store: SettingsStore;
   now: () => number;
   rotationOverlapS: number;
 }
@@ -56,7 +58,7 @@ export function settingsPatch(body: UpdateTenantBody): Partial<TenantSettings> {
  * Stripe's own rolling does: both verify during the overlap, so that no event is refused
  * while the tenant switches.
  */
-export async function updateTenant(store: Store, req: FastifyRequest, slug: string, body: UpdateTenantBody, at: Date, overlapS: number): Promise<TenantRecord> {
+export async function updateTenant(store: SettingsStore, req: FastifyRequest, slug: string, body: UpdateTenantBody, at: Date, overlapS: number): Promise<TenantRecord> {
   checkSettings(body);
   const result = await store.updateTenant(
     slug,

@@ -3,7 +3,7 @@ import { zeroOutcomeCounts } from '../../domain/stripe/outcomes.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import { ingestStripeEvents } from '../../services/stripe-events.js';
-import type { Store } from '../../store/store.js';
+import type { StripeIngestion, TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
@@ -15,7 +15,7 @@ import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
  * vouches for them). The Stripe webhook itself is src/http/stripe-webhook.ts.
  */
 export interface StripeEventRoutesOptions {
-  store: Store;
+  store: StripeIngestion & Pick<TenantStore, 'getTenant'>;
   now: () => number;
 }
 

@@ -4,7 +4,7 @@ import { answerBody, lookupBody } from '../../domain/lookup.js';
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Change } from '../../domain/stripe/fold.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { ChangeCause, Store } from '../../store/store.js';
+import type { ChangeCause, SubscriberStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentSubscriber } from '../presenters.js';
@@ -21,7 +21,7 @@ import type { Audience } from './common.js';
  */
 export interface SubscriberRoutesOptions {
   audience: Audience;
-  store: Store;
+  store: SubscriberStore;
   model: ReadModel;
   now: () => number;
 }

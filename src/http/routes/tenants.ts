@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../../domain/keys.js';
 import { DEFAULT_POLICY } from '../../domain/policy.js';
-import type { Store, TenantRecord } from '../../store/store.js';
+import type { SubscriberStore, TenantRecord, TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTenant } from '../presenters.js';
@@ -15,7 +15,7 @@ import { invalid } from './common.js';
  * settings, endpoints) are in their own route files, served to the operator and the tenant.
  */
 export interface TenantRoutesOptions {
-  store: Store;
+  store: TenantStore & Pick<SubscriberStore, 'countSubscribers'>;
   now: () => number;
   rotationOverlapS: number;
 }

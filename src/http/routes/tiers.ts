@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { NAMED_FLAGS } from '../../domain/types.js';
-import type { Store } from '../../store/store.js';
+import type { TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTier } from '../presenters.js';
@@ -9,7 +9,7 @@ import { invalid } from './common.js';
 
 /** The operator's tiers (/admin/v1/tiers): the entitlements a tenant's answers carry. */
 export interface TierRoutesOptions {
-  store: Store;
+  store: Pick<TenantStore, 'listTiers' | 'putTier' | 'deleteTier'>;
   now: () => number;
 }
 

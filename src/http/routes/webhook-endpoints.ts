@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AllowedNetworks, addressProblem, endpointUrlProblem, ENDPOINT_ID_RE, generateSigningSecret, MESSAGE_ID_RE } from '../../domain/webhooks.js';
-import type { Store, TenantRecord, WebhookEndpointRecord } from '../../store/store.js';
+import type { EndpointStore, TenantRecord, TenantStore, WebhookEndpointRecord } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import {
@@ -35,7 +35,7 @@ import type { Audience } from './common.js';
 
 export interface WebhookEndpointOptions {
   audience: Audience;
-  store: Store;
+  store: Pick<TenantStore, 'getTenant'> & { readonly webhooks: EndpointStore };
   now: () => Date;
   rotationOverlapS: number;
   allowHttpLoopback: boolean;
