@@ -270,8 +270,8 @@ describe('dunwall tenant', () => {
     const first = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2']);
     expect(first.code).toBe(0);
     const [header, ...rows] = lines(first.stdout);
-    expect(header).toMatch(/^CUSTOMER\s+STATUS\s+REASON\s+UPDATED$/);
-    expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+manual\s+\d{4}-/);
+    expect(header).toMatch(/^CUSTOMER\s+STATUS\s+DERIVED\s+REASON\s+UPDATED$/);
+    expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+lockout\s+manual\s+\d{4}-/);
     expect(rows.at(-1)).toBe('(more: --cursor cus_l1, or --all)');
     const rest = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2', '--cursor', 'cus_l1', '--json']);
     expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({ data: [{ processor_customer_id: 'cus_l2' }], next_cursor: null });
@@ -279,7 +279,28 @@ describe('dunwall tenant', () => {
     expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual(['cus_l0', 'cus_l1', 'cus_l2', 'cus_l3', 'cus_l4']);
     expect(all.stderr).toContain('subscribers so far');
     const bad = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'late']);
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--status must be one of active, warning, lockout')]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("--status must be one or more of active, warning, lockout, comma-separated (got 'late')")]);
+  });
+
+  it('lists subscribers by several statuses at once, and by the status before the policy', async () => {
+    await createTenant('watched-co', ['--enforcement', 'monitor']);
+    await createTenant('gated-co');
+    for (const slug of ['watched-co', 'gated-co']) {
+      for (const [id, status] of [['cus_w1', 'lockout'], ['cus_w2', 'warning'], ['cus_w3', 'active']] as const) await cli(['subscriber', 'set', '--tenant', slug, id, status]);
+    }
+    const ids = async (args: string[]) => parseJson<{ data: { processor_customer_id: string }[] }>((await cli(['subscriber', 'list', ...args, '--json'])).stdout).data.map((r) => r.processor_customer_id);
+    expect(await ids(['--tenant', 'gated-co', '--status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
+    expect(await ids(['--tenant', 'gated-co', '--status', 'lockout, active,lockout'])).toEqual(['cus_w1', 'cus_w3']);
+    // monitor answers active whatever is derived: the derived status is what it would enforce.
+    expect(await ids(['--tenant', 'watched-co', '--status', 'warning,lockout'])).toEqual([]);
+    expect(await ids(['--tenant', 'watched-co', '--derived-status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
+    expect(await ids(['--tenant', 'watched-co', '--status', 'active', '--derived-status', 'lockout'])).toEqual(['cus_w1']);
+    const table = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', 'lockout']);
+    expect(lines(table.stdout)[1]).toMatch(/^cus_w1\s+active\s+lockout\s+manual\s/);
+    for (const value of ['warning,late', ',', 'Lockout']) {
+      const bad = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', value], { env: { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN } });
+      expect([bad.code, lines(bad.stderr)], value).toEqual([2, [expect.stringContaining('--derived-status must')]]);
+    }
   });
 
   it('deletes a tenant only once its slug is typed back, or with --yes; deletes an unused tier', async () => {
@@ -527,6 +548,32 @@ describe('dunwall subscriber', () => {
     const never = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_never_seen']);
     expect(never.code).toBe(1);
     expect(never.stderr).toMatch(/^dunwall: subscriber_not_found: /);
+  });
+
+  it('clears an override: the status is again what the episodes give', async () => {
+    const tenant = await createTenant('overridden-co');
+    const key = tenant.publishable_key ?? '';
+    const at = Math.floor(Date.now() / 1000) - 60;
+    // A Stripe episode puts the customer in warning; the operator overrides it to lockout.
+    const failed = event('invoice.payment_failed', invoice('cus_ov', { next_payment_attempt: at + 86_400 }), { created: at });
+    const replayed = await app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants/overridden-co/stripe-events',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ events: [failed] }),
+    });
+    expect(replayed.statusCode, replayed.body).toBe(200);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('warning');
+    expect((await cli(['subscriber', 'set', '--tenant', 'overridden-co', 'cus_ov', 'lockout'])).code).toBe(0);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('lockout');
+
+    const cleared = await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov']);
+    expect([cleared.code, cleared.stderr]).toEqual([0, '']);
+    expect(cleared.stdout).toMatch(/^cus_ov: override cleared on overridden-co; /);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('warning');
+    expect((await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov', '--json'])).stdout).toBe('');
+    const missing = await cli(['subscriber', 'clear-override', 'cus_ov']);
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('missing --tenant SLUG')]);
   });
 
   it('checks its arguments before calling the API', async () => {

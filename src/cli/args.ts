@@ -95,3 +95,13 @@ export function parseBoolean(value: string, what: string): boolean {
   if (value === 'false') return false;
   throw new UsageError(`${what} must be true or false (got '${value}')`);
 }
+
+/** `a,b, c` -> `['a', 'b', 'c']`: items trimmed, empty ones dropped. */
+export function listOption(values: OptionValues, name: string): string[] | undefined {
+  const raw = stringOption(values, name);
+  if (raw === undefined) return undefined;
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}

@@ -30,7 +30,10 @@ export type TenantListView = Static<typeof TenantList>;
 export type TenantDetailView = Static<typeof TenantDetail>;
 export type SubscriberPageView = Static<typeof SubscriberPage>;
 export interface SubscriberFilter {
+  /** One status or several, comma-separated (`warning,lockout`). */
   status?: string;
+  /** The same, by the status before the tenant's policy. */
+  derivedStatus?: string;
   reason?: string;
   updatedSince?: string;
   limit?: number;
@@ -129,6 +132,7 @@ export class AdminClient {
   listSubscribers(slug: string, filter: SubscriberFilter = {}): Promise<SubscriberPageView> {
     const q = new URLSearchParams();
     if (filter.status !== undefined) q.set('status', filter.status);
+    if (filter.derivedStatus !== undefined) q.set('derived_status', filter.derivedStatus);
     if (filter.reason !== undefined) q.set('reason', filter.reason);
     if (filter.updatedSince !== undefined) q.set('updated_since', filter.updatedSince);
     if (filter.limit !== undefined) q.set('limit', String(filter.limit));
@@ -155,6 +159,11 @@ export class AdminClient {
 
   async deleteSubscriber(slug: string, customerId: string): Promise<void> {
     await this.request('DELETE', subscriberPath(slug, customerId));
+  }
+
+  /** Ends an override: the status is again what the Stripe episodes and the policy give. */
+  async clearOverride(slug: string, customerId: string): Promise<void> {
+    await this.request('DELETE', `${subscriberPath(slug, customerId)}/override`);
   }
 
   listTiers(): Promise<TierListView> {

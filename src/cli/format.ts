@@ -135,11 +135,12 @@ export function formatTenantDetail(t: TenantDetailView): string {
   ]);
 }
 
+/** STATUS is what the lookup answers; DERIVED what Stripe's events (or an override) give, before the policy. */
 export function formatSubscriberPage(rows: SubscriberPageView['data']): string {
   if (rows.length === 0) return 'no subscribers match';
   return table(
-    ['CUSTOMER', 'STATUS', 'REASON', 'UPDATED'],
-    rows.map((r) => [r.processor_customer_id, r.status, r.reason, r.updated_at]),
+    ['CUSTOMER', 'STATUS', 'DERIVED', 'REASON', 'UPDATED'],
+    rows.map((r) => [r.processor_customer_id, r.status, r.derived_status, r.reason, r.updated_at]),
   );
 }
 
