@@ -1,8 +1,11 @@
 import type { Static } from 'typebox';
 import type {
+  CreateKeyBody,
   CreateTenantBody,
   ReplayAnswer,
   RotatedTenant,
+  SecretKeyList,
+  SecretKeyWithSecret,
   Subscriber,
   SubscriberPage,
   Tenant,
@@ -51,6 +54,10 @@ export type EndpointListView = Static<typeof WebhookEndpointList>;
 export type AttemptListView = Static<typeof WebhookAttemptList>;
 export type MessageListView = Static<typeof WebhookMessageList>;
 export type WebhookReplayView = Static<typeof WebhookReplayAnswer>;
+export type CreateKeyInput = Static<typeof CreateKeyBody>;
+export type SecretKeyListView = Static<typeof SecretKeyList>;
+export type SecretKeyView = SecretKeyListView['data'][number];
+export type SecretKeyWithSecretView = Static<typeof SecretKeyWithSecret>;
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -164,6 +171,24 @@ export class AdminClient {
   /** Ends an override: the status is again what the Stripe episodes and the policy give. */
   async clearOverride(slug: string, customerId: string): Promise<void> {
     await this.request('DELETE', `${subscriberPath(slug, customerId)}/override`);
+  }
+
+  /** The answer holds `secret_key`: the only time it is shown. */
+  createSecretKey(slug: string, body: CreateKeyInput): Promise<SecretKeyWithSecretView> {
+    return this.#json('POST', keyPath(slug), body);
+  }
+
+  listSecretKeys(slug: string): Promise<SecretKeyListView> {
+    return this.#json('GET', keyPath(slug));
+  }
+
+  async revokeSecretKey(slug: string, id: string): Promise<void> {
+    await this.request('DELETE', keyPath(slug, id));
+  }
+
+  /** A new secret; the replaced one keeps working for the overlap (the service's default when not given). */
+  rotateSecretKey(slug: string, id: string, overlapSeconds?: number): Promise<SecretKeyWithSecretView> {
+    return this.#json('POST', `${keyPath(slug, id)}/rotate`, overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds });
   }
 
   listTiers(): Promise<TierListView> {
@@ -294,6 +319,10 @@ function enc(segment: string): string {
 
 function endpointPath(slug: string, id?: string): string {
   return `/tenants/${enc(slug)}/webhook-endpoints${id === undefined ? '' : `/${enc(id)}`}`;
+}
+
+function keyPath(slug: string, id?: string): string {
+  return `/tenants/${enc(slug)}/keys${id === undefined ? '' : `/${enc(id)}`}`;
 }
 
 function subscriberPath(slug: string, customerId: string): string {
