@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildAppWithModel } from './helpers/harness.js';
 import type { App } from '../src/http/app.js';
+import { KeyUsage } from '../src/http/key-usage.js';
+import { SCOPES } from '../src/domain/keys.js';
 import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
@@ -20,6 +22,7 @@ const WEBHOOK_SECRET = 'whsec_cliTestSecret0123456789';
 let store: Store;
 let app: App;
 let url: string;
+const keyUsage = new KeyUsage();
 
 interface Result {
   code: number | null;
@@ -122,7 +125,7 @@ async function lookup(slug: string, key: string, customer: string): Promise<{ st
 
 beforeAll(async () => {
   store = await openStore({ engine: 'embedded', dataDir: null });
-  app = await buildAppWithModel({ store, adminToken: TOKEN });
+  app = await buildAppWithModel({ store, adminToken: TOKEN, keyUsage });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   url = address;
   // A tenant every test may read; the child-process tests create their own (acme).
@@ -270,8 +273,8 @@ describe('dunwall tenant', () => {
     const first = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2']);
     expect(first.code).toBe(0);
     const [header, ...rows] = lines(first.stdout);
-    expect(header).toMatch(/^CUSTOMER\s+STATUS\s+REASON\s+UPDATED$/);
-    expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+manual\s+\d{4}-/);
+    expect(header).toMatch(/^CUSTOMER\s+STATUS\s+DERIVED\s+REASON\s+UPDATED$/);
+    expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+lockout\s+manual\s+\d{4}-/);
     expect(rows.at(-1)).toBe('(more: --cursor cus_l1, or --all)');
     const rest = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2', '--cursor', 'cus_l1', '--json']);
     expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({ data: [{ processor_customer_id: 'cus_l2' }], next_cursor: null });
@@ -279,7 +282,28 @@ describe('dunwall tenant', () => {
     expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual(['cus_l0', 'cus_l1', 'cus_l2', 'cus_l3', 'cus_l4']);
     expect(all.stderr).toContain('subscribers so far');
     const bad = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'late']);
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('--status must be one of active, warning, lockout')]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("--status must be one or more of active, warning, lockout, comma-separated (got 'late')")]);
+  });
+
+  it('lists subscribers by several statuses at once, and by the status before the policy', async () => {
+    await createTenant('watched-co', ['--enforcement', 'monitor']);
+    await createTenant('gated-co');
+    for (const slug of ['watched-co', 'gated-co']) {
+      for (const [id, status] of [['cus_w1', 'lockout'], ['cus_w2', 'warning'], ['cus_w3', 'active']] as const) await cli(['subscriber', 'set', '--tenant', slug, id, status]);
+    }
+    const ids = async (args: string[]) => parseJson<{ data: { processor_customer_id: string }[] }>((await cli(['subscriber', 'list', ...args, '--json'])).stdout).data.map((r) => r.processor_customer_id);
+    expect(await ids(['--tenant', 'gated-co', '--status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
+    expect(await ids(['--tenant', 'gated-co', '--status', 'lockout, active,lockout'])).toEqual(['cus_w1', 'cus_w3']);
+    // monitor answers active whatever is derived: the derived status is what it would enforce.
+    expect(await ids(['--tenant', 'watched-co', '--status', 'warning,lockout'])).toEqual([]);
+    expect(await ids(['--tenant', 'watched-co', '--derived-status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
+    expect(await ids(['--tenant', 'watched-co', '--status', 'active', '--derived-status', 'lockout'])).toEqual(['cus_w1']);
+    const table = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', 'lockout']);
+    expect(lines(table.stdout)[1]).toMatch(/^cus_w1\s+active\s+lockout\s+manual\s/);
+    for (const value of ['warning,late', ',', 'Lockout']) {
+      const bad = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', value], { env: { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN } });
+      expect([bad.code, lines(bad.stderr)], value).toEqual([2, [expect.stringContaining('--derived-status must')]]);
+    }
   });
 
   it('deletes a tenant only once its slug is typed back, or with --yes; deletes an unused tier', async () => {
@@ -529,6 +553,32 @@ describe('dunwall subscriber', () => {
     expect(never.stderr).toMatch(/^dunwall: subscriber_not_found: /);
   });
 
+  it('clears an override: the status is again what the episodes give', async () => {
+    const tenant = await createTenant('overridden-co');
+    const key = tenant.publishable_key ?? '';
+    const at = Math.floor(Date.now() / 1000) - 60;
+    // A Stripe episode puts the customer in warning; the operator overrides it to lockout.
+    const failed = event('invoice.payment_failed', invoice('cus_ov', { next_payment_attempt: at + 86_400 }), { created: at });
+    const replayed = await app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants/overridden-co/stripe-events',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ events: [failed] }),
+    });
+    expect(replayed.statusCode, replayed.body).toBe(200);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('warning');
+    expect((await cli(['subscriber', 'set', '--tenant', 'overridden-co', 'cus_ov', 'lockout'])).code).toBe(0);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('lockout');
+
+    const cleared = await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov']);
+    expect([cleared.code, cleared.stderr]).toEqual([0, '']);
+    expect(cleared.stdout).toMatch(/^cus_ov: override cleared on overridden-co; /);
+    expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('warning');
+    expect((await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov', '--json'])).stdout).toBe('');
+    const missing = await cli(['subscriber', 'clear-override', 'cus_ov']);
+    expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('missing --tenant SLUG')]);
+  });
+
   it('checks its arguments before calling the API', async () => {
     const cases = [
       ['subscriber', 'set', 'cus_1', 'lockout'],
@@ -550,6 +600,173 @@ describe('dunwall subscriber', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^dunwall: invalid_request: /);
     expect(lines(result.stderr)).toHaveLength(1);
+  });
+});
+
+interface KeyJson {
+  id: string;
+  name: string;
+  scopes: string[];
+  prefix: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  previous_expires_at: string | null;
+  secret_key?: string;
+}
+
+/** A call of the tenant API (`/v1`) with a secret key, from a server: no Origin. */
+async function v1(key: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: { status?: string; code?: string; data?: unknown[] } | null }> {
+  const res = await fetch(`${url}/v1${path}`, { method: init.method ?? 'GET', headers: { authorization: `Bearer ${key}`, ...init.headers } });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? null : (JSON.parse(text) as { status?: string; code?: string }) };
+}
+
+describe('dunwall key', () => {
+  it('creates a key whose secret is shown once, under a banner, and answers the tenant API', async () => {
+    await createTenant('keyed-co');
+    await cli(['subscriber', 'set', '--tenant', 'keyed-co', 'cus_k1', 'warning']);
+    const created = await cli(['key', 'create', 'keyed-co', '--name', 'billing backend', '--scopes', 'status:read, subscribers:read']);
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^id:\s+key_[A-Za-z0-9]{20}$/m);
+    expect(created.stdout).toMatch(/^name:\s+billing backend$/m);
+    expect(created.stdout).toMatch(/^scopes:\s+status:read, subscribers:read$/m);
+    expect(created.stdout).toMatch(/^expires_at:\s+never$/m);
+    expect(created.stdout).toMatch(/shown only once/i);
+    const secret = /^secret_key:\s+(sk_live_[A-Za-z0-9]{40})$/m.exec(created.stdout)?.[1] ?? '';
+    expect(secret).not.toBe('');
+    expect(created.stdout).toMatch(new RegExp(`^prefix:\\s+${secret.slice(0, 12)}$`, 'm'));
+    // The banner comes before the secret, which is printed once.
+    expect(created.stdout.indexOf('Shown only once')).toBeLessThan(created.stdout.indexOf(secret));
+    expect(created.stdout.split(secret)).toHaveLength(2);
+
+    expect(await v1(secret, '/subscribers/cus_k1/status')).toMatchObject({ status: 200, body: { status: 'warning' } });
+    expect((await v1(secret, '/subscribers?status=warning')).body?.data).toHaveLength(1);
+    expect((await v1(secret, '/settings')).body?.code).toBe('insufficient_scope');
+  });
+
+  it('prints the secret alone on stdout with --quiet, to be piped; a test tenant gets sk_test_', async () => {
+    await createTenant('quiet-co', ['--test']);
+    const quiet = await cli(['key', 'create', 'quiet-co', '--name', 'ci', '--scopes', 'status:read', '--quiet']);
+    expect(quiet.stderr).toBe('');
+    expect(quiet.code).toBe(0);
+    expect(quiet.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
+    expect((await v1(quiet.stdout.trim(), '/subscribers/cus_q/status')).status).toBe(200);
+    // As a real process writing into a pipe.
+    const piped = await spawnCli(['key', 'create', 'quiet-co', '--name', 'piped', '--scopes', 'status:read', '--quiet']);
+    expect(piped.stderr).toBe('');
+    expect(piped.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
+    const both = await cli(['key', 'create', 'quiet-co', '--name', 'x', '--scopes', 'status:read', '--quiet', '--json']);
+    expect([both.code, both.stdout]).toEqual([2, '']);
+    expect(both.stderr).toContain('give only one of --quiet, --json');
+
+    const json = await cli(['key', 'create', 'quiet-co', '--name', 'scripted', '--scopes', 'status:read', '--expires-at', '2099-01-01T00:00:00Z', '--json']);
+    expect(json.code).toBe(0);
+    const key = parseJson<KeyJson>(json.stdout);
+    expect(key).toMatchObject({ name: 'scripted', scopes: ['status:read'], expires_at: '2099-01-01T00:00:00.000Z', last_used_at: null });
+    expect(key.secret_key).toMatch(/^sk_test_/);
+  });
+
+  it('checks scopes against the known list before calling the API, naming the bad one', async () => {
+    const offline = { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN };
+    const bad = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read,subscribers:delete'], { env: offline });
+    expect(bad.code).toBe(2);
+    expect(lines(bad.stderr)).toHaveLength(1);
+    expect(bad.stderr).toContain(`--scopes: unknown scope 'subscribers:delete' (known: ${SCOPES.join(', ')})`);
+    for (const args of [
+      ['key', 'create', 'base', '--name', 'x'],
+      ['key', 'create', 'base', '--scopes', 'status:read'],
+      ['key', 'create', 'base', '--name', 'x', '--scopes', ' , '],
+      ['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read', '--expires-at', 'tomorrow'],
+      ['key', 'create'],
+      ['key', 'revoke', 'base'],
+      ['key', 'rotate', 'base', 'key_x', '--overlap-seconds', '-5'],
+      ['key', 'rotate', 'base', 'key_x', '--overlap-seconds', '2592001'],
+      ['key', 'list', 'base', 'extra'],
+    ]) {
+      const result = await cli(args, { env: offline });
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(lines(result.stderr), args.join(' ')).toHaveLength(1);
+      expect(result.stderr, args.join(' ')).toMatch(/dunwall help/);
+    }
+    // What only the service knows is its answer: a time already past.
+    const past = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read', '--expires-at', '2020-01-01T00:00:00Z']);
+    expect([past.code, past.stderr]).toEqual([1, "dunwall: invalid_request: expires_at: must be in the future\n"]);
+  });
+
+  it('lists keys as a table without their secrets, with their last use once recorded', async () => {
+    await createTenant('listed-keys');
+    expect((await cli(['key', 'list', 'listed-keys'])).stdout).toBe('no secret keys\n');
+    const a = parseJson<KeyJson>((await cli(['key', 'create', 'listed-keys', '--name', 'api server', '--scopes', 'status:read', '--json'])).stdout);
+    const b = parseJson<KeyJson>((await cli(['key', 'create', 'listed-keys', '--name', 'ops', '--scopes', 'keys:write,subscribers:write', '--expires-at', '2099-06-01T12:00:00Z', '--json'])).stdout);
+    await v1(a.secret_key ?? '', '/subscribers/cus_1/status');
+    await keyUsage.flush((uses) => store.touchSecretKeys(uses));
+
+    const list = await cli(['key', 'list', 'listed-keys']);
+    expect(list.code).toBe(0);
+    const [header, ...rows] = lines(list.stdout);
+    expect(header).toMatch(/^ID\s+NAME\s+SCOPES\s+PREFIX\s+CREATED\s+EXPIRES\s+LAST USED$/);
+    expect(rows).toHaveLength(2);
+    expect(rows[0]).toMatch(new RegExp(`^${a.id}\\s+api server\\s+status:read\\s+${a.prefix}\\s+\\d{4}-\\S+\\s+never\\s+\\d{4}-\\d\\d-\\d\\dT\\S+$`));
+    // Scopes in the contract's order, whatever the order given.
+    expect(rows[1]).toMatch(new RegExp(`^${b.id}\\s+ops\\s+subscribers:write,keys:write\\s+${b.prefix}\\s+\\d{4}-\\S+\\s+2099-06-01T12:00:00\\.000Z\\s+never$`));
+    for (const secret of [a.secret_key ?? '', b.secret_key ?? '']) {
+      expect(list.stdout).not.toContain(secret);
+      expect(list.stdout).not.toContain(secret.slice(12));
+    }
+    const json = parseJson<{ data: KeyJson[] }>((await cli(['key', 'list', 'listed-keys', '--json'])).stdout);
+    expect(json.data.map((k) => k.id)).toEqual([a.id, b.id]);
+    expect(json.data.every((k) => k.secret_key === undefined)).toBe(true);
+  });
+
+  it('rotates with an overlap, the replaced secret working until then; revokes at once', async () => {
+    await createTenant('rotated-keys');
+    const key = parseJson<KeyJson>((await cli(['key', 'create', 'rotated-keys', '--name', 'web', '--scopes', 'status:read', '--json'])).stdout);
+    const old = key.secret_key ?? '';
+
+    const rotated = await cli(['key', 'rotate', 'rotated-keys', key.id, '--overlap-seconds', '3600']);
+    expect(rotated.stderr).toBe('');
+    expect(rotated.code).toBe(0);
+    expect(rotated.stdout).toMatch(/shown only once/i);
+    const next = /^secret_key:\s+(sk_live_\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    expect(next).not.toBe('');
+    expect(next).not.toBe(old);
+    const until = /^previous_expires_at:\s+(\S+) \(the replaced secret works until then\)$/m.exec(rotated.stdout)?.[1] ?? '';
+    expect(Date.parse(until) - Date.now()).toBeGreaterThan(3_500_000);
+    expect((await v1(old, '/subscribers/cus_1/status')).status).toBe(200);
+    expect((await v1(next, '/subscribers/cus_1/status')).status).toBe(200);
+
+    // No overlap: the replaced secret stops at once.
+    const quiet = await cli(['key', 'rotate', 'rotated-keys', key.id, '--overlap-seconds', '0', '--quiet']);
+    expect(quiet.stdout).toMatch(/^sk_live_[A-Za-z0-9]{40}\n$/);
+    const newest = quiet.stdout.trim();
+    expect((await v1(next, '/subscribers/cus_1/status')).body?.code).toBe('invalid_secret_key');
+    expect((await v1(newest, '/subscribers/cus_1/status')).status).toBe(200);
+
+    const revoked = await cli(['key', 'revoke', 'rotated-keys', key.id]);
+    expect([revoked.code, revoked.stderr]).toEqual([0, '']);
+    expect(revoked.stdout).toBe(`secret key ${key.id} of rotated-keys revoked: every instance refuses it within a second\n`);
+    expect((await v1(newest, '/subscribers/cus_1/status')).body?.code).toBe('invalid_secret_key');
+    const again = await cli(['key', 'revoke', 'rotated-keys', key.id]);
+    expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/^dunwall: secret_key_not_found: /)]);
+    const unknownTenant = await cli(['key', 'list', 'no-such-keys']);
+    expect(unknownTenant.stderr).toBe('dunwall: tenant_not_found: No tenant has this slug.\n');
+  });
+
+  it('is in the help, the group help and the completion script', async () => {
+    const help = await cli(['help']);
+    expect(help.stdout).toContain('dunwall key create SLUG --name NAME --scopes SCOPE[,SCOPE...]');
+    expect(help.stdout).toContain('dunwall help [tenant|key|subscriber|tier|webhook|stripe|secrets]');
+    const group = await cli(['help', 'key']);
+    expect(group.code).toBe(0);
+    for (const command of ['create', 'list', 'revoke', 'rotate']) expect(group.stdout).toContain(`dunwall key ${command} SLUG`);
+    expect(group.stdout).toContain(SCOPES.join(', '));
+    const own = await cli(['key', 'rotate', '--help']);
+    expect(own.stdout).toMatch(/^Usage: dunwall key rotate SLUG KEY_ID \[--overlap-seconds N\] \[--quiet\]/);
+    const bash = (await cli(['completion', 'bash'])).stdout;
+    expect(bash).toMatch(/key\)\n\s+if \[ "\$COMP_CWORD" -eq 2 \]; then opts="create list revoke rotate"/);
+    expect(bash).toMatch(/create\) opts="--name --scopes --expires-at --quiet/);
+    expect(bash).toMatch(/rotate\) opts="--overlap-seconds --quiet/);
   });
 });
 
@@ -724,7 +941,7 @@ describe('dunwall errors and environment', () => {
     const bash = await cli(['completion', 'bash']);
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _dunwall dunwall');
-    expect(bash.stdout).toContain('opts="tenant subscriber tier webhook stripe secrets');
+    expect(bash.stdout).toContain('opts="tenant key subscriber tier webhook stripe secrets');
     expect(bash.stdout).toMatch(/create\) opts="--tier --card-update-url --hmac-required --allowed-origins --lookups-per-minute/);
     const zsh = await cli(['completion', 'zsh']);
     expect(zsh.stdout).toContain('bashcompinit');

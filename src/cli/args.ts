@@ -95,3 +95,22 @@ export function parseBoolean(value: string, what: string): boolean {
   if (value === 'false') return false;
   throw new UsageError(`${what} must be true or false (got '${value}')`);
 }
+
+/** A date and time (`2026-11-20T00:00:00Z`), as an RFC 3339 UTC instant; undefined when not given. */
+export function instantOption(values: OptionValues, name: string): string | undefined {
+  const raw = stringOption(values, name);
+  if (raw === undefined) return undefined;
+  const ms = Date.parse(raw);
+  if (Number.isNaN(ms)) throw new UsageError(`--${name} must be a date and time such as 2026-11-20T00:00:00Z (got '${raw}')`);
+  return new Date(ms).toISOString();
+}
+
+/** `a,b, c` -> `['a', 'b', 'c']`: items trimmed, empty ones dropped. */
+export function listOption(values: OptionValues, name: string): string[] | undefined {
+  const raw = stringOption(values, name);
+  if (raw === undefined) return undefined;
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}

@@ -1,8 +1,11 @@
 import type { Static } from 'typebox';
 import type {
+  CreateKeyBody,
   CreateTenantBody,
   ReplayAnswer,
   RotatedTenant,
+  SecretKeyList,
+  SecretKeyWithSecret,
   Subscriber,
   SubscriberPage,
   Tenant,
@@ -30,7 +33,10 @@ export type TenantListView = Static<typeof TenantList>;
 export type TenantDetailView = Static<typeof TenantDetail>;
 export type SubscriberPageView = Static<typeof SubscriberPage>;
 export interface SubscriberFilter {
+  /** One status or several, comma-separated (`warning,lockout`). */
   status?: string;
+  /** The same, by the status before the tenant's policy. */
+  derivedStatus?: string;
   reason?: string;
   updatedSince?: string;
   limit?: number;
@@ -48,6 +54,10 @@ export type EndpointListView = Static<typeof WebhookEndpointList>;
 export type AttemptListView = Static<typeof WebhookAttemptList>;
 export type MessageListView = Static<typeof WebhookMessageList>;
 export type WebhookReplayView = Static<typeof WebhookReplayAnswer>;
+export type CreateKeyInput = Static<typeof CreateKeyBody>;
+export type SecretKeyListView = Static<typeof SecretKeyList>;
+export type SecretKeyView = SecretKeyListView['data'][number];
+export type SecretKeyWithSecretView = Static<typeof SecretKeyWithSecret>;
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -129,6 +139,7 @@ export class AdminClient {
   listSubscribers(slug: string, filter: SubscriberFilter = {}): Promise<SubscriberPageView> {
     const q = new URLSearchParams();
     if (filter.status !== undefined) q.set('status', filter.status);
+    if (filter.derivedStatus !== undefined) q.set('derived_status', filter.derivedStatus);
     if (filter.reason !== undefined) q.set('reason', filter.reason);
     if (filter.updatedSince !== undefined) q.set('updated_since', filter.updatedSince);
     if (filter.limit !== undefined) q.set('limit', String(filter.limit));
@@ -155,6 +166,29 @@ export class AdminClient {
 
   async deleteSubscriber(slug: string, customerId: string): Promise<void> {
     await this.request('DELETE', subscriberPath(slug, customerId));
+  }
+
+  /** Ends an override: the status is again what the Stripe episodes and the policy give. */
+  async clearOverride(slug: string, customerId: string): Promise<void> {
+    await this.request('DELETE', `${subscriberPath(slug, customerId)}/override`);
+  }
+
+  /** The answer holds `secret_key`: the only time it is shown. */
+  createSecretKey(slug: string, body: CreateKeyInput): Promise<SecretKeyWithSecretView> {
+    return this.#json('POST', keyPath(slug), body);
+  }
+
+  listSecretKeys(slug: string): Promise<SecretKeyListView> {
+    return this.#json('GET', keyPath(slug));
+  }
+
+  async revokeSecretKey(slug: string, id: string): Promise<void> {
+    await this.request('DELETE', keyPath(slug, id));
+  }
+
+  /** A new secret; the replaced one keeps working for the overlap (the service's default when not given). */
+  rotateSecretKey(slug: string, id: string, overlapSeconds?: number): Promise<SecretKeyWithSecretView> {
+    return this.#json('POST', `${keyPath(slug, id)}/rotate`, overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds });
   }
 
   listTiers(): Promise<TierListView> {
@@ -285,6 +319,10 @@ function enc(segment: string): string {
 
 function endpointPath(slug: string, id?: string): string {
   return `/tenants/${enc(slug)}/webhook-endpoints${id === undefined ? '' : `/${enc(id)}`}`;
+}
+
+function keyPath(slug: string, id?: string): string {
+  return `/tenants/${enc(slug)}/keys${id === undefined ? '' : `/${enc(id)}`}`;
 }
 
 function subscriberPath(slug: string, customerId: string): string {

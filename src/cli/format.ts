@@ -1,4 +1,4 @@
-import type { AttemptListView, EndpointListView, EndpointView, EndpointWithSecretView, MessageListView, RotatedTenantView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
+import type { AttemptListView, EndpointListView, EndpointView, EndpointWithSecretView, MessageListView, RotatedTenantView, SecretKeyView, SecretKeyWithSecretView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
 
 const NAMED_FLAG_ORDER = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
 
@@ -135,11 +135,12 @@ export function formatTenantDetail(t: TenantDetailView): string {
   ]);
 }
 
+/** STATUS is what the lookup answers; DERIVED what Stripe's events (or an override) give, before the policy. */
 export function formatSubscriberPage(rows: SubscriberPageView['data']): string {
   if (rows.length === 0) return 'no subscribers match';
   return table(
-    ['CUSTOMER', 'STATUS', 'REASON', 'UPDATED'],
-    rows.map((r) => [r.processor_customer_id, r.status, r.reason, r.updated_at]),
+    ['CUSTOMER', 'STATUS', 'DERIVED', 'REASON', 'UPDATED'],
+    rows.map((r) => [r.processor_customer_id, r.status, r.derived_status, r.reason, r.updated_at]),
   );
 }
 
@@ -227,5 +228,36 @@ export function formatMessages(list: MessageListView): string {
   return table(
     ['CREATED', 'MESSAGE', 'TYPE', 'CUSTOMER', 'SEQ', 'STATE', 'ATTEMPTS', 'NEXT', 'LAST ERROR'],
     list.data.map((m) => [m.created_at, m.message_id, m.type, m.processor_customer_id, String(m.sequence), m.state, String(m.attempts), m.next_attempt_at ?? '-', m.last_error ?? '']),
+  );
+}
+
+/** A tenant secret key (docs/tenant-api.md): never its secret, which only creation and rotation show. */
+function secretKeyRows(k: SecretKeyView): [string, string][] {
+  return [
+    ['id', k.id],
+    ['name', k.name],
+    ['scopes', k.scopes.join(', ')],
+    ['prefix', k.prefix],
+    ['created_at', k.created_at],
+    ['expires_at', orNone(k.expires_at, 'never')],
+    ['last_used_at', orNone(k.last_used_at, 'never (recorded about once a minute)')],
+  ];
+}
+
+const KEY_ONCE_BANNER = '!! Shown only once: store the secret key now, Dunwall cannot show it again. !!';
+
+/** `key create` and `key rotate`: the key, then its secret under the banner (and, after a rotation, until when the replaced one works). */
+export function formatKeyWithSecret(k: SecretKeyWithSecretView, rotated: boolean): string {
+  const replaced: [string, string][] = !rotated
+    ? []
+    : [['previous_expires_at', k.previous_expires_at === null ? 'none (the replaced secret stopped working at once)' : `${k.previous_expires_at} (the replaced secret works until then)`]];
+  return [keyValues(secretKeyRows(k)), '', KEY_ONCE_BANNER, keyValues([['secret_key', k.secret_key], ...replaced])].join('\n');
+}
+
+export function formatKeyList(keys: readonly SecretKeyView[]): string {
+  if (keys.length === 0) return 'no secret keys';
+  return table(
+    ['ID', 'NAME', 'SCOPES', 'PREFIX', 'CREATED', 'EXPIRES', 'LAST USED'],
+    keys.map((k) => [k.id, k.name, k.scopes.join(','), k.prefix, k.created_at, orNone(k.expires_at, 'never'), orNone(k.last_used_at, 'never')]),
   );
 }

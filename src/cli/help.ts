@@ -1,9 +1,10 @@
-import { COMMANDS, groupCommands } from './commands/index.js';
+import { COMMANDS, GROUPS, groupCommands } from './commands/index.js';
 import type { Command } from './io.js';
 
 const SECTIONS: ReadonlyArray<[string, (c: Command) => boolean]> = [
   ['Service', (c) => !c.name.includes(' ')],
   ['Tenants', (c) => c.name.startsWith('tenant ')],
+  ['Tenant secret keys (the tenant API)', (c) => c.name.startsWith('key ')],
   ['Subscribers', (c) => c.name.startsWith('subscriber ')],
   ['Tiers', (c) => c.name.startsWith('tier ')],
   ['Downstream webhooks', (c) => c.name.startsWith('webhook ')],
@@ -45,7 +46,7 @@ export function commandHelp(command: Command): string {
   ].join('\n');
 }
 
-/** The whole help, or one group's (`tenant`, `subscriber`, `tier`). */
+/** The whole help, or one group's (`tenant`, `key`, `subscriber`, ...). */
 export function helpText(group?: string): string {
   const commands = group === undefined ? [] : groupCommands(group);
   if (commands.length > 0) {
@@ -57,7 +58,7 @@ export function helpText(group?: string): string {
     '',
     'Usage: dunwall <command> [options]',
     ...sections,
-    '  dunwall help [tenant|subscriber|tier|webhook|stripe|secrets]',
+    `  dunwall help [${GROUPS.join('|')}]`,
     '  dunwall COMMAND --help     one command\'s usage and options',
     '  dunwall completion bash|zsh  prints a completion script (e.g. source <(dunwall completion bash))',
     '',

@@ -6,6 +6,7 @@ import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from '../s
 import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
+import { DEFAULT_PER_SECRET_KEY } from '../http/rate-limit.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
 import { parseCidr } from '../domain/webhooks.js';
@@ -84,6 +85,7 @@ export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({
   lookupPerTenant: 60_000,
   failuresPerIp: 30,
   adminPerIp: 300,
+  perSecretKey: DEFAULT_PER_SECRET_KEY,
 });
 
 /**
@@ -212,6 +214,7 @@ export function loadConfig(env: Env = process.env): Config {
     lookupPerTenant: integer(env, 'DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT', DEFAULT_RATE_LIMITS.lookupPerTenant, 0, MAX_RATE_LIMIT, problems),
     failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
     adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
+    perSecretKey: integer(env, 'DUNWALL_RATE_LIMIT_PER_SECRET_KEY', DEFAULT_PER_SECRET_KEY, 0, MAX_RATE_LIMIT, problems),
   };
   const metricsPortRaw = env.METRICS_PORT?.trim() || null;
   const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);

@@ -85,6 +85,7 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
   it('defaults', () => {
     const config = loadConfig({});
     expect(config.rateLimits).toEqual(DEFAULT_RATE_LIMITS);
+    expect(config.rateLimits.perSecretKey).toBe(60_000);
     expect(config.redisUrl).toBeNull();
     expect(config.trustProxy).toBeNull();
   });
@@ -95,11 +96,13 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
       DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT: '5000',
       DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '7',
       DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '9',
+      DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '120',
       REDIS_URL: 'redis://:pw@cache.internal:6379/2',
       TRUST_PROXY: 'loopback,10.0.0.0/8',
       TRUST_PROXY_HEADER: 'Forwarded',
     });
-    expect(config.rateLimits).toEqual({ lookupPerIp: 0, lookupPerTenant: 5000, failuresPerIp: 7, adminPerIp: 9 });
+    expect(config.rateLimits).toEqual({ lookupPerIp: 0, lookupPerTenant: 5000, failuresPerIp: 7, adminPerIp: 9, perSecretKey: 120 });
+    expect(loadConfig({ DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '0' }).rateLimits.perSecretKey).toBe(0);
     expect(config.redisUrl).toBe('redis://:pw@cache.internal:6379/2');
     expect(config.trustProxy?.trusts('10.2.3.4')).toBe(true);
     expect(config.trustProxy?.header).toBe('forwarded');
@@ -109,14 +112,15 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
   it('reports every bad value without echoing a Redis URL', () => {
     let error: unknown;
     try {
-      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone', TRUST_PROXY_HEADER: 'x-real-ip' });
+      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '1e5', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone', TRUST_PROXY_HEADER: 'x-real-ip' });
     } catch (err) {
       error = err;
     }
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(5);
     expect(problems.join('\n')).not.toContain('s3cret');
     expect(problems.join('\n')).toContain('DUNWALL_RATE_LIMIT_LOOKUP_PER_IP');
+    expect(problems).toContain('DUNWALL_RATE_LIMIT_PER_SECRET_KEY must be an integer from 0 to 1000000000 (got "1e5")');
   });
 });
