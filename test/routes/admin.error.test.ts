@@ -80,6 +80,23 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
+  it('holds a tenant to 20 webhook endpoints when 100 are created at once, the rest refused with 409 webhook_endpoint_limit', async () => {
+    await h.createTenant('many-hooks', { tier: 'scale' });
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => h.admin('POST', '/tenants/many-hooks/webhook-endpoints', { url: `https://hooks.example.com/${i}` })),
+    );
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+    const refused = answers.filter((res) => res.statusCode !== 201);
+    expect(refused).toHaveLength(80);
+    for (const res of refused) {
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().code).toBe('webhook_endpoint_limit');
+    }
+    const listed = await h.admin('GET', '/tenants/many-hooks/webhook-endpoints');
+    expect((listed.json() as { data: unknown[] }).data).toHaveLength(20);
+  });
+
   it('400 for a body that is not JSON, 415 for another media type, 413 for a huge one', async () => {
     const broken = await h.app.inject({
       method: 'POST',
