@@ -80,6 +80,37 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
+  it('400 naming the field for a U+0000 in any free string, which the store cannot hold', async () => {
+    const N = '\u0000';
+    await h.createTenant('nul-hooks', { tier: 'scale' });
+    const cases: [string, string, unknown, string][] = [
+      ['POST', '/tenants', { slug: 'nul-co', card_update_url: `https://billing.test/${N}` }, 'card_update_url'],
+      ['PATCH', '/tenants/acme', { card_update_url: `https://billing.test/card${N}` }, 'card_update_url'],
+      ['PATCH', '/tenants/acme', { branding: { payment_url: `https://pay.test/${N}` } }, 'branding.payment_url'],
+      ['PATCH', '/tenants/acme', { branding: { support_url: `https://help.test/${N}` } }, 'branding.support_url'],
+      ['PATCH', '/tenants/acme', { branding: { logo_url: `https://cdn.test/logo${N}.png` } }, 'branding.logo_url'],
+      ['PATCH', '/tenants/acme', { branding: { texts: { default: { banner_title: `Card ${N}declined` } } } }, 'branding.texts.default.banner_title'],
+      ['POST', '/tenants', { slug: 'nul-co', allowed_origins: [`https://app${N}.test`] }, 'allowed_origins[0]'],
+      ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: `https://hooks.test/${N}` }, 'url'],
+      ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: 'https://hooks.test/a', description: `billing${N}` }, 'description'],
+    ];
+    for (const [method, url, body, field] of cases) {
+      await expect400(method, url, body, field);
+      expect((await h.admin(method, url, body)).json().detail).toBe(`${field}: must not contain the character U+0000`);
+    }
+    const [endpoint] = (await h.admin('GET', '/tenants/nul-hooks/webhook-endpoints')).json().data as { id: string }[];
+    expect(endpoint).toBeUndefined();
+    const created = await h.admin('POST', '/tenants/nul-hooks/webhook-endpoints', { url: 'https://hooks.test/a' });
+    const id = (created.json() as { id: string }).id;
+    await expect400('PATCH', `/tenants/nul-hooks/webhook-endpoints/${id}`, { url: `https://hooks.test/${N}` }, 'url');
+    await expect400('PATCH', `/tenants/nul-hooks/webhook-endpoints/${id}`, { description: N }, 'description');
+    // Nothing was written: the tenant and the endpoint are as they were.
+    expect((await h.admin('GET', '/tenants/nul-co')).statusCode).toBe(404);
+    const acme = (await h.admin('GET', '/tenants/acme')).json() as { card_update_url: string | null; branding: unknown };
+    expect(acme.card_update_url).toBeNull();
+    expect(acme.branding).toEqual({});
+  });
+
   it('holds a tenant to 20 webhook endpoints when 100 are created at once, the rest refused with 409 webhook_endpoint_limit', async () => {
     await h.createTenant('many-hooks', { tier: 'scale' });
     const answers = await Promise.all(

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { charge, event, invoice, signed } from '../helpers/stripe-fixtures.js';
+import { BASIL_API, charge, event, invoice, paymentIds, paymentIntent, signed } from '../helpers/stripe-fixtures.js';
 import type { StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 import { Capture } from '../helpers/log-capture.js';
@@ -121,6 +121,40 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     expect(res.json()).toMatchObject({ code: 'invalid_request', detail: 'created: more than 300 s in the future' });
     const clockSkew = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + 300 });
     expect((await deliver(h, 'acme', clockSkew, SECRET_2)).statusCode).toBe(200);
+  });
+
+  it('stores and applies an event holding U+0000 anywhere (the store cannot hold it): 200, and the decline code reads back as Stripe sent it', async () => {
+    const N = '\u0000';
+    const tenant = await h.createTenant('nul-co');
+    await h.admin('PATCH', '/tenants/nul-co', { stripe_webhook_secret: SECRET });
+    const c = nextCustomer();
+    const ids = paymentIds();
+    // An expanded payment whose decline code holds the character, a billing reason, metadata and a customer name.
+    const declined = paymentIntent(c, { decline_code: `lost${N}card`, code: `card_${N}declined` }, BASIL_API, { id: ids.paymentIntent });
+    const failed = event(
+      'invoice.payment_failed',
+      { ...invoice(c, { ids, next_payment_attempt: nowS() + 86_400, expandedPaymentIntent: declined }), billing_reason: `subscription_cycle${N}`, customer_name: `Jenny${N}`, metadata: { [`note${N}`]: `a\\b${N}` } },
+      { created: nowS() },
+    );
+    for (const outcome of ['applied', 'duplicate']) {
+      const res = await deliver(h, 'nul-co', failed, SECRET);
+      expect([res.statusCode, res.json()], 'stored once, then a duplicate: never a failure').toEqual([200, { received: true, outcome }]);
+    }
+    // Soft: a code with the character in it is no hard decline code, as Stripe's original is not either.
+    const answer = await h.lookup('nul-co', { key: tenant.publishable_key, customerId: c });
+    expect(answer.json().status).toBe('warning');
+    const record = (await h.admin('GET', `/tenants/nul-co/subscribers/${c}`)).json() as { history: { decline_code: string | null }[]; episodes: { decline_code: string | null }[] };
+    expect(record.history.at(-1)?.decline_code).toBe(`lost${N}card`);
+    expect(record.episodes[0]?.decline_code).toBe(`lost${N}card`);
+
+    // The same through the admin replay, where a backslash and the character sit side by side.
+    const r = nextCustomer();
+    const replayed = event('charge.failed', charge(r, { outcome_reason: `do_not\\u0000${N}try` }), { created: nowS() });
+    const res = await h.admin('POST', '/tenants/nul-co/stripe-events', { events: [replayed] });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ results: ['pending'], invalid: [] });
+    const history = (await h.admin('GET', `/tenants/nul-co/subscribers/${r}`)).json() as { history: { decline_code: string | null }[] };
+    expect(history.history.at(-1)?.decline_code).toBe(`do_not\\u0000${N}try`);
   });
 
   it('400 invalid_request for a signed body that is not a Stripe event', async () => {
