@@ -690,11 +690,13 @@ describe('dunwall tier', () => {
       ['tier', 'set', 'enterprise', 'sso'],
       ['tier', 'set', 'enterprise', 'sso=true', 'sso=false'],
       ['tier', 'set', 'enterprise', 'Bad-Flag=true'],
+      ['tier', 'set', 'enterprise', 'constructor=true'],
     ]) {
       const result = await cli(args);
       expect(result.code, args.join(' ')).toBe(2);
       expect(lines(result.stderr)).toHaveLength(1);
     }
+    expect((await cli(['tier', 'set', 'enterprise', 'constructor=true'])).stderr).toMatch(/^dunwall: 'constructor' is not a valid flag name \(.*none of constructor\)/);
   });
 });
 

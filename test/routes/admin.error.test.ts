@@ -80,6 +80,27 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
+  it('400 naming the flag for a flag named as every object is (constructor), which was accepted and dropped', async () => {
+    const named = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
+    await expect400('PUT', '/tiers/gold', { entitlements: { ...named, constructor: true } }, 'entitlements.constructor');
+    expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
+    for (const flag of ['toString', 'hasOwnProperty', 'valueOf']) await expect400('PUT', '/tiers/gold', { entitlements: { ...named, [flag]: true } }, `entitlements.${flag}`);
+    // `__proto__` never reaches the schemas: the JSON parser refuses it (prototype poisoning).
+    const proto = await h.app.inject({
+      method: 'PUT',
+      url: '/admin/v1/tiers/gold',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: '{"entitlements":{"powered_by_watermark":false,"custom_domain":true,"downstream_webhooks":false,"__proto__":true}}',
+    });
+    expect([proto.statusCode, proto.json().code]).toEqual([400, 'invalid_request']);
+    expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
+    // A flag whose name only begins like one is a flag like any other, and kept.
+    const kept = await h.admin('PUT', '/tiers/gold', { entitlements: { ...named, constructor_beta: true, to_string: false } });
+    expect(kept.statusCode, kept.body).toBe(200);
+    expect(kept.json().entitlements).toEqual({ ...named, constructor_beta: true, to_string: false });
+    expect((await h.admin('DELETE', '/tiers/gold')).statusCode).toBe(204);
+  });
+
   it('400 naming the field for a U+0000 in any free string, which the store cannot hold', async () => {
     const N = '\u0000';
     await h.createTenant('nul-hooks', { tier: 'scale' });
