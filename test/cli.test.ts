@@ -951,8 +951,8 @@ describe('dunwall stripe replay', () => {
     expect(summary.invalid).toEqual([
       { line: 1, detail: 'the event must be a JSON object' },
       { line: 2, detail: 'the event must be a JSON object' },
-      { line: 3, detail: 'created: more than a day in the future' },
-      { line: 5, detail: 'created: more than a day in the future' },
+      { line: 3, detail: 'created: more than 300 s in the future' },
+      { line: 5, detail: 'created: more than 300 s in the future' },
       { line: 6, detail: 'the event must be a JSON object' },
     ]);
     expect((await lookup('replay-odd', tenant.publishable_key ?? '', 'cus_now')).body.status).toBe('lockout');

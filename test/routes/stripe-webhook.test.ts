@@ -123,6 +123,28 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     expect((await deliver(h, 'acme', clockSkew, SECRET_2)).statusCode).toBe(200);
   });
 
+  it('one rule for "too far ahead": the replay refuses what the webhook refuses, and a signature dated ahead is refused too', async () => {
+    const dated = (aheadS: number) => event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + aheadS });
+    const [ahead, hourAhead, skewed] = [dated(301), dated(3600), dated(300)];
+    const replay = await h.admin('POST', '/tenants/acme/stripe-events', { events: [ahead, hourAhead, skewed] });
+    expect(replay.statusCode, replay.body).toBe(200);
+    expect(replay.json()).toMatchObject({
+      results: ['invalid', 'invalid', 'applied'],
+      invalid: [
+        { index: 0, detail: 'created: more than 300 s in the future' },
+        { index: 1, detail: 'created: more than 300 s in the future' },
+      ],
+    });
+    for (const e of [ahead, hourAhead]) {
+      const res = await deliver(h, 'acme', e, SECRET_2);
+      expect([res.statusCode, res.json().detail]).toEqual([400, 'created: more than 300 s in the future']);
+    }
+    // A delivery signed more than 300 s ahead of this clock is not Stripe's either.
+    const now = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 301 })).json()).toMatchObject({ code: 'invalid_signature' });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 300 })).json()).toMatchObject({ outcome: 'applied' });
+  });
+
   it('stores and applies an event holding U+0000 anywhere (the store cannot hold it): 200, and the decline code reads back as Stripe sent it', async () => {
     const N = '\u0000';
     const tenant = await h.createTenant('nul-co');
@@ -196,6 +218,7 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
     const cases: { slug: string; secret: string; opts?: { timestampS?: number; signature?: string }; reason: string; says: RegExp }[] = [
       { slug: 'acme', secret: WRONG, reason: 'no_matching_secret', says: /tenant acme: the signature did not match any of the tenant's signing secrets/ },
       { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() - 301 }, reason: 'timestamp_outside_tolerance', says: /tenant acme: the signature's timestamp is more than 300 s old/ },
+      { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() + 301 }, reason: 'timestamp_ahead', says: /tenant acme: the signature's timestamp is more than 300 s ahead of this clock/ },
       { slug: 'acme', secret: SECRET, opts: { signature: 'v1=abc' }, reason: 'malformed_header', says: /tenant acme: .*no t= timestamp or no v1= signature/ },
       { slug: 'no-secret', secret: SECRET, reason: 'no_secret_configured', says: /tenant no-secret: the tenant has no Stripe signing secret configured/ },
     ];
