@@ -13,6 +13,11 @@ export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
 
 export const NAMED_FLAGS = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'] as const;
+/**
+ * The tier of a tenant created without one, unless the operator sets DUNWALL_DEFAULT_TIER:
+ * the seeded tier with the fewest flags (it shows "Powered by Dunwall").
+ */
+export const DEFAULT_TIER = 'starter';
 export type Entitlements = Record<string, boolean>;
 
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,62}$';

@@ -59,6 +59,8 @@ export interface AdminOptions {
   limiter: RateLimiter | null;
   /** How endpoint URLs of downstream webhooks are checked. */
   webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER). */
+  defaultTier: string;
 }
 
 const problemRef = ProblemRef;
@@ -146,7 +148,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       const result = await store.createTenant(
         {
           slug: body.slug,
-          tier: body.tier ?? 'starter',
+          tier: body.tier ?? opts.defaultTier,
           cardUpdateUrl: body.card_update_url ?? null,
           hmacRequired: body.hmac_required ?? false,
           allowedOrigins: body.allowed_origins ?? null,
@@ -161,7 +163,9 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
       );
       if (!result.ok) {
         if (result.error === 'exists') throw new AppError('tenant_exists');
-        throw invalid('tier', `no tier is named '${body.tier ?? 'starter'}'`);
+        // Checked at boot, but a tier can be deleted since: say whose choice it was.
+        if (body.tier === undefined) throw invalid('tier', `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`);
+        throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
       return reply.code(201).send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });

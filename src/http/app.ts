@@ -13,6 +13,7 @@ import { answerClientError, capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PE
 import { authorizationOf, RequestIds } from './request.js';
 import { adminRoutes } from './admin.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
+import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../webhooks/index.js';
 import { demoRoutes } from './demo.js';
 import { healthRoutes } from './health.js';
@@ -86,6 +87,8 @@ export interface AppDeps {
   rotationOverlapS?: number;
   /** How endpoint URLs of downstream webhooks are checked; default: https only, no private address. */
   webhooks?: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER); default `starter`. */
+  defaultTier?: string;
   /** A pino logger, or `false` for none (tests). */
   logger?: FastifyBaseLogger | false;
   /** The largest request body accepted, in bytes. */
@@ -315,6 +318,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       rotationOverlapS: deps.rotationOverlapS ?? 86_400,
       limiter,
       webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
+      defaultTier: deps.defaultTier ?? DEFAULT_TIER,
     });
   });
   return app;

@@ -208,7 +208,7 @@ export const SubscriberPage = Type.Object({
 export const CreateTenantBody = Type.Object(
   {
     slug: Slug,
-    tier: Type.Optional(TierName),
+    tier: Type.Optional(Type.String({ pattern: TIER_NAME_PATTERN, description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)" })),
     card_update_url: Type.Optional(NullableUrl),
     hmac_required: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
