@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -14,6 +15,7 @@ import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
 import { charge, event, invoice } from './helpers/stripe-fixtures.js';
+import { WebhookDeliverer } from '../src/webhooks/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TOKEN = 'cli-test-admin-token-0123456789abcdefghijkl';
@@ -811,6 +813,47 @@ describe('dunwall webhook', () => {
     expect((await cli(['webhook', 'list', '--tenant', 'hooked'])).stdout.trim()).toBe('no webhook endpoints');
   });
 
+  it("prints a receiver's redirect with control characters in its Location as escapes, never raw, as text and as JSON", async () => {
+    // A real receiver on loopback answering every delivery with a redirect whose Location holds
+    // C1 controls (U+009B is CSI), and UTF-8 that Node reads as Latin-1 bytes (U+202E becomes U+0080 among others).
+    const location = Buffer.concat([Buffer.from('https://evil.test/'), Buffer.from([0x9b, 0x33, 0x31, 0x6d, 0x85, 0x9d]), Buffer.from('pay\u202eme', 'utf8')]);
+    const receiver = createServer((socket) => {
+      socket.once('data', () => socket.end(Buffer.concat([Buffer.from('HTTP/1.1 302 Found\r\nLocation: '), location, Buffer.from('\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')])));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const port = (receiver.address() as AddressInfo).port;
+    const loopback = { allowHttpLoopback: true, allowedNetworks: ['127.0.0.0/8'] };
+    const hookApp = await buildAppWithModel({ store, adminToken: TOKEN, webhooks: loopback });
+    try {
+      const env = { DUNWALL_URL: await hookApp.listen({ port: 0, host: '127.0.0.1' }), DUNWALL_ADMIN_TOKEN: TOKEN };
+      expect((await cli(['tenant', 'create', 'redirected', '--tier', 'scale'], { env })).code).toBe(0);
+      const created = await cli(['webhook', 'create', '--tenant', 'redirected', `http://127.0.0.1:${port}/hook`, '--json'], { env });
+      const id = parseJson<{ id: string }>(created.stdout).id;
+      expect((await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code).toBe(0);
+      const deliverer = new WebhookDeliverer({ store: store.webhooks, attemptTimeoutMs: 5_000, concurrencyPerEndpoint: 1, log: { info() {}, warn() {} }, ...loopback });
+      expect(await deliverer.runOnce()).toBe(1);
+      await deliverer.stop();
+
+      const raw = (await store.webhooks.listAttempts((await store.getTenant('redirected'))?.id ?? 0, id, 10)) ?? [];
+      expect(raw[0]?.error).toMatch(/[\u0080-\u009f]/); // kept as received: the escaping is the printing's
+
+      // Any control but the line breaks that end the printed lines.
+      // eslint-disable-next-line no-control-regex
+      const CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028-\u202e]/;
+      const text = await cli(['webhook', 'attempts', '--tenant', 'redirected', id], { env });
+      expect(text.code).toBe(0);
+      expect(text.stdout).not.toMatch(CONTROL);
+      expect(text.stdout).toContain('redirects are not followed (to https://evil.test/\\u009b31m\\u0085\\u009dpay');
+      const json = await cli(['webhook', 'attempts', '--tenant', 'redirected', id, '--json'], { env });
+      expect(json.stdout).not.toMatch(CONTROL);
+      // Still JSON, for the same value.
+      expect(parseJson<{ data: { error: string }[] }>(json.stdout).data[0]?.error).toBe(raw[0]?.error);
+    } finally {
+      await hookApp.close();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+
   it('refuses a tier without downstream webhooks, unknown event types and an update with nothing to change', async () => {
     const refused = await cli(['webhook', 'create', '--tenant', 'base', 'https://hooks.example.com/x']);
     expect(refused.code).toBe(1);
@@ -864,11 +907,13 @@ describe('dunwall tier', () => {
       ['tier', 'set', 'enterprise', 'sso'],
       ['tier', 'set', 'enterprise', 'sso=true', 'sso=false'],
       ['tier', 'set', 'enterprise', 'Bad-Flag=true'],
+      ['tier', 'set', 'enterprise', 'constructor=true'],
     ]) {
       const result = await cli(args);
       expect(result.code, args.join(' ')).toBe(2);
       expect(lines(result.stderr)).toHaveLength(1);
     }
+    expect((await cli(['tier', 'set', 'enterprise', 'constructor=true'])).stderr).toMatch(/^dunwall: 'constructor' is not a valid flag name \(.*none of constructor\)/);
   });
 });
 
@@ -1123,8 +1168,8 @@ describe('dunwall stripe replay', () => {
     expect(summary.invalid).toEqual([
       { line: 1, detail: 'the event must be a JSON object' },
       { line: 2, detail: 'the event must be a JSON object' },
-      { line: 3, detail: 'created: more than a day in the future' },
-      { line: 5, detail: 'created: more than a day in the future' },
+      { line: 3, detail: 'created: more than 300 s in the future' },
+      { line: 5, detail: 'created: more than 300 s in the future' },
       { line: 6, detail: 'the event must be a JSON object' },
     ]);
     expect((await lookup('replay-odd', tenant.publishable_key ?? '', 'cus_now')).body.status).toBe('lockout');

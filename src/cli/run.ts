@@ -6,6 +6,7 @@ import { clientFrom } from './env.js';
 import { ApiError, CliError, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, NetworkError, UsageError, oneLine } from './errors.js';
 import { commandHelp, helpText } from './help.js';
 import { completionScript } from './completion.js';
+import { terminalJson, terminalSafe, terminalText } from './terminal.js';
 import type { CliIo, Command, CommandContext } from './io.js';
 
 export type { CliIo } from './io.js';
@@ -22,13 +23,14 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   } catch (err) {
     // With --json, the error is one JSON line too (on stderr, like every error), for scripts.
     const json = argv.includes('--json');
+    // An error may carry the service's words (a problem's detail): escaped like any answer.
     if (err instanceof CliError) {
-      if (json) io.stderr.write(`${JSON.stringify({ error: errorJson(err) })}\n`);
-      else io.stderr.write(`dunwall: ${oneLine(err.message)}\n`);
+      if (json) io.stderr.write(`${terminalJson({ error: errorJson(err) })}\n`);
+      else io.stderr.write(`dunwall: ${terminalText(oneLine(err.message))}\n`);
       return err.exitCode;
     }
     const message = oneLine(err instanceof Error ? err.message : String(err));
-    io.stderr.write(json ? `${JSON.stringify({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${message}\n`);
+    io.stderr.write(json ? `${terminalJson({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${terminalText(message)}\n`);
     return EXIT_FAILURE;
   }
 }
@@ -125,7 +127,8 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
       return client;
     },
     output(answer, human) {
-      print(flags.json ? JSON.stringify(answer, null, 2) : human(answer));
+      // Every string of the answer is escaped before a formatter sees it (src/cli/terminal.ts).
+      print(flags.json ? terminalJson(answer, 2) : human(terminalSafe(answer)));
     },
     print,
   };

@@ -14,12 +14,32 @@ export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
 
 export const NAMED_FLAGS = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'] as const;
+/**
+ * The tier of a tenant created without one, unless the operator sets DUNWALL_DEFAULT_TIER:
+ * the seeded tier with the fewest flags (it shows "Powered by Dunwall").
+ */
+export const DEFAULT_TIER = 'starter';
 export type Entitlements = Record<string, boolean>;
 
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,62}$';
 export const CUSTOMER_ID_PATTERN = '^cus_[A-Za-z0-9_]{1,251}$';
 export const TIER_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
-export const FLAG_NAME_PATTERN = '^[a-z][a-z0-9_]{0,62}$';
+/** The shape of a flag name; `FLAG_NAME_PATTERN` is the whole rule. */
+const FLAG_NAME_SHAPE = '[a-z][a-z0-9_]{0,62}';
+/**
+ * Names every object already answers to (`constructor`): a flag map is a plain object, and
+ * a flag by such a name would be dropped or shadowed on its way (it was dropped, silently).
+ * Derived from Object.prototype, so that a name a later runtime adds there is refused too.
+ */
+const OBJECT_NAMES = Object.getOwnPropertyNames(Object.prototype).filter((name) => new RegExp(`^${FLAG_NAME_SHAPE}$`).test(name));
+/** A tier's flag (entitlement) name: the one rule, for the API's schemas, the CLI and the store. */
+export const FLAG_NAME_PATTERN = OBJECT_NAMES.length === 0 ? `^${FLAG_NAME_SHAPE}$` : `^(?!(?:${OBJECT_NAMES.join('|')})$)${FLAG_NAME_SHAPE}$`;
+export const FLAG_NAME_RULE = `a lowercase letter, then up to 62 lowercase letters, digits or underscores${OBJECT_NAMES.length === 0 ? '' : `, and none of ${OBJECT_NAMES.join(', ')}`}`;
+const FLAG_NAME_RE = new RegExp(FLAG_NAME_PATTERN);
+
+export function isFlagName(name: string): boolean {
+  return FLAG_NAME_RE.test(name);
+}
 export const REASON_PATTERN = '^[a-z][a-z0-9_]{0,63}$';
 
 export const SLUG_RE = new RegExp(SLUG_PATTERN);

@@ -1,3 +1,11 @@
+/**
+ * What every free string of the API (a URL, a description, a text of the branding) must
+ * match: no U+0000. PostgreSQL's text and jsonb cannot hold that character, so a string
+ * holding one would fail its write (a 500); it is refused where it comes in, naming the
+ * field. A JSON Schema pattern, so that the OpenAPI document says it too.
+ */
+export const TEXT_PATTERN = '^[^\\u0000]*$';
+
 /** The longest URL accepted anywhere (card update links, origins' lists are bounded apart). */
 export const MAX_URL_LENGTH = 2048;
 

@@ -15,6 +15,7 @@ import { tenantResourceRoutes, tenantRoutes, tierRoutes } from './routes/index.j
 import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
 import type { KeyUsage } from './key-usage.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
+import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../webhooks/index.js';
 import { demoRoutes } from './demo.js';
 import { healthRoutes } from './health.js';
@@ -88,6 +89,8 @@ export interface AppDeps {
   rotationOverlapS?: number;
   /** How endpoint URLs of downstream webhooks are checked; default: https only, no private address. */
   webhooks?: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER); default `starter`. */
+  defaultTier?: string;
   /** A pino logger, or `false` for none (tests). */
   logger?: FastifyBaseLogger | false;
   /** The largest request body accepted, in bytes. */
@@ -320,7 +323,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await writes.register(
       async (admin: App) => {
         operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter });
-        await tenantRoutes(admin, { store: deps.store, now, rotationOverlapS });
+        await tenantRoutes(admin, { store: deps.store, now, rotationOverlapS, defaultTier: deps.defaultTier ?? DEFAULT_TIER });
         await tierRoutes(admin, { store: deps.store, now });
         await admin.register(
           async (scoped: App) => {

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { App } from './app-instance.js';
 import { brandingTag, isValidSlug } from '../domain/lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
+import { ifNoneMatchHits } from './conditional.js';
 import { guardAddress } from './rate-limit.js';
 import type { RateLimiter } from './rate-limit.js';
 import { Branding, ProblemRef } from './schemas.js';
@@ -41,7 +42,7 @@ export async function brandingRoutes(app: App, opts: { model: ReadModel; limiter
         .header('access-control-allow-origin', '*')
         .header('cache-control', `public, max-age=${BRANDING_MAX_AGE_S}`)
         .header('etag', etag);
-      if (req.headers['if-none-match'] === etag) return reply.code(304).send(null);
+      if (ifNoneMatchHits(req.headers['if-none-match'], etag)) return reply.code(304).send(null);
       // Bytes serialised when the tenant was loaded: sent as they are, not through the schema's serializer.
       return reply.header('content-type', 'application/json; charset=utf-8').send(body as never);
     },

@@ -1,3 +1,4 @@
+import { unescapeStored } from '../domain/stripe/json.js';
 import type { EpisodeRecord, HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
 
 /** The tenant object of docs/api.md, the admin API: never a key or a secret. */
@@ -32,7 +33,8 @@ function presentHistory(h: HistoryEntry) {
     secret_key_id: h.secretKeyId,
     event_id: h.eventId,
     event_type: h.eventType,
-    decline_code: h.declineCode,
+    // Stripe's own text, kept escaped (domain/stripe/json.ts), shown as Stripe sent it.
+    decline_code: h.declineCode === null ? null : unescapeStored(h.declineCode),
     occurred_at: h.occurredAt.toISOString(),
     recorded_at: h.recordedAt.toISOString(),
   };
@@ -44,7 +46,7 @@ function presentEpisode(e: EpisodeRecord) {
     episode: e.episode,
     state: e.state,
     reason: e.reason,
-    decline_code: e.declineCode,
+    decline_code: e.declineCode === null ? null : unescapeStored(e.declineCode),
     at: e.at.toISOString(),
     event_id: e.eventId,
     dunning_started_at: e.dunningStartedAt?.toISOString() ?? null,

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { LookupFailure } from '../domain/lookup.js';
+import { TEXT_PATTERN } from '../domain/validation.js';
 
 /**
  * Every machine `code` the service answers with, and its HTTP status. This table is the
@@ -157,6 +158,7 @@ export function describeValidationError(err: FastifyError): string {
   if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
   if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
   if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
+  if (first.keyword === 'pattern' && first.params.pattern === TEXT_PATTERN) return `${base || where}: must not contain the character U+0000`;
   return `${base || where}: ${first.message ?? 'is not valid'}`;
 }
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Static } from 'typebox';
-import { MAX_URL_LENGTH } from '../domain/validation.js';
+import { MAX_URL_LENGTH, TEXT_PATTERN } from '../domain/validation.js';
 import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../domain/policy.js';
@@ -13,6 +13,15 @@ import { SCOPES } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
 
 export { MAX_URL_LENGTH };
+
+/**
+ * A free string the API takes (one with no pattern of its own): every one refuses U+0000
+ * (TEXT_PATTERN), which the store cannot hold. Strings with a pattern of their own (slugs,
+ * ids, names, secrets) refuse it already.
+ */
+export function Text(options: { minLength?: number; maxLength?: number; description?: string } = {}) {
+  return Type.String({ ...options, pattern: TEXT_PATTERN });
+}
 export const MAX_ALLOWED_ORIGINS = 50;
 export const STRIPE_WEBHOOK_SECRET_PATTERN = '^whsec_[A-Za-z0-9+/=_-]{8,256}$';
 
@@ -42,7 +51,7 @@ export const Slug = Type.String({ pattern: SLUG_PATTERN, description: 'Tenant sl
 export const CustomerId = Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The payment processor's customer ID" });
 export const TierName = Type.String({ pattern: TIER_NAME_PATTERN });
 const Timestamp = Type.String({ format: 'date-time' });
-const NullableUrl = Type.Union([Type.String({ maxLength: MAX_URL_LENGTH }), Type.Null()], {
+const NullableUrl = Type.Union([Text({ maxLength: MAX_URL_LENGTH }), Type.Null()], {
   description: 'An https URL, or null',
 });
 export const MAX_LOOKUPS_PER_MINUTE = 1_000_000_000;
@@ -53,7 +62,7 @@ const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
   description: "The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)",
 });
 const NullableOrigins = Type.Union(
-  [Type.Array(Type.String({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
+  [Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
   { description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any' },
 );
 
@@ -90,15 +99,15 @@ export const LookupKnown = Type.Object({
 // --- admin -------------------------------------------------------------------------------
 
 const BrandingTexts = Type.Object(
-  Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Type.String({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])),
+  Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Text({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])),
   { additionalProperties: false },
 );
 export const Branding = Type.Unsafe<BrandingValue>(
   Type.Object(
     {
-      payment_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: "The gate's link to pay (https)" })),
-      support_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: 'A link to the support (https)' })),
-      logo_url: Type.Optional(Type.String({ maxLength: MAX_BRANDING_URL, description: 'A logo image (https)' })),
+      payment_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: "The gate's link to pay (https)" })),
+      support_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A link to the support (https)' })),
+      logo_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A logo image (https)' })),
       colors: Type.Optional(
         Type.Object(Object.fromEntries(BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))])), { additionalProperties: false }),
       ),
@@ -205,7 +214,7 @@ export const SubscriberPage = Type.Object({
 export const CreateTenantBody = Type.Object(
   {
     slug: Slug,
-    tier: Type.Optional(TierName),
+    tier: Type.Optional(Type.String({ pattern: TIER_NAME_PATTERN, description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)" })),
     card_update_url: Type.Optional(NullableUrl),
     hmac_required: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
@@ -426,8 +435,8 @@ export const StripeEventOutcome = Type.Unsafe<StripeEventOutcomeName>(
 export const MAX_WEBHOOK_PAGE = 500;
 const EventType = Type.Union([Type.Literal(WEBHOOK_EVENT_TYPES[0]), Type.Literal(WEBHOOK_EVENT_TYPES[1])]);
 const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true });
-const EndpointUrl = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
-const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH });
+const EndpointUrl = Text({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
+const Description = Text({ maxLength: MAX_DESCRIPTION_LENGTH });
 
 export const WebhookEndpoint = Type.Object({
   id: Type.String({ description: 'ep_...' }),

@@ -1,4 +1,5 @@
 import type { App } from './app-instance.js';
+import { ifNoneMatchHits } from './conditional.js';
 import { sendProblem } from './problems.js';
 import type { SnippetAsset } from './snippet-asset.js';
 
@@ -22,10 +23,7 @@ export async function snippetRoutes(app: App, opts: { snippet: SnippetAsset | nu
       .header('access-control-allow-origin', '*')
       .header('cross-origin-resource-policy', 'cross-origin')
       .header('x-content-type-options', 'nosniff');
-    const presented = req.headers['if-none-match'];
-    if (typeof presented === 'string' && presented.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
-      return reply.code(304).send();
-    }
+    if (ifNoneMatchHits(req.headers['if-none-match'], etag)) return reply.code(304).send();
     if (gzip) reply.header('content-encoding', 'gzip');
     return reply.send(gzip ? snippet.gzipped : snippet.body);
   });

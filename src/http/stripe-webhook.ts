@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from './app-instance.js';
-import { eventShapeProblem } from '../domain/stripe/event.js';
+import { eventShapeProblem, MAX_AHEAD_S } from '../domain/stripe/event.js';
 import { checkStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
 import type { SignatureFailure } from '../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
@@ -46,6 +46,7 @@ const REFUSALS: Readonly<Record<Refusal, string>> = {
   missing_header: 'the Stripe-Signature header is missing',
   malformed_header: 'the Stripe-Signature header has no t= timestamp or no v1= signature',
   timestamp_outside_tolerance: `the signature's timestamp is more than ${WEBHOOK_TOLERANCE_S} s old`,
+  timestamp_ahead: `the signature's timestamp is more than ${MAX_AHEAD_S} s ahead of this clock`,
   no_matching_secret: "the signature did not match any of the tenant's signing secrets",
   not_json: 'the signed body is not JSON',
 };
@@ -132,10 +133,8 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
         return sendProblem(reply, 'invalid_signature');
       }
       const event = checked.event;
-      // Stripe creates an event before it signs a delivery of it, and the signature is at
-      // most WEBHOOK_TOLERANCE_S from our clock: an event dated later is not Stripe's, and
-      // would hold a status against every correction until its time.
-      const problem = eventShapeProblem(event, nowMs, WEBHOOK_TOLERANCE_S);
+      // An event dated more than MAX_AHEAD_S ahead is refused, as by the replay.
+      const problem = eventShapeProblem(event, nowMs);
       if (problem !== null) return sendProblem(reply, 'invalid_request', problem);
 
       const e = event as StripeEventLike;

@@ -10,6 +10,7 @@ import { DEFAULT_PER_SECRET_KEY } from '../http/rate-limit.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
 import { parseCidr } from '../domain/webhooks.js';
+import { DEFAULT_TIER, TIER_NAME_PATTERN } from '../domain/types.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
 import type { DeliverySettings } from '../webhooks/index.js';
 
@@ -60,6 +61,11 @@ export interface Config {
   webhookRetentionDays: number;
   /** How downstream webhooks are sent. */
   webhooks: DeliverySettings;
+  /**
+   * The tier a tenant gets when its creation names none (the admin API, `dunwall tenant
+   * create`). Its shape is checked here; that it exists, once the store is open.
+   */
+  defaultTier: string;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -68,6 +74,7 @@ export const DEFAULT_HOST = '127.0.0.1';
 const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 export const DEFAULT_DATA_DIR = './.dunwall';
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
+const TIER_NAME_RE = new RegExp(TIER_NAME_PATTERN);
 /** Gone with the lookup cache: every process now holds the whole read model. */
 const RETIRED_VARIABLES = ['DUNWALL_CACHE_ENTRIES', 'DUNWALL_CACHE_TTL_MS'] as const;
 /** Fail open: an hour at most, so that a stale `lockout` cannot gate a customer for long. */
@@ -247,6 +254,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
 
+  const defaultTier = env.DUNWALL_DEFAULT_TIER?.trim() || DEFAULT_TIER;
+  if (!TIER_NAME_RE.test(defaultTier)) problems.push(`DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`);
+
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
   if (!['0', '1', ''].includes(demoRaw)) problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
 
@@ -278,5 +288,6 @@ export function loadConfig(env: Env = process.env): Config {
     historyRetentionDays,
     webhookRetentionDays,
     webhooks: Object.freeze(webhooks),
+    defaultTier,
   });
 }

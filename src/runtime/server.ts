@@ -88,6 +88,18 @@ function resolveAdminTokenDigest(config: Config, log: Logger): Buffer | null {
   return sha256(token);
 }
 
+/**
+ * DUNWALL_DEFAULT_TIER names a tier of the store, or the service does not start: a tenant
+ * created without a tier would otherwise fail (or get what the operator did not choose).
+ */
+async function checkDefaultTier(store: Store, name: string): Promise<void> {
+  const tiers = (await store.listTiers()).map((t) => t.name);
+  if (tiers.includes(name)) return;
+  throw new Error(
+    `DUNWALL_DEFAULT_TIER names no tier of this store: '${name}' (its tiers: ${tiers.join(', ')}); name one of them, or start without it, create the tier (dunwall tier set ${name} ...) and restart`,
+  );
+}
+
 export interface StartOptions {
   metrics?: Metrics;
   /** What /metrics answers: in a cluster worker, the whole cluster's metrics. */
@@ -110,6 +122,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   let metricsServer: MetricsServer | null = null;
   let lookupPath: Awaited<ReturnType<typeof openLookupModel>> | null = null;
   try {
+    await checkDefaultTier(store, config.defaultTier);
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
     const seeded = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
@@ -142,6 +155,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       trustedProxies: config.trustProxy,
       limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
       metricsOnPublicPort: config.metricsPort === null,
+      defaultTier: config.defaultTier,
     });
     const address = await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       const problem = listenProblem(err, config.host, config.port);

@@ -1,4 +1,5 @@
 import { deriveChange } from '../domain/stripe/derive.js';
+import { escapeStrings } from '../domain/stripe/json.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import { isLivemodeMismatch } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName, TenantLivemode } from '../domain/stripe/outcomes.js';
@@ -36,11 +37,13 @@ const MISMATCH: IngestResult = { outcome: 'livemode_mismatch', customerId: null,
 /**
  * An event of the other mode than the tenant's is answered before anything else and, like
  * an irrelevant type, not kept: once an operator corrects a tenant's mode, a replay of the
- * same events applies them instead of finding them already seen.
+ * same events applies them instead of finding them already seen. Every string of an event
+ * is escaped before it is read (`escapeStrings`): a U+0000 anywhere in it, which the store
+ * cannot hold, must not keep the event from being stored and applied.
  */
 function prepare(tenant: IngestTenant, event: StripeEventLike): StripeEventInput | IngestResult {
   if (isLivemodeMismatch(tenant.livemode, event)) return MISMATCH;
-  return toStripeEventInput(event) ?? IRRELEVANT;
+  return toStripeEventInput(escapeStrings(event)) ?? IRRELEVANT;
 }
 
 const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => 'derivation' in p;

@@ -408,6 +408,9 @@ export interface NewWebhookEndpoint {
   secret: string;
 }
 
+/** The endpoint created, or why not: the tenant has as many as allowed, or is gone. */
+export type CreateEndpointResult = WebhookEndpointRecord | 'limit_reached' | 'tenant_not_found';
+
 export interface WebhookEndpointPatch {
   url?: string;
   description?: string;
@@ -505,7 +508,11 @@ export interface ReplayPage {
 
 /** A tenant's downstream webhook endpoints and their messages, as the admin and tenant APIs show them. */
 export interface EndpointStore {
-  createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord>;
+  /**
+   * A new endpoint, unless the tenant has `maxPerTenant` already (counted and inserted under
+   * the tenant's row lock, so that the limit holds whatever runs in parallel).
+   */
+  createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
   listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]>;
   getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null>;
   /** Enabling clears the reason it was disabled and its failing streak. */

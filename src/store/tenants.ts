@@ -44,7 +44,8 @@ export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.ca
 export function orderEntitlements(flags: Entitlements): Entitlements {
   const ordered: Entitlements = {};
   for (const name of NAMED_FLAGS) ordered[name] = flags[name] === true;
-  for (const [name, value] of Object.entries(flags)) if (!(name in ordered)) ordered[name] = value === true;
+  // Own names only: `in` would also see what every object has, and lose a flag named so.
+  for (const [name, value] of Object.entries(flags)) if (!Object.hasOwn(ordered, name)) ordered[name] = value === true;
   return ordered;
 }
 

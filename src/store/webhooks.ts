@@ -12,6 +12,7 @@ import type {
   ClaimLimits,
   ClaimResult,
   ClaimedDelivery,
+  CreateEndpointResult,
   NewWebhookEndpoint,
   ReplayPage,
   ReplayRange,
@@ -211,8 +212,18 @@ export class SqlWebhookStore implements WebhookStore {
     return row ? toEndpoint(row) : null;
   }
 
-  async createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date): Promise<WebhookEndpointRecord> {
+  async createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
     return this.db.transaction(async (tx) => {
+      // The count and the insert under the tenant row's lock: creations for one tenant take
+      // their turn, so that parallel ones cannot each see room for one more. NO KEY UPDATE
+      // leaves the inserts that only reference the tenant (its events, its history) free.
+      // The count is a statement of its own, after the lock: under READ COMMITTED it then
+      // reads what the creation before it committed (a subquery of the locking statement
+      // would read the snapshot taken before the wait).
+      const locked = await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [tenantId]);
+      if (locked.length === 0) return 'tenant_not_found';
+      const [count] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM webhook_endpoints WHERE tenant_id = $1', [tenantId]);
+      if ((count?.n ?? 0) >= maxPerTenant) return 'limit_reached';
       const [row] = await tx.query<{ id: number }>(
         `INSERT INTO webhook_endpoints (uid, tenant_id, url, description, event_types, enabled, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, true, $6, $6) RETURNING id`,

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -170,6 +171,44 @@ describe('the service on a real socket, embedded store', () => {
     writeFileSync(join(dir, 'admin-token'), 'short\n');
     await expect(start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0' }), createLogger('silent'))).rejects.toThrow('shorter than 32 characters');
     expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
+  });
+
+  it("DUNWALL_DEFAULT_TIER is the tier of a tenant created without one, through the API and the CLI; one that names no tier stops the start", async () => {
+    const dir = tempDir();
+    const base = { DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' };
+    await expect(start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'platinum' }), createLogger('silent'))).rejects.toThrow(
+      "DUNWALL_DEFAULT_TIER names no tier of this store: 'platinum' (its tiers: growth, scale, starter)",
+    );
+    expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
+    expect(() => loadConfig({ DUNWALL_DEFAULT_TIER: 'Not A Tier' })).toThrow('DUNWALL_DEFAULT_TIER must be a tier name');
+    expect(loadConfig({}).defaultTier).toBe('starter');
+
+    const running = await start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'growth' }), createLogger('silent'));
+    try {
+      const { readAdminTokenFile } = await import('../../src/runtime/admin-token.js');
+      const token = String(readAdminTokenFile(dir));
+      const post = (body: unknown) =>
+        fetch(`${running.url}/admin/v1/tenants`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const viaApi = (await (await post({ slug: 'by-api' })).json()) as { tier: string; entitlements: Record<string, boolean> };
+      expect(viaApi).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
+      expect(((await (await post({ slug: 'on-starter', tier: 'starter' })).json()) as { tier: string }).tier).toBe('starter');
+
+      const { run } = await import('../../src/cli/run.js');
+      let out = '';
+      const io = { stdout: { write: (t: string) => (out += t) }, stderr: { write: () => true }, stdin: Readable.from([]), env: { DUNWALL_URL: running.url, DUNWALL_ADMIN_TOKEN: token } };
+      expect(await run(['tenant', 'create', 'by-cli', '--json'], io)).toBe(0);
+      expect(JSON.parse(out)).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
+
+      // A default tier deleted since the start: the creation says whose choice it was.
+      await running.store.deleteTenant((await running.store.getTenant('by-api'))?.id ?? 0);
+      await running.store.deleteTenant((await running.store.getTenant('by-cli'))?.id ?? 0);
+      expect(await running.store.deleteTier('growth')).toBe('deleted');
+      const gone = await post({ slug: 'after' });
+      expect(gone.status).toBe(400);
+      expect(((await gone.json()) as { detail: string }).detail).toBe("tier: the default tier 'growth' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one");
+    } finally {
+      await running.close();
+    }
   });
 
   it('METRICS_PORT serves /metrics on a listener of its own, and the public port no longer does', async () => {

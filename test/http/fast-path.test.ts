@@ -134,6 +134,62 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     expect(compared).toBe(300);
   });
 
+  it('gives the answer of the Fastify route on a real socket to malformed shapes: repeated, empty and odd parameters, fragments, slashes, case', async () => {
+    // inject rewrites a target as a URL parser does (drops a fragment, encodes quotes and
+    // spaces, resolves dot segments): the route is reached here as a client reaches it, on a
+    // socket, every lookup of this app going through Fastify (DUNWALL_LOG_LOOKUPS=1).
+    const viaFastify = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, logLookups: true });
+    const seen: string[] = [];
+    viaFastify.addHook('onRequest', async (req) => {
+      seen.push(req.url);
+    });
+    try {
+      const created = (await admin('POST', '/tenants', { slug: 'preview-co', livemode: false })).json() as { publishable_key: string };
+      keys['preview-co'] = created.publishable_key;
+      await admin('PUT', '/tenants/preview-co/subscribers/cus_w', { status: 'warning' });
+      const good = hmac('strict-co', 'cus_l');
+      const shapes: [string, string][] = [
+        ['acme', 'processor_customer_id=cus_w&processor_customer_id=cus_w'],
+        ['strict-co', `processor_customer_id=cus_l&hmac=${good}&hmac=${good}`],
+        ['preview-co', 'processor_customer_id=cus_w&preview=warning&preview=lockout'],
+        ['preview-co', 'processor_customer_id=cus_w&preview=lockout&preview=lockout'],
+        ['acme', 'processor_customer_id='],
+        ['strict-co', 'processor_customer_id=cus_l&hmac='],
+        ['preview-co', 'processor_customer_id=cus_w&preview='],
+        ['preview-co', 'processor_customer_id=cus_w&preview'],
+        ['preview-co', 'processor_customer_id=cus_w&preview=WARNING'],
+        ['preview-co', 'processor_customer_id=cus_w&preview=%6Cockout'],
+        ['acme', 'processor%5Fcustomer%5Fid=cus%5Fw'],
+        ['acme', 'processor_customer_id=cus_w%zz'],
+        ['acme', 'processor_customer_id=cus_w&x=%zz'],
+        ['acme', 'processor_customer_id=cus_w%00'],
+        ['acme', 'processor_customer_id=+cus_w'],
+        ['acme', 'processor_customer_id=cus_w#fragment'],
+        ['acme', 'processor_customer_id=cus_w;x=1'],
+        ['acme', 'processor_customer_id=cus_w?x=1'],
+        ['acme', '&&processor_customer_id=cus_w&&'],
+        ['acme', 'PROCESSOR_CUSTOMER_ID=cus_w'],
+        ['strict-co', `processor_customer_id=cus_l&HMAC=${good}`],
+        ['acme/', 'processor_customer_id=cus_w'],
+        ['ACME', 'processor_customer_id=cus_w'],
+        ['acme/.', 'processor_customer_id=cus_w'],
+      ];
+      for (const [slug, query] of shapes) {
+        const path = `/api/subscriber-status/${slug}?${query}`;
+        const headers = bearer(slug.toLowerCase().replace(/\/.*$/, ''));
+        routed.length = 0;
+        seen.length = 0;
+        const fast = await socketRequest(app, 'GET', path, headers);
+        const slow = await socketRequest(viaFastify, 'GET', path, headers);
+        expect(seen, `${path}: the Fastify route answered it`).toEqual([path]);
+        expect([fast.statusCode, fast.body], path).toEqual([slow.statusCode, slow.body]);
+        expect(comparable(fast.headers), path).toEqual(comparable(slow.headers));
+      }
+    } finally {
+      await viaFastify.close();
+    }
+  });
+
   it('leaves to Fastify what it must decode or refuse, with the same answer', async () => {
     routed.length = 0;
     const encoded = await socketRequest(app, 'GET', '/api/subscriber-status/%61cme?processor_customer_id=cus_w', bearer('acme'));

@@ -46,4 +46,33 @@ describe('the OpenAPI document', () => {
     const webhook = ops.find((o) => o.where === 'POST /webhooks/stripe/{tenantSlug}') as { parameters?: { in: string; name: string }[] } | undefined;
     expect(webhook?.parameters?.some((p) => p.in === 'header' && p.name === 'stripe-signature')).toBe(true);
   });
+
+  it('refuses U+0000 in every string the admin API takes (the store cannot hold it), by a pattern, a format or a closed list', async () => {
+    const doc = (await openApiDocument()) as { paths: Record<string, Record<string, { tags?: string[]; parameters?: { in: string; name: string; schema: unknown }[]; requestBody?: unknown }>> };
+    const open: string[] = [];
+    let strings = 0;
+    /** Every string schema under `node`, with where it is. */
+    const walk = (node: unknown, where: string): void => {
+      if (Array.isArray(node)) return node.forEach((n, i) => walk(n, `${where}[${i}]`));
+      if (typeof node !== 'object' || node === null) return;
+      const schema = node as Record<string, unknown>;
+      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      if (types.includes('string')) {
+        strings += 1;
+        const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : null;
+        const closed = schema.format !== undefined || schema.enum !== undefined || schema.const !== undefined;
+        if (!closed && (pattern === null || pattern.test('a\u0000'))) open.push(where);
+      }
+      for (const [key, value] of Object.entries(schema)) if (key !== 'examples' && key !== 'example') walk(value, `${where}.${key}`);
+    };
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(methods)) {
+        if (!path.startsWith('/admin/')) continue;
+        for (const p of op.parameters ?? []) if (p.in !== 'header') walk(p.schema, `${method} ${path} ${p.in} ${p.name}`);
+        walk(op.requestBody, `${method} ${path} body`);
+      }
+    }
+    expect(strings).toBeGreaterThan(30);
+    expect(open).toEqual([]);
+  });
 });

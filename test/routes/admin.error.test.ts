@@ -80,6 +80,75 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
+  it('400 naming the flag for a flag named as every object is (constructor), which was accepted and dropped', async () => {
+    const named = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
+    await expect400('PUT', '/tiers/gold', { entitlements: { ...named, constructor: true } }, 'entitlements.constructor');
+    expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
+    for (const flag of ['toString', 'hasOwnProperty', 'valueOf']) await expect400('PUT', '/tiers/gold', { entitlements: { ...named, [flag]: true } }, `entitlements.${flag}`);
+    // `__proto__` never reaches the schemas: the JSON parser refuses it (prototype poisoning).
+    const proto = await h.app.inject({
+      method: 'PUT',
+      url: '/admin/v1/tiers/gold',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: '{"entitlements":{"powered_by_watermark":false,"custom_domain":true,"downstream_webhooks":false,"__proto__":true}}',
+    });
+    expect([proto.statusCode, proto.json().code]).toEqual([400, 'invalid_request']);
+    expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
+    // A flag whose name only begins like one is a flag like any other, and kept.
+    const kept = await h.admin('PUT', '/tiers/gold', { entitlements: { ...named, constructor_beta: true, to_string: false } });
+    expect(kept.statusCode, kept.body).toBe(200);
+    expect(kept.json().entitlements).toEqual({ ...named, constructor_beta: true, to_string: false });
+    expect((await h.admin('DELETE', '/tiers/gold')).statusCode).toBe(204);
+  });
+
+  it('400 naming the field for a U+0000 in any free string, which the store cannot hold', async () => {
+    const N = '\u0000';
+    await h.createTenant('nul-hooks', { tier: 'scale' });
+    const cases: [string, string, unknown, string][] = [
+      ['POST', '/tenants', { slug: 'nul-co', card_update_url: `https://billing.test/${N}` }, 'card_update_url'],
+      ['PATCH', '/tenants/acme', { card_update_url: `https://billing.test/card${N}` }, 'card_update_url'],
+      ['PATCH', '/tenants/acme', { branding: { payment_url: `https://pay.test/${N}` } }, 'branding.payment_url'],
+      ['PATCH', '/tenants/acme', { branding: { support_url: `https://help.test/${N}` } }, 'branding.support_url'],
+      ['PATCH', '/tenants/acme', { branding: { logo_url: `https://cdn.test/logo${N}.png` } }, 'branding.logo_url'],
+      ['PATCH', '/tenants/acme', { branding: { texts: { default: { banner_title: `Card ${N}declined` } } } }, 'branding.texts.default.banner_title'],
+      ['POST', '/tenants', { slug: 'nul-co', allowed_origins: [`https://app${N}.test`] }, 'allowed_origins[0]'],
+      ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: `https://hooks.test/${N}` }, 'url'],
+      ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: 'https://hooks.test/a', description: `billing${N}` }, 'description'],
+    ];
+    for (const [method, url, body, field] of cases) {
+      await expect400(method, url, body, field);
+      expect((await h.admin(method, url, body)).json().detail).toBe(`${field}: must not contain the character U+0000`);
+    }
+    const [endpoint] = (await h.admin('GET', '/tenants/nul-hooks/webhook-endpoints')).json().data as { id: string }[];
+    expect(endpoint).toBeUndefined();
+    const created = await h.admin('POST', '/tenants/nul-hooks/webhook-endpoints', { url: 'https://hooks.test/a' });
+    const id = (created.json() as { id: string }).id;
+    await expect400('PATCH', `/tenants/nul-hooks/webhook-endpoints/${id}`, { url: `https://hooks.test/${N}` }, 'url');
+    await expect400('PATCH', `/tenants/nul-hooks/webhook-endpoints/${id}`, { description: N }, 'description');
+    // Nothing was written: the tenant and the endpoint are as they were.
+    expect((await h.admin('GET', '/tenants/nul-co')).statusCode).toBe(404);
+    const acme = (await h.admin('GET', '/tenants/acme')).json() as { card_update_url: string | null; branding: unknown };
+    expect(acme.card_update_url).toBeNull();
+    expect(acme.branding).toEqual({});
+  });
+
+  it('holds a tenant to 20 webhook endpoints when 100 are created at once, the rest refused with 409 webhook_endpoint_limit', async () => {
+    await h.createTenant('many-hooks', { tier: 'scale' });
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => h.admin('POST', '/tenants/many-hooks/webhook-endpoints', { url: `https://hooks.example.com/${i}` })),
+    );
+    const statuses = answers.map((res) => res.statusCode);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+    const refused = answers.filter((res) => res.statusCode !== 201);
+    expect(refused).toHaveLength(80);
+    for (const res of refused) {
+      expect(res.statusCode, res.body).toBe(409);
+      expect(res.json().code).toBe('webhook_endpoint_limit');
+    }
+    const listed = await h.admin('GET', '/tenants/many-hooks/webhook-endpoints');
+    expect((listed.json() as { data: unknown[] }).data).toHaveLength(20);
+  });
+
   it('400 for a body that is not JSON, 415 for another media type, 413 for a huge one', async () => {
     const broken = await h.app.inject({
       method: 'POST',

@@ -50,6 +50,22 @@ describe.each(engines)("a tenant's branding, set once and served to pages ($name
     expect(JSON.parse(changed.body)).toMatchObject({ colors: { accent: '#ff0000' } });
   });
 
+  it('answers 304 to a weak tag, a list naming the tag, and *, as RFC 9110 compares If-None-Match; 200 to other tags', async () => {
+    await h.createTenant('cached-co');
+    await h.admin('PATCH', '/tenants/cached-co', { branding: { payment_url: 'https://pay.cached.test/' } });
+    const first = await served('cached-co');
+    const etag = String(first.headers.etag);
+    const opaque = etag.slice(1, -1);
+    for (const presented of [`W/${etag}`, `"other", ${etag}`, `W/"x,y" ,W/${etag}`, '*', ` ${etag} `]) {
+      const res = await served('cached-co', { 'if-none-match': presented });
+      expect([res.statusCode, res.body, res.headers.etag], presented).toEqual([304, '', etag]);
+    }
+    for (const presented of ['"other"', `W/"${opaque}x"`, opaque, `"${opaque}`, `"a", ${opaque}`, '']) {
+      const res = await served('cached-co', { 'if-none-match': presented });
+      expect(res.statusCode, presented).toBe(200);
+    }
+  });
+
   it('tells nobody which tenants exist: any other slug gets the empty branding, as a tenant with none', async () => {
     await h.createTenant('plain-co');
     const plain = await served('plain-co');

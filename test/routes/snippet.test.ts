@@ -30,6 +30,11 @@ describe.each(engines.slice(0, 1))('GET /snippet.js and /demo ($name)', (engine)
     const again = await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': String(plain.headers.etag) } });
     expect(again.statusCode).toBe(304);
     expect(again.body).toBe('');
+    // RFC 9110's weak comparison: W/, a list, and * (any current representation).
+    for (const presented of [`W/${String(plain.headers.etag)}`, `"a", W/${String(plain.headers.etag)}`, '*']) {
+      expect((await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': presented } })).statusCode, presented).toBe(304);
+    }
+    expect((await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': String(gz.headers.etag) } })).statusCode).toBe(200);
   });
 
   it('404s for demo pages that do not exist, prototype names included', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { charge, event, invoice, signed } from '../helpers/stripe-fixtures.js';
+import { BASIL_API, charge, event, invoice, paymentIds, paymentIntent, signed } from '../helpers/stripe-fixtures.js';
 import type { StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 import { Capture } from '../helpers/log-capture.js';
@@ -123,6 +123,62 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     expect((await deliver(h, 'acme', clockSkew, SECRET_2)).statusCode).toBe(200);
   });
 
+  it('one rule for "too far ahead": the replay refuses what the webhook refuses, and a signature dated ahead is refused too', async () => {
+    const dated = (aheadS: number) => event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + aheadS });
+    const [ahead, hourAhead, skewed] = [dated(301), dated(3600), dated(300)];
+    const replay = await h.admin('POST', '/tenants/acme/stripe-events', { events: [ahead, hourAhead, skewed] });
+    expect(replay.statusCode, replay.body).toBe(200);
+    expect(replay.json()).toMatchObject({
+      results: ['invalid', 'invalid', 'applied'],
+      invalid: [
+        { index: 0, detail: 'created: more than 300 s in the future' },
+        { index: 1, detail: 'created: more than 300 s in the future' },
+      ],
+    });
+    for (const e of [ahead, hourAhead]) {
+      const res = await deliver(h, 'acme', e, SECRET_2);
+      expect([res.statusCode, res.json().detail]).toEqual([400, 'created: more than 300 s in the future']);
+    }
+    // A delivery signed more than 300 s ahead of this clock is not Stripe's either.
+    const now = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 301 })).json()).toMatchObject({ code: 'invalid_signature' });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 300 })).json()).toMatchObject({ outcome: 'applied' });
+  });
+
+  it('stores and applies an event holding U+0000 anywhere (the store cannot hold it): 200, and the decline code reads back as Stripe sent it', async () => {
+    const N = '\u0000';
+    const tenant = await h.createTenant('nul-co');
+    await h.admin('PATCH', '/tenants/nul-co', { stripe_webhook_secret: SECRET });
+    const c = nextCustomer();
+    const ids = paymentIds();
+    // An expanded payment whose decline code holds the character, a billing reason, metadata and a customer name.
+    const declined = paymentIntent(c, { decline_code: `lost${N}card`, code: `card_${N}declined` }, BASIL_API, { id: ids.paymentIntent });
+    const failed = event(
+      'invoice.payment_failed',
+      { ...invoice(c, { ids, next_payment_attempt: nowS() + 86_400, expandedPaymentIntent: declined }), billing_reason: `subscription_cycle${N}`, customer_name: `Jenny${N}`, metadata: { [`note${N}`]: `a\\b${N}` } },
+      { created: nowS() },
+    );
+    for (const outcome of ['applied', 'duplicate']) {
+      const res = await deliver(h, 'nul-co', failed, SECRET);
+      expect([res.statusCode, res.json()], 'stored once, then a duplicate: never a failure').toEqual([200, { received: true, outcome }]);
+    }
+    // Soft: a code with the character in it is no hard decline code, as Stripe's original is not either.
+    const answer = await h.lookup('nul-co', { key: tenant.publishable_key, customerId: c });
+    expect(answer.json().status).toBe('warning');
+    const record = (await h.admin('GET', `/tenants/nul-co/subscribers/${c}`)).json() as { history: { decline_code: string | null }[]; episodes: { decline_code: string | null }[] };
+    expect(record.history.at(-1)?.decline_code).toBe(`lost${N}card`);
+    expect(record.episodes[0]?.decline_code).toBe(`lost${N}card`);
+
+    // The same through the admin replay, where a backslash and the character sit side by side.
+    const r = nextCustomer();
+    const replayed = event('charge.failed', charge(r, { outcome_reason: `do_not\\u0000${N}try` }), { created: nowS() });
+    const res = await h.admin('POST', '/tenants/nul-co/stripe-events', { events: [replayed] });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ results: ['pending'], invalid: [] });
+    const history = (await h.admin('GET', `/tenants/nul-co/subscribers/${r}`)).json() as { history: { decline_code: string | null }[] };
+    expect(history.history.at(-1)?.decline_code).toBe(`do_not\\u0000${N}try`);
+  });
+
   it('400 invalid_request for a signed body that is not a Stripe event', async () => {
     const payload = JSON.stringify({ hello: 'world' });
     const { signature } = { signature: (await import('stripe')).default.webhooks.generateTestHeaderString({ payload, secret: SECRET_2, timestamp: nowS() }) };
@@ -162,6 +218,7 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
     const cases: { slug: string; secret: string; opts?: { timestampS?: number; signature?: string }; reason: string; says: RegExp }[] = [
       { slug: 'acme', secret: WRONG, reason: 'no_matching_secret', says: /tenant acme: the signature did not match any of the tenant's signing secrets/ },
       { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() - 301 }, reason: 'timestamp_outside_tolerance', says: /tenant acme: the signature's timestamp is more than 300 s old/ },
+      { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() + 301 }, reason: 'timestamp_ahead', says: /tenant acme: the signature's timestamp is more than 300 s ahead of this clock/ },
       { slug: 'acme', secret: SECRET, opts: { signature: 'v1=abc' }, reason: 'malformed_header', says: /tenant acme: .*no t= timestamp or no v1= signature/ },
       { slug: 'no-secret', secret: SECRET, reason: 'no_secret_configured', says: /tenant no-secret: the tenant has no Stripe signing secret configured/ },
     ];

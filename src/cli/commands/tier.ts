@@ -1,10 +1,8 @@
-import { FLAG_NAME_PATTERN } from '../../domain/types.js';
+import { FLAG_NAME_RULE, isFlagName } from '../../domain/types.js';
 import { parseBoolean } from '../args.js';
 import { UsageError } from '../errors.js';
 import { formatTier, formatTierList } from '../format.js';
 import type { Command } from '../io.js';
-
-const FLAG_RE = new RegExp(FLAG_NAME_PATTERN);
 
 /** `flag=true flag2=false` -> `{flag: true, flag2: false}`; each flag once. */
 export function parseFlagAssignments(args: readonly string[]): Record<string, boolean> {
@@ -13,7 +11,7 @@ export function parseFlagAssignments(args: readonly string[]): Record<string, bo
     const eq = arg.indexOf('=');
     if (eq < 0) throw new UsageError(`expected FLAG=true or FLAG=false (got '${arg}')`);
     const name = arg.slice(0, eq);
-    if (!FLAG_RE.test(name)) throw new UsageError(`'${name}' is not a valid flag name (${FLAG_NAME_PATTERN})`);
+    if (!isFlagName(name)) throw new UsageError(`'${name}' is not a valid flag name (${FLAG_NAME_RULE})`);
     if (Object.hasOwn(flags, name)) throw new UsageError(`flag '${name}' is given twice`);
     flags[name] = parseBoolean(arg.slice(eq + 1), name);
   }

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { MAX_AHEAD_S } from './event.js';
 
 /** Stripe's own default: a signature older than this is a replay. */
 export const WEBHOOK_TOLERANCE_S = 300;
@@ -29,16 +30,18 @@ export function parseSignatureHeader(header: string): { timestamp: number; v1: B
 /**
  * Why a delivery did not verify, for the operator's log (never the header or a secret):
  * `malformed_header` (no `t=` or no `v1=`), `timestamp_outside_tolerance` (older than the
- * tolerance), `no_matching_secret` (no `v1` matches any of the tenant's secrets),
- * `not_json` (signed, but not JSON).
+ * tolerance), `timestamp_ahead` (later than the clocks' drift allows, MAX_AHEAD_S),
+ * `no_matching_secret` (no `v1` matches any of the tenant's secrets), `not_json` (signed,
+ * but not JSON).
  */
-export type SignatureFailure = 'malformed_header' | 'timestamp_outside_tolerance' | 'no_matching_secret' | 'not_json';
+export type SignatureFailure = 'malformed_header' | 'timestamp_outside_tolerance' | 'timestamp_ahead' | 'no_matching_secret' | 'not_json';
 
 export type DeliveryCheck = { ok: true; event: unknown } | { ok: false; why: SignatureFailure };
 
 /**
  * A Stripe delivery checked against `secrets` (two during a rotation): its signature
- * verifies under one of them and is at most `toleranceS` old at `nowMs`. The signed
+ * verifies under one of them, is at most `toleranceS` old at `nowMs` and no more than
+ * MAX_AHEAD_S ahead of it. The signed
  * content is `<t>.<raw body>`; every secret and every `v1` is compared, in constant time,
  * with no early exit.
  */
@@ -46,6 +49,7 @@ export function checkStripeDelivery(raw: Buffer, header: string, secrets: readon
   const parsed = parseSignatureHeader(header);
   if (parsed === null) return { ok: false, why: 'malformed_header' };
   if (nowMs / 1000 - parsed.timestamp > toleranceS) return { ok: false, why: 'timestamp_outside_tolerance' };
+  if (parsed.timestamp > nowMs / 1000 + MAX_AHEAD_S) return { ok: false, why: 'timestamp_ahead' };
   let verified = false;
   for (const secret of secrets) {
     const expected = createHmac('sha256', secret).update(`${parsed.timestamp}.`, 'utf8').update(raw).digest();

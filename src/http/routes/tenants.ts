@@ -18,6 +18,8 @@ export interface TenantRoutesOptions {
   store: TenantStore & Pick<SubscriberStore, 'countSubscribers'>;
   now: () => number;
   rotationOverlapS: number;
+  /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER). */
+  defaultTier: string;
 }
 
 const problemRef = ProblemRef;
@@ -47,7 +49,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       const result = await store.createTenant(
         {
           slug: body.slug,
-          tier: body.tier ?? 'starter',
+          tier: body.tier ?? opts.defaultTier,
           cardUpdateUrl: body.card_update_url ?? null,
           hmacRequired: body.hmac_required ?? false,
           allowedOrigins: body.allowed_origins ?? null,
@@ -62,7 +64,9 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       );
       if (!result.ok) {
         if (result.error === 'exists') throw new AppError('tenant_exists');
-        throw invalid('tier', `no tier is named '${body.tier ?? 'starter'}'`);
+        // Checked at boot, but a tier can be deleted since: say whose choice it was.
+        if (body.tier === undefined) throw invalid('tier', `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`);
+        throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
       return reply.code(201).send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });

@@ -122,13 +122,15 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       const tenant = await entitled(req);
       checkUrl(req.body.url);
       const at = now();
-      if ((await store.webhooks.listEndpoints(tenant.id, at)).length >= MAX_ENDPOINTS_PER_TENANT) throw new AppError('webhook_endpoint_limit');
       const secret = generateSigningSecret();
       const endpoint = await store.webhooks.createEndpoint(
         tenant.id,
         { url: req.body.url, description: req.body.description ?? '', eventTypes: req.body.event_types ?? null, secret },
         at,
+        MAX_ENDPOINTS_PER_TENANT,
       );
+      if (endpoint === 'limit_reached') throw new AppError('webhook_endpoint_limit');
+      if (endpoint === 'tenant_not_found') throw new AppError('tenant_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: endpoint.id }, 'webhook endpoint created');
       return reply.code(201).send({ ...presentEndpoint(endpoint), secret });
     },
