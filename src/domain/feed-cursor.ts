@@ -202,16 +202,20 @@ function encodeFeed(c: FeedCursor): string {
 }
 
 /**
- * The cursor's string. Should its snapshots' in-progress lists make it longer than
- * MAX_CURSOR_LENGTH, `since` is made coarser (it then sees less, so nothing it had not seen
- * is lost; a few changes may come twice, each in its order).
+ * A cursor's string within MAX_CURSOR_LENGTH: should the in-progress list of its snapshot
+ * `since` make it longer, `since` is made coarser (it then sees less, so nothing it had not
+ * seen is lost; a few changes may come twice, each in its order).
  */
-export function encodeFeedCursor(c: FeedCursor): string {
-  const text = encodeFeed(c);
+function bounded(since: SnapshotText, encode: (since: SnapshotText) => string): string {
+  const text = encode(since);
   if (text.length <= MAX_CURSOR_LENGTH) return text;
-  const shorter = encodeFeed({ ...c, since: coarser(c.since) });
+  const shorter = encode(coarser(since));
   if (shorter.length > MAX_CURSOR_LENGTH) throw new Error('a feed position too long to hand out');
   return shorter;
+}
+
+export function encodeFeedCursor(c: FeedCursor): string {
+  return bounded(c.since, (since) => encodeFeed({ ...c, since }));
 }
 
 /** The feed cursor a string spells; null when it is not exactly one. */
@@ -235,18 +239,13 @@ export function decodeFeedCursor(cursor: string): FeedCursor | null {
 
 export function encodeListCursor(c: ListCursor): string {
   if (!CUSTOMER_ID_RE.test(c.after)) throw new Error('not a customer id');
-  const encode = (feed: SnapshotText) => {
+  return bounded(c.feed, (feed) => {
     const w = new Writer();
     w.byte(TAG_LIST);
     w.snapshot(feed);
     w.ascii(c.after);
     return w.toString();
-  };
-  const text = encode(c.feed);
-  if (text.length <= MAX_CURSOR_LENGTH) return text;
-  const shorter = encode(coarser(c.feed));
-  if (shorter.length > MAX_CURSOR_LENGTH) throw new Error('a list position too long to hand out');
-  return shorter;
+  });
 }
 
 /** The list cursor a string spells; null when it is not exactly one. */

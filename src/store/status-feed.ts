@@ -55,20 +55,12 @@ function toEntry(row: EntryRow): StatusEntry {
  * service is.
  */
 export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage> {
-  return atOneSnapshot(db, async (tx) => {
-    let feed: SnapshotText;
-    if (cursor === null) {
-      const [row] = await tx.query<{ position: string }>('SELECT pg_current_snapshot()::text AS position');
-      if (!row) throw new Error('no snapshot');
-      feed = row.position;
-    } else {
-      feed = cursor.feed;
-    }
-    const rows = await tx.query<EntryRow>(
+  const page = async (q: Queryable, feed: SnapshotText, after: string): Promise<StatusListPage> => {
+    const rows = await q.query<EntryRow>(
       `SELECT ${ENTRY_COLUMNS} FROM subscribers
        WHERE tenant_id = $1 AND status <> 'active' AND processor_customer_id > $2
        ORDER BY processor_customer_id LIMIT $3`,
-      [tenantId, cursor?.after ?? '', limit + 1],
+      [tenantId, after, limit + 1],
     );
     const entries = rows.slice(0, limit).map(toEntry);
     const last = entries.at(-1);
@@ -77,6 +69,13 @@ export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor 
       next: rows.length > limit && last !== undefined ? { feed, after: last.customerId } : null,
       feedCursor: { since: feed, within: null },
     };
+  };
+  if (cursor !== null) return page(db, cursor.feed, cursor.after);
+  // The first page and its position: one snapshot.
+  return atOneSnapshot(db, async (tx) => {
+    const [row] = await tx.query<{ position: string }>('SELECT pg_current_snapshot()::text AS position');
+    if (!row) throw new Error('no snapshot');
+    return page(tx, row.position, '');
   });
 }
 
@@ -120,26 +119,20 @@ export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedC
     if (!head) throw new Error('status_changes_horizon is empty');
     if (head.expired) return { expired: true };
     const changes: StatusChange[] = [];
-    const take = (rows: readonly ChangeRow[], since: SnapshotText, upto: SnapshotText) => {
-      for (const row of rows) {
-        changes.push({ ...toEntry(row), occurredAt: new Date(row.occurred_at), cursor: { since, within: { upto, afterSeq: row.seq } } });
+    // The rest of the set a page ended inside, if any, then what the position had not seen and this snapshot sees.
+    const sets = cursor.within === null ? [] : [{ since: cursor.since, upto: cursor.within.upto, afterSeq: cursor.within.afterSeq }];
+    sets.push({ since: cursor.within?.upto ?? cursor.since, upto: head.now, afterSeq: BEFORE_ANY_SEQ });
+    for (const set of sets) {
+      const room = limit - changes.length;
+      if (room === 0) return { expired: false, changes, next: { since: set.since, within: null } };
+      const rows = await changesBetween(tx, tenantId, set.since, set.upto, set.afterSeq, room + 1);
+      for (const row of rows.slice(0, room)) {
+        changes.push({ ...toEntry(row), occurredAt: new Date(row.occurred_at), cursor: { since: set.since, within: { upto: set.upto, afterSeq: row.seq } } });
       }
-    };
-    let since = cursor.since;
-    if (cursor.within !== null) {
-      const { upto, afterSeq } = cursor.within;
-      const rows = await changesBetween(tx, tenantId, since, upto, afterSeq, limit + 1);
-      take(rows.slice(0, limit), since, upto);
-      const last = rows[limit - 1];
-      if (rows.length > limit && last !== undefined) return { expired: false, changes, next: { since, within: { upto, afterSeq: last.seq } } };
-      since = upto;
+      const last = rows[room - 1];
+      // Full inside this set: the next read takes the same set on after the last change given.
+      if (rows.length > room && last !== undefined) return { expired: false, changes, next: { since: set.since, within: { upto: set.upto, afterSeq: last.seq } } };
     }
-    const room = limit - changes.length;
-    if (room === 0) return { expired: false, changes, next: { since, within: null } };
-    const rows = await changesBetween(tx, tenantId, since, head.now, BEFORE_ANY_SEQ, room + 1);
-    take(rows.slice(0, room), since, head.now);
-    const last = rows[room - 1];
-    if (rows.length > room && last !== undefined) return { expired: false, changes, next: { since, within: { upto: head.now, afterSeq: last.seq } } };
     return { expired: false, changes, next: { since: head.now, within: null } };
   });
 }

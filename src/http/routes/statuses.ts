@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { decodeFeedCursor, decodeListCursor, encodeFeedCursor, encodeListCursor, MAX_CURSOR_LENGTH } from '../../domain/feed-cursor.js';
-import type { FeedCursor } from '../../domain/feed-cursor.js';
+import type { FeedCursor, ListCursor } from '../../domain/feed-cursor.js';
 import { formatLockoutAt } from '../../domain/policy.js';
 import type { ChangedTenants, ReadModel } from '../../readmodel/index.js';
 import type { StatusChange, StatusChanges, StatusEntry, StatusFeed } from '../../store/store.js';
@@ -294,10 +294,6 @@ function wantsEventStream(accept: string | undefined): boolean {
   return accept.split(',').some((range) => range.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
 }
 
-function expired(): AppError {
-  return new AppError('cursor_expired');
-}
-
 /** One Server-Sent Event: `id:` the change's cursor (what a browser sends back as Last-Event-ID). */
 function eventOf(change: StatusChange): string {
   const body = presentChange(change);
@@ -335,7 +331,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     async (req, reply) => {
       const tenant = tenantOf(req);
       const limit = limitOf(req.query.limit);
-      let cursor = null;
+      let cursor: ListCursor | null = null;
       if (req.query.cursor !== undefined) {
         cursor = decodeListCursor(req.query.cursor);
         if (cursor === null) throw new AppError('invalid_cursor', "cursor: is not a list cursor this service handed out (the next of a /statuses page)");
@@ -477,8 +473,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
         if (req.raw.socket?.destroyed === true) wait.close();
       }
       try {
-        const result = wait === null ? await feed.statusChangesAfter(tenant.id, cursor, limit) : await follow(tenant.id, cursor, limit, waitMs, wait);
-        if (result.expired) throw expired();
+        const result = wait !== null && waitMs > 0 ? await follow(tenant.id, cursor, limit, waitMs, wait) : await feed.statusChangesAfter(tenant.id, cursor, limit);
+        if (result.expired) throw new AppError('cursor_expired');
         if (events && wait !== null) return stream(req, reply, tenant.id, result, limit, wait);
         reply.header('cache-control', 'no-store');
         return { data: result.changes.map(presentChange), next: encodeFeedCursor(result.next) };
