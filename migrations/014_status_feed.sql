@@ -6,13 +6,12 @@
 --
 -- Read like the change log (migration 006): by snapshot visibility of `xid`, never "rows after
 -- the last one seen", since rows are written before their transactions commit, in any order.
--- `seq` orders the rows a reader gets at once. It is taken in the trigger, after the write
--- holds the subscriber's row lock, so two changes of one subscriber have their `seq` in the
--- order they commit in; changes of different subscribers need no order between them.
-CREATE SEQUENCE status_changes_seq;
-
+-- `seq` orders the rows a reader gets at once. It is taken when the trigger inserts the row,
+-- after the write holds the subscriber's row lock, so two changes of one subscriber have
+-- their `seq` in the order they commit in; changes of different subscribers need no order
+-- between them.
 CREATE TABLE status_changes (
-  seq bigint PRIMARY KEY,
+  seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
   tenant_id integer NOT NULL,
   processor_customer_id text NOT NULL,
@@ -64,8 +63,8 @@ BEGIN
   -- A row moved to another key: its old key now answers active, its new key as written.
   IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND NOT same_key) THEN
     IF was_status <> 'active' THEN
-      INSERT INTO status_changes (seq, tenant_id, processor_customer_id, status, occurred_at)
-      VALUES (nextval('status_changes_seq'), OLD.tenant_id, OLD.processor_customer_id, 'active', now());
+      INSERT INTO status_changes (tenant_id, processor_customer_id, status, occurred_at)
+      VALUES (OLD.tenant_id, OLD.processor_customer_id, 'active', now());
     END IF;
     IF TG_OP = 'DELETE' THEN
       RETURN NULL;
@@ -75,8 +74,8 @@ BEGIN
     was_pay := NULL;
   END IF;
   IF (was_status, was_lockout, was_pay) IS DISTINCT FROM (now_status, now_lockout, now_pay) THEN
-    INSERT INTO status_changes (seq, tenant_id, processor_customer_id, status, lockout_at, pay_url, occurred_at)
-    VALUES (nextval('status_changes_seq'), NEW.tenant_id, NEW.processor_customer_id, now_status, now_lockout, now_pay, NEW.updated_at);
+    INSERT INTO status_changes (tenant_id, processor_customer_id, status, lockout_at, pay_url, occurred_at)
+    VALUES (NEW.tenant_id, NEW.processor_customer_id, now_status, now_lockout, now_pay, NEW.updated_at);
   END IF;
   RETURN NULL;
 END $$;
