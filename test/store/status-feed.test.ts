@@ -4,6 +4,7 @@ import type { SubscriberStatus } from '../../src/domain/types.js';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import { Retention } from '../../src/runtime/retention.js';
 import { openStore } from '../../src/store/index.js';
+import { forgetForeignStatusChanges } from '../../src/store/status-feed.js';
 import type { ChangeCause, StatusChange, StatusChanges, Store } from '../../src/store/store.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
@@ -194,6 +195,19 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     // Transaction ids this database has not reached: another database's cursor.
     expect(await store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100)).toEqual({ expired: true });
     expect(await store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100)).toEqual({ expired: true });
+  });
+
+  it('forgets rows and a horizon no transaction of this database wrote (a restored dump), rather than expire every cursor', async () => {
+    const t = await tenantId(store, 'restored');
+    const [{ next }] = (await opened.db.query<{ next: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next')) as [{ next: string }];
+    const foreign = (BigInt(next) + 10_000_000n).toString();
+    await opened.db.query(`INSERT INTO status_changes (xid, tenant_id, processor_customer_id, status, occurred_at) VALUES ($1::xid8, $2, 'cus_foreign', 'lockout', now())`, [foreign, t]);
+    await opened.db.query('UPDATE status_changes_horizon SET pruned_through = $1::xid8', [foreign]);
+    const from = await now();
+    expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
+    expect(await forgetForeignStatusChanges(opened.db)).toBe(1);
+    await store.applyChange(t, 'cus_home', set('warning'), admin(), T);
+    expect((await drain(store, t, from, 100)).changes.map(brief)).toEqual([['cus_home', 'warning']]);
   });
 
   it('is pruned by age with the other retained tables', async () => {
