@@ -66,11 +66,10 @@ export function parseSubscriberRows(rows: Buffer, sink: Pick<LookupStateSink, 's
 }
 
 /**
- * Reads of migration 006's change log (and of the status feed's, 014), each in one
- * REPEATABLE READ, READ ONLY transaction: every statement of it sees one snapshot, the one
- * whose position it returns.
+ * Reads of migration 006's change log, each in one REPEATABLE READ, READ ONLY transaction:
+ * every statement of it sees one snapshot, the one whose position it returns.
  */
-export function atOneSnapshot<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+function atOneSnapshot<T>(db: Db, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   return db.transaction(async (tx) => {
     await tx.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
     return fn(tx);

@@ -1,8 +1,7 @@
-import type { FeedCursor, ListCursor, SnapshotText } from '../domain/feed-cursor.js';
+import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { SubscriberStatus } from '../domain/types.js';
-import type { Db, Queryable } from './db.js';
-import { atOneSnapshot } from './lookup-changes.js';
-import type { StatusChange, StatusChanges, StatusEntry, StatusListPage } from './store.js';
+import type { Db } from './db.js';
+import type { StatusChanges, StatusEntry, StatusListPage } from './store.js';
 
 /**
  * The status feed's reads (migration 014, docs/feed.md): list a tenant's subscribers
@@ -15,7 +14,11 @@ import type { StatusChange, StatusChanges, StatusEntry, StatusListPage } from '.
  * had not seen and the current snapshot sees; ordered by `seq` among themselves, which for
  * one subscriber is the order its changes committed in.
  *
- * These read the primary (the store), like the read model's catch-ups.
+ * Each read is one statement: one statement sees one snapshot, the one
+ * `pg_current_snapshot()` names inside it, so the rows and the position handed out agree
+ * without a transaction around them, in one round trip (a wait woken by a change reads
+ * here; its delay is the feed's). These read the primary (the store), like the read
+ * model's catch-ups.
  */
 
 interface EntryRow {
@@ -25,16 +28,10 @@ interface EntryRow {
   pay_url: string | null;
 }
 
-interface ChangeRow extends EntryRow {
-  seq: string;
-  occurred_at: Date;
-}
+type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** `lockout_at` as the lookup holds it: epoch seconds, rounded up. */
 const ENTRY_COLUMNS = 'processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint::text AS lockout_s, pay_url';
-
-/** Sequence values start at 1: "after 0" is the start of a set. */
-const BEFORE_ANY_SEQ = '0';
 
 function toEntry(row: EntryRow): StatusEntry {
   return {
@@ -46,95 +43,111 @@ function toEntry(row: EntryRow): StatusEntry {
   };
 }
 
+/** The snapshot of the statement, and its rows (none: one row of nulls beside it). */
+const LIST_SQL = `SELECT h.position, s.* FROM (SELECT pg_current_snapshot()::text AS position) h
+  LEFT JOIN LATERAL (
+    SELECT ${ENTRY_COLUMNS} FROM subscribers
+    WHERE tenant_id = $1 AND status <> 'active' AND processor_customer_id > $2
+    ORDER BY processor_customer_id LIMIT $3
+  ) s ON true
+  ORDER BY s.processor_customer_id`;
+
 /**
  * A page of the tenant's subscribers answered other than `active`, in customer id order
- * (the partial index subscribers_answered_not_active). The first page takes its snapshot's
- * position as where the feed continues; later pages carry it on. Later pages read the rows
- * as they are then: a change made meanwhile may show in them already, and comes in the feed
- * too, so a reader that applies the list then every change, in order, ends where the
- * service is.
+ * (the partial index subscribers_answered_not_active). The first page's snapshot is where
+ * the feed continues; later pages carry it on. Later pages read the rows as they are then:
+ * a change made meanwhile may show in them already, and comes in the feed too, so a reader
+ * that applies the list then every change, in order, ends where the service is.
  */
 export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage> {
-  const page = async (q: Queryable, feed: SnapshotText, after: string): Promise<StatusListPage> => {
-    const rows = await q.query<EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM subscribers
-       WHERE tenant_id = $1 AND status <> 'active' AND processor_customer_id > $2
-       ORDER BY processor_customer_id LIMIT $3`,
-      [tenantId, after, limit + 1],
-    );
-    const entries = rows.slice(0, limit).map(toEntry);
-    const last = entries.at(-1);
-    return {
-      entries,
-      next: rows.length > limit && last !== undefined ? { feed, after: last.customerId } : null,
-      feedCursor: { since: feed, within: null },
-    };
+  const rows = await db.query<{ position: string } & Nullable<EntryRow>>(LIST_SQL, [tenantId, cursor?.after ?? '', limit + 1]);
+  const head = rows[0];
+  if (!head) throw new Error('no snapshot');
+  const feed = cursor?.feed ?? head.position;
+  const found = rows.filter((r): r is { position: string } & EntryRow => r.processor_customer_id !== null);
+  const entries = found.slice(0, limit).map(toEntry);
+  const last = entries.at(-1);
+  return {
+    entries,
+    next: found.length > limit && last !== undefined ? { feed, after: last.customerId } : null,
+    feedCursor: { since: feed, within: null },
   };
-  if (cursor !== null) return page(db, cursor.feed, cursor.after);
-  // The first page and its position: one snapshot.
-  return atOneSnapshot(db, async (tx) => {
-    const [row] = await tx.query<{ position: string }>('SELECT pg_current_snapshot()::text AS position');
-    if (!row) throw new Error('no snapshot');
-    return page(tx, row.position, '');
-  });
 }
 
 /**
- * The tenant's changes written by transactions `since` had not seen and `upto` had, after
- * `afterSeq`, in `seq` order: at most `limit`. `upto` is a snapshot this transaction's own
- * includes (the current one, or an older one), so its set never grows once read.
+ * The changes of up to two sets, in one statement: set 1, the rest of the set a page ended
+ * inside ($3 upto, after $4; only when the cursor says so); set 2, what the position (upto
+ * when there is one, else $2 since) had not seen and this statement's snapshot sees. Each
+ * set is the changes of transactions its `since` had not seen and its `upto` had, in `seq`
+ * order; at most $5 in all, set 1 first. Nothing is read when the cursor expired: pruning
+ * deleted changes it had not seen (the horizon reaches its xmin), or it names transactions
+ * this database has not begun (a cursor of another database, as after a restore).
  */
-async function changesBetween(tx: Queryable, tenantId: number, since: SnapshotText, upto: SnapshotText, afterSeq: string, limit: number): Promise<ChangeRow[]> {
-  return tx.query<ChangeRow>(
-    `SELECT seq::text AS seq, ${ENTRY_COLUMNS}, occurred_at FROM status_changes
-     WHERE tenant_id = $1
-       AND xid >= pg_snapshot_xmin($2::pg_snapshot) AND xid < pg_snapshot_xmax($3::pg_snapshot)
-       AND NOT pg_visible_in_snapshot(xid, $2::pg_snapshot) AND pg_visible_in_snapshot(xid, $3::pg_snapshot)
-       AND seq > $4::bigint
-     ORDER BY seq LIMIT $5`,
-    [tenantId, since, upto, afterSeq, limit],
-  );
+const CHANGES_SQL = `WITH head AS (
+    SELECT pg_current_snapshot() AS now,
+      h.pruned_through >= pg_snapshot_xmin($2::pg_snapshot)
+        OR pg_snapshot_xmax($2::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR pg_snapshot_xmax(COALESCE($3::pg_snapshot, $2::pg_snapshot)) > pg_snapshot_xmax(pg_current_snapshot()) AS expired
+    FROM status_changes_horizon h
+  ), sets AS (
+    SELECT 1 AS n, $2::pg_snapshot AS since, $3::pg_snapshot AS upto, $4::bigint AS after FROM head WHERE $3::pg_snapshot IS NOT NULL AND NOT head.expired
+    UNION ALL
+    SELECT 2, COALESCE($3::pg_snapshot, $2::pg_snapshot), head.now, 0 FROM head WHERE NOT head.expired
+  )
+  SELECT head.now::text AS now, head.expired, c.n, c.seq::text AS seq, c.processor_customer_id, c.status, c.lockout_s, c.pay_url, c.occurred_at
+  FROM head LEFT JOIN LATERAL (
+    SELECT s.n, x.* FROM sets s CROSS JOIN LATERAL (
+      SELECT seq, ${ENTRY_COLUMNS}, occurred_at FROM status_changes
+      WHERE tenant_id = $1
+        AND xid >= pg_snapshot_xmin(s.since) AND xid < pg_snapshot_xmax(s.upto)
+        AND NOT pg_visible_in_snapshot(xid, s.since) AND pg_visible_in_snapshot(xid, s.upto)
+        AND seq > s.after
+      ORDER BY seq LIMIT $5
+    ) x
+    ORDER BY s.n, x.seq LIMIT $5
+  ) c ON true
+  ORDER BY c.n, c.seq`;
+
+interface ChangeRow extends EntryRow {
+  n: 1 | 2;
+  seq: string;
+  occurred_at: Date;
 }
 
+type ChangesRow = { now: string; expired: boolean } & Nullable<ChangeRow>;
+
 /**
- * What came after `cursor`, in one snapshot: first the rest of the set a page ended inside
- * (when the cursor says so), then what the cursor's position had not seen and this snapshot
- * sees. A page that fills up inside a set ends with a cursor into that set, so the next read
- * takes the same set on from there; one that does not ends at this snapshot.
- *
- * `expired`: pruning deleted changes the cursor had not seen (its horizon reaches the
- * cursor's xmin), or the cursor names transactions this database has not begun (a cursor of
- * another database, as after a restore): the reader lists again.
+ * What came after `cursor`: first the rest of the set a page ended inside (when the cursor
+ * says so), then what the cursor's position had not seen and the current snapshot sees. A
+ * page that fills up inside a set ends with a cursor into that set, so the next read takes
+ * the same set on from there; one that does not ends at the current snapshot. `expired`
+ * when the changes after the cursor may be gone: the reader lists again.
  */
 export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
-  return atOneSnapshot(db, async (tx) => {
-    const [head] = await tx.query<{ now: string; expired: boolean }>(
-      `SELECT pg_current_snapshot()::text AS now,
-         h.pruned_through >= pg_snapshot_xmin($1::pg_snapshot)
-           OR pg_snapshot_xmax($1::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-           OR pg_snapshot_xmax($2::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot()) AS expired
-       FROM status_changes_horizon h`,
-      [cursor.since, cursor.within?.upto ?? cursor.since],
-    );
-    if (!head) throw new Error('status_changes_horizon is empty');
-    if (head.expired) return { expired: true };
-    const changes: StatusChange[] = [];
-    // The rest of the set a page ended inside, if any, then what the position had not seen and this snapshot sees.
-    const sets = cursor.within === null ? [] : [{ since: cursor.since, upto: cursor.within.upto, afterSeq: cursor.within.afterSeq }];
-    sets.push({ since: cursor.within?.upto ?? cursor.since, upto: head.now, afterSeq: BEFORE_ANY_SEQ });
-    for (const set of sets) {
-      const room = limit - changes.length;
-      if (room === 0) return { expired: false, changes, next: { since: set.since, within: null } };
-      const rows = await changesBetween(tx, tenantId, set.since, set.upto, set.afterSeq, room + 1);
-      for (const row of rows.slice(0, room)) {
-        changes.push({ ...toEntry(row), occurredAt: new Date(row.occurred_at), cursor: { since: set.since, within: { upto: set.upto, afterSeq: row.seq } } });
-      }
-      const last = rows[room - 1];
-      // Full inside this set: the next read takes the same set on after the last change given.
-      if (rows.length > room && last !== undefined) return { expired: false, changes, next: { since: set.since, within: { upto: set.upto, afterSeq: last.seq } } };
-    }
-    return { expired: false, changes, next: { since: head.now, within: null } };
-  });
+  const rows = await db.query<ChangesRow>(CHANGES_SQL, [tenantId, cursor.since, cursor.within?.upto ?? null, cursor.within?.afterSeq ?? null, limit + 1]);
+  const head = rows[0];
+  if (!head) throw new Error('status_changes_horizon is empty');
+  if (head.expired) return { expired: true };
+  const sets = {
+    1: { since: cursor.since, upto: cursor.within?.upto ?? head.now },
+    2: { since: cursor.within?.upto ?? cursor.since, upto: head.now },
+  };
+  const found = rows.filter((r): r is ChangesRow & ChangeRow => r.seq !== null);
+  const changes = found.slice(0, limit).map((r) => ({
+    ...toEntry(r),
+    occurredAt: new Date(r.occurred_at),
+    cursor: { since: sets[r.n].since, within: { upto: sets[r.n].upto, afterSeq: r.seq } },
+  }));
+  const last = found[limit - 1];
+  const following = found[limit];
+  if (last === undefined || following === undefined) return { expired: false, changes, next: { since: head.now, within: null } };
+  // Full: inside the last change's set, the next read takes that set on after it; at a set's
+  // very end, it starts the next set.
+  return {
+    expired: false,
+    changes,
+    next: following.n === last.n ? { since: sets[last.n].since, within: { upto: sets[last.n].upto, afterSeq: last.seq } } : { since: sets[following.n].since, within: null },
+  };
 }
 
 /**
