@@ -1,6 +1,7 @@
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Db } from './db.js';
+import { forgetForeignRows } from './lookup-changes.js';
 import type { StatusChanges, StatusEntry, StatusListPage } from './store.js';
 
 /**
@@ -168,20 +169,10 @@ export const PRUNE_STATUS_CHANGES_SQL = `WITH doomed AS (
   SELECT 1 AS n FROM gone`;
 
 /**
- * Forgets feed rows and a horizon no transaction of this database can have written (ids at
- * or past the next one), as `forgetForeignLookupChanges` does for the change log: what a
- * dump restored into another cluster brings along; left, they would never be read, then be
- * read as new once this database's ids caught up. Cursors of the old database whose ids are
- * ahead of this one's are refused as expired.
+ * The feed's foreign rows (`forgetForeignRows`): left, they would never be read, then be read
+ * as new once this database's ids caught up. Cursors of the old database whose ids are ahead
+ * of this one's are refused as expired.
  */
-export async function forgetForeignStatusChanges(db: Db): Promise<number> {
-  return db.transaction(async (tx) => {
-    const [row] = await tx.query<{ n: string }>(
-      `WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot()) AS xid),
-       gone AS (DELETE FROM status_changes WHERE xid >= (SELECT xid FROM next) RETURNING 1),
-       horizon AS (UPDATE status_changes_horizon SET pruned_through = '0' WHERE pruned_through >= (SELECT xid FROM next))
-       SELECT count(*) AS n FROM gone`,
-    );
-    return Number(row?.n ?? 0);
-  });
+export function forgetForeignStatusChanges(db: Db): Promise<number> {
+  return forgetForeignRows(db, 'status_changes');
 }
