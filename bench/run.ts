@@ -23,19 +23,21 @@ import { MAX_TENANTS, RequestFactory, slugOf } from './data.js';
 import type { BenchRequest, Entitlements, Sizes } from './data.js';
 import { measureInvalidation } from './invalidation.js';
 import type { InvalidationResult } from './invalidation.js';
+import { measureFeed } from './feed.js';
+import type { FeedResult } from './feed.js';
 import { call } from './http.js';
 import { detectGenerator, runLoad, writeLines } from './load.js';
 import type { Generator, GeneratorKind } from './load.js';
 import { StartError, cpuSeconds, freePort, killAllSync, rssMb, serverProcesses, spawnChild, stopAll, stopChild, systemBusySeconds, tail, waitReady } from './procs.js';
 import type { Child } from './procs.js';
-import { invalidationLine, memoryLine, table, targets, targetsTable } from './report.js';
+import { feedLine, feedTarget, invalidationLine, memoryLine, table, targets, targetsTable } from './report.js';
 import type { MemoryResult, RowName, RowResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed'] as const;
 type Row = (typeof ALL_ROWS)[number];
 
 const HOT_COUNT = 10_000;
@@ -47,6 +49,7 @@ const HOOK_CHANGES_PER_S = 50;
 const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
+const FEED_TRIALS = 100;
 const CHECK_SAMPLE = 50;
 /** How long a process idles after its start before its memory is read. */
 const MEMORY_SETTLE_MS = 3_000;
@@ -413,7 +416,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation', 'feed'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -877,6 +880,32 @@ async function main(): Promise<void> {
     }
   }
 
+  let feed: FeedResult | { skipped: string } | null = null;
+  if (opts.rows.has('feed')) {
+    if (serverUrl === null) {
+      feed = { skipped: 'embedded store: one process owns it, so there is no second instance' };
+    } else {
+      await phase('feed', async () => {
+        // A: the service, written through its admin API. B: the app and read model with the
+        // status feed's routes (bench/feed-reader.ts), a long poll held on it.
+        const a = await startService('feed-a');
+        try {
+          const b = await startScript('feed-b', 'feed-reader.ts', { FEED_DATABASE_URL: storeEnv.DATABASE_URL ?? '' });
+          try {
+            log(`feed: ${FEED_TRIALS} changes through ${a.url}, each awaited by a long poll on ${b.url}`);
+            feed = await measureFeed({ a: a.url, b: b.url, adminToken, subjects: factory.hot(FEED_TRIALS, 11), slugOf, trials: FEED_TRIALS, log });
+            for (const e of feed.errors.slice(0, 3)) note(`feed: ${e}`);
+            log(feedLine(feed));
+          } finally {
+            await stopChild(b.child);
+          }
+        } finally {
+          await stopChild(a.child);
+        }
+      });
+    }
+  }
+
   // ---- ratios, table, JSON
   const baseline = results.find((r) => r.row === 'baseline');
   const peer = results.find((r) => r.row === 'peer');
@@ -901,7 +930,7 @@ async function main(): Promise<void> {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = targets(results, invalidation, memory);
+  const targetList = [...targets(results, invalidation, memory), feedTarget(feed)];
   const output = [
     ...header,
     '',
@@ -911,6 +940,7 @@ async function main(): Promise<void> {
     extrasLine(extras),
     policyLine(policy),
     invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
+    feed ? feedLine(feed) : 'status feed across instances: not run (--rows)',
     '',
     'targets (issues 5, 11 and 12):',
     targetsTable(targetList),
@@ -940,6 +970,7 @@ async function main(): Promise<void> {
     extras,
     policy,
     invalidation,
+    feed,
     targets: targetList,
     notes,
     table: output,

@@ -12,6 +12,7 @@ import { describeValidationError, sendProblem } from './problems.js';
 import { answerClientError, capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from './connections.js';
 import { authorizationOf, RequestIds } from './request.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from './routes/index.js';
+import { statusFeedRoutes } from './routes/statuses.js';
 import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
 import type { KeyUsage } from './key-usage.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
@@ -340,6 +341,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
+        await statusFeedRoutes(v1, { feed: deps.store, model });
       },
       { prefix: '/v1' },
     );

@@ -3,4 +3,4 @@
  * store's change log. The lookup asks it, never the database.
  */
 export { ReadModel, DEFAULT_STALE_IF_ERROR_MS, CHANGE_LOG_RETENTION_MS } from './read-model.js';
-export type { ReadModelLog, ReadModelOptions, ReadModelStats } from './read-model.js';
+export type { ChangedTenants, ReadModelLog, ReadModelOptions, ReadModelStats } from './read-model.js';

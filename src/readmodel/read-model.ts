@@ -24,6 +24,12 @@ export const PRUNE_INTERVAL_MS = 60_000;
 /** A write's answer waits at most this long for this process's copy to show it. */
 export const OWN_WRITE_WAIT_MS = 1_000;
 
+/**
+ * Tenants whose subscribers or settings a catch-up found changed (ids); null: the copy was
+ * loaded whole, so any tenant may have changed.
+ */
+export type ChangedTenants = ReadonlySet<number> | null;
+
 export interface ReadModelLog {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
@@ -157,6 +163,7 @@ export class ReadModel {
   /** The unreadable tenants last logged, by id. */
   private reported = new Map<number, UnreadableTenant>();
   private ownWrite: Promise<void> | null = null;
+  private readonly changeListeners = new Set<(tenants: ChangedTenants) => void>();
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -279,6 +286,30 @@ export class ReadModel {
   }
 
   /**
+   * Calls `listener` after each catch-up that applied changes, with the tenants they were
+   * of (null after a reload: any may have changed), once the copy shows them: what waits
+   * for a tenant's next change (the status feed's long polls) listens here rather than
+   * polling the database. Returns the function that stops it.
+   */
+  onChanged(listener: (tenants: ChangedTenants) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => {
+      this.changeListeners.delete(listener);
+    };
+  }
+
+  private emitChanged(tenants: ChangedTenants): void {
+    for (const listener of this.changeListeners) {
+      try {
+        listener(tenants);
+      } catch (err) {
+        // A listener's failure is its own: the copy and the other listeners go on.
+        this.options.log?.warn({ err: { message: (err as Error).message } }, 'a read model change listener failed');
+      }
+    }
+  }
+
+  /**
    * Reads what changed since the copy's position, one catch-up at a time. Resolves when a
    * catch-up that started after this call has ended (well or not): a caller that committed
    * before calling sees its change applied.
@@ -310,10 +341,17 @@ export class ReadModel {
         if (changes.gap) {
           this.options.log?.warn({}, 'the change log was pruned past this process: reloading the read model');
           await this.load('gap');
+          this.emitChanged(null);
         } else {
           this.copy?.apply(changes);
           this.position = changes.position;
           this.stats.changesApplied += changes.tenants.length + changes.subscribers.length;
+          if (changes.tenants.length + changes.subscribers.length > 0) {
+            const tenants = new Set<number>();
+            for (const t of changes.tenants) tenants.add(t.id);
+            for (const sub of changes.subscribers) tenants.add(sub.tenantId);
+            this.emitChanged(tenants);
+          }
         }
       }
       this.reportUnreadable();

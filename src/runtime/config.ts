@@ -59,6 +59,8 @@ export interface Config {
   historyRetentionDays: number;
   /** Days downstream webhook messages (once delivered or failed) and attempts are kept. */
   webhookRetentionDays: number;
+  /** Days the status feed's changes are kept: a reader away for longer lists again (410). */
+  statusFeedRetentionDays: number;
   /** How downstream webhooks are sent. */
   webhooks: DeliverySettings;
   /**
@@ -108,6 +110,9 @@ export const DEFAULT_HISTORY_RETENTION_DAYS = 400;
 /** A message is retried for three days: it is kept a day longer at the least. */
 export const MIN_WEBHOOK_RETENTION_DAYS = 4;
 export const DEFAULT_WEBHOOK_RETENTION_DAYS = 30;
+
+/** A tenant's server that was down for a week resumes the status feed; one away longer lists again. */
+export const DEFAULT_STATUS_FEED_RETENTION_DAYS = 7;
 
 /** Requests per minute: a bound that still fits any counter. */
 export const MAX_RATE_LIMIT = 1_000_000_000;
@@ -231,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
   const stripeEventsRetentionDays = integer(env, 'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS', DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, MIN_STRIPE_EVENTS_RETENTION_DAYS, 36_500, problems);
   const historyRetentionDays = integer(env, 'DUNWALL_HISTORY_RETENTION_DAYS', DEFAULT_HISTORY_RETENTION_DAYS, 0, 36_500, problems);
   const webhookRetentionDays = integer(env, 'DUNWALL_WEBHOOK_RETENTION_DAYS', DEFAULT_WEBHOOK_RETENTION_DAYS, MIN_WEBHOOK_RETENTION_DAYS, 36_500, problems);
+  const statusFeedRetentionDays = integer(env, 'DUNWALL_STATUS_FEED_RETENTION_DAYS', DEFAULT_STATUS_FEED_RETENTION_DAYS, 1, 36_500, problems);
   const webhooks = webhookSettings(env, problems);
   const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
@@ -287,6 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
     stripeEventsRetentionDays,
     historyRetentionDays,
     webhookRetentionDays,
+    statusFeedRetentionDays,
     webhooks: Object.freeze(webhooks),
     defaultTier,
   });

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Maintenance, RetainedTable } from '../store/store.js';
+import { DEFAULT_STATUS_FEED_RETENTION_DAYS } from './config.js';
 
 const DAY_MS = 86_400_000;
 /** Rows deleted per transaction: short enough that a webhook never waits on one. */
@@ -19,6 +20,8 @@ export interface RetentionSettings {
   historyDays: number;
   /** Days downstream webhook messages (once none waits) and attempts are kept. */
   webhookDays: number;
+  /** Days the status feed's changes are kept (default 7); a cursor older than what is kept answers 410. */
+  statusFeedDays?: number;
 }
 
 export interface RetentionOptions extends RetentionSettings {
@@ -33,12 +36,13 @@ export interface RetentionOptions extends RetentionSettings {
 export type RetentionRun = Record<RetainedTable, number>;
 
 function emptyRun(): RetentionRun {
-  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0 };
+  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0 };
 }
 
 /**
- * Prunes processed Stripe events and old history by age, in small batches, one instance at
- * a time (the store takes a lock per batch), in the background of the service.
+ * Prunes processed Stripe events, old history, webhook messages and the status feed's
+ * changes by age, in small batches, one instance at a time (the store takes a lock per
+ * batch), in the background of the service.
  */
 export class Retention {
   readonly deleted: RetentionRun = emptyRun();
@@ -83,6 +87,7 @@ export class Retention {
     const plan: [RetainedTable, number][] = [['stripe_events', this.opts.stripeEventsDays]];
     if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
     plan.push(['webhook_attempts', this.opts.webhookDays], ['webhook_events', this.opts.webhookDays]);
+    plan.push(['status_changes', this.opts.statusFeedDays ?? DEFAULT_STATUS_FEED_RETENTION_DAYS]);
     const batch = this.opts.batch ?? RETENTION_BATCH;
     const sleep = this.opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
     for (const [table, days] of plan) {
@@ -95,7 +100,7 @@ export class Retention {
         await sleep(PAUSE_BETWEEN_BATCHES_MS);
       }
     }
-    if (Object.values(run).some((n) => n > 0)) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history and webhook messages');
+    if (Object.values(run).some((n) => n > 0)) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages and status changes');
     return run;
   }
 }

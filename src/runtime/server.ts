@@ -183,6 +183,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       stripeEventsDays: config.stripeEventsRetentionDays,
       historyDays: config.historyRetentionDays,
       webhookDays: config.webhookRetentionDays,
+      statusFeedDays: config.statusFeedRetentionDays,
       log,
     }).start();
     const deliverer = new WebhookDeliverer({ store: store.webhooks, ...config.webhooks, log }).start();
@@ -208,6 +209,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
     metrics.observeCounter('dunwall_retention_webhook_messages_deleted_total', 'Downstream webhook messages pruned by age', () => retention.deleted.webhook_events);
     metrics.observeCounter('dunwall_retention_webhook_attempts_deleted_total', 'Downstream webhook attempts pruned by age', () => retention.deleted.webhook_attempts);
+    metrics.observeCounter('dunwall_retention_status_changes_deleted_total', "The status feed's changes pruned by age", () => retention.deleted.status_changes);
     return {
       app,
       store,

@@ -1,6 +1,7 @@
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db } from './db.js';
 import { forgetForeignLookupChanges } from './lookup-changes.js';
+import { forgetForeignStatusChanges } from './status-feed.js';
 import { migrate } from './migrate.js';
 import { openPostgres } from './postgres.js';
 import { assertSecretKeysKnown } from './secrets-at-rest.js';
@@ -37,6 +38,7 @@ export async function openStore(target: StoreTarget, options: StoreOptions = {})
   try {
     await migrate(db);
     await forgetForeignLookupChanges(db);
+    await forgetForeignStatusChanges(db);
     await assertSecretKeysKnown(db, secrets);
   } catch (err) {
     await db.close();

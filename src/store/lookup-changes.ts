@@ -168,23 +168,30 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
   });
 }
 
+/** The logs read by snapshot visibility, each with the horizon its pruning records (migrations 006 and 014). */
+const HORIZONS = { lookup_changes: 'lookup_changes_horizon', status_changes: 'status_changes_horizon' } as const;
+
 /**
- * Forgets change log rows and a horizon that no transaction of this database can have
- * written (ids at or past the next one): what a dump restored into another cluster brings
- * along. Left, they would read as unseen by every position, and the horizon as past it.
- * Every reader loads after this (it runs at start-up), so nothing is lost. Returns the
- * rows deleted.
+ * Forgets the rows of a log read by snapshot, and its horizon, that no transaction of this
+ * database can have written (ids at or past the next one): what a dump restored into another
+ * cluster brings along. Left, they would read as unseen by every position, and the horizon as
+ * past it. It runs at start-up, before any reader; returns the rows deleted.
  */
-export async function forgetForeignLookupChanges(db: Db): Promise<number> {
+export async function forgetForeignRows(db: Db, log: keyof typeof HORIZONS): Promise<number> {
   return db.transaction(async (tx) => {
     const [row] = await tx.query<{ n: string }>(
       `WITH next AS (SELECT pg_snapshot_xmax(pg_current_snapshot()) AS xid),
-       gone AS (DELETE FROM lookup_changes WHERE xid >= (SELECT xid FROM next) RETURNING 1),
-       horizon AS (UPDATE lookup_changes_horizon SET pruned_through = '0' WHERE pruned_through >= (SELECT xid FROM next))
+       gone AS (DELETE FROM ${log} WHERE xid >= (SELECT xid FROM next) RETURNING 1),
+       horizon AS (UPDATE ${HORIZONS[log]} SET pruned_through = '0' WHERE pruned_through >= (SELECT xid FROM next))
        SELECT count(*) AS n FROM gone`,
     );
     return Number(row?.n ?? 0);
   });
+}
+
+/** The change log's foreign rows (see `forgetForeignRows`): every read model loads after this, so nothing is lost. */
+export function forgetForeignLookupChanges(db: Db): Promise<number> {
+  return forgetForeignRows(db, 'lookup_changes');
 }
 
 /**

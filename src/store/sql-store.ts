@@ -8,6 +8,8 @@ import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, rec
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
+import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './status-feed.js';
+import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import { rotateIn } from './credentials.js';
 import { SqlWebhookStore } from './webhooks.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
@@ -23,6 +25,8 @@ import type {
   DeleteTierResult,
   RetainedTable,
   EpisodeRecord,
+  StatusChanges,
+  StatusListPage,
   HistoryEntry,
   LookupChanges,
   LookupStateSink,
@@ -46,6 +50,7 @@ const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = {
   subscriber_history: 0x64770002,
   webhook_events: 0x64770003,
   webhook_attempts: 0x64770004,
+  status_changes: 0x64770005,
 };
 
 /** Each table's oldest rows, at most $2 of them recorded before $1, deleted. */
@@ -67,6 +72,7 @@ const PRUNE_SQL: Record<RetainedTable, string> = {
     DELETE FROM webhook_events ev USING doomed d WHERE ev.id = d.id RETURNING 1 AS n`,
   webhook_attempts: `WITH doomed AS (SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)
     DELETE FROM webhook_attempts a USING doomed d WHERE a.id = d.id RETURNING 1 AS n`,
+  status_changes: PRUNE_STATUS_CHANGES_SQL,
 };
 
 /** The change notifications' channel in the `public` schema; elsewhere it names the schema too (migration 007). */
@@ -251,6 +257,14 @@ export class SqlStore implements Store {
 
   pruneLookupChanges(olderThanMs: number): Promise<number> {
     return pruneLookupChanges(this.db, olderThanMs);
+  }
+
+  listStatuses(tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage> {
+    return listStatuses(this.db, tenantId, cursor, limit);
+  }
+
+  statusChangesAfter(tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
+    return statusChangesAfter(this.db, tenantId, cursor, limit);
   }
 
   /** After a commit: this instance learns of its own writes at once, others through NOTIFY. */

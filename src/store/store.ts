@@ -1,5 +1,6 @@
 import type { SecretKeyStore } from './secret-keys.js';
 import type { Branding } from '../domain/branding.js';
+import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
 import type { Derivation, Facts } from '../domain/stripe/derive.js';
@@ -255,7 +256,50 @@ export interface CredentialSummary {
 }
 
 /** The tables that grow with traffic and are pruned by age. */
-export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts';
+export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes';
+
+/**
+ * A subscriber's answer as the status feed gives it to its tenant (docs/feed.md): what a
+ * signed lookup answers, as stored.
+ */
+export interface StatusEntry {
+  customerId: string;
+  status: SubscriberStatus;
+  /** While `warning`: when the scheduled lockout falls, in epoch seconds (rounded up, as the lookup); null: none. */
+  lockoutAtS: number | null;
+  /** While not `active`: the hosted page of the invoice to pay; null: none known. */
+  payUrl: string | null;
+}
+
+/** A page of a tenant's subscribers answered other than `active`, in customer id order. */
+export interface StatusListPage {
+  entries: StatusEntry[];
+  /** The next page's cursor; null: this was the last. */
+  next: ListCursor | null;
+  /** Where the feed continues once the whole list is read: the first page's snapshot, on every page. */
+  feedCursor: FeedCursor;
+}
+
+/** One change of a subscriber's answer; `active` for one that has no record any more. */
+export interface StatusChange extends StatusEntry {
+  /** Resumes right after this change. */
+  cursor: FeedCursor;
+  occurredAt: Date;
+}
+
+/**
+ * What came after a feed cursor: the changes (per subscriber in the order they committed)
+ * and where to go on; `expired` when the changes after it were pruned (list again).
+ */
+export type StatusChanges = { expired: true } | { expired: false; changes: StatusChange[]; next: FeedCursor };
+
+/** The status feed's reads (migration 014): a tenant's non-active subscribers, then their changes. */
+export interface StatusFeed {
+  /** A page of `limit` at most; the first (cursor null) takes the position the feed continues from. */
+  listStatuses(tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage>;
+  /** At most `limit` changes the cursor had not seen, in `seq` order, and the cursor after them. */
+  statusChangesAfter(tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges>;
+}
 
 export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
 
@@ -345,8 +389,8 @@ export interface ChangeFeed {
 export interface Maintenance {
   /**
    * Deletes at most `batch` rows of `table` older than `before` (Stripe events by when they
-   * were received; history entries by when they were recorded, never a subscriber's newest),
-   * in one short transaction. Returns how many; 0 when none is left, or when another
+   * were received; history entries by when they were recorded, never a subscriber's newest;
+   * status changes by when they happened, recording the feed's horizon), in one short transaction. Returns how many; 0 when none is left, or when another
    * instance is pruning the same table at that moment.
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
@@ -372,7 +416,7 @@ export interface Maintenance {
  * clock the maintenance), so that a test passes a small fake. The lookup reads none of it
  * directly: each process holds a copy of what it needs (src/readmodel/).
  */
-export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, Maintenance, SecretKeyStore {
+export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
   readonly webhooks: WebhookStore;

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { ReadModel } from '../../src/readmodel/index.js';
+import type { ChangedTenants } from '../../src/readmodel/index.js';
 import { openStore } from '../../src/store/index.js';
 import { forgetForeignLookupChanges } from '../../src/store/lookup-changes.js';
 import type { ChangeCause, Store } from '../../src/store/store.js';
@@ -80,6 +81,33 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     expect(model.snapshotStats().loads).toBe(1);
   });
 
+  it('tells its change listeners which tenants each catch-up changed, once applied, whatever another listener throws', async () => {
+    const { store } = opened;
+    const one = await tenantId(store, 'told-one');
+    const two = await tenantId(store, 'told-two');
+    model = await ReadModel.open(store);
+    const open = model;
+    const told: { tenants: number[]; applied: string | null }[] = [];
+    open.onChanged(() => {
+      throw new Error('a broken listener');
+    });
+    const stop = open.onChanged((tenants) => told.push({ tenants: [...(tenants ?? [])].sort(), applied: open.status(one, 'cus_told') }));
+    await store.applyChange(one, 'cus_told', set('lockout'), admin(at(1)), at(1));
+    await open.ownWritesApplied();
+    await store.updateTenant('told-two', { cardUpdateUrl: 'https://two.test/card' }, at(2));
+    await open.ownWritesApplied();
+    // Nothing new: no call.
+    await open.catchUp();
+    expect(told).toEqual([
+      { tenants: [one], applied: 'lockout' },
+      { tenants: [two], applied: 'lockout' },
+    ]);
+    stop();
+    await store.applyChange(one, 'cus_told', set('warning'), admin(at(3)), at(3));
+    await open.ownWritesApplied();
+    expect(told).toHaveLength(2);
+  });
+
   it('keeps a slug with its owner when one catch-up deletes and re-creates it, or moves slugs between tenants', async () => {
     const { store, db } = opened;
     const a = await tenantId(store, 'slug-a');
@@ -137,6 +165,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
       },
     }) as Store;
     model = await ReadModel.open(stalled);
+    const told: ChangedTenants[] = [];
+    model.onChanged((tenants) => told.push(tenants));
     blocked.on = true;
     await store.applyChange(id, 'cus_gap_1', set('active'), admin(at(2)), at(2));
     await store.applyChange(id, 'cus_gap_2', set('warning'), admin(at(3)), at(3));
@@ -156,6 +186,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     blocked.on = false;
     await model.catchUp();
     expect(model.snapshotStats().loads).toBe(2);
+    // After a reload any tenant may have changed: its listeners are told so.
+    expect(told).toEqual([null]);
     expect(model.status(id, 'cus_gap_1')).toBe('active');
     expect(model.status(id, 'cus_gap_2')).toBe('warning');
     await expectSameAsDatabase(model, (sql) => opened.db.query(sql));

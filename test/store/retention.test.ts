@@ -62,8 +62,8 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
       ['cus_old', 1],
     ]);
     // Nothing left to do: a second run deletes nothing.
-    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0 });
-    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3, webhook_events: 0, webhook_attempts: 0 });
+    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0 });
+    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3, webhook_events: 0, webhook_attempts: 0, status_changes: 0 });
   });
 
   it('keeps the history for ever with historyDays 0', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, loadConfig } from '../../src/runtime/config.js';
+import { DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_STATUS_FEED_RETENTION_DAYS, DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, loadConfig } from '../../src/runtime/config.js';
 
 describe('configuration of retention', () => {
   it('keeps Stripe events 30 days and history 400 by default, and never Stripe events less than a week', () => {
@@ -9,5 +9,12 @@ describe('configuration of retention', () => {
     expect(loadConfig({ DUNWALL_STRIPE_EVENTS_RETENTION_DAYS: '7', DUNWALL_HISTORY_RETENTION_DAYS: '0' })).toMatchObject({ stripeEventsRetentionDays: 7, historyRetentionDays: 0 });
     expect(() => loadConfig({ DUNWALL_STRIPE_EVENTS_RETENTION_DAYS: '3' })).toThrow('DUNWALL_STRIPE_EVENTS_RETENTION_DAYS');
     expect(() => loadConfig({ DUNWALL_HISTORY_RETENTION_DAYS: '-1' })).toThrow('DUNWALL_HISTORY_RETENTION_DAYS');
+  });
+
+  it("keeps the status feed's changes 7 days by default, at least one", () => {
+    expect(loadConfig({}).statusFeedRetentionDays).toBe(DEFAULT_STATUS_FEED_RETENTION_DAYS);
+    expect(DEFAULT_STATUS_FEED_RETENTION_DAYS).toBe(7);
+    expect(loadConfig({ DUNWALL_STATUS_FEED_RETENTION_DAYS: '30' }).statusFeedRetentionDays).toBe(30);
+    expect(() => loadConfig({ DUNWALL_STATUS_FEED_RETENTION_DAYS: '0' })).toThrow('DUNWALL_STATUS_FEED_RETENTION_DAYS');
   });
 });
