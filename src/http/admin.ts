@@ -371,6 +371,8 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     '/tenants/:slug/stripe-events',
     {
       bodyLimit: REPLAY_BODY_LIMIT_BYTES,
+      // Up to 500 events, each its own transaction: each is bounded, not the batch.
+      config: { storeBound: 'call' },
       schema: {
         ...common,
         operationId: 'replayStripeEvents', summary: "Replay Stripe events through the webhook's derivation (a backfill)",

@@ -23,6 +23,8 @@ import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './loo
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
+import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
+import { boundStoreCalls } from './store-bound.js';
 import type { Store } from '../store/store.js';
 import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
@@ -109,6 +111,8 @@ export interface AppDeps {
   redisPrefix?: string;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
   trustedProxies?: TrustedProxies | null;
+  /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
+  storeRequestTimeoutMs?: number;
 }
 
 export type { App } from './app-instance.js';
@@ -218,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // RFC 9112 section 3.2: an HTTP/1.1 request must name its Host.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) return sendProblem(reply, 'bad_request', 'The Host header is required.');
   });
+  boundStoreCalls(app, deps.storeRequestTimeoutMs ?? DEFAULT_STORE_REQUEST_TIMEOUT_MS);
 
   await app.register(swagger, {
     openapi: {

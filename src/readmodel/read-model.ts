@@ -1,5 +1,6 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { ChangePosition, LookupChanges, Store, SubscriberExtra, UnreadableTenant } from '../store/store.js';
+import { outsideRequestBounds } from '../store/deadline.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
@@ -261,7 +262,9 @@ export class ReadModel {
   catchUp(): Promise<void> {
     if (this.stopped) return Promise.resolve();
     if (this.running === null) {
-      this.running = this.runOnce().finally(() => {
+      // Whoever asks (a request that committed, a notification PGlite delivers as a request's
+      // query completes), the catch-up is the process's: never bounded by a request's deadline.
+      this.running = outsideRequestBounds(() => this.runOnce()).finally(() => {
         this.running = null;
       });
       return this.running;

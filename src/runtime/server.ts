@@ -138,6 +138,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       redis,
       trustedProxies: config.trustProxy,
       limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      storeRequestTimeoutMs: config.storeRequestTimeoutMs,
       metricsOnPublicPort: config.metricsPort === null,
     });
     const address = await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
