@@ -25,6 +25,7 @@ import { Problem } from './schemas.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
 import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
 import { boundStoreCalls } from './store-bound.js';
+import { awaitWritesApplied } from './write-visibility.js';
 import type { Store } from '../store/store.js';
 import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
@@ -223,6 +224,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) return sendProblem(reply, 'bad_request', 'The Host header is required.');
   });
   boundStoreCalls(app, deps.storeRequestTimeoutMs ?? DEFAULT_STORE_REQUEST_TIMEOUT_MS);
+  // A write's answer leaves once every worker of this instance shows it, whatever its route.
+  awaitWritesApplied(app, model);
 
   await app.register(swagger, {
     openapi: {
@@ -303,24 +306,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
-  // The routes that write, in a scope of their own: a write's answer leaves once this
-  // process's read model shows it, so that its writer's next lookup on this instance reads
-  // what it wrote. The lookup's routes, outside the scope, run no such hook.
-  await app.register(async (writes: App) => {
-    writes.addHook('onSend', async (req, _reply, payload) => {
-      if (req.method !== 'GET' && req.method !== 'HEAD') await model.ownWritesApplied();
-      return payload;
-    });
-    await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
-    await writes.register(adminRoutes, {
-      prefix: '/admin/v1',
-      store: deps.store,
-      now,
-      adminTokenSha256: adminTokenDigest(deps),
-      rotationOverlapS: deps.rotationOverlapS ?? 86_400,
-      limiter,
-      webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
-    });
+  await app.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
+  await app.register(adminRoutes, {
+    prefix: '/admin/v1',
+    store: deps.store,
+    now,
+    adminTokenSha256: adminTokenDigest(deps),
+    rotationOverlapS: deps.rotationOverlapS ?? 86_400,
+    limiter,
+    webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
   });
   return app;
 }
