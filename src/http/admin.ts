@@ -97,10 +97,24 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
   const { store, adminTokenSha256 } = opts;
   const now = () => new Date(opts.now());
 
-  // Before the token is checked, so that guessing it is limited too.
+  /** Whether a request carries the admin token, decided once per request. */
+  const verdicts = new WeakMap<FastifyRequest, boolean>();
+  const holdsToken = (req: FastifyRequest): boolean => {
+    let verdict = verdicts.get(req);
+    if (verdict === undefined) {
+      const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
+      // Digests of equal length, compared in constant time: neither the token nor its length leaks.
+      verdict = adminTokenSha256 !== null && bearer.ok && timingSafeEqual(sha256(bearer.token), adminTokenSha256);
+      verdicts.set(req, verdict);
+    }
+    return verdict;
+  };
+
+  // Before the token is answered for, so that guessing it is limited too; the token is
+  // checked first, so that the operator is never refused for the address's failures.
   const { limiter } = opts;
   if (limiter) {
-    app.addHook('onRequest', guardAddress(limiter, 'admin'));
+    app.addHook('onRequest', guardAddress(limiter, 'admin', null, holdsToken));
     // A 401 is a guess at the token; a 404 after a valid token is no guess.
     app.addHook('onSend', countFailures(limiter, [401]));
   }
@@ -108,8 +122,7 @@ export async function adminRoutes(app: App, opts: AdminOptions): Promise<void> {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
     const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
     if (!bearer.ok) return sendProblem(reply, bearer.code);
-    // Digests of equal length, compared in constant time: neither the token nor its length leaks.
-    if (!timingSafeEqual(sha256(bearer.token), adminTokenSha256)) return sendProblem(reply, 'invalid_admin_token');
+    if (!holdsToken(req)) return sendProblem(reply, 'invalid_admin_token');
   });
 
   async function tenantOr404(slug: string): Promise<TenantRecord> {
