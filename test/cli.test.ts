@@ -917,6 +917,41 @@ describe('dunwall tier', () => {
   });
 });
 
+describe('dunwall and the rate limits', () => {
+  /** The same store behind a service with tight limits, on a clock that stands still: every window ends 60 s ahead. */
+  let limited: App;
+  let limitedUrl: string;
+  const T = Date.parse('2026-06-01T00:00:00Z');
+  beforeAll(async () => {
+    limited = await buildAppWithModel({ store, adminToken: TOKEN, now: () => T, rateLimits: { lookupPerIp: 0, lookupPerTenant: 0, failuresPerIp: 2, adminPerIp: 4 } });
+    limitedUrl = await limited.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => limited?.close());
+
+  it("is not locked out by its own address's failures, and says how long to wait when it is refused", async () => {
+    const env = { DUNWALL_URL: limitedUrl, DUNWALL_ADMIN_TOKEN: TOKEN };
+    // A developer's typos from this address: a wrong key twice, past the failure quota.
+    for (let i = 0; i < 2; i += 1) {
+      const res = await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, { headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' } });
+      expect(res.status).toBe(401);
+    }
+    expect((await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, { headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' } })).status).toBe(429);
+    // The admin token still works from the same address.
+    const listed = await cli(['tenant', 'list'], { env });
+    expect(listed.stderr).toBe('');
+    expect(listed.code).toBe(0);
+    // A wrong token is refused, and the command says for how long, from Retry-After.
+    const wrong = await cli(['tenant', 'list'], { env: { ...env, DUNWALL_ADMIN_TOKEN: `${TOKEN}x` } });
+    expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([1, '', 'dunwall: rate limited; retry in 60 s\n']);
+    const json = await cli(['tenant', 'list', '--json'], { env: { ...env, DUNWALL_ADMIN_TOKEN: `${TOKEN}x` } });
+    expect(JSON.parse(json.stderr)).toEqual({ error: { kind: 'api', status: 429, code: 'rate_limited', message: 'rate limited; retry in 60 s', retry_after_s: 60, exit: 1 } });
+    // The admin API's own quota (4 a minute, three used above) refuses the token too, saying the same.
+    expect((await cli(['tenant', 'show', 'base'], { env })).code).toBe(0);
+    const busy = await cli(['tenant', 'show', 'base'], { env });
+    expect([busy.code, busy.stderr]).toEqual([1, 'dunwall: rate limited; retry in 60 s\n']);
+  });
+});
+
 describe('dunwall errors and environment', () => {
   it('exits 2 with one line and a hint on bad usage', async () => {
     for (const args of [

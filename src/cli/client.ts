@@ -24,7 +24,7 @@ import type {
   WebhookMessageList,
   WebhookReplayAnswer,
 } from '../http/schemas.js';
-import { ApiError, NetworkError, oneLine } from './errors.js';
+import { ApiError, NetworkError, oneLine, retryAfterSeconds } from './errors.js';
 
 export type TenantView = Static<typeof Tenant>;
 export type TenantWithKeysView = Static<typeof TenantWithKeys>;
@@ -291,10 +291,13 @@ export class AdminClient {
     }
     if (!response.ok) {
       const problem = parsed as { code?: unknown; detail?: unknown } | null;
+      // Refused for a while (this address's rate limit): how long, from Retry-After.
+      const retryAfterS = response.status === 429 ? retryAfterSeconds(response.headers.get('retry-after'), Date.now()) : null;
       if (isJson && typeof problem?.code === 'string') {
         const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
-        throw new ApiError(response.status, oneLine(problem.code), oneLine(this.#redact(detail)));
+        throw new ApiError(response.status, oneLine(problem.code), oneLine(this.#redact(detail)), retryAfterS);
       }
+      if (response.status === 429) throw new ApiError(429, 'rate_limited', response.statusText, retryAfterS);
       throw new ApiError(
         response.status,
         `http_${response.status}`,

@@ -27,6 +27,9 @@ import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './loo
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
 import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
+import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
+import { boundStoreCalls } from './store-bound.js';
+import { awaitWritesApplied } from './write-visibility.js';
 import type { Store } from '../store/store.js';
 import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
@@ -117,6 +120,8 @@ export interface AppDeps {
   keyUsage?: KeyUsage | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
   trustedProxies?: TrustedProxies | null;
+  /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
+  storeRequestTimeoutMs?: number;
 }
 
 export type { App } from './app-instance.js';
@@ -227,6 +232,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // RFC 9112 section 3.2: an HTTP/1.1 request must name its Host.
     if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) return sendProblem(reply, 'bad_request', 'The Host header is required.');
   });
+  boundStoreCalls(app, deps.storeRequestTimeoutMs ?? DEFAULT_STORE_REQUEST_TIMEOUT_MS);
+  // A write's answer leaves once every worker of this instance shows it, whatever its route.
+  awaitWritesApplied(app, model);
 
   await app.register(swagger, {
     openapi: {
@@ -312,14 +320,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
   const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS };
-  // The routes that write, in a scope of their own: a write's answer leaves once this
-  // process's read model shows it, so that its writer's next lookup on this instance reads
-  // what it wrote. The lookup's routes, outside the scope, run no such hook.
+  // A write's answer leaves once every worker's read model shows it (awaitWritesApplied, at
+  // the root), so that its writer's next lookup on this instance reads what it wrote.
   await app.register(async (writes: App) => {
-    writes.addHook('onSend', async (req, _reply, payload) => {
-      if (req.method !== 'GET' && req.method !== 'HEAD') await model.ownWritesApplied();
-      return payload;
-    });
     await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
     await writes.register(
       async (admin: App) => {

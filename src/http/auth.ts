@@ -47,8 +47,22 @@ export interface OperatorAuthOptions {
  */
 export function operatorAuth(app: App, opts: OperatorAuthOptions): void {
   const { limiter, adminTokenSha256 } = opts;
+  /** Whether a request carries the admin token, decided once per request. */
+  const verdicts = new WeakMap<FastifyRequest, boolean>();
+  const holdsToken = (req: FastifyRequest): boolean => {
+    let verdict = verdicts.get(req);
+    if (verdict === undefined) {
+      const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
+      // Digests of equal length, compared in constant time: neither the token nor its length leaks.
+      verdict = adminTokenSha256 !== null && bearer.ok && timingSafeEqual(sha256(bearer.token), adminTokenSha256);
+      verdicts.set(req, verdict);
+    }
+    return verdict;
+  };
+  // Counted before the token is answered for, so that guessing it is limited too; the token
+  // is checked first, so that the operator is never refused for the address's failures.
   if (limiter) {
-    app.addHook('onRequest', guardAddress(limiter, 'admin'));
+    app.addHook('onRequest', guardAddress(limiter, 'admin', null, holdsToken));
     // A 401 is a guess at the token; a 404 after a valid token is no guess.
     app.addHook('onSend', countFailures(limiter, [401]));
   }
@@ -56,7 +70,7 @@ export function operatorAuth(app: App, opts: OperatorAuthOptions): void {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
     const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
     if (!bearer.ok) return sendProblem(reply, bearer.code);
-    if (!timingSafeEqual(sha256(bearer.token), adminTokenSha256)) return sendProblem(reply, 'invalid_admin_token');
+    if (!holdsToken(req)) return sendProblem(reply, 'invalid_admin_token');
     req.principal = OPERATOR;
   });
 }

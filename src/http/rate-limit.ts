@@ -242,12 +242,13 @@ export class RateLimiter {
   /**
    * A request arrives from `address`: counts it against the address's own quota (`ip` for
    * lookups, `admin` for the admin API, none for webhooks) and reads its failures. Past
-   * the failure quota an address is refused until the window ends, whatever it sends.
+   * the failure quota an address is refused until the window ends, whatever it sends,
+   * unless `failures` is false (a request that proved it holds a secret).
    */
-  arrive(address: string, own: 'ip' | 'admin' | null): Maybe<Arrival> {
+  arrive(address: string, own: 'ip' | 'admin' | null, failures = true): Maybe<Arrival> {
     const quota = own === 'ip' ? this.limits.lookupPerIp : own === 'admin' ? this.limits.adminPerIp : 0;
     const mine = own !== null && quota > 0 ? this.count(own, address, quota, own === 'ip' ? this.policies.ip : this.policies.admin, true) : null;
-    const failed = this.limits.failuresPerIp > 0 ? this.count('failures', address, this.limits.failuresPerIp, this.policies.failures, false) : null;
+    const failed = failures && this.limits.failuresPerIp > 0 ? this.count('failures', address, this.limits.failuresPerIp, this.policies.failures, false) : null;
     if (mine instanceof Promise || failed instanceof Promise) {
       return Promise.all([mine, failed]).then(([m, f]) => arrival(m, f), () => arrival(null, null));
     }
@@ -338,12 +339,23 @@ export function setRateLimitFields(reply: FastifyReply, fields: RateLimitFields 
  * An onRequest hook: counts the request against its address (`own`: the quota it counts
  * in; null: none, only the failures are read) and refuses it with a 429 past a quota.
  * `narrower`: a second failure count to read (e.g. the address's failures for one
- * tenant's webhook), refused alike.
+ * tenant's webhook), refused alike. `authenticated`: true for a request that proved it
+ * holds a secret, checked before the failures are (and in constant time): the failures are
+ * then not held against it.
  */
-export function guardAddress(limiter: RateLimiter, own: 'ip' | 'admin' | null, narrower?: (req: FastifyRequest, address: string) => string | null) {
+export function guardAddress(
+  limiter: RateLimiter,
+  own: 'ip' | 'admin' | null,
+  narrower?: ((req: FastifyRequest, address: string) => string | null) | null,
+  authenticated?: (req: FastifyRequest) => boolean,
+) {
   return (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const address = limiter.addressOf(req.raw);
-    const narrowKey = narrower?.(req, address) ?? null;
+    // A request that carries a valid secret (the admin token; a tenant's secret key) is
+    // not a guess: the failures of its address (a developer's own typos, a shared NAT's)
+    // do not refuse it. Its own quota still counts; a wrong secret still fails, and counts.
+    const proven = authenticated?.(req) === true;
+    const narrowKey = proven ? null : (narrower?.(req, address) ?? null);
     const decide = (arrival: Arrival, narrow: Count | null): void => {
       arrivals.set(req, { address, arrival });
       const over = arrival.over ?? (narrow !== null && remaining(narrow) === 0 ? narrow : null);
@@ -353,7 +365,7 @@ export function guardAddress(limiter: RateLimiter, own: 'ip' | 'admin' | null, n
       if (own === 'ip') reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
       sendProblem(reply, 'rate_limited');
     };
-    const arrival = limiter.arrive(address, own);
+    const arrival = limiter.arrive(address, own, !proven);
     const narrow = narrowKey === null ? null : limiter.failuresOf(narrowKey);
     if (arrival instanceof Promise || narrow instanceof Promise) {
       Promise.all([arrival, narrow]).then(

@@ -217,6 +217,12 @@ function observeReadModel(registry: Registry, stats: () => ReadModelStats): void
   counter('dunwall_readmodel_catchups_total', 'Reads of the change log, failed ones included', (s) => s.catchUps.ok + s.catchUps.failed);
   counter('dunwall_readmodel_catchup_failures_total', 'Reads of the change log that failed', (s) => s.catchUps.failed);
   counter('dunwall_readmodel_changes_applied_total', 'Tenant and subscriber changes applied from the change log', (s) => s.changesApplied);
+  counter('dunwall_write_waits_total', "Writes whose answer waited for every worker's read model to show them", (s) => s.writeWaits.total);
+  counter(
+    'dunwall_write_wait_timeouts_total',
+    "Writes answered at the wait's bound (1 s) before every worker's read model showed them: a lookup on another worker may have read the state before",
+    (s) => s.writeWaits.timedOut,
+  );
 }
 
 export { AggregatorRegistry };

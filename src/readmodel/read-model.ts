@@ -1,5 +1,7 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { ChangePosition, LookupChanges, ChangeFeed, SubscriberExtra, UnreadableTenant } from '../store/store.js';
+import { outsideRequestBounds } from '../store/deadline.js';
+import { positionCovers } from '../store/lookup-changes.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
@@ -21,8 +23,20 @@ export const DOWN_POLL_INTERVAL_MS = 1_000;
  */
 export const CHANGE_LOG_RETENTION_MS = 15 * 60_000;
 export const PRUNE_INTERVAL_MS = 60_000;
-/** A write's answer waits at most this long for this process's copy to show it. */
-export const OWN_WRITE_WAIT_MS = 1_000;
+/**
+ * A write's answer waits at most this long for this process's copy, and every sibling
+ * worker's, to show it; past it the answer leaves anyway (fail open) and is counted.
+ */
+export const WRITE_WAIT_MS = 1_000;
+
+/**
+ * The other worker processes of this instance (`serve --workers N`), each with its own
+ * copy. `catchUp` asks every one of them to read the change log up to at least `position`
+ * (null: whatever has committed by now) and says whether all did within `timeoutMs`.
+ */
+export interface Siblings {
+  catchUp(position: ChangePosition | null, timeoutMs: number): Promise<boolean>;
+}
 
 /**
  * Tenants whose subscribers or settings a catch-up found changed (ids); null: the copy was
@@ -40,6 +54,10 @@ export interface ReadModelOptions {
   pollIntervalMs?: number;
   /** Where snapshot loads read (a replica, DATABASE_READ_URL); default the store. */
   loadFrom?: ChangeFeed;
+  /** The other workers of this instance, which a write waits for too; absent: none. */
+  siblings?: Siblings;
+  /** How long a write's answer waits for the copies to show it (default WRITE_WAIT_MS). */
+  writeWaitMs?: number;
   now?: () => number;
   log?: ReadModelLog;
 }
@@ -125,6 +143,8 @@ export interface ReadModelStats {
   withExtras: number;
   /** Bytes of the subscriber index's arrays. */
   indexBytes: number;
+  /** Writes whose answer waited for the copies to show them, and those answered at the bound instead. */
+  writeWaits: { total: number; timedOut: number };
   /** The last full load: how long it took, and why it ran. */
   lastLoad: { seconds: number; reason: 'start' | 'gap' } | null;
   loads: number;
@@ -157,13 +177,15 @@ export class ReadModel {
   private syncedAtMs = 0;
   private down = false;
   private listening = false;
-  private running: Promise<void> | null = null;
-  private next: Promise<void> | null = null;
+  private running: Promise<boolean> | null = null;
+  private next: Promise<boolean> | null = null;
   private lastError: unknown = null;
   /** The unreadable tenants last logged, by id. */
   private reported = new Map<number, UnreadableTenant>();
-  private ownWrite: Promise<void> | null = null;
   private readonly changeListeners = new Set<(tenants: ChangedTenants) => void>();
+  /** Commits this process has made (that the copy must show), and how many of them the copy shows. */
+  private commits = 0;
+  private appliedCommits = 0;
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -171,7 +193,8 @@ export class ReadModel {
   private readonly staleIfErrorMs: number;
   private readonly pollIntervalMs: number;
   private readonly now: () => number;
-  private readonly stats = { loads: 0, lastLoad: null as ReadModelStats['lastLoad'], ok: 0, failed: 0, changesApplied: 0 };
+  private readonly writeWaitMs: number;
+  private readonly stats = { loads: 0, lastLoad: null as ReadModelStats['lastLoad'], ok: 0, failed: 0, changesApplied: 0, writeWaits: 0, writeWaitsTimedOut: 0 };
 
   private constructor(
     private readonly store: ChangeFeed,
@@ -180,6 +203,7 @@ export class ReadModel {
     this.staleIfErrorMs = options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS;
     this.pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     this.now = options.now ?? Date.now;
+    this.writeWaitMs = options.writeWaitMs ?? WRITE_WAIT_MS;
   }
 
   /**
@@ -216,11 +240,8 @@ export class ReadModel {
     this.cleanups.push(unlisten);
     this.cleanups.push(
       this.store.onCommit(() => {
-        const wait = this.catchUp();
-        this.ownWrite = wait;
-        void wait.finally(() => {
-          if (this.ownWrite === wait) this.ownWrite = null;
-        });
+        this.commits += 1;
+        void this.catchUp();
       }),
     );
     await this.catchUp();
@@ -270,19 +291,57 @@ export class ReadModel {
     return this.copy?.extras.get(tenantId, customerId) ?? null;
   }
 
+  /** Where a request stands among this process's commits: what `writesApplied` is given once it has answered. */
+  writeMark(): number {
+    return this.commits;
+  }
+
   /**
-   * Resolves once this process's copy shows this process's last committed write (or after
-   * OWN_WRITE_WAIT_MS): what a write's answer waits for, so that its writer's next lookup
-   * reads it. Null when no write is on its way.
+   * Resolves once the writes this process committed since `mark` show in its copy and in
+   * every sibling worker's, so that the writer's next lookup reads them whichever worker
+   * answers it; or after `writeWaitMs`, counted. Null when nothing was committed since.
    */
+  writesApplied(mark: number): Promise<void> | null {
+    if (this.commits === mark) return null;
+    return this.awaitWrites(this.commits);
+  }
+
+  /** `writesApplied` for every write so far (tests, and callers without a mark). */
   ownWritesApplied(): Promise<void> | null {
-    const wait = this.ownWrite;
-    if (wait === null) return null;
+    return this.writesApplied(this.appliedCommits);
+  }
+
+  private async awaitWrites(target: number): Promise<void> {
+    this.stats.writeWaits += 1;
+    const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, OWN_WRITE_WAIT_MS);
+    const bound = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.writeWaitMs);
     });
-    return Promise.race([wait, bound]).finally(() => clearTimeout(timer));
+    try {
+      // Any catch-up that starts after a commit reads it: the one the commit set off, or this one.
+      const own = this.appliedCommits >= target || (await Promise.race([this.catchUp().then(() => this.appliedCommits >= target), bound]));
+      let all = own;
+      if (this.options.siblings) {
+        // Caught up, this copy's position is past the commit: each sibling reads up to it (or,
+        // if this copy could not read, reads whatever has committed by now).
+        const left = Math.max(1, this.writeWaitMs - (performance.now() - started));
+        const position = own ? this.position : null;
+        all = (await Promise.race([this.options.siblings.catchUp(position, left).catch(() => false), bound])) && own;
+      }
+      if (!all) this.stats.writeWaitsTimedOut += 1;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A sibling worker committed up to `target` (null: something, before this call): resolves
+   * true once this copy has read at least as far, false when the read failed.
+   */
+  async catchUpTo(target: ChangePosition | null): Promise<boolean> {
+    if (target !== null && this.position !== null && positionCovers(this.position, target)) return true;
+    return this.catchUp();
   }
 
   /**
@@ -311,13 +370,15 @@ export class ReadModel {
 
   /**
    * Reads what changed since the copy's position, one catch-up at a time. Resolves when a
-   * catch-up that started after this call has ended (well or not): a caller that committed
-   * before calling sees its change applied.
+   * catch-up that started after this call has ended, true when it read the log: a caller
+   * that committed before calling then sees its change applied.
    */
-  catchUp(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+  catchUp(): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false);
     if (this.running === null) {
-      this.running = this.runOnce().finally(() => {
+      // Whoever asks (a request that committed, a notification PGlite delivers as a request's
+      // query completes), the catch-up is the process's: never bounded by a request's deadline.
+      this.running = outsideRequestBounds(() => this.runOnce()).finally(() => {
         this.running = null;
       });
       return this.running;
@@ -331,8 +392,10 @@ export class ReadModel {
     return this.next;
   }
 
-  private async runOnce(): Promise<void> {
+  private async runOnce(): Promise<boolean> {
     const startedAt = this.now();
+    // Every commit this process made before now is in what this catch-up reads.
+    const commits = this.commits;
     try {
       if (this.position === null) {
         await this.load('start');
@@ -360,11 +423,14 @@ export class ReadModel {
       this.down = false;
       this.lastError = null;
       this.stats.ok += 1;
+      if (commits > this.appliedCommits) this.appliedCommits = commits;
+      return true;
     } catch (err) {
       if (!this.down) this.options.log?.warn({ err: { message: (err as Error).message } }, 'read model cannot read the database: answering from memory');
       this.down = true;
       this.lastError = err;
       this.stats.failed += 1;
+      return false;
     }
   }
 
@@ -458,6 +524,7 @@ export class ReadModel {
       subscribers: this.copy?.index.size ?? 0,
       withExtras: this.copy?.extras.size ?? 0,
       indexBytes: this.copy?.index.byteLength ?? 0,
+      writeWaits: { total: this.stats.writeWaits, timedOut: this.stats.writeWaitsTimedOut },
       lastLoad: this.stats.lastLoad,
       loads: this.stats.loads,
       catchUps: { ok: this.stats.ok, failed: this.stats.failed },

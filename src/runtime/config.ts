@@ -3,6 +3,7 @@ import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../readmodel/index.js';
 import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from '../store/postgres.js';
+import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
@@ -40,6 +41,8 @@ export interface Config {
   dbQueryTimeoutMs: number;
   /** Bounds every new connection to PostgreSQL. */
   dbConnectTimeoutMs: number;
+  /** How long a request may wait on the store in all before it answers 503 with Retry-After. */
+  storeRequestTimeoutMs: number;
   /** Log every lookup (two lines each); off by default, it is the hot path. */
   logLookups: boolean;
   /** Requests per minute; 0 turns a limit off. */
@@ -79,6 +82,8 @@ export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
 const TIER_NAME_RE = new RegExp(TIER_NAME_PATTERN);
 /** Gone with the lookup cache: every process now holds the whole read model. */
 const RETIRED_VARIABLES = ['DUNWALL_CACHE_ENTRIES', 'DUNWALL_CACHE_TTL_MS'] as const;
+/** Below the HTTP request timeout (30 s), which ends a request whatever it waits on. */
+export const MAX_STORE_REQUEST_TIMEOUT_MS = 25_000;
 /** Fail open: an hour at most, so that a stale `lockout` cannot gate a customer for long. */
 export const MAX_STALE_IF_ERROR_MS = 3_600_000;
 
@@ -218,6 +223,7 @@ export function loadConfig(env: Env = process.env): Config {
   const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
   const dbQueryTimeoutMs = integer(env, 'DUNWALL_DB_QUERY_TIMEOUT_MS', DEFAULT_DB_QUERY_TIMEOUT_MS, 100, 600_000, problems);
   const dbConnectTimeoutMs = integer(env, 'DUNWALL_DB_CONNECT_TIMEOUT_MS', DEFAULT_DB_CONNECT_TIMEOUT_MS, 100, 600_000, problems);
+  const storeRequestTimeoutMs = integer(env, 'DUNWALL_STORE_REQUEST_TIMEOUT_MS', DEFAULT_STORE_REQUEST_TIMEOUT_MS, 100, MAX_STORE_REQUEST_TIMEOUT_MS, problems);
   const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
   if (!['0', '1', ''].includes(logLookupsRaw)) problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
 
@@ -283,6 +289,7 @@ export function loadConfig(env: Env = process.env): Config {
     retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
     dbQueryTimeoutMs,
     dbConnectTimeoutMs,
+    storeRequestTimeoutMs,
     logLookups: logLookupsRaw === '1',
     rateLimits: Object.freeze(rateLimits),
     redisUrl,

@@ -18,7 +18,8 @@ import { loadSnippet } from '../http/snippet-asset.js';
 import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
 import { ReadModel } from '../readmodel/index.js';
-import { runPrimary, workerMetricsText } from './cluster.js';
+import type { Siblings } from '../readmodel/index.js';
+import { runPrimary, workerMetricsText, WorkerSiblings } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
 import { PolicyClock } from './policy-clock.js';
 import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage } from '../http/key-usage.js';
@@ -47,13 +48,13 @@ export function storeTarget(config: Config): StoreTarget {
  * The read model the lookup answers from: loaded (from the replica when DATABASE_READ_URL
  * is set) before the server listens, then kept true by the primary's change log.
  */
-async function openLookupModel(config: Config, store: Store, secrets: SecretBox, log: Logger): Promise<{ model: ReadModel; close(): Promise<void> }> {
+async function openLookupModel(config: Config, store: Store, secrets: SecretBox, log: Logger, siblings: Siblings | undefined): Promise<{ model: ReadModel; close(): Promise<void> }> {
   const replica =
     config.databaseReadUrl === null
       ? null
       : await openReadStore({ engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }, { secrets });
   try {
-    const model = await ReadModel.open(store, { staleIfErrorMs: config.staleIfErrorMs, log, ...(replica ? { loadFrom: replica } : {}) });
+    const model = await ReadModel.open(store, { staleIfErrorMs: config.staleIfErrorMs, log, ...(replica ? { loadFrom: replica } : {}), ...(siblings ? { siblings } : {}) });
     return {
       model,
       async close() {
@@ -104,6 +105,8 @@ export interface StartOptions {
   metrics?: Metrics;
   /** What /metrics answers: in a cluster worker, the whole cluster's metrics. */
   metricsText?: () => Promise<string>;
+  /** In a cluster worker: the other workers, whose read models a write's answer waits for too. */
+  siblings?: WorkerSiblings;
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Running> {
@@ -132,8 +135,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
     for (const name of config.retiredVariables) log.warn({ variable: name }, 'this variable is no longer used: every process holds the whole read model');
-    const opened = await openLookupModel(config, store, secrets, log);
+    const opened = await openLookupModel(config, store, secrets, log, options.siblings);
     lookupPath = opened;
+    // Asked about the other workers' writes from now on, and past any it was not asked about.
+    await options.siblings?.serve(opened.model);
     // Loaded only when used: the client costs each process about 19 MB of memory.
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const keyUsage = new KeyUsage();
@@ -154,6 +159,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       redis,
       trustedProxies: config.trustProxy,
       limits: { maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      storeRequestTimeoutMs: config.storeRequestTimeoutMs,
       metricsOnPublicPort: config.metricsPort === null,
       defaultTier: config.defaultTier,
     });
@@ -346,7 +352,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
   }
   try {
     const metrics = createMetrics();
-    const running = await start(config, log, cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics) } : { metrics });
+    const running = await start(config, log, cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics), siblings: new WorkerSiblings() } : { metrics });
     closeOnSignals(running, log);
   } catch (err) {
     log.fatal({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'could not start');

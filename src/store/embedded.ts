@@ -1,6 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.js';
+import { raceEnd, remainingMs, storeCallEnd, withinEnd } from './deadline.js';
 
 interface PgliteLike {
   query<T>(sql: string, params?: unknown[]): Promise<{ rows: T[]; blob?: Blob }>;
@@ -65,13 +66,22 @@ export async function openEmbedded(dataDir: string | null): Promise<Db> {
     throw err;
   }
 
+  // PGlite runs in this process and has no socket to freeze; a request's bound still holds
+  // (a call past it is not started, one under way is raced), so the engines answer alike.
+  const bounded = async <T>(work: () => Promise<T>, end = storeCallEnd()): Promise<T> => {
+    if (end === null) return work();
+    remainingMs(end);
+    return raceEnd(work(), end);
+  };
+
   const on = (client: PgliteLike): Queryable => ({
-    async query<T>(sql: string, params?: readonly unknown[]) {
-      const result = await client.query<T>(sql, params as unknown[] | undefined);
-      return result.rows;
+    query<T>(sql: string, params?: readonly unknown[]) {
+      return bounded(async () => (await client.query<T>(sql, params as unknown[] | undefined)).rows);
     },
-    async exec(sql: string) {
-      await client.exec(sql);
+    exec(sql: string) {
+      return bounded(async () => {
+        await client.exec(sql);
+      });
     },
     async copyRows(select: string, onRows: (rows: Buffer) => void) {
       // PGlite's COPY goes to a blob, in memory: one buffer, parsed at once.
@@ -83,7 +93,11 @@ export async function openEmbedded(dataDir: string | null): Promise<Db> {
   return {
     engine: 'embedded',
     ...on(pglite),
-    transaction: (fn) => pglite.transaction((tx) => fn(on(tx))),
+    transaction: (fn) => {
+      const end = storeCallEnd();
+      if (end === null) return pglite.transaction((tx) => fn(on(tx)));
+      return bounded(() => withinEnd(end, () => pglite.transaction((tx) => fn(on(tx)))), end);
+    },
     // In-process: the notifications of this very database, delivered as its queries complete.
     async listen(channel, handlers) {
       const unlisten = await pglite.listen(channel, (payload) => handlers.onNotify(payload));

@@ -1,3 +1,5 @@
+import { StoreTimeoutError } from './deadline.js';
+
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
 
 /**
@@ -14,11 +16,12 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
- * True for failures of the store itself (unreachable, shutting down, connection lost):
+ * True for failures of the store itself (unreachable, shutting down, connection lost, or
+ * slower than the request's bound):
  * those answer 503, never a 500, and never with the driver's text.
  */
 export function isStoreUnavailable(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true;
+  if (err instanceof StoreUnavailableError || err instanceof StoreTimeoutError) return true;
   if (typeof err !== 'object' || err === null) return false;
   const { code, message } = err as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {

@@ -171,6 +171,44 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
 /** The logs read by snapshot visibility, each with the horizon its pruning records (migrations 006 and 014). */
 const HORIZONS = { lookup_changes: 'lookup_changes_horizon', status_changes: 'status_changes_horizon' } as const;
 
+interface Snapshot {
+  xmin: bigint;
+  xmax: bigint;
+  running: Set<bigint>;
+}
+
+/** `xmin:xmax:xip,...` (pg_snapshot's text); null when it is not one. */
+function parseSnapshot(text: ChangePosition): Snapshot | null {
+  const m = /^(\d+):(\d+):((?:\d+(?:,\d+)*)?)$/.exec(text);
+  if (m === null) return null;
+  return { xmin: BigInt(m[1] ?? '0'), xmax: BigInt(m[2] ?? '0'), running: new Set((m[3] ?? '').split(',').filter((x) => x !== '').map((x) => BigInt(x))) };
+}
+
+/** pg_visible_in_snapshot: committed or rolled back before the snapshot was taken. */
+function sees(s: Snapshot, xid: bigint): boolean {
+  return xid < s.xmin || (xid < s.xmax && !s.running.has(xid));
+}
+
+/**
+ * True when a reader at position `at` has read everything a reader at `target` has: every
+ * transaction `target` sees, `at` sees too. What `at` does not see is its running ids and
+ * everything from its xmax on; none of those may be seen by `target`. Positions of one
+ * primary only (a standby's `xmin:xmin:` says less, and is answered false unless plainly
+ * ahead). False when either is not a snapshot: the caller then reads the log again.
+ */
+export function positionCovers(at: ChangePosition, target: ChangePosition): boolean {
+  const a = parseSnapshot(at);
+  const t = parseSnapshot(target);
+  if (a === null || t === null) return false;
+  for (const xid of a.running) if (sees(t, xid)) return false;
+  if (t.xmax <= a.xmax) return true;
+  // The ids from a.xmax to t.xmax: `at` sees none, so `target` must have seen none either.
+  if (t.xmin > a.xmax) return false;
+  let unseen = 0n;
+  for (const xid of t.running) if (xid >= a.xmax) unseen += 1n;
+  return unseen === t.xmax - a.xmax;
+}
+
 /**
  * Forgets the rows of a log read by snapshot, and its horizon, that no transaction of this
  * database can have written (ids at or past the next one): what a dump restored into another

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { Db, ListenHandlers, Queryable } from './db.js';
+import { raceEnd, remainingMs, storeCallEnd, StoreTimeoutError, withinEnd } from './deadline.js';
 
 /** Defaults of the bounds on every wait for the server (DUNWALL_DB_*_TIMEOUT_MS). */
 export const DEFAULT_DB_QUERY_TIMEOUT_MS = 10_000;
@@ -144,14 +145,18 @@ async function copyOut(client: pg.PoolClient, sql: string, onRows: (rows: Buffer
 /** Connections a COPY left mid-stream: their transaction drops them instead of rolling back. */
 const unusable = new WeakSet<pg.PoolClient>();
 
+/** A query with the client's read bound of its own (pg reads `query_timeout` from a query's config too). */
+type TimedQuery = pg.QueryConfig & { query_timeout: number };
+
 export function openPostgres(opts: PostgresOptions): Db {
   const queryTimeoutMs = opts.queryTimeoutMs ?? DEFAULT_DB_QUERY_TIMEOUT_MS;
+  const clientTimeoutMs = queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS;
   const pool = new pg.Pool({
     connectionString: opts.connectionString,
     max: opts.maxConnections ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? DEFAULT_DB_CONNECT_TIMEOUT_MS,
     statement_timeout: queryTimeoutMs,
-    query_timeout: queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS,
+    query_timeout: clientTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: POOL_KEEPALIVE_MS,
     idleTimeoutMillis: 30_000,
@@ -160,55 +165,106 @@ export function openPostgres(opts: PostgresOptions): Db {
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
 
-  const on = (client: pg.Pool | pg.PoolClient): Queryable => ({
+  /**
+   * One statement on a checked-out connection. Within a request's bound (`end`), the client
+   * waits no longer than what is left of it: a frozen server holds the request until its
+   * deadline, never for the store's own, longer bound.
+   */
+  const send = async (client: pg.PoolClient, text: string, end: number | null, values?: readonly unknown[]) => {
+    if (end === null) return client.query(text, values as unknown[] | undefined);
+    const timed: TimedQuery = { text, values: values as unknown[] | undefined, query_timeout: Math.min(clientTimeoutMs, remainingMs(end)) };
+    return client.query(timed);
+  };
+
+  /**
+   * A connection checked out for `fn`, waited for no longer than `end` (one that comes
+   * later goes straight back). The pool listens for errors of idle clients only: a
+   * checked-out one losing its connection would emit an 'error' nobody handles, and that
+   * ends the process. A connection `fn` marks lost is destroyed, not reused.
+   */
+  const withClient = async <T>(end: number | null, fn: (client: pg.PoolClient, lose: (err: unknown) => void) => Promise<T>): Promise<T> => {
+    const client = end === null ? await pool.connect() : await raceEnd(pool.connect(), end, (late) => late.release());
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost = err;
+    };
+    client.on('error', onError);
+    try {
+      return await fn(client, (err) => {
+        lost ??= err instanceof Error ? err : new Error('connection lost');
+      });
+    } finally {
+      client.removeListener('error', onError);
+      client.release(lost);
+    }
+  };
+
+  /** Failures after which a connection may still be waiting on the server: dropped, never rolled back and reused. */
+  const leavesConnectionBusy = (client: pg.PoolClient, err: unknown) => isClientTimeout(err) || err instanceof StoreTimeoutError || unusable.has(client);
+
+  const inTransaction = (client: pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params?: readonly unknown[]) {
-      const result = await client.query(sql, params as unknown[] | undefined);
+      const result = await send(client, sql, storeCallEnd(), params);
       return result.rows as T[];
     },
     async exec(sql: string) {
-      await client.query(sql);
+      await send(client, sql, storeCallEnd());
     },
     async copyRows(select: string, onRows: (rows: Buffer) => void) {
       // A COPY runs as long as its table is big: the server's bound is lifted for it, the
       // client's (no data for the query timeout) holds.
-      if (client instanceof pg.Pool) throw new Error('copyRows runs inside a transaction');
       await client.query('SET LOCAL statement_timeout = 0');
-      await copyOut(client, `COPY (${select}) TO STDOUT`, onRows, queryTimeoutMs + CLIENT_TIMEOUT_MARGIN_MS);
+      await copyOut(client, `COPY (${select}) TO STDOUT`, onRows, clientTimeoutMs);
     },
   });
 
+  /** A statement on whichever pooled connection is free. */
+  const pooled = async <T>(sql: string, params?: readonly unknown[]): Promise<T[]> => {
+    const end = storeCallEnd();
+    if (end === null) return (await pool.query(sql, params as unknown[] | undefined)).rows as T[];
+    const work = withClient(end, async (client, lose) => {
+      try {
+        return (await send(client, sql, end, params)).rows as T[];
+      } catch (err) {
+        if (leavesConnectionBusy(client, err)) lose(err);
+        throw err;
+      }
+    });
+    return raceEnd(work, end);
+  };
+
   return {
     engine: 'postgres',
-    ...on(pool),
+    query: pooled,
+    async exec(sql: string) {
+      await pooled(sql);
+    },
+    async copyRows() {
+      throw new Error('copyRows runs inside a transaction');
+    },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      const client = await pool.connect();
-      // The pool listens for errors of idle clients only: a checked-out one losing its
-      // connection would emit an 'error' nobody handles, and that ends the process. The
-      // failed query rejects anyway; the connection is then destroyed, not reused.
-      let lost: Error | undefined;
-      const onError = (err: Error) => {
-        lost = err;
-      };
-      client.on('error', onError);
-      try {
-        await client.query('BEGIN');
-        const result = await fn(on(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        // A query that timed out on the client leaves its connection waiting on a server
-        // that may never answer: it is destroyed, not rolled back and reused.
-        if (isClientTimeout(err) || unusable.has(client)) lost ??= err as Error;
-        else
-          await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
-            // A ROLLBACK that fails leaves the session unfinished: not a connection to reuse.
-            lost ??= rollbackErr instanceof Error ? rollbackErr : new Error('rollback failed');
-          });
-        throw err;
-      } finally {
-        client.removeListener('error', onError);
-        client.release(lost);
-      }
+      const end = storeCallEnd();
+      const run = () =>
+        withClient(end, async (client, lose) => {
+          try {
+            // Within a request's bound the server stops each statement by the deadline too, so
+            // that a slow (not frozen) server does not go on working for nobody.
+            await send(client, end === null ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${remainingMs(end)}`, end);
+            const result = await fn(inTransaction(client));
+            await send(client, 'COMMIT', end);
+            return result;
+          } catch (err) {
+            if (leavesConnectionBusy(client, err)) lose(err);
+            else
+              await send(client, 'ROLLBACK', end).catch((rollbackErr: unknown) => {
+                // A ROLLBACK that fails leaves the session unfinished: not a connection to reuse.
+                lose(rollbackErr);
+              });
+            throw err;
+          }
+        });
+      // The queries inside share the transaction's end; the race is the net under them.
+      return end === null ? run() : raceEnd(withinEnd(end, run), end);
     },
     listen: (channel, handlers) => listenOn(opts, channel, handlers),
     async close() {

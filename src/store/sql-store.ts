@@ -4,6 +4,7 @@ import type { Change } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
+import { outsideRequestBounds } from './deadline.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
@@ -267,9 +268,15 @@ export class SqlStore implements Store {
     return statusChangesAfter(this.db, tenantId, cursor, limit);
   }
 
-  /** After a commit: this instance learns of its own writes at once, others through NOTIFY. */
+  /**
+   * After a commit: this instance learns of its own writes at once, others through NOTIFY.
+   * What the listeners set off (a catch-up, a delivery) is not the request's: it runs
+   * outside the bound of the request that committed.
+   */
   private emit(): void {
-    for (const listener of this.listeners) listener();
+    outsideRequestBounds(() => {
+      for (const listener of this.listeners) listener();
+    });
   }
 
   async getTenantAuth(slug: string): Promise<TenantAuth | null> {

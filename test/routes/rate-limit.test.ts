@@ -175,7 +175,8 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect((await lookupFrom(h, { from })).statusCode).toBe(401);
     expect((await lookupFrom(h, { slug: 'no-such-tenant', key: acme.publishable_key, from })).statusCode).toBe(404);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from }), 'failures');
-    expectRateLimited(await adminFrom(h, from), 'failures');
+    // Everywhere a secret does not vouch for the request: a wrong admin token is refused too.
+    expectRateLimited(await adminFrom(h, from, `${ADMIN_TOKEN}x`), 'failures');
     // A 400 or a 403 counts too: everything that fails counts against its sender.
     const careless = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
@@ -209,7 +210,7 @@ describe.each(engines)('rate limits ($name)', (engine) => {
 
     const guesser = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, guesser, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
-    expectRateLimited(await adminFrom(h, guesser), 'failures');
+    expectRateLimited(await adminFrom(h, guesser, `${ADMIN_TOKEN}y`), 'failures');
 
     // An operator's 404 (a subscriber not on record) is no guess: it never counts.
     h.clock.advance(MINUTE_MS);
@@ -224,6 +225,34 @@ describe.each(engines)('rate limits ($name)', (engine) => {
       expect(res.statusCode).toBe(404);
     }
     expect((await adminFrom(h, operator)).statusCode).toBe(200);
+  });
+
+  it("a valid admin token is not held to its address's failures (its own typos, its lookups'); a wrong one is, and still counts", async () => {
+    h.clock.advance(MINUTE_MS);
+    const developer = freshAddress();
+    // Failed lookups and one mistyped token: the address is past its failure quota.
+    for (let i = 0; i < TIGHT.failuresPerIp - 1; i += 1) expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from: developer })).statusCode).toBe(401);
+    expect((await adminFrom(h, developer, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
+    expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: developer }), 'failures');
+    // The token itself still works, every call of the admin API, and its answer names its own quota only.
+    const ok = await adminFrom(h, developer);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.headers['ratelimit-policy']).toBe('"admin";q=8;w=60');
+    expect((await h.app.inject({ method: 'PATCH', url: '/admin/v1/tenants/acme', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { card_update_url: null }, remoteAddress: developer })).statusCode).toBe(200);
+    // A wrong token, a missing one and a malformed one are still refused as guesses.
+    expectRateLimited(await adminFrom(h, developer, `${ADMIN_TOKEN}y`), 'failures');
+    expectRateLimited(await h.app.inject({ method: 'GET', url: '/admin/v1/tiers', remoteAddress: developer }), 'failures');
+    expectRateLimited(await adminFrom(h, developer, 'a b'), 'failures');
+
+    // Under the quota, a wrong token counts as a failure, as before: the fourth is refused.
+    const other = freshAddress();
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, other, `${ADMIN_TOKEN}${i}`)).statusCode).toBe(401);
+    expectRateLimited(await adminFrom(h, other, `${ADMIN_TOKEN}z`), 'failures');
+    expect((await adminFrom(h, other)).statusCode).toBe(200);
+    // The token does not lift the admin API's own quota (8 a minute).
+    const busy = freshAddress();
+    for (let i = 0; i < TIGHT.adminPerIp; i += 1) expect((await adminFrom(h, busy)).statusCode).toBe(200);
+    expectRateLimited(await adminFrom(h, busy), 'admin');
   });
 
   it('without trusted proxies, X-Forwarded-For and Forwarded are ignored: a client cannot pick a fresh address', async () => {
@@ -344,7 +373,8 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     if (!a || !b) throw new Error('two instances expected');
     const from = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(a, { key: 'pk_nopenopenopenopenopenopenope', from })).statusCode).toBe(401);
-    expectRateLimited(await adminFrom(b, from), 'failures');
+    expectRateLimited(await lookupFrom(b, { key: 'pk_nopenopenopenopenopenopenope', from }), 'failures');
+    expectRateLimited(await adminFrom(b, from, `${ADMIN_TOKEN}x`), 'failures');
   });
 
   it('a Redis that does not answer lets requests through uncounted (fail open), never a 5xx', async () => {

@@ -18,3 +18,13 @@ describe('configuration of retention', () => {
     expect(() => loadConfig({ DUNWALL_STATUS_FEED_RETENTION_DAYS: '0' })).toThrow('DUNWALL_STATUS_FEED_RETENTION_DAYS');
   });
 });
+
+describe('configuration of the store bound of a request', () => {
+  it('bounds a request at 4 s by default, below the 5 s within which a frozen store must be answered for, and checks the value', () => {
+    expect(loadConfig({}).storeRequestTimeoutMs).toBe(4_000);
+    expect(loadConfig({ DUNWALL_STORE_REQUEST_TIMEOUT_MS: '750' }).storeRequestTimeoutMs).toBe(750);
+    expect(() => loadConfig({ DUNWALL_STORE_REQUEST_TIMEOUT_MS: '50' })).toThrow('DUNWALL_STORE_REQUEST_TIMEOUT_MS must be an integer from 100 to 25000');
+    expect(() => loadConfig({ DUNWALL_STORE_REQUEST_TIMEOUT_MS: '60000' })).toThrow('DUNWALL_STORE_REQUEST_TIMEOUT_MS');
+    expect(() => loadConfig({ DUNWALL_STORE_REQUEST_TIMEOUT_MS: '2s' })).toThrow('DUNWALL_STORE_REQUEST_TIMEOUT_MS');
+  });
+});

@@ -30,6 +30,8 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
     '/stripe-events',
     {
       bodyLimit: REPLAY_BODY_LIMIT_BYTES,
+      // Up to 500 events, each its own transaction: each is bounded, not the batch.
+      config: { storeBound: 'call' },
       schema: {
         ...doc('operator', 'replayStripeEvents', '', 'admin'),
         summary: "Replay Stripe events through the webhook's derivation (a backfill)",

@@ -1,0 +1,28 @@
+import type { App } from './app-instance.js';
+import { StoreBound, withStoreBound } from '../store/deadline.js';
+import type { StoreBoundMode } from '../store/deadline.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * How the route's store calls are bounded: `request` (the default), one deadline for
+     * all of them; `call`, the whole bound for each (a batch of many small writes).
+     */
+    storeBound?: StoreBoundMode;
+  }
+}
+
+/**
+ * Every request Fastify routes waits on the store for at most `timeoutMs` in all, from its
+ * first store call on: a frozen database (connections open, nothing answering) costs a
+ * caller a 503 with Retry-After by then, not the store's own, longer bounds. The bound
+ * lives in the request's async context, so that a route added later is bounded without
+ * doing anything; the engines read it at each call (src/store/deadline.ts). Fastify keeps
+ * the context through the parsing of a body (its content-type parser runs in an
+ * AsyncResource of the request), so the hooks and the handler after it are bounded too.
+ */
+export function boundStoreCalls(app: App, timeoutMs: number): void {
+  app.addHook('onRequest', (req, _reply, done) => {
+    withStoreBound(new StoreBound(timeoutMs, req.routeOptions.config.storeBound ?? 'request'), done);
+  });
+}
