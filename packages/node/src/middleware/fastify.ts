@@ -25,7 +25,10 @@ export interface FastifyLikeReply {
 
 /** What the plugin uses of the instance it is registered on. */
 export interface FastifyLikeInstance {
-  addHook(name: 'onRequest' | 'preHandler', hook: (request: never, reply: never) => Promise<unknown>): unknown;
+  // `any`: Fastify's own request and reply types, which this file does not import, are
+  // what the hook is called with; the hook reads them through FastifyLike* only.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  addHook(name: 'onRequest', hook: (request: any, reply: any) => Promise<unknown>): unknown;
 }
 
 export interface DunwallFastifyOptions<Req extends FastifyLikeRequest = FastifyLikeRequest> extends MiddlewareOptions<Req> {
@@ -69,7 +72,8 @@ export const dunwallFastify: DunwallFastifyPlugin = Object.assign(
     const compiled = compileOptions(options);
     const hook = options.hook ?? 'onRequest';
     if (hook !== 'onRequest' && hook !== 'preHandler') throw new TypeError(`dunwall: options.hook is onRequest or preHandler (got ${JSON.stringify(hook)})`);
-    instance.addHook(hook, async (request: Req, reply: FastifyLikeReply) => {
+    // One signature for both names: each hook takes (request, reply) and may answer.
+    instance.addHook(hook as 'onRequest', async (request: Req, reply: FastifyLikeReply) => {
       const decision = check(copy, compiled, request, facts(request));
       // Fastify: an async hook that sent a reply returns it, and the route does not run.
       return apply(decision instanceof Promise ? await decision : decision, reply);
