@@ -13,16 +13,17 @@ import { answerClientError, capConnectionsPerAddress, DEFAULT_MAX_CONNECTIONS_PE
 import { authorizationOf, RequestIds } from './request.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from './routes/index.js';
 import { statusFeedRoutes } from './routes/statuses.js';
+import type { StatusFeedOptions } from './routes/statuses.js';
 import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
 import type { KeyUsage } from './key-usage.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
 import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../webhooks/index.js';
-import { demoRoutes } from './demo.js';
-import { healthRoutes } from './health.js';
-import { snippetRoutes } from './snippet.js';
-import { brandingRoutes } from './branding.js';
-import { stripeWebhookRoutes } from './stripe-webhook.js';
+import { demoRoutes } from './routes/demo.js';
+import { healthRoutes } from './routes/health.js';
+import { snippetRoutes } from './routes/snippet.js';
+import { brandingRoutes } from './routes/branding.js';
+import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
@@ -116,6 +117,8 @@ export interface AppDeps {
   redis?: Redis | null;
   /** Prefix of the rate limit keys in Redis. */
   redisPrefix?: string;
+  /** The status feed's bounds and clock (tests); absent: the defaults. */
+  statusFeed?: Pick<StatusFeedOptions, 'limits' | 'timers'>;
   /** Where secret keys' uses are remembered for their `last_used_at`; absent: not recorded. */
   keyUsage?: KeyUsage | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
@@ -344,7 +347,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
-        await statusFeedRoutes(v1, { feed: deps.store, model });
+        await statusFeedRoutes(v1, { feed: deps.store, model, ...deps.statusFeed });
       },
       { prefix: '/v1' },
     );

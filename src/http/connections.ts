@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { peerAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
-import { ERRORS, PROBLEM_CONTENT_TYPE, problem } from './problems.js';
+import { problemAnswer } from './problems.js';
 import type { ErrorCode } from './problems.js';
 
 /**
@@ -18,11 +18,11 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
   }
   const code: ErrorCode =
     err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request';
-  const body = JSON.stringify(problem(code));
-  socket.end(
-    `HTTP/1.1 ${ERRORS[code].status} ${STATUS_CODES[ERRORS[code].status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  const answer = problemAnswer(code);
+  let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
+  for (let i = 0; i < answer.headers.length; i += 2) head += `${answer.headers[i] ?? ''}: ${answer.headers[i + 1] ?? ''}\r\n`;
+  const body = Buffer.from(answer.body);
+  socket.end(Buffer.concat([Buffer.from(`${head}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`), body]));
   // end() only half-closes: a peer that keeps its side open and drips bytes (slow loris)
   // would hold the descriptor for ever. It gets a moment to read the answer, then the
   // socket is destroyed.

@@ -6,7 +6,7 @@ import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
 import type { RouteMetrics } from '../metrics/index.js';
 import type { ReadModel } from '../readmodel/index.js';
-import { ERRORS, PROBLEM_CONTENT_TYPE, problemBody, sendProblem, STORE_UNAVAILABLE_RETRY_AFTER_S } from './problems.js';
+import { problemAnswer, sendProblem } from './problems.js';
 import type { ErrorCode } from './problems.js';
 import type { Arrival, Count, RateLimiter } from './rate-limit.js';
 import { guardAddress } from './rate-limit.js';
@@ -253,14 +253,12 @@ export class LookupAnswerer {
   }
 
   private problem(call: Call, code: ErrorCode, tenant: TenantAuth | null, origin: string | undefined, over: Count | null, tenantCount: Count | null = null): void {
-    const status = ERRORS[code].status;
-    const headers = ['content-type', PROBLEM_CONTENT_TYPE, 'cache-control', 'no-store', 'x-request-id', call.requestId];
+    const answer = problemAnswer(code);
+    const headers = [...answer.headers, 'cache-control', 'no-store', 'x-request-id', call.requestId];
     corsHeaders(headers, tenant, origin);
-    if (status === 401) headers.push('www-authenticate', 'Bearer');
-    if (code === 'store_unavailable') headers.push('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     const retryAfter = this.rateLimitFields(call, headers, tenantCount, over);
     if (retryAfter !== null) headers.push('retry-after', String(retryAfter));
-    this.send(call, status, headers, problemBody(code));
+    this.send(call, answer.status, headers, answer.body as Buffer);
   }
 
   /** Adds the RateLimit fields; returns the Retry-After of a refusal. */

@@ -92,16 +92,34 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export type LookupCodesHaveProblems = LookupFailure extends ErrorCode ? true : never;
 export const LOOKUP_CODES_HAVE_PROBLEMS: LookupCodesHaveProblems = true;
 
+/** A problem answer, whatever writes it: its status, its headers (name, value, ...) and its body. */
+export interface ProblemAnswer {
+  status: number;
+  headers: string[];
+  body: string | Buffer;
+}
+
 /**
- * Answers with an RFC 9457 problem; every 401 names the scheme it expects, and every 503
- * `store_unavailable` (lookup, webhook, admin, /readyz) when to try again.
+ * The one writer of problem answers (RFC 9457), used by every transport: Fastify's replies,
+ * the lookup's fast path, a refusal swapped in by a hook, the raw socket of a client error.
+ * Every 401 names the scheme it expects, and every 503 `store_unavailable` (lookup,
+ * webhook, admin, /readyz) when to try again. A problem with the code's own detail has its
+ * bytes made once.
  */
+export function problemAnswer(code: ErrorCode, detail?: string): ProblemAnswer {
+  const status = ERRORS[code].status;
+  const headers = ['content-type', PROBLEM_CONTENT_TYPE];
+  if (status === 401) headers.push('www-authenticate', 'Bearer');
+  if (code === 'store_unavailable') headers.push('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
+  return { status, headers, body: detail === undefined ? problemBody(code) : JSON.stringify(problem(code, detail)) };
+}
+
+/** Answers a Fastify reply with a problem (`problemAnswer`). */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail?: string): FastifyReply {
-  const body = problem(code, detail);
-  reply.code(body.status).header('content-type', PROBLEM_CONTENT_TYPE);
-  if (body.status === 401) reply.header('www-authenticate', 'Bearer');
-  if (code === 'store_unavailable') reply.header('retry-after', String(STORE_UNAVAILABLE_RETRY_AFTER_S));
-  return reply.send(JSON.stringify(body));
+  const answer = problemAnswer(code, detail);
+  reply.code(answer.status);
+  for (let i = 0; i < answer.headers.length; i += 2) reply.header(answer.headers[i] as string, answer.headers[i + 1]);
+  return reply.send(answer.body);
 }
 
 interface AjvError {

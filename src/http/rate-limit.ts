@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { Lru } from './lru.js';
 import { clientAddress } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
-import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from './problems.js';
+import { problemAnswer, sendProblem } from './problems.js';
 
 /** Every limit counts requests in fixed windows of one minute, from a key's first request. */
 export const RATE_LIMIT_WINDOW_MS = 60_000;
@@ -403,9 +403,12 @@ export function countFailures(limiter: RateLimiter, statuses: readonly number[],
     const address = seen?.address ?? limiter.addressOf(req.raw);
     const over = await limiter.fail(keyOf ? keyOf(req, reply, address) : address);
     if (over === null) return payload;
+    // The answer on its way is swapped for the refusal, headers and all.
     reply.removeHeader('www-authenticate');
     setRateLimitFields(reply, limiter.fields(seen?.arrival.own ?? null, seen?.arrival.failures ?? null, null, over));
-    reply.code(429).header('content-type', PROBLEM_CONTENT_TYPE);
-    return JSON.stringify(problem('rate_limited'));
+    const answer = problemAnswer('rate_limited');
+    reply.code(answer.status);
+    for (let i = 0; i < answer.headers.length; i += 2) reply.header(answer.headers[i] as string, answer.headers[i + 1]);
+    return answer.body;
   };
 }

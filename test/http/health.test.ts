@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
-import { READY_REUSE_MS } from '../../src/http/health.js';
+import { READY_REUSE_MS } from '../../src/http/routes/health.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';

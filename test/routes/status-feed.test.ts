@@ -3,8 +3,6 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/app.js';
-import { sendProblem } from '../../src/http/problems.js';
-import { statusFeedRoutes } from '../../src/http/routes/statuses.js';
 import type { FeedTimers, StatusFeedLimits } from '../../src/http/routes/statuses.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import { PolicyClock } from '../../src/runtime/policy-clock.js';
@@ -65,24 +63,11 @@ interface Instance {
   close(): Promise<void>;
 }
 
-/** An instance as the server wires one, with the feed under /v1 behind a tenant-resolving test hook. */
+/** An instance as the server wires one: the feed under /v1, behind each tenant's secret key. */
 async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFeedLimits> = {}): Promise<Instance> {
   const model = await ReadModel.open(store, { now: clock.now });
   const timers = new ManualTimers();
-  const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now });
-  await app.register(
-    async (v1: App) => {
-      v1.addHook('onRequest', async (req, reply) => {
-        const slug = req.headers['x-test-tenant'];
-        const tenant = typeof slug === 'string' ? model.tenant(slug) : null;
-        if (tenant === null) return sendProblem(reply, 'not_found');
-        req.tenant = { id: tenant.id, slug: tenant.slug };
-        req.principal = { kind: 'key', keyId: 'key_test', scopes: new Set(['status:read']) };
-      });
-      await v1.register(statusFeedRoutes, { feed: store, model, timers, limits });
-    },
-    { prefix: '/v1' },
-  );
+  const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now, statusFeed: { timers, limits } });
   await app.ready();
   return {
     app,
@@ -94,6 +79,20 @@ async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFe
       await model.close();
     },
   };
+}
+
+/** Each tenant's secret key (status:read), by slug: made when the tenant is. */
+const keys = new Map<string, string>();
+
+async function createKey(app: App, slug: string): Promise<void> {
+  const res = await adminRequest(app, 'POST', `/tenants/${slug}/keys`, { name: 'feed', scopes: ['status:read'] });
+  expect(res.statusCode, res.body).toBe(201);
+  keys.set(slug, (res.json() as { secret_key: string }).secret_key);
+}
+
+/** A tenant's server's request headers: its secret key. */
+function auth(slug: string): Record<string, string> {
+  return { authorization: `Bearer ${keys.get(slug) ?? 'sk_live_missing'}` };
 }
 
 interface Change {
@@ -177,11 +176,12 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
   const admin = (method: string, url: string, body?: unknown) => adminRequest(s.app, method, url, body);
   async function tenant(slug: string, fields: Record<string, unknown> = {}): Promise<void> {
     expect((await admin('POST', '/tenants', { slug, ...fields })).statusCode).toBe(201);
+    await createKey(s.app, slug);
   }
   async function put(slug: string, customer: string, status: string): Promise<void> {
     expect((await admin('PUT', `/tenants/${slug}/subscribers/${customer}`, { status })).statusCode).toBe(200);
   }
-  const get = (slug: string, path: string, headers: Record<string, string> = {}): Promise<SocketAnswer> => socketRequest(s.app, 'GET', `/v1${path}`, { 'x-test-tenant': slug, ...headers });
+  const get = (slug: string, path: string, headers: Record<string, string> = {}): Promise<SocketAnswer> => socketRequest(s.app, 'GET', `/v1${path}`, { ...auth(slug), ...headers });
   const brief = (changes: readonly Change[]) => changes.map((c) => [c.processor_customer_id, c.status]);
 
   async function listAll(slug: string, limit: number) {
@@ -343,7 +343,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const fromB = ((await get('bound-b', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
     const port = await portOf(s.app);
     const held = [0, 1].map(() => {
-      const req = request({ host: '127.0.0.1', port, path: `/v1/status-changes?after=${from}&wait=30`, headers: { 'x-test-tenant': 'bound-a' }, agent: false });
+      const req = request({ host: '127.0.0.1', port, path: `/v1/status-changes?after=${from}&wait=30`, headers: auth('bound-a'), agent: false });
       req.on('error', () => {});
       req.end();
       return req;
@@ -373,7 +373,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await put('sse-a', 'cus_s0', 'warning');
     const from = ((await get('sse-a', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
     await put('sse-a', 'cus_s0', 'lockout');
-    const stream = openStream(s.app, `/v1/status-changes?after=${from}`, { 'x-test-tenant': 'sse-a' });
+    const stream = openStream(s.app, `/v1/status-changes?after=${from}`, auth('sse-a'));
     await stream.opened;
     expect(stream.state.status).toBe(200);
     expect(stream.state.headers['content-type']).toBe('text/event-stream; charset=utf-8');
@@ -407,7 +407,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await expect.poll(() => s.timers.pending.size).toBe(0);
     // A browser reconnecting sends the last id it got: the stream goes on from there.
     await put('sse-a', 'cus_s2', 'warning');
-    const resumed = openStream(s.app, `/v1/status-changes?after=${from}`, { 'x-test-tenant': 'sse-a', 'last-event-id': resumeFrom });
+    const resumed = openStream(s.app, `/v1/status-changes?after=${from}`, { ...auth('sse-a'), 'last-event-id': resumeFrom });
     await resumed.opened;
     await expect.poll(() => resumed.state.events.length).toBe(1);
     expect(brief(resumed.changes())).toEqual([['cus_s2', 'warning']]);
@@ -416,7 +416,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
   });
 
   it('a lockout that falls due on the policy clock comes in the feed, with lockout_at and pay_url before it', async () => {
-    expect((await admin('POST', '/tenants', { slug: 'due-a', policy: { grace_days: 3 } })).statusCode).toBe(201);
+    await tenant('due-a', { policy: { grace_days: 3 } });
     expect((await admin('PATCH', '/tenants/due-a', { stripe_webhook_secret: SECRET })).statusCode).toBe(200);
     const nowS = () => Math.floor(clock.ms / 1000);
     const ids = paymentIds();
@@ -437,6 +437,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await policy.stop();
     expect(policy.counts.lockoutsRecorded).toBe(1);
     const answer = await waiting;
+    expect(answer.statusCode, answer.body).toBe(200);
     expect(answer.json().data).toEqual([
       { cursor: expect.any(String), processor_customer_id: 'cus_due', status: 'lockout', pay_url: hostedInvoiceUrl(ids.invoice), occurred_at: new Date(clock.ms).toISOString() },
     ]);
@@ -446,10 +447,11 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const other = await instance(opened.store, clock);
     try {
       await adminRequest(other.app, 'POST', '/tenants', { slug: 'closing-a' });
+      await createKey(other.app, 'closing-a');
       await other.model.catchUp();
-      const from = ((await socketRequest(other.app, 'GET', '/v1/statuses', { 'x-test-tenant': 'closing-a' })).json() as { feed_cursor: string }).feed_cursor;
-      const poll = socketRequest(other.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, { 'x-test-tenant': 'closing-a' });
-      const stream = openStream(other.app, `/v1/status-changes?after=${from}`, { 'x-test-tenant': 'closing-a' });
+      const from = ((await socketRequest(other.app, 'GET', '/v1/statuses', auth('closing-a'))).json() as { feed_cursor: string }).feed_cursor;
+      const poll = socketRequest(other.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('closing-a'));
+      const stream = openStream(other.app, `/v1/status-changes?after=${from}`, auth('closing-a'));
       await stream.opened;
       await expect.poll(() => other.timers.pending.size).toBe(3);
       await other.close();
@@ -485,9 +487,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across
 
   it('a write through instance A answers a long poll held at instance B, woken by the change log\'s notification', async () => {
     expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'twin' })).statusCode).toBe(201);
+    await createKey(a.app, 'twin');
     await expect.poll(() => b.model.tenant('twin')?.slug).toBe('twin');
-    const from = ((await socketRequest(b.app, 'GET', '/v1/statuses', { 'x-test-tenant': 'twin' })).json() as { feed_cursor: string }).feed_cursor;
-    const waiting = socketRequest(b.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, { 'x-test-tenant': 'twin' });
+    const from = ((await socketRequest(b.app, 'GET', '/v1/statuses', auth('twin'))).json() as { feed_cursor: string }).feed_cursor;
+    const waiting = socketRequest(b.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('twin'));
     await expect.poll(() => b.timers.pending.size).toBe(1);
     expect((await adminRequest(a.app, 'PUT', '/tenants/twin/subscribers/cus_twin', { status: 'lockout' })).statusCode).toBe(200);
     const answer = await waiting;

@@ -435,7 +435,9 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
   app.get(
     '/status-changes',
     {
-      config: { scope: 'status:read' },
+      // A long poll or a stream reads many times over up to 30 s (or for as long as the
+      // client stays): each read is bounded, not the request.
+      config: { scope: 'status:read', storeBound: 'call' },
       schema: {
         ...common,
         operationId: 'listStatusChanges',

@@ -12,7 +12,7 @@ import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
 /**
  * The operator's backfill of a tenant's Stripe events (/admin/v1/tenants/:slug/stripe-events):
  * events replayed through the webhook's derivation, without signatures (the admin token
- * vouches for them). The Stripe webhook itself is src/http/stripe-webhook.ts.
+ * vouches for them). The Stripe webhook itself is stripe-webhook.ts, beside it.
  */
 export interface StripeEventRoutesOptions {
   store: StripeIngestion & Pick<TenantStore, 'getTenant'>;

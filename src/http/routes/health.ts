@@ -1,7 +1,7 @@
-import type { App } from './app-instance.js';
-import { sendProblem } from './problems.js';
-import type { ReadModel } from '../readmodel/index.js';
-import type { Maintenance, Store } from '../store/store.js';
+import type { App } from '../app-instance.js';
+import { sendProblem } from '../problems.js';
+import type { ReadModel } from '../../readmodel/index.js';
+import type { Maintenance, Store } from '../../store/store.js';
 
 /** /readyz fails instead of hanging when the store does not answer in time. */
 export const READY_TIMEOUT_MS = 2_000;

@@ -1,21 +1,21 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { App } from './app-instance.js';
-import { eventShapeProblem, MAX_AHEAD_S } from '../domain/stripe/event.js';
-import { checkStripeDelivery, WEBHOOK_TOLERANCE_S } from '../domain/stripe/signature.js';
-import type { SignatureFailure } from '../domain/stripe/signature.js';
-import { RELEVANT_EVENT_TYPES } from '../domain/stripe/derive.js';
-import type { StripeEventLike } from '../domain/stripe/derive.js';
-import type { Metrics } from '../metrics/index.js';
-import { isValidSlug } from '../domain/lookup.js';
-import { isCurrent } from '../domain/types.js';
-import { sendProblem } from './problems.js';
-import { ProblemRef, StripeEventOutcome } from './schemas.js';
-import { ingestStripeEvent } from '../services/stripe-events.js';
-import type { Store } from '../store/store.js';
-import type { ReadModel } from '../readmodel/index.js';
-import { countFailures, guardAddress } from './rate-limit.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { App } from '../app-instance.js';
+import { eventShapeProblem, MAX_AHEAD_S } from '../../domain/stripe/event.js';
+import { checkStripeDelivery, WEBHOOK_TOLERANCE_S } from '../../domain/stripe/signature.js';
+import type { SignatureFailure } from '../../domain/stripe/signature.js';
+import { RELEVANT_EVENT_TYPES } from '../../domain/stripe/derive.js';
+import type { StripeEventLike } from '../../domain/stripe/derive.js';
+import type { Metrics } from '../../metrics/index.js';
+import { isValidSlug } from '../../domain/lookup.js';
+import { isCurrent } from '../../domain/types.js';
+import { sendProblem } from '../problems.js';
+import { ProblemRef, StripeEventOutcome } from '../schemas.js';
+import { ingestStripeEvent } from '../../services/stripe-events.js';
+import type { Store } from '../../store/store.js';
+import type { ReadModel } from '../../readmodel/index.js';
+import { countFailures, guardAddress } from '../rate-limit.js';
+import type { RateLimiter } from '../rate-limit.js';
 
 export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 

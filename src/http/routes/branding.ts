@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
-import type { App } from './app-instance.js';
-import { brandingTag, isValidSlug } from '../domain/lookup.js';
-import type { ReadModel } from '../readmodel/index.js';
-import { ifNoneMatchHits } from './conditional.js';
-import { guardAddress } from './rate-limit.js';
-import type { RateLimiter } from './rate-limit.js';
-import { Branding, ProblemRef } from './schemas.js';
+import type { App } from '../app-instance.js';
+import { brandingTag, isValidSlug } from '../../domain/lookup.js';
+import type { ReadModel } from '../../readmodel/index.js';
+import { ifNoneMatchHits } from '../conditional.js';
+import { guardAddress } from '../rate-limit.js';
+import type { RateLimiter } from '../rate-limit.js';
+import { Branding, ProblemRef } from '../schemas.js';
 
 /** Browsers and CDNs keep the branding this long; a change reaches pages within it. */
 export const BRANDING_MAX_AGE_S = 300;

@@ -1,7 +1,7 @@
-import type { App } from './app-instance.js';
-import { ifNoneMatchHits } from './conditional.js';
-import { sendProblem } from './problems.js';
-import type { SnippetAsset } from './snippet-asset.js';
+import type { App } from '../app-instance.js';
+import { ifNoneMatchHits } from '../conditional.js';
+import { sendProblem } from '../problems.js';
+import type { SnippetAsset } from '../snippet-asset.js';
 
 /**
  * The file is not versioned in its URL, so a day's cache (then a revalidation that the

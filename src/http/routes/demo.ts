@@ -1,8 +1,8 @@
-import type { App } from './app-instance.js';
-import type { DemoPage } from '../demo/index.js';
-import { DEMO_SLUG } from '../demo/index.js';
-import { sendProblem } from './problems.js';
-import type { ReadModel } from '../readmodel/index.js';
+import type { App } from '../app-instance.js';
+import type { DemoPage } from '../../demo/index.js';
+import { DEMO_SLUG } from '../../demo/index.js';
+import { sendProblem } from '../problems.js';
+import type { ReadModel } from '../../readmodel/index.js';
 
 const STATES: [string, string][] = [
   ['cus_demo_active', 'active: nothing is shown'],
