@@ -91,7 +91,12 @@ async function fetchRoutes(request: Request): Promise<Response> {
 const ADAPTERS: Record<string, Start> = {
   async express(dunwall, config) {
     const app = express();
-    app.use(dunwallExpress(dunwall, options<express.Request>(config, (req) => header(req.headers['x-customer']))));
+    app.use(
+      dunwallExpress(
+        dunwall,
+        options<express.Request>(config, (req) => header(req.headers['x-customer'])),
+      ),
+    );
     app.get('/api/projects', (_req, res) => {
       res.json({ projects: [] });
     });
@@ -115,7 +120,10 @@ const ADAPTERS: Record<string, Start> = {
   async fastify(dunwall, config) {
     const app = Fastify();
     // At the root, as fastify-plugin would: the hook applies to the root and every child scope.
-    await app.register(dunwallFastify, { dunwall, ...options<{ headers: Record<string, string | string[] | undefined> }>(config, (req) => header(req.headers['x-customer'])) });
+    await app.register(dunwallFastify, {
+      dunwall,
+      ...options<{ headers: Record<string, string | string[] | undefined> }>(config, (req) => header(req.headers['x-customer'])),
+    });
     app.get('/api/projects', async () => ({ projects: [] }));
     await app.register(async (child) => {
       child.get('/api/inner', async () => ({ projects: [] }));
@@ -128,7 +136,12 @@ const ADAPTERS: Record<string, Start> = {
 
   async hono(dunwall, config) {
     const app = new Hono();
-    app.use(dunwallHono(dunwall, options<Context>(config, (c) => c.req.header('x-customer'))));
+    app.use(
+      dunwallHono(
+        dunwall,
+        options<Context>(config, (c) => c.req.header('x-customer')),
+      ),
+    );
     app.get('/api/projects', (c) => c.json({ projects: [] }));
     app.get('/api/inner', (c) => c.json({ projects: [] }));
     app.get('/projects', (c) => c.html(PAGE));
@@ -138,7 +151,11 @@ const ADAPTERS: Record<string, Start> = {
 
   /** A route handler wrapped by withDunwall (Next.js's app/.../route.ts), served by a Fetch API runtime. */
   async withDunwall(dunwall, config) {
-    const handler = withDunwall(dunwall, options<Request>(config, (r) => r.headers.get('x-customer') ?? undefined), fetchRoutes);
+    const handler = withDunwall(
+      dunwall,
+      options<Request>(config, (r) => r.headers.get('x-customer') ?? undefined),
+      fetchRoutes,
+    );
     return nodeServer(serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' }) as Server);
   },
 
@@ -227,7 +244,11 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
       expect(res.headers.location).toBe('/billing');
       expect(res.headers['cache-control']).toBe('no-store');
     }
-    expectProblem(await ask('main', '/api/projects', service.subscribers.lockout, { accept: 'application/json', 'sec-fetch-mode': 'cors' }), service.payUrls.lockout, null);
+    expectProblem(
+      await ask('main', '/api/projects', service.subscribers.lockout, { accept: 'application/json', 'sec-fetch-mode': 'cors' }),
+      service.payUrls.lockout,
+      null,
+    );
     // Without redirectTo, a page load gets the 402 too.
     expectProblem(await ask('strict', '/projects', service.subscribers.lockout, BROWSER), service.payUrls.lockout, null);
   });

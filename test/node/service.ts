@@ -72,9 +72,17 @@ export async function startService(slug = 'acme'): Promise<Service> {
     const nowS = Math.floor(Date.now() / 1000);
     const failed = async (customerId: string, nextAttempt: number | null) => {
       const ids = paymentIds();
-      const fixture = event('invoice.payment_failed', invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttempt }), { created: nowS, api: LEGACY_API });
+      const fixture = event('invoice.payment_failed', invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttempt }), {
+        created: nowS,
+        api: LEGACY_API,
+      });
       const { payload, signature } = signed(fixture, STRIPE_SECRET, nowS);
-      const res = await app.inject({ method: 'POST', url: `/webhooks/stripe/${slug}`, headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+      const res = await app.inject({
+        method: 'POST',
+        url: `/webhooks/stripe/${slug}`,
+        headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+        payload,
+      });
       if (res.statusCode !== 200) throw new Error(`Stripe webhook: ${res.statusCode} ${res.body}`);
       return hostedInvoiceUrl(ids.invoice);
     };

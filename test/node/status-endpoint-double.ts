@@ -23,7 +23,13 @@ export class StatusEndpointDouble implements Dunwall {
       });
       if (res.status !== 200) throw new Error(`status of ${id}: ${res.status} ${await res.text()}`);
       const body = (await res.json()) as { status: StatusAnswer['status']; lockout_at?: string; pay_url?: string; entitlements?: Record<string, boolean> };
-      this.answers.set(id, { status: body.status, lockout_at: body.lockout_at ?? null, pay_url: body.pay_url ?? null, entitlements: body.entitlements ?? {}, source: 'feed' });
+      this.answers.set(id, {
+        status: body.status,
+        lockout_at: body.lockout_at ?? null,
+        pay_url: body.pay_url ?? null,
+        entitlements: body.entitlements ?? {},
+        source: 'feed',
+      });
     }
   }
 

@@ -41,7 +41,10 @@ export interface DunwallFastifyOptions<Req extends FastifyLikeRequest = FastifyL
   hook?: 'onRequest' | 'preHandler';
 }
 
-export type DunwallFastifyPlugin = (<Req extends FastifyLikeRequest = FastifyLikeRequest>(instance: FastifyLikeInstance, options: DunwallFastifyOptions<Req>) => Promise<void>) & {
+export type DunwallFastifyPlugin = (<Req extends FastifyLikeRequest = FastifyLikeRequest>(
+  instance: FastifyLikeInstance,
+  options: DunwallFastifyOptions<Req>,
+) => Promise<void>) & {
   [key: symbol]: unknown;
 };
 

@@ -23,7 +23,11 @@ type Handler<R extends Request, A extends unknown[]> = (request: R, ...rest: A) 
  * withDunwall(dunwall, options, async (request) => Response.json(...))`. Any further
  * arguments (Next.js's `{ params }`) are passed on to the handler.
  */
-export function withDunwall<R extends Request, A extends unknown[]>(dunwall: Dunwall, options: MiddlewareOptions<R>, handler: Handler<R, A>): (request: R, ...rest: A) => Promise<Response> {
+export function withDunwall<R extends Request, A extends unknown[]>(
+  dunwall: Dunwall,
+  options: MiddlewareOptions<R>,
+  handler: Handler<R, A>,
+): (request: R, ...rest: A) => Promise<Response> {
   if (typeof handler !== 'function') throw new TypeError('dunwall: withDunwall(dunwall, options, handler) needs the handler');
   const copy = checkDunwall(dunwall);
   const compiled = compileOptions(options);

@@ -60,7 +60,8 @@ export interface CompiledOptions<Req> {
  */
 function checkExempt(entry: unknown): string {
   if (typeof entry !== 'string' || !entry.startsWith('/')) throw new TypeError(`dunwall: an exempt path starts with "/" (got ${JSON.stringify(entry)})`);
-  if (entry.indexOf('*') !== -1 && entry.indexOf('*') !== entry.length - 1) throw new TypeError(`dunwall: "*" may only end an exempt path (got ${JSON.stringify(entry)})`);
+  if (entry.indexOf('*') !== -1 && entry.indexOf('*') !== entry.length - 1)
+    throw new TypeError(`dunwall: "*" may only end an exempt path (got ${JSON.stringify(entry)})`);
   return entry;
 }
 
@@ -86,7 +87,8 @@ export function compileOptions<Req>(options: MiddlewareOptions<Req>): CompiledOp
     else exact.add(path);
   }
   const redirectTo = options.redirectTo ?? null;
-  if (redirectTo !== null && typeof redirectTo !== 'string' && typeof redirectTo !== 'function') throw new TypeError('dunwall: options.redirectTo is a URL or a function of the answer');
+  if (redirectTo !== null && typeof redirectTo !== 'string' && typeof redirectTo !== 'function')
+    throw new TypeError('dunwall: options.redirectTo is a URL or a function of the answer');
   if (typeof redirectTo === 'string') checkLocation(redirectTo);
   const onError = options.onError;
   return {
