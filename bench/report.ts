@@ -3,7 +3,22 @@ import type { FeedResult } from './feed.js';
 import type { InvalidationResult } from './invalidation.js';
 import type { LoadResult } from './load.js';
 
-export type RowName = 'baseline' | 'hot1' | 'writes' | 'hooks' | 'hot' | 'secretkey' | 'unknown' | 'dunning' | 'zipf' | 'hotkey' | 'drip' | 'zipfcold' | 'peer';
+export type RowName =
+  | 'baseline'
+  | 'hot1'
+  | 'writes'
+  | 'hooks'
+  | 'hot'
+  | 'secretkey'
+  | 'unknown'
+  | 'dunning'
+  | 'zipf'
+  | 'hotkey'
+  | 'drip'
+  | 'zipfcold'
+  | 'peer'
+  | 'express'
+  | 'middleware';
 
 export interface RowResult {
   row: RowName;
@@ -145,6 +160,8 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
   const per = (a: RowResult | undefined, b: RowResult | undefined) => (a && b && b.load.rps > 0 ? a.load.rps / b.load.rps : null);
   ratio('one hot customer / hot lookup (10k customers)', 0.95, per(hotkey, hot));
   ratio('Zipf mix right after a start / Zipf mix', 0.9, per(zipfcold, zipf));
+  // @dunwall/node's middleware in front of a bare Express route: what it costs a request it lets through.
+  ratio('Express route behind the @dunwall/node middleware / the bare route', 0.95, per(get('middleware'), get('express')));
   const p99 = hot?.load.p99Ms;
   out.push({ figure: 'p99 latency, hot', target: '<= 5 ms', value: p99 === undefined ? '-' : `${fmt(p99)} ms`, met: p99 === undefined ? null : p99 <= 5 });
   const rss = Math.max(...rows.filter((r) => ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row)).map((r) => r.rssMb / Math.max(1, r.workers)), -1);

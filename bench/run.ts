@@ -34,11 +34,14 @@ import { feedLine, feedTarget, invalidationLine, memoryLine, table, targets, tar
 import type { MemoryResult, RowName, RowResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
+import { MIDDLEWARE_BODY, benchCustomer } from './middleware-app.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed', 'middleware'] as const;
 type Row = (typeof ALL_ROWS)[number];
+/** Rows that measure without the seeded store: asked for alone, no store is made. */
+const STORELESS_ROWS: readonly Row[] = ['extras', 'middleware'];
 
 const HOT_COUNT = 10_000;
 /** The dripping row: this many connections from one address, each sending a byte a second. */
@@ -51,6 +54,9 @@ const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
 const FEED_TRIALS = 100;
 const CHECK_SAMPLE = 50;
+/** The middleware row: customers asked, and rounds of each server, alternated (the best of each kept). */
+const MIDDLEWARE_CUSTOMERS = 10_000;
+const MIDDLEWARE_ROUNDS = 2;
 /** How long a process idles after its start before its memory is read. */
 const MEMORY_SETTLE_MS = 3_000;
 
@@ -421,15 +427,18 @@ async function main(): Promise<void> {
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
 
-  // ---- the store
-  const serverUrl = process.env.DATABASE_URL?.trim() || null;
-  let target: StoreTarget;
-  let storeEnv: Record<string, string>;
-  let storeLabel: string;
-  let peerEnv: Record<string, string>;
+  // ---- the store (none when every row asked for measures without one)
+  const needsStore = [...opts.rows].some((r) => !STORELESS_ROWS.includes(r));
+  const serverUrl = needsStore ? process.env.DATABASE_URL?.trim() || null : null;
+  let target: StoreTarget = { engine: 'embedded', dataDir: null };
+  let storeEnv: Record<string, string> = {};
+  let storeLabel = `none (the rows asked for, ${[...opts.rows].join(', ')}, need no store)`;
+  let peerEnv: Record<string, string> = {};
   /** PostgreSQL: the bench database's backends, whose CPU is the database's share of a row. */
   let dbPids: () => Promise<number[]> = async () => [];
-  if (serverUrl !== null) {
+  if (!needsStore) {
+    // Nothing to make: the rows below that need a store are not run.
+  } else if (serverUrl !== null) {
     const name = opts.reuse ?? `dunwall_bench_${startedAt.toISOString().replace(/\D/g, '').slice(0, 17)}`;
     let url: string;
     if (opts.reuse === null) {
@@ -466,10 +475,12 @@ async function main(): Promise<void> {
   }
   log(`store: ${storeLabel}`);
 
-  let sizes: Sizes;
-  let tiers: Entitlements;
+  let sizes: Sizes = { tenants: 0, perTenant: 0 };
+  let tiers: Entitlements = {};
   let seedSeconds: number | null = null;
-  if (opts.reuse === null) {
+  if (!needsStore) {
+    // No subscribers: the request lists below are empty.
+  } else if (opts.reuse === null) {
     log(`seeding ${opts.sizes.tenants.toLocaleString('en-US')} tenants, ${(opts.sizes.tenants * opts.sizes.perTenant).toLocaleString('en-US')} subscribers`);
     const seeded = await seed(target, opts.sizes, (l) => log(`seed: ${l}`));
     ({ sizes, tiers } = seeded);
@@ -484,7 +495,7 @@ async function main(): Promise<void> {
   const factory = new RequestFactory(sizes, tiers);
   const total = factory.total;
   const hot = factory.hot(HOT_COUNT);
-  const unknown = factory.unknown(UNKNOWN_COUNT);
+  const unknown = needsStore ? factory.unknown(UNKNOWN_COUNT) : [];
   const zipf = opts.rows.has('zipf') || opts.rows.has('zipfcold') ? factory.zipf(opts.zipfLength, ZIPF_S) : { requests: [], distinct: 0 };
   // One popular customer asked over and over: the hot-key case of a map or a counter.
   const hotkey = hot.slice(0, 1);
@@ -628,6 +639,63 @@ async function main(): Promise<void> {
         await measure('baseline', `node:http, fixed ${Buffer.byteLength(baselineBody)}-byte JSON body`, server, hot, files.hot);
       } finally {
         await stopChild(server.child);
+      }
+    });
+  }
+
+  if (opts.rows.has('middleware')) {
+    await phase('middleware', async () => {
+      // The same Express route without and with dunwallExpress (an in-memory copy, no
+      // network), each in a process of its own, measured in turn: the best round of each is
+      // kept, so that a moment of other work on the machine does not decide the ratio.
+      const requests: BenchRequest[] = Array.from({ length: MIDDLEWARE_CUSTOMERS }, (_, i) => {
+        const customerId = benchCustomer(i + 1);
+        return { path: '/api/projects', authorization: `Bearer ${customerId}`, expected: MIDDLEWARE_BODY, tenant: 0, customerId };
+      });
+      const file = join(workDir, 'middleware.txt');
+      writeLines(file, requests);
+      const env = { BENCH_CUSTOMERS: String(MIDDLEWARE_CUSTOMERS) };
+      const bare = await startScript('express', 'middleware-app.ts', { ...env, BENCH_MIDDLEWARE: 'off' });
+      try {
+        const guarded = await startScript('middleware', 'middleware-app.ts', { ...env, BENCH_MIDDLEWARE: 'on' });
+        try {
+          const best = new Map<RowName, RowResult>();
+          const ratios: string[] = [];
+          for (let round = 1; round <= MIDDLEWARE_ROUNDS && !signalled; round += 1) {
+            const rps: number[] = [];
+            for (const [row, server, what] of [
+              ['express', bare, 'Express 5, one JSON route'],
+              ['middleware', guarded, `the same behind dunwallExpress, ${fmtN(MIDDLEWARE_CUSTOMERS)} customers (1 in 10 warning, held), in-memory copy`],
+            ] as const) {
+              await measure(row, what, server, requests, file);
+              const result = results.pop();
+              if (result === undefined) continue;
+              rps.push(result.load.rps);
+              if ((best.get(row)?.load.rps ?? -1) < result.load.rps) best.set(row, result);
+            }
+            if (rps.length === 2) ratios.push(((rps[1] ?? 0) / (rps[0] || 1)).toFixed(3));
+          }
+          for (const row of ['express', 'middleware'] as const) {
+            const result = best.get(row);
+            if (result) results.push(result);
+          }
+          const bareRow = best.get('express');
+          const guardedRow = best.get('middleware');
+          if (bareRow && guardedRow) {
+            // The server's CPU per request as well: steadier than the rate when the load
+            // generator, not the server, is what runs out of CPU.
+            const cpuUs = (r: RowResult) => (r.load.rps > 0 ? ((r.serverCpuPct / 100) * 1e6) / r.load.rps : NaN);
+            note(
+              `middleware: ${(guardedRow.load.rps / bareRow.load.rps).toFixed(3)} of the bare route's rate, best of ${MIDDLEWARE_ROUNDS} rounds each ` +
+                `(round by round: ${ratios.join(', ')}); overhead ${((1 - guardedRow.load.rps / bareRow.load.rps) * 100).toFixed(1)}% (target < 5%); ` +
+                `server CPU per request ${cpuUs(bareRow).toFixed(1)} us bare, ${cpuUs(guardedRow).toFixed(1)} us behind the middleware`,
+            );
+          }
+        } finally {
+          await stopChild(guarded.child);
+        }
+      } finally {
+        await stopChild(bare.child);
       }
     });
   }
@@ -913,7 +981,7 @@ async function main(): Promise<void> {
     r.vsBaseline = baseline ? r.load.rps / baseline.load.rps : null;
     r.vsPeer = peer && ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row) ? r.load.rps / peer.load.rps : null;
   }
-  if (opts.quick) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
+  if (opts.quick && needsStore) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
   if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
 
   const model = cpus()[0]?.model ?? 'unknown CPU';
@@ -925,7 +993,9 @@ async function main(): Promise<void> {
         : 'serve';
   const header = [
     `Dunwall bench, ${startedAt.toISOString()}${opts.quick ? ' (--quick)' : ''}`,
-    `store: ${storeLabel}; ${fmtN(sizes.tenants)} tenants, ${fmtN(total)} subscribers${seedSeconds === null ? ' (reused)' : `, seeded in ${seedSeconds.toFixed(1)} s`}`,
+    needsStore
+      ? `store: ${storeLabel}; ${fmtN(sizes.tenants)} tenants, ${fmtN(total)} subscribers${seedSeconds === null ? ' (reused)' : `, seeded in ${seedSeconds.toFixed(1)} s`}`
+      : `store: ${storeLabel}`,
     `load generator: ${generator.detail}; ${opts.connections} connections, ${opts.durationS} s per row after ${opts.warmupS} s of warm-up`,
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
