@@ -34,7 +34,7 @@ import { feedLine, feedTarget, invalidationLine, memoryLine, table, targets, tar
 import type { MemoryResult, RowName, RowResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
-import { MIDDLEWARE_BODY, benchCustomer } from './middleware-app.js';
+import { MIDDLEWARE_BODY, benchCustomer, middlewareCostNs } from './middleware-app.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -685,10 +685,13 @@ async function main(): Promise<void> {
             // The server's CPU per request as well: steadier than the rate when the load
             // generator, not the server, is what runs out of CPU.
             const cpuUs = (r: RowResult) => (r.load.rps > 0 ? ((r.serverCpuPct / 100) * 1e6) / r.load.rps : NaN);
+            // And the middleware alone, called in this process: its cost against the bare route's CPU per request.
+            const ownNs = middlewareCostNs(MIDDLEWARE_CUSTOMERS);
             note(
               `middleware: ${(guardedRow.load.rps / bareRow.load.rps).toFixed(3)} of the bare route's rate, best of ${MIDDLEWARE_ROUNDS} rounds each ` +
                 `(round by round: ${ratios.join(', ')}); overhead ${((1 - guardedRow.load.rps / bareRow.load.rps) * 100).toFixed(1)}% (target < 5%); ` +
-                `server CPU per request ${cpuUs(bareRow).toFixed(1)} us bare, ${cpuUs(guardedRow).toFixed(1)} us behind the middleware`,
+                `server CPU per request ${cpuUs(bareRow).toFixed(1)} us bare, ${cpuUs(guardedRow).toFixed(1)} us behind the middleware; ` +
+                `the middleware alone, in process: ${ownNs.toFixed(0)} ns a request, ${((ownNs / 1000 / cpuUs(bareRow)) * 100).toFixed(2)}% of the bare route's CPU per request`,
             );
           }
         } finally {
