@@ -286,3 +286,41 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
     expect(nav.status).toBe(303);
   });
 });
+
+describe('fastify, hook: preHandler', () => {
+  it('reads what an authentication preHandler gives, which an onRequest hook runs too early to see', async () => {
+    const start = async (hook: 'onRequest' | 'preHandler') => {
+      const app = Fastify();
+      app.decorateRequest('customerId', null);
+      // An authentication plugin that runs as a preHandler, at the root.
+      app.addHook('preHandler', async (request) => {
+        (request as unknown as { customerId: string | null }).customerId = header(request.headers['x-customer']) ?? null;
+      });
+      await app.register(dunwallFastify, { dunwall, hook, customer: (request) => (request as unknown as { customerId: string | null }).customerId });
+      app.get('/api/projects', async () => ({ projects: [] }));
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return app;
+    };
+    const pre = await start('preHandler');
+    const early = await start('onRequest');
+    try {
+      const port = (app: typeof pre) => (app.server.address() as { port: number }).port;
+      const refused = await httpGet(port(pre), '/api/projects', { 'x-customer': service.subscribers.lockout });
+      expect(refused.status, refused.body).toBe(402);
+      expect(JSON.parse(refused.body)).toMatchObject({ code: 'billing_lockout', pay_url: service.payUrls.lockout });
+      expect((await httpGet(port(pre), '/api/projects', { 'x-customer': service.subscribers.warning })).status).toBe(200);
+      // In onRequest, the customer is not known yet: fail-open, let through.
+      expect((await httpGet(port(early), '/api/projects', { 'x-customer': service.subscribers.lockout })).status).toBe(200);
+    } finally {
+      await pre.close();
+      await early.close();
+    }
+  });
+
+  it('refuses a hook name it does not know, and a registration without the copy, when the app starts', async () => {
+    const app = Fastify();
+    await expect(app.register(dunwallFastify, { dunwall, hook: 'onSend' as 'onRequest', customer: () => null })).rejects.toThrow(/onRequest or preHandler/);
+    const other = Fastify();
+    await expect(other.register(dunwallFastify, { customer: () => null } as unknown as Parameters<typeof dunwallFastify>[1])).rejects.toThrow(/createDunwall/);
+  });
+});
