@@ -1,5 +1,6 @@
 import { ENFORCEMENTS } from './types.js';
 import type { Enforcement, SubscriberStatus } from './types.js';
+import type { UnresolvedState } from './stripe/fold.js';
 
 export { ENFORCEMENTS };
 export type { Enforcement };
@@ -49,14 +50,14 @@ export function policyProblem(value: unknown): string | null {
 
 /** An unresolved episode as the policy sees it. */
 export interface PolicyEpisode {
-  state: 'warning' | 'lockout';
+  state: UnresolvedState;
   /** The first event of its current unresolved run; null when unknown (rows older than the policy). */
   dunningStartMs: number | null;
 }
 
 /** An episode's answer: its answered state and, while `warning`, when it becomes `lockout`. */
 export interface EpisodeAnswer {
-  state: 'warning' | 'lockout';
+  state: UnresolvedState;
   lockoutAtMs: number | null;
   rule: Exclude<PolicyRule, 'policy_changed'> | null;
 }

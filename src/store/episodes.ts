@@ -4,6 +4,7 @@ import { EPISODE_SEVERITY, RANKS, comparePositions, customerStatus, endsOverride
 import type { Change, CustomerStatus, Episode, EpisodeOutcome, EpisodeState, Override, Position } from '../domain/stripe/fold.js';
 import { answerCustomer, DEFAULT_POLICY } from '../domain/policy.js';
 import type { Answer, Policy, PolicyEpisode, PolicyRule } from '../domain/policy.js';
+import type { HistoryEffect } from '../domain/history.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
 import { raiseWebhookEvent } from './webhooks.js';
@@ -124,7 +125,7 @@ interface HistoryFields {
   derivedStatus: SubscriberStatus | null;
   reason: string | null;
   lockoutAt: Date | null;
-  effect: 'changed' | 'removed' | 'none';
+  effect: HistoryEffect;
   episode: string | null;
 }
 

@@ -1,6 +1,7 @@
 import { createSecretKey, getSecretKey, listSecretKeys, revokeSecretKey, rotateSecretKey, touchSecretKeys } from './secret-keys.js';
 import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
 import type { Change } from '../domain/stripe/fold.js';
+import { zeroStatusCounts } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
@@ -88,7 +89,7 @@ interface HistoryRow {
   policy_rule: HistoryEntry['policyRule'];
   secret_key_id: string | null;
   reason: string | null;
-  effect: 'changed' | 'removed' | 'none';
+  effect: HistoryEntry['effect'];
   episode: string | null;
   source: HistoryEntry['source'];
   event_id: string | null;
@@ -601,8 +602,8 @@ export class SqlStore implements Store {
       'SELECT status, derived_status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status, derived_status',
       [tenantId],
     );
-    const answered: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
-    const derived: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
+    const answered = zeroStatusCounts();
+    const derived = zeroStatusCounts();
     for (const r of rows) {
       answered[r.status] += Number(r.n);
       derived[r.derived_status] += Number(r.n);

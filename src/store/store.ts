@@ -1,11 +1,14 @@
 import type { SecretKeyStore } from './secret-keys.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
+import type { ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
 import type { Derivation, Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/webhooks.js';
+import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
@@ -69,21 +72,7 @@ export interface TierRecord {
   updatedAt: Date;
 }
 
-/** The cause of a status change: an admin action, a payment processor event, or the tenant's policy. */
-export interface ChangeCause {
-  source: 'admin' | 'stripe' | 'policy';
-  eventId: string | null;
-  eventType: string | null;
-  declineCode: string | null;
-  /** When the cause happened (the event's time); orders changes. */
-  occurredAt: Date;
-  /** The admin API's action, for an admin cause. */
-  adminAction?: 'set_status' | 'clear_override' | 'delete';
-  /** The tenant's secret key that made an admin change (absent: the operator). */
-  secretKeyId?: string;
-  /** The policy's rule, for a policy cause: a grace that ended, an escalation, a change of policy. */
-  policyRule?: PolicyRule;
-}
+export type { ChangeCause };
 
 export interface HistoryEntry {
   /** The answered status after this entry; null: no record (removed, or never known). */
@@ -95,11 +84,10 @@ export interface HistoryEntry {
   /** The tenant's secret key that made an admin change; null: the operator, or not an admin change. */
   secretKeyId: string | null;
   reason: string | null;
-  /** changed: the status or its reason changed; removed: the record went; none: kept for the record only. */
-  effect: 'changed' | 'removed' | 'none';
+  effect: HistoryEffect;
   /** The episode the change came through (a subscription or invoice id), when one did. */
   episode: string | null;
-  source: ChangeCause['source'];
+  source: HistorySource;
   eventId: string | null;
   eventType: string | null;
   declineCode: string | null;
@@ -195,9 +183,13 @@ export interface LookupChanges {
   subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null; extra: SubscriberExtra | null }[];
 }
 
-export type ApplyOutcome = 'applied' | 'stale';
-/** pending: a decline not linked to an invoice (yet); it gates only once an invoice event links it. */
-export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'pending' | 'duplicate';
+export type ApplyOutcome = Extract<StripeEventOutcomeName, 'applied' | 'stale'>;
+/**
+ * What the store answers of one event (the outcomes of STRIPE_EVENT_OUTCOMES an event that
+ * reaches it can have); pending: a decline not linked to an invoice (yet), it gates only once
+ * an invoice event links it.
+ */
+export type StripeEventOutcome = Exclude<StripeEventOutcomeName, 'irrelevant' | 'livemode_mismatch'>;
 
 /** What one event did: its outcome, and the customer's status before and after it (null: unknown). */
 export interface StripeEventResult {
@@ -432,7 +424,7 @@ export interface WebhookEndpointRecord {
   /** Null: every event type. */
   eventTypes: string[] | null;
   enabled: boolean;
-  disabledReason: 'admin' | 'gone' | 'failing' | null;
+  disabledReason: EndpointDisabledReason | null;
   disabledDetail: string | null;
   disabledAt: Date | null;
   /** Since when every attempt failed; null after a success. */
@@ -462,7 +454,7 @@ export interface WebhookEndpointPatch {
   enabled?: boolean;
 }
 
-export type DeliveryOutcome = 'delivered' | 'failed' | 'gone' | 'refused' | 'gave_up';
+export type { DeliveryOutcome };
 
 export interface WebhookAttemptRecord {
   messageId: string;
@@ -479,7 +471,7 @@ export interface WebhookMessageRecord {
   processorCustomerId: string;
   sequence: number;
   createdAt: Date;
-  state: 'pending' | 'delivered' | 'failed';
+  state: DeliveryState;
   attempts: number;
   nextAttemptAt: Date | null;
   lastAttemptAt: Date | null;

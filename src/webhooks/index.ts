@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { AllowedNetworks, retryDelayMs } from '../domain/webhooks.js';
+import { AllowedNetworks, retryDelayMs, zeroDeliveryOutcomeCounts } from '../domain/webhooks.js';
 import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, DeliveryQueue } from '../store/store.js';
 import { sendWebhook } from './send.js';
 import type { SendOptions } from './send.js';
@@ -54,7 +54,7 @@ export function signatureHeader(secrets: readonly string[], messageId: string, a
 
 export class WebhookDeliverer {
   /** Attempts by outcome since the start. */
-  readonly counts: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, gone: 0, refused: 0, gave_up: 0 };
+  readonly counts: Record<DeliveryOutcome, number> = zeroDeliveryOutcomeCounts();
   private readonly allowed: AllowedNetworks;
   private readonly now: () => number;
   private inFlight = new Set<Promise<void>>();

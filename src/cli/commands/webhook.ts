@@ -1,4 +1,4 @@
-import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks.js';
+import { DELIVERY_STATES, WEBHOOK_EVENT_TYPES } from '../../domain/webhooks.js';
 import type { WebhookEventType } from '../../domain/webhooks.js';
 import { parseBoolean, stringOption, tenantOption, wholeNumberOption } from '../args.js';
 import { UsageError } from '../errors.js';
@@ -8,7 +8,7 @@ import type { Command, CommandContext } from '../io.js';
 /** Downstream webhook endpoints of a tenant (docs/webhooks.md). */
 
 const EVENT_TYPES = WEBHOOK_EVENT_TYPES;
-const STATES = ['pending', 'delivered', 'failed'] as const;
+const STATES = DELIVERY_STATES;
 
 function endpointOf(ctx: CommandContext): string {
   return ctx.positionals[0] ?? '';
