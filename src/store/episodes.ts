@@ -7,7 +7,9 @@ import type { Answer, Policy, PolicyEpisode, PolicyRule } from '../domain/policy
 import type { HistoryEffect } from '../domain/history.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
-import { raiseWebhookEvent } from './webhooks.js';
+import { downstreamMessage } from '../domain/downstream.js';
+import type { DownstreamChange } from '../domain/downstream.js';
+import { downstreamTarget, writeOutboxMessage } from './webhooks.js';
 import type { ApplyOutcome, ChangeCause, StripeEventOutcome } from './store.js';
 
 /**
@@ -210,6 +212,11 @@ async function answerNow(tx: Queryable, tenantId: number, rows: readonly Episode
   return { derived, answer, payUrl };
 }
 
+async function raise(tx: Queryable, tenantId: number, customerId: string, change: DownstreamChange, cause: ChangeCause, now: Date): Promise<void> {
+  const message = downstreamMessage(await downstreamTarget(tx, tenantId, customerId), customerId, change, cause, now);
+  if (message !== null) await writeOutboxMessage(tx, tenantId, customerId, message, now);
+}
+
 function sameTime(a: Date | null, b: Date | null): boolean {
   return (a === null ? null : new Date(a).getTime()) === (b === null ? null : new Date(b).getTime());
 }
@@ -240,7 +247,7 @@ async function settle(
     if (before !== null) {
       await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
       await insertHistory(tx, tenantId, customerId, { status: null, derivedStatus: null, reason: null, lockoutAt: null, effect: 'removed', episode }, cause, now);
-      await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.deleted', before: previous, after: null }, cause, now);
+      await raise(tx, tenantId, customerId, { type: 'subscriber.deleted', before: { status: before.status, reason: before.reason } }, cause, now);
     } else if (cause.source === 'admin') {
       await insertHistory(tx, tenantId, customerId, unchangedEntry(null, episode), cause, now);
     }
@@ -268,7 +275,7 @@ async function settle(
   );
   if (changed) await insertHistory(tx, tenantId, customerId, entry, cause, now);
   if (answeredChanged) {
-    await raiseWebhookEvent(tx, tenantId, customerId, { type: 'subscriber.status_changed', before: previous, after, lockoutAt }, cause, now);
+    await raise(tx, tenantId, customerId, { type: 'subscriber.status_changed', before: previous, after, lockoutAtMs: answer.lockoutAtMs }, cause, now);
   }
   return { before: previous, after };
 }

@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/webhooks.js';
-import type { WebhookCause, WebhookEventType, WebhookPayload } from '../domain/webhooks.js';
-import { formatLockoutAt } from '../domain/policy.js';
-import type { SubscriberStatus } from '../domain/types.js';
+import type { DownstreamTarget, OutboxMessage } from '../domain/downstream.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import { rotateIn } from './credentials.js';
 import type { Db, Queryable } from './db.js';
 import type {
   AttemptResult,
-  ChangeCause,
   ClaimLimits,
   ClaimResult,
   ClaimedDelivery,
@@ -24,9 +21,9 @@ import type {
 } from './store.js';
 
 /**
- * The SQL of downstream webhooks (migration 010). Events are written by `raiseWebhookEvent`
- * inside the transaction of the change that causes them (the outbox); the deliverer claims
- * their deliveries, sends them and records each attempt.
+ * The SQL of downstream webhooks (migration 010). A change's message is built by the domain
+ * (domain/downstream.ts) and written by `writeOutboxMessage` inside the transaction of the
+ * change (the outbox); the deliverer claims its deliveries, sends them and records each attempt.
  */
 
 const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
@@ -38,83 +35,54 @@ const KIND = 'webhook_signing_secret';
  */
 export const UNREADABLE_SECRET_RETRY_MS = 60_000;
 
-/** One status change of a customer, as `settle` saw it. */
-export interface RaisedChange {
-  type: WebhookEventType;
-  before: { status: SubscriberStatus; reason: string } | null;
-  after: { status: SubscriberStatus; reason: string } | null;
-  /** While `after` is `warning`: when the policy's scheduled lockout falls. */
-  lockoutAt?: Date | null;
-}
-
-function causeOf(cause: ChangeCause): WebhookCause {
-  if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
-  if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
-  const action = { source: 'admin' as const, action: cause.adminAction ?? 'set_status' };
-  return cause.secretKeyId === undefined ? action : { ...action, secret_key_id: cause.secretKeyId };
-}
-
-function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: RaisedChange, cause: ChangeCause, now: Date): WebhookPayload | null {
-  const common = { processor_customer_id: customerId, sequence, cause: causeOf(cause), occurred_at: cause.occurredAt.toISOString() };
-  const envelope = { id, tenant: slug, timestamp: now.toISOString() };
-  if (change.type === 'subscriber.deleted') {
-    if (change.before === null) return null;
-    return { ...envelope, type: change.type, data: { ...common, from: change.before.status, previous_reason: change.before.reason } };
-  }
-  if (change.after === null) return null;
-  return {
-    ...envelope,
-    type: change.type,
-    data: {
-      ...common,
-      from: change.before?.status ?? null,
-      to: change.after.status,
-      reason: change.after.reason,
-      previous_reason: change.before?.reason ?? null,
-      ...(change.lockoutAt ? { lockout_at: formatLockoutAt(change.lockoutAt.getTime()) } : {}),
-    },
-  };
-}
-
 /**
- * Writes the event of a change in the caller's transaction (after `lockCustomer`, so that
- * sequence numbers follow the order of the changes), with a delivery for each enabled
- * endpoint that takes its type. Nothing when the tenant has no endpoint or its tier does
- * not include downstream webhooks. An event is kept even when every endpoint is disabled,
- * so that a replay can send it once one is enabled again.
+ * Where the tenant's messages go, read in the caller's transaction (after `lockCustomer`, so
+ * that the customer's last sequence number stays the last until the write): its endpoints,
+ * when its tier includes downstream webhooks; null when it has none. KEY SHARE: an endpoint
+ * deleted meanwhile waits for this commit, rather than failing the deliveries' foreign key
+ * and, with it, the status change.
  */
-export async function raiseWebhookEvent(tx: Queryable, tenantId: number, customerId: string, change: RaisedChange, cause: ChangeCause, now: Date): Promise<void> {
+export async function downstreamTarget(tx: Queryable, tenantId: number, customerId: string): Promise<DownstreamTarget | null> {
   const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
     `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
      JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
      WHERE e.tenant_id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
     [tenantId],
   );
-  // KEY SHARE: an endpoint deleted meanwhile waits for this commit, rather than failing the
-  // deliveries' foreign key and, with it, the status change.
   const slug = endpoints[0]?.slug;
-  if (slug === undefined) return;
-  const [seq] = await tx.query<{ last_sequence: string }>(
-    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, 1)
-     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = webhook_sequences.last_sequence + 1
-     RETURNING last_sequence`,
-    [tenantId, customerId],
+  if (slug === undefined) return null;
+  const [seq] = await tx.query<{ last_sequence: string }>('SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2', [
+    tenantId,
+    customerId,
+  ]);
+  return {
+    slug,
+    endpoints: endpoints.map((e) => ({ key: e.id, enabled: e.enabled, eventTypes: e.event_types })),
+    lastSequence: Number(seq?.last_sequence ?? 0),
+    messageId: publicId('msg'),
+  };
+}
+
+/**
+ * Writes a message of the outbox in the caller's transaction: its sequence number as the
+ * customer's last, the message, and a delivery for each of its endpoints.
+ */
+export async function writeOutboxMessage(tx: Queryable, tenantId: number, customerId: string, message: OutboxMessage, now: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, $3)
+     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence`,
+    [tenantId, customerId, message.sequence],
   );
-  const sequence = Number(seq?.last_sequence ?? 1);
-  const uid = publicId('msg');
-  const payload = payloadOf(uid, slug, customerId, sequence, change, cause, now);
-  if (payload === null) return;
   const [event] = await tx.query<{ id: string }>(
     `INSERT INTO webhook_events (uid, tenant_id, type, processor_customer_id, sequence, payload, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-    [uid, tenantId, change.type, customerId, sequence, JSON.stringify(payload), now],
+    [message.id, tenantId, message.type, customerId, message.sequence, JSON.stringify(message.payload), now],
   );
-  const targets = endpoints.filter((e) => e.enabled && (e.event_types === null || e.event_types.includes(change.type))).map((e) => e.id);
-  if (event === undefined || targets.length === 0) return;
+  if (event === undefined || message.endpointKeys.length === 0) return;
   await tx.query(
     `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
      SELECT e, $2, 'pending', $3, $4, $3 FROM unnest($1::int[]) AS e`,
-    [targets, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
+    [message.endpointKeys, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
   );
 }
 
