@@ -2,7 +2,7 @@ import { downstreamMessage } from './downstream.js';
 import type { DownstreamTarget, OutboxMessage } from './downstream.js';
 import type { ChangeCause, HistoryEffect } from './history.js';
 import { answerCustomer } from './policy.js';
-import type { Answer, Policy, PolicyEpisode } from './policy.js';
+import type { Answer, Policy, PolicyEpisode, ScheduledRule } from './policy.js';
 import { EPISODE_SEVERITY, RANKS, comparePositions, customerStatus, endsOverride, supersedes } from './stripe/fold.js';
 import type { Change, CustomerStatus, EpisodeState, Override, Position, UnresolvedState } from './stripe/fold.js';
 import type { StripeEventOutcomeName } from './stripe/outcomes.js';
@@ -17,8 +17,7 @@ import type { SubscriberStatus } from './types.js';
  * the same transaction, with no decision of its own. Pure: the clock is the caller's.
  */
 
-/** A scheduled lockout's rule, as a record keeps it. */
-export type ScheduledRule = NonNullable<Answer['rule']>;
+export type { ScheduledRule };
 
 /** The customer's record as stored. */
 export interface StoredSubscriber {

@@ -28,6 +28,8 @@ export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({ enforcement: 'ga
 /** Why a scheduled lockout happens: a grace that ends, or an escalation that falls due. */
 export const POLICY_RULES = ['grace_ended', 'escalated', 'policy_changed'] as const;
 export type PolicyRule = (typeof POLICY_RULES)[number];
+/** The rules a scheduled lockout can have (a change of policy schedules none). */
+export type ScheduledRule = Exclude<PolicyRule, 'policy_changed'>;
 
 /** Null when `value` is a valid (partial) policy; else the field at fault and why. */
 export function policyProblem(value: unknown): string | null {
@@ -59,7 +61,7 @@ export interface PolicyEpisode {
 export interface EpisodeAnswer {
   state: UnresolvedState;
   lockoutAtMs: number | null;
-  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+  rule: ScheduledRule | null;
 }
 
 /**
@@ -90,7 +92,7 @@ export interface Answer {
   /** While `warning`: the earliest scheduled lockout; null otherwise. */
   lockoutAtMs: number | null;
   /** The rule of that scheduled lockout. */
-  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+  rule: ScheduledRule | null;
   /** The index (in the episodes given) of the worst answered episode; null with none unresolved or under an override. */
   worst: number | null;
 }

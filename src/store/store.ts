@@ -4,7 +4,8 @@ import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
-import type { Derivation, Facts } from '../domain/stripe/derive.js';
+import type { ApplicableDerivation } from '../domain/stripe/decide.js';
+import type { Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/webhooks.js';
@@ -200,7 +201,7 @@ export interface StripeEventResult {
 }
 
 /** A relevant event's derivation: what the store applies. */
-export type StripeDerivation = Exclude<Derivation, { kind: 'irrelevant' }>;
+export type StripeDerivation = ApplicableDerivation;
 
 export interface StripeEventInput {
   event: StripeEventRecord;
