@@ -87,7 +87,13 @@ function payloadOf(id: string, slug: string, customerId: string, sequence: numbe
  * tier does not include downstream webhooks): then nothing is written, not even a sequence
  * number.
  */
-export function downstreamMessage(target: DownstreamTarget | null, customerId: string, change: DownstreamChange, cause: ChangeCause, now: Date): OutboxMessage | null {
+export function downstreamMessage(
+  target: DownstreamTarget | null,
+  customerId: string,
+  change: DownstreamChange,
+  cause: ChangeCause,
+  now: Date,
+): OutboxMessage | null {
   if (target === null || target.endpoints.length === 0) return null;
   const sequence = target.lastSequence + 1;
   return {

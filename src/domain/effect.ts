@@ -203,13 +203,20 @@ export function settle(
     override,
   );
   if (derived === null) {
-    if (before === null) return { before: null, after: null, subscriber: null, history: cause.source === 'admin' ? unchangedEntry(null, episode, cause) : null, message: null };
+    if (before === null)
+      return { before: null, after: null, subscriber: null, history: cause.source === 'admin' ? unchangedEntry(null, episode, cause) : null, message: null };
     return {
       before: previous,
       after: null,
       subscriber: { kind: 'delete' },
       history: { status: null, derivedStatus: null, reason: null, lockoutAtMs: null, effect: 'removed', episode, cause },
-      message: downstreamMessage(state.downstream, state.customerId, { type: 'subscriber.deleted', before: { status: before.status, reason: before.reason } }, cause, now),
+      message: downstreamMessage(
+        state.downstream,
+        state.customerId,
+        { type: 'subscriber.deleted', before: { status: before.status, reason: before.reason } },
+        cause,
+        now,
+      ),
     };
   }
   const { answer, payUrl } = answerNow(state, episodes, override, now);
@@ -217,7 +224,15 @@ export function settle(
   const overriddenAtMs = override === null ? null : override.atMs;
   const answeredChanged = before?.status !== after.status || before.reason !== after.reason;
   const changed = answeredChanged || before.derivedStatus !== derived.status;
-  const entry: HistoryRow = { status: after.status, derivedStatus: derived.status, reason: after.reason, lockoutAtMs: answer.lockoutAtMs, effect: 'changed', episode, cause };
+  const entry: HistoryRow = {
+    status: after.status,
+    derivedStatus: derived.status,
+    reason: after.reason,
+    lockoutAtMs: answer.lockoutAtMs,
+    effect: 'changed',
+    episode,
+    cause,
+  };
   const history = changed ? entry : cause.source === 'admin' ? { ...entry, effect: 'none' as const } : null;
   const same = !changed && before.overriddenAtMs === overriddenAtMs && before.lockoutAtMs === answer.lockoutAtMs && before.payUrl === payUrl;
   if (same) return { before: previous, after, subscriber: null, history, message: null };
@@ -233,7 +248,13 @@ export function settle(
     payUrl,
   };
   const message = answeredChanged
-    ? downstreamMessage(state.downstream, state.customerId, { type: 'subscriber.status_changed', before: previous, after, lockoutAtMs: answer.lockoutAtMs }, cause, now)
+    ? downstreamMessage(
+        state.downstream,
+        state.customerId,
+        { type: 'subscriber.status_changed', before: previous, after, lockoutAtMs: answer.lockoutAtMs },
+        cause,
+        now,
+      )
     : null;
   return { before: previous, after, subscriber: { kind: 'write', row }, history, message };
 }

@@ -4,7 +4,16 @@ import type { ChangeCause } from '../domain/history.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
 import { MAX_REVISED_FAILURES, decideStripeEvent, eventInvoiceIds } from '../domain/stripe/decide.js';
-import type { ApplicableDerivation, DeclineAtFailure, InvoiceContext, StoredDecline, StoredFailure, StoredInvoice, StripeApplyOutcome, StripeEvent } from '../domain/stripe/decide.js';
+import type {
+  ApplicableDerivation,
+  DeclineAtFailure,
+  InvoiceContext,
+  StoredDecline,
+  StoredFailure,
+  StoredInvoice,
+  StripeApplyOutcome,
+  StripeEvent,
+} from '../domain/stripe/decide.js';
 import type { Decline, InvoiceLink } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState, Position } from '../domain/stripe/fold.js';
 import type { SubscriberStatus } from '../domain/types.js';
@@ -94,7 +103,13 @@ function toEpisode(row: EpisodeRow): StoredEpisode {
 }
 
 function toInvoice(row: InvoiceRow): StoredInvoice {
-  return { invoiceId: row.invoice_id, customerId: row.processor_customer_id, episode: row.episode, autoCollected: row.auto_collected, firstInvoice: row.first_invoice };
+  return {
+    invoiceId: row.invoice_id,
+    customerId: row.processor_customer_id,
+    episode: row.episode,
+    autoCollected: row.auto_collected,
+    firstInvoice: row.first_invoice,
+  };
 }
 
 async function readSubscriber(tx: Queryable, tenantId: number, customerId: string): Promise<StoredSubscriber | null> {
@@ -145,7 +160,13 @@ export async function tenantPolicy(tx: Queryable, tenantId: number): Promise<Pol
      FROM tenants WHERE id = $1`,
     [tenantId],
   );
-  return row ? { enforcement: row.enforcement, grace_days: Number(row.grace_days), escalate_after_days: row.escalate_after_days === null ? null : Number(row.escalate_after_days) } : DEFAULT_POLICY;
+  return row
+    ? {
+        enforcement: row.enforcement,
+        grace_days: Number(row.grace_days),
+        escalate_after_days: row.escalate_after_days === null ? null : Number(row.escalate_after_days),
+      }
+    : DEFAULT_POLICY;
 }
 
 /**
@@ -224,7 +245,20 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
        DO UPDATE SET status = EXCLUDED.status, derived_status = EXCLUDED.derived_status, reason = EXCLUDED.reason,
          overridden_at = EXCLUDED.overridden_at, lockout_at = EXCLUDED.lockout_at, lockout_rule = EXCLUDED.lockout_rule, pay_url = EXCLUDED.pay_url,
          status_at = CASE WHEN $12 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
-      [tenantId, customerId, r.status, r.derivedStatus, r.reason, r.statusAt, date(r.overriddenAtMs), date(r.lockoutAtMs), r.lockoutRule, r.payUrl, now, r.statusChanged],
+      [
+        tenantId,
+        customerId,
+        r.status,
+        r.derivedStatus,
+        r.reason,
+        r.statusAt,
+        date(r.overriddenAtMs),
+        date(r.lockoutAtMs),
+        r.lockoutRule,
+        r.payUrl,
+        now,
+        r.statusChanged,
+      ],
     );
   }
   if (effect.history !== null) {
@@ -284,7 +318,14 @@ export async function recordDueLockout(tx: Queryable, tenantId: number, customer
  * An admin's action at `cause.occurredAt` (domain/effect.ts, decideAdminChange): an override,
  * its clearing, or a removal; stale when a Stripe event dated later has spoken.
  */
-export async function applyAdminChange(tx: Queryable, tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+export async function applyAdminChange(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  change: Change,
+  cause: ChangeCause,
+  now: Date,
+): Promise<ApplyOutcome> {
   await lockCustomer(tx, tenantId, customerId);
   const decision = decideAdminChange(await readCustomerState(tx, tenantId, customerId), change, cause, now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
@@ -310,7 +351,20 @@ async function recordInvoice(tx: Queryable, tenantId: number, customerId: string
        status = COALESCE(EXCLUDED.status, stripe_invoices.status),
        observed_at = EXCLUDED.observed_at
      WHERE stripe_invoices.observed_at IS NULL OR stripe_invoices.observed_at <= EXCLUDED.observed_at`,
-    [tenantId, invoice.invoiceId, customerId, invoice.episode, invoice.autoCollected, invoice.firstInvoice, m.amountDue, m.amountRemaining, m.currency, m.hostedInvoiceUrl, m.status, observedAt],
+    [
+      tenantId,
+      invoice.invoiceId,
+      customerId,
+      invoice.episode,
+      invoice.autoCollected,
+      invoice.firstInvoice,
+      m.amountDue,
+      m.amountRemaining,
+      m.currency,
+      m.hostedInvoiceUrl,
+      m.status,
+      observedAt,
+    ],
   );
   await linkPayments(tx, tenantId, invoice.paymentIds, invoice.invoiceId);
 }
@@ -443,7 +497,8 @@ async function recordInvoiceFacts(tx: Queryable, tenantId: number, customerId: s
     invoice,
     latestDeclines: d.invoice !== null ? await latestLinkedDeclines(tx, tenantId, customerId, invoice.invoiceId) : [],
     failures: own ? await storedFailures(tx, tenantId, customerId, invoice.invoiceId, event.eventId) : [],
-    ownDeclineAtFailure: change?.kind === 'episode' && change.failure !== undefined ? await declineAtFailure(tx, tenantId, customerId, invoice.invoiceId, event.created) : null,
+    ownDeclineAtFailure:
+      change?.kind === 'episode' && change.failure !== undefined ? await declineAtFailure(tx, tenantId, customerId, invoice.invoiceId, event.created) : null,
   };
 }
 

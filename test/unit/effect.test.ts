@@ -29,7 +29,16 @@ function episode(key: string, state: EpisodeState, reason: string, atMs: number,
 }
 
 function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
-  return { status: 'warning', derivedStatus: 'warning', reason: 'soft_decline', overriddenAtMs: null, lockoutAtMs: null, lockoutRule: null, payUrl: null, ...over };
+  return {
+    status: 'warning',
+    derivedStatus: 'warning',
+    reason: 'soft_decline',
+    overriddenAtMs: null,
+    lockoutAtMs: null,
+    lockoutRule: null,
+    payUrl: null,
+    ...over,
+  };
 }
 
 function target(over: Partial<DownstreamTarget> = {}): DownstreamTarget {
@@ -40,7 +49,13 @@ function state(over: Partial<CustomerState> = {}): CustomerState {
   return { customerId: 'cus_1', subscriber: null, episodes: [], tombstone: null, policy: DEFAULT_POLICY, invoices: new Map(), downstream: null, ...over };
 }
 
-const stripeCause = (occurredAt = NOW): ChangeCause => ({ source: 'stripe', eventId: 'evt_1', eventType: 'invoice.payment_failed', declineCode: null, occurredAt });
+const stripeCause = (occurredAt = NOW): ChangeCause => ({
+  source: 'stripe',
+  eventId: 'evt_1',
+  eventType: 'invoice.payment_failed',
+  declineCode: null,
+  occurredAt,
+});
 const adminCause = (occurredAt = NOW): ChangeCause => ({ source: 'admin', eventId: 'adm_1', eventType: null, declineCode: null, occurredAt });
 const policy = (over: Partial<Policy>): Policy => ({ ...DEFAULT_POLICY, ...over });
 
@@ -81,9 +96,17 @@ describe('settle', () => {
       expected: {
         before: null,
         after: { status: 'warning', reason: 'soft_decline' },
-        subscriber: { kind: 'write', row: { status: 'warning', derivedStatus: 'warning', statusChanged: true, statusAt: NOW, lockoutAtMs: null, payUrl: null } },
+        subscriber: {
+          kind: 'write',
+          row: { status: 'warning', derivedStatus: 'warning', statusChanged: true, statusAt: NOW, lockoutAtMs: null, payUrl: null },
+        },
         history: { status: 'warning', derivedStatus: 'warning', effect: 'changed' },
-        message: { type: 'subscriber.status_changed', sequence: 5, endpointKeys: [7], payload: { data: { from: null, to: 'warning', reason: 'soft_decline' } } },
+        message: {
+          type: 'subscriber.status_changed',
+          sequence: 5,
+          endpointKeys: [7],
+          payload: { data: { from: null, to: 'warning', reason: 'soft_decline' } },
+        },
       },
     },
     {
@@ -113,9 +136,18 @@ describe('settle', () => {
     },
     {
       name: 'monitor: the derived status changes, the answer does not; a history entry and no message',
-      given: state({ subscriber: subscriber({ status: 'active', derivedStatus: 'warning', reason: 'retries_exhausted' }), policy: policy({ enforcement: 'monitor' }), downstream: target() }),
+      given: state({
+        subscriber: subscriber({ status: 'active', derivedStatus: 'warning', reason: 'retries_exhausted' }),
+        policy: policy({ enforcement: 'monitor' }),
+        downstream: target(),
+      }),
       episodes: [lockout],
-      expected: { after: { status: 'active', reason: 'retries_exhausted' }, subscriber: { row: { status: 'active', derivedStatus: 'lockout', statusChanged: true } }, history: { effect: 'changed' }, message: null },
+      expected: {
+        after: { status: 'active', reason: 'retries_exhausted' },
+        subscriber: { row: { status: 'active', derivedStatus: 'lockout', statusChanged: true } },
+        history: { effect: 'changed' },
+        message: null,
+      },
     },
     {
       name: 'the open invoice behind the worst episode gives the pay link; only it changed: the record, no entry, no message',
@@ -156,7 +188,11 @@ describe('decideAdminChange', () => {
       name: 'a status over the episodes: applied, as an override of now',
       given: state({ episodes: [warning], subscriber: subscriber() }),
       change: set,
-      expected: { outcome: 'applied', after: { status: 'lockout', reason: 'manual' }, effect: { subscriber: { row: { derivedStatus: 'lockout', overriddenAtMs: T } }, history: { effect: 'changed', cause: { adminAction: 'set_status' } } } },
+      expected: {
+        outcome: 'applied',
+        after: { status: 'lockout', reason: 'manual' },
+        effect: { subscriber: { row: { derivedStatus: 'lockout', overriddenAtMs: T } }, history: { effect: 'changed', cause: { adminAction: 'set_status' } } },
+      },
     },
     {
       name: 'a status when an event of a later second has spoken: stale, nothing written',
@@ -209,7 +245,11 @@ describe('decideDueLockout and decideReanswer', () => {
 
   it.each([
     { name: 'no record: nothing due', given: state(), expected: { outcome: 'not_due', effect: { subscriber: null, history: null } } },
-    { name: 'a lockout still ahead: nothing due', given: state({ subscriber: { ...graced, lockoutAtMs: T + 1 } }), expected: { outcome: 'not_due', effect: { subscriber: null } } },
+    {
+      name: 'a lockout still ahead: nothing due',
+      given: state({ subscriber: { ...graced, lockoutAtMs: T + 1 } }),
+      expected: { outcome: 'not_due', effect: { subscriber: null } },
+    },
     {
       name: 'a grace that ended: recorded as of its time, with its rule',
       given: state({ episodes: [lockout], subscriber: graced, policy: policy({ grace_days: 3 }), downstream: target() }),
@@ -219,7 +259,9 @@ describe('decideDueLockout and decideReanswer', () => {
         effect: {
           subscriber: { row: { status: 'lockout', lockoutAtMs: null, statusAt: new Date(T - DAY) } },
           history: { status: 'lockout', cause: { source: 'policy', policyRule: 'grace_ended', occurredAt: new Date(T - DAY) } },
-          message: { payload: { data: { from: 'warning', to: 'lockout', cause: { source: 'policy', rule: 'grace_ended' }, occurred_at: '2026-04-30T12:00:00.000Z' } } },
+          message: {
+            payload: { data: { from: 'warning', to: 'lockout', cause: { source: 'policy', rule: 'grace_ended' }, occurred_at: '2026-04-30T12:00:00.000Z' } },
+          },
         },
       },
     },
@@ -227,13 +269,32 @@ describe('decideDueLockout and decideReanswer', () => {
     expect(decideDueLockout(given, NOW)).toMatchObject(expected);
   });
 
-  const changed: ChangeCause = { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(T - 60_000), policyRule: 'policy_changed' };
+  const changed: ChangeCause = {
+    source: 'policy',
+    eventId: null,
+    eventType: null,
+    declineCode: null,
+    occurredAt: new Date(T - 60_000),
+    policyRule: 'policy_changed',
+  };
   it.each([
-    { name: 'no record: unknown, nothing written', given: state({ episodes: [lockout] }), expected: { outcome: 'unknown', effect: { subscriber: null, history: null } } },
+    {
+      name: 'no record: unknown, nothing written',
+      given: state({ episodes: [lockout] }),
+      expected: { outcome: 'unknown', effect: { subscriber: null, history: null } },
+    },
     {
       name: 'banner_only: a lockout is answered warning',
-      given: state({ episodes: [lockout], subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'retries_exhausted' }), policy: policy({ enforcement: 'banner_only' }) }),
-      expected: { outcome: 'answered', after: { status: 'warning' }, effect: { subscriber: { row: { status: 'warning', derivedStatus: 'lockout' } }, history: { cause: { policyRule: 'policy_changed' } } } },
+      given: state({
+        episodes: [lockout],
+        subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'retries_exhausted' }),
+        policy: policy({ enforcement: 'banner_only' }),
+      }),
+      expected: {
+        outcome: 'answered',
+        after: { status: 'warning' },
+        effect: { subscriber: { row: { status: 'warning', derivedStatus: 'lockout' } }, history: { cause: { policyRule: 'policy_changed' } } },
+      },
     },
     {
       name: 'an override stands through a policy change',
@@ -246,7 +307,12 @@ describe('decideDueLockout and decideReanswer', () => {
 });
 
 describe('downstreamMessage', () => {
-  const change = { type: 'subscriber.status_changed', before: { status: 'active', reason: 'paid' }, after: { status: 'warning', reason: 'soft_decline' }, lockoutAtMs: null } as const;
+  const change = {
+    type: 'subscriber.status_changed',
+    before: { status: 'active', reason: 'paid' },
+    after: { status: 'warning', reason: 'soft_decline' },
+    lockoutAtMs: null,
+  } as const;
 
   it('is the whole message: envelope, sequence, cause and data, in the order sent', () => {
     const message = downstreamMessage(target(), 'cus_1', change, stripeCause(new Date(T - 1000)), NOW);
@@ -292,7 +358,11 @@ describe('downstreamMessage', () => {
       }),
       expected: { sequence: 5, endpointKeys: [1, 4] },
     },
-    { name: 'every endpoint disabled: kept, delivered to none', given: target({ endpoints: [{ key: 2, enabled: false, eventTypes: null }], lastSequence: 0 }), expected: { sequence: 1, endpointKeys: [] } },
+    {
+      name: 'every endpoint disabled: kept, delivered to none',
+      given: target({ endpoints: [{ key: 2, enabled: false, eventTypes: null }], lastSequence: 0 }),
+      expected: { sequence: 1, endpointKeys: [] },
+    },
   ])('$name', ({ given, expected }) => {
     const message = downstreamMessage(given, 'cus_1', change, stripeCause(), NOW);
     if (expected === null) expect(message).toBeNull();
@@ -300,10 +370,18 @@ describe('downstreamMessage', () => {
   });
 
   it.each([
-    [{ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, adminAction: 'delete' } as ChangeCause, { source: 'admin', action: 'delete' }],
+    [
+      { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, adminAction: 'delete' } as ChangeCause,
+      { source: 'admin', action: 'delete' },
+    ],
     [{ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW } as ChangeCause, { source: 'admin', action: 'set_status' }],
-    [{ source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, policyRule: 'escalated' } as ChangeCause, { source: 'policy', rule: 'escalated' }],
+    [
+      { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, policyRule: 'escalated' } as ChangeCause,
+      { source: 'policy', rule: 'escalated' },
+    ],
   ])('tells the cause %j as %j', (cause, told) => {
-    expect(downstreamMessage(target(), 'cus_1', { type: 'subscriber.deleted', before: { status: 'lockout', reason: 'manual' } }, cause, NOW)?.payload.data.cause).toEqual(told);
+    expect(
+      downstreamMessage(target(), 'cus_1', { type: 'subscriber.deleted', before: { status: 'lockout', reason: 'manual' } }, cause, NOW)?.payload.data.cause,
+    ).toEqual(told);
   });
 });

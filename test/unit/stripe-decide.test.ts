@@ -34,16 +34,42 @@ function episode(key: string, state: EpisodeState, reason: string, atMs: number,
 }
 
 function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
-  return { status: 'warning', derivedStatus: 'warning', reason: 'soft_decline', overriddenAtMs: null, lockoutAtMs: null, lockoutRule: null, payUrl: null, ...over };
+  return {
+    status: 'warning',
+    derivedStatus: 'warning',
+    reason: 'soft_decline',
+    overriddenAtMs: null,
+    lockoutAtMs: null,
+    lockoutRule: null,
+    payUrl: null,
+    ...over,
+  };
 }
 
 const target: DownstreamTarget = { slug: 'acme', endpoints: [{ key: 1, enabled: true, eventTypes: null }], lastSequence: 0, messageId: 'msg_test' };
 
 function state(over: Partial<StripeEventState> = {}): StripeEventState {
-  return { customerId: CUS, subscriber: null, episodes: [], tombstone: null, policy: DEFAULT_POLICY, invoices: new Map(), downstream: target, invoice: null, ...over };
+  return {
+    customerId: CUS,
+    subscriber: null,
+    episodes: [],
+    tombstone: null,
+    policy: DEFAULT_POLICY,
+    invoices: new Map(),
+    downstream: target,
+    invoice: null,
+    ...over,
+  };
 }
 
-const storedInvoice = (over: Partial<StoredInvoice> = {}): StoredInvoice => ({ invoiceId: 'in_1', customerId: CUS, episode: 'sub_1', autoCollected: true, firstInvoice: false, ...over });
+const storedInvoice = (over: Partial<StoredInvoice> = {}): StoredInvoice => ({
+  invoiceId: 'in_1',
+  customerId: CUS,
+  episode: 'sub_1',
+  autoCollected: true,
+  firstInvoice: false,
+  ...over,
+});
 
 function context(over: Partial<InvoiceContext> = {}): InvoiceContext {
   return { invoice: storedInvoice(), latestDeclines: [], failures: [], ownDeclineAtFailure: null, ...over };
@@ -129,7 +155,16 @@ describe('decideStripeEvent', () => {
         before: null,
         after: { status: 'warning', reason: 'subscription_past_due' },
         effect: {
-          episodes: [{ key: 'sub_1', state: 'warning', position: { atMs: T, rank: RANKS.warning, eventId: 'evt_new' }, dunningStartedAtMs: T, resolvedAtMs: null, invoiceId: 'in_1' }],
+          episodes: [
+            {
+              key: 'sub_1',
+              state: 'warning',
+              position: { atMs: T, rank: RANKS.warning, eventId: 'evt_new' },
+              dunningStartedAtMs: T,
+              resolvedAtMs: null,
+              invoiceId: 'in_1',
+            },
+          ],
           subscriber: { kind: 'write', row: { status: 'warning', statusChanged: true } },
           history: { effect: 'changed', episode: 'sub_1', cause: { source: 'stripe', eventId: 'evt_new' } },
           message: { type: 'subscriber.status_changed', sequence: 1 },
@@ -143,7 +178,12 @@ describe('decideStripeEvent', () => {
       expected: {
         outcome: 'stale',
         after: { status: 'warning', reason: 'soft_decline' },
-        effect: { episodes: [{ key: 'sub_1', reason: 'soft_decline', dunningStartedAtMs: T, position: { atMs: T + H } }], subscriber: null, history: null, message: null },
+        effect: {
+          episodes: [{ key: 'sub_1', reason: 'soft_decline', dunningStartedAtMs: T, position: { atMs: T + H } }],
+          subscriber: null,
+          history: null,
+          message: null,
+        },
       },
     },
     {
@@ -159,7 +199,10 @@ describe('decideStripeEvent', () => {
       expected: {
         outcome: 'applied',
         after: { status: 'active', reason: 'paid' },
-        effect: { episodes: [{ state: 'resolved', dunningStartedAtMs: T - H, resolvedAtMs: T }], message: { payload: { data: { from: 'warning', to: 'active' } } } },
+        effect: {
+          episodes: [{ state: 'resolved', dunningStartedAtMs: T - H, resolvedAtMs: T }],
+          message: { payload: { data: { from: 'warning', to: 'active' } } },
+        },
       },
     },
     {
@@ -168,7 +211,12 @@ describe('decideStripeEvent', () => {
       event: decline(true),
       expected: {
         outcome: 'pending',
-        effect: { episodes: [], subscriber: null, history: { effect: 'none', status: 'warning', episode: null, cause: { eventId: 'evt_decline' } }, message: null },
+        effect: {
+          episodes: [],
+          subscriber: null,
+          history: { effect: 'none', status: 'warning', episode: null, cause: { eventId: 'evt_decline' } },
+          message: null,
+        },
       },
     },
     {
@@ -242,14 +290,31 @@ describe('decideStripeEvent', () => {
       given: state({
         episodes: [episode('sub_1', 'warning', 'soft_decline', T + H, { position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' } })],
         subscriber: subscriber(),
-        invoice: context({ failures: [{ eventId: 'evt_failed', createdMs: T + H, facts: { invoice: 'in_1', next_payment_attempt: 1_790_000_000 }, declineAtFailure: { hard: true, code: 'lost_card' } }] }),
+        invoice: context({
+          failures: [
+            {
+              eventId: 'evt_failed',
+              createdMs: T + H,
+              facts: { invoice: 'in_1', next_payment_attempt: 1_790_000_000 },
+              declineAtFailure: { hard: true, code: 'lost_card' },
+            },
+          ],
+        }),
       }),
       event: decline(true, T),
       expected: {
         outcome: 'stale',
         after: { status: 'lockout', reason: 'hard_decline' },
         effect: {
-          episodes: [{ state: 'lockout', reason: 'hard_decline', declineCode: 'lost_card', dunningStartedAtMs: T, position: { atMs: T + H, rank: RANKS.lockout, eventId: 'evt_failed' } }],
+          episodes: [
+            {
+              state: 'lockout',
+              reason: 'hard_decline',
+              declineCode: 'lost_card',
+              dunningStartedAtMs: T,
+              position: { atMs: T + H, rank: RANKS.lockout, eventId: 'evt_failed' },
+            },
+          ],
           message: { payload: { data: { from: 'warning', to: 'lockout' } } },
         },
       },
@@ -257,32 +322,57 @@ describe('decideStripeEvent', () => {
     {
       name: 'a soft decline of a later attempt, linked after the failure: the failure restated in place as soft, below its hard outcome',
       given: state({
-        episodes: [episode('sub_1', 'lockout', 'hard_decline', T + H, { position: { atMs: T + H, rank: RANKS.lockout, eventId: 'evt_failed' }, declineCode: 'lost_card' })],
+        episodes: [
+          episode('sub_1', 'lockout', 'hard_decline', T + H, {
+            position: { atMs: T + H, rank: RANKS.lockout, eventId: 'evt_failed' },
+            declineCode: 'lost_card',
+          }),
+        ],
         subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'hard_decline' }),
-        invoice: context({ failures: [{ eventId: 'evt_failed', createdMs: T + H, facts: { invoice: 'in_1', next_payment_attempt: 1_790_000_000 }, declineAtFailure: { hard: false, code: 'insufficient_funds' } }] }),
+        invoice: context({
+          failures: [
+            {
+              eventId: 'evt_failed',
+              createdMs: T + H,
+              facts: { invoice: 'in_1', next_payment_attempt: 1_790_000_000 },
+              declineAtFailure: { hard: false, code: 'insufficient_funds' },
+            },
+          ],
+        }),
       }),
       event: decline(false, T, 'evt_soft'),
       expected: {
         outcome: 'stale',
         after: { status: 'warning', reason: 'soft_decline' },
-        effect: { episodes: [{ state: 'warning', reason: 'soft_decline', declineCode: null, position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' } }] },
+        effect: {
+          episodes: [{ state: 'warning', reason: 'soft_decline', declineCode: null, position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' } }],
+        },
       },
     },
     {
       name: "an event of a later second ends an admin's override",
-      given: state({ episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)], subscriber: subscriber({ status: 'active', derivedStatus: 'active', reason: 'manual', overriddenAtMs: T - 1000 }) }),
+      given: state({
+        episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)],
+        subscriber: subscriber({ status: 'active', derivedStatus: 'active', reason: 'manual', overriddenAtMs: T - 1000 }),
+      }),
       event: paid,
       expected: { outcome: 'applied', after: { status: 'active', reason: 'paid' }, effect: { subscriber: { row: { overriddenAtMs: null } } } },
     },
     {
       name: "an event of the override's second leaves it standing",
-      given: state({ episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)], subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'manual', overriddenAtMs: T + 500 }) }),
+      given: state({
+        episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)],
+        subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'manual', overriddenAtMs: T + 500 }),
+      }),
       event: paid,
       expected: { outcome: 'applied', after: { status: 'lockout', reason: 'manual' }, effect: { subscriber: null, history: null } },
     },
     {
       name: 'the customer deleted: its older episodes go, the tombstone is set, the record goes',
-      given: state({ episodes: [episode('sub_1', 'warning', 'soft_decline', T - H), episode('sub_2', 'warning', 'soft_decline', T + H)], subscriber: subscriber() }),
+      given: state({
+        episodes: [episode('sub_1', 'warning', 'soft_decline', T - H), episode('sub_2', 'warning', 'soft_decline', T + H)],
+        subscriber: subscriber(),
+      }),
       event: deleted,
       expected: {
         outcome: 'applied',
@@ -306,13 +396,37 @@ describe('olderEventRun', () => {
     episode('sub_1', state, 'x', T, { dunningStartedAtMs: startMs, resolvedAtMs: resolvedMs });
 
   it.each([
-    { name: 'a failure before the run started: the run starts at it', row: run('warning', T, null), state: 'warning', at: T - H, expected: { startMs: T - H, resolvedMs: null } },
+    {
+      name: 'a failure before the run started: the run starts at it',
+      row: run('warning', T, null),
+      state: 'warning',
+      at: T - H,
+      expected: { startMs: T - H, resolvedMs: null },
+    },
     { name: 'a failure within the run: nothing to change', row: run('warning', T - 2 * H, null), state: 'lockout', at: T - H, expected: null },
     { name: 'a failure before the last resolution: nothing to change', row: run('warning', T, T - H), state: 'warning', at: T - 2 * H, expected: null },
     { name: 'a failure of a resolved episode: nothing to change', row: run('resolved', null, T), state: 'warning', at: T - H, expected: null },
-    { name: 'a resolution within the run ends it: the run began at the failure that set the state', row: run('lockout', T - 2 * H, null), state: 'resolved', at: T - H, expected: { startMs: T, resolvedMs: T - H } },
-    { name: 'a resolution after the last known one: it is the last resolution', row: run('resolved', null, T - 2 * H), state: 'resolved', at: T - H, expected: { startMs: null, resolvedMs: T - H } },
-    { name: 'a resolution before the last known one, the run begun after it: nothing to change', row: run('warning', T, T - H), state: 'resolved', at: T - 2 * H, expected: null },
+    {
+      name: 'a resolution within the run ends it: the run began at the failure that set the state',
+      row: run('lockout', T - 2 * H, null),
+      state: 'resolved',
+      at: T - H,
+      expected: { startMs: T, resolvedMs: T - H },
+    },
+    {
+      name: 'a resolution after the last known one: it is the last resolution',
+      row: run('resolved', null, T - 2 * H),
+      state: 'resolved',
+      at: T - H,
+      expected: { startMs: null, resolvedMs: T - H },
+    },
+    {
+      name: 'a resolution before the last known one, the run begun after it: nothing to change',
+      row: run('warning', T, T - H),
+      state: 'resolved',
+      at: T - 2 * H,
+      expected: null,
+    },
   ] as const)('$name', ({ row, state, at, expected }) => {
     expect(olderEventRun(row, state, at)).toEqual(expected);
   });

@@ -279,7 +279,12 @@ function reviseInvoiceFailures(fold: EpisodeFold, customerId: string, context: I
   let standing = override;
   for (const f of context.failures) {
     const declineCode = typeof f.facts.decline_code === 'string' ? f.facts.decline_code : null;
-    const e = invoiceFailureEvent(context.invoice, invoiceFailureOfFacts(f.facts), { eventId: f.eventId, createdMs: f.createdMs, declineCode }, f.declineAtFailure);
+    const e = invoiceFailureEvent(
+      context.invoice,
+      invoiceFailureOfFacts(f.facts),
+      { eventId: f.eventId, createdMs: f.createdMs, declineCode },
+      f.declineAtFailure,
+    );
     if (e === null) continue;
     if (fold.restate(e)) continue;
     standing = fold.apply([e], standing).override;
@@ -288,7 +293,15 @@ function reviseInvoiceFailures(fold: EpisodeFold, customerId: string, context: I
 }
 
 /** The decision once the episodes are folded: the customer settled, and what was written. */
-function settled<O>(state: CustomerState, fold: EpisodeFold, outcome: O, standing: Override | null, cause: ChangeCause, episode: string | null, now: Date): Decision<O> {
+function settled<O>(
+  state: CustomerState,
+  fold: EpisodeFold,
+  outcome: O,
+  standing: Override | null,
+  cause: ChangeCause,
+  episode: string | null,
+  now: Date,
+): Decision<O> {
   const { before, after, ...written } = settle(state, fold.episodes(), standing, cause, episode, now);
   return { outcome, before, after, effect: { ...noEffect(), episodes: fold.changed(), ...written } };
 }
@@ -300,7 +313,13 @@ function settled<O>(state: CustomerState, fold: EpisodeFold, outcome: O, standin
  */
 export function decideStripeEvent(state: StripeEventState, event: StripeEvent, now: Date): Decision<StripeApplyOutcome> {
   const { derivation } = event;
-  const cause: ChangeCause = { source: 'stripe', eventId: event.eventId, eventType: event.eventType, declineCode: event.declineCode, occurredAt: event.created };
+  const cause: ChangeCause = {
+    source: 'stripe',
+    eventId: event.eventId,
+    eventType: event.eventType,
+    declineCode: event.declineCode,
+    occurredAt: event.created,
+  };
   const atMs = event.created.getTime();
   const context = state.invoice;
   const fold = new EpisodeFold(state.episodes, state.tombstone);
@@ -325,7 +344,12 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
     if (context === null || context.invoice.customerId !== state.customerId) {
       // A one-off payment, or an invoice not heard of yet: kept for the record, and applied
       // when an invoice event names this payment.
-      return { outcome: 'pending', before: statusOf(state.subscriber), after: statusOf(state.subscriber), effect: { ...noEffect(), history: unchangedEntry(state.subscriber, null, cause) } };
+      return {
+        outcome: 'pending',
+        before: statusOf(state.subscriber),
+        after: statusOf(state.subscriber),
+        effect: { ...noEffect(), history: unchangedEntry(state.subscriber, null, cause) },
+      };
     }
     const own = declineEvent({ eventId: event.eventId, createdMs: atMs, hard: change.decline.hard, declineCode: change.decline.code }, context.invoice);
     if (own === null) return unchanged(state, 'ignored');
@@ -344,7 +368,12 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
   };
   if (change.failure !== undefined && derivation.invoice !== null && context !== null) {
     // An invoice failure: the decline linked to the invoice tells whether it was hard.
-    const weighed = invoiceFailureEvent(context.invoice, change.failure, { eventId: event.eventId, createdMs: atMs, declineCode: event.declineCode }, context.ownDeclineAtFailure);
+    const weighed = invoiceFailureEvent(
+      context.invoice,
+      change.failure,
+      { eventId: event.eventId, createdMs: atMs, declineCode: event.declineCode },
+      context.ownDeclineAtFailure,
+    );
     if (weighed !== null) {
       own = { ...weighed, episode: change.episode };
       cause.declineCode = own.declineCode;
