@@ -1,7 +1,7 @@
 import type { ChangeCause } from './history.js';
 import { formatLockoutAt } from './policy.js';
 import type { CustomerStatus } from './stripe/fold.js';
-import type { WebhookCause, WebhookEventType, WebhookPayload } from './webhooks.js';
+import type { DownstreamCause, DownstreamEventType, DownstreamPayload } from './downstream-endpoints.js';
 
 /**
  * The downstream message of a change (docs/webhooks.md): what a tenant's backend hears of one
@@ -43,10 +43,10 @@ export type DownstreamChange =
 /** A message for the outbox, and the deliveries it starts. */
 export interface OutboxMessage {
   id: string;
-  type: WebhookEventType;
+  type: DownstreamEventType;
   /** The customer's next sequence number: receivers order a customer's messages by it. */
   sequence: number;
-  payload: WebhookPayload;
+  payload: DownstreamPayload;
   /**
    * The endpoints it is delivered to: the enabled ones that take its type. A message is kept
    * even when there is none, so that a replay can send it once one is enabled again.
@@ -55,14 +55,14 @@ export interface OutboxMessage {
 }
 
 /** A change's cause as a message tells it. */
-export function webhookCause(cause: ChangeCause): WebhookCause {
+export function webhookCause(cause: ChangeCause): DownstreamCause {
   if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
   if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
   const action = { source: 'admin' as const, action: cause.adminAction ?? 'set_status' };
   return cause.secretKeyId === undefined ? action : { ...action, secret_key_id: cause.secretKeyId };
 }
 
-function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: DownstreamChange, cause: ChangeCause, now: Date): WebhookPayload {
+function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: DownstreamChange, cause: ChangeCause, now: Date): DownstreamPayload {
   const common = { processor_customer_id: customerId, sequence, cause: webhookCause(cause), occurred_at: cause.occurredAt.toISOString() };
   const envelope = { id, tenant: slug, timestamp: now.toISOString() };
   if (change.type === 'subscriber.deleted') {

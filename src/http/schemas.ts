@@ -15,8 +15,8 @@ import {
   ENDPOINT_ID_RE,
   MAX_DESCRIPTION_LENGTH,
   MESSAGE_ID_RE,
-  WEBHOOK_EVENT_TYPES,
-} from '../domain/webhooks.js';
+  DOWNSTREAM_EVENT_TYPES,
+} from '../domain/downstream-endpoints.js';
 import { STRIPE_EVENT_OUTCOME_DESCRIPTIONS, STRIPE_EVENT_OUTCOMES } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, STATUSES, TIER_NAME_PATTERN } from '../domain/types.js';
@@ -451,8 +451,8 @@ export const StripeEventOutcome = Type.Unsafe<StripeEventOutcomeName>(
 /* Downstream webhooks (docs/webhooks.md). */
 
 export const MAX_WEBHOOK_PAGE = 500;
-const EventType = oneOf(WEBHOOK_EVENT_TYPES);
-const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true });
+const EventType = oneOf(DOWNSTREAM_EVENT_TYPES);
+const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: DOWNSTREAM_EVENT_TYPES.length, uniqueItems: true });
 const EndpointUrl = Text({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
 const Description = Text({ maxLength: MAX_DESCRIPTION_LENGTH });
 

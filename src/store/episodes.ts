@@ -18,7 +18,7 @@ import type { Decline, InvoiceLink } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState, Position } from '../domain/stripe/fold.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Queryable } from './db.js';
-import { downstreamTarget, writeOutboxMessage } from './webhooks.js';
+import { downstreamTarget, writeOutboxMessage } from './downstream.js';
 
 /**
  * The SQL side of docs/stripe.md, statuses from dunning episodes. Every write about a customer

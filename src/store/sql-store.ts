@@ -13,7 +13,7 @@ import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './looku
 import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './status-feed.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import { rotateIn } from './credentials.js';
-import { SqlWebhookStore } from './webhooks.js';
+import { SqlDownstreamStore } from './downstream.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
 import type { TenantRow } from './tenants.js';
 import type {
@@ -223,7 +223,7 @@ class DryRun extends Error {
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
-  readonly webhooks: SqlWebhookStore;
+  readonly downstream: SqlDownstreamStore;
   private readonly listeners = new Set<() => void>();
 
   /** Seals HMAC and Stripe signing secrets on write, opens them on read; default: clear text. */
@@ -235,7 +235,7 @@ export class SqlStore implements Store {
   ) {
     this.engine = db.engine;
     this.secrets = options.secrets ?? SecretBox.clear();
-    this.webhooks = new SqlWebhookStore(db, this.secrets);
+    this.downstream = new SqlDownstreamStore(db, this.secrets);
   }
 
   onCommit(listener: () => void): () => void {

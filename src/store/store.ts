@@ -8,7 +8,7 @@ import type { ApplicableDerivation } from '../domain/stripe/decide.js';
 import type { Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/webhooks.js';
+import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/downstream-endpoints.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
@@ -412,12 +412,12 @@ export interface Maintenance {
 export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
-  readonly webhooks: WebhookStore;
+  readonly downstream: DownstreamStore;
   close(): Promise<void>;
 }
 
 /** A downstream webhook endpoint of a tenant (docs/webhooks.md). */
-export interface WebhookEndpointRecord {
+export interface DownstreamEndpointRecord {
   /** The public id (ep_...). */
   id: string;
   url: string;
@@ -438,7 +438,7 @@ export interface WebhookEndpointRecord {
   updatedAt: Date;
 }
 
-export interface NewWebhookEndpoint {
+export interface NewDownstreamEndpoint {
   url: string;
   description: string;
   eventTypes: string[] | null;
@@ -446,9 +446,9 @@ export interface NewWebhookEndpoint {
 }
 
 /** The endpoint created, or why not: the tenant has as many as allowed, or is gone. */
-export type CreateEndpointResult = WebhookEndpointRecord | 'limit_reached' | 'tenant_not_found';
+export type CreateEndpointResult = DownstreamEndpointRecord | 'limit_reached' | 'tenant_not_found';
 
-export interface WebhookEndpointPatch {
+export interface DownstreamEndpointPatch {
   url?: string;
   description?: string;
   eventTypes?: string[] | null;
@@ -457,7 +457,7 @@ export interface WebhookEndpointPatch {
 
 export type { DeliveryOutcome };
 
-export interface WebhookAttemptRecord {
+export interface DownstreamAttemptRecord {
   messageId: string;
   attemptedAt: Date;
   statusCode: number | null;
@@ -466,7 +466,7 @@ export interface WebhookAttemptRecord {
   error: string | null;
 }
 
-export interface WebhookMessageRecord {
+export interface DownstreamMessageRecord {
   messageId: string;
   type: string;
   processorCustomerId: string;
@@ -549,18 +549,18 @@ export interface EndpointStore {
    * A new endpoint, unless the tenant has `maxPerTenant` already (counted and inserted under
    * the tenant's row lock, so that the limit holds whatever runs in parallel).
    */
-  createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
-  listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]>;
-  getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null>;
+  createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
+  listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]>;
+  getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null>;
   /** Enabling clears the reason it was disabled and its failing streak. */
-  updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null>;
+  updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null>;
   deleteEndpoint(tenantId: number, id: string): Promise<boolean>;
   /** A new signing secret; the current one keeps signing for `overlapS` seconds. False: no such endpoint. */
   rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean>;
   /** The endpoint's latest attempts, newest first. */
-  listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null>;
+  listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null>;
   /** The endpoint's messages, newest first, optionally of one state. */
-  listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null>;
+  listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null>;
   /** Queues the message for the endpoint again, now, for a new retry window. */
   retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
   /**
@@ -584,4 +584,4 @@ export interface DeliveryQueue {
 }
 
 /** The outbox of downstream webhooks: its endpoints and its queue. */
-export interface WebhookStore extends EndpointStore, DeliveryQueue {}
+export interface DownstreamStore extends EndpointStore, DeliveryQueue {}

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/webhooks.js';
+import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/downstream-endpoints.js';
 import type { DownstreamTarget, OutboxMessage } from '../domain/downstream.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import { rotateIn } from './credentials.js';
@@ -10,14 +10,14 @@ import type {
   ClaimResult,
   ClaimedDelivery,
   CreateEndpointResult,
-  NewWebhookEndpoint,
+  NewDownstreamEndpoint,
   ReplayPage,
   ReplayRange,
-  WebhookAttemptRecord,
-  WebhookEndpointPatch,
-  WebhookEndpointRecord,
-  WebhookMessageRecord,
-  WebhookStore,
+  DownstreamAttemptRecord,
+  DownstreamEndpointPatch,
+  DownstreamEndpointRecord,
+  DownstreamMessageRecord,
+  DownstreamStore,
 } from './store.js';
 
 /**
@@ -93,7 +93,7 @@ interface EndpointRow {
   description: string;
   event_types: string[] | null;
   enabled: boolean;
-  disabled_reason: WebhookEndpointRecord['disabledReason'];
+  disabled_reason: DownstreamEndpointRecord['disabledReason'];
   disabled_detail: string | null;
   disabled_at: Date | null;
   failing_since: Date | null;
@@ -110,7 +110,7 @@ const ENDPOINT_SELECT = `SELECT e.id, e.uid, e.url, e.description, e.event_types
        FROM tenant_credentials c WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $2)) AS secrets
   FROM webhook_endpoints e`;
 
-function toEndpoint(row: EndpointRow): WebhookEndpointRecord {
+function toEndpoint(row: EndpointRow): DownstreamEndpointRecord {
   const date = (v: Date | string | null) => (v === null ? null : new Date(v));
   return {
     id: row.uid,
@@ -169,18 +169,18 @@ async function requeue(q: Queryable, endpoint: number, eventKeys: readonly numbe
   return rows.length;
 }
 
-export class SqlWebhookStore implements WebhookStore {
+export class SqlDownstreamStore implements DownstreamStore {
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretBox,
   ) {}
 
-  private async endpointById(q: Queryable, id: number, now: Date): Promise<WebhookEndpointRecord | null> {
+  private async endpointById(q: Queryable, id: number, now: Date): Promise<DownstreamEndpointRecord | null> {
     const [row] = await q.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.id = $1`, [id, now]);
     return row ? toEndpoint(row) : null;
   }
 
-  async createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
+  async createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
     return this.db.transaction(async (tx) => {
       // The count and the insert under the tenant row's lock: creations for one tenant take
       // their turn, so that parallel ones cannot each see room for one more. NO KEY UPDATE
@@ -205,18 +205,18 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]> {
+  async listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]> {
     const rows = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 ORDER BY e.id`, [tenantId, now]);
     return rows.map(toEndpoint);
   }
 
-  async getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null> {
+  async getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null> {
     const [row] = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 AND e.uid = $3`, [tenantId, now, id]);
     return row ? toEndpoint(row) : null;
   }
 
-  async updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null> {
-    const fields = Object.keys(patch).filter((k) => patch[k as keyof WebhookEndpointPatch] !== undefined);
+  async updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null> {
+    const fields = Object.keys(patch).filter((k) => patch[k as keyof DownstreamEndpointPatch] !== undefined);
     return this.db.transaction(async (tx) => {
       const [row] = await tx.query<{ id: number }>(
         `UPDATE webhook_endpoints SET
@@ -260,10 +260,10 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null> {
+  async listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
-    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: WebhookAttemptRecord['outcome']; error: string | null }>(
+    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: DownstreamAttemptRecord['outcome']; error: string | null }>(
       `SELECT ev.uid, a.attempted_at, a.status_code, a.latency_ms, a.outcome, a.error
        FROM webhook_attempts a JOIN webhook_events ev ON ev.id = a.event_id
        WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2`,
@@ -272,7 +272,7 @@ export class SqlWebhookStore implements WebhookStore {
     return rows.map((r) => ({ messageId: r.uid, attemptedAt: new Date(r.attempted_at), statusCode: r.status_code, latencyMs: r.latency_ms, outcome: r.outcome, error: r.error }));
   }
 
-  async listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null> {
+  async listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
     const rows = await this.db.query<{
@@ -281,7 +281,7 @@ export class SqlWebhookStore implements WebhookStore {
       processor_customer_id: string;
       sequence: string;
       created_at: Date;
-      state: WebhookMessageRecord['state'];
+      state: DownstreamMessageRecord['state'];
       attempts: number;
       next_attempt_at: Date | null;
       last_attempt_at: Date | null;

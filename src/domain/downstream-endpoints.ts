@@ -11,8 +11,8 @@ import type { SubscriberStatus } from './types.js';
  * writes the events and the deliverer sends them.
  */
 
-export const WEBHOOK_EVENT_TYPES = ['subscriber.status_changed', 'subscriber.deleted'] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+export const DOWNSTREAM_EVENT_TYPES = ['subscriber.status_changed', 'subscriber.deleted'] as const;
+export type DownstreamEventType = (typeof DOWNSTREAM_EVENT_TYPES)[number];
 
 /** Where a message stands for one endpoint: waiting for an attempt, delivered, or failed for good. */
 export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
@@ -192,7 +192,7 @@ export function addressProblem(address: string, allowed: AllowedNetworks): strin
 }
 
 /** What caused a change: a Stripe event, or an action of the admin API. */
-export type WebhookCause =
+export type DownstreamCause =
   | { source: 'stripe'; stripe_event_id: string | null; stripe_event_type: string | null }
   | { source: 'admin'; action: AdminAction; secret_key_id?: string }
   | { source: 'policy'; rule: PolicyRule };
@@ -204,7 +204,7 @@ export interface StatusChangedData {
   to: SubscriberStatus;
   reason: string;
   previous_reason: string | null;
-  cause: WebhookCause;
+  cause: DownstreamCause;
   occurred_at: string;
   /** While `warning` and a lockout is scheduled under the tenant's policy: when (RFC 3339). */
   lockout_at?: string;
@@ -215,12 +215,12 @@ export interface DeletedData {
   sequence: number;
   from: SubscriberStatus;
   previous_reason: string;
-  cause: WebhookCause;
+  cause: DownstreamCause;
   occurred_at: string;
 }
 
 /** The body of every delivery, in the shape Standard Webhooks recommends: type, timestamp, data. */
-export type WebhookPayload =
+export type DownstreamPayload =
   | { id: string; type: 'subscriber.status_changed'; tenant: string; timestamp: string; data: StatusChangedData }
   | { id: string; type: 'subscriber.deleted'; tenant: string; timestamp: string; data: DeletedData };
 
@@ -228,7 +228,7 @@ export type WebhookPayload =
 export function eventTypesProblem(types: readonly string[]): string | null {
   if (types.length === 0) return 'must name at least one event type (leave it out for all)';
   for (const t of types) {
-    if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t)) return `unknown event type '${t}' (known: ${WEBHOOK_EVENT_TYPES.join(', ')})`;
+    if (!(DOWNSTREAM_EVENT_TYPES as readonly string[]).includes(t)) return `unknown event type '${t}' (known: ${DOWNSTREAM_EVENT_TYPES.join(', ')})`;
   }
   if (new Set(types).size !== types.length) return 'must not repeat an event type';
   return null;
