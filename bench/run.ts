@@ -891,11 +891,11 @@ async function main(): Promise<void> {
       feed = { skipped: 'embedded store: one process owns it, so there is no second instance' };
     } else {
       await phase('feed', async () => {
-        // A: the service, written through its admin API. B: the app and read model with the
-        // status feed's routes (bench/feed-reader.ts), a long poll held on it.
+        // A: the service, written through its admin API. B: a second service on the same
+        // database, a tenant's long poll held on it with the tenant's secret key.
         const a = await startService('feed-a');
         try {
-          const b = await startScript('feed-b', 'feed-reader.ts', { FEED_DATABASE_URL: storeEnv.DATABASE_URL ?? '' });
+          const b = await startService('feed-b');
           try {
             log(`feed: ${FEED_TRIALS} changes through ${a.url}, each awaited by a long poll on ${b.url}`);
             feed = await measureFeed({ a: a.url, b: b.url, adminToken, subjects: factory.hot(FEED_TRIALS, 11), slugOf, trials: FEED_TRIALS, log });
