@@ -3,7 +3,8 @@
  * (`GET /v1/status-changes?wait=30`) held at instance B, a status changed through instance
  * A's admin API, and the time until B's long poll answers with that change. The delay runs
  * from the moment the PUT is sent to A (its commit is inside it) to B's answer: the change
- * log's NOTIFY, B's read model catching up, the wait woken, the feed read and answered.
+ * log's NOTIFY, B's read model catching up, the wait woken, the feed read and answered. B is
+ * a second service on the same database, asked with each tenant's secret key.
  */
 import { Agent } from 'node:http';
 import type { SubscriberStatus } from '../src/domain/types.js';
@@ -48,6 +49,8 @@ export async function measureFeed(opts: {
   const agentB = new Agent({ keepAlive: true, maxSockets: 1 });
   const admin = { authorization: `Bearer ${opts.adminToken}` };
   const cursors = new Map<string, string>();
+  /** Each tenant's secret key (status:read), made through A's admin API when first needed: B checks it as a tenant's server sends it. */
+  const keys = new Map<string, string>();
   const statuses = new Map<string, SubscriberStatus>();
   const restore: { slug: string; customerId: string; status: SubscriberStatus }[] = [];
   const delays: number[] = [];
@@ -60,7 +63,17 @@ export async function measureFeed(opts: {
       const subject = opts.subjects[i % opts.subjects.length];
       if (!subject) break;
       const slug = opts.slugOf(subject.tenant);
-      const feed = { 'x-bench-tenant': slug };
+      let secret = keys.get(slug);
+      if (secret === undefined) {
+        const created = await call(agentA, a, 'POST', `/admin/v1/tenants/${slug}/keys`, admin, JSON.stringify({ name: 'bench feed', scopes: ['status:read'] }));
+        if (created.status !== 201) {
+          errors.push(`trial ${i}: POST keys on A answered ${created.status} ${created.body.slice(0, 200)}`);
+          continue;
+        }
+        secret = (JSON.parse(created.body) as { secret_key: string }).secret_key;
+        keys.set(slug, secret);
+      }
+      const feed = { authorization: `Bearer ${secret}` };
       let cursor = cursors.get(slug);
       if (cursor === undefined) {
         const list = await call(agentB, b, 'GET', '/v1/statuses?limit=1', feed);

@@ -15,7 +15,7 @@ import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
 import { charge, event, invoice } from './helpers/stripe-fixtures.js';
-import { WebhookDeliverer } from '../src/webhooks/index.js';
+import { DownstreamDeliverer } from '../src/downstream/index.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TOKEN = 'cli-test-admin-token-0123456789abcdefghijkl';
@@ -830,11 +830,11 @@ describe('dunwall webhook', () => {
       const created = await cli(['webhook', 'create', '--tenant', 'redirected', `http://127.0.0.1:${port}/hook`, '--json'], { env });
       const id = parseJson<{ id: string }>(created.stdout).id;
       expect((await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code).toBe(0);
-      const deliverer = new WebhookDeliverer({ store: store.webhooks, attemptTimeoutMs: 5_000, concurrencyPerEndpoint: 1, log: { info() {}, warn() {} }, ...loopback });
+      const deliverer = new DownstreamDeliverer({ store: store.downstream, attemptTimeoutMs: 5_000, concurrencyPerEndpoint: 1, log: { info() {}, warn() {} }, ...loopback });
       expect(await deliverer.runOnce()).toBe(1);
       await deliverer.stop();
 
-      const raw = (await store.webhooks.listAttempts((await store.getTenant('redirected'))?.id ?? 0, id, 10)) ?? [];
+      const raw = (await store.downstream.listAttempts((await store.getTenant('redirected'))?.id ?? 0, id, 10)) ?? [];
       expect(raw[0]?.error).toMatch(/[\u0080-\u009f]/); // kept as received: the escaping is the printing's
 
       // Any control but the line breaks that end the printed lines.

@@ -53,7 +53,7 @@ export type EndpointWithSecretView = Static<typeof WebhookEndpointWithSecret>;
 export type EndpointListView = Static<typeof WebhookEndpointList>;
 export type AttemptListView = Static<typeof WebhookAttemptList>;
 export type MessageListView = Static<typeof WebhookMessageList>;
-export type WebhookReplayView = Static<typeof WebhookReplayAnswer>;
+export type DownstreamReplayView = Static<typeof WebhookReplayAnswer>;
 export type CreateKeyInput = Static<typeof CreateKeyBody>;
 export type SecretKeyListView = Static<typeof SecretKeyList>;
 export type SecretKeyView = SecretKeyListView['data'][number];
@@ -248,7 +248,7 @@ export class AdminClient {
     await this.request('POST', `${endpointPath(slug, id)}/messages/${enc(messageId)}/retry`);
   }
 
-  replayMessages(slug: string, id: string, range: { since: string; until: string; after?: string }): Promise<WebhookReplayView> {
+  replayMessages(slug: string, id: string, range: { since: string; until: string; after?: string }): Promise<DownstreamReplayView> {
     return this.#json('POST', `${endpointPath(slug, id)}/replay`, range);
   }
 

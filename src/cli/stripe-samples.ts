@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { SubscriberStatus } from '../domain/types.js';
 
 /**
  * Sample Stripe events for `dunwall stripe send-sample`: what Stripe sends a webhook
@@ -20,7 +21,7 @@ export type SampleShape = (typeof SAMPLE_SHAPES)[number];
 export const SAMPLE_API_VERSIONS: Readonly<Record<SampleShape, string>> = { legacy: '2025-02-24.acacia', basil: '2025-03-31.basil' };
 
 /** What each scenario should leave the customer at (docs/stripe.md), as a check for the reader. */
-export const SAMPLE_EXPECTED: Readonly<Record<SampleScenario, { status: 'active' | 'warning' | 'lockout'; reason: string }>> = {
+export const SAMPLE_EXPECTED: Readonly<Record<SampleScenario, { status: SubscriberStatus; reason: string }>> = {
   payment_failed: { status: 'warning', reason: 'soft_decline' },
   retries_exhausted: { status: 'lockout', reason: 'retries_exhausted' },
   hard_decline: { status: 'lockout', reason: 'hard_decline' },

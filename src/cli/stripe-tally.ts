@@ -1,10 +1,12 @@
 import { deriveChange } from '../domain/stripe/derive.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import { STRIPE_EVENT_OUTCOMES, zeroOutcomeCounts } from '../domain/stripe/outcomes.js';
+import { zeroStatusCounts } from '../domain/types.js';
+import type { SubscriberStatus } from '../domain/types.js';
 import type { ReplayAnswerView } from './client.js';
 
 type Outcomes = ReplayAnswerView['outcomes'];
-type Status = 'active' | 'warning' | 'lockout';
+type Status = SubscriberStatus;
 
 export interface CustomerChange {
   processor_customer_id: string;
@@ -28,7 +30,7 @@ export interface TallySummary {
   episodes_created: number;
   outcomes: Outcomes;
   /** Customers by their status after the run; `unknown`: no record, so the lookup answers active. */
-  statuses: { active: number; warning: number; lockout: number; unknown: number };
+  statuses: Record<Status | 'unknown', number>;
   changes: CustomerChange[];
 }
 
@@ -80,7 +82,7 @@ export class ImportTally {
   }
 
   summary(): TallySummary {
-    const statuses = { active: 0, warning: 0, lockout: 0, unknown: 0 };
+    const statuses = { ...zeroStatusCounts(), unknown: 0 };
     const changes: CustomerChange[] = [];
     for (const [id, c] of Object.entries(this.state.customers).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       statuses[c.to ?? 'unknown'] += 1;

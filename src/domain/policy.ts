@@ -1,5 +1,6 @@
 import { ENFORCEMENTS } from './types.js';
 import type { Enforcement, SubscriberStatus } from './types.js';
+import type { UnresolvedState } from './stripe/fold.js';
 
 export { ENFORCEMENTS };
 export type { Enforcement };
@@ -27,6 +28,8 @@ export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({ enforcement: 'ga
 /** Why a scheduled lockout happens: a grace that ends, or an escalation that falls due. */
 export const POLICY_RULES = ['grace_ended', 'escalated', 'policy_changed'] as const;
 export type PolicyRule = (typeof POLICY_RULES)[number];
+/** The rules a scheduled lockout can have (a change of policy schedules none). */
+export type ScheduledRule = Exclude<PolicyRule, 'policy_changed'>;
 
 /** Null when `value` is a valid (partial) policy; else the field at fault and why. */
 export function policyProblem(value: unknown): string | null {
@@ -49,16 +52,16 @@ export function policyProblem(value: unknown): string | null {
 
 /** An unresolved episode as the policy sees it. */
 export interface PolicyEpisode {
-  state: 'warning' | 'lockout';
+  state: UnresolvedState;
   /** The first event of its current unresolved run; null when unknown (rows older than the policy). */
   dunningStartMs: number | null;
 }
 
 /** An episode's answer: its answered state and, while `warning`, when it becomes `lockout`. */
 export interface EpisodeAnswer {
-  state: 'warning' | 'lockout';
+  state: UnresolvedState;
   lockoutAtMs: number | null;
-  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+  rule: ScheduledRule | null;
 }
 
 /**
@@ -89,7 +92,7 @@ export interface Answer {
   /** While `warning`: the earliest scheduled lockout; null otherwise. */
   lockoutAtMs: number | null;
   /** The rule of that scheduled lockout. */
-  rule: Exclude<PolicyRule, 'policy_changed'> | null;
+  rule: ScheduledRule | null;
   /** The index (in the episodes given) of the worst answered episode; null with none unresolved or under an override. */
   worst: number | null;
 }

@@ -9,6 +9,11 @@ export type { Credential } from './credential.js';
 export const STATUSES = ['active', 'warning', 'lockout'] as const;
 export type SubscriberStatus = (typeof STATUSES)[number];
 
+/** One count per status, all zero, in the order of `STATUSES`. */
+export function zeroStatusCounts(): Record<SubscriberStatus, number> {
+  return Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<SubscriberStatus, number>;
+}
+
 /** How a tenant's policy enforces derived statuses (policy.ts). */
 export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
@@ -86,7 +91,7 @@ export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
   hmacKeys: readonly Credential<HmacKey>[];
   knownBodies: Readonly<Record<SubscriberStatus, Buffer>>;
   /** The warning and lockout bodies without their closing brace, for answers that carry more. */
-  knownPrefixes: Readonly<Record<'warning' | 'lockout', Buffer>>;
+  knownPrefixes: Readonly<Record<Exclude<SubscriberStatus, 'active'>, Buffer>>;
   /** The branding as served (JSON bytes) and its entity tag. */
   brandingBody: Buffer;
   brandingEtag: string;

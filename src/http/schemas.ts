@@ -1,11 +1,22 @@
 import { Type } from 'typebox';
-import type { Static } from 'typebox';
+import type { Static, TSchemaOptions } from 'typebox';
 import { MAX_URL_LENGTH, TEXT_PATTERN } from '../domain/validation.js';
 import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
-import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../domain/policy.js';
+import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
-import { ENDPOINT_ID_RE, MAX_DESCRIPTION_LENGTH, MESSAGE_ID_RE, WEBHOOK_EVENT_TYPES } from '../domain/webhooks.js';
+import { HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
+import { PREVIEW_STATUSES } from '../domain/lookup.js';
+import { EPISODE_STATES } from '../domain/stripe/fold.js';
+import {
+  DELIVERY_OUTCOMES,
+  DELIVERY_STATES,
+  ENDPOINT_DISABLED_REASONS,
+  ENDPOINT_ID_RE,
+  MAX_DESCRIPTION_LENGTH,
+  MESSAGE_ID_RE,
+  DOWNSTREAM_EVENT_TYPES,
+} from '../domain/downstream-endpoints.js';
 import { STRIPE_EVENT_OUTCOME_DESCRIPTIONS, STRIPE_EVENT_OUTCOMES } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, STATUSES, TIER_NAME_PATTERN } from '../domain/types.js';
@@ -24,6 +35,16 @@ export function Text(options: { minLength?: number; maxLength?: number; descript
 }
 export const MAX_ALLOWED_ORIGINS = 50;
 export const STRIPE_WEBHOOK_SECRET_PATTERN = '^whsec_[A-Za-z0-9+/=_-]{8,256}$';
+
+/** One of a closed vocabulary of the domain: the union of its literals, typed as the vocabulary. */
+function oneOf<T extends string>(values: readonly T[], options?: TSchemaOptions) {
+  return Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v)), options));
+}
+
+/** One of a closed vocabulary, or null. */
+function oneOfOrNull<T extends string>(values: readonly T[], options?: TSchemaOptions) {
+  return Type.Unsafe<T | null>(Type.Union([...values.map((v) => Type.Literal(v)), Type.Null()], options));
+}
 
 export const Problem = Type.Object(
   {
@@ -46,7 +67,7 @@ export const Entitlements = Type.Unsafe<Record<string, boolean>>({
   description: 'Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present.',
 });
 
-export const Status = Type.Union([Type.Literal('active'), Type.Literal('warning'), Type.Literal('lockout')]);
+export const Status = oneOf(STATUSES);
 export const Slug = Type.String({ pattern: SLUG_PATTERN, description: 'Tenant slug' });
 export const CustomerId = Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The payment processor's customer ID" });
 export const TierName = Type.String({ pattern: TIER_NAME_PATTERN });
@@ -75,7 +96,7 @@ export const LookupQuery = Type.Object({
     Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" }),
   ),
   preview: Type.Optional(
-    Type.Union([Type.Literal('warning'), Type.Literal('lockout')], {
+    oneOf(PREVIEW_STATUSES, {
       description: "A test tenant's (livemode false) lookup answers that status with sample data (no hmac needed); ignored for any other tenant",
     }),
   ),
@@ -173,19 +194,16 @@ const CredentialSummary = Type.Object({
   created_at: Timestamp,
   expires_at: Type.Union([Timestamp, Type.Null()], { description: 'null: current; else a replaced one, working until then (the overlap)' }),
 });
+const statusCounts = () => Object.fromEntries(STATUSES.map((s) => [s, Type.Integer()])) as Record<(typeof STATUSES)[number], ReturnType<typeof Type.Integer>>;
 export const TenantDetail = Type.Intersect([
   Tenant,
   Type.Object({
     stripe_webhook_secret_set: Type.Boolean({ description: 'A Stripe signing secret is set, so the webhook can verify deliveries' }),
     credentials: Type.Array(CredentialSummary, { description: 'Keys and secrets in force now: never their values' }),
-    subscriber_counts: Type.Object(
-      { active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() },
-      { description: "By answered status (after the tenant's policy)" },
-    ),
-    derived_subscriber_counts: Type.Object(
-      { active: Type.Integer(), warning: Type.Integer(), lockout: Type.Integer() },
-      { description: "By derived status (Stripe's events and overrides, before the policy): what the policy would enforce" },
-    ),
+    subscriber_counts: Type.Object(statusCounts(), { description: "By answered status (after the tenant's policy)" }),
+    derived_subscriber_counts: Type.Object(statusCounts(), {
+      description: "By derived status (Stripe's events and overrides, before the policy): what the policy would enforce",
+    }),
   }),
 ]);
 
@@ -323,12 +341,12 @@ export const HistoryEntry = Type.Object({
   derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
   lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'The lockout the policy scheduled after this entry, if any' }),
   reason: Type.Union([Type.String(), Type.Null()]),
-  effect: Type.Union([Type.Literal('changed'), Type.Literal('removed'), Type.Literal('none')], {
+  effect: oneOf(HISTORY_EFFECTS, {
     description: 'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
   }),
   episode: Type.Union([Type.String(), Type.Null()], { description: 'The subscription (sub_...) or invoice (in_...) the change came through' }),
-  source: Type.Union([Type.Literal('admin'), Type.Literal('stripe'), Type.Literal('policy')]),
-  policy_rule: Type.Union([Type.Literal('grace_ended'), Type.Literal('escalated'), Type.Literal('policy_changed'), Type.Null()], {
+  source: oneOf(HISTORY_SOURCES),
+  policy_rule: oneOfOrNull(POLICY_RULES, {
     description: 'For source policy: a grace that ended, an escalation that fell due, or a change of the policy',
   }),
   secret_key_id: Type.Union([Type.String(), Type.Null()], { description: "For source admin: the tenant's secret key that made the change; null: the operator" }),
@@ -343,7 +361,7 @@ const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
 export const Episode = Type.Object({
   episode: Type.String({ description: 'A subscription id, or the id of an automatically collected invoice of no subscription' }),
-  state: Type.Union([Type.Literal('warning'), Type.Literal('lockout'), Type.Literal('resolved')]),
+  state: oneOf(EPISODE_STATES),
   reason: Type.String(),
   decline_code: Type.Union([Type.String(), Type.Null()]),
   at: Timestamp,
@@ -433,8 +451,8 @@ export const StripeEventOutcome = Type.Unsafe<StripeEventOutcomeName>(
 /* Downstream webhooks (docs/webhooks.md). */
 
 export const MAX_WEBHOOK_PAGE = 500;
-const EventType = Type.Union([Type.Literal(WEBHOOK_EVENT_TYPES[0]), Type.Literal(WEBHOOK_EVENT_TYPES[1])]);
-const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true });
+const EventType = oneOf(DOWNSTREAM_EVENT_TYPES);
+const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: DOWNSTREAM_EVENT_TYPES.length, uniqueItems: true });
 const EndpointUrl = Text({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
 const Description = Text({ maxLength: MAX_DESCRIPTION_LENGTH });
 
@@ -444,7 +462,7 @@ export const WebhookEndpoint = Type.Object({
   description: Type.String(),
   event_types: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every event type' }),
   enabled: Type.Boolean(),
-  disabled_reason: Type.Union([Type.Literal('admin'), Type.Literal('gone'), Type.Literal('failing'), Type.Null()], {
+  disabled_reason: oneOfOrNull(ENDPOINT_DISABLED_REASONS, {
     description: 'admin: disabled through the API; gone: the endpoint answered 410; failing: every attempt failed for days',
   }),
   disabled_detail: Type.Union([Type.String(), Type.Null()]),
@@ -491,7 +509,7 @@ export const WebhookMessageParams = Type.Object({
 const PageLimit = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_WEBHOOK_PAGE} (default 50)` }));
 export const WebhookAttemptsQuery = Type.Object({ limit: PageLimit }, { additionalProperties: false });
 export const WebhookMessagesQuery = Type.Object(
-  { limit: PageLimit, state: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')])) },
+  { limit: PageLimit, state: Type.Optional(oneOf(DELIVERY_STATES)) },
   { additionalProperties: false },
 );
 export const WebhookAttemptList = Type.Object({
@@ -501,7 +519,7 @@ export const WebhookAttemptList = Type.Object({
       attempted_at: Timestamp,
       status_code: Type.Union([Type.Integer(), Type.Null()]),
       latency_ms: Type.Integer(),
-      outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('gone'), Type.Literal('refused'), Type.Literal('gave_up')]),
+      outcome: oneOf(DELIVERY_OUTCOMES),
       error: Type.Union([Type.String(), Type.Null()]),
     }),
   ),
@@ -514,7 +532,7 @@ export const WebhookMessageList = Type.Object({
       processor_customer_id: Type.String(),
       sequence: Type.Integer(),
       created_at: Timestamp,
-      state: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')]),
+      state: oneOf(DELIVERY_STATES),
       attempts: Type.Integer(),
       next_attempt_at: NullableTimestamp,
       last_attempt_at: NullableTimestamp,

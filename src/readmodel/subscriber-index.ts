@@ -1,3 +1,4 @@
+import { STATUSES } from '../domain/types.js';
 import type { SubscriberStatus } from '../domain/types.js';
 
 /**
@@ -24,8 +25,9 @@ import type { SubscriberStatus } from '../domain/types.js';
 
 const EMPTY = 0;
 const DELETED = 1;
-const STATE_OF: Readonly<Record<SubscriberStatus, number>> = { active: 2, warning: 3, lockout: 4 };
-const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, 'active', 'warning', 'lockout'];
+/** A slot's state byte: EMPTY, DELETED, then each status in the order of `STATUSES`. */
+const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, ...STATUSES];
+const STATE_OF = Object.fromEntries(STATUSES.map((s) => [s, STATUS_OF.indexOf(s)])) as Readonly<Record<SubscriberStatus, number>>;
 const MIN_SLOTS = 16;
 const MAX_LOAD = 0.75;
 /** How full a table sized up front may start: room for growth before the first rebuild. */

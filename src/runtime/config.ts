@@ -10,10 +10,10 @@ import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js
 import { DEFAULT_PER_SECRET_KEY } from '../http/rate-limit.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
-import { parseCidr } from '../domain/webhooks.js';
+import { parseCidr } from '../domain/downstream-endpoints.js';
 import { DEFAULT_TIER, TIER_NAME_PATTERN } from '../domain/types.js';
-import { DEFAULT_DELIVERY_SETTINGS } from '../webhooks/index.js';
-import type { DeliverySettings } from '../webhooks/index.js';
+import { DEFAULT_DELIVERY_SETTINGS } from '../downstream/index.js';
+import type { DeliverySettings } from '../downstream/index.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

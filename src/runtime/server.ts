@@ -24,7 +24,7 @@ import { createMetrics } from '../metrics/index.js';
 import { PolicyClock } from './policy-clock.js';
 import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage } from '../http/key-usage.js';
 import { Retention } from './retention.js';
-import { WebhookDeliverer } from '../webhooks/index.js';
+import { DownstreamDeliverer } from '../downstream/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { openReadStore, openStore } from '../store/index.js';
 import type { StoreTarget } from '../store/index.js';
@@ -192,7 +192,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       statusFeedDays: config.statusFeedRetentionDays,
       log,
     }).start();
-    const deliverer = new WebhookDeliverer({ store: store.webhooks, ...config.webhooks, log }).start();
+    const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.webhooks, log }).start();
     // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
     const policyClock = new PolicyClock({ store, log }).start();
     // A change this instance commits is sent at once; others' within the poll interval.
@@ -205,7 +205,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     metrics.observeDownstreamWebhooks(
       () => deliverer.counts,
       async () => {
-        const oldest = await store.webhooks.oldestPendingAt().catch(() => null);
+        const oldest = await store.downstream.oldestPendingAt().catch(() => null);
         return oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000);
       },
     );

@@ -1,3 +1,4 @@
+import { STATUSES } from '../domain/types.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import type { Db, Queryable } from './db.js';
@@ -12,7 +13,9 @@ const SUBSCRIBERS = `SELECT tenant_id, processor_customer_id, status, ceil(extra
 const TAB = 9;
 const NEWLINE = 10;
 const BACKSLASH = 92;
-const STATUS_BY_FIRST_BYTE: Readonly<Record<number, SubscriberStatus>> = { 97: 'active', 119: 'warning', 108: 'lockout' };
+/** Each status starts with a byte of its own: the first byte of the COPY field tells which. */
+const STATUS_BY_FIRST_BYTE: Readonly<Record<number, SubscriberStatus>> = Object.fromEntries(STATUSES.map((s) => [s.charCodeAt(0), s]));
+if (Object.keys(STATUS_BY_FIRST_BYTE).length !== STATUSES.length) throw new Error('two statuses start with the same byte');
 
 /** A COPY text field (`bytes[start..end)`) that is `\N`: SQL NULL. */
 function isNull(rows: Buffer, start: number, end: number): boolean {

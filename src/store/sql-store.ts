@@ -1,6 +1,7 @@
 import { createSecretKey, getSecretKey, listSecretKeys, revokeSecretKey, rotateSecretKey, touchSecretKeys } from './secret-keys.js';
 import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
 import type { Change } from '../domain/stripe/fold.js';
+import { zeroStatusCounts } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
 import type { Db, ListenHandlers, Queryable } from './db.js';
@@ -12,7 +13,7 @@ import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './looku
 import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './status-feed.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import { rotateIn } from './credentials.js';
-import { SqlWebhookStore } from './webhooks.js';
+import { SqlDownstreamStore } from './downstream.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
 import type { TenantRow } from './tenants.js';
 import type {
@@ -88,7 +89,7 @@ interface HistoryRow {
   policy_rule: HistoryEntry['policyRule'];
   secret_key_id: string | null;
   reason: string | null;
-  effect: 'changed' | 'removed' | 'none';
+  effect: HistoryEntry['effect'];
   episode: string | null;
   source: HistoryEntry['source'];
   event_id: string | null;
@@ -222,7 +223,7 @@ class DryRun extends Error {
 /** The one `Store`: plain PostgreSQL SQL, the same on a server and on PGlite. */
 export class SqlStore implements Store {
   readonly engine: 'postgres' | 'embedded';
-  readonly webhooks: SqlWebhookStore;
+  readonly downstream: SqlDownstreamStore;
   private readonly listeners = new Set<() => void>();
 
   /** Seals HMAC and Stripe signing secrets on write, opens them on read; default: clear text. */
@@ -234,7 +235,7 @@ export class SqlStore implements Store {
   ) {
     this.engine = db.engine;
     this.secrets = options.secrets ?? SecretBox.clear();
-    this.webhooks = new SqlWebhookStore(db, this.secrets);
+    this.downstream = new SqlDownstreamStore(db, this.secrets);
   }
 
   onCommit(listener: () => void): () => void {
@@ -601,8 +602,8 @@ export class SqlStore implements Store {
       'SELECT status, derived_status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status, derived_status',
       [tenantId],
     );
-    const answered: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
-    const derived: Record<SubscriberStatus, number> = { active: 0, warning: 0, lockout: 0 };
+    const answered = zeroStatusCounts();
+    const derived = zeroStatusCounts();
     for (const r of rows) {
       answered[r.status] += Number(r.n);
       derived[r.derived_status] += Number(r.n);

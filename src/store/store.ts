@@ -1,11 +1,15 @@
 import type { SecretKeyStore } from './secret-keys.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
+import type { ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
-import type { Derivation, Facts } from '../domain/stripe/derive.js';
+import type { ApplicableDerivation } from '../domain/stripe/decide.js';
+import type { Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
+import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/downstream-endpoints.js';
+import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
@@ -69,21 +73,7 @@ export interface TierRecord {
   updatedAt: Date;
 }
 
-/** The cause of a status change: an admin action, a payment processor event, or the tenant's policy. */
-export interface ChangeCause {
-  source: 'admin' | 'stripe' | 'policy';
-  eventId: string | null;
-  eventType: string | null;
-  declineCode: string | null;
-  /** When the cause happened (the event's time); orders changes. */
-  occurredAt: Date;
-  /** The admin API's action, for an admin cause. */
-  adminAction?: 'set_status' | 'clear_override' | 'delete';
-  /** The tenant's secret key that made an admin change (absent: the operator). */
-  secretKeyId?: string;
-  /** The policy's rule, for a policy cause: a grace that ended, an escalation, a change of policy. */
-  policyRule?: PolicyRule;
-}
+export type { ChangeCause };
 
 export interface HistoryEntry {
   /** The answered status after this entry; null: no record (removed, or never known). */
@@ -95,11 +85,10 @@ export interface HistoryEntry {
   /** The tenant's secret key that made an admin change; null: the operator, or not an admin change. */
   secretKeyId: string | null;
   reason: string | null;
-  /** changed: the status or its reason changed; removed: the record went; none: kept for the record only. */
-  effect: 'changed' | 'removed' | 'none';
+  effect: HistoryEffect;
   /** The episode the change came through (a subscription or invoice id), when one did. */
   episode: string | null;
-  source: ChangeCause['source'];
+  source: HistorySource;
   eventId: string | null;
   eventType: string | null;
   declineCode: string | null;
@@ -195,9 +184,13 @@ export interface LookupChanges {
   subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null; extra: SubscriberExtra | null }[];
 }
 
-export type ApplyOutcome = 'applied' | 'stale';
-/** pending: a decline not linked to an invoice (yet); it gates only once an invoice event links it. */
-export type StripeEventOutcome = ApplyOutcome | 'ignored' | 'pending' | 'duplicate';
+export type ApplyOutcome = Extract<StripeEventOutcomeName, 'applied' | 'stale'>;
+/**
+ * What the store answers of one event (the outcomes of STRIPE_EVENT_OUTCOMES an event that
+ * reaches it can have); pending: a decline not linked to an invoice (yet), it gates only once
+ * an invoice event links it.
+ */
+export type StripeEventOutcome = Exclude<StripeEventOutcomeName, 'irrelevant' | 'livemode_mismatch'>;
 
 /** What one event did: its outcome, and the customer's status before and after it (null: unknown). */
 export interface StripeEventResult {
@@ -208,7 +201,7 @@ export interface StripeEventResult {
 }
 
 /** A relevant event's derivation: what the store applies. */
-export type StripeDerivation = Exclude<Derivation, { kind: 'irrelevant' }>;
+export type StripeDerivation = ApplicableDerivation;
 
 export interface StripeEventInput {
   event: StripeEventRecord;
@@ -419,12 +412,12 @@ export interface Maintenance {
 export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
-  readonly webhooks: WebhookStore;
+  readonly downstream: DownstreamStore;
   close(): Promise<void>;
 }
 
 /** A downstream webhook endpoint of a tenant (docs/webhooks.md). */
-export interface WebhookEndpointRecord {
+export interface DownstreamEndpointRecord {
   /** The public id (ep_...). */
   id: string;
   url: string;
@@ -432,7 +425,7 @@ export interface WebhookEndpointRecord {
   /** Null: every event type. */
   eventTypes: string[] | null;
   enabled: boolean;
-  disabledReason: 'admin' | 'gone' | 'failing' | null;
+  disabledReason: EndpointDisabledReason | null;
   disabledDetail: string | null;
   disabledAt: Date | null;
   /** Since when every attempt failed; null after a success. */
@@ -445,7 +438,7 @@ export interface WebhookEndpointRecord {
   updatedAt: Date;
 }
 
-export interface NewWebhookEndpoint {
+export interface NewDownstreamEndpoint {
   url: string;
   description: string;
   eventTypes: string[] | null;
@@ -453,18 +446,18 @@ export interface NewWebhookEndpoint {
 }
 
 /** The endpoint created, or why not: the tenant has as many as allowed, or is gone. */
-export type CreateEndpointResult = WebhookEndpointRecord | 'limit_reached' | 'tenant_not_found';
+export type CreateEndpointResult = DownstreamEndpointRecord | 'limit_reached' | 'tenant_not_found';
 
-export interface WebhookEndpointPatch {
+export interface DownstreamEndpointPatch {
   url?: string;
   description?: string;
   eventTypes?: string[] | null;
   enabled?: boolean;
 }
 
-export type DeliveryOutcome = 'delivered' | 'failed' | 'gone' | 'refused' | 'gave_up';
+export type { DeliveryOutcome };
 
-export interface WebhookAttemptRecord {
+export interface DownstreamAttemptRecord {
   messageId: string;
   attemptedAt: Date;
   statusCode: number | null;
@@ -473,13 +466,13 @@ export interface WebhookAttemptRecord {
   error: string | null;
 }
 
-export interface WebhookMessageRecord {
+export interface DownstreamMessageRecord {
   messageId: string;
   type: string;
   processorCustomerId: string;
   sequence: number;
   createdAt: Date;
-  state: 'pending' | 'delivered' | 'failed';
+  state: DeliveryState;
   attempts: number;
   nextAttemptAt: Date | null;
   lastAttemptAt: Date | null;
@@ -556,18 +549,18 @@ export interface EndpointStore {
    * A new endpoint, unless the tenant has `maxPerTenant` already (counted and inserted under
    * the tenant's row lock, so that the limit holds whatever runs in parallel).
    */
-  createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
-  listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]>;
-  getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null>;
+  createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
+  listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]>;
+  getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null>;
   /** Enabling clears the reason it was disabled and its failing streak. */
-  updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null>;
+  updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null>;
   deleteEndpoint(tenantId: number, id: string): Promise<boolean>;
   /** A new signing secret; the current one keeps signing for `overlapS` seconds. False: no such endpoint. */
   rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean>;
   /** The endpoint's latest attempts, newest first. */
-  listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null>;
+  listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null>;
   /** The endpoint's messages, newest first, optionally of one state. */
-  listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null>;
+  listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null>;
   /** Queues the message for the endpoint again, now, for a new retry window. */
   retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
   /**
@@ -591,4 +584,4 @@ export interface DeliveryQueue {
 }
 
 /** The outbox of downstream webhooks: its endpoints and its queue. */
-export interface WebhookStore extends EndpointStore, DeliveryQueue {}
+export interface DownstreamStore extends EndpointStore, DeliveryQueue {}

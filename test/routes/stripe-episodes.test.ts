@@ -471,6 +471,7 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         episode: ids.subscription,
         source: 'stripe',
         policy_rule: null,
+        secret_key_id: null,
         event_id: failedInvoice.id,
         event_type: 'invoice.payment_failed',
         decline_code: 'stolen_card',

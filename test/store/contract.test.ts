@@ -114,8 +114,8 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     const record = await store.getSubscriber(tenant.id, 'cus_1');
     expect(record).toMatchObject({ status: 'lockout', reason: 'hard_decline', overriddenAt: at(2), episodes: [] });
     expect(record?.history).toEqual([
-      { status: 'warning', derivedStatus: 'warning', lockoutAt: null, policyRule: null, reason: 'soft_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
-      { status: 'lockout', derivedStatus: 'lockout', lockoutAt: null, policyRule: null, reason: 'hard_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(2), recordedAt: at(3) },
+      { status: 'warning', derivedStatus: 'warning', lockoutAt: null, policyRule: null, secretKeyId: null, reason: 'soft_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
+      { status: 'lockout', derivedStatus: 'lockout', lockoutAt: null, policyRule: null, secretKeyId: null, reason: 'hard_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(2), recordedAt: at(3) },
     ]);
     expect(await store.applyChange(tenant.id, 'cus_1', { kind: 'delete' }, admin(at(4)), at(4))).toBe('applied');
     expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();

@@ -60,7 +60,7 @@ describe('checkLookup', () => {
   const req = (query: Record<string, unknown>, token = KEY) => ({ token, query });
 
   it('passes a good request and returns the customer id', () => {
-    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1', signed: false, preview: null });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1', signed: false, preview: null, keyId: null });
   });
 
   it('ignores an expired key and an expired secret', () => {

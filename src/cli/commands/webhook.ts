@@ -1,5 +1,5 @@
-import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks.js';
-import type { WebhookEventType } from '../../domain/webhooks.js';
+import { DELIVERY_STATES, DOWNSTREAM_EVENT_TYPES } from '../../domain/downstream-endpoints.js';
+import type { DownstreamEventType } from '../../domain/downstream-endpoints.js';
 import { parseBoolean, stringOption, tenantOption, wholeNumberOption } from '../args.js';
 import { UsageError } from '../errors.js';
 import { formatAttempts, formatEndpoint, formatEndpointList, formatMessages } from '../format.js';
@@ -7,15 +7,15 @@ import type { Command, CommandContext } from '../io.js';
 
 /** Downstream webhook endpoints of a tenant (docs/webhooks.md). */
 
-const EVENT_TYPES = WEBHOOK_EVENT_TYPES;
-const STATES = ['pending', 'delivered', 'failed'] as const;
+const EVENT_TYPES = DOWNSTREAM_EVENT_TYPES;
+const STATES = DELIVERY_STATES;
 
 function endpointOf(ctx: CommandContext): string {
   return ctx.positionals[0] ?? '';
 }
 
 /** `--events a,b` -> the types; `all` -> null (every type). */
-function eventsOption(ctx: CommandContext): WebhookEventType[] | null | undefined {
+function eventsOption(ctx: CommandContext): DownstreamEventType[] | null | undefined {
   const raw = stringOption(ctx.values, 'events');
   if (raw === undefined) return undefined;
   if (raw === 'all') return null;
@@ -24,7 +24,7 @@ function eventsOption(ctx: CommandContext): WebhookEventType[] | null | undefine
     if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new UsageError(`--events: unknown event type '${t}' (known: ${EVENT_TYPES.join(', ')}, or all)`);
   }
   if (types.length === 0) throw new UsageError('--events: name at least one event type, or all');
-  return types as WebhookEventType[];
+  return types as DownstreamEventType[];
 }
 
 function instantOption(ctx: CommandContext, name: string): string | undefined {

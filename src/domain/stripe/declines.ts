@@ -20,7 +20,8 @@ export const HARD_DECLINE_CODES: ReadonlySet<string> = new Set([
   'expired_card',
 ]);
 
-export type DeclineClass = 'hard' | 'soft';
+export const DECLINE_CLASSES = ['hard', 'soft'] as const;
+export type DeclineClass = (typeof DECLINE_CLASSES)[number];
 
 export interface Decline {
   class: DeclineClass;

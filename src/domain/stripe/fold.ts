@@ -5,7 +5,10 @@ import type { SubscriberStatus } from '../types.js';
  * subscription, or per automatically collected invoice that belongs to none. Each episode
  * is set by the last of its events; the customer shows the worst unresolved one.
  */
-export type EpisodeState = 'warning' | 'lockout' | 'resolved';
+export const EPISODE_STATES = ['warning', 'lockout', 'resolved'] as const;
+export type EpisodeState = (typeof EPISODE_STATES)[number];
+/** An episode still in dunning: what the tenant's policy answers. */
+export type UnresolvedState = Exclude<EpisodeState, 'resolved'>;
 
 /** What one event does to its episode. */
 export interface EpisodeOutcome {

@@ -1,13 +1,13 @@
 import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/store.js';
-import type { DeliverySettings } from '../../webhooks/index.js';
+import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
 import type { Audience } from './common.js';
 import { keyRoutes } from './keys.js';
 import { settingsRoutes } from './settings.js';
 import { stripeEventRoutes } from './stripe-events.js';
 import { subscriberRoutes } from './subscribers.js';
-import { webhookEndpointRoutes } from './webhook-endpoints.js';
+import { downstreamEndpointRoutes } from './webhook-endpoints.js';
 
 export { tenantRoutes } from './tenants.js';
 export { tierRoutes } from './tiers.js';
@@ -31,6 +31,6 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await subscriberRoutes(app, { audience, store, model, now });
   await settingsRoutes(app, { audience, store, now, rotationOverlapS });
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
-  await webhookEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
+  await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
   if (audience === 'operator') await stripeEventRoutes(app, { store, now });
 }

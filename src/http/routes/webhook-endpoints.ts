@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AllowedNetworks, addressProblem, endpointUrlProblem, ENDPOINT_ID_RE, generateSigningSecret, MESSAGE_ID_RE } from '../../domain/webhooks.js';
-import type { EndpointStore, TenantRecord, TenantStore, WebhookEndpointRecord } from '../../store/store.js';
+import { AllowedNetworks, addressProblem, endpointUrlProblem, ENDPOINT_ID_RE, generateSigningSecret, MESSAGE_ID_RE } from '../../domain/downstream-endpoints.js';
+import type { EndpointStore, TenantRecord, TenantStore, DownstreamEndpointRecord } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import {
@@ -33,9 +33,9 @@ import type { Audience } from './common.js';
  * attempts and messages, retries and replays.
  */
 
-export interface WebhookEndpointOptions {
+export interface DownstreamEndpointOptions {
   audience: Audience;
-  store: Pick<TenantStore, 'getTenant'> & { readonly webhooks: EndpointStore };
+  store: Pick<TenantStore, 'getTenant'> & { readonly downstream: EndpointStore };
   now: () => Date;
   rotationOverlapS: number;
   allowHttpLoopback: boolean;
@@ -46,7 +46,7 @@ export interface WebhookEndpointOptions {
 export const MAX_ENDPOINTS_PER_TENANT = 20;
 const DEFAULT_PAGE = 50;
 
-export function presentEndpoint(e: WebhookEndpointRecord) {
+export function presentEndpoint(e: DownstreamEndpointRecord) {
   return {
     id: e.id,
     url: e.url,
@@ -64,7 +64,7 @@ export function presentEndpoint(e: WebhookEndpointRecord) {
   };
 }
 
-export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptions): Promise<void> {
+export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpointOptions): Promise<void> {
   const { audience, store, now } = opts;
   const allowed = new AllowedNetworks(opts.allowedNetworks);
   const errors = ERRORS;
@@ -123,7 +123,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       checkUrl(req.body.url);
       const at = now();
       const secret = generateSigningSecret();
-      const endpoint = await store.webhooks.createEndpoint(
+      const endpoint = await store.downstream.createEndpoint(
         tenant.id,
         { url: req.body.url, description: req.body.description ?? '', eventTypes: req.body.event_types ?? null, secret },
         at,
@@ -142,7 +142,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       config: { scope: 'subscribers:read' }, schema: { ...common('listWebhookEndpoints'), summary: "The tenant's webhook endpoints", params: paramsOf(audience, {}), response: { 200: WebhookEndpointList, ...errors } } },
     async (req) => {
       const tenant = await tenantRecord(req);
-      return { data: (await store.webhooks.listEndpoints(tenant.id, now())).map(presentEndpoint) };
+      return { data: (await store.downstream.listEndpoints(tenant.id, now())).map(presentEndpoint) };
     },
   );
 
@@ -159,7 +159,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     },
     async (req) => {
       const tenant = await tenantRecord(req);
-      return presentEndpoint(found(await store.webhooks.getEndpoint(tenant.id, req.params.endpointId, now())));
+      return presentEndpoint(found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, now())));
     },
   );
 
@@ -179,7 +179,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       const tenant = await entitled(req);
       const body = req.body;
       if (body.url !== undefined) checkUrl(body.url);
-      const updated = await store.webhooks.updateEndpoint(
+      const updated = await store.downstream.updateEndpoint(
         tenant.id,
         req.params.endpointId,
         {
@@ -208,7 +208,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     },
     async (req, reply) => {
       const tenant = await tenantRecord(req);
-      if (!(await store.webhooks.deleteEndpoint(tenant.id, req.params.endpointId))) throw new AppError('webhook_endpoint_not_found');
+      if (!(await store.downstream.deleteEndpoint(tenant.id, req.params.endpointId))) throw new AppError('webhook_endpoint_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId }, 'webhook endpoint deleted');
       return reply.code(204).send(null);
     },
@@ -231,8 +231,8 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       const overlapS = req.body.overlap_seconds ?? opts.rotationOverlapS;
       const at = now();
       const secret = generateSigningSecret();
-      if (!(await store.webhooks.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at))) throw new AppError('webhook_endpoint_not_found');
-      const endpoint = found(await store.webhooks.getEndpoint(tenant.id, req.params.endpointId, at));
+      if (!(await store.downstream.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at))) throw new AppError('webhook_endpoint_not_found');
+      const endpoint = found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, at));
       req.log.info({ tenant: tenant.slug, endpoint: endpoint.id }, 'webhook signing secret rotated');
       return { ...presentEndpoint(endpoint), secret, previous_expires_at: overlapS > 0 ? new Date(at.getTime() + overlapS * 1000).toISOString() : null };
     },
@@ -252,7 +252,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     },
     async (req) => {
       const tenant = await tenantRecord(req);
-      const attempts = found(await store.webhooks.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
+      const attempts = found(await store.downstream.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
       return {
         data: attempts.map((a) => ({
           message_id: a.messageId,
@@ -281,7 +281,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     async (req) => {
       const tenant = await tenantRecord(req);
       const messages = found(
-        await store.webhooks.listMessages(tenant.id, req.params.endpointId, { limit: limitOf(req.query.limit), ...(req.query.state ? { state: req.query.state } : {}) }),
+        await store.downstream.listMessages(tenant.id, req.params.endpointId, { limit: limitOf(req.query.limit), ...(req.query.state ? { state: req.query.state } : {}) }),
       );
       return {
         data: messages.map((m) => ({
@@ -314,7 +314,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
     },
     async (req, reply) => {
       const tenant = await entitled(req);
-      const result = await store.webhooks.retryMessage(tenant.id, req.params.endpointId, req.params.messageId, now());
+      const result = await store.downstream.retryMessage(tenant.id, req.params.endpointId, req.params.messageId, now());
       if (result === 'endpoint_not_found') throw new AppError('webhook_endpoint_not_found');
       if (result === 'message_not_found') throw new AppError('webhook_message_not_found');
       return reply.code(202).send({ queued: true });
@@ -341,7 +341,7 @@ export async function webhookEndpointRoutes(app: App, opts: WebhookEndpointOptio
       const until = req.body.until === undefined ? at : new Date(req.body.until);
       if (!(since.getTime() < until.getTime())) throw new AppError('invalid_request', 'since: must be before until');
       const range = { since, until, ...(req.body.after !== undefined ? { after: req.body.after } : {}) };
-      const result = found(await store.webhooks.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
+      const result = found(await store.downstream.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued }, 'webhook messages replayed');
       return reply.code(202).send({ queued: result.queued, next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after } });
     },

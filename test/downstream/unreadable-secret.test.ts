@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { SecretBox } from '../../src/secrets/cipher.js';
 import { SqlStore } from '../../src/store/sql-store.js';
-import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/webhooks.js';
-import { WebhookDeliverer } from '../../src/webhooks/index.js';
+import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/downstream.js';
+import { DownstreamDeliverer } from '../../src/downstream/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, buildAppWithModel, adminRequest } from '../helpers/harness.js';
@@ -29,7 +29,7 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
   let opened: Awaited<ReturnType<Engine['open']>>;
   let app: App;
   let receiver: Receiver;
-  let deliverer: WebhookDeliverer;
+  let deliverer: DownstreamDeliverer;
   const clock = new FakeClock();
   const logged: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
 
@@ -41,8 +41,8 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
     app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, webhooks: LOOPBACK_OK });
     await app.ready();
     receiver = await Receiver.start();
-    deliverer = new WebhookDeliverer({
-      store: store.webhooks,
+    deliverer = new DownstreamDeliverer({
+      store: store.downstream,
       now: clock.now,
       random: () => 0.5,
       attemptTimeoutMs: 2_000,

@@ -1,32 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/webhooks.js';
-import type { WebhookCause, WebhookEventType, WebhookPayload } from '../domain/webhooks.js';
-import { formatLockoutAt } from '../domain/policy.js';
-import type { SubscriberStatus } from '../domain/types.js';
+import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/downstream-endpoints.js';
+import type { DownstreamTarget, OutboxMessage } from '../domain/downstream.js';
 import type { SecretBox } from '../secrets/cipher.js';
 import { rotateIn } from './credentials.js';
 import type { Db, Queryable } from './db.js';
 import type {
   AttemptResult,
-  ChangeCause,
   ClaimLimits,
   ClaimResult,
   ClaimedDelivery,
   CreateEndpointResult,
-  NewWebhookEndpoint,
+  NewDownstreamEndpoint,
   ReplayPage,
   ReplayRange,
-  WebhookAttemptRecord,
-  WebhookEndpointPatch,
-  WebhookEndpointRecord,
-  WebhookMessageRecord,
-  WebhookStore,
+  DownstreamAttemptRecord,
+  DownstreamEndpointPatch,
+  DownstreamEndpointRecord,
+  DownstreamMessageRecord,
+  DownstreamStore,
 } from './store.js';
 
 /**
- * The SQL of downstream webhooks (migration 010). Events are written by `raiseWebhookEvent`
- * inside the transaction of the change that causes them (the outbox); the deliverer claims
- * their deliveries, sends them and records each attempt.
+ * The SQL of downstream webhooks (migration 010). A change's message is built by the domain
+ * (domain/downstream.ts) and written by `writeOutboxMessage` inside the transaction of the
+ * change (the outbox); the deliverer claims its deliveries, sends them and records each attempt.
  */
 
 const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
@@ -38,83 +35,54 @@ const KIND = 'webhook_signing_secret';
  */
 export const UNREADABLE_SECRET_RETRY_MS = 60_000;
 
-/** One status change of a customer, as `settle` saw it. */
-export interface RaisedChange {
-  type: WebhookEventType;
-  before: { status: SubscriberStatus; reason: string } | null;
-  after: { status: SubscriberStatus; reason: string } | null;
-  /** While `after` is `warning`: when the policy's scheduled lockout falls. */
-  lockoutAt?: Date | null;
-}
-
-function causeOf(cause: ChangeCause): WebhookCause {
-  if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
-  if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
-  const action = { source: 'admin' as const, action: cause.adminAction ?? 'set_status' };
-  return cause.secretKeyId === undefined ? action : { ...action, secret_key_id: cause.secretKeyId };
-}
-
-function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: RaisedChange, cause: ChangeCause, now: Date): WebhookPayload | null {
-  const common = { processor_customer_id: customerId, sequence, cause: causeOf(cause), occurred_at: cause.occurredAt.toISOString() };
-  const envelope = { id, tenant: slug, timestamp: now.toISOString() };
-  if (change.type === 'subscriber.deleted') {
-    if (change.before === null) return null;
-    return { ...envelope, type: change.type, data: { ...common, from: change.before.status, previous_reason: change.before.reason } };
-  }
-  if (change.after === null) return null;
-  return {
-    ...envelope,
-    type: change.type,
-    data: {
-      ...common,
-      from: change.before?.status ?? null,
-      to: change.after.status,
-      reason: change.after.reason,
-      previous_reason: change.before?.reason ?? null,
-      ...(change.lockoutAt ? { lockout_at: formatLockoutAt(change.lockoutAt.getTime()) } : {}),
-    },
-  };
-}
-
 /**
- * Writes the event of a change in the caller's transaction (after `lockCustomer`, so that
- * sequence numbers follow the order of the changes), with a delivery for each enabled
- * endpoint that takes its type. Nothing when the tenant has no endpoint or its tier does
- * not include downstream webhooks. An event is kept even when every endpoint is disabled,
- * so that a replay can send it once one is enabled again.
+ * Where the tenant's messages go, read in the caller's transaction (after `lockCustomer`, so
+ * that the customer's last sequence number stays the last until the write): its endpoints,
+ * when its tier includes downstream webhooks; null when it has none. KEY SHARE: an endpoint
+ * deleted meanwhile waits for this commit, rather than failing the deliveries' foreign key
+ * and, with it, the status change.
  */
-export async function raiseWebhookEvent(tx: Queryable, tenantId: number, customerId: string, change: RaisedChange, cause: ChangeCause, now: Date): Promise<void> {
+export async function downstreamTarget(tx: Queryable, tenantId: number, customerId: string): Promise<DownstreamTarget | null> {
   const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
     `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
      JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
      WHERE e.tenant_id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
     [tenantId],
   );
-  // KEY SHARE: an endpoint deleted meanwhile waits for this commit, rather than failing the
-  // deliveries' foreign key and, with it, the status change.
   const slug = endpoints[0]?.slug;
-  if (slug === undefined) return;
-  const [seq] = await tx.query<{ last_sequence: string }>(
-    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, 1)
-     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = webhook_sequences.last_sequence + 1
-     RETURNING last_sequence`,
-    [tenantId, customerId],
+  if (slug === undefined) return null;
+  const [seq] = await tx.query<{ last_sequence: string }>('SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2', [
+    tenantId,
+    customerId,
+  ]);
+  return {
+    slug,
+    endpoints: endpoints.map((e) => ({ key: e.id, enabled: e.enabled, eventTypes: e.event_types })),
+    lastSequence: Number(seq?.last_sequence ?? 0),
+    messageId: publicId('msg'),
+  };
+}
+
+/**
+ * Writes a message of the outbox in the caller's transaction: its sequence number as the
+ * customer's last, the message, and a delivery for each of its endpoints.
+ */
+export async function writeOutboxMessage(tx: Queryable, tenantId: number, customerId: string, message: OutboxMessage, now: Date): Promise<void> {
+  await tx.query(
+    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, $3)
+     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence`,
+    [tenantId, customerId, message.sequence],
   );
-  const sequence = Number(seq?.last_sequence ?? 1);
-  const uid = publicId('msg');
-  const payload = payloadOf(uid, slug, customerId, sequence, change, cause, now);
-  if (payload === null) return;
   const [event] = await tx.query<{ id: string }>(
     `INSERT INTO webhook_events (uid, tenant_id, type, processor_customer_id, sequence, payload, created_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-    [uid, tenantId, change.type, customerId, sequence, JSON.stringify(payload), now],
+    [message.id, tenantId, message.type, customerId, message.sequence, JSON.stringify(message.payload), now],
   );
-  const targets = endpoints.filter((e) => e.enabled && (e.event_types === null || e.event_types.includes(change.type))).map((e) => e.id);
-  if (event === undefined || targets.length === 0) return;
+  if (event === undefined || message.endpointKeys.length === 0) return;
   await tx.query(
     `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
      SELECT e, $2, 'pending', $3, $4, $3 FROM unnest($1::int[]) AS e`,
-    [targets, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
+    [message.endpointKeys, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
   );
 }
 
@@ -125,7 +93,7 @@ interface EndpointRow {
   description: string;
   event_types: string[] | null;
   enabled: boolean;
-  disabled_reason: WebhookEndpointRecord['disabledReason'];
+  disabled_reason: DownstreamEndpointRecord['disabledReason'];
   disabled_detail: string | null;
   disabled_at: Date | null;
   failing_since: Date | null;
@@ -142,7 +110,7 @@ const ENDPOINT_SELECT = `SELECT e.id, e.uid, e.url, e.description, e.event_types
        FROM tenant_credentials c WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $2)) AS secrets
   FROM webhook_endpoints e`;
 
-function toEndpoint(row: EndpointRow): WebhookEndpointRecord {
+function toEndpoint(row: EndpointRow): DownstreamEndpointRecord {
   const date = (v: Date | string | null) => (v === null ? null : new Date(v));
   return {
     id: row.uid,
@@ -201,18 +169,18 @@ async function requeue(q: Queryable, endpoint: number, eventKeys: readonly numbe
   return rows.length;
 }
 
-export class SqlWebhookStore implements WebhookStore {
+export class SqlDownstreamStore implements DownstreamStore {
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretBox,
   ) {}
 
-  private async endpointById(q: Queryable, id: number, now: Date): Promise<WebhookEndpointRecord | null> {
+  private async endpointById(q: Queryable, id: number, now: Date): Promise<DownstreamEndpointRecord | null> {
     const [row] = await q.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.id = $1`, [id, now]);
     return row ? toEndpoint(row) : null;
   }
 
-  async createEndpoint(tenantId: number, endpoint: NewWebhookEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
+  async createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
     return this.db.transaction(async (tx) => {
       // The count and the insert under the tenant row's lock: creations for one tenant take
       // their turn, so that parallel ones cannot each see room for one more. NO KEY UPDATE
@@ -237,18 +205,18 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async listEndpoints(tenantId: number, now: Date): Promise<WebhookEndpointRecord[]> {
+  async listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]> {
     const rows = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 ORDER BY e.id`, [tenantId, now]);
     return rows.map(toEndpoint);
   }
 
-  async getEndpoint(tenantId: number, id: string, now: Date): Promise<WebhookEndpointRecord | null> {
+  async getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null> {
     const [row] = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 AND e.uid = $3`, [tenantId, now, id]);
     return row ? toEndpoint(row) : null;
   }
 
-  async updateEndpoint(tenantId: number, id: string, patch: WebhookEndpointPatch, now: Date): Promise<WebhookEndpointRecord | null> {
-    const fields = Object.keys(patch).filter((k) => patch[k as keyof WebhookEndpointPatch] !== undefined);
+  async updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null> {
+    const fields = Object.keys(patch).filter((k) => patch[k as keyof DownstreamEndpointPatch] !== undefined);
     return this.db.transaction(async (tx) => {
       const [row] = await tx.query<{ id: number }>(
         `UPDATE webhook_endpoints SET
@@ -292,10 +260,10 @@ export class SqlWebhookStore implements WebhookStore {
     });
   }
 
-  async listAttempts(tenantId: number, id: string, limit: number): Promise<WebhookAttemptRecord[] | null> {
+  async listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
-    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: WebhookAttemptRecord['outcome']; error: string | null }>(
+    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: DownstreamAttemptRecord['outcome']; error: string | null }>(
       `SELECT ev.uid, a.attempted_at, a.status_code, a.latency_ms, a.outcome, a.error
        FROM webhook_attempts a JOIN webhook_events ev ON ev.id = a.event_id
        WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2`,
@@ -304,7 +272,7 @@ export class SqlWebhookStore implements WebhookStore {
     return rows.map((r) => ({ messageId: r.uid, attemptedAt: new Date(r.attempted_at), statusCode: r.status_code, latencyMs: r.latency_ms, outcome: r.outcome, error: r.error }));
   }
 
-  async listMessages(tenantId: number, id: string, query: { state?: WebhookMessageRecord['state']; limit: number }): Promise<WebhookMessageRecord[] | null> {
+  async listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
     const rows = await this.db.query<{
@@ -313,7 +281,7 @@ export class SqlWebhookStore implements WebhookStore {
       processor_customer_id: string;
       sequence: string;
       created_at: Date;
-      state: WebhookMessageRecord['state'];
+      state: DownstreamMessageRecord['state'];
       attempts: number;
       next_attempt_at: Date | null;
       last_attempt_at: Date | null;

@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
-import { AllowedNetworks, retryDelayMs } from '../domain/webhooks.js';
+import { AllowedNetworks, retryDelayMs, zeroDeliveryOutcomeCounts } from '../domain/downstream-endpoints.js';
 import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, DeliveryQueue } from '../store/store.js';
-import { sendWebhook } from './send.js';
+import { sendDownstream } from './send.js';
 import type { SendOptions } from './send.js';
 
 /**
@@ -52,9 +52,9 @@ export function signatureHeader(secrets: readonly string[], messageId: string, a
   return secrets.map((secret) => new Webhook(secret).sign(messageId, at, payload)).join(' ');
 }
 
-export class WebhookDeliverer {
+export class DownstreamDeliverer {
   /** Attempts by outcome since the start. */
-  readonly counts: Record<DeliveryOutcome, number> = { delivered: 0, failed: 0, gone: 0, refused: 0, gave_up: 0 };
+  readonly counts: Record<DeliveryOutcome, number> = zeroDeliveryOutcomeCounts();
   private readonly allowed: AllowedNetworks;
   private readonly now: () => number;
   private inFlight = new Set<Promise<void>>();
@@ -205,7 +205,7 @@ export class WebhookDeliverer {
       'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
       'webhook-signature': signatureHeader(d.secrets, d.messageId, at, d.payload),
     };
-    const sent = await sendWebhook(d.url, headers, d.payload, {
+    const sent = await sendDownstream(d.url, headers, d.payload, {
       timeoutMs: this.opts.attemptTimeoutMs,
       allowed: this.allowed,
       allowHttp: this.opts.allowHttpLoopback,

@@ -3,9 +3,9 @@ import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
 import { Receiver } from '../helpers/receiver.js';
-import { WebhookDeliverer } from '../../src/webhooks/index.js';
-import type { DelivererOptions } from '../../src/webhooks/index.js';
-import { RETRY_WINDOW_MS } from '../../src/domain/webhooks.js';
+import { DownstreamDeliverer } from '../../src/downstream/index.js';
+import type { DelivererOptions } from '../../src/downstream/index.js';
+import { RETRY_WINDOW_MS } from '../../src/domain/downstream-endpoints.js';
 import { deliver, verifyDelivery } from '../helpers/webhook.js';
 import { Retention } from '../../src/runtime/retention.js';
 import { customer, event, invoice, paymentIds } from '../helpers/stripe-fixtures.js';
@@ -36,12 +36,12 @@ function verify(secret: string, r: { headers: Record<string, unknown>; body: str
 describe.each(engines)('downstream webhooks ($name)', (engine) => {
   let h: Harness;
   let receiver: Receiver;
-  let deliverer: WebhookDeliverer;
+  let deliverer: DownstreamDeliverer;
   const open: { close(): Promise<void> }[] = [];
 
-  function newDeliverer(extra: Partial<DelivererOptions> = {}): WebhookDeliverer {
-    return new WebhookDeliverer({
-      store: h.store.webhooks,
+  function newDeliverer(extra: Partial<DelivererOptions> = {}): DownstreamDeliverer {
+    return new DownstreamDeliverer({
+      store: h.store.downstream,
       now: h.clock.now,
       random: () => 0.5,
       attemptTimeoutMs: TIMEOUT_MS,
@@ -180,7 +180,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
   });
 
   it('spreads retries with jitter, within a quarter of the wait either way', async () => {
-    const { retryDelayMs } = await import('../../src/domain/webhooks.js');
+    const { retryDelayMs } = await import('../../src/domain/downstream-endpoints.js');
     expect([retryDelayMs(1, () => 0), retryDelayMs(1, () => 0.99)].map((ms) => Math.round(ms / 1000))).toEqual([23, 37]);
     expect(retryDelayMs(12, () => 0.5)).toBe(8 * 3_600_000);
   });
@@ -210,11 +210,11 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.received).toHaveLength(1);
     // What waits for it is parked: not even the check of whether anything is due sees it.
     const limits = { perEndpoint: 4, perTenant: 16, batch: 10, leaseMs: 60_000 };
-    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
+    expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', next_attempt_at: null });
     const [waiting] = await messages('acme', ep.id);
     expect((await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(waiting?.message_id)}/retry`)).statusCode).toBe(202);
-    expect(await h.store.webhooks.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
+    expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
 
     expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { enabled: true })).statusCode).toBe(200);
     await deliverer.runOnce();
@@ -308,7 +308,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const first = deliverer.runOnce();
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2));
     // Every claim now finds the endpoint full.
-    expect((await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 2, perTenant: 16, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
+    expect((await h.store.downstream.claim(new Date(h.clock.ms), { perEndpoint: 2, perTenant: 16, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
     release();
     expect(await first).toBe(2);
     deliverer.start();
@@ -395,10 +395,10 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const tenant = await h.store.getTenant('acme');
     const range = { since: new Date(h.clock.ms), until: new Date(h.clock.ms + 1) };
     const seen: number[] = [];
-    let page = await h.store.webhooks.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
+    let page = await h.store.downstream.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
     seen.push(page?.queued ?? -1);
     while (page?.next) {
-      page = await h.store.webhooks.replay(tenant?.id ?? 0, ep.id, { ...range, ...page.next }, 2, new Date(h.clock.ms));
+      page = await h.store.downstream.replay(tenant?.id ?? 0, ep.id, { ...range, ...page.next }, 2, new Date(h.clock.ms));
       seen.push(page?.queued ?? -1);
     }
     expect(seen).toEqual([2, 2, 1]);
@@ -418,12 +418,12 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.setSubscriber('other', 'cus_O', 'warning', 'payment_failed');
     // acme: 5 endpoints x 4 messages, 4 at once each: 20 by the endpoints' caps, 6 by the tenant's.
     const limits = { perEndpoint: 4, perTenant: 6, batch: 64, leaseMs: 60_000 };
-    const first = await h.store.webhooks.claim(new Date(h.clock.ms), limits);
+    const first = await h.store.downstream.claim(new Date(h.clock.ms), limits);
     const byTenant = (d: { url: string }) => (d.url.endsWith('/other') ? 'other' : 'acme');
     expect(first.deliveries.filter((d) => byTenant(d) === 'acme')).toHaveLength(6);
     expect(first.deliveries.filter((d) => byTenant(d) === 'other')).toHaveLength(1);
     // Another claim (another instance) finds acme's share taken.
-    expect((await h.store.webhooks.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
+    expect((await h.store.downstream.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
   /**
@@ -448,7 +448,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
   it("claims a tenant's due delivery while other tenants with backlogs sit at their share", async () => {
     await crowd(receiver);
     const limits = { perEndpoint: 4, perTenant: 16, batch: 64, leaseMs: 60_000 };
-    const first = await h.store.webhooks.claim(new Date(h.clock.ms), limits);
+    const first = await h.store.downstream.claim(new Date(h.clock.ms), limits);
     for (const slug of ['stuck1', 'stuck2', 'stuck3']) expect(first.deliveries.filter((d) => d.url.endsWith(`/${slug}`))).toHaveLength(16);
     expect(first.deliveries).toHaveLength(48);
 
@@ -459,11 +459,11 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const calm = await endpoint('calm', { url: receiver.url('/calm') });
     await h.setSubscriber('calm', 'cus_calm', 'warning', 'payment_failed');
     // The process has 16 slots free (64 less 48 under way).
-    const second = await h.store.webhooks.claim(new Date(h.clock.ms), { ...limits, batch: 16 });
+    const second = await h.store.downstream.claim(new Date(h.clock.ms), { ...limits, batch: 16 });
     expect(second.deliveries.map((d) => d.endpointId)).toEqual([calm.id]);
     expect(second.due).toBe(true);
     // Everything else due belongs to tenants at their share.
-    expect((await h.store.webhooks.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
+    expect((await h.store.downstream.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
   it("fills one claim with every tenant's due deliveries, not with endpoints of a tenant past its share", async () => {
@@ -475,7 +475,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.createTenant('small', { tier: 'scale' });
     const small = await endpoint('small', { url: receiver.url('/small') });
     await h.setSubscriber('small', 'cus_small', 'warning', 'payment_failed');
-    const { deliveries } = await h.store.webhooks.claim(new Date(h.clock.ms), { perEndpoint: 4, perTenant: 2, batch: 3, leaseMs: 60_000 });
+    const { deliveries } = await h.store.downstream.claim(new Date(h.clock.ms), { perEndpoint: 4, perTenant: 2, batch: 3, leaseMs: 60_000 });
     expect(deliveries.filter((d) => d.url.endsWith('/big'))).toHaveLength(2);
     expect(deliveries.filter((d) => d.endpointId === small.id)).toHaveLength(1);
   });

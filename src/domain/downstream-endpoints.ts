@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { absoluteUrl } from './validation.js';
+import type { AdminAction } from './history.js';
 import type { PolicyRule } from './policy.js';
 import type { SubscriberStatus } from './types.js';
 
@@ -10,8 +11,28 @@ import type { SubscriberStatus } from './types.js';
  * writes the events and the deliverer sends them.
  */
 
-export const WEBHOOK_EVENT_TYPES = ['subscriber.status_changed', 'subscriber.deleted'] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+export const DOWNSTREAM_EVENT_TYPES = ['subscriber.status_changed', 'subscriber.deleted'] as const;
+export type DownstreamEventType = (typeof DOWNSTREAM_EVENT_TYPES)[number];
+
+/** Where a message stands for one endpoint: waiting for an attempt, delivered, or failed for good. */
+export const DELIVERY_STATES = ['pending', 'delivered', 'failed'] as const;
+export type DeliveryState = (typeof DELIVERY_STATES)[number];
+
+/**
+ * What one attempt came to: delivered (2xx), failed (retried), gone (410: the endpoint is
+ * disabled), refused (the address is not allowed), gave_up (the last failure of its window).
+ */
+export const DELIVERY_OUTCOMES = ['delivered', 'failed', 'gone', 'refused', 'gave_up'] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
+
+/** One count per attempt outcome, all zero. */
+export function zeroDeliveryOutcomeCounts(): Record<DeliveryOutcome, number> {
+  return Object.fromEntries(DELIVERY_OUTCOMES.map((o) => [o, 0])) as Record<DeliveryOutcome, number>;
+}
+
+/** Why an endpoint is disabled: through the admin API, a 410 Gone, or days of failures. */
+export const ENDPOINT_DISABLED_REASONS = ['admin', 'gone', 'failing'] as const;
+export type EndpointDisabledReason = (typeof ENDPOINT_DISABLED_REASONS)[number];
 
 /** Retries stop this long after a message was queued for an endpoint: about three days. */
 export const RETRY_WINDOW_MS = 72 * 3_600_000;
@@ -171,9 +192,9 @@ export function addressProblem(address: string, allowed: AllowedNetworks): strin
 }
 
 /** What caused a change: a Stripe event, or an action of the admin API. */
-export type WebhookCause =
+export type DownstreamCause =
   | { source: 'stripe'; stripe_event_id: string | null; stripe_event_type: string | null }
-  | { source: 'admin'; action: 'set_status' | 'clear_override' | 'delete'; secret_key_id?: string }
+  | { source: 'admin'; action: AdminAction; secret_key_id?: string }
   | { source: 'policy'; rule: PolicyRule };
 
 export interface StatusChangedData {
@@ -183,7 +204,7 @@ export interface StatusChangedData {
   to: SubscriberStatus;
   reason: string;
   previous_reason: string | null;
-  cause: WebhookCause;
+  cause: DownstreamCause;
   occurred_at: string;
   /** While `warning` and a lockout is scheduled under the tenant's policy: when (RFC 3339). */
   lockout_at?: string;
@@ -194,12 +215,12 @@ export interface DeletedData {
   sequence: number;
   from: SubscriberStatus;
   previous_reason: string;
-  cause: WebhookCause;
+  cause: DownstreamCause;
   occurred_at: string;
 }
 
 /** The body of every delivery, in the shape Standard Webhooks recommends: type, timestamp, data. */
-export type WebhookPayload =
+export type DownstreamPayload =
   | { id: string; type: 'subscriber.status_changed'; tenant: string; timestamp: string; data: StatusChangedData }
   | { id: string; type: 'subscriber.deleted'; tenant: string; timestamp: string; data: DeletedData };
 
@@ -207,7 +228,7 @@ export type WebhookPayload =
 export function eventTypesProblem(types: readonly string[]): string | null {
   if (types.length === 0) return 'must name at least one event type (leave it out for all)';
   for (const t of types) {
-    if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t)) return `unknown event type '${t}' (known: ${WEBHOOK_EVENT_TYPES.join(', ')})`;
+    if (!(DOWNSTREAM_EVENT_TYPES as readonly string[]).includes(t)) return `unknown event type '${t}' (known: ${DOWNSTREAM_EVENT_TYPES.join(', ')})`;
   }
   if (new Set(types).size !== types.length) return 'must not repeat an event type';
   return null;

@@ -5,8 +5,8 @@ import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { addressProblem } from '../domain/webhooks.js';
-import type { AllowedNetworks } from '../domain/webhooks.js';
+import { addressProblem } from '../domain/downstream-endpoints.js';
+import type { AllowedNetworks } from '../domain/downstream-endpoints.js';
 
 /** What one POST came to. */
 export interface SendResult {
@@ -105,7 +105,7 @@ function printable(body: Buffer): string {
  * its status line, another status's body is read up to a few hundred bytes for the admin,
  * all within the timeout. Never throws.
  */
-export function sendWebhook(url: string, headers: Record<string, string>, body: string, opts: SendOptions): Promise<SendResult> {
+export function sendDownstream(url: string, headers: Record<string, string>, body: string, opts: SendOptions): Promise<SendResult> {
   const clock = opts.monotonicNow ?? (() => performance.now());
   const started = clock();
   const elapsed = () => Math.max(0, clock() - started);
