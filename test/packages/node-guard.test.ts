@@ -7,7 +7,7 @@ import type { Dunwall, StatusAnswer } from '../../packages/node/src/types.js';
  * The decision every adapter shares (packages/node/src/middleware/guard.ts), on its own:
  * what passes, what is refused and how, what a browser's page load gets, what is exempt,
  * and that every failure lets the request through. The adapters are tested in real apps in
- * middleware.test.ts.
+ * node-middleware.test.ts.
  */
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkRequest, dunwallExpress, dunwallFastify, dunwallHono, withDunwall } from '../../packages/node/src/middleware/index.js';
 import type { MiddlewareOptions } from '../../packages/node/src/middleware/index.js';
 import type { Dunwall } from '../../packages/node/src/types.js';
-import { closeServer, httpGet, listening, startService } from './service.js';
-import type { Service } from './service.js';
-import { StatusEndpointDouble } from './status-endpoint-double.js';
+import { closeServer, httpGet, listening, startService } from '../helpers/dunwall-service.js';
+import type { Service } from '../helpers/dunwall-service.js';
+import { StatusEndpointDouble } from '../helpers/status-endpoint-double.js';
 
 /**
  * Each adapter in a real app of its framework on 127.0.0.1, asked over real sockets, with

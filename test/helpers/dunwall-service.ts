@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
-import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
-import { portOf } from '../helpers/socket.js';
-import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
+import { ADMIN_TOKEN, buildAppWithModel } from './harness.js';
+import { portOf } from './socket.js';
+import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from './stripe-fixtures.js';
 
 /**
  * A real Dunwall for the @dunwall/node tests: the app and its read model on loopback, one
