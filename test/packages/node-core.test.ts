@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -432,5 +434,37 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     open.push(dunwall);
     await expect(dunwall.ready(300)).rejects.toThrow(/ECONNREFUSED/);
     expect(dunwall.status('cus_x').source).toBe('starting');
+  });
+
+  /** A bare HTTP server standing in for Dunwall's transport, answering each feed request as `answer` says. */
+  async function standIn(answer: (path: string, res: ServerResponse) => void): Promise<{ server: Server; base: string; polls: () => number }> {
+    let polls = 0;
+    const server = createHttpServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      if (path === '/v1/status-changes') polls += 1;
+      answer(path, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, polls: () => polls };
+  }
+  const json = (res: ServerResponse, body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+
+  it('bounds each request by requestTimeoutMs plus the long poll\'s wait', async () => {
+    const stand = await standIn((path, res) => {
+      if (path === '/v1/statuses') json(res, { data: [], entitlements: {}, next: null, feed_cursor: 'AQ' });
+      // The long poll is never answered.
+    });
+    try {
+      const errors: Error[] = [];
+      // staleAfterMs 2 s: a wait of 1 s, so each long poll is given 300 + 1,000 ms.
+      const dunwall = createDunwallWith({ ...ok, baseUrl: stand.base, requestTimeoutMs: 300, staleAfterMs: 2_000, onError: (e) => errors.push(e) }, QUICK);
+      open.push(dunwall);
+      await dunwall.ready();
+      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
+      expect(errors[0]?.message).toBe('Dunwall: GET /v1/status-changes failed: no answer within 1300 ms');
+    } finally {
+      stand.server.closeAllConnections();
+      stand.server.close();
+    }
   });
 });
