@@ -49,7 +49,10 @@ export async function measureSdkFeed(opts: {
     // B's read model learns of the key from the change log.
     const deadline = performance.now() + KEY_READY_MS;
     for (;;) {
-      const res = await fetch(`${opts.b}/v1/subscribers/cus_bench_probe/status`, { headers: { authorization: `Bearer ${secretKey}` }, signal: AbortSignal.timeout(5_000) });
+      const res = await fetch(`${opts.b}/v1/subscribers/cus_bench_probe/status`, {
+        headers: { authorization: `Bearer ${secretKey}` },
+        signal: AbortSignal.timeout(5_000),
+      });
       await res.arrayBuffer();
       if (res.status === 200) break;
       if (performance.now() > deadline) throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
@@ -111,7 +114,8 @@ export async function measureSdkFeed(opts: {
     }
     // Put the statuses back, so that a kept database answers as seeded next time.
     for (const s of opts.subjects) {
-      if (statuses.has(s.customerId)) await call(agentA, a, 'PUT', `/admin/v1/tenants/${opts.slug}/subscribers/${s.customerId}`, admin, JSON.stringify({ status: s.status }));
+      if (statuses.has(s.customerId))
+        await call(agentA, a, 'PUT', `/admin/v1/tenants/${opts.slug}/subscribers/${s.customerId}`, admin, JSON.stringify({ status: s.status }));
     }
   } finally {
     watch.onAnswer = null;

@@ -53,7 +53,9 @@ function pages(mix: Mix): string[] {
       );
     }
     const next = start + PAGE < COUNT ? `page${start + PAGE}` : null;
-    out.push(JSON.stringify({ data, entitlements: { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true }, next, feed_cursor: 'AQEB' }));
+    out.push(
+      JSON.stringify({ data, entitlements: { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true }, next, feed_cursor: 'AQEB' }),
+    );
   }
   return out;
 }
@@ -87,7 +89,8 @@ function timeCalls(dunwall: Dunwall, ids: readonly string[]): { nsPerCall: numbe
 function timeBoth(held: { dunwall: Dunwall | null }, hits: readonly string[], misses: readonly string[]) {
   const dunwall = held.dunwall;
   if (dunwall === null) throw new Error('no copy');
-  if (dunwall.status(hits[0] ?? '').status !== 'warning' || dunwall.status(misses[0] ?? '').status !== 'active') throw new Error('the copy does not answer as listed');
+  if (dunwall.status(hits[0] ?? '').status !== 'warning' || dunwall.status(misses[0] ?? '').status !== 'active')
+    throw new Error('the copy does not answer as listed');
   const hit = timeCalls(dunwall, hits);
   const miss = timeCalls(dunwall, misses);
   return { hitNs: hit.nsPerCall, missNs: miss.nsPerCall, check: hit.check + miss.check };
@@ -117,7 +120,9 @@ async function measure(mix: Mix) {
   const misses = Array.from({ length: COUNT }, (_, i) => Buffer.from(`cus_unknown${String(i).padStart(10, '0')}`, 'latin1').toString('latin1'));
   const fetch = serving(text);
   await settled();
-  const held: { dunwall: Dunwall | null } = { dunwall: createDunwallWith({ baseUrl: 'http://dunwall.invalid', secretKey: 'sk_live_bench0000000000000000000000000000000000' }, { fetch }) };
+  const held: { dunwall: Dunwall | null } = {
+    dunwall: createDunwallWith({ baseUrl: 'http://dunwall.invalid', secretKey: 'sk_live_bench0000000000000000000000000000000000' }, { fetch }),
+  };
   const startedMs = performance.now();
   await held.dunwall?.ready(120_000);
   const listMs = performance.now() - startedMs;

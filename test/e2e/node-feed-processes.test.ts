@@ -63,7 +63,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
   async function paymentFailedOnA(customer: string): Promise<string> {
     const ids = paymentIds();
     const created = Math.floor(Date.now() / 1000);
-    const { payload, signature } = signed(event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }), SECRET, created);
+    const { payload, signature } = signed(
+      event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
+      SECRET,
+      created,
+    );
     const res = await fetch(`${a.base}/webhooks/stripe/acme`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'stripe-signature': signature },
@@ -83,95 +87,102 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
     await b.exited;
   }
 
-  it('sees writes made on A, goes stale and never gates while B is down, resumes with no gap, and lists again once its cursor expired', { timeout: 180_000 }, async () => {
-    await onA('POST', '/tenants', { slug: 'acme', policy: { grace_days: 3 } });
-    await onA('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET });
-    await onA('POST', '/tenants', { slug: 'other' });
-    await onA('PUT', '/tenants/other/subscribers/cus_p1', { status: 'lockout' });
-    await onA('PUT', '/tenants/other/subscribers/cus_b_only', { status: 'lockout' });
-    const { secret_key: secretKey } = (await onA('POST', '/tenants/acme/keys', { name: 'web servers', scopes: ['status:read'] })) as { secret_key: string };
-    // B's read model learns of the key from the change log; the copy starts once B takes it.
-    await vi.waitFor(async () => {
-      const res = await fetch(`${b.base}/v1/subscribers/cus_x/status`, { headers: { authorization: `Bearer ${secretKey}` }, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-      expect(res.status).toBe(200);
-    }, WAIT);
+  it(
+    'sees writes made on A, goes stale and never gates while B is down, resumes with no gap, and lists again once its cursor expired',
+    { timeout: 180_000 },
+    async () => {
+      await onA('POST', '/tenants', { slug: 'acme', policy: { grace_days: 3 } });
+      await onA('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET });
+      await onA('POST', '/tenants', { slug: 'other' });
+      await onA('PUT', '/tenants/other/subscribers/cus_p1', { status: 'lockout' });
+      await onA('PUT', '/tenants/other/subscribers/cus_b_only', { status: 'lockout' });
+      const { secret_key: secretKey } = (await onA('POST', '/tenants/acme/keys', { name: 'web servers', scopes: ['status:read'] })) as { secret_key: string };
+      // B's read model learns of the key from the change log; the copy starts once B takes it.
+      await vi.waitFor(async () => {
+        const res = await fetch(`${b.base}/v1/subscribers/cus_x/status`, {
+          headers: { authorization: `Bearer ${secretKey}` },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+        expect(res.status).toBe(200);
+      }, WAIT);
 
-    const clock = new FakeClock(Date.now());
-    const errors: DunwallFeedError[] = [];
-    const paths: string[] = [];
-    dunwall = createDunwallWith(
-      { baseUrl: b.base, secretKey, now: clock.now, staleAfterMs: STALE_AFTER_MS, onError: (err) => errors.push(err as DunwallFeedError) },
-      {
-        backoff: { minMs: 50, maxMs: 400 },
-        fetch: (input, init) => {
-          paths.push(new URL(String(input)).pathname);
-          return fetch(input, init);
+      const clock = new FakeClock(Date.now());
+      const errors: DunwallFeedError[] = [];
+      const paths: string[] = [];
+      dunwall = createDunwallWith(
+        { baseUrl: b.base, secretKey, now: clock.now, staleAfterMs: STALE_AFTER_MS, onError: (err) => errors.push(err as DunwallFeedError) },
+        {
+          backoff: { minMs: 50, maxMs: 400 },
+          fetch: (input, init) => {
+            paths.push(new URL(String(input)).pathname);
+            return fetch(input, init);
+          },
         },
-      },
-    );
-    const copy = dunwall;
-    const lists = () => paths.filter((p) => p === '/v1/statuses').length;
-    await copy.ready(20_000);
-    expect(copy.status('cus_p1')).toMatchObject({ status: 'active', source: 'feed' });
+      );
+      const copy = dunwall;
+      const lists = () => paths.filter((p) => p === '/v1/statuses').length;
+      await copy.ready(20_000);
+      expect(copy.status('cus_p1')).toMatchObject({ status: 'active', source: 'feed' });
 
-    // An admin's change on A, and a Stripe event on A: both reach the copy following B.
-    await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'lockout' });
-    await vi.waitFor(() => expect(copy.status('cus_p1').status).toBe('lockout'), WAIT);
-    const payUrl = await paymentFailedOnA('cus_p2');
-    await vi.waitFor(() => expect(copy.status('cus_p2').status).toBe('warning'), WAIT);
-    const warning = copy.status('cus_p2');
-    expect(warning).toMatchObject({ pay_url: payUrl, source: 'feed', lockout_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
-    const lockoutAtMs = Date.parse(warning.lockout_at ?? '');
-    expect(lockoutAtMs - Date.now()).toBeGreaterThan(3 * DAY_MS - 60_000);
-    // The other tenant's subscribers never reach this key's copy.
-    expect([copy.status('cus_b_only').status, copy.status('cus_p1').status]).toEqual(['active', 'lockout']);
+      // An admin's change on A, and a Stripe event on A: both reach the copy following B.
+      await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'lockout' });
+      await vi.waitFor(() => expect(copy.status('cus_p1').status).toBe('lockout'), WAIT);
+      const payUrl = await paymentFailedOnA('cus_p2');
+      await vi.waitFor(() => expect(copy.status('cus_p2').status).toBe('warning'), WAIT);
+      const warning = copy.status('cus_p2');
+      expect(warning).toMatchObject({ pay_url: payUrl, source: 'feed', lockout_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
+      const lockoutAtMs = Date.parse(warning.lockout_at ?? '');
+      expect(lockoutAtMs - Date.now()).toBeGreaterThan(3 * DAY_MS - 60_000);
+      // The other tenant's subscribers never reach this key's copy.
+      expect([copy.status('cus_b_only').status, copy.status('cus_p1').status]).toEqual(['active', 'lockout']);
 
-    // B is killed: the copy answers from what it holds, then, past staleAfterMs on its clock, never gates.
-    await killB();
-    await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
-    expect(copy.status('cus_p1')).toMatchObject({ status: 'lockout', source: 'feed' });
-    clock.advance(STALE_AFTER_MS + 1);
-    expect(copy.status('cus_p1')).toMatchObject({ status: 'warning', source: 'stale' });
-    expect(copy.status('cus_p2')).toEqual({ ...warning, source: 'stale' });
-    // Even once the scheduled lockout falls due by its clock.
-    clock.ms = lockoutAtMs + 1;
-    expect(copy.status('cus_p2')).toMatchObject({ status: 'warning', source: 'stale', lockout_at: warning.lockout_at });
+      // B is killed: the copy answers from what it holds, then, past staleAfterMs on its clock, never gates.
+      await killB();
+      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
+      expect(copy.status('cus_p1')).toMatchObject({ status: 'lockout', source: 'feed' });
+      clock.advance(STALE_AFTER_MS + 1);
+      expect(copy.status('cus_p1')).toMatchObject({ status: 'warning', source: 'stale' });
+      expect(copy.status('cus_p2')).toEqual({ ...warning, source: 'stale' });
+      // Even once the scheduled lockout falls due by its clock.
+      clock.ms = lockoutAtMs + 1;
+      expect(copy.status('cus_p2')).toMatchObject({ status: 'warning', source: 'stale', lockout_at: warning.lockout_at });
 
-    // Meanwhile, on A.
-    await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'active' });
-    await onA('PUT', '/tenants/acme/subscribers/cus_p3', { status: 'lockout' });
-    const payUrl4 = await paymentFailedOnA('cus_p4');
+      // Meanwhile, on A.
+      await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'active' });
+      await onA('PUT', '/tenants/acme/subscribers/cus_p3', { status: 'lockout' });
+      const payUrl4 = await paymentFailedOnA('cus_p4');
 
-    // B again, on its port: the copy resumes from its cursor, and applies every change it missed.
-    await restartB();
-    await vi.waitFor(() => expect(copy.status('cus_p3')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
-    expect(copy.status('cus_p1').status).toBe('active');
-    expect(copy.status('cus_p4')).toMatchObject({ status: 'warning', pay_url: payUrl4 });
-    // Fresh again, and its clock is past cus_p2's scheduled lockout: answered lockout, as the lookup would.
-    expect(copy.status('cus_p2')).toMatchObject({ status: 'lockout', lockout_at: null, pay_url: payUrl, source: 'feed' });
-    expect(lists()).toBe(1);
-    expect(errors.every((e) => e.status === null)).toBe(true);
+      // B again, on its port: the copy resumes from its cursor, and applies every change it missed.
+      await restartB();
+      await vi.waitFor(() => expect(copy.status('cus_p3')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
+      expect(copy.status('cus_p1').status).toBe('active');
+      expect(copy.status('cus_p4')).toMatchObject({ status: 'warning', pay_url: payUrl4 });
+      // Fresh again, and its clock is past cus_p2's scheduled lockout: answered lockout, as the lookup would.
+      expect(copy.status('cus_p2')).toMatchObject({ status: 'lockout', lockout_at: null, pay_url: payUrl, source: 'feed' });
+      expect(lists()).toBe(1);
+      expect(errors.every((e) => e.status === null)).toBe(true);
 
-    // B down again, changes made, and retention prunes them before the copy read them: 410, list again.
-    await killB();
-    const failures = errors.length;
-    await vi.waitFor(() => expect(errors.length).toBeGreaterThan(failures), WAIT);
-    await onA('PUT', '/tenants/acme/subscribers/cus_p5', { status: 'lockout' });
-    await onA('PUT', '/tenants/acme/subscribers/cus_p3', { status: 'warning' });
-    const maintenance = await openStore({ engine: 'postgres', url: scoped.url });
-    try {
-      expect(await maintenance.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(0);
-    } finally {
-      await maintenance.close();
-    }
-    await restartB();
-    await vi.waitFor(() => expect(copy.status('cus_p5').status).toBe('lockout'), WAIT);
-    expect(copy.status('cus_p3').status).toBe('warning');
-    expect(errors.some((e) => e.status === 410 && e.code === 'cursor_expired')).toBe(true);
-    expect(lists()).toBe(2);
-    // And it follows on from the new list.
-    await onA('PUT', '/tenants/acme/subscribers/cus_p6', { status: 'warning' });
-    await vi.waitFor(() => expect(copy.status('cus_p6').status).toBe('warning'), WAIT);
-    expect([copy.status('cus_b_only').status, copy.status('cus_p4').status]).toEqual(['active', 'warning']);
-  });
+      // B down again, changes made, and retention prunes them before the copy read them: 410, list again.
+      await killB();
+      const failures = errors.length;
+      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(failures), WAIT);
+      await onA('PUT', '/tenants/acme/subscribers/cus_p5', { status: 'lockout' });
+      await onA('PUT', '/tenants/acme/subscribers/cus_p3', { status: 'warning' });
+      const maintenance = await openStore({ engine: 'postgres', url: scoped.url });
+      try {
+        expect(await maintenance.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(0);
+      } finally {
+        await maintenance.close();
+      }
+      await restartB();
+      await vi.waitFor(() => expect(copy.status('cus_p5').status).toBe('lockout'), WAIT);
+      expect(copy.status('cus_p3').status).toBe('warning');
+      expect(errors.some((e) => e.status === 410 && e.code === 'cursor_expired')).toBe(true);
+      expect(lists()).toBe(2);
+      // And it follows on from the new list.
+      await onA('PUT', '/tenants/acme/subscribers/cus_p6', { status: 'warning' });
+      await vi.waitFor(() => expect(copy.status('cus_p6').status).toBe('warning'), WAIT);
+      expect([copy.status('cus_b_only').status, copy.status('cus_p4').status]).toEqual(['active', 'warning']);
+    },
+  );
 });

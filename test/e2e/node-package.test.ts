@@ -85,7 +85,11 @@ describe('the @dunwall/node package', () => {
       console.log(JSON.stringify({ starting, changed: [changed.status, changed.source], errors }));
       `,
     );
-    const child = spawn(process.execPath, ['follow.mjs'], { cwd: project, env: { PATH: process.env.PATH ?? '', BASE: base, SK: secretKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['follow.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', BASE: base, SK: secretKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const lines: string[] = [];
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -121,7 +125,12 @@ describe('the @dunwall/node package', () => {
       process.on('exit', () => console.log(JSON.stringify({ status: dunwall.status('cus_1'), errors })));
       `,
     );
-    const { stdout } = await promisify(execFile)(process.execPath, ['away.mjs'], { cwd: project, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8', timeout: 20_000 });
+    const { stdout } = await promisify(execFile)(process.execPath, ['away.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     expect(JSON.parse(stdout)).toEqual({ status: { status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'starting' }, errors: 1 });
   });
 });

@@ -81,8 +81,17 @@ async function paymentFailed(slug: string, customer: string): Promise<{ payUrl: 
   const ids = paymentIds();
   const sentMs = Date.now();
   const created = Math.floor(sentMs / 1000);
-  const { payload, signature } = signed(event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }), SECRET, created);
-  const res = await app.inject({ method: 'POST', url: `/webhooks/stripe/${slug}`, headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+  const { payload, signature } = signed(
+    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
+    SECRET,
+    created,
+  );
+  const res = await app.inject({
+    method: 'POST',
+    url: `/webhooks/stripe/${slug}`,
+    headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+    payload,
+  });
   if (res.statusCode !== 200) throw new Error(`webhook: ${res.statusCode} ${res.body}`);
   return { payUrl: hostedInvoiceUrl(ids.invoice), sentMs };
 }
@@ -241,7 +250,12 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     expect(dunwall.status('cus_c1').status).toBe('active');
     expect(rec.count('/v1/statuses')).toBe(1);
     // Every retry asked from the same cursor: the last one the service handed out.
-    const afters = new Set(rec.calls.filter((c) => c.path === '/v1/status-changes').slice(1, -1).map((c) => c.query.get('after')));
+    const afters = new Set(
+      rec.calls
+        .filter((c) => c.path === '/v1/status-changes')
+        .slice(1, -1)
+        .map((c) => c.query.get('after')),
+    );
     expect(afters.size).toBe(1);
     expect(errors.every((e) => e.status === null)).toBe(true);
   });
@@ -295,7 +309,7 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     await vi.waitFor(() => expect(dunwall.status('cus_e5').status).toBe('lockout'), WAIT);
   });
 
-  it('never sees another tenant\'s subscribers', async () => {
+  it("never sees another tenant's subscribers", async () => {
     await tenant('iso-a');
     await tenant('iso-b');
     await put('iso-a', 'cus_same', 'warning');
@@ -389,7 +403,7 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     expect(() => createDunwall({ ...ok, requestTimeoutMs: Number.NaN })).toThrow(/requestTimeoutMs/);
   });
 
-  it('applies nothing of an answer that is not the contract\'s, and drops a pay link a page must not get', async () => {
+  it("applies nothing of an answer that is not the contract's, and drops a pay link a page must not get", async () => {
     const pages: unknown[] = [
       { data: [{ processor_customer_id: 'cus_1', status: 'gated' }], entitlements: {}, next: null, feed_cursor: 'AQ' },
       {
@@ -449,7 +463,7 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
   }
   const json = (res: ServerResponse, body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
-  it('bounds each request by requestTimeoutMs plus the long poll\'s wait', async () => {
+  it("bounds each request by requestTimeoutMs plus the long poll's wait", async () => {
     const stand = await standIn((path, res) => {
       if (path === '/v1/statuses') json(res, { data: [], entitlements: {}, next: null, feed_cursor: 'AQ' });
       // The long poll is never answered.

@@ -31,7 +31,14 @@ export class Answer implements StatusAnswer {
   readonly source: AnswerSource;
   readonly #dueAtMs: number | null;
 
-  constructor(status: BillingStatus, lockoutAt: string | null, payUrl: string | null, entitlements: Readonly<Record<string, boolean>>, source: AnswerSource, dueAtMs: number | null) {
+  constructor(
+    status: BillingStatus,
+    lockoutAt: string | null,
+    payUrl: string | null,
+    entitlements: Readonly<Record<string, boolean>>,
+    source: AnswerSource,
+    dueAtMs: number | null,
+  ) {
     this.status = status;
     this.lockout_at = lockoutAt;
     this.pay_url = payUrl;
@@ -106,7 +113,10 @@ export class Copy {
       this.held.set(entry.customerId, entry.status === 'warning' ? this.plainWarning : this.plainLockout);
       return;
     }
-    this.held.set(entry.customerId, new Answer(entry.status, lockoutAt, entry.payUrl, this.entitlements, 'feed', lockoutAt === null ? null : entry.lockoutAtMs));
+    this.held.set(
+      entry.customerId,
+      new Answer(entry.status, lockoutAt, entry.payUrl, this.entitlements, 'feed', lockoutAt === null ? null : entry.lockoutAtMs),
+    );
   }
 }
 

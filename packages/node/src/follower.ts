@@ -60,7 +60,8 @@ export class DunwallFeedError extends Error {
 
 function positive(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`createDunwall: ${name} must be a positive number of milliseconds`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+    throw new TypeError(`createDunwall: ${name} must be a positive number of milliseconds`);
   return value;
 }
 
@@ -80,7 +81,9 @@ function baseOf(raw: unknown): string {
 function secretOf(raw: unknown): string {
   // Never echoed: a message names the key's kind at most.
   if (typeof raw !== 'string' || !/^sk_[A-Za-z0-9_]+$/.test(raw)) {
-    throw new TypeError('createDunwall: secretKey must be a secret key of the tenant (sk_live_... or sk_test_...), with status:read; a publishable key does not reach the status feed');
+    throw new TypeError(
+      'createDunwall: secretKey must be a secret key of the tenant (sk_live_... or sk_test_...), with status:read; a publishable key does not reach the status feed',
+    );
   }
   return raw;
 }
@@ -148,7 +151,8 @@ class Follower {
     this.headers = { authorization: `Bearer ${secretOf(options.secretKey)}`, accept: 'application/json', 'user-agent': 'dunwall-node' };
     this.staleAfterMs = positive(options.staleAfterMs, 'staleAfterMs', DEFAULT_STALE_AFTER_MS);
     this.requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
-    if (options.now !== undefined && typeof options.now !== 'function') throw new TypeError('createDunwall: now must be a function returning epoch milliseconds');
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new TypeError('createDunwall: now must be a function returning epoch milliseconds');
     this.now = options.now ?? Date.now;
     this.onError = typeof options.onError === 'function' ? options.onError : null;
     // A healthy copy hears from the service at least twice within staleAfterMs.
