@@ -481,4 +481,23 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
       stand.server.close();
     }
   });
+
+  it('paces a service that answers every long poll empty at once, instead of spinning on it', async () => {
+    const stand = await standIn((path, res) =>
+      path === '/v1/statuses' ? json(res, { data: [], entitlements: {}, next: null, feed_cursor: 'AQ' }) : json(res, { data: [], next: 'AQ' }),
+    );
+    try {
+      const dunwall = createDunwallWith({ ...ok, baseUrl: stand.base }, QUICK);
+      open.push(dunwall);
+      await dunwall.ready();
+      const started = performance.now();
+      await vi.waitFor(() => expect(stand.polls()).toBeGreaterThanOrEqual(8), WAIT);
+      // Paced after the first: at least half of 20 + 40 + 80 + 100 + 100 + 100 ms between the eight.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(220);
+      expect(dunwall.status('cus_1').source).toBe('feed');
+    } finally {
+      stand.server.closeAllConnections();
+      stand.server.close();
+    }
+  });
 });

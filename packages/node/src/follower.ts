@@ -31,6 +31,8 @@ const PAGE_LIMIT = 1000;
 const BACKOFF = { minMs: 500, maxMs: 30_000 };
 /** A refused key is a deploy's mistake, not a passing failure: asked again this often. */
 const REFUSED_KEY_RETRY_MS = 60_000;
+/** A long poll answered empty sooner than this (or half its wait) did not wait. */
+const EARLY_EMPTY_MS = 1000;
 /** The longest Retry-After honoured (a 429 or a 503 asks for seconds). */
 const MAX_RETRY_AFTER_MS = 300_000;
 
@@ -215,12 +217,17 @@ class Follower {
   private async run(): Promise<void> {
     let failures = 0;
     let relisted = false;
+    let early = 0;
     while (!this.closed) {
       try {
         if (this.cursor === null) await this.list();
         else {
-          await this.follow(this.cursor);
+          // A long poll answered empty long before its wait (a service shutting down, a proxy
+          // that does not hold requests): asked again at once the first time, then paced as
+          // failures are, so that the copy never spins on it.
+          early = (await this.follow(this.cursor)) ? early + 1 : 0;
           relisted = false;
+          if (early > 1) await this.pause.wait(this.backoffMs(early - 1));
         }
         failures = 0;
       } catch (caught) {
@@ -243,11 +250,15 @@ class Follower {
     }
   }
 
-  /** Capped exponential backoff with jitter; slower for a refused key; at least what Retry-After asks. */
+  /** The `n`th (from 1) wait of a capped exponential backoff, with jitter: between half the step and the step. */
+  private backoffMs(n: number, cap: number = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(n - 1, 30))): number {
+    return cap / 2 + Math.random() * (cap / 2);
+  }
+
+  /** The backoff; slower for a refused key; at least what Retry-After asks. */
   private delayAfter(err: DunwallFeedError, failures: number): number {
     const refused = err.status === 401 || err.status === 403;
-    const cap = refused ? this.refusedKeyRetryMs : Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(failures - 1, 30));
-    const jittered = cap / 2 + Math.random() * (cap / 2);
+    const jittered = refused ? this.backoffMs(failures, this.refusedKeyRetryMs) : this.backoffMs(failures);
     const asked = err.retryAfterS === null ? 0 : Math.min(MAX_RETRY_AFTER_MS, err.retryAfterS * 1000);
     return Math.max(jittered, asked);
   }
@@ -275,8 +286,12 @@ class Follower {
     }
   }
 
-  /** One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty page moves it too). */
-  private async follow(cursor: string): Promise<void> {
+  /**
+   * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
+   * page moves it too). True when it came back empty long before its wait.
+   */
+  private async follow(cursor: string): Promise<boolean> {
+    const startedMs = performance.now();
     const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${this.waitS}&limit=${this.pageLimit}`, this.waitS * 1000);
     const page = changesPageOf(body);
     if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
@@ -284,6 +299,7 @@ class Follower {
     const copy = this.copy;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
     this.cursor = page.next;
+    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (this.waitS * 1000) / 2);
   }
 
   /** A GET of the service, bounded by requestTimeoutMs plus the long poll's wait, its JSON body parsed. */
