@@ -72,6 +72,13 @@ export async function measureFeed(opts: {
         }
         secret = (JSON.parse(created.body) as { secret_key: string }).secret_key;
         keys.set(slug, secret);
+        // A new key reaches B with the change log, like any change: wait for it (at most 5 s)
+        // before measuring, so that no trial is a 401 of a key B has not heard of yet.
+        for (let waited = 0; waited < 5_000; waited += 20) {
+          const seen = await call(agentB, b, 'GET', '/v1/statuses?limit=1', { authorization: `Bearer ${secret}` });
+          if (seen.status !== 401) break;
+          await sleep(20);
+        }
       }
       const feed = { authorization: `Bearer ${secret}` };
       let cursor = cursors.get(slug);

@@ -121,6 +121,62 @@ export function feedLine(feed: FeedResult | { skipped: string }): string {
   );
 }
 
+/** One mix of the sdk row (bench/sdk.ts): a copy of that many non-active subscribers. */
+export interface SdkMix {
+  mix: 'plain' | 'dunning';
+  count: number;
+  listMs: number;
+  bytesPerSubscriber: number;
+  hitNs: number;
+  missNs: number;
+  mapHitNs: number;
+  mapMissNs: number;
+}
+
+export interface SdkResult {
+  count: number;
+  payUrlLength: number;
+  /** What a pay link's string alone takes on the heap. */
+  payUrlBytes: number;
+  plain: SdkMix;
+  dunning: SdkMix;
+}
+
+export function sdkLine(s: SdkResult): string {
+  const mix = (m: SdkMix) => `status() ${fmt(m.hitNs, 0)} ns a hit, ${fmt(m.missNs, 0)} ns a miss (a bare Map.get ${fmt(m.mapHitNs, 0)} / ${fmt(m.mapMissNs, 0)}), ${fmt(m.bytesPerSubscriber, 1)} bytes a subscriber, listed in ${fmt(m.listMs, 0)} ms`;
+  return (
+    `@dunwall/node copy of ${fmtInt(s.count)} non-active subscribers: plain (no pay link, no scheduled lockout): ${mix(s.plain)}; ` +
+    `in dunning (${s.payUrlLength}-character pay links, ${fmt(s.payUrlBytes, 0)} bytes each, and scheduled lockouts): ${mix(s.dunning)}`
+  );
+}
+
+export function sdkFeedLine(feed: FeedResult | { skipped: string }): string {
+  if ('skipped' in feed) return `@dunwall/node across 2 instances: skipped (${feed.skipped})`;
+  const after = [...feed.afterAnswerMs].sort((x, y) => x - y);
+  return (
+    `@dunwall/node across 2 instances (${feed.trials} changes through A's admin API, each awaited in a copy following B): ` +
+    `p50 ${fmt(feed.p50Ms)} ms, p99 ${fmt(feed.p99Ms)} ms, max ${fmt(feed.maxMs)} ms from the PUT sent ` +
+    `(p50 ${fmt(after[Math.floor(after.length / 2)])} ms from its answer), timeouts ${feed.timeouts}/${feed.trials}${feed.errors.length > 0 ? `, errors ${feed.errors.length}` : ''}`
+  );
+}
+
+export function sdkTargets(sdk: SdkResult | null, feed: FeedResult | { skipped: string } | null): Target[] {
+  const out: Target[] = [];
+  const worst = sdk === null ? null : Math.max(sdk.plain.hitNs, sdk.plain.missNs, sdk.dunning.hitNs, sdk.dunning.missNs);
+  out.push({ figure: '@dunwall/node status(), 100k non-active subscribers, slowest of hit / miss', target: '< 1000 ns', value: worst === null ? '-' : `${fmt(worst, 0)} ns`, met: worst === null ? null : worst < 1000 });
+  const plain = sdk?.plain.bytesPerSubscriber ?? null;
+  out.push({ figure: '@dunwall/node bytes per non-active subscriber (no pay link)', target: '<= 200', value: plain === null ? '-' : fmt(plain, 1), met: plain === null ? null : plain <= 200 });
+  const dunning = sdk === null ? null : sdk.dunning.bytesPerSubscriber - sdk.payUrlBytes;
+  out.push({ figure: '@dunwall/node bytes per subscriber in dunning, beside its pay link', target: '<= 200', value: dunning === null ? '-' : fmt(dunning, 1), met: dunning === null ? null : dunning <= 200 });
+  const figure = '@dunwall/node across instances (write on A, copy following B), p99';
+  if (feed === null || 'skipped' in feed) out.push({ figure, target: '< 100 ms', value: '-', met: null });
+  else {
+    const bad = feed.timeouts > 0 || feed.p99Ms === null;
+    out.push({ figure, target: '< 100 ms', value: bad ? `${fmt(feed.p99Ms)} ms, ${feed.timeouts} timeouts` : `${fmt(feed.p99Ms)} ms`, met: !bad && (feed.p99Ms ?? Infinity) < 100 });
+  }
+  return out;
+}
+
 export function feedTarget(feed: FeedResult | { skipped: string } | null): Target {
   const figure = 'status feed across instances (write on A, long poll on B), p99';
   if (feed === null || 'skipped' in feed) return { figure, target: '< 100 ms', value: '-', met: null };

@@ -19,29 +19,30 @@ import { parseArgs } from 'node:util';
 import { SEMI_SPACE_FLAG } from '../src/runtime/cluster.js';
 import { MAX_RATE_LIMIT } from '../src/runtime/config.js';
 import type { StoreTarget } from '../src/store/index.js';
-import { MAX_TENANTS, RequestFactory, slugOf } from './data.js';
+import { MAX_TENANTS, RequestFactory, customerId, seededStatus, slugOf } from './data.js';
 import type { BenchRequest, Entitlements, Sizes } from './data.js';
 import { measureInvalidation } from './invalidation.js';
 import type { InvalidationResult } from './invalidation.js';
 import { measureFeed } from './feed.js';
 import type { FeedResult } from './feed.js';
+import { measureSdkFeed } from './sdk-feed.js';
 import { call } from './http.js';
 import { detectGenerator, runLoad, writeLines } from './load.js';
 import type { Generator, GeneratorKind } from './load.js';
 import { StartError, cpuSeconds, freePort, killAllSync, rssMb, serverProcesses, spawnChild, stopAll, stopChild, systemBusySeconds, tail, waitReady } from './procs.js';
 import type { Child } from './procs.js';
-import { feedLine, feedTarget, invalidationLine, memoryLine, table, targets, targetsTable } from './report.js';
-import type { MemoryResult, RowName, RowResult } from './report.js';
+import { feedLine, feedTarget, invalidationLine, memoryLine, sdkFeedLine, sdkLine, sdkTargets, table, targets, targetsTable } from './report.js';
+import type { MemoryResult, RowName, RowResult, SdkResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
 import { MIDDLEWARE_BODY, benchCustomer, middlewareCostNs } from './middleware-app.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed', 'middleware'] as const;
+const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed', 'sdk', 'sdkfeed', 'middleware'] as const;
 type Row = (typeof ALL_ROWS)[number];
 /** Rows that measure without the seeded store: asked for alone, no store is made. */
-const STORELESS_ROWS: readonly Row[] = ['extras', 'middleware'];
+const STORELESS_ROWS: readonly Row[] = ['extras', 'sdk', 'middleware'];
 
 const HOT_COUNT = 10_000;
 /** The dripping row: this many connections from one address, each sending a byte a second. */
@@ -53,6 +54,8 @@ const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
 const FEED_TRIALS = 100;
+/** The sdk row: non-active subscribers in @dunwall/node's copy. */
+const SDK_COUNT = 100_000;
 const CHECK_SAMPLE = 50;
 /** The middleware row: customers asked, and rounds of each server, alternated (the best of each kept). */
 const MIDDLEWARE_CUSTOMERS = 10_000;
@@ -422,7 +425,7 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation', 'feed'].some((r) => opts.rows.has(r as Row));
+  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation', 'feed', 'sdkfeed'].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -884,6 +887,27 @@ async function main(): Promise<void> {
     });
   }
 
+  let sdk: SdkResult | null = null;
+  if (opts.rows.has('sdk')) {
+    await phase('sdk', async () => {
+      // Each mix in a process of its own, with collections it can force.
+      const run = (mix: 'plain' | 'dunning') => {
+        const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'sdk.ts')], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 300_000,
+          env: { ...process.env, BENCH_SDK_MIX: mix, BENCH_SDK_COUNT: String(SDK_COUNT) },
+        });
+        if (res.status !== 0) throw new Error(`sdk.ts (${mix}): ${res.stderr.trim().split('\n').slice(-3).join(' ')}`);
+        return JSON.parse(res.stdout.trim()) as SdkResult['plain'] & { payUrlLength?: number; payUrlBytes?: number };
+      };
+      const plain = run('plain');
+      const dunning = run('dunning');
+      sdk = { count: SDK_COUNT, payUrlLength: dunning.payUrlLength ?? 0, payUrlBytes: dunning.payUrlBytes ?? 0, plain, dunning };
+      log(sdkLine(sdk));
+    });
+  }
+
   let policy: { subscribers: number; gated: number; seconds: number; during: RowResult['load'] } | { skipped: string } | null = null;
   if (opts.rows.has('policy')) {
     if (serverUrl === null) {
@@ -982,6 +1006,33 @@ async function main(): Promise<void> {
     }
   }
 
+  let sdkfeed: FeedResult | { skipped: string } | null = null;
+  if (opts.rows.has('sdkfeed')) {
+    if (serverUrl === null) {
+      sdkfeed = { skipped: 'embedded store: one process owns it, so there is no second instance' };
+    } else {
+      await phase('sdkfeed', async () => {
+        // A and B: the service twice on one database; @dunwall/node in this process follows B
+        // with a secret key of the first tenant, whose subscribers are changed through A.
+        const a = await startService('sdkfeed-a');
+        try {
+          const b = await startService('sdkfeed-b');
+          try {
+            const subjects = Array.from({ length: Math.min(FEED_TRIALS, sizes.perTenant) }, (_, i) => ({ customerId: customerId(1, i + 1), status: seededStatus(i + 1) }));
+            log(`sdkfeed: ${FEED_TRIALS} changes through ${a.url}, each awaited in a copy following ${b.url}`);
+            sdkfeed = await measureSdkFeed({ a: a.url, b: b.url, adminToken, slug: slugOf(1), subjects, trials: FEED_TRIALS, log });
+            for (const e of sdkfeed.errors.slice(0, 3)) note(`sdkfeed: ${e}`);
+            log(sdkFeedLine(sdkfeed));
+          } finally {
+            await stopChild(b.child);
+          }
+        } finally {
+          await stopChild(a.child);
+        }
+      });
+    }
+  }
+
   // ---- ratios, table, JSON
   const baseline = results.find((r) => r.row === 'baseline');
   const peer = results.find((r) => r.row === 'peer');
@@ -1008,7 +1059,7 @@ async function main(): Promise<void> {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = [...targets(results, invalidation, memory), feedTarget(feed)];
+  const targetList = [...targets(results, invalidation, memory), feedTarget(feed), ...sdkTargets(sdk, sdkfeed)];
   const output = [
     ...header,
     '',
@@ -1019,6 +1070,8 @@ async function main(): Promise<void> {
     policyLine(policy),
     invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
     feed ? feedLine(feed) : 'status feed across instances: not run (--rows)',
+    sdk ? sdkLine(sdk) : '@dunwall/node copy: not run (--rows)',
+    sdkfeed ? sdkFeedLine(sdkfeed) : '@dunwall/node across instances: not run (--rows)',
     '',
     'targets (issues 5, 11 and 12):',
     targetsTable(targetList),
@@ -1049,6 +1102,8 @@ async function main(): Promise<void> {
     policy,
     invalidation,
     feed,
+    sdk,
+    sdkfeed,
     targets: targetList,
     notes,
     table: output,

@@ -158,9 +158,17 @@ function countdown(at: number, locales: readonly string[], text: string): [strin
   }
 }
 
-/** Asks again, unless the page is hidden, a question is in flight or one went within a second. */
+/** Asks again, unless the page is hidden or a question is in flight; at most one a second. */
 function askAgain(o: CheckOptions): void {
-  if (document.hidden || asking || Date.now() - askedAt < RETURN_GAP_MS) return;
+  if (document.hidden || asking) return;
+  // A return within a second of the last question (focus and visibilitychange together, or
+  // a customer back at once) is asked once that second ends: never dropped.
+  const wait = askedAt + RETURN_GAP_MS - Date.now();
+  if (wait > 0) {
+    clearTimeout(again);
+    again = setTimeout(askAgain, wait, o);
+    return;
+  }
   asking = true;
   askedAt = Date.now();
   void check(o).finally(() => (asking = false));

@@ -1,0 +1,383 @@
+import { Copy, STARTING, changesPageOf, listPageOf } from './copy.js';
+import type { Answer } from './copy.js';
+import type { Dunwall, DunwallOptions, StatusAnswer } from './types.js';
+
+/**
+ * `createDunwall`: the tenant's non-active subscribers held in this process's memory, kept
+ * true by following Dunwall's status feed (docs/feed.md), as a Kubernetes informer does:
+ * list (`GET /v1/statuses`, page by page), then follow (`GET /v1/status-changes`, a long poll
+ * from the list's `feed_cursor`, each page's `next` after that), applying every change in the
+ * order given.
+ *
+ * - A `410 cursor_expired` (the changes after the cursor are no longer kept) or a refused
+ *   cursor: list again into a new copy, swapped in whole once read; the old one answers
+ *   meanwhile.
+ * - Any other failure (the network, a timeout, a 5xx, an answer that is not the contract's):
+ *   retried after a capped exponential backoff with jitter, from the same cursor, so that no
+ *   change is skipped and none applied twice. A refused key (401, 403) is retried slowly.
+ *   Nothing is thrown into the application: failures go to `onError`.
+ * - Staleness: every answer of the service (an empty long poll too) is a sign of life. Past
+ *   `staleAfterMs` without one, the copy never gates: a lockout is answered `warning`, every
+ *   answer says `source: 'stale'` (CONTRACT: a stale copy never gates).
+ */
+
+const DEFAULT_STALE_AFTER_MS = 60_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+const DEFAULT_READY_TIMEOUT_MS = 10_000;
+/** The longest long poll the service holds (docs/feed.md). */
+const MAX_WAIT_S = 30;
+/** Subscribers or changes a page: the service's maximum, so that a list is as few requests as can be. */
+const PAGE_LIMIT = 1000;
+const BACKOFF = { minMs: 500, maxMs: 30_000 };
+/** A refused key is a deploy's mistake, not a passing failure: asked again this often. */
+const REFUSED_KEY_RETRY_MS = 60_000;
+/** A long poll answered empty sooner than this (or half its wait) did not wait. */
+const EARLY_EMPTY_MS = 1000;
+/** The longest Retry-After honoured (a 429 or a 503 asks for seconds). */
+const MAX_RETRY_AFTER_MS = 300_000;
+
+/** Knobs the tests turn; not part of the public options. */
+export interface Internals {
+  pageLimit?: number;
+  backoff?: { minMs: number; maxMs: number };
+  refusedKeyRetryMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** A failure of one request to Dunwall, as `onError` gets it. */
+export class DunwallFeedError extends Error {
+  constructor(
+    message: string,
+    /** The HTTP status, when Dunwall answered. */
+    readonly status: number | null = null,
+    /** The problem's `code`, when Dunwall gave one. */
+    readonly code: string | null = null,
+    /** Seconds the answer asked to wait (Retry-After). */
+    readonly retryAfterS: number | null = null,
+  ) {
+    super(message);
+    this.name = 'DunwallFeedError';
+  }
+}
+
+function positive(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+    throw new TypeError(`createDunwall: ${name} must be a positive number of milliseconds`);
+  return value;
+}
+
+function baseOf(raw: unknown): string {
+  if (typeof raw !== 'string') throw new TypeError('createDunwall: baseUrl must be the URL of the Dunwall service');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TypeError('createDunwall: baseUrl must be an absolute http(s) URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError('createDunwall: baseUrl must be an absolute http(s) URL');
+  if (url.search !== '' || url.hash !== '') throw new TypeError('createDunwall: baseUrl takes no query or fragment');
+  return url.href.replace(/\/+$/, '');
+}
+
+function secretOf(raw: unknown): string {
+  // Never echoed: a message names the key's kind at most.
+  if (typeof raw !== 'string' || !/^sk_[A-Za-z0-9_]+$/.test(raw)) {
+    throw new TypeError(
+      'createDunwall: secretKey must be a secret key of the tenant (sk_live_... or sk_test_...), with status:read; a publishable key does not reach the status feed',
+    );
+  }
+  return raw;
+}
+
+/** Sleeps `ms` unless woken; the timer never keeps the process alive. */
+class Pause {
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private wake: (() => void) | null = null;
+
+  wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+      this.timer = setTimeout(() => this.end(), ms);
+      this.timer.unref();
+    });
+  }
+
+  end(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+}
+
+/** A list being read: kept across a failure, so that paging resumes where it stopped. */
+interface Listing {
+  copy: Copy;
+  feedCursor: string;
+  next: string | null;
+}
+
+class Follower {
+  /** The copy `status()` answers from; null until the first list has completed. */
+  copy: Copy | null = null;
+  /** When the service last answered (the `now` clock). */
+  lastHeardMs = 0;
+  readonly staleAfterMs: number;
+  readonly now: () => number;
+
+  private readonly base: string;
+  private readonly headers: Record<string, string>;
+  private readonly requestTimeoutMs: number;
+  private readonly waitS: number;
+  private readonly onError: ((err: Error) => void) | null;
+  private readonly pageLimit: number;
+  private readonly backoff: { minMs: number; maxMs: number };
+  private readonly refusedKeyRetryMs: number;
+  private readonly fetch: typeof fetch;
+
+  private cursor: string | null = null;
+  private listing: Listing | null = null;
+  private closed = false;
+  /** The request in flight, which close() aborts. */
+  private inflight: AbortController | null = null;
+  private readonly pause = new Pause();
+  private readonly readyWaiters = new Set<{ resolve(): void; reject(err: Error): void }>();
+  private lastError: Error | null = null;
+  private running: Promise<void> = Promise.resolve();
+
+  constructor(options: DunwallOptions, internals: Internals) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('createDunwall: options are required ({ baseUrl, secretKey })');
+    this.base = baseOf(options.baseUrl);
+    this.headers = { authorization: `Bearer ${secretOf(options.secretKey)}`, accept: 'application/json', 'user-agent': 'dunwall-node' };
+    this.staleAfterMs = positive(options.staleAfterMs, 'staleAfterMs', DEFAULT_STALE_AFTER_MS);
+    this.requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
+    if (options.now !== undefined && typeof options.now !== 'function')
+      throw new TypeError('createDunwall: now must be a function returning epoch milliseconds');
+    this.now = options.now ?? Date.now;
+    this.onError = typeof options.onError === 'function' ? options.onError : null;
+    // A healthy copy hears from the service at least twice within staleAfterMs.
+    this.waitS = Math.max(1, Math.min(MAX_WAIT_S, Math.floor(this.staleAfterMs / 2000)));
+    this.pageLimit = internals.pageLimit ?? PAGE_LIMIT;
+    this.backoff = internals.backoff ?? BACKOFF;
+    this.refusedKeyRetryMs = internals.refusedKeyRetryMs ?? REFUSED_KEY_RETRY_MS;
+    this.fetch = internals.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  start(): void {
+    this.running = this.run().catch((err: unknown) => this.report(err instanceof Error ? err : new Error(String(err))));
+  }
+
+  ready(timeoutMs: number): Promise<void> {
+    if (this.copy !== null) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error('Dunwall: closed before the first list completed'));
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          this.readyWaiters.delete(waiter);
+          resolve();
+        },
+        reject: (err: Error) => {
+          clearTimeout(timer);
+          this.readyWaiters.delete(waiter);
+          reject(err);
+        },
+      };
+      const timer = setTimeout(() => {
+        const last = this.lastError === null ? '' : ` (last error: ${this.lastError.message})`;
+        waiter.reject(new Error(`Dunwall: the first list did not complete within ${timeoutMs} ms${last}`));
+      }, timeoutMs);
+      timer.unref();
+      this.readyWaiters.add(waiter);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.inflight?.abort();
+      this.pause.end();
+      for (const waiter of [...this.readyWaiters]) waiter.reject(new Error('Dunwall: closed before the first list completed'));
+    }
+    await this.running;
+  }
+
+  private report(err: Error): void {
+    this.lastError = err;
+    if (this.onError === null) return;
+    try {
+      this.onError(err);
+    } catch {
+      // A logger that throws must not stop the copy.
+    }
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    let relisted = false;
+    let early = 0;
+    while (!this.closed) {
+      try {
+        if (this.cursor === null) await this.list();
+        else {
+          // A long poll answered empty long before its wait (a service shutting down, a proxy
+          // that does not hold requests): asked again at once the first time, then paced as
+          // failures are, so that the copy never spins on it.
+          early = (await this.follow(this.cursor)) ? early + 1 : 0;
+          relisted = false;
+          if (early > 1) await this.pause.wait(this.backoffMs(early - 1));
+        }
+        failures = 0;
+      } catch (caught) {
+        if (this.closed) return;
+        const err = caught instanceof DunwallFeedError ? caught : new DunwallFeedError(`Dunwall: ${(caught as Error)?.message ?? String(caught)}`);
+        this.report(err);
+        if (err.code === 'cursor_expired' || err.code === 'invalid_cursor') {
+          // List again, from the start (a list cursor refused too), into a new copy: at once,
+          // unless the last list's cursor was refused before a single page of changes.
+          this.cursor = null;
+          this.listing = null;
+          if (!relisted) {
+            relisted = true;
+            continue;
+          }
+        }
+        failures += 1;
+        await this.pause.wait(this.delayAfter(err, failures));
+      }
+    }
+  }
+
+  /** The `n`th (from 1) wait of a capped exponential backoff, with jitter: between half the step and the step. */
+  private backoffMs(n: number, cap: number = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(n - 1, 30))): number {
+    return cap / 2 + Math.random() * (cap / 2);
+  }
+
+  /** The backoff; slower for a refused key; at least what Retry-After asks. */
+  private delayAfter(err: DunwallFeedError, failures: number): number {
+    const refused = err.status === 401 || err.status === 403;
+    const jittered = refused ? this.backoffMs(failures, this.refusedKeyRetryMs) : this.backoffMs(failures);
+    const asked = err.retryAfterS === null ? 0 : Math.min(MAX_RETRY_AFTER_MS, err.retryAfterS * 1000);
+    return Math.max(jittered, asked);
+  }
+
+  /** Lists every page into a new copy (resuming a listing a failure interrupted), then swaps it in. */
+  private async list(): Promise<void> {
+    for (;;) {
+      const listing = this.listing;
+      const query = `limit=${this.pageLimit}${listing === null ? '' : `&cursor=${encodeURIComponent(listing.next ?? '')}`}`;
+      const body = await this.get('/v1/statuses', query, 0);
+      const page = listPageOf(body);
+      if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
+      this.lastHeardMs = this.now();
+      const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null };
+      for (const entry of page.entries) current.copy.apply(entry);
+      current.next = page.next;
+      this.listing = current;
+      if (page.next !== null) continue;
+      // Read whole: swapped in at once, and the feed followed from the first page's position.
+      this.listing = null;
+      this.copy = current.copy;
+      this.cursor = current.feedCursor;
+      for (const waiter of [...this.readyWaiters]) waiter.resolve();
+      return;
+    }
+  }
+
+  /**
+   * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
+   * page moves it too). True when it came back empty long before its wait.
+   */
+  private async follow(cursor: string): Promise<boolean> {
+    const startedMs = performance.now();
+    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${this.waitS}&limit=${this.pageLimit}`, this.waitS * 1000);
+    const page = changesPageOf(body);
+    if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
+    this.lastHeardMs = this.now();
+    const copy = this.copy;
+    if (copy !== null) for (const entry of page.entries) copy.apply(entry);
+    this.cursor = page.next;
+    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (this.waitS * 1000) / 2);
+  }
+
+  /** A GET of the service, bounded by requestTimeoutMs plus the long poll's wait, its JSON body parsed. */
+  private async get(path: string, query: string, waitMs: number): Promise<unknown> {
+    if (this.closed) throw new DunwallFeedError('Dunwall: closed');
+    // One controller per request, aborted by its own timer or by close(), rather than
+    // AbortSignal.any over a long-lived signal: on Node 20 a plain fetch loop doing that
+    // retains about 60 bytes a request (measured), and this needs nothing newer than 20.0.
+    const controller = new AbortController();
+    const boundMs = this.requestTimeoutMs + waitMs;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, boundMs);
+    timer.unref();
+    this.inflight = controller;
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetch(`${this.base}${path}?${query}`, { headers: this.headers, signal: controller.signal, redirect: 'error' });
+      text = await res.text();
+    } catch (err) {
+      const cause = err as Error & { cause?: { code?: unknown; message?: unknown } };
+      const inner = cause?.cause;
+      const code = typeof inner?.code === 'string' ? ` (${inner.code})` : typeof inner?.message === 'string' ? ` (${inner.message.slice(0, 200)})` : '';
+      const what = timedOut ? `no answer within ${boundMs} ms` : `${cause?.message ?? String(err)}${code}`;
+      throw new DunwallFeedError(`Dunwall: GET ${path} failed: ${what}`);
+    } finally {
+      clearTimeout(timer);
+      if (this.inflight === controller) this.inflight = null;
+    }
+    if (res.status !== 200) {
+      let code: string | null = null;
+      let detail = '';
+      try {
+        const problem = JSON.parse(text) as { code?: unknown; detail?: unknown };
+        if (typeof problem.code === 'string') code = problem.code.slice(0, 100);
+        if (typeof problem.detail === 'string') detail = `: ${problem.detail.slice(0, 300)}`;
+      } catch {
+        // Not a problem document (a proxy's page): the status says enough.
+      }
+      const retryAfter = Number(res.headers.get('retry-after') ?? NaN);
+      const hint = res.status === 401 || res.status === 403 ? ' (check the secret key and its status:read scope)' : '';
+      throw new DunwallFeedError(
+        `Dunwall: GET ${path} answered ${res.status}${code === null ? '' : ` ${code}`}${detail}${hint}`,
+        res.status,
+        code,
+        Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter : null,
+      );
+    }
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new DunwallFeedError(`Dunwall: GET ${path} answered 200 with a body that is not JSON`);
+    }
+  }
+}
+
+/** `createDunwall` (./dunwall.ts), with the knobs the tests turn. */
+export function createDunwallWith(options: DunwallOptions, internals: Internals): Dunwall {
+  const follower = new Follower(options, internals);
+  follower.start();
+  const { now, staleAfterMs } = follower;
+  return Object.freeze({
+    status(customerId: string): StatusAnswer {
+      const copy = follower.copy;
+      if (copy === null) return STARTING;
+      const held: Answer | undefined = copy.held.get(customerId);
+      const t = now();
+      if (t - follower.lastHeardMs > staleAfterMs) return held === undefined ? copy.activeStale : held.stale();
+      return held === undefined ? copy.active : held.at(t);
+    },
+    ready(timeoutMs: number = DEFAULT_READY_TIMEOUT_MS): Promise<void> {
+      return follower.ready(timeoutMs);
+    },
+    close(): Promise<void> {
+      return follower.close();
+    },
+  });
+}

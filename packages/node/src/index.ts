@@ -1,0 +1,9 @@
+/**
+ * `@dunwall/node`: a tenant's server holds its non-active subscribers in memory, following
+ * Dunwall's status feed, and answers `status()` synchronously; the middleware gates requests
+ * with it.
+ */
+export { createDunwall } from './dunwall.js';
+export type { AnswerSource, BillingStatus, Dunwall, DunwallOptions, GuardOptions, LockoutProblem, StatusAnswer } from './types.js';
+
+// The middleware, one module per framework:
