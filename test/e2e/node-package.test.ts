@@ -132,5 +132,34 @@ describe('the @dunwall/node package', () => {
       timeout: 20_000,
     });
     expect(JSON.parse(stdout)).toEqual({ status: { status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'starting' }, errors: 1 });
+
+    // The middleware, with no framework installed beside the package: a bare node:http server
+    // behind dunwallExpress, and a Fetch API handler behind withDunwall.
+    expect(readFileSync(join(installed, 'dist', 'middleware', 'index.d.ts'), 'utf8')).toContain('dunwallExpress');
+    writeFileSync(
+      join(project, 'gate.mjs'),
+      `
+      import { createServer } from 'node:http';
+      import { dunwallExpress, withDunwall } from '@dunwall/node';
+      const dunwall = { status: (id) => ({ status: id === 'cus_locked' ? 'lockout' : 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'feed' }) };
+      const gate = dunwallExpress(dunwall, { customer: (req) => req.headers['x-customer'] ?? null });
+      const server = createServer((req, res) => gate(req, res, () => res.end('ok')));
+      await new Promise((done) => server.listen(0, '127.0.0.1', done));
+      const url = 'http://127.0.0.1:' + server.address().port + '/';
+      const locked = await fetch(url, { headers: { 'x-customer': 'cus_locked' } });
+      const passed = await fetch(url, { headers: { 'x-customer': 'cus_paid' } });
+      const handler = withDunwall(dunwall, { customer: (r) => r.headers.get('x-customer') }, () => new Response('ok'));
+      const fetched = await handler(new Request(url, { headers: { 'x-customer': 'cus_locked' } }));
+      server.close();
+      console.log(JSON.stringify({ node: [locked.status, (await locked.json()).code, passed.status, await passed.text()], fetch: fetched.status }));
+      `,
+    );
+    const gated = await promisify(execFile)(process.execPath, ['gate.mjs'], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(JSON.parse(gated.stdout)).toEqual({ node: [402, 'billing_lockout', 200, 'ok'], fetch: 402 });
   });
 });

@@ -6,4 +6,5 @@
 export { createDunwall } from './dunwall.js';
 export type { AnswerSource, BillingStatus, Dunwall, DunwallOptions, GuardOptions, LockoutProblem, StatusAnswer } from './types.js';
 
-// The middleware, one module per framework:
+// The middleware, one module per framework (Express, Fastify, Hono, the Fetch API), none imported:
+export * from './middleware/index.js';
