@@ -6,17 +6,17 @@ import Fastify from 'fastify';
 import { Hono } from 'hono';
 import type { Context } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDunwall } from '../../packages/node/src/index.js';
 import { checkRequest, dunwallExpress, dunwallFastify, dunwallHono, withDunwall } from '../../packages/node/src/middleware/index.js';
 import type { MiddlewareOptions } from '../../packages/node/src/middleware/index.js';
 import type { Dunwall } from '../../packages/node/src/types.js';
 import { closeServer, httpGet, listening, startService } from '../helpers/dunwall-service.js';
 import type { Service } from '../helpers/dunwall-service.js';
-import { StatusEndpointDouble } from '../helpers/status-endpoint-double.js';
 
 /**
  * Each adapter in a real app of its framework on 127.0.0.1, asked over real sockets, with
  * the statuses of a real Dunwall (tenant, secret key, subscribers set by the admin API and
- * by Stripe's webhook): active and warning pass, lockout gets the 402 problem with pay_url
+ * by Stripe's webhook) held by the real copy (createDunwall, following the feed): active and warning pass, lockout gets the 402 problem with pay_url
  * and lockout_at, a page load gets the 303 when redirectTo is set, exempt paths pass, a
  * customer() that throws, rejects or gives null passes, allow: ['active'] refuses warning.
  *
@@ -170,19 +170,23 @@ const ADAPTERS: Record<string, Start> = {
 const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'sec-fetch-mode': 'navigate' };
 
 let service: Service;
-let dunwall: StatusEndpointDouble;
+let dunwall: Dunwall;
 
 beforeAll(async () => {
   service = await startService();
-  dunwall = new StatusEndpointDouble(service.baseUrl, service.secretKey);
-  await dunwall.refresh(Object.values(service.subscribers));
+  // The real copy: it lists the tenant's non-active subscribers, then follows the status feed.
+  dunwall = createDunwall({ baseUrl: service.baseUrl, secretKey: service.secretKey });
+  await dunwall.ready();
 });
-afterAll(() => service?.close());
+afterAll(async () => {
+  await dunwall?.close();
+  await service?.close();
+});
 
 describe('the real service, as the copy sees it', () => {
   it('answers each subscriber as the tests expect', () => {
     const s = service.subscribers;
-    expect(dunwall.status(s.active)).toMatchObject({ status: 'active' });
+    expect(dunwall.status(s.active)).toMatchObject({ status: 'active', source: 'feed' });
     expect(dunwall.status(s.warning)).toMatchObject({ status: 'warning', pay_url: null, lockout_at: null });
     expect(dunwall.status(s.dunning)).toMatchObject({ status: 'warning', pay_url: service.payUrls.dunning, lockout_at: service.lockoutAt });
     expect(dunwall.status(s.lockout)).toMatchObject({ status: 'lockout', pay_url: service.payUrls.lockout, lockout_at: null });
