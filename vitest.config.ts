@@ -1,6 +1,9 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The examples of docs/servers.md import @dunwall/node by its name: its source, here.
+  resolve: { alias: { '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)) } },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
