@@ -1,5 +1,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+// Last: turns off the stylistic rules Prettier decides.
+import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
   { ignores: ['dist/**', '**/dist/**', 'release/**', 'node_modules/**', '.dunwall/**', 'coverage/**', 'test-results/**'] },
@@ -17,4 +19,5 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  prettier,
 );

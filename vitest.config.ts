@@ -15,6 +15,14 @@ export default defineConfig({
     maxWorkers: 2,
     // The suite reads TEST_DATABASE_URL only: a service the tests start never inherits the
     // variables an operator exports for production.
-    env: { DATABASE_URL: '', DATABASE_READ_URL: '', REDIS_URL: '', DUNWALL_ADMIN_TOKEN: '', DUNWALL_ENCRYPTION_KEY: '', DUNWALL_ENCRYPTION_KEYS_OLD: '', TRUST_PROXY: '' },
+    env: {
+      DATABASE_URL: '',
+      DATABASE_READ_URL: '',
+      REDIS_URL: '',
+      DUNWALL_ADMIN_TOKEN: '',
+      DUNWALL_ENCRYPTION_KEY: '',
+      DUNWALL_ENCRYPTION_KEYS_OLD: '',
+      TRUST_PROXY: '',
+    },
   },
 });

@@ -96,7 +96,10 @@ export async function measureFeed(opts: {
       let next = ROTATION[i % ROTATION.length] ?? 'active';
       if (next === before) next = ROTATION[(i + 1) % ROTATION.length] ?? 'lockout';
 
-      const poll = call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch((err: unknown) => ({ status: 0, body: (err as Error).message }));
+      const poll = call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch((err: unknown) => ({
+        status: 0,
+        body: (err as Error).message,
+      }));
       await sleep(PARK_MS);
       const sent = performance.now();
       const put = await call(agentA, a, 'PUT', `/admin/v1/tenants/${slug}/subscribers/${subject.customerId}`, admin, JSON.stringify({ status: next }));
@@ -118,7 +121,11 @@ export async function measureFeed(opts: {
         const page = JSON.parse(answer.body) as Page;
         cursor = page.next;
         if (page.data.some((c) => c.processor_customer_id === subject.customerId && c.status === next)) seen = performance.now();
-        else answer = await call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch((err: unknown) => ({ status: 0, body: (err as Error).message }));
+        else
+          answer = await call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch((err: unknown) => ({
+            status: 0,
+            body: (err as Error).message,
+          }));
       }
       cursors.set(slug, cursor);
       if (seen === null) {

@@ -10,7 +10,14 @@ export interface Answer {
 export function call(agent: Agent, base: URL, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { agent, host: base.hostname, port: base.port, method, path, headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        agent,
+        host: base.hostname,
+        port: base.port,
+        method,
+        path,
+        headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -24,4 +31,3 @@ export function call(agent: Agent, base: URL, method: string, path: string, head
     req.end(body);
   });
 }
-

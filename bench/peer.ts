@@ -66,7 +66,14 @@ const CUSTOMER_ID_RE = /^cus_[A-Za-z0-9_]{1,251}$/;
 const HMAC_RE = /^[0-9a-fA-F]{64}$/;
 const PATH_PREFIX = '/api/subscriber-status/';
 
-const TITLES: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  503: 'Service Unavailable',
+};
 
 function send(res: ServerResponse, status: number, body: string, type = 'application/json; charset=utf-8'): void {
   res.writeHead(status, {

@@ -80,7 +80,22 @@ function pad(cells: string[], widths: number[], right: boolean[]): string {
 }
 
 export function table(rows: RowResult[]): string {
-  const header = ['row', 'what', 'req/s', 'p50 ms', 'p99 ms', 'RSS MB', 'srv CPU', 'db CPU', 'gen CPU', 'other CPU', '/baseline', '/peer', 'non-2xx', 'checked'];
+  const header = [
+    'row',
+    'what',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'RSS MB',
+    'srv CPU',
+    'db CPU',
+    'gen CPU',
+    'other CPU',
+    '/baseline',
+    '/peer',
+    'non-2xx',
+    'checked',
+  ];
   const right = [false, false, true, true, true, true, true, true, true, true, true, true, true, true];
   const body = rows.map((r) => [
     r.row,
@@ -143,7 +158,8 @@ export interface SdkResult {
 }
 
 export function sdkLine(s: SdkResult): string {
-  const mix = (m: SdkMix) => `status() ${fmt(m.hitNs, 0)} ns a hit, ${fmt(m.missNs, 0)} ns a miss (a bare Map.get ${fmt(m.mapHitNs, 0)} / ${fmt(m.mapMissNs, 0)}), ${fmt(m.bytesPerSubscriber, 1)} bytes a subscriber, listed in ${fmt(m.listMs, 0)} ms`;
+  const mix = (m: SdkMix) =>
+    `status() ${fmt(m.hitNs, 0)} ns a hit, ${fmt(m.missNs, 0)} ns a miss (a bare Map.get ${fmt(m.mapHitNs, 0)} / ${fmt(m.mapMissNs, 0)}), ${fmt(m.bytesPerSubscriber, 1)} bytes a subscriber, listed in ${fmt(m.listMs, 0)} ms`;
   return (
     `@dunwall/node copy of ${fmtInt(s.count)} non-active subscribers: plain (no pay link, no scheduled lockout): ${mix(s.plain)}; ` +
     `in dunning (${s.payUrlLength}-character pay links, ${fmt(s.payUrlBytes, 0)} bytes each, and scheduled lockouts): ${mix(s.dunning)}`
@@ -163,16 +179,36 @@ export function sdkFeedLine(feed: FeedResult | { skipped: string }): string {
 export function sdkTargets(sdk: SdkResult | null, feed: FeedResult | { skipped: string } | null): Target[] {
   const out: Target[] = [];
   const worst = sdk === null ? null : Math.max(sdk.plain.hitNs, sdk.plain.missNs, sdk.dunning.hitNs, sdk.dunning.missNs);
-  out.push({ figure: '@dunwall/node status(), 100k non-active subscribers, slowest of hit / miss', target: '< 1000 ns', value: worst === null ? '-' : `${fmt(worst, 0)} ns`, met: worst === null ? null : worst < 1000 });
+  out.push({
+    figure: '@dunwall/node status(), 100k non-active subscribers, slowest of hit / miss',
+    target: '< 1000 ns',
+    value: worst === null ? '-' : `${fmt(worst, 0)} ns`,
+    met: worst === null ? null : worst < 1000,
+  });
   const plain = sdk?.plain.bytesPerSubscriber ?? null;
-  out.push({ figure: '@dunwall/node bytes per non-active subscriber (no pay link)', target: '<= 200', value: plain === null ? '-' : fmt(plain, 1), met: plain === null ? null : plain <= 200 });
+  out.push({
+    figure: '@dunwall/node bytes per non-active subscriber (no pay link)',
+    target: '<= 200',
+    value: plain === null ? '-' : fmt(plain, 1),
+    met: plain === null ? null : plain <= 200,
+  });
   const dunning = sdk === null ? null : sdk.dunning.bytesPerSubscriber - sdk.payUrlBytes;
-  out.push({ figure: '@dunwall/node bytes per subscriber in dunning, beside its pay link', target: '<= 200', value: dunning === null ? '-' : fmt(dunning, 1), met: dunning === null ? null : dunning <= 200 });
+  out.push({
+    figure: '@dunwall/node bytes per subscriber in dunning, beside its pay link',
+    target: '<= 200',
+    value: dunning === null ? '-' : fmt(dunning, 1),
+    met: dunning === null ? null : dunning <= 200,
+  });
   const figure = '@dunwall/node across instances (write on A, copy following B), p99';
   if (feed === null || 'skipped' in feed) out.push({ figure, target: '< 100 ms', value: '-', met: null });
   else {
     const bad = feed.timeouts > 0 || feed.p99Ms === null;
-    out.push({ figure, target: '< 100 ms', value: bad ? `${fmt(feed.p99Ms)} ms, ${feed.timeouts} timeouts` : `${fmt(feed.p99Ms)} ms`, met: !bad && (feed.p99Ms ?? Infinity) < 100 });
+    out.push({
+      figure,
+      target: '< 100 ms',
+      value: bad ? `${fmt(feed.p99Ms)} ms, ${feed.timeouts} timeouts` : `${fmt(feed.p99Ms)} ms`,
+      met: !bad && (feed.p99Ms ?? Infinity) < 100,
+    });
   }
   return out;
 }
@@ -181,7 +217,12 @@ export function feedTarget(feed: FeedResult | { skipped: string } | null): Targe
   const figure = 'status feed across instances (write on A, long poll on B), p99';
   if (feed === null || 'skipped' in feed) return { figure, target: '< 100 ms', value: '-', met: null };
   const bad = feed.timeouts > 0 || feed.p99Ms === null;
-  return { figure, target: '< 100 ms', value: bad ? `${fmt(feed.p99Ms)} ms, ${feed.timeouts} timeouts` : `${fmt(feed.p99Ms)} ms`, met: !bad && (feed.p99Ms ?? Infinity) < 100 };
+  return {
+    figure,
+    target: '< 100 ms',
+    value: bad ? `${fmt(feed.p99Ms)} ms, ${feed.timeouts} timeouts` : `${fmt(feed.p99Ms)} ms`,
+    met: !bad && (feed.p99Ms ?? Infinity) < 100,
+  };
 }
 
 export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: string } | null, memory: MemoryResult | null): Target[] {
@@ -190,16 +231,30 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
   const zipf = get('zipf');
   const out: Target[] = [];
   const ratio = (figure: string, target: number, value: number | null | undefined, unit = '') =>
-    out.push({ figure, target: `>= ${target}${unit}`, value: value === null || value === undefined ? '-' : `${fmt(value)}${unit}`, met: value === null || value === undefined ? null : value >= target });
+    out.push({
+      figure,
+      target: `>= ${target}${unit}`,
+      value: value === null || value === undefined ? '-' : `${fmt(value)}${unit}`,
+      met: value === null || value === undefined ? null : value >= target,
+    });
   const hot1 = get('hot1');
   ratio('lookup, 10k customers with hmac, one process / baseline node:http', 0.8, hot1?.vsBaseline);
   ratio('the same / peer (query per request)', 4, hot1?.vsPeer, 'x');
   const p99one = hot1?.load.p99Ms;
-  out.push({ figure: 'p99 at 50 connections, the same', target: '<= 5 ms', value: p99one === undefined ? '-' : `${fmt(p99one)} ms`, met: p99one === undefined ? null : p99one <= 5 });
+  out.push({
+    figure: 'p99 at 50 connections, the same',
+    target: '<= 5 ms',
+    value: p99one === undefined ? '-' : `${fmt(p99one)} ms`,
+    met: p99one === undefined ? null : p99one <= 5,
+  });
   // The target is ours: webhooks are sent from the lookup's process, and must not slow it much.
   const hooks = get('hooks');
   const writes = get('writes');
-  ratio('lookups while 50 changes/s are sent as webhooks / the same changes, no endpoint', 0.9, hooks && writes && writes.load.rps > 0 ? hooks.load.rps / writes.load.rps : null);
+  ratio(
+    'lookups while 50 changes/s are sent as webhooks / the same changes, no endpoint',
+    0.9,
+    hooks && writes && writes.load.rps > 0 ? hooks.load.rps / writes.load.rps : null,
+  );
   const drip = get('drip');
   const served = drip ? (drip.load.requests - drip.load.non2xx - drip.load.socketErrors) / Math.max(1, drip.load.requests) : null;
   out.push({
@@ -220,15 +275,38 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
   ratio('Express route behind the @dunwall/node middleware / the bare route', 0.95, per(get('middleware'), get('express')));
   const p99 = hot?.load.p99Ms;
   out.push({ figure: 'p99 latency, hot', target: '<= 5 ms', value: p99 === undefined ? '-' : `${fmt(p99)} ms`, met: p99 === undefined ? null : p99 <= 5 });
-  const rss = Math.max(...rows.filter((r) => ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row)).map((r) => r.rssMb / Math.max(1, r.workers)), -1);
-  out.push({ figure: 'RSS per service process (largest row, after its run)', target: '<= 160 MB', value: rss < 0 ? '-' : `${fmt(rss, 1)} MB`, met: rss < 0 ? null : rss <= 160 });
+  const rss = Math.max(
+    ...rows.filter((r) => ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row)).map((r) => r.rssMb / Math.max(1, r.workers)),
+    -1,
+  );
+  out.push({
+    figure: 'RSS per service process (largest row, after its run)',
+    target: '<= 160 MB',
+    value: rss < 0 ? '-' : `${fmt(rss, 1)} MB`,
+    met: rss < 0 ? null : rss <= 160,
+  });
   const bytes = memory?.bytesPerSubscriber ?? null;
-  out.push({ figure: 'read model bytes per subscriber (RSS difference)', target: '<= 48', value: bytes === null ? '-' : fmt(bytes, 1), met: bytes === null ? null : bytes <= 48 });
+  out.push({
+    figure: 'read model bytes per subscriber (RSS difference)',
+    target: '<= 48',
+    value: bytes === null ? '-' : fmt(bytes, 1),
+    met: bytes === null ? null : bytes <= 48,
+  });
   const loadS = memory?.loadSeconds;
-  out.push({ figure: 'read model load time', target: '<= 5 s', value: loadS === undefined || !Number.isFinite(loadS) ? '-' : `${fmt(loadS)} s`, met: loadS === undefined || !Number.isFinite(loadS) ? null : loadS <= 5 });
+  out.push({
+    figure: 'read model load time',
+    target: '<= 5 s',
+    value: loadS === undefined || !Number.isFinite(loadS) ? '-' : `${fmt(loadS)} s`,
+    met: loadS === undefined || !Number.isFinite(loadS) ? null : loadS <= 5,
+  });
   if (inv && !('skipped' in inv)) {
     const bad = inv.timeouts > 0 || inv.p99Ms === null;
-    out.push({ figure: 'propagation across instances, p99', target: '<= 100 ms', value: bad ? `${fmt(inv.p99Ms)} ms, ${inv.timeouts} timeouts` : `${fmt(inv.p99Ms)} ms`, met: !bad && (inv.p99Ms ?? Infinity) <= 100 });
+    out.push({
+      figure: 'propagation across instances, p99',
+      target: '<= 100 ms',
+      value: bad ? `${fmt(inv.p99Ms)} ms, ${inv.timeouts} timeouts` : `${fmt(inv.p99Ms)} ms`,
+      met: !bad && (inv.p99Ms ?? Infinity) <= 100,
+    });
   } else {
     out.push({ figure: 'propagation across instances, p99', target: '<= 100 ms', value: '-', met: null });
   }
@@ -238,6 +316,9 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
 export function targetsTable(list: Target[]): string {
   const widths = [Math.max(...list.map((t) => t.figure.length)), Math.max(...list.map((t) => t.target.length)), Math.max(...list.map((t) => t.value.length))];
   return list
-    .map((t) => `${t.figure.padEnd(widths[0] ?? 0)}  ${t.target.padEnd(widths[1] ?? 0)}  ${t.value.padStart(widths[2] ?? 0)}  ${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`)
+    .map(
+      (t) =>
+        `${t.figure.padEnd(widths[0] ?? 0)}  ${t.target.padEnd(widths[1] ?? 0)}  ${t.value.padStart(widths[2] ?? 0)}  ${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`,
+    )
     .join('\n');
 }

@@ -29,7 +29,20 @@ import { measureSdkFeed } from './sdk-feed.js';
 import { call } from './http.js';
 import { detectGenerator, runLoad, writeLines } from './load.js';
 import type { Generator, GeneratorKind } from './load.js';
-import { StartError, cpuSeconds, freePort, killAllSync, rssMb, serverProcesses, spawnChild, stopAll, stopChild, systemBusySeconds, tail, waitReady } from './procs.js';
+import {
+  StartError,
+  cpuSeconds,
+  freePort,
+  killAllSync,
+  rssMb,
+  serverProcesses,
+  spawnChild,
+  stopAll,
+  stopChild,
+  systemBusySeconds,
+  tail,
+  waitReady,
+} from './procs.js';
 import type { Child } from './procs.js';
 import { feedLine, feedTarget, invalidationLine, memoryLine, sdkFeedLine, sdkLine, sdkTargets, table, targets, targetsTable } from './report.js';
 import type { MemoryResult, RowName, RowResult, SdkResult } from './report.js';
@@ -39,7 +52,29 @@ import { MIDDLEWARE_BODY, benchCustomer, middlewareCostNs } from './middleware-a
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const ALL_ROWS = ['baseline', 'hot1', 'writes', 'hooks', 'hot', 'secretkey', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'peer', 'memory', 'extras', 'policy', 'invalidation', 'feed', 'sdk', 'sdkfeed', 'middleware'] as const;
+const ALL_ROWS = [
+  'baseline',
+  'hot1',
+  'writes',
+  'hooks',
+  'hot',
+  'secretkey',
+  'unknown',
+  'dunning',
+  'zipf',
+  'hotkey',
+  'drip',
+  'zipfcold',
+  'peer',
+  'memory',
+  'extras',
+  'policy',
+  'invalidation',
+  'feed',
+  'sdk',
+  'sdkfeed',
+  'middleware',
+] as const;
 type Row = (typeof ALL_ROWS)[number];
 /** Rows that measure without the seeded store: asked for alone, no store is made. */
 const STORELESS_ROWS: readonly Row[] = ['extras', 'sdk', 'middleware'];
@@ -216,7 +251,11 @@ function gitCommit(): string | null {
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, sortKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value as Record<string, unknown>)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, sortKeys(v)]),
+    );
   }
   return value;
 }
@@ -310,7 +349,12 @@ async function createSecretKeys(url: string, adminToken: string, tenants: readon
   return keys;
 }
 
-async function startHookTraffic(url: string, adminToken: string, perSecond: number, withEndpoint: boolean): Promise<{ stop(): Promise<{ changes: number; failedChanges: number; delivered: number }> }> {
+async function startHookTraffic(
+  url: string,
+  adminToken: string,
+  perSecond: number,
+  withEndpoint: boolean,
+): Promise<{ stop(): Promise<{ changes: number; failedChanges: number; delivered: number }> }> {
   let delivered = 0;
   const receiver = createServer((req, res) => {
     req.resume();
@@ -328,7 +372,14 @@ async function startHookTraffic(url: string, adminToken: string, perSecond: numb
   const created = await call(agent, base, 'POST', '/admin/v1/tenants', headers, JSON.stringify({ slug, tier: 'scale' }));
   if (created.status !== 201) throw new Error(`hooks: tenant not created: ${created.status} ${created.body}`);
   if (withEndpoint) {
-    const endpoint = await call(agent, base, 'POST', `/admin/v1/tenants/${slug}/webhook-endpoints`, headers, JSON.stringify({ url: `http://127.0.0.1:${port}/hooks` }));
+    const endpoint = await call(
+      agent,
+      base,
+      'POST',
+      `/admin/v1/tenants/${slug}/webhook-endpoints`,
+      headers,
+      JSON.stringify({ url: `http://127.0.0.1:${port}/hooks` }),
+    );
     if (endpoint.status !== 201) throw new Error(`hooks: endpoint not created: ${endpoint.status} ${endpoint.body}`);
   }
   let changes = 0;
@@ -407,7 +458,9 @@ function extrasLine(e: { count: number; payUrlLength: number; bytesPerCustomer: 
   return `customers in dunning: ${e.bytesPerCustomer.toFixed(1)} bytes each beside the index, with a ${e.payUrlLength}-character pay link (${e.count.toLocaleString('en-US')} measured; target at most 300)`;
 }
 
-function policyLine(p: { subscribers: number; gated: number; seconds: number; during: { rps: number; p99Ms: number; non2xx: number } } | { skipped: string } | null): string {
+function policyLine(
+  p: { subscribers: number; gated: number; seconds: number; during: { rps: number; p99Ms: number; non2xx: number } } | { skipped: string } | null,
+): string {
   if (p === null) return 'policy change: not run (--rows)';
   if ('skipped' in p) return `policy change: skipped (${p.skipped})`;
   return (
@@ -425,7 +478,23 @@ async function main(): Promise<void> {
     else rmSync(workDir, { recursive: true, force: true });
   });
 
-  const wantsService = ['hot1', 'writes', 'hooks', 'hot', 'unknown', 'dunning', 'zipf', 'hotkey', 'drip', 'zipfcold', 'memory', 'policy', 'invalidation', 'feed', 'sdkfeed'].some((r) => opts.rows.has(r as Row));
+  const wantsService = [
+    'hot1',
+    'writes',
+    'hooks',
+    'hot',
+    'unknown',
+    'dunning',
+    'zipf',
+    'hotkey',
+    'drip',
+    'zipfcold',
+    'memory',
+    'policy',
+    'invalidation',
+    'feed',
+    'sdkfeed',
+  ].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
   log(`load generator: ${generator.detail}`);
@@ -511,7 +580,8 @@ async function main(): Promise<void> {
 
   // The baseline answers the body of a hot answer of the hot set's mean size.
   const meanSize = hot.reduce((sum, r) => sum + Buffer.byteLength(r.expected), 0) / Math.max(1, hot.length);
-  const baselineBody = [...hot].sort((x, y) => Math.abs(x.expected.length - meanSize) - Math.abs(y.expected.length - meanSize))[0]?.expected ?? '{"status":"active"}';
+  const baselineBody =
+    [...hot].sort((x, y) => Math.abs(x.expected.length - meanSize) - Math.abs(y.expected.length - meanSize))[0]?.expected ?? '{"status":"active"}';
 
   // ---- the processes
   // The load comes from one address for one tenant: the limits stay on (their cost is part
@@ -532,7 +602,16 @@ async function main(): Promise<void> {
   async function startService(name: string, overrides: { env?: Record<string, string>; workers?: number } = {}): Promise<{ child: Child; url: string }> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const env = { ...baseEnv, ...storeEnv, ...overrides.env, ...BENCH_RATE_LIMITS, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', DUNWALL_ADMIN_TOKEN: adminToken };
+    const env = {
+      ...baseEnv,
+      ...storeEnv,
+      ...overrides.env,
+      ...BENCH_RATE_LIMITS,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DUNWALL_ADMIN_TOKEN: adminToken,
+    };
     const workers = overrides.workers ?? (state.workersFlag === 'passed' ? opts.workers : null);
     const flag = workers !== null ? ['--workers', String(workers)] : [];
     log(`starting ${name}: node ${SEMI_SPACE_FLAG} dist/src/cli/main.js serve ${flag.join(' ')}`.trimEnd());
@@ -573,7 +652,13 @@ async function main(): Promise<void> {
   }
 
   const results: RowResult[] = [];
-  async function measure(row: RowName, what: string, server: { child: Child; url: string }, requests: readonly BenchRequest[], linesFile: string): Promise<void> {
+  async function measure(
+    row: RowName,
+    what: string,
+    server: { child: Child; url: string },
+    requests: readonly BenchRequest[],
+    linesFile: string,
+  ): Promise<void> {
     // Right after a start: no check, no priming, no warm-up; the load starts at once.
     const cold = row === 'zipfcold';
     const check = row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
@@ -585,7 +670,9 @@ async function main(): Promise<void> {
       const { workers } = serverProcesses(server.child);
       // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
       const { sent, failed } = await prime(server.url, requests, workers, 10_000);
-      log(`${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`);
+      log(
+        `${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`,
+      );
       if (failed > 0) note(`${row}: ${failed} of ${sent} priming requests were not answered 200`);
     }
     const load = { baseUrl: server.url, linesFile, connections: opts.connections, workDir };
@@ -605,7 +692,10 @@ async function main(): Promise<void> {
     const dbCpuPct = target.engine === 'postgres' ? pct(db) : null;
     // What neither the server, the database nor the generator used: other work on the machine skews the row.
     const otherCpuPct = Math.max(0, pct(busy) - pct(cpu) - (dbCpuPct ?? 0) - (result.generatorCpuPct ?? 0));
-    if (otherCpuPct > 25) note(`${row}: other processes used ${Math.round(otherCpuPct)}% of a core during the run (load average ${loadAverage.toFixed(1)} before it): the machine was busy`);
+    if (otherCpuPct > 25)
+      note(
+        `${row}: other processes used ${Math.round(otherCpuPct)}% of a core during the run (load average ${loadAverage.toFixed(1)} before it): the machine was busy`,
+      );
     const rss = procs.pids.reduce((sum, pid) => sum + rssMb(pid), 0);
     if (server.child.hasExited()) note(`${row}: ${server.child.name} exited during the run:\n${tail(server.child.logPath)}`);
     results.push({
@@ -756,7 +846,8 @@ async function main(): Promise<void> {
           await measure('secretkey', `service, the hot list with each tenant's secret key, no hmac`, server, keyed, keyedFile);
           const hotRow = results.find((r) => r.row === 'hot');
           const row = results.find((r) => r.row === 'secretkey');
-          if (hotRow && row) note(`secretkey: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (publishable key and hmac; target at least 0.9)`);
+          if (hotRow && row)
+            note(`secretkey: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (publishable key and hmac; target at least 0.9)`);
         }
         if (opts.rows.has('unknown')) await measure('unknown', `service, ${fmtN(unknown.length)} unknown customers, hmac`, server, unknown, files.unknown);
         if (opts.rows.has('zipf')) {
@@ -770,10 +861,18 @@ async function main(): Promise<void> {
           const drip = startDrippers(new URL(server.url), DRIP_CONNECTIONS, DRIP_FROM);
           try {
             await drip.ready;
-            await measure('drip', `service, hot list, while ${fmtN(DRIP_CONNECTIONS)} connections from ${DRIP_FROM} drip a byte a second`, server, hot, files.hot);
+            await measure(
+              'drip',
+              `service, hot list, while ${fmtN(DRIP_CONNECTIONS)} connections from ${DRIP_FROM} drip a byte a second`,
+              server,
+              hot,
+              files.hot,
+            );
           } finally {
             const seen = drip.stop();
-            note(`drip: ${fmtN(seen.opened)} dripping connections opened, ${fmtN(seen.closedByServer)} closed by the service, at most ${fmtN(seen.maxOpen)} open at once`);
+            note(
+              `drip: ${fmtN(seen.opened)} dripping connections opened, ${fmtN(seen.closedByServer)} closed by the service, at most ${fmtN(seen.maxOpen)} open at once`,
+            );
           }
         }
         observedWorkers = serverProcesses(server.child).workers;
@@ -795,7 +894,13 @@ async function main(): Promise<void> {
       try {
         const server = await startService('service-dunning');
         try {
-          await measure('dunning', `service, ${fmtN(set.requests.length)} warning and lockout subscribers with lockout_at and pay_url, hmac`, server, set.requests, dunningFile);
+          await measure(
+            'dunning',
+            `service, ${fmtN(set.requests.length)} warning and lockout subscribers with lockout_at and pay_url, hmac`,
+            server,
+            set.requests,
+            dunningFile,
+          );
         } finally {
           await stopChild(server.child);
         }
@@ -856,7 +961,13 @@ async function main(): Promise<void> {
           await new Promise((resolve) => setTimeout(resolve, MEMORY_SETTLE_MS));
           const text = await (await fetch(`${server.url}/metrics`)).text();
           const metric = (m: string) => Number(new RegExp(`^${m} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-          return { rssMb: rssMb(server.child.pid), readyS, loadS: metric('dunwall_readmodel_last_load_seconds'), indexBytes: metric('dunwall_readmodel_index_bytes'), subscribers: metric('dunwall_readmodel_subscribers') };
+          return {
+            rssMb: rssMb(server.child.pid),
+            readyS,
+            loadS: metric('dunwall_readmodel_last_load_seconds'),
+            indexBytes: metric('dunwall_readmodel_index_bytes'),
+            subscribers: metric('dunwall_readmodel_subscribers'),
+          };
         } finally {
           await stopChild(server.child);
         }
@@ -880,10 +991,16 @@ async function main(): Promise<void> {
   if (opts.rows.has('extras')) {
     await phase('extras', async () => {
       // In a process of its own, with collections it can force: what one customer in dunning adds.
-      const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'extras-memory.ts')], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
+      const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'extras-memory.ts')], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 300_000,
+      });
       if (res.status !== 0) throw new Error(`extras-memory.ts: ${res.stderr.trim().split('\n').slice(-3).join(' ')}`);
       extras = JSON.parse(res.stdout.trim()) as { count: number; payUrlLength: number; bytesPerCustomer: number };
-      log(`extras: ${fmtN(extras.count)} customers in dunning, ${extras.bytesPerCustomer.toFixed(1)} bytes each with a ${extras.payUrlLength}-character pay link (target at most 300)`);
+      log(
+        `extras: ${fmtN(extras.count)} customers in dunning, ${extras.bytesPerCustomer.toFixed(1)} bytes each with a ${extras.payUrlLength}-character pay link (target at most 300)`,
+      );
     });
   }
 
@@ -940,7 +1057,9 @@ async function main(): Promise<void> {
           if (progress.lockout > 0) note(`policy: ${fmtN(progress.lockout)} subscribers still recorded lockout after ${seconds.toFixed(0)} s`);
           const during = await load;
           policy = { subscribers: seeded.subscribers, gated: seeded.gated, seconds, during };
-          log(`policy: ${fmtN(seeded.gated)} of ${fmtN(seeded.subscribers)} subscribers answered and recorded again in ${seconds.toFixed(1)} s; lookups meanwhile ${Math.round(during.rps)} req/s, p99 ${during.p99Ms.toFixed(2)} ms, ${during.non2xx} non-2xx`);
+          log(
+            `policy: ${fmtN(seeded.gated)} of ${fmtN(seeded.subscribers)} subscribers answered and recorded again in ${seconds.toFixed(1)} s; lookups meanwhile ${Math.round(during.rps)} req/s, p99 ${during.p99Ms.toFixed(2)} ms, ${during.non2xx} non-2xx`,
+          );
         } finally {
           await stopChild(server.child);
         }
@@ -1018,7 +1137,10 @@ async function main(): Promise<void> {
         try {
           const b = await startService('sdkfeed-b');
           try {
-            const subjects = Array.from({ length: Math.min(FEED_TRIALS, sizes.perTenant) }, (_, i) => ({ customerId: customerId(1, i + 1), status: seededStatus(i + 1) }));
+            const subjects = Array.from({ length: Math.min(FEED_TRIALS, sizes.perTenant) }, (_, i) => ({
+              customerId: customerId(1, i + 1),
+              status: seededStatus(i + 1),
+            }));
             log(`sdkfeed: ${FEED_TRIALS} changes through ${a.url}, each awaited in a copy following ${b.url}`);
             sdkfeed = await measureSdkFeed({ a: a.url, b: b.url, adminToken, slug: slugOf(1), subjects, trials: FEED_TRIALS, log });
             for (const e of sdkfeed.errors.slice(0, 3)) note(`sdkfeed: ${e}`);

@@ -37,8 +37,15 @@ const median = (f: () => number) => {
   const v = Array.from({ length: 5 }, f).sort((a, b) => a - b);
   return v[2] ?? NaN;
 };
-const known = median(() => nsPerRead(1_000_000, (i) => { const k = (i * 7919) % n; return [1 + (k % 1000), `cus_b${1 + (k % 1000)}_${k}`]; }));
+const known = median(() =>
+  nsPerRead(1_000_000, (i) => {
+    const k = (i * 7919) % n;
+    return [1 + (k % 1000), `cus_b${1 + (k % 1000)}_${k}`];
+  }),
+);
 const unknown = median(() => nsPerRead(1_000_000, (i) => [1 + (i % 1000), `cus_nobody_${i}`]));
 const hot = median(() => nsPerRead(1_000_000, () => [7, 'cus_b7_6']));
-console.log(`${n.toLocaleString('en')} subscribers: arrays ${(index.byteLength / n).toFixed(1)} B each, RSS +${((after - before) / n).toFixed(1)} B each (${((after - before) / 1e6).toFixed(1)} MB), built in ${loadMs.toFixed(0)} ms`);
+console.log(
+  `${n.toLocaleString('en')} subscribers: arrays ${(index.byteLength / n).toFixed(1)} B each, RSS +${((after - before) / n).toFixed(1)} B each (${((after - before) / 1e6).toFixed(1)} MB), built in ${loadMs.toFixed(0)} ms`,
+);
 console.log(`read: known ${known.toFixed(0)} ns, unknown ${unknown.toFixed(0)} ns, one hot customer ${hot.toFixed(0)} ns (median of 5 x 1,000,000)`);

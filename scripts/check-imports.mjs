@@ -62,7 +62,8 @@ for (const file of files(src)) {
     targets.push(target);
     const from = layerOf(file);
     const to = layerOf(target);
-    if (from !== to && FORBIDDEN[from]?.(to)) problems.push(`${relative(root, file)} imports ${relative(root, target)}: ${from}/ must not import ${to === '' ? 'the top of src/' : `${to}/`}`);
+    if (from !== to && FORBIDDEN[from]?.(to))
+      problems.push(`${relative(root, file)} imports ${relative(root, target)}: ${from}/ must not import ${to === '' ? 'the top of src/' : `${to}/`}`);
   }
   graph.set(file, targets);
 }
@@ -92,7 +93,13 @@ function visit(v) {
       meta.get(w).onStack = false;
       component.push(w);
     } while (w !== v);
-    if (component.length > 1) problems.push(`import cycle: ${component.map((f) => relative(root, f)).sort().join(', ')}`);
+    if (component.length > 1)
+      problems.push(
+        `import cycle: ${component
+          .map((f) => relative(root, f))
+          .sort()
+          .join(', ')}`,
+      );
   }
 }
 for (const v of graph.keys()) if (!meta.has(v)) visit(v);

@@ -240,7 +240,10 @@ a{color:${c.accent};font-weight:600}
  * outside the page's layout; a pushing banner is the first (or last) thing in the page's
  * flow, and a mounted one goes inside the page's own container.
  */
-function mountHost(colors: Colors, where: { parent: Element; first: boolean } = { parent: document.body, first: false }): { host: HTMLElement; root: ShadowRoot } {
+function mountHost(
+  colors: Colors,
+  where: { parent: Element; first: boolean } = { parent: document.body, first: false },
+): { host: HTMLElement; root: ShadowRoot } {
   const host = document.createElement(HOST_TAG);
   for (const [prop, value] of [
     ['all', 'initial'],
@@ -480,7 +483,10 @@ function whenBodyReady(): Promise<void> {
 /** The tenant's branding (`GET /api/branding/:slug`, cacheable); {} on any failure or after 2 s. */
 async function branding(o: CheckOptions): Promise<Branding> {
   try {
-    const res = await fetch(`${o.baseUrl ?? DEFAULT_BASE}/api/branding/${encodeURIComponent(o.tenant)}`, { credentials: 'omit', signal: AbortSignal.timeout(2_000) });
+    const res = await fetch(`${o.baseUrl ?? DEFAULT_BASE}/api/branding/${encodeURIComponent(o.tenant)}`, {
+      credentials: 'omit',
+      signal: AbortSignal.timeout(2_000),
+    });
     const body: unknown = res.ok ? await res.json() : {};
     return typeof body === 'object' && body !== null ? (body as Branding) : {};
   } catch {

@@ -240,13 +240,20 @@ describe('dunwall tenant', () => {
 
   it('shows a tenant with its subscribers by status and its credentials in force, never their values', async () => {
     const t = (await createTenant('shown-co')) as TenantJson & { publishable_key: string; hmac_secret: string };
-    for (const [id, status] of [['cus_s1', 'lockout'], ['cus_s2', 'lockout'], ['cus_s3', 'warning']] as const) expect((await cli(['subscriber', 'set', '--tenant', 'shown-co', id, status])).code).toBe(0);
+    for (const [id, status] of [
+      ['cus_s1', 'lockout'],
+      ['cus_s2', 'lockout'],
+      ['cus_s3', 'warning'],
+    ] as const)
+      expect((await cli(['subscriber', 'set', '--tenant', 'shown-co', id, status])).code).toBe(0);
     await cli(['tenant', 'rotate', 'shown-co', '--key', 'publishable']);
     const show = await cli(['tenant', 'show', 'shown-co']);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/^subscribers:\s+3 \(active 0, warning 1, lockout 2\)$/m);
     expect(show.stdout).toMatch(/^stripe_webhook:\s+no signing secret/m);
-    expect(show.stdout).toMatch(/^credentials:\s+HMAC secret \(current\), publishable key \(replaced, works until \d{4}-[^)]+\), publishable key \(current\)$/m);
+    expect(show.stdout).toMatch(
+      /^credentials:\s+HMAC secret \(current\), publishable key \(replaced, works until \d{4}-[^)]+\), publishable key \(current\)$/m,
+    );
     expect(show.stdout).not.toContain(t.publishable_key);
     expect(show.stdout).not.toContain(t.hmac_secret);
   });
@@ -256,7 +263,10 @@ describe('dunwall tenant', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dunwall-branding-'));
     try {
       const file = join(dir, 'branding.json');
-      writeFileSync(file, JSON.stringify({ payment_url: 'https://pay.branded.test/', texts: { default: { gate_action: 'Pay' }, fr: { gate_action: 'Payer' } } }));
+      writeFileSync(
+        file,
+        JSON.stringify({ payment_url: 'https://pay.branded.test/', texts: { default: { gate_action: 'Pay' }, fr: { gate_action: 'Payer' } } }),
+      );
       const set = await cli(['tenant', 'update', 'branded-co', '--branding-file', file]);
       expect([set.code, set.stderr]).toEqual([0, '']);
       expect(set.stdout).toMatch(/^branding:\s+payment link, texts: default, fr$/m);
@@ -279,21 +289,41 @@ describe('dunwall tenant', () => {
     expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+lockout\s+manual\s+\d{4}-/);
     expect(rows.at(-1)).toBe('(more: --cursor cus_l1, or --all)');
     const rest = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2', '--cursor', 'cus_l1', '--json']);
-    expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({ data: [{ processor_customer_id: 'cus_l2' }], next_cursor: null });
+    expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({
+      data: [{ processor_customer_id: 'cus_l2' }],
+      next_cursor: null,
+    });
     const all = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--limit', '2', '--all', '--json']);
-    expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual(['cus_l0', 'cus_l1', 'cus_l2', 'cus_l3', 'cus_l4']);
+    expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual([
+      'cus_l0',
+      'cus_l1',
+      'cus_l2',
+      'cus_l3',
+      'cus_l4',
+    ]);
     expect(all.stderr).toContain('subscribers so far');
     const bad = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'late']);
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("--status must be one or more of active, warning, lockout, comma-separated (got 'late')")]);
+    expect([bad.code, bad.stderr]).toEqual([
+      2,
+      expect.stringContaining("--status must be one or more of active, warning, lockout, comma-separated (got 'late')"),
+    ]);
   });
 
   it('lists subscribers by several statuses at once, and by the status before the policy', async () => {
     await createTenant('watched-co', ['--enforcement', 'monitor']);
     await createTenant('gated-co');
     for (const slug of ['watched-co', 'gated-co']) {
-      for (const [id, status] of [['cus_w1', 'lockout'], ['cus_w2', 'warning'], ['cus_w3', 'active']] as const) await cli(['subscriber', 'set', '--tenant', slug, id, status]);
+      for (const [id, status] of [
+        ['cus_w1', 'lockout'],
+        ['cus_w2', 'warning'],
+        ['cus_w3', 'active'],
+      ] as const)
+        await cli(['subscriber', 'set', '--tenant', slug, id, status]);
     }
-    const ids = async (args: string[]) => parseJson<{ data: { processor_customer_id: string }[] }>((await cli(['subscriber', 'list', ...args, '--json'])).stdout).data.map((r) => r.processor_customer_id);
+    const ids = async (args: string[]) =>
+      parseJson<{ data: { processor_customer_id: string }[] }>((await cli(['subscriber', 'list', ...args, '--json'])).stdout).data.map(
+        (r) => r.processor_customer_id,
+      );
     expect(await ids(['--tenant', 'gated-co', '--status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
     expect(await ids(['--tenant', 'gated-co', '--status', 'lockout, active,lockout'])).toEqual(['cus_w1', 'cus_w3']);
     // monitor answers active whatever is derived: the derived status is what it would enforce.
@@ -303,7 +333,9 @@ describe('dunwall tenant', () => {
     const table = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', 'lockout']);
     expect(lines(table.stdout)[1]).toMatch(/^cus_w1\s+active\s+lockout\s+manual\s/);
     for (const value of ['warning,late', ',', 'Lockout']) {
-      const bad = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', value], { env: { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN } });
+      const bad = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', value], {
+        env: { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN },
+      });
       expect([bad.code, lines(bad.stderr)], value).toEqual([2, [expect.stringContaining('--derived-status must')]]);
     }
   });
@@ -431,7 +463,11 @@ describe('dunwall tenant', () => {
       expect(updated.code).toBe(0);
       expect(updated.stdout).toMatch(/^slug:\s+stark$/m);
       expect(updated.stdout).not.toContain(WEBHOOK_SECRET);
-      expect(spy).toHaveBeenCalledWith('stark', {}, expect.any(Date), { kind: 'stripe_webhook_secret', material: WEBHOOK_SECRET, overlapS: expect.any(Number) });
+      expect(spy).toHaveBeenCalledWith('stark', {}, expect.any(Date), {
+        kind: 'stripe_webhook_secret',
+        material: WEBHOOK_SECRET,
+        overlapS: expect.any(Number),
+      });
     } finally {
       spy.mockRestore();
     }
@@ -617,7 +653,11 @@ interface KeyJson {
 }
 
 /** A call of the tenant API (`/v1`) with a secret key, from a server: no Origin. */
-async function v1(key: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: { status?: string; code?: string; data?: unknown[] } | null }> {
+async function v1(
+  key: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: { status?: string; code?: string; data?: unknown[] } | null }> {
   const res = await fetch(`${url}/v1${path}`, { method: init.method ?? 'GET', headers: { authorization: `Bearer ${key}`, ...init.headers } });
   const text = await res.text();
   return { status: res.status, body: text === '' ? null : (JSON.parse(text) as { status?: string; code?: string }) };
@@ -693,14 +733,29 @@ describe('dunwall key', () => {
     }
     // What only the service knows is its answer: a time already past.
     const past = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read', '--expires-at', '2020-01-01T00:00:00Z']);
-    expect([past.code, past.stderr]).toEqual([1, "dunwall: invalid_request: expires_at: must be in the future\n"]);
+    expect([past.code, past.stderr]).toEqual([1, 'dunwall: invalid_request: expires_at: must be in the future\n']);
   });
 
   it('lists keys as a table without their secrets, with their last use once recorded', async () => {
     await createTenant('listed-keys');
     expect((await cli(['key', 'list', 'listed-keys'])).stdout).toBe('no secret keys\n');
     const a = parseJson<KeyJson>((await cli(['key', 'create', 'listed-keys', '--name', 'api server', '--scopes', 'status:read', '--json'])).stdout);
-    const b = parseJson<KeyJson>((await cli(['key', 'create', 'listed-keys', '--name', 'ops', '--scopes', 'keys:write,subscribers:write', '--expires-at', '2099-06-01T12:00:00Z', '--json'])).stdout);
+    const b = parseJson<KeyJson>(
+      (
+        await cli([
+          'key',
+          'create',
+          'listed-keys',
+          '--name',
+          'ops',
+          '--scopes',
+          'keys:write,subscribers:write',
+          '--expires-at',
+          '2099-06-01T12:00:00Z',
+          '--json',
+        ])
+      ).stdout,
+    );
     await v1(a.secret_key ?? '', '/subscribers/cus_1/status');
     await keyUsage.flush((uses) => store.touchSecretKeys(uses));
 
@@ -711,7 +766,9 @@ describe('dunwall key', () => {
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatch(new RegExp(`^${a.id}\\s+api server\\s+status:read\\s+${a.prefix}\\s+\\d{4}-\\S+\\s+never\\s+\\d{4}-\\d\\d-\\d\\dT\\S+$`));
     // Scopes in the contract's order, whatever the order given.
-    expect(rows[1]).toMatch(new RegExp(`^${b.id}\\s+ops\\s+subscribers:write,keys:write\\s+${b.prefix}\\s+\\d{4}-\\S+\\s+2099-06-01T12:00:00\\.000Z\\s+never$`));
+    expect(rows[1]).toMatch(
+      new RegExp(`^${b.id}\\s+ops\\s+subscribers:write,keys:write\\s+${b.prefix}\\s+\\d{4}-\\S+\\s+2099-06-01T12:00:00\\.000Z\\s+never$`),
+    );
     for (const secret of [a.secret_key ?? '', b.secret_key ?? '']) {
       expect(list.stdout).not.toContain(secret);
       expect(list.stdout).not.toContain(secret.slice(12));
@@ -775,7 +832,17 @@ describe('dunwall key', () => {
 describe('dunwall webhook', () => {
   it('creates, lists, shows, updates, rotates and deletes an endpoint; shows its messages and attempts; retries and replays', async () => {
     await createTenant('hooked', ['--tier', 'scale']);
-    const created = await cli(['webhook', 'create', '--tenant', 'hooked', 'https://hooks.example.com/dunwall', '--description', 'billing backend', '--events', 'subscriber.status_changed']);
+    const created = await cli([
+      'webhook',
+      'create',
+      '--tenant',
+      'hooked',
+      'https://hooks.example.com/dunwall',
+      '--description',
+      'billing backend',
+      '--events',
+      'subscriber.status_changed',
+    ]);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     const id = /^id:\s+(ep_\w+)$/m.exec(created.stdout)?.[1] ?? '';
@@ -818,7 +885,11 @@ describe('dunwall webhook', () => {
     // C1 controls (U+009B is CSI), and UTF-8 that Node reads as Latin-1 bytes (U+202E becomes U+0080 among others).
     const location = Buffer.concat([Buffer.from('https://evil.test/'), Buffer.from([0x9b, 0x33, 0x31, 0x6d, 0x85, 0x9d]), Buffer.from('pay\u202eme', 'utf8')]);
     const receiver = createServer((socket) => {
-      socket.once('data', () => socket.end(Buffer.concat([Buffer.from('HTTP/1.1 302 Found\r\nLocation: '), location, Buffer.from('\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')])));
+      socket.once('data', () =>
+        socket.end(
+          Buffer.concat([Buffer.from('HTTP/1.1 302 Found\r\nLocation: '), location, Buffer.from('\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')]),
+        ),
+      );
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const port = (receiver.address() as AddressInfo).port;
@@ -830,7 +901,13 @@ describe('dunwall webhook', () => {
       const created = await cli(['webhook', 'create', '--tenant', 'redirected', `http://127.0.0.1:${port}/hook`, '--json'], { env });
       const id = parseJson<{ id: string }>(created.stdout).id;
       expect((await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code).toBe(0);
-      const deliverer = new DownstreamDeliverer({ store: store.downstream, attemptTimeoutMs: 5_000, concurrencyPerEndpoint: 1, log: { info() {}, warn() {} }, ...loopback });
+      const deliverer = new DownstreamDeliverer({
+        store: store.downstream,
+        attemptTimeoutMs: 5_000,
+        concurrencyPerEndpoint: 1,
+        log: { info() {}, warn() {} },
+        ...loopback,
+      });
       expect(await deliverer.runOnce()).toBe(1);
       await deliverer.stop();
 
@@ -913,7 +990,9 @@ describe('dunwall tier', () => {
       expect(result.code, args.join(' ')).toBe(2);
       expect(lines(result.stderr)).toHaveLength(1);
     }
-    expect((await cli(['tier', 'set', 'enterprise', 'constructor=true'])).stderr).toMatch(/^dunwall: 'constructor' is not a valid flag name \(.*none of constructor\)/);
+    expect((await cli(['tier', 'set', 'enterprise', 'constructor=true'])).stderr).toMatch(
+      /^dunwall: 'constructor' is not a valid flag name \(.*none of constructor\)/,
+    );
   });
 });
 
@@ -923,7 +1002,12 @@ describe('dunwall and the rate limits', () => {
   let limitedUrl: string;
   const T = Date.parse('2026-06-01T00:00:00Z');
   beforeAll(async () => {
-    limited = await buildAppWithModel({ store, adminToken: TOKEN, now: () => T, rateLimits: { lookupPerIp: 0, lookupPerTenant: 0, failuresPerIp: 2, adminPerIp: 4 } });
+    limited = await buildAppWithModel({
+      store,
+      adminToken: TOKEN,
+      now: () => T,
+      rateLimits: { lookupPerIp: 0, lookupPerTenant: 0, failuresPerIp: 2, adminPerIp: 4 },
+    });
     limitedUrl = await limited.listen({ port: 0, host: '127.0.0.1' });
   });
   afterAll(() => limited?.close());
@@ -932,10 +1016,18 @@ describe('dunwall and the rate limits', () => {
     const env = { DUNWALL_URL: limitedUrl, DUNWALL_ADMIN_TOKEN: TOKEN };
     // A developer's typos from this address: a wrong key twice, past the failure quota.
     for (let i = 0; i < 2; i += 1) {
-      const res = await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, { headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' } });
+      const res = await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, {
+        headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' },
+      });
       expect(res.status).toBe(401);
     }
-    expect((await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, { headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' } })).status).toBe(429);
+    expect(
+      (
+        await fetch(`${limitedUrl}/api/subscriber-status/base?processor_customer_id=cus_1`, {
+          headers: { authorization: 'Bearer pk_typotypotypotypotypotypo' },
+        })
+      ).status,
+    ).toBe(429);
     // The admin token still works from the same address.
     const listed = await cli(['tenant', 'list'], { env });
     expect(listed.stderr).toBe('');
@@ -944,7 +1036,9 @@ describe('dunwall and the rate limits', () => {
     const wrong = await cli(['tenant', 'list'], { env: { ...env, DUNWALL_ADMIN_TOKEN: `${TOKEN}x` } });
     expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([1, '', 'dunwall: rate limited; retry in 60 s\n']);
     const json = await cli(['tenant', 'list', '--json'], { env: { ...env, DUNWALL_ADMIN_TOKEN: `${TOKEN}x` } });
-    expect(JSON.parse(json.stderr)).toEqual({ error: { kind: 'api', status: 429, code: 'rate_limited', message: 'rate limited; retry in 60 s', retry_after_s: 60, exit: 1 } });
+    expect(JSON.parse(json.stderr)).toEqual({
+      error: { kind: 'api', status: 429, code: 'rate_limited', message: 'rate limited; retry in 60 s', retry_after_s: 60, exit: 1 },
+    });
     // The admin API's own quota (4 a minute, three used above) refuses the token too, saying the same.
     expect((await cli(['tenant', 'show', 'base'], { env })).code).toBe(0);
     const busy = await cli(['tenant', 'show', 'base'], { env });
@@ -1029,7 +1123,10 @@ describe('dunwall errors and environment', () => {
     // The script is valid bash, and completes the first word.
     const dir = mkdtempSync(join(tmpdir(), 'dunwall-completion-'));
     try {
-      writeFileSync(join(dir, 'c.sh'), `${bash.stdout}\nCOMP_WORDS=(dunwall te); COMP_CWORD=1; _dunwall; echo "\${COMPREPLY[@]}"\nCOMP_WORDS=(dunwall tenant del); COMP_CWORD=2; _dunwall; echo "\${COMPREPLY[@]}"\n`);
+      writeFileSync(
+        join(dir, 'c.sh'),
+        `${bash.stdout}\nCOMP_WORDS=(dunwall te); COMP_CWORD=1; _dunwall; echo "\${COMPREPLY[@]}"\nCOMP_WORDS=(dunwall tenant del); COMP_CWORD=2; _dunwall; echo "\${COMPREPLY[@]}"\n`,
+      );
       const out = await new Promise<string>((resolve, reject) => {
         const child = spawn('bash', [join(dir, 'c.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
         let text = '';
@@ -1249,7 +1346,10 @@ describe('dunwall stripe send-sample', () => {
 
   async function send(scenario: string, customer: string, extra: string[] = [], secret = SAMPLE_SECRET): Promise<Result> {
     // The service's URL from --url: send-sample needs no admin token.
-    return cli(['stripe', 'send-sample', scenario, '--tenant', 'sample-co', '--customer', customer, '--secret', '-', '--url', url, ...extra], { env: {}, stdin: `${secret}\n` });
+    return cli(['stripe', 'send-sample', scenario, '--tenant', 'sample-co', '--customer', customer, '--secret', '-', '--url', url, ...extra], {
+      env: {},
+      stdin: `${secret}\n`,
+    });
   }
   async function sent(scenario: string, customer: string, extra: string[] = []): Promise<SentJson> {
     const result = await send(scenario, customer, ['--json', ...extra]);
@@ -1310,7 +1410,9 @@ describe('dunwall stripe send-sample', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(lines(result.stderr)).toHaveLength(1);
-    expect(result.stderr).toMatch(/^dunwall: invalid_signature: .*Is the secret on stdin the tenant's Stripe signing secret\? Set it with: dunwall tenant update sample-co --stripe-webhook-secret -\n$/);
+    expect(result.stderr).toMatch(
+      /^dunwall: invalid_signature: .*Is the secret on stdin the tenant's Stripe signing secret\? Set it with: dunwall tenant update sample-co --stripe-webhook-secret -\n$/,
+    );
     expect(result.stderr).not.toContain(wrong);
     const json = await send('payment_failed', 'cus_sample_wrong', ['--json'], wrong);
     expect(parseJson<{ error: Record<string, unknown> }>(json.stderr).error).toMatchObject({ kind: 'api', status: 400, code: 'invalid_signature', exit: 1 });
@@ -1322,7 +1424,10 @@ describe('dunwall stripe send-sample', () => {
     const usage = async (args: string[], stdin = `${SAMPLE_SECRET}\n`) => cli(['stripe', 'send-sample', ...args], { env: {}, stdin });
     const base = ['--tenant', 'sample-co', '--customer', 'cus_x', '--url', url];
     const cases: [string[], RegExp, string?][] = [
-      [['refund', ...base, '--secret', '-'], /SCENARIO must be one of payment_failed, retries_exhausted, hard_decline, action_required, paid, subscription_deleted/],
+      [
+        ['refund', ...base, '--secret', '-'],
+        /SCENARIO must be one of payment_failed, retries_exhausted, hard_decline, action_required, paid, subscription_deleted/,
+      ],
       [['paid', ...base, '--secret', SAMPLE_SECRET], /give --secret - and the tenant's Stripe signing secret/],
       [['paid', ...base, '--secret', '-'], /no secret on stdin/, ''],
       [['paid', '--tenant', 'sample-co', '--customer', 'nope', '--secret', '-'], /--customer must be a Stripe customer id/],
@@ -1337,15 +1442,23 @@ describe('dunwall stripe send-sample', () => {
       expect(result.stderr, args.join(' ')).not.toContain(SAMPLE_SECRET);
     }
     const port = await closedPort();
-    const down = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'sample-co', '--customer', 'cus_x', '--secret', '-', '--url', `http://127.0.0.1:${port}`], { env: {}, stdin: SAMPLE_SECRET });
+    const down = await cli(
+      ['stripe', 'send-sample', 'paid', '--tenant', 'sample-co', '--customer', 'cus_x', '--secret', '-', '--url', `http://127.0.0.1:${port}`],
+      { env: {}, stdin: SAMPLE_SECRET },
+    );
     expect(down).toMatchObject({ code: 1, stderr: `dunwall: cannot reach http://127.0.0.1:${port}/webhooks/stripe/sample-co (connection refused)\n` });
-    const unknown = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'nobody-here', '--customer', 'cus_x', '--secret', '-', '--url', url], { env: {}, stdin: SAMPLE_SECRET });
+    const unknown = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'nobody-here', '--customer', 'cus_x', '--secret', '-', '--url', url], {
+      env: {},
+      stdin: SAMPLE_SECRET,
+    });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^dunwall: tenant_not_found: .*Create it with: dunwall tenant create nobody-here\n$/);
   });
 
   it('is in the help and the completion script', async () => {
-    expect((await cli(['help', 'stripe'])).stdout).toContain('dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted --tenant SLUG');
+    expect((await cli(['help', 'stripe'])).stdout).toContain(
+      'dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted --tenant SLUG',
+    );
     expect((await cli(['completion', 'bash'])).stdout).toMatch(/send-sample\) opts="--tenant --customer --secret --shape --url --subscription --invoice/);
   });
 });

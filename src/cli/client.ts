@@ -97,9 +97,7 @@ export function networkReason(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
     return `no answer within ${timeoutMs / 1000} s`;
   }
-  const cause = (err as { cause?: unknown } | null)?.cause as
-    | { code?: unknown; message?: unknown; errors?: { code?: unknown }[] }
-    | undefined;
+  const cause = (err as { cause?: unknown } | null)?.cause as { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | undefined;
   const code = cause?.code ?? cause?.errors?.[0]?.code;
   if (typeof code === 'string' && NETWORK_REASONS[code]) return NETWORK_REASONS[code];
   if (typeof cause?.message === 'string' && cause.message !== '') return cause.message;
@@ -298,11 +296,7 @@ export class AdminClient {
         throw new ApiError(response.status, oneLine(problem.code), oneLine(this.#redact(detail)), retryAfterS);
       }
       if (response.status === 429) throw new ApiError(429, 'rate_limited', response.statusText, retryAfterS);
-      throw new ApiError(
-        response.status,
-        `http_${response.status}`,
-        `${method} ${displayUrl(url)} answered ${response.status} ${response.statusText}`.trim(),
-      );
+      throw new ApiError(response.status, `http_${response.status}`, `${method} ${displayUrl(url)} answered ${response.status} ${response.statusText}`.trim());
     }
     if (text !== '' && !isJson) {
       throw new ApiError(response.status, 'unexpected_answer', `${method} ${displayUrl(url)} did not answer with JSON; is DUNWALL_URL a Dunwall service?`);

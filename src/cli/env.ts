@@ -43,9 +43,7 @@ export function adminTokenFrom(env: Env): string {
     fromFile = readAdminTokenFile(dataDir);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    throw new ConfigurationError(
-      `cannot read ${adminTokenPath(dataDir)} (${typeof code === 'string' ? code : 'unreadable'}); set DUNWALL_ADMIN_TOKEN`,
-    );
+    throw new ConfigurationError(`cannot read ${adminTokenPath(dataDir)} (${typeof code === 'string' ? code : 'unreadable'}); set DUNWALL_ADMIN_TOKEN`);
   }
   if (fromFile === null) {
     throw new ConfigurationError(`no admin token: set DUNWALL_ADMIN_TOKEN (no ${adminTokenPath(dataDir)} file either)`);

@@ -1,4 +1,19 @@
-import type { AttemptListView, EndpointListView, EndpointView, EndpointWithSecretView, MessageListView, RotatedTenantView, SecretKeyView, SecretKeyWithSecretView, SubscriberPageView, SubscriberView, TenantDetailView, TenantView, TenantWithKeysView, TierView } from './client.js';
+import type {
+  AttemptListView,
+  EndpointListView,
+  EndpointView,
+  EndpointWithSecretView,
+  MessageListView,
+  RotatedTenantView,
+  SecretKeyView,
+  SecretKeyWithSecretView,
+  SubscriberPageView,
+  SubscriberView,
+  TenantDetailView,
+  TenantView,
+  TenantWithKeysView,
+  TierView,
+} from './client.js';
 
 const NAMED_FLAG_ORDER = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
 
@@ -43,7 +58,13 @@ function brandingSummary(b: TenantView['branding']): string {
     ...(b.support_url ? ['support link'] : []),
     ...(b.logo_url ? ['logo'] : []),
     ...(b.colors && Object.keys(b.colors).length > 0 ? ['colors'] : []),
-    ...(b.texts && Object.keys(b.texts).length > 0 ? [`texts: ${Object.keys(b.texts).sort((x, y) => (x === 'default' ? -1 : y === 'default' ? 1 : x.localeCompare(y))).join(', ')}`] : []),
+    ...(b.texts && Object.keys(b.texts).length > 0
+      ? [
+          `texts: ${Object.keys(b.texts)
+            .sort((x, y) => (x === 'default' ? -1 : y === 'default' ? 1 : x.localeCompare(y)))
+            .join(', ')}`,
+        ]
+      : []),
   ];
   return parts.length === 0 ? '(snippet defaults)' : parts.join(', ');
 }
@@ -129,7 +150,10 @@ export function formatTenantDetail(t: TenantDetailView): string {
   return keyValues([
     ...tenantRows(t),
     ['subscribers', `${counts.active + counts.warning + counts.lockout} (active ${counts.active}, warning ${counts.warning}, lockout ${counts.lockout})`],
-    ['derived', `before the policy: active ${t.derived_subscriber_counts.active}, warning ${t.derived_subscriber_counts.warning}, lockout ${t.derived_subscriber_counts.lockout}`],
+    [
+      'derived',
+      `before the policy: active ${t.derived_subscriber_counts.active}, warning ${t.derived_subscriber_counts.warning}, lockout ${t.derived_subscriber_counts.lockout}`,
+    ],
     ['stripe_webhook', t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature'],
     ['credentials', credentials.join(', ')],
   ]);
@@ -201,7 +225,10 @@ export function formatEndpoint(e: EndpointView | EndpointWithSecretView): string
     ['enabled', e.enabled ? 'yes' : `no: ${e.disabled_reason ?? ''}${e.disabled_detail ? ` (${e.disabled_detail})` : ''} since ${e.disabled_at ?? '?'}`],
     ['failing_since', orNone(e.failing_since, '-')],
     ['pending', String(e.pending)],
-    ['signing_secrets', e.signing_secrets.map((s) => (s.expires_at === null ? `current since ${s.created_at}` : `replaced, signs until ${s.expires_at}`)).join('; ')],
+    [
+      'signing_secrets',
+      e.signing_secrets.map((s) => (s.expires_at === null ? `current since ${s.created_at}` : `replaced, signs until ${s.expires_at}`)).join('; '),
+    ],
   ];
   if ('secret' in e) rows.push(['secret', `${e.secret}  (shown once: give it to the receiver now)`]);
   return keyValues(rows);
@@ -211,7 +238,13 @@ export function formatEndpointList(list: EndpointListView): string {
   if (list.data.length === 0) return 'no webhook endpoints';
   return table(
     ['ID', 'ENABLED', 'PENDING', 'EVENTS', 'URL'],
-    list.data.map((e) => [e.id, e.enabled ? 'yes' : `no (${e.disabled_reason ?? ''})`, String(e.pending), e.event_types === null ? 'all' : e.event_types.join(','), e.url]),
+    list.data.map((e) => [
+      e.id,
+      e.enabled ? 'yes' : `no (${e.disabled_reason ?? ''})`,
+      String(e.pending),
+      e.event_types === null ? 'all' : e.event_types.join(','),
+      e.url,
+    ]),
   );
 }
 
@@ -227,7 +260,17 @@ export function formatMessages(list: MessageListView): string {
   if (list.data.length === 0) return 'no messages';
   return table(
     ['CREATED', 'MESSAGE', 'TYPE', 'CUSTOMER', 'SEQ', 'STATE', 'ATTEMPTS', 'NEXT', 'LAST ERROR'],
-    list.data.map((m) => [m.created_at, m.message_id, m.type, m.processor_customer_id, String(m.sequence), m.state, String(m.attempts), m.next_attempt_at ?? '-', m.last_error ?? '']),
+    list.data.map((m) => [
+      m.created_at,
+      m.message_id,
+      m.type,
+      m.processor_customer_id,
+      String(m.sequence),
+      m.state,
+      String(m.attempts),
+      m.next_attempt_at ?? '-',
+      m.last_error ?? '',
+    ]),
   );
 }
 
@@ -250,7 +293,14 @@ const KEY_ONCE_BANNER = '!! Shown only once: store the secret key now, Dunwall c
 export function formatKeyWithSecret(k: SecretKeyWithSecretView, rotated: boolean): string {
   const replaced: [string, string][] = !rotated
     ? []
-    : [['previous_expires_at', k.previous_expires_at === null ? 'none (the replaced secret stopped working at once)' : `${k.previous_expires_at} (the replaced secret works until then)`]];
+    : [
+        [
+          'previous_expires_at',
+          k.previous_expires_at === null
+            ? 'none (the replaced secret stopped working at once)'
+            : `${k.previous_expires_at} (the replaced secret works until then)`,
+        ],
+      ];
   return [keyValues(secretKeyRows(k)), '', KEY_ONCE_BANNER, keyValues([['secret_key', k.secret_key], ...replaced])].join('\n');
 }
 

@@ -59,7 +59,7 @@ export function helpText(group?: string): string {
     'Usage: dunwall <command> [options]',
     ...sections,
     `  dunwall help [${GROUPS.join('|')}]`,
-    '  dunwall COMMAND --help     one command\'s usage and options',
+    "  dunwall COMMAND --help     one command's usage and options",
     '  dunwall completion bash|zsh  prints a completion script (e.g. source <(dunwall completion bash))',
     '',
     FOOTER,

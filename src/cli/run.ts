@@ -30,7 +30,9 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
       return err.exitCode;
     }
     const message = oneLine(err instanceof Error ? err.message : String(err));
-    io.stderr.write(json ? `${terminalJson({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${terminalText(message)}\n`);
+    io.stderr.write(
+      json ? `${terminalJson({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${terminalText(message)}\n`,
+    );
     return EXIT_FAILURE;
   }
 }
@@ -38,7 +40,14 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
 /** An error as `--json` prints it: its kind, the API's status and code when it came from there, the exit code. */
 function errorJson(err: CliError): Record<string, unknown> {
   if (err instanceof ApiError) {
-    return { kind: 'api', status: err.status, code: err.code, message: err.status === 429 ? err.message : err.detail, ...(err.retryAfterS === null ? {} : { retry_after_s: err.retryAfterS }), exit: err.exitCode };
+    return {
+      kind: 'api',
+      status: err.status,
+      code: err.code,
+      message: err.status === 429 ? err.message : err.detail,
+      ...(err.retryAfterS === null ? {} : { retry_after_s: err.retryAfterS }),
+      exit: err.exitCode,
+    };
   }
   const kind = err instanceof UsageError ? 'usage' : err instanceof NetworkError ? 'network' : err.exitCode === EXIT_USAGE ? 'configuration' : 'failure';
   return { kind, message: oneLine(err.message), exit: err.exitCode };

@@ -155,7 +155,8 @@ function describeStripeError(err: unknown): string {
     return 'the API key lacks a permission (403): a restricted key needs read access to Subscriptions, Invoices and PaymentIntents';
   }
   if (err instanceof Stripe.errors.StripeConnectionError) return 'cannot reach Stripe (connection failed or timed out)';
-  if (err instanceof Stripe.errors.StripeError) return `Stripe answered ${err.statusCode ?? '?'} ${err.code ?? err.type}${err.requestId ? ` (request ${err.requestId})` : ''}`;
+  if (err instanceof Stripe.errors.StripeError)
+    return `Stripe answered ${err.statusCode ?? '?'} ${err.code ?? err.type}${err.requestId ? ` (request ${err.requestId})` : ''}`;
   return err instanceof Error ? err.message : String(err);
 }
 
@@ -190,7 +191,15 @@ async function saveState(file: string, state: SyncState): Promise<void> {
 export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<SyncResult> {
   const { stripe, client, progress } = deps;
   const saved = opts.stateFile !== null && !opts.restart ? await loadState(opts.stateFile, opts.tenant) : null;
-  const state: SyncState = saved ?? { version: STATE_VERSION, tenant: opts.tenant, phase: 0, startingAfter: null, objects: 0, events: 0, tally: new ImportTally().toJSON() };
+  const state: SyncState = saved ?? {
+    version: STATE_VERSION,
+    tenant: opts.tenant,
+    phase: 0,
+    startingAfter: null,
+    objects: 0,
+    events: 0,
+    tally: new ImportTally().toJSON(),
+  };
   const tally = new ImportTally(state.tally);
   if (saved !== null) {
     deps.note(`resuming the import of ${opts.tenant} at ${SYNC_PHASES[saved.phase]?.label ?? 'the end'} (${saved.objects} objects done before)`);
@@ -300,7 +309,9 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   if (opts.stateFile !== null) await rm(opts.stateFile, { force: true });
   const mismatched = tally.summary().outcomes.livemode_mismatch;
   if (mismatched > 0) {
-    deps.note(`${mismatched} events were skipped as livemode_mismatch: their Stripe mode is not the tenant's (is the API key the live or the test one it needs?)`);
+    deps.note(
+      `${mismatched} events were skipped as livemode_mismatch: their Stripe mode is not the tenant's (is the API key the live or the test one it needs?)`,
+    );
   }
   return {
     tenant: opts.tenant,

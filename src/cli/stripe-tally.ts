@@ -105,7 +105,8 @@ export function formatTally(s: TallySummary, dryRun: boolean): string[] {
   if (s.changes.length > 0) {
     lines.push(`${dryRun ? 'would change' : 'changed'}:`);
     const name = (st: string | null) => st ?? 'unknown';
-    for (const c of s.changes.slice(0, 50)) lines.push(`  ${c.processor_customer_id}: ${name(c.from)} -> ${name(c.to)}${c.reason === null ? '' : ` (${c.reason})`}`);
+    for (const c of s.changes.slice(0, 50))
+      lines.push(`  ${c.processor_customer_id}: ${name(c.from)} -> ${name(c.to)}${c.reason === null ? '' : ` (${c.reason})`}`);
     if (s.changes.length > 50) lines.push(`  ... and ${s.changes.length - 50} more (--json lists them all)`);
   }
   return lines;

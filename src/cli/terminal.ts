@@ -28,7 +28,8 @@ export function terminalSafe<T>(value: T): T {
   if (Array.isArray(value)) return value.map((item: unknown) => terminalSafe(item)) as T;
   if (typeof value === 'object' && value !== null) {
     const safe: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) Object.defineProperty(safe, terminalText(key), { value: terminalSafe(item), enumerable: true, writable: true, configurable: true });
+    for (const [key, item] of Object.entries(value))
+      Object.defineProperty(safe, terminalText(key), { value: terminalSafe(item), enumerable: true, writable: true, configurable: true });
     return safe as T;
   }
   return value;
@@ -40,8 +41,5 @@ export function terminalSafe<T>(value: T): T {
  * leaves raw (DEL, C1, the Unicode controls) is escaped line by line, as JSON escapes.
  */
 export function terminalJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent)
-    .split('\n')
-    .map(terminalText)
-    .join('\n');
+  return JSON.stringify(value, null, indent).split('\n').map(terminalText).join('\n');
 }

@@ -66,7 +66,6 @@ export interface DemoPage {
   hmacs: Record<string, string>;
 }
 
-
 export function writeDemoPage(dataDir: string, page: DemoPage): void {
   writeFileSync(join(dataDir, DEMO_FILE), `${JSON.stringify(page, null, 2)}\n`, { mode: 0o600 });
 }

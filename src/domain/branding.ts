@@ -73,7 +73,8 @@ export function brandingProblem(value: unknown): string | null {
     } else if (key === 'colors') {
       if (!isObject(v)) return 'branding.colors: must be an object';
       for (const [name, color] of Object.entries(v)) {
-        if (!(BRANDING_COLOR_KEYS as readonly string[]).includes(name)) return `branding.colors.${name}: is not a known color (${BRANDING_COLOR_KEYS.join(', ')})`;
+        if (!(BRANDING_COLOR_KEYS as readonly string[]).includes(name))
+          return `branding.colors.${name}: is not a known color (${BRANDING_COLOR_KEYS.join(', ')})`;
         if (typeof color !== 'string' || !COLOR_RE.test(color)) return `branding.colors.${name}: must be a color such as #1a2b3c`;
       }
     } else if (key === 'texts') {
@@ -84,8 +85,10 @@ export function brandingProblem(value: unknown): string | null {
         if (!LOCALE_RE.test(locale)) return `branding.texts.${locale}: is not a locale tag such as fr or fr-CA (or default)`;
         if (!isObject(texts)) return `branding.texts.${locale}: must be an object of texts`;
         for (const [name, text] of Object.entries(texts)) {
-          if (!(BRANDING_TEXT_KEYS as readonly string[]).includes(name)) return `branding.texts.${locale}.${name}: is not a known text (${BRANDING_TEXT_KEYS.join(', ')})`;
-          if (typeof text !== 'string' || text.trim() === '' || text.length > MAX_BRANDING_TEXT) return `branding.texts.${locale}.${name}: must be 1 to ${MAX_BRANDING_TEXT} characters`;
+          if (!(BRANDING_TEXT_KEYS as readonly string[]).includes(name))
+            return `branding.texts.${locale}.${name}: is not a known text (${BRANDING_TEXT_KEYS.join(', ')})`;
+          if (typeof text !== 'string' || text.trim() === '' || text.length > MAX_BRANDING_TEXT)
+            return `branding.texts.${locale}.${name}: must be 1 to ${MAX_BRANDING_TEXT} characters`;
           const why = name === 'banner_countdown' ? countdownProblem(text) : null;
           if (why) return `branding.texts.${locale}.${name}: ${why}`;
         }

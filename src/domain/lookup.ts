@@ -61,7 +61,8 @@ export interface LookupRequest {
  * `keyId`: the secret key that authenticated it (null: a publishable key).
  * `preview`: a test tenant's lookup asked to see that status (CONTRACT.md section 6).
  */
-export type LookupCheck = { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null } | { ok: false; code: LookupFailure };
+export type LookupCheck =
+  { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null } | { ok: false; code: LookupFailure };
 
 export const PREVIEW_STATUSES = ['warning', 'lockout'] as const;
 export type PreviewStatus = (typeof PREVIEW_STATUSES)[number];

@@ -38,7 +38,8 @@ export function policyProblem(value: unknown): string | null {
     if (key === 'enforcement') {
       if (typeof v !== 'string' || !(ENFORCEMENTS as readonly string[]).includes(v)) return `policy.enforcement: must be one of ${ENFORCEMENTS.join(', ')}`;
     } else if (key === 'grace_days') {
-      if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_GRACE_DAYS) return `policy.grace_days: must be a whole number from 0 to ${MAX_GRACE_DAYS}`;
+      if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_GRACE_DAYS)
+        return `policy.grace_days: must be a whole number from 0 to ${MAX_GRACE_DAYS}`;
     } else if (key === 'escalate_after_days') {
       if (v !== null && (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_ESCALATE_AFTER_DAYS)) {
         return `policy.escalate_after_days: must be null or a whole number from 1 to ${MAX_ESCALATE_AFTER_DAYS}`;

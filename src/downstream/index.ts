@@ -93,7 +93,9 @@ export class DownstreamDeliverer {
       return;
     }
     this.serialize(
-      this.claimBatch().catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly')),
+      this.claimBatch().catch((err: unknown) =>
+        this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly'),
+      ),
     );
   }
 
@@ -159,7 +161,8 @@ export class DownstreamDeliverer {
     }
     if (this.unreadableEndpoints.size === 0) return;
     for (const delivery of claimed) {
-      if (this.unreadableEndpoints.delete(delivery.endpointId)) this.opts.log.info({ endpoint: delivery.endpointId }, "webhooks: an endpoint's signing secret is readable again");
+      if (this.unreadableEndpoints.delete(delivery.endpointId))
+        this.opts.log.info({ endpoint: delivery.endpointId }, "webhooks: an endpoint's signing secret is readable again");
     }
   }
 
@@ -170,7 +173,11 @@ export class DownstreamDeliverer {
       return 0;
     }
     const at = new Date(this.now());
-    const { deliveries: claimed, due, unreadable } = await this.opts.store.claim(at, {
+    const {
+      deliveries: claimed,
+      due,
+      unreadable,
+    } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       perTenant: MAX_IN_FLIGHT_PER_TENANT,
       batch: room,
@@ -183,7 +190,10 @@ export class DownstreamDeliverer {
     for (const delivery of claimed) {
       const p: Promise<void> = this.attempt(delivery)
         .catch((err: unknown) =>
-          this.opts.log.warn({ err: { message: (err as Error).message }, endpoint: delivery.endpointId, message: delivery.messageId }, 'webhooks: recording an attempt failed; it will be retried'),
+          this.opts.log.warn(
+            { err: { message: (err as Error).message }, endpoint: delivery.endpointId, message: delivery.messageId },
+            'webhooks: recording an attempt failed; it will be retried',
+          ),
         )
         .finally(() => {
           this.inFlight.delete(p);
@@ -215,14 +225,22 @@ export class DownstreamDeliverer {
     if (sent.aborted) return;
     const done = new Date(this.now());
     const outcome: AttemptResult['outcome'] =
-      sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300 ? 'delivered' : sent.statusCode === 410 ? 'gone' : sent.refused ? 'refused' : 'failed';
+      sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300
+        ? 'delivered'
+        : sent.statusCode === 410
+          ? 'gone'
+          : sent.refused
+            ? 'refused'
+            : 'failed';
     const retryAt = new Date(done.getTime() + retryDelayMs(d.attempt, this.opts.random));
     const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, retryAt };
     const recorded = await this.opts.store.complete(d, result, done);
     const counted: DeliveryOutcome = recorded === 'gave_up' && outcome !== 'gone' ? 'gave_up' : outcome;
     this.counts[counted] += 1;
     if (outcome === 'gone') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the endpoint answered 410 Gone; it is disabled');
-    else if (counted === 'gave_up') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error: sent.error }, 'webhooks: a message failed for its whole retry window');
-    if (recorded === 'lost') this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the delivery was taken again or deleted during the attempt');
+    else if (counted === 'gave_up')
+      this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error: sent.error }, 'webhooks: a message failed for its whole retry window');
+    if (recorded === 'lost')
+      this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the delivery was taken again or deleted during the attempt');
   }
 }

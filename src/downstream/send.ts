@@ -97,7 +97,10 @@ function guardedLookup(allowed: AllowedNetworks, resolve: NonNullable<SendOption
 }
 
 function printable(body: Buffer): string {
-  return body.toString('utf8').replace(/[^\x20-\x7e]+/g, ' ').trim();
+  return body
+    .toString('utf8')
+    .replace(/[^\x20-\x7e]+/g, ' ')
+    .trim();
 }
 
 /**
@@ -128,7 +131,11 @@ export function sendDownstream(url: string, headers: Record<string, string>, bod
       return finish({ statusCode: null, error: 'the URL does not parse', refused: true });
     }
     if (target.protocol !== 'https:' && !(target.protocol === 'http:' && opts.allowHttp)) {
-      return finish({ statusCode: null, error: `refused: ${target.protocol} URLs are not sent (http needs DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK=true)`, refused: true });
+      return finish({
+        statusCode: null,
+        error: `refused: ${target.protocol} URLs are not sent (http needs DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK=true)`,
+        refused: true,
+      });
     }
     const host = target.hostname.replace(/^\[|\]$/g, '');
     // A literal address is never looked up: it is checked here.

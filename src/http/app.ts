@@ -156,7 +156,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   const requestIds = new RequestIds();
   const trusted = deps.trustedProxies ?? null;
   const limiter = deps.rateLimits
-    ? new RateLimiter({ limits: deps.rateLimits, redis: deps.redis ?? null, trustedProxies: trusted, now, log: deps.logger || silentLog, ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}) })
+    ? new RateLimiter({
+        limits: deps.rateLimits,
+        redis: deps.redis ?? null,
+        trustedProxies: trusted,
+        now,
+        log: deps.logger || silentLog,
+        ...(deps.redisPrefix ? { redisPrefix: deps.redisPrefix } : {}),
+      })
     : null;
   const logLookups = deps.logLookups ?? false;
   let closing = false;
@@ -195,7 +202,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       server.setTimeout(limits.idleSocketTimeoutMs);
       server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
       const refused = capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, trusted);
-      metrics?.observeCounter('dunwall_http_connections_refused_total', 'Connections closed on arrival: their address held its most open connections', () => refused.refused);
+      metrics?.observeCounter(
+        'dunwall_http_connections_refused_total',
+        'Connections closed on arrival: their address held its most open connections',
+        () => refused.refused,
+      );
       return server;
     },
     requestTimeout: limits.requestTimeoutMs,
@@ -212,7 +223,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     // the lookup's path in the contract's order and with its headers.
     frameworkErrors: (err, req, reply) => {
       reply.header('x-request-id', req.id);
-      if (!req.url.startsWith(LOOKUP_PREFIX)) return sendProblem(reply, err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request');
+      if (!req.url.startsWith(LOOKUP_PREFIX))
+        return sendProblem(reply, err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request');
       reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
       const bearer = checkBearer(authorizationOf(req.raw));
       return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
@@ -257,7 +269,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'webhooks', description: "The tenant's Stripe events" },
         { name: 'admin', description: 'The operator' },
         { name: 'tenant', description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's" },
-        { name: 'downstream-webhooks', description: "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)" },
+        {
+          name: 'downstream-webhooks',
+          description: "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)",
+        },
       ],
       components: {
         securitySchemes: {
@@ -311,7 +326,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     if (deps.metricsOnPublicPort !== false) {
       const text = deps.metricsText ?? (() => metrics.registry.metrics());
       app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
-        reply.header('content-type', metrics.registry.contentType).header('cache-control', 'no-store').send(await text()),
+        reply
+          .header('content-type', metrics.registry.contentType)
+          .header('cache-control', 'no-store')
+          .send(await text()),
       );
     }
   }

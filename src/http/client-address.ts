@@ -45,7 +45,10 @@ export function parseTrustedProxies(value: string, header: ForwardingHeader = 'x
     list.addSubnet(address, prefix, type);
     return null;
   };
-  const entries = value.split(',').map((e) => e.trim()).filter(Boolean);
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   if (entries.length === 0) return 'TRUST_PROXY: names no address';
   for (const entry of entries) {
     for (const range of NAMED_RANGES[entry] ?? [entry]) {

@@ -34,7 +34,6 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 /** How long a connection answered with a client error may stay open for its peer to read the answer. */
 export const CLIENT_ERROR_LINGER_MS = 1_000;
 
-
 /**
  * Open connections per address (IPv6: per /64): a browser holds about six to one origin, so
  * this leaves room for a few dozen browsers behind one NAT address holding theirs at once.

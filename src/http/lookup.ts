@@ -200,7 +200,10 @@ export class LookupAnswerer {
       } else {
         const status = model.status(tenant.id, check.customerId);
         // Unknown and active: their prebuilt bytes, without a look at the extras.
-        body = status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+        body =
+          status === null || status === 'active'
+            ? lookupBody(tenant, status)
+            : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
       }
       // Every check passed: only now does the lookup count against its tenant's quota (a
       // secret key's, against the key's).
@@ -252,7 +255,14 @@ export class LookupAnswerer {
     this.problem(call, 'rate_limited', null, undefined, over, tenant);
   }
 
-  private problem(call: Call, code: ErrorCode, tenant: TenantAuth | null, origin: string | undefined, over: Count | null, tenantCount: Count | null = null): void {
+  private problem(
+    call: Call,
+    code: ErrorCode,
+    tenant: TenantAuth | null,
+    origin: string | undefined,
+    over: Count | null,
+    tenantCount: Count | null = null,
+  ): void {
     const answer = problemAnswer(code);
     const headers = [...answer.headers, 'cache-control', 'no-store', 'x-request-id', call.requestId];
     corsHeaders(headers, tenant, origin);

@@ -62,7 +62,7 @@ export class Lru<K, V> {
     let chances = SECOND_CHANCES_PER_EVICTION;
     // At most one full turn of the map plus the chances: the hand wraps around once when it
     // reaches the end.
-    for (let wraps = 0; wraps < 2; ) {
+    for (let wraps = 0; wraps < 2;) {
       this.hand ??= this.entries.entries();
       const next = this.hand.next();
       if (next.done === true) {

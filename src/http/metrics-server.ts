@@ -14,11 +14,19 @@ export interface MetricsServer {
  * `/metrics` on a listener of its own (METRICS_PORT), for a scraper on a private network:
  * the public port then does not serve it. Nothing else is answered here.
  */
-export async function serveMetrics(opts: { host: string; port: number; contentType: string; text: () => Promise<string>; onError(err: unknown): void }): Promise<MetricsServer> {
+export async function serveMetrics(opts: {
+  host: string;
+  port: number;
+  contentType: string;
+  text: () => Promise<string>;
+  onError(err: unknown): void;
+}): Promise<MetricsServer> {
   const server: Server = createServer({ requestTimeout: SCRAPE_TIMEOUT_MS, headersTimeout: SCRAPE_TIMEOUT_MS }, (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain; charset=utf-8' }).end(path === '/metrics' ? 'method not allowed\n' : 'not found: this listener serves /metrics only\n');
+      res
+        .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain; charset=utf-8' })
+        .end(path === '/metrics' ? 'method not allowed\n' : 'not found: this listener serves /metrics only\n');
       return;
     }
     opts.text().then(

@@ -36,8 +36,14 @@ export const ERRORS = {
   webhook_message_not_found: { status: 404, detail: 'This tenant has no webhook message with this id.' },
   webhook_endpoint_limit: { status: 409, detail: 'The tenant has as many webhook endpoints as allowed; delete one first.' },
   invalid_cursor: { status: 400, detail: 'The cursor is not one this service handed out.' },
-  cursor_expired: { status: 410, detail: 'The changes after this cursor are no longer kept: list the statuses again and follow the feed from their feed_cursor.' },
-  too_many_streams: { status: 429, detail: "The tenant holds as many open status feed streams and long polls as allowed; close one, or retry after the number of seconds in Retry-After." },
+  cursor_expired: {
+    status: 410,
+    detail: 'The changes after this cursor are no longer kept: list the statuses again and follow the feed from their feed_cursor.',
+  },
+  too_many_streams: {
+    status: 429,
+    detail: 'The tenant holds as many open status feed streams and long polls as allowed; close one, or retry after the number of seconds in Retry-After.',
+  },
   not_found: { status: 404, detail: 'No such route.' },
   method_not_allowed: { status: 405, detail: 'This method is not allowed on this route.' },
   payload_too_large: { status: 413, detail: 'The request body is too large.' },
@@ -182,7 +188,6 @@ export function describeValidationError(err: FastifyError): string {
   if (first.keyword === 'pattern' && first.params.pattern === TEXT_PATTERN) return `${base || where}: must not contain the character U+0000`;
   return `${base || where}: ${first.message ?? 'is not valid'}`;
 }
-
 
 const problemBytes = new Map<ErrorCode, Buffer>();
 

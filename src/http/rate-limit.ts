@@ -105,7 +105,8 @@ function memoryCounter(now: () => number): Counter {
   return (name, key, quota, policy, increment) => {
     const nowMs = now();
     // Chosen by a branch, not `windows[name]`: a read by a varying key is a slow lookup in V8.
-    const lru = name === 'ip' ? windows.ip : name === 'tenant' ? windows.tenant : name === 'failures' ? windows.failures : name === 'key' ? windows.key : windows.admin;
+    const lru =
+      name === 'ip' ? windows.ip : name === 'tenant' ? windows.tenant : name === 'failures' ? windows.failures : name === 'key' ? windows.key : windows.admin;
     let window = lru.get(key, nowMs);
     if (window === undefined) {
       if (!increment) return null;
@@ -147,7 +148,8 @@ interface CountingRedis extends Redis {
  * lets the request through, and Redis is not asked again for REDIS_RETRY_INTERVAL_MS.
  */
 function redisCounter(redis: Redis, prefix: string, now: () => number, log: RateLimitOptions['log']): Counter {
-  if (typeof (redis as unknown as Partial<CountingRedis>).dunwallRateCount !== 'function') redis.defineCommand('dunwallRateCount', { numberOfKeys: 1, lua: REDIS_COUNT_SCRIPT });
+  if (typeof (redis as unknown as Partial<CountingRedis>).dunwallRateCount !== 'function')
+    redis.defineCommand('dunwallRateCount', { numberOfKeys: 1, lua: REDIS_COUNT_SCRIPT });
   const counting = redis as CountingRedis;
   let down = false;
   let retryAtMs = 0;
@@ -250,7 +252,10 @@ export class RateLimiter {
     const mine = own !== null && quota > 0 ? this.count(own, address, quota, own === 'ip' ? this.policies.ip : this.policies.admin, true) : null;
     const failed = failures && this.limits.failuresPerIp > 0 ? this.count('failures', address, this.limits.failuresPerIp, this.policies.failures, false) : null;
     if (mine instanceof Promise || failed instanceof Promise) {
-      return Promise.all([mine, failed]).then(([m, f]) => arrival(m, f), () => arrival(null, null));
+      return Promise.all([mine, failed]).then(
+        ([m, f]) => arrival(m, f),
+        () => arrival(null, null),
+      );
     }
     return arrival(mine, failed);
   }
@@ -396,7 +401,11 @@ export async function guardKey(limiter: RateLimiter, keyId: string, reply: Fasti
  * An onSend hook: an answer whose status is in `statuses` counts as a failure (under the
  * key `keyOf` names, the address by default); the one past the quota is a 429 instead.
  */
-export function countFailures(limiter: RateLimiter, statuses: readonly number[], keyOf?: (req: FastifyRequest, reply: FastifyReply, address: string) => string) {
+export function countFailures(
+  limiter: RateLimiter,
+  statuses: readonly number[],
+  keyOf?: (req: FastifyRequest, reply: FastifyReply, address: string) => string,
+) {
   return async (req: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> => {
     if (!statuses.includes(reply.statusCode)) return payload;
     const seen = arrivals.get(req);

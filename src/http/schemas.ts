@@ -38,7 +38,12 @@ export const STRIPE_WEBHOOK_SECRET_PATTERN = '^whsec_[A-Za-z0-9+/=_-]{8,256}$';
 
 /** One of a closed vocabulary of the domain: the union of its literals, typed as the vocabulary. */
 function oneOf<T extends string>(values: readonly T[], options?: TSchemaOptions) {
-  return Type.Unsafe<T>(Type.Union(values.map((v) => Type.Literal(v)), options));
+  return Type.Unsafe<T>(
+    Type.Union(
+      values.map((v) => Type.Literal(v)),
+      options,
+    ),
+  );
 }
 
 /** One of a closed vocabulary, or null. */
@@ -80,21 +85,18 @@ const NullableLookupsPerMinute = Type.Union([Type.Integer({ minimum: 1, maximum:
   description: "This tenant's lookup rate limit, all addresses together; null: the service's default",
 });
 const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
-  description: "The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)",
+  description: 'The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)',
 });
-const NullableOrigins = Type.Union(
-  [Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()],
-  { description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any' },
-);
+const NullableOrigins = Type.Union([Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()], {
+  description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any',
+});
 
 // --- lookup ------------------------------------------------------------------------------
 
 export const LookupParams = Type.Object({ tenantSlug: Type.String({ description: 'Tenant slug' }) });
 export const LookupQuery = Type.Object({
   processor_customer_id: Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The subscriber's customer ID (cus_...)" }),
-  hmac: Type.Optional(
-    Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" }),
-  ),
+  hmac: Type.Optional(Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" })),
   preview: Type.Optional(
     oneOf(PREVIEW_STATUSES, {
       description: "A test tenant's (livemode false) lookup answers that status with sample data (no hmac needed); ignored for any other tenant",
@@ -112,17 +114,14 @@ export const LookupKnown = Type.Object({
   lockout_at: Type.Optional(
     Type.String({ format: 'date-time', description: "While warning and the tenant's policy schedules a lockout: when (RFC 3339, UTC, seconds)" }),
   ),
-  pay_url: Type.Optional(
-    Type.String({ description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged" }),
-  ),
+  pay_url: Type.Optional(Type.String({ description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged" })),
 });
 
 // --- admin -------------------------------------------------------------------------------
 
-const BrandingTexts = Type.Object(
-  Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Text({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])),
-  { additionalProperties: false },
-);
+const BrandingTexts = Type.Object(Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Text({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])), {
+  additionalProperties: false,
+});
 export const Branding = Type.Unsafe<BrandingValue>(
   Type.Object(
     {
@@ -130,12 +129,15 @@ export const Branding = Type.Unsafe<BrandingValue>(
       support_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A link to the support (https)' })),
       logo_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A logo image (https)' })),
       colors: Type.Optional(
-        Type.Object(Object.fromEntries(BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))])), { additionalProperties: false }),
+        Type.Object(Object.fromEntries(BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))])), {
+          additionalProperties: false,
+        }),
       ),
       texts: Type.Optional(
         Type.Record(Type.String({ pattern: LOCALE_RE.source }), BrandingTexts, {
           maxProperties: MAX_BRANDING_LOCALES,
-          description: 'By locale tag (fr, fr-CA) or default; the snippet picks by the browser\'s languages, then the shorter tag, then default, then its English',
+          description:
+            "By locale tag (fr, fr-CA) or default; the snippet picks by the browser's languages, then the shorter tag, then default, then its English",
         }),
       ),
     },
@@ -144,10 +146,16 @@ export const Branding = Type.Unsafe<BrandingValue>(
 );
 
 const policyFields = {
-  enforcement: Type.Unsafe<Enforcement>(
-    { type: 'string', enum: [...ENFORCEMENTS], description: 'gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active' },
-  ),
-  grace_days: Type.Integer({ minimum: 0, maximum: MAX_GRACE_DAYS, description: "A lockout is answered warning until the episode's dunning start plus this many days" }),
+  enforcement: Type.Unsafe<Enforcement>({
+    type: 'string',
+    enum: [...ENFORCEMENTS],
+    description: 'gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active',
+  }),
+  grace_days: Type.Integer({
+    minimum: 0,
+    maximum: MAX_GRACE_DAYS,
+    description: "A lockout is answered warning until the episode's dunning start plus this many days",
+  }),
   escalate_after_days: Type.Union([Type.Integer({ minimum: 1, maximum: MAX_ESCALATE_AFTER_DAYS }), Type.Null()], {
     description: 'A warning still unresolved this many days after its dunning start is answered lockout; null: never',
   }),
@@ -173,10 +181,7 @@ export const Tenant = Type.Object({
 });
 export type TenantBody = Static<typeof Tenant>;
 
-export const TenantWithKeys = Type.Intersect([
-  Tenant,
-  Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() }),
-]);
+export const TenantWithKeys = Type.Intersect([Tenant, Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() })]);
 
 export const RotatedTenant = Type.Intersect([
   Tenant,
@@ -210,7 +215,11 @@ export const TenantDetail = Type.Intersect([
 export const MAX_SUBSCRIBERS_PAGE = 1000;
 const STATUS_ALTERNATIVES = STATUSES.join('|');
 /** One status, or several separated by commas (`warning,lockout`). */
-const StatusList = Type.String({ pattern: `^(${STATUS_ALTERNATIVES})(,(${STATUS_ALTERNATIVES}))*$`, maxLength: 64, description: 'A status, or several separated by commas' });
+const StatusList = Type.String({
+  pattern: `^(${STATUS_ALTERNATIVES})(,(${STATUS_ALTERNATIVES}))*$`,
+  maxLength: 64,
+  description: 'A status, or several separated by commas',
+});
 export const SubscriberListQuery = Type.Object(
   {
     status: Type.Optional(StatusList),
@@ -223,16 +232,16 @@ export const SubscriberListQuery = Type.Object(
   { additionalProperties: false },
 );
 export const SubscriberPage = Type.Object({
-  data: Type.Array(
-    Type.Object({ processor_customer_id: Type.String(), status: Status, derived_status: Status, reason: Type.String(), updated_at: Timestamp }),
-  ),
+  data: Type.Array(Type.Object({ processor_customer_id: Type.String(), status: Status, derived_status: Status, reason: Type.String(), updated_at: Timestamp })),
   next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null: this was the last' }),
 });
 
 export const CreateTenantBody = Type.Object(
   {
     slug: Slug,
-    tier: Type.Optional(Type.String({ pattern: TIER_NAME_PATTERN, description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)" })),
+    tier: Type.Optional(
+      Type.String({ pattern: TIER_NAME_PATTERN, description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)" }),
+    ),
     card_update_url: Type.Optional(NullableUrl),
     hmac_required: Type.Optional(Type.Boolean()),
     allowed_origins: Type.Optional(NullableOrigins),
@@ -264,10 +273,7 @@ export const UpdateTenantBody = Type.Object(
 );
 export type UpdateTenantBody = Static<typeof UpdateTenantBody>;
 
-export const RotateBody = Type.Object(
-  { key: Type.Union([Type.Literal('publishable'), Type.Literal('hmac')]) },
-  { additionalProperties: false },
-);
+export const RotateBody = Type.Object({ key: Type.Union([Type.Literal('publishable'), Type.Literal('hmac')]) }, { additionalProperties: false });
 
 export const TenantParams = Type.Object({ slug: Slug });
 
@@ -279,14 +285,25 @@ export const KeyId = Type.String({ pattern: KEY_ID_PATTERN, description: 'A secr
 export const MAX_KEY_NAME = 100;
 export const CreateKeyBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: MAX_KEY_NAME, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]+$', description: 'What the key is for (printable text)' }),
+    name: Type.String({
+      minLength: 1,
+      maxLength: MAX_KEY_NAME,
+      pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]+$',
+      description: 'What the key is for (printable text)',
+    }),
     scopes: Type.Array(ScopeName, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true }),
-    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the key stops working; null or absent: never' })),
+    expires_at: Type.Optional(
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the key stops working; null or absent: never' }),
+    ),
   },
   { additionalProperties: false },
 );
 export const RotateKeyBody = Type.Object(
-  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps working (default DUNWALL_ROTATION_OVERLAP_S)' })) },
+  {
+    overlap_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps working (default DUNWALL_ROTATION_OVERLAP_S)' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export const SecretKey = Type.Object({
@@ -342,14 +359,17 @@ export const HistoryEntry = Type.Object({
   lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'The lockout the policy scheduled after this entry, if any' }),
   reason: Type.Union([Type.String(), Type.Null()]),
   effect: oneOf(HISTORY_EFFECTS, {
-    description: 'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
+    description:
+      'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
   }),
   episode: Type.Union([Type.String(), Type.Null()], { description: 'The subscription (sub_...) or invoice (in_...) the change came through' }),
   source: oneOf(HISTORY_SOURCES),
   policy_rule: oneOfOrNull(POLICY_RULES, {
     description: 'For source policy: a grace that ended, an escalation that fell due, or a change of the policy',
   }),
-  secret_key_id: Type.Union([Type.String(), Type.Null()], { description: "For source admin: the tenant's secret key that made the change; null: the operator" }),
+  secret_key_id: Type.Union([Type.String(), Type.Null()], {
+    description: "For source admin: the tenant's secret key that made the change; null: the operator",
+  }),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),
   decline_code: Type.Union([Type.String(), Type.Null()]),
@@ -366,7 +386,9 @@ export const Episode = Type.Object({
   decline_code: Type.Union([Type.String(), Type.Null()]),
   at: Timestamp,
   event_id: Type.String({ description: 'The event that set the state (the latest of the episode)' }),
-  dunning_started_at: Type.Union([Timestamp, Type.Null()], { description: 'The first event of its current unresolved run (null: unknown, or never in dunning)' }),
+  dunning_started_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'The first event of its current unresolved run (null: unknown, or never in dunning)',
+  }),
   resolved_at: Type.Union([Timestamp, Type.Null()], { description: 'When it was last resolved' }),
   invoice: Type.Union(
     [
@@ -386,7 +408,9 @@ export const Episode = Type.Object({
 
 export const Subscriber = Type.Object({
   processor_customer_id: Type.String(),
-  status: Type.Union([Status, Type.Null()], { description: "The answered status (after the tenant's policy); null: no record (cleared or deleted); the history is kept" }),
+  status: Type.Union([Status, Type.Null()], {
+    description: "The answered status (after the tenant's policy); null: no record (cleared or deleted); the history is kept",
+  }),
   derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
   lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'While warning: when the policy schedules the lockout' }),
   pay_url: Type.Union([Type.String(), Type.Null()], { description: 'The hosted page of the open invoice behind the worst unresolved episode' }),
@@ -426,9 +450,12 @@ export const ReplayAnswer = Type.Object({
     description: 'How many events had each outcome',
   }),
   invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
-  results: Type.Array(Type.Unsafe<StripeEventOutcomeName | 'invalid'>(Type.Union([...STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)), Type.Literal('invalid')])), {
-    description: 'The outcome of each event, in the order sent (invalid: refused, see invalid)',
-  }),
+  results: Type.Array(
+    Type.Unsafe<StripeEventOutcomeName | 'invalid'>(Type.Union([...STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)), Type.Literal('invalid')])),
+    {
+      description: 'The outcome of each event, in the order sent (invalid: refused, see invalid)',
+    },
+  ),
   customers: Type.Array(
     Type.Object({
       processor_customer_id: Type.String(),
@@ -497,7 +524,11 @@ export const UpdateWebhookEndpointBody = Type.Object(
   { additionalProperties: false, minProperties: 1 },
 );
 export const RotateWebhookSecretBody = Type.Object(
-  { overlap_seconds: Type.Optional(Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' })) },
+  {
+    overlap_seconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' }),
+    ),
+  },
   { additionalProperties: false },
 );
 export const WebhookEndpointParams = Type.Object({ slug: Slug, endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }) });
@@ -508,10 +539,7 @@ export const WebhookMessageParams = Type.Object({
 });
 const PageLimit = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_WEBHOOK_PAGE} (default 50)` }));
 export const WebhookAttemptsQuery = Type.Object({ limit: PageLimit }, { additionalProperties: false });
-export const WebhookMessagesQuery = Type.Object(
-  { limit: PageLimit, state: Type.Optional(oneOf(DELIVERY_STATES)) },
-  { additionalProperties: false },
-);
+export const WebhookMessagesQuery = Type.Object({ limit: PageLimit, state: Type.Optional(oneOf(DELIVERY_STATES)) }, { additionalProperties: false });
 export const WebhookAttemptList = Type.Object({
   data: Type.Array(
     Type.Object({

@@ -123,8 +123,19 @@ export function createMetrics(): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'dunwall_' });
   const http = new HttpMetrics(registry);
-  const store = new Histogram({ name: 'dunwall_store_query_duration_seconds', help: 'Store reads and writes', labelNames: ['operation'], buckets: LATENCY_BUCKETS_S, registers: [registry] });
-  const webhooks = new Counter({ name: 'dunwall_webhook_events_total', help: 'Stripe events received, by type and outcome', labelNames: ['type', 'outcome'], registers: [registry] });
+  const store = new Histogram({
+    name: 'dunwall_store_query_duration_seconds',
+    help: 'Store reads and writes',
+    labelNames: ['operation'],
+    buckets: LATENCY_BUCKETS_S,
+    registers: [registry],
+  });
+  const webhooks = new Counter({
+    name: 'dunwall_webhook_events_total',
+    help: 'Stripe events received, by type and outcome',
+    labelNames: ['type', 'outcome'],
+    registers: [registry],
+  });
 
   return {
     registry,
@@ -194,7 +205,11 @@ function observeReadModel(registry: Registry, stats: () => ReadModelStats): void
       },
     });
   gauge('dunwall_readmodel_tenants', 'Tenants held in memory', (s) => s.tenants);
-  gauge('dunwall_tenants_unreadable', 'Tenants whose row or a secret of it cannot be read: their lookups answer 503 until it is fixed', (s) => s.unreadableTenants.length);
+  gauge(
+    'dunwall_tenants_unreadable',
+    'Tenants whose row or a secret of it cannot be read: their lookups answer 503 until it is fixed',
+    (s) => s.unreadableTenants.length,
+  );
   // Named by tenant id: the log line gives its slug. Labels never carry a slug (docs/operations.md),
   // and these series are as few as the broken rows, so an alert can say which one to fix.
   new Gauge({

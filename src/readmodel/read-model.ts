@@ -194,7 +194,15 @@ export class ReadModel {
   private readonly pollIntervalMs: number;
   private readonly now: () => number;
   private readonly writeWaitMs: number;
-  private readonly stats = { loads: 0, lastLoad: null as ReadModelStats['lastLoad'], ok: 0, failed: 0, changesApplied: 0, writeWaits: 0, writeWaitsTimedOut: 0 };
+  private readonly stats = {
+    loads: 0,
+    lastLoad: null as ReadModelStats['lastLoad'],
+    ok: 0,
+    failed: 0,
+    changesApplied: 0,
+    writeWaits: 0,
+    writeWaitsTimedOut: 0,
+  };
 
   private constructor(
     private readonly store: ChangeFeed,
@@ -472,7 +480,10 @@ export class ReadModel {
     this.stats.loads += 1;
     this.stats.lastLoad = { seconds, reason };
     const loaded: Copy = copy;
-    this.options.log?.info({ reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, unreadableTenants: loaded.unreadable.size, subscribers: loaded.index.size }, 'read model loaded');
+    this.options.log?.info(
+      { reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, unreadableTenants: loaded.unreadable.size, subscribers: loaded.index.size },
+      'read model loaded',
+    );
   }
 
   /**

@@ -215,7 +215,8 @@ export function loadConfig(env: Env = process.env): Config {
   const rotationOverlapS = integer(env, 'DUNWALL_ROTATION_OVERLAP_S', DEFAULT_ROTATION_OVERLAP_S, 0, 31_536_000, problems);
 
   const host = env.HOST?.trim() || DEFAULT_HOST;
-  if (isIP(host) === 0 && !HOSTNAME_RE.test(host)) problems.push(`HOST must be an IP address or a host name such as localhost (got ${JSON.stringify(env.HOST)})`);
+  if (isIP(host) === 0 && !HOSTNAME_RE.test(host))
+    problems.push(`HOST must be an IP address or a host name such as localhost (got ${JSON.stringify(env.HOST)})`);
 
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
@@ -237,9 +238,18 @@ export function loadConfig(env: Env = process.env): Config {
   const metricsPortRaw = env.METRICS_PORT?.trim() || null;
   const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
   const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
-  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost)) problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
-  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host) problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
-  const stripeEventsRetentionDays = integer(env, 'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS', DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, MIN_STRIPE_EVENTS_RETENTION_DAYS, 36_500, problems);
+  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost))
+    problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host)
+    problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  const stripeEventsRetentionDays = integer(
+    env,
+    'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS',
+    DEFAULT_STRIPE_EVENTS_RETENTION_DAYS,
+    MIN_STRIPE_EVENTS_RETENTION_DAYS,
+    36_500,
+    problems,
+  );
   const historyRetentionDays = integer(env, 'DUNWALL_HISTORY_RETENTION_DAYS', DEFAULT_HISTORY_RETENTION_DAYS, 0, 36_500, problems);
   const webhookRetentionDays = integer(env, 'DUNWALL_WEBHOOK_RETENTION_DAYS', DEFAULT_WEBHOOK_RETENTION_DAYS, MIN_WEBHOOK_RETENTION_DAYS, 36_500, problems);
   const statusFeedRetentionDays = integer(env, 'DUNWALL_STATUS_FEED_RETENTION_DAYS', DEFAULT_STATUS_FEED_RETENTION_DAYS, 1, 36_500, problems);
@@ -267,7 +277,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
 
   const defaultTier = env.DUNWALL_DEFAULT_TIER?.trim() || DEFAULT_TIER;
-  if (!TIER_NAME_RE.test(defaultTier)) problems.push(`DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`);
+  if (!TIER_NAME_RE.test(defaultTier))
+    problems.push(`DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`);
 
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
   if (!['0', '1', ''].includes(demoRaw)) problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);

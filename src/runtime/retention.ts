@@ -100,7 +100,8 @@ export class Retention {
         await sleep(PAUSE_BETWEEN_BATCHES_MS);
       }
     }
-    if (Object.values(run).some((n) => n > 0)) this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages and status changes');
+    if (Object.values(run).some((n) => n > 0))
+      this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages and status changes');
     return run;
   }
 }

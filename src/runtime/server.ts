@@ -48,13 +48,27 @@ export function storeTarget(config: Config): StoreTarget {
  * The read model the lookup answers from: loaded (from the replica when DATABASE_READ_URL
  * is set) before the server listens, then kept true by the primary's change log.
  */
-async function openLookupModel(config: Config, store: Store, secrets: SecretBox, log: Logger, siblings: Siblings | undefined): Promise<{ model: ReadModel; close(): Promise<void> }> {
+async function openLookupModel(
+  config: Config,
+  store: Store,
+  secrets: SecretBox,
+  log: Logger,
+  siblings: Siblings | undefined,
+): Promise<{ model: ReadModel; close(): Promise<void> }> {
   const replica =
     config.databaseReadUrl === null
       ? null
-      : await openReadStore({ engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }, { secrets });
+      : await openReadStore(
+          { engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs },
+          { secrets },
+        );
   try {
-    const model = await ReadModel.open(store, { staleIfErrorMs: config.staleIfErrorMs, log, ...(replica ? { loadFrom: replica } : {}), ...(siblings ? { siblings } : {}) });
+    const model = await ReadModel.open(store, {
+      staleIfErrorMs: config.staleIfErrorMs,
+      log,
+      ...(replica ? { loadFrom: replica } : {}),
+      ...(siblings ? { siblings } : {}),
+    });
     return {
       model,
       async close() {
@@ -199,7 +213,9 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const stopWaking = store.onCommit(() => deliverer.wake());
     // Secret keys' last use, written about once a minute, never per request.
     const flushKeyUsage = () =>
-      keyUsage.flush((uses) => store.touchSecretKeys(uses)).catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'));
+      keyUsage
+        .flush((uses) => store.touchSecretKeys(uses))
+        .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'));
     const keyUsageTimer = setInterval(() => void flushKeyUsage(), KEY_USAGE_FLUSH_INTERVAL_MS);
     keyUsageTimer.unref();
     metrics.observeDownstreamWebhooks(
@@ -209,12 +225,28 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         return oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000);
       },
     );
-    metrics.observeCounter('dunwall_policy_lockouts_recorded_total', 'Scheduled lockouts (a grace ended, an escalation) recorded by this instance', () => policyClock.counts.lockoutsRecorded);
-    metrics.observeCounter('dunwall_policy_subscribers_reanswered_total', 'Subscribers answered again under a changed policy by this instance', () => policyClock.counts.subscribersReanswered);
+    metrics.observeCounter(
+      'dunwall_policy_lockouts_recorded_total',
+      'Scheduled lockouts (a grace ended, an escalation) recorded by this instance',
+      () => policyClock.counts.lockoutsRecorded,
+    );
+    metrics.observeCounter(
+      'dunwall_policy_subscribers_reanswered_total',
+      'Subscribers answered again under a changed policy by this instance',
+      () => policyClock.counts.subscribersReanswered,
+    );
     metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
     metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
-    metrics.observeCounter('dunwall_retention_webhook_messages_deleted_total', 'Downstream webhook messages pruned by age', () => retention.deleted.webhook_events);
-    metrics.observeCounter('dunwall_retention_webhook_attempts_deleted_total', 'Downstream webhook attempts pruned by age', () => retention.deleted.webhook_attempts);
+    metrics.observeCounter(
+      'dunwall_retention_webhook_messages_deleted_total',
+      'Downstream webhook messages pruned by age',
+      () => retention.deleted.webhook_events,
+    );
+    metrics.observeCounter(
+      'dunwall_retention_webhook_attempts_deleted_total',
+      'Downstream webhook attempts pruned by age',
+      () => retention.deleted.webhook_attempts,
+    );
     metrics.observeCounter('dunwall_retention_status_changes_deleted_total', "The status feed's changes pruned by age", () => retention.deleted.status_changes);
     return {
       app,
@@ -335,7 +367,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
   }
   const log = createLogger(config.logLevel);
   if (cluster.isPrimary) {
-    const problem = (await checkListen(config.host, config.port)) ?? (config.metricsPort === null ? null : await checkListen(config.metricsHost, config.metricsPort, METRICS_LISTENER));
+    const problem =
+      (await checkListen(config.host, config.port)) ??
+      (config.metricsPort === null ? null : await checkListen(config.metricsHost, config.metricsPort, METRICS_LISTENER));
     if (problem !== null) {
       process.stderr.write(`dunwall: ${problem}\n`);
       process.exit(2);
@@ -352,7 +386,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
   }
   try {
     const metrics = createMetrics();
-    const running = await start(config, log, cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics), siblings: new WorkerSiblings() } : { metrics });
+    const running = await start(
+      config,
+      log,
+      cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics), siblings: new WorkerSiblings() } : { metrics },
+    );
     closeOnSignals(running, log);
   } catch (err) {
     log.fatal({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'could not start');

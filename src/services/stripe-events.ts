@@ -60,7 +60,13 @@ export async function ingestStripeEvent(store: StripeIngestion, tenant: IngestTe
 }
 
 /** Several events in order; with `dryRun`, nothing is kept and the results say what would happen. */
-export async function ingestStripeEvents(store: StripeIngestion, tenant: IngestTenant, events: readonly StripeEventLike[], now: Date, dryRun: boolean): Promise<IngestResult[]> {
+export async function ingestStripeEvents(
+  store: StripeIngestion,
+  tenant: IngestTenant,
+  events: readonly StripeEventLike[],
+  now: Date,
+  dryRun: boolean,
+): Promise<IngestResult[]> {
   const prepared = events.map((e) => prepare(tenant, e));
   const relevant = prepared.filter(isInput);
   const results = await store.recordStripeEvents(tenant.id, relevant, now, { dryRun });

@@ -263,16 +263,34 @@ export class SqlDownstreamStore implements DownstreamStore {
   async listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
-    const rows = await this.db.query<{ uid: string; attempted_at: Date; status_code: number | null; latency_ms: number; outcome: DownstreamAttemptRecord['outcome']; error: string | null }>(
+    const rows = await this.db.query<{
+      uid: string;
+      attempted_at: Date;
+      status_code: number | null;
+      latency_ms: number;
+      outcome: DownstreamAttemptRecord['outcome'];
+      error: string | null;
+    }>(
       `SELECT ev.uid, a.attempted_at, a.status_code, a.latency_ms, a.outcome, a.error
        FROM webhook_attempts a JOIN webhook_events ev ON ev.id = a.event_id
        WHERE a.endpoint_id = $1 ORDER BY a.id DESC LIMIT $2`,
       [key, limit],
     );
-    return rows.map((r) => ({ messageId: r.uid, attemptedAt: new Date(r.attempted_at), statusCode: r.status_code, latencyMs: r.latency_ms, outcome: r.outcome, error: r.error }));
+    return rows.map((r) => ({
+      messageId: r.uid,
+      attemptedAt: new Date(r.attempted_at),
+      statusCode: r.status_code,
+      latencyMs: r.latency_ms,
+      outcome: r.outcome,
+      error: r.error,
+    }));
   }
 
-  async listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null> {
+  async listMessages(
+    tenantId: number,
+    id: string,
+    query: { state?: DownstreamMessageRecord['state']; limit: number },
+  ): Promise<DownstreamMessageRecord[] | null> {
     const key = await endpointKey(this.db, tenantId, id);
     if (key === null) return null;
     const rows = await this.db.query<{
@@ -329,7 +347,10 @@ export class SqlDownstreamStore implements DownstreamStore {
       );
       if (!endpoint) return null;
       // Keyset pages on (created_at, id): many messages share an instant (a batch of events).
-      const [after] = range.after === undefined ? [] : await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, range.after]);
+      const [after] =
+        range.after === undefined
+          ? []
+          : await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, range.after]);
       const events = await tx.query<{ id: string; uid: string; created_at: Date }>(
         `SELECT id, uid, created_at FROM webhook_events
          WHERE tenant_id = $1 AND (created_at, id) >= ($2::timestamptz, $6::bigint) AND created_at < $3
@@ -338,7 +359,12 @@ export class SqlDownstreamStore implements DownstreamStore {
         [tenantId, range.since, range.until, endpoint.event_types, limit + 1, after === undefined ? 0 : Number(after.id) + 1],
       );
       const page = events.slice(0, limit);
-      const queued = await requeue(tx, endpoint.id, page.map((e) => Number(e.id)), now);
+      const queued = await requeue(
+        tx,
+        endpoint.id,
+        page.map((e) => Number(e.id)),
+        now,
+      );
       const last = page.at(-1);
       return { queued, next: events.length > limit && last ? { since: new Date(last.created_at), after: last.uid } : null };
     });
@@ -414,10 +440,11 @@ export class SqlDownstreamStore implements DownstreamStore {
         try {
           opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         } catch (err) {
-          await tx.query(
-            `UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`,
-            [e.id, now, new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS)],
-          );
+          await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`, [
+            e.id,
+            now,
+            new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS),
+          ]);
           unreadable.push({ endpointId: e.uid, tenantId: e.tenant_id, reason: err instanceof Error ? err.message : 'unreadable' });
           continue;
         }
@@ -483,7 +510,18 @@ export class SqlDownstreamStore implements DownstreamStore {
              CASE WHEN $10::text <> 'gone' AND (SELECT state FROM done) = 'failed' THEN 'gave_up' ELSE $10::text END, $8::text
            WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $2))
          SELECT (SELECT state FROM done) AS state`,
-        [claim.endpointKey, claim.eventKey, claim.leaseToken, delivered, result.retryAt, now, result.statusCode, result.error, Math.round(result.latencyMs), result.outcome],
+        [
+          claim.endpointKey,
+          claim.eventKey,
+          claim.leaseToken,
+          delivered,
+          result.retryAt,
+          now,
+          result.statusCode,
+          result.error,
+          Math.round(result.latencyMs),
+          result.outcome,
+        ],
       );
       const gaveUp = row?.state === 'failed';
       const kept = row?.state !== null && row?.state !== undefined;

@@ -29,5 +29,8 @@ export function isStoreUnavailable(err: unknown): boolean {
     // SQLSTATE class 08 (connection exception), 57P0x (admin/crash shutdown), 53300 (too many connections).
     if (/^08...$/.test(code) || /^57P0[1-3]$/.test(code) || code === '53300' || code === '57014') return true;
   }
-  return typeof message === 'string' && /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|PGlite is closed/i.test(message);
+  return (
+    typeof message === 'string' &&
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|PGlite is closed/i.test(message)
+  );
 }

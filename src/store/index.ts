@@ -9,8 +9,7 @@ import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';
 
 export type StoreTarget =
-  | { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number }
-  | { engine: 'embedded'; dataDir: string | null };
+  { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number } | { engine: 'embedded'; dataDir: string | null };
 
 export async function openDb(target: StoreTarget): Promise<Db> {
   // Loaded only when used: PGlite costs a PostgreSQL deployment's every process memory.

@@ -148,7 +148,8 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       else if (row.tenant_id === null) continue;
       else if (row.processor_customer_id === null) tenantIds.add(row.tenant_id);
       else {
-        const extra = row.lockout_s === null && row.pay_url === null ? null : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
+        const extra =
+          row.lockout_s === null && row.pay_url === null ? null : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
         subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status, extra });
       }
     }
@@ -184,7 +185,16 @@ interface Snapshot {
 function parseSnapshot(text: ChangePosition): Snapshot | null {
   const m = /^(\d+):(\d+):((?:\d+(?:,\d+)*)?)$/.exec(text);
   if (m === null) return null;
-  return { xmin: BigInt(m[1] ?? '0'), xmax: BigInt(m[2] ?? '0'), running: new Set((m[3] ?? '').split(',').filter((x) => x !== '').map((x) => BigInt(x))) };
+  return {
+    xmin: BigInt(m[1] ?? '0'),
+    xmax: BigInt(m[2] ?? '0'),
+    running: new Set(
+      (m[3] ?? '')
+        .split(',')
+        .filter((x) => x !== '')
+        .map((x) => BigInt(x)),
+    ),
+  };
 }
 
 /** pg_visible_in_snapshot: committed or rolled back before the snapshot was taken. */

@@ -145,7 +145,9 @@ export async function readSecretKeyAuth(q: Queryable, tenantIds: readonly number
     previous_digest: Uint8Array | null;
     previous_expires_at: Date | null;
     expires_at: Date | null;
-  }>('SELECT id, tenant_id, scopes, digest, previous_digest, previous_expires_at, expires_at FROM tenant_secret_keys WHERE tenant_id = ANY($1::int[])', [tenantIds]);
+  }>('SELECT id, tenant_id, scopes, digest, previous_digest, previous_expires_at, expires_at FROM tenant_secret_keys WHERE tenant_id = ANY($1::int[])', [
+    tenantIds,
+  ]);
   const byTenant = new Map<number, SecretKeyAuth[]>();
   for (const row of rows) {
     const scopes = new Set(row.scopes as Scope[]);

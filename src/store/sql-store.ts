@@ -286,10 +286,10 @@ export class SqlStore implements Store {
   }
 
   async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
-    const [row] = await this.db.query<{ status: SubscriberStatus }>(
-      'SELECT status FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
-      [tenantId, customerId],
-    );
+    const [row] = await this.db.query<{ status: SubscriberStatus }>('SELECT status FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [
+      tenantId,
+      customerId,
+    ]);
     return row?.status ?? null;
   }
 
@@ -427,7 +427,8 @@ export class SqlStore implements Store {
     // The tenant's row is locked by the update before this: two changes at once merge in turn.
     const current = await tenantPolicy(tx, tenantId);
     const policy: Policy = { ...current, ...patch };
-    if (current.enforcement === policy.enforcement && current.grace_days === policy.grace_days && current.escalate_after_days === policy.escalate_after_days) return;
+    if (current.enforcement === policy.enforcement && current.grace_days === policy.grace_days && current.escalate_after_days === policy.escalate_after_days)
+      return;
     await tx.query('UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1', [
       tenantId,
       policy.enforcement,
@@ -472,7 +473,14 @@ export class SqlStore implements Store {
          ORDER BY processor_customer_id LIMIT $3`,
         [sweep.tenant_id, sweep.after, batch],
       );
-      const cause: ChangeCause = { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(sweep.started_at), policyRule: 'policy_changed' };
+      const cause: ChangeCause = {
+        source: 'policy',
+        eventId: null,
+        eventType: null,
+        declineCode: null,
+        occurredAt: new Date(sweep.started_at),
+        policyRule: 'policy_changed',
+      };
       // Locked in code-unit order, the order every other taker of several customers' locks uses
       // (a dry run): the database's collation may order them otherwise.
       const ids = customers.map((c) => c.processor_customer_id).sort();
@@ -588,12 +596,24 @@ export class SqlStore implements Store {
     if (query.after !== undefined) add((n) => `processor_customer_id > ${n}`, query.after);
     params.push(query.limit + 1);
     // The primary key (tenant_id, processor_customer_id) serves the order and the cursor.
-    const rows = await this.db.query<{ processor_customer_id: string; status: SubscriberStatus; derived_status: SubscriberStatus; reason: string; updated_at: Date }>(
+    const rows = await this.db.query<{
+      processor_customer_id: string;
+      status: SubscriberStatus;
+      derived_status: SubscriberStatus;
+      reason: string;
+      updated_at: Date;
+    }>(
       `SELECT processor_customer_id, status, derived_status, reason, updated_at FROM subscribers WHERE ${where.join(' AND ')}
        ORDER BY processor_customer_id LIMIT $${params.length}`,
       params,
     );
-    const page = rows.slice(0, query.limit).map((r) => ({ processorCustomerId: r.processor_customer_id, status: r.status, derivedStatus: r.derived_status, reason: r.reason, updatedAt: new Date(r.updated_at) }));
+    const page = rows.slice(0, query.limit).map((r) => ({
+      processorCustomerId: r.processor_customer_id,
+      status: r.status,
+      derivedStatus: r.derived_status,
+      reason: r.reason,
+      updatedAt: new Date(r.updated_at),
+    }));
     return { rows: page, more: rows.length > query.limit };
   }
 

@@ -147,7 +147,10 @@ export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedC
   return {
     expired: false,
     changes,
-    next: following.n === last.n ? { since: sets[last.n].since, within: { upto: sets[last.n].upto, afterSeq: last.seq } } : { since: sets[following.n].since, within: null },
+    next:
+      following.n === last.n
+        ? { since: sets[last.n].since, within: { upto: sets[last.n].upto, afterSeq: last.seq } }
+        : { since: sets[following.n].since, within: null },
   };
 }
 

@@ -156,7 +156,10 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
     if (list) list.push(c);
     else byTenant.set(c.tenant_id, [c]);
   }
-  const keys = await readSecretKeyAuth(q, rows.map((r) => r.id));
+  const keys = await readSecretKeyAuth(
+    q,
+    rows.map((r) => r.id),
+  );
   for (const row of rows) {
     const own = byTenant.get(row.id) ?? [];
     try {

@@ -10,7 +10,11 @@ describe('stripe send-sample events', () => {
   it('gives one customer the same subscription, invoice and payment intent at every run, and another customer others', () => {
     expect(sampleIds('acme', 'cus_1')).toEqual(sampleIds('acme', 'cus_1'));
     expect(sampleIds('acme', 'cus_2').subscription).not.toBe(sampleIds('acme', 'cus_1').subscription);
-    expect(sampleIds('acme', 'cus_1')).toMatchObject({ subscription: expect.stringMatching(/^sub_[A-Za-z0-9]{24}$/), invoice: expect.stringMatching(/^in_[A-Za-z0-9]{24}$/), paymentIntent: expect.stringMatching(/^pi_/) });
+    expect(sampleIds('acme', 'cus_1')).toMatchObject({
+      subscription: expect.stringMatching(/^sub_[A-Za-z0-9]{24}$/),
+      invoice: expect.stringMatching(/^in_[A-Za-z0-9]{24}$/),
+      paymentIntent: expect.stringMatching(/^pi_/),
+    });
     const given = sampleIds('acme', 'cus_1', { subscription: 'sub_given', invoice: 'in_given' });
     expect(given).toMatchObject({ subscription: 'sub_given', invoice: 'in_given' });
   });
@@ -28,7 +32,13 @@ describe('stripe send-sample events', () => {
           const object = (e.data as { object: Obj }).object;
           expect(object.livemode, label).toBe(false);
           if (object.object === 'invoice') {
-            expect(object, label).toMatchObject({ id: ids.invoice, customer: 'cus_1', currency: 'usd', amount_due: 2900, collection_method: 'charge_automatically' });
+            expect(object, label).toMatchObject({
+              id: ids.invoice,
+              customer: 'cus_1',
+              currency: 'usd',
+              amount_due: 2900,
+              collection_method: 'charge_automatically',
+            });
             expect(object.hosted_invoice_url, label).toMatch(/^https:\/\/invoice\.stripe\.com\/i\/acct_[A-Za-z0-9]+\/test_[A-Za-z0-9]+\?s=ap$/);
             expect(typeof object.amount_remaining, label).toBe('number');
             expect(typeof object.attempt_count, label).toBe('number');
@@ -37,7 +47,10 @@ describe('stripe send-sample events', () => {
               expect(object, label).toMatchObject({ subscription: ids.subscription, payment_intent: ids.paymentIntent });
               expect(object, label).not.toHaveProperty('parent');
             } else {
-              expect(object, label).toMatchObject({ parent: { subscription_details: { subscription: ids.subscription } }, payments: { data: [{ payment: { payment_intent: ids.paymentIntent } }] } });
+              expect(object, label).toMatchObject({
+                parent: { subscription_details: { subscription: ids.subscription } },
+                payments: { data: [{ payment: { payment_intent: ids.paymentIntent } }] },
+              });
               expect(object, label).not.toHaveProperty('subscription');
             }
           }
@@ -60,6 +73,8 @@ describe('stripe send-sample events', () => {
     expect(last('subscription_deleted')).toMatchObject({ change: { episode: ids.subscription, outcome: { state: 'resolved', reason: 'subscription_ended' } } });
     // The hard decline is the payment intent's, linked to the invoice: the store weighs them together.
     const [decline] = sampleEvents({ scenario: 'hard_decline', shape: 'legacy', tenant: 'acme', customer: 'cus_1', ids, nowS: NOW });
-    expect(deriveChange(decline as unknown as StripeEventLike)).toMatchObject({ change: { kind: 'decline', decline: { hard: true, code: 'lost_card', invoiceId: ids.invoice } } });
+    expect(deriveChange(decline as unknown as StripeEventLike)).toMatchObject({
+      change: { kind: 'decline', decline: { hard: true, code: 'lost_card', invoiceId: ids.invoice } },
+    });
   });
 });

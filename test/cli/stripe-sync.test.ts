@@ -63,7 +63,12 @@ function account(): Account {
   const expected = new Map<string, [string, string] | null>();
   const t = NOW_S - 10 * DAY_S;
 
-  const subscribed = (status: string, inv: { billingReason?: string; next: number | null; decline: string; attempts: number }, expect: [string, string] | null, at = t) => {
+  const subscribed = (
+    status: string,
+    inv: { billingReason?: string; next: number | null; decline: string; attempts: number },
+    expect: [string, string] | null,
+    at = t,
+  ) => {
     const customer = buildCustomerId();
     const sub = stripeId('sub');
     const invoice = buildInvoice({
@@ -83,7 +88,8 @@ function account(): Account {
   };
 
   // Enough past_due subscriptions for three pages of 100.
-  for (let i = 0; i < 230; i += 1) subscribed('past_due', { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 2 }, ['warning', 'soft_decline'], t + i);
+  for (let i = 0; i < 230; i += 1)
+    subscribed('past_due', { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 2 }, ['warning', 'soft_decline'], t + i);
   subscribed('unpaid', { next: null, decline: 'expired_card', attempts: 4 }, ['lockout', 'hard_decline']);
   subscribed('unpaid', { next: null, decline: 'generic_decline', attempts: 4 }, ['lockout', 'retries_exhausted']);
   subscribed('incomplete', { billingReason: 'subscription_create', next: null, decline: 'stolen_card', attempts: 1 }, ['warning', 'first_payment_failed']);
@@ -91,7 +97,15 @@ function account(): Account {
 
   // An invoice of no subscription, collected automatically and retrying.
   const oneOff = buildCustomerId();
-  const standalone = buildInvoice({ customer: oneOff, subscription: null, billingReason: 'manual', attemptCount: 1, nextPaymentAttempt: NOW_S + DAY_S, createdS: t, finalizedS: t });
+  const standalone = buildInvoice({
+    customer: oneOff,
+    subscription: null,
+    billingReason: 'manual',
+    attemptCount: 1,
+    nextPaymentAttempt: NOW_S + DAY_S,
+    createdS: t,
+    finalizedS: t,
+  });
   data.invoices.push(standalone);
   attempt(data, oneOff, standalone.id as string, 'insufficient_funds', t + 600);
   expected.set(oneOff, ['warning', 'soft_decline']);
@@ -172,7 +186,12 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     const res = await sync(['--dry-run', '--json']);
     expect(res.stderr).not.toMatch(/^dunwall:/m);
     expect(res.code).toBe(0);
-    const summary = JSON.parse(res.stdout) as { dry_run: boolean; customers_seen: number; statuses: Record<string, number>; changes: { processor_customer_id: string; from: string | null; to: string | null }[] };
+    const summary = JSON.parse(res.stdout) as {
+      dry_run: boolean;
+      customers_seen: number;
+      statuses: Record<string, number>;
+      changes: { processor_customer_id: string; from: string | null; to: string | null }[];
+    };
     expect(summary.dry_run).toBe(true);
     expect(summary.customers_seen).toBe(235);
     expect(summary.statuses).toEqual({ active: 0, warning: 233, lockout: 2, unknown: 0 });
@@ -184,7 +203,19 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
 
   it('imports with auto-pagination, waits out a 429 as Retry-After asks, resumes after an interruption, and ends as Stripe sees it', async () => {
     // A webhook dated after what the import will find: the import must not undo it.
-    await deliver(h, 'acme', event('invoice.paid', webhookInvoice(acct.paidLater.customer, { ids: { subscription: acct.paidLater.subscription, invoice: stripeId('in'), paymentIntent: stripeId('pi'), charge: stripeId('ch') }, status: 'paid' }), { created: NOW_S - 3600 }), SECRET);
+    await deliver(
+      h,
+      'acme',
+      event(
+        'invoice.paid',
+        webhookInvoice(acct.paidLater.customer, {
+          ids: { subscription: acct.paidLater.subscription, invoice: stripeId('in'), paymentIntent: stripeId('pi'), charge: stripeId('ch') },
+          status: 'paid',
+        }),
+        { created: NOW_S - 3600 },
+      ),
+      SECRET,
+    );
     standin.requests.length = 0;
     sleeps.length = 0;
     standin.rateLimitNext(1, 7);
@@ -192,7 +223,9 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     standin.failFrom(150);
     const first = await sync([]);
     expect(first.code).toBe(1);
-    expect(first.stderr).toMatch(/^dunwall: stripe sync stopped at past_due subscriptions: Stripe answered 500 .*; progress is saved in .*state\.json: run the same command again to resume$/m);
+    expect(first.stderr).toMatch(
+      /^dunwall: stripe sync stopped at past_due subscriptions: Stripe answered 500 .*; progress is saved in .*state\.json: run the same command again to resume$/m,
+    );
     expect(sleeps).toEqual([7000]);
     // Plain progress lines, one a batch, since stderr is not a terminal.
     expect(first.stderr).toMatch(/^stripe sync: 1\/4 past_due subscriptions · 100 objects · \d+ events · 100 customers$/m);
@@ -250,7 +283,12 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     await h.createTenant('acme-live', { livemode: true });
     const live = await sync(['--json'], { tenant: 'acme-live' });
     expect(live.code).toBe(0);
-    const result = JSON.parse(live.stdout) as { events_sent: number; customers_seen: number; outcomes: Record<string, number>; statuses: Record<string, number> };
+    const result = JSON.parse(live.stdout) as {
+      events_sent: number;
+      customers_seen: number;
+      outcomes: Record<string, number>;
+      statuses: Record<string, number>;
+    };
     expect(result.events_sent).toBeGreaterThan(235);
     expect(result.outcomes).toMatchObject({ applied: 0, livemode_mismatch: result.events_sent });
     expect(result.customers_seen).toBe(0);

@@ -98,7 +98,15 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(first).toMatchObject({
       type: 'subscriber.status_changed',
       tenant: 'acme',
-      data: { processor_customer_id: 'cus_A', sequence: 1, from: null, to: 'warning', reason: 'payment_failed', previous_reason: null, cause: { source: 'admin', action: 'set_status' } },
+      data: {
+        processor_customer_id: 'cus_A',
+        sequence: 1,
+        from: null,
+        to: 'warning',
+        reason: 'payment_failed',
+        previous_reason: null,
+        cause: { source: 'admin', action: 'set_status' },
+      },
     });
     expect(second?.data).toMatchObject({ sequence: 2, from: 'warning', to: 'lockout', reason: 'unpaid', previous_reason: 'payment_failed' });
     expect(second?.data.occurred_at).toBe(new Date(h.clock.ms).toISOString());
@@ -359,11 +367,14 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(await deliverer.runOnce()).toBe(0);
     h.clock.advance(121_000);
     expect(await deliverer.runOnce()).toBe(1);
-    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([receiver.received[0]?.headers['webhook-id'], receiver.received[0]?.headers['webhook-id']]);
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([
+      receiver.received[0]?.headers['webhook-id'],
+      receiver.received[0]?.headers['webhook-id'],
+    ]);
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'delivered', attempts: 2 });
   });
 
-  it("judges an endpoint by its current URL: an attempt to the URL it had does not disable it", async () => {
+  it('judges an endpoint by its current URL: an attempt to the URL it had does not disable it', async () => {
     let release!: () => void;
     receiver.hold = new Promise((resolve) => (release = resolve));
     receiver.behaviour = () => 410;
@@ -566,7 +577,9 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     for (const [host, id] of Object.entries(eps)) {
       const [a] = await attempts('acme', id);
       expect(a, host).toMatchObject({ outcome: 'refused', status_code: null });
-      expect(String(a?.error), host).toMatch(new RegExp(`^refused: ${host.replace('.', '\\.')} resolves to .* is a loopback, private, link-local or reserved address`));
+      expect(String(a?.error), host).toMatch(
+        new RegExp(`^refused: ${host.replace('.', '\\.')} resolves to .* is a loopback, private, link-local or reserved address`),
+      );
     }
     expect(deliverer.counts.refused).toBe(6);
     await deliverer.stop();

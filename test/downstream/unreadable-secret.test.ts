@@ -61,7 +61,7 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
     await opened.cleanup();
   });
 
-  it("skips that endpoint only, names it once, and sends its messages once the secret is fixed", async () => {
+  it('skips that endpoint only, names it once, and sends its messages once the secret is fixed', async () => {
     const endpoints: Record<string, { id: string; secret: string }> = {};
     for (const slug of ['acme', 'beta']) {
       expect((await admin('POST', '/tenants', { slug, tier: 'scale' })).statusCode).toBe(201);
@@ -78,7 +78,10 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
       )[0]?.secret ?? '';
     const betaSealed = await sealedOf('beta');
     const setSealed = async (slug: string, secret: string) =>
-      opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE kind = 'webhook_signing_secret' AND tenant_id = (SELECT id FROM tenants WHERE slug = $2)`, [secret, slug]);
+      opened.db.query(
+        `UPDATE tenant_credentials SET secret = $1 WHERE kind = 'webhook_signing_secret' AND tenant_id = (SELECT id FROM tenants WHERE slug = $2)`,
+        [secret, slug],
+      );
     await setSealed('beta', await sealedOf('acme'));
 
     // beta's message is due first: the claim meets the unreadable endpoint before acme's.

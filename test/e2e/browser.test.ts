@@ -84,14 +84,17 @@ describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
       const headers: Record<string, string> = { 'content-type': 'text/html; charset=utf-8' };
       // A strict policy: no inline style anywhere, scripts only from here, the service and this page.
       if (url.searchParams.get('csp') === '1') {
-        headers['content-security-policy'] = `default-src 'self'; script-src 'self' ${running.url} 'unsafe-inline'; style-src 'self'; connect-src ${running.url}`;
+        headers['content-security-policy'] =
+          `default-src 'self'; script-src 'self' ${running.url} 'unsafe-inline'; style-src 'self'; connect-src ${running.url}`;
       }
       // An app with a fixed header, its content padded below it, and a slot of its own.
-      const header = url.searchParams.get('header') === '1'
-        ? '<header id="app-header" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223;color:#fff;z-index:1000">Nav</header><div id="slot"></div>'
-        : '';
+      const header =
+        url.searchParams.get('header') === '1'
+          ? '<header id="app-header" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223;color:#fff;z-index:1000">Nav</header><div id="slot"></div>'
+          : '';
       const bodyStyle = url.searchParams.get('header') === '1' ? ' style="margin:0;padding-top:64px"' : '';
-      res.writeHead(200, headers).end(`<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>${css}</style></head><body${bodyStyle}>${header}
+      res.writeHead(200, headers)
+        .end(`<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>${css}</style></head><body${bodyStyle}>${header}
 <script>window.__events = []; document.addEventListener('dunwall:status', (e) => window.__events.push(e.detail));</script>
 <h1>Host app</h1><button id="own">Own button</button> <a id="own-link" href="#x">Own link</a>
 <div style="height: 3000px">A long page.</div>
@@ -213,10 +216,13 @@ ${tag ?? ''}
 
   const overflow = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).overflow);
   const checkFrom = (page: Page, t: Tenant, customer: string) =>
-    page.evaluate(
-      async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status,
-      { tenant: t.slug, key: t.publishable_key, customer, hmac: computeHmac(t.hmac_secret, customer), baseUrl: running.url },
-    );
+    page.evaluate(async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status, {
+      tenant: t.slug,
+      key: t.publishable_key,
+      customer,
+      hmac: computeHmac(t.hmac_secret, customer),
+      baseUrl: running.url,
+    });
 
   it('keeps the focus in the gate when the page adds a frame later, or the backdrop is clicked', async () => {
     const { page } = await open(tag(acme, 'cus_lock', { 'data-card-update-url': CARD_URL }));
@@ -229,8 +235,7 @@ ${tag ?? ''}
     const late = page.locator('#late');
     await expect.poll(() => late.evaluate((f) => (f as HTMLElement).inert)).toBe(true);
     await late.evaluate((f) => (f as HTMLIFrameElement).focus());
-    const inDialog = () =>
-      page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.closest('[role="dialog"]') != null);
+    const inDialog = () => page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.closest('[role="dialog"]') != null);
     expect(await inDialog()).toBe(true);
     await page.mouse.click(5, 5);
     expect(await inDialog()).toBe(true);
@@ -283,7 +288,9 @@ ${tag ?? ''}
     expect(asked.some((u) => u.includes('/api/branding/'))).toBe(false);
     await page.close();
     // The page's own attributes still win.
-    const { page: own } = await open(tag(branded, 'cus_lock', { 'data-lockout-title': 'Page title', 'data-card-update-url': 'https://page.branded.test/card' }));
+    const { page: own } = await open(
+      tag(branded, 'cus_lock', { 'data-lockout-title': 'Page title', 'data-card-update-url': 'https://page.branded.test/card' }),
+    );
     const dialog = own.locator('dunwall-enforcement [role="dialog"]');
     expect(await dialog.locator('h2').textContent()).toBe('Page title');
     expect(await dialog.locator('a.go').getAttribute('href')).toBe('https://page.branded.test/card');
@@ -304,7 +311,13 @@ ${tag ?? ''}
             const host = document.querySelector('dunwall-enforcement');
             const bar = host?.shadowRoot?.querySelector('.bar');
             const close = host?.shadowRoot?.querySelector('.x');
-            return { header: r(document.getElementById('app-header')), bar: r(bar), close: r(close), inSlot: !!document.querySelector('#slot dunwall-enforcement'), barScroll: bar ? bar.scrollWidth - bar.clientWidth : -1 };
+            return {
+              header: r(document.getElementById('app-header')),
+              bar: r(bar),
+              close: r(close),
+              inSlot: !!document.querySelector('#slot dunwall-enforcement'),
+              barScroll: bar ? bar.scrollWidth - bar.clientWidth : -1,
+            };
           }) as Promise<{ header: Box; bar: Box; close: Box; inSlot: boolean; barScroll: number }>;
         const intersects = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
         for (const [mode, attrs] of [
@@ -346,7 +359,9 @@ ${tag ?? ''}
       const { page } = await open(tag(acme, 'cus_lock'), { in: dark });
       expect(await colorsOf(page)).toEqual({ background: 'rgb(28, 34, 48)', text: 'rgb(231, 233, 238)' });
       // The gate fits the phone's width.
-      const width = await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().right ?? 0);
+      const width = await page.evaluate(
+        () => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().right ?? 0,
+      );
       expect(width).toBeLessThanOrEqual(375);
       await page.screenshot({ path: join(RESULTS, 'gate-dark-375x667.png') });
       await page.close();
@@ -361,12 +376,19 @@ ${tag ?? ''}
   it('fits a phone 320 px wide, texts wrapping rather than cut off', async () => {
     const narrow = await browser.newContext({ viewport: { width: 320, height: 568 } });
     try {
-      const { page } = await open(tag(acme, 'cus_warn', { 'data-warning-text': 'A rather long warning text that has to wrap onto several lines on a narrow phone screen.' }), { in: narrow, header: true });
+      const { page } = await open(
+        tag(acme, 'cus_warn', { 'data-warning-text': 'A rather long warning text that has to wrap onto several lines on a narrow phone screen.' }),
+        { in: narrow, header: true },
+      );
       await page.locator('dunwall-enforcement').waitFor();
       const fit = await page.evaluate(() => {
         const bar = document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.bar');
         const r = bar?.getBoundingClientRect();
-        return { overflow: bar ? bar.scrollWidth - bar.clientWidth : -1, right: r ? r.right : 0, pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth };
+        return {
+          overflow: bar ? bar.scrollWidth - bar.clientWidth : -1,
+          right: r ? r.right : 0,
+          pageOverflow: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        };
       });
       expect(fit.overflow).toBeLessThanOrEqual(0);
       expect(fit.right).toBeLessThanOrEqual(320);
@@ -392,10 +414,13 @@ ${tag ?? ''}
       if (route.request().url().includes('cus_lock')) await held;
       await route.continue();
     });
-    await page.evaluate((o) => {
-      const w = window as unknown as { Dunwall: { check(o: unknown): Promise<unknown> }; pending: Promise<unknown> };
-      w.pending = w.Dunwall.check(o);
-    }, { tenant: 'acme', key: acme.publishable_key, customer: 'cus_lock', hmac: computeHmac(acme.hmac_secret, 'cus_lock'), baseUrl: running.url });
+    await page.evaluate(
+      (o) => {
+        const w = window as unknown as { Dunwall: { check(o: unknown): Promise<unknown> }; pending: Promise<unknown> };
+        w.pending = w.Dunwall.check(o);
+      },
+      { tenant: 'acme', key: acme.publishable_key, customer: 'cus_lock', hmac: computeHmac(acme.hmac_secret, 'cus_lock'), baseUrl: running.url },
+    );
     expect(await checkFrom(page, acme, 'cus_ok')).toBe('active');
     release();
     await page.evaluate(() => (window as unknown as { pending: Promise<unknown> }).pending);
@@ -478,10 +503,13 @@ ${tag ?? ''}
   it('Dunwall.check for single-page apps: checks again on login, and clears for the next user', async () => {
     const { page } = await open(tag(acme, 'cus_ok'));
     const check = (customer: string) =>
-      page.evaluate(
-        async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status,
-        { tenant: 'acme', key: acme.publishable_key, customer, hmac: computeHmac(acme.hmac_secret, customer), baseUrl: running.url },
-      );
+      page.evaluate(async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status, {
+        tenant: 'acme',
+        key: acme.publishable_key,
+        customer,
+        hmac: computeHmac(acme.hmac_secret, customer),
+        baseUrl: running.url,
+      });
     expect(await check('cus_lock')).toBe('lockout');
     expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
     expect(await check('cus_ok')).toBe('active');
@@ -529,12 +557,20 @@ ${tag ?? ''}
         const extra = fields();
         await route.fulfill({
           response,
-          json: known ? { ...real, ...(real.status === 'warning' && extra.lockout_at ? { lockout_at: extra.lockout_at } : {}), ...(extra.pay_url ? { pay_url: extra.pay_url } : {}) } : real,
+          json: known
+            ? {
+                ...real,
+                ...(real.status === 'warning' && extra.lockout_at ? { lockout_at: extra.lockout_at } : {}),
+                ...(extra.pay_url ? { pay_url: extra.pay_url } : {}),
+              }
+            : real,
         });
       });
     };
     const linksOf = (page: Page, selector: string) =>
-      page.locator(`dunwall-enforcement ${selector} a`).evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.className]));
+      page
+        .locator(`dunwall-enforcement ${selector} a`)
+        .evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.className]));
     const lookups = (page: Page) => {
       const seen: string[] = [];
       page.on('request', (r) => {
@@ -554,12 +590,16 @@ ${tag ?? ''}
         };
       });
     const started = (page: Page) => page.evaluate(() => (window as unknown as { __lookups: number }).__lookups);
-    const both = (...steps: ((page: Page) => Promise<unknown>)[]) => async (page: Page) => {
-      for (const step of steps) await step(page);
-    };
+    const both =
+      (...steps: ((page: Page) => Promise<unknown>)[]) =>
+      async (page: Page) => {
+        for (const step of steps) await step(page);
+      };
 
     it('leads the gate with "Pay now" to the invoice page, in a new tab, before the card update and support links', async () => {
-      const { page } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }), { before: addFields(() => ({ pay_url: PAY_URL })) });
+      const { page } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }), {
+        before: addFields(() => ({ pay_url: PAY_URL })),
+      });
       expect(await linksOf(page, '[role="dialog"]')).toEqual([
         ['Pay now', PAY_URL, '_blank', 'noopener', 'go'],
         ['Update card', CARD_URL, null, 'noopener', ''],
@@ -573,7 +613,17 @@ ${tag ?? ''}
 
     it('falls back to the card update page, then to the branding payment link; an unsafe pay_url is never linked', async () => {
       const cases: [string, Tenant, string, Record<string, string>, string | null, string[][]][] = [
-        ['banner: pay_url, then the card update URL of the answer', acme, 'cus_warn', {}, PAY_URL, [['Pay now', PAY_URL], ['Update card', CARD_URL]]],
+        [
+          'banner: pay_url, then the card update URL of the answer',
+          acme,
+          'cus_warn',
+          {},
+          PAY_URL,
+          [
+            ['Pay now', PAY_URL],
+            ['Update card', CARD_URL],
+          ],
+        ],
         ['banner: no pay_url', acme, 'cus_warn', {}, null, [['Update card', CARD_URL]]],
         ['gate: no pay_url, the page attribute', acme, 'cus_lock', { 'data-card-update-url': CARD_URL }, null, [['Update card', CARD_URL]]],
         ['gate: no pay_url, no card update URL, the branding link', paysCo, 'cus_lock', {}, null, [['Update card', 'https://pay.pays.test/now']]],
@@ -585,8 +635,14 @@ ${tag ?? ''}
       for (const [name, t, customer, attrs, payUrl, expected] of cases) {
         const { page } = await open(tag(t, customer, attrs), { before: addFields(() => (payUrl ? { pay_url: payUrl } : {})) });
         const links = await linksOf(page, customer === 'cus_warn' ? '[role="alert"]' : '[role="dialog"]');
-        expect(links.map(([text, href]) => [text, href]), name).toEqual(expected);
-        expect(links.every(([, href]) => typeof href === 'string' && href.startsWith('https:')), name).toBe(true);
+        expect(
+          links.map(([text, href]) => [text, href]),
+          name,
+        ).toEqual(expected);
+        expect(
+          links.every(([, href]) => typeof href === 'string' && href.startsWith('https:')),
+          name,
+        ).toBe(true);
         await page.close();
       }
     });
@@ -603,7 +659,13 @@ ${tag ?? ''}
           await localized.clock.install({ time: NOW });
           let status = 'warning';
           await admin('PUT', `/tenants/${t.slug}/subscribers/cus_countdown`, { status });
-          const { page } = await open(tag(t, 'cus_countdown'), { in: localized, before: both(countLookups, addFields(() => ({ lockout_at: LOCKOUT_AT, pay_url: PAY_URL }))) });
+          const { page } = await open(tag(t, 'cus_countdown'), {
+            in: localized,
+            before: both(
+              countLookups,
+              addFields(() => ({ lockout_at: LOCKOUT_AT, pay_url: PAY_URL })),
+            ),
+          });
           const time = page.locator('dunwall-enforcement [role="alert"] p time');
           const label = `${locale} ${t.slug}`;
           expect((await time.textContent())?.replace(/\s/g, ' '), label).toBe(words);
@@ -643,7 +705,13 @@ ${tag ?? ''}
       try {
         await clocked.clock.install({ time: NOW });
         await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'lockout' });
-        const { page } = await open(tag(acme, 'cus_returning'), { in: clocked, before: both(countLookups, addFields(() => ({ pay_url: PAY_URL }))) });
+        const { page } = await open(tag(acme, 'cus_returning'), {
+          in: clocked,
+          before: both(
+            countLookups,
+            addFields(() => ({ pay_url: PAY_URL })),
+          ),
+        });
         const asked = async () => (await started(page)) - 1;
         const dialog = page.locator('dunwall-enforcement [role="dialog"]');
         expect(await dialog.isVisible()).toBe(true);
@@ -685,7 +753,9 @@ ${tag ?? ''}
         await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'warning' });
         const { page: bannered } = await open(tag(acme, 'cus_returning'), { in: clocked, before: addFields(() => ({ pay_url: PAY_URL })) });
         expect(await bannered.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
-        await bannered.route('**/api/subscriber-status/**', (route) => route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': '*' }, body: '{}' }));
+        await bannered.route('**/api/subscriber-status/**', (route) =>
+          route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': '*' }, body: '{}' }),
+        );
         await clocked.clock.fastForward(1_500);
         await bannered.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
         await expect.poll(() => bannered.locator('dunwall-enforcement').count()).toBe(0);
@@ -724,7 +794,10 @@ ${tag ?? ''}
         const asked = lookups(page);
         await page.goto(`${pageOrigin}/app?${new URLSearchParams({ tag: tag(acme, 'cus_ok', { 'data-preview': value }) })}`);
         await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
-        expect(asked.map((u) => new URL(u).searchParams.getAll('preview')), value).toEqual([sent === null ? [] : [sent]]);
+        expect(
+          asked.map((u) => new URL(u).searchParams.getAll('preview')),
+          value,
+        ).toEqual([sent === null ? [] : [sent]]);
         await page.close();
       }
     });

@@ -31,8 +31,16 @@ describe('the @dunwall/client package', () => {
     app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
     base = `http://127.0.0.1:${await portOf(app)}`;
     const admin = (method: string, path: string, body: unknown) =>
-      app.inject({ method: method as 'POST', url: `/admin/v1${path}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
-    const created = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: 'https://billing.acme.test/card' })).json() as { publishable_key: string; hmac_secret: string };
+      app.inject({
+        method: method as 'POST',
+        url: `/admin/v1${path}`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
+    const created = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: 'https://billing.acme.test/card' })).json() as {
+      publishable_key: string;
+      hmac_secret: string;
+    };
     key = created.publishable_key;
     secret = created.hmac_secret;
     await admin('PUT', '/tenants/acme/subscribers/cus_pkg', { status: 'warning' });
@@ -83,7 +91,12 @@ describe('the @dunwall/client package', () => {
       encoding: 'utf8',
       timeout: 30_000,
     });
-    const answer = JSON.parse(out) as { up: { status: string; card_update_url: string | null; source: string }; down: { status: string; source: string; kind: string }; preview: string; sent: string | null };
+    const answer = JSON.parse(out) as {
+      up: { status: string; card_update_url: string | null; source: string };
+      down: { status: string; source: string; kind: string };
+      preview: string;
+      sent: string | null;
+    };
     expect(answer.up).toMatchObject({ status: 'warning', card_update_url: 'https://billing.acme.test/card', source: 'service' });
     expect(answer.down).toEqual({ status: 'active', source: 'fallback', kind: 'network' });
     expect([answer.preview, answer.sent]).toEqual(['warning', 'lockout']);

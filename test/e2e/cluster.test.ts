@@ -24,7 +24,13 @@ function once(port: number, method: string, path: string, headers: Record<string
     const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), worker: String(res.headers['x-request-id'] ?? '').split('-')[0] ?? '' }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: Buffer.concat(chunks).toString('utf8'),
+          worker: String(res.headers['x-request-id'] ?? '').split('-')[0] ?? '',
+        }),
+      );
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`no answer to ${method} ${path} in 10 s`)));
@@ -107,14 +113,24 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
     try {
       const port = Number(new URL(urls[0] ?? '').port);
       const admin = (method: string, path: string, body?: unknown) =>
-        once(port, method, `/admin/v1${path}`, { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body === undefined ? undefined : JSON.stringify(body));
+        once(
+          port,
+          method,
+          `/admin/v1${path}`,
+          { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body === undefined ? undefined : JSON.stringify(body),
+        );
       const created = await admin('POST', '/tenants', { slug: 'rw' });
       expect(created.status).toBe(201);
       const key = (JSON.parse(created.body) as { publishable_key: string }).publishable_key;
       expect((await admin('PATCH', '/tenants/rw', { stripe_webhook_secret: SECRET })).status).toBe(200);
       const webhook = (customer: string, id: string) => {
         const nowS = Math.floor(Date.now() / 1000);
-        const { payload, signature } = signed(event('invoice.payment_failed', invoice(customer, { next_payment_attempt: null }), { created: nowS - 1, id }), SECRET, nowS);
+        const { payload, signature } = signed(
+          event('invoice.payment_failed', invoice(customer, { next_payment_attempt: null }), { created: nowS - 1, id }),
+          SECRET,
+          nowS,
+        );
         return once(port, 'POST', '/webhooks/stripe/rw', { 'content-type': 'application/json', 'stripe-signature': signature }, payload);
       };
 
@@ -142,7 +158,13 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
       for (let round = 0; round < ROUNDS; round += 1) {
         await writeThenRead(`round ${round}, suspended`, () => admin('PATCH', '/tenants/rw', { suspended: true }), 200, 'cus_any', '402 tenant_suspended');
         await writeThenRead(`round ${round}, resumed`, () => admin('PATCH', '/tenants/rw', { suspended: false }), 200, 'cus_any', 'active');
-        await writeThenRead(`round ${round}, set`, () => admin('PUT', `/tenants/rw/subscribers/cus_set${round}`, { status: 'warning' }), 200, `cus_set${round}`, 'warning');
+        await writeThenRead(
+          `round ${round}, set`,
+          () => admin('PUT', `/tenants/rw/subscribers/cus_set${round}`, { status: 'warning' }),
+          200,
+          `cus_set${round}`,
+          'warning',
+        );
         await writeThenRead(`round ${round}, deleted`, () => admin('DELETE', `/tenants/rw/subscribers/cus_set${round}`), 204, `cus_set${round}`, 'active');
         await writeThenRead(`round ${round}, webhook`, () => webhook(`cus_hook${round}`, `evt_rw_${round}`), 200, `cus_hook${round}`, 'lockout');
       }

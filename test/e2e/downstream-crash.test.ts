@@ -147,7 +147,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('downstream webhooks
       }
       for (const [, seq] of sequences) expect([...seq].sort((a, b) => a - b)).toEqual(seq.map((_, i) => i + 1));
       expect(await metric(second.base, 'dunwall_downstream_webhook_oldest_pending_seconds')).toBe(0);
-      process.stdout.write(`kill -9: ${events.length} messages committed, ${receivedAtKill} received before the kill, ${duplicates} duplicates after the restart\n`);
+      process.stdout.write(
+        `kill -9: ${events.length} messages committed, ${receivedAtKill} received before the kill, ${duplicates} duplicates after the restart\n`,
+      );
       second.child.kill('SIGKILL');
       await second.exited;
     } finally {

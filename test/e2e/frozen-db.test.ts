@@ -67,7 +67,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
 
   it('answers every request within its bound while frozen (lookups from the read model, 503 with Retry-After for the rest), and recovers when it thaws', async () => {
     const base = running.url;
-    const call = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS) });
+    const call = (path: string, init: RequestInit = {}) =>
+      fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS) });
     const admin = (method: string, path: string, body?: unknown) =>
       call(`/admin/v1${path}`, {
         method,
@@ -79,7 +80,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     const key = ((await created.json()) as { publishable_key: string }).publishable_key;
     expect((await admin('PATCH', '/tenants/frozen', { stripe_webhook_secret: SECRET })).status).toBe(200);
     expect((await admin('PUT', '/tenants/frozen/subscribers/cus_known', { status: 'lockout' })).status).toBe(200);
-    const lookup = (customer: string) => call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } });
+    const lookup = (customer: string) =>
+      call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } });
     // Remembered before the freeze.
     expect(((await (await lookup('cus_known')).json()) as { status: string }).status).toBe('lockout');
     // Several connections open and idle in the pool, so that the frozen requests below wait
@@ -96,7 +98,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     let sent = 0;
     const stripeEvent = () => {
       sent += 1;
-      return event('invoice.payment_failed', invoice(`cus_new${sent}`, { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000), id: `evt_frozen_${sent}` });
+      return event('invoice.payment_failed', invoice(`cus_new${sent}`, { next_payment_attempt: null }), {
+        created: Math.floor(Date.now() / 1000),
+        id: `evt_frozen_${sent}`,
+      });
     };
     const webhook = () => {
       const { payload, signature } = signed(stripeEvent(), SECRET, Math.floor(Date.now() / 1000));

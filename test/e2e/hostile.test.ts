@@ -162,9 +162,20 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
   let n = 0;
   const from = (i: number) => `203.0.113.${i}`;
   const post = (slug: string, address: string, signature = 't=1,v1=00') =>
-    h.app.inject({ method: 'POST', url: `/webhooks/stripe/${slug}`, headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload: '{}', remoteAddress: address });
+    h.app.inject({
+      method: 'POST',
+      url: `/webhooks/stripe/${slug}`,
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      payload: '{}',
+      remoteAddress: address,
+    });
   const lookupFrom = (address: string) =>
-    h.app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: `Bearer ${acme.publishable_key}` }, remoteAddress: address });
+    h.app.inject({
+      method: 'GET',
+      url: '/api/subscriber-status/acme?processor_customer_id=cus_1',
+      headers: { authorization: `Bearer ${acme.publishable_key}` },
+      remoteAddress: address,
+    });
   const paid = () => {
     n += 1;
     return event('invoice.paid', invoice('cus_1', { status: 'paid' }), { created: Math.floor(h.clock.ms / 1000) - 1, id: `evt_hostile_${n}` });
@@ -199,7 +210,12 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
 
   it('refuses the webhook to an address the lookup has refused for its failures', async () => {
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) {
-      const res = await h.app.inject({ method: 'GET', url: '/api/subscriber-status/nobody-co?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_guess' }, remoteAddress: from(2) });
+      const res = await h.app.inject({
+        method: 'GET',
+        url: '/api/subscriber-status/nobody-co?processor_customer_id=cus_1',
+        headers: { authorization: 'Bearer pk_guess' },
+        remoteAddress: from(2),
+      });
       expect(res.statusCode).toBe(404);
     }
     expect((await post('acme', from(2))).statusCode).toBe(429);

@@ -204,7 +204,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       }
       const kind = kindOf(i);
       const during = i >= CUT_AT;
-      const customer = kind === 'known' ? (known[i % known.length] ?? null) : kind === 'unknown' ? `cus_fresh_${i}` : kind === 'webhook' ? `cus_hook_${i}` : null;
+      const customer =
+        kind === 'known' ? (known[i % known.length] ?? null) : kind === 'unknown' ? `cus_fresh_${i}` : kind === 'webhook' ? `cus_hook_${i}` : null;
       const eventId = kind === 'webhook' ? `evt_outage_${i}` : null;
       const sent =
         kind === 'readyz'
@@ -214,16 +215,18 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
             : lookup(customer ?? '');
       outstanding += 1;
       pending.push(
-        sent.finally(() => (outstanding -= 1)).then(
-          async (res) => {
-            const body = await res.text();
-            const code = res.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(body) as { code: string }).code : null;
-            answers.push({ kind, during, status: res.status, code, retryAfter: res.headers.get('retry-after'), body, customer, eventId });
-          },
-          (err: unknown) => {
-            failures.push(`${kind} #${i}: ${(err as Error).message}`);
-          },
-        ),
+        sent
+          .finally(() => (outstanding -= 1))
+          .then(
+            async (res) => {
+              const body = await res.text();
+              const code = res.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(body) as { code: string }).code : null;
+              answers.push({ kind, during, status: res.status, code, retryAfter: res.headers.get('retry-after'), body, customer, eventId });
+            },
+            (err: unknown) => {
+              failures.push(`${kind} #${i}: ${(err as Error).message}`);
+            },
+          ),
       );
     }
     await Promise.all(pending);
@@ -239,7 +242,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     expect(adminDown.status).toBe(503);
     expect(adminDown.headers.get('retry-after')).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     // The read model has tried the store and found it gone.
-    await pollUntil('a failed catch-up of the read model', async () => /^dunwall_readmodel_catchup_failures_total [1-9]/m.test(await (await fetch(`${base}/metrics`)).text()));
+    await pollUntil('a failed catch-up of the read model', async () =>
+      /^dunwall_readmodel_catchup_failures_total [1-9]/m.test(await (await fetch(`${base}/metrics`)).text()),
+    );
     const metricsDown = await (await fetch(`${base}/metrics`)).text();
 
     // Back: no restart, everything recovers within the bound.
@@ -273,9 +278,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: new Date() },
       new Date(),
     );
-    await expect
-      .poll(async () => ((await (await lookup('cus_warn')).json()) as { status: string }).status, { timeout: 2_000, interval: 20 })
-      .toBe('lockout');
+    await expect.poll(async () => ((await (await lookup('cus_warn')).json()) as { status: string }).status, { timeout: 2_000, interval: 20 }).toBe('lockout');
 
     // The figures, then the verdicts.
     const byStatus = new Map<string, number>();
@@ -318,7 +321,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({ customer: a.customer, status: 200, body: expected.get(a.customer ?? '') });
     }
     expect(during('unknown').length).toBeGreaterThan(0);
-    for (const a of answers.filter((x) => x.kind === 'unknown')) expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({ customer: a.customer, status: 200, body: '{"status":"active"}' });
+    for (const a of answers.filter((x) => x.kind === 'unknown'))
+      expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({ customer: a.customer, status: 200, body: '{"status":"active"}' });
     for (const kind of ['webhook', 'readyz'] as const) {
       expect(during(kind).length).toBeGreaterThan(0);
       expect(during(kind).every((a) => a.status === 503)).toBe(true);

@@ -63,7 +63,12 @@ async function run(port: number, from: string, count: number, concurrency: numbe
 }
 
 function describeTally(t: Tally): string {
-  return [...t.byStatus.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ') + (t.errors ? `, errors: ${t.errors}` : '');
+  return (
+    [...t.byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ') + (t.errors ? `, errors: ${t.errors}` : '')
+  );
 }
 
 function count(t: Tally, predicate: (status: number) => boolean): number {

@@ -128,7 +128,9 @@ describe('malformed and slow HTTP on a raw socket', () => {
 
   it('cuts off a body that never completes', async () => {
     const { text, closedAfterMs } = await exchange(
-      [`POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"slug":`],
+      [
+        `POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"slug":`,
+      ],
       { boundMs: 5_000 },
     );
     expect([0, 408]).toContain(statusOf(text));

@@ -89,7 +89,11 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
   async function stripe(fixture: ReturnType<typeof event>): Promise<void> {
     const nowS = Math.floor(Date.now() / 1000);
     const { payload, signature } = signed(fixture, STRIPE_SECRET, nowS);
-    const res = await fetch(`${running.url}/webhooks/stripe/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
+    const res = await fetch(`${running.url}/webhooks/stripe/acme`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      body: payload,
+    });
     expect(res.status).toBe(200);
   }
 
@@ -147,7 +151,7 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
     let paidPageOpened = false;
     await context.route('https://invoice.stripe.com/**', async (route) => {
       paidPageOpened = true;
-      await route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>Invoice</title><p>Stand-in for Stripe\'s hosted invoice page.</p>' });
+      await route.fulfill({ contentType: 'text/html', body: "<!doctype html><title>Invoice</title><p>Stand-in for Stripe's hosted invoice page.</p>" });
     });
     const page = await context.newPage();
     await page.goto(appUrl);

@@ -79,59 +79,76 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model across 
     }
   });
 
-  it('loads from a lagging replica (DATABASE_READ_URL) and still holds every committed change, even one past the log horizon', { timeout: 120_000 }, async () => {
-    const standby = await privatePostgres(cluster);
-    const clients = pgClients();
-    const client = clients.open;
-    const replica = await openReadStore({ engine: 'postgres', url: standby.url, queryTimeoutMs: 5_000, connectTimeoutMs: 2_000 });
-    const models: ReadModel[] = [];
-    try {
-      const created = await writer.createTenant(newTenant('replicated'), T);
-      if (!created.ok) throw new Error(created.error);
-      const id = created.tenant.id;
-      const primary = await client(cluster.url);
-      const onStandby = await client(standby.url);
-      const replayed = async () => {
-        const [{ lsn }] = (await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows as [{ lsn: string }];
-        await expect.poll(async () => (await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn])).rows[0]?.ok, { timeout: 20_000, interval: 50 }).toBe(true);
-      };
-      const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
+  it(
+    'loads from a lagging replica (DATABASE_READ_URL) and still holds every committed change, even one past the log horizon',
+    { timeout: 120_000 },
+    async () => {
+      const standby = await privatePostgres(cluster);
+      const clients = pgClients();
+      const client = clients.open;
+      const replica = await openReadStore({ engine: 'postgres', url: standby.url, queryTimeoutMs: 5_000, connectTimeoutMs: 2_000 });
+      const models: ReadModel[] = [];
+      try {
+        const created = await writer.createTenant(newTenant('replicated'), T);
+        if (!created.ok) throw new Error(created.error);
+        const id = created.tenant.id;
+        const primary = await client(cluster.url);
+        const onStandby = await client(standby.url);
+        const replayed = async () => {
+          const [{ lsn }] = (await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows as [{ lsn: string }];
+          await expect
+            .poll(async () => (await onStandby.query<{ ok: boolean }>('SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn AS ok', [lsn])).rows[0]?.ok, {
+              timeout: 20_000,
+              interval: 50,
+            })
+            .toBe(true);
+        };
+        const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
 
-      // A writer in progress on the primary while the replica, which knows of it, stops replaying...
-      const slow = await client(cluster.url);
-      await slow.query('BEGIN');
-      await slow.query(insert, [id, 'cus_inflight', 'lockout']);
-      await writer.applyChange(id, 'cus_other', { kind: 'set', status: 'warning', reason: 'test' }, admin(at(1)), at(1));
-      await replayed();
-      await onStandby.query('SELECT pg_wal_replay_pause()');
-      // ...commits: the replica's snapshot still has it running, and says nothing of it.
-      await slow.query('COMMIT');
-      const fromReplica = await ReadModel.open(writer, { loadFrom: replica });
-      models.push(fromReplica);
-      expect(fromReplica.status(id, 'cus_inflight')).toBe('lockout');
-      expect(fromReplica.status(id, 'cus_other')).toBe('warning');
+        // A writer in progress on the primary while the replica, which knows of it, stops replaying...
+        const slow = await client(cluster.url);
+        await slow.query('BEGIN');
+        await slow.query(insert, [id, 'cus_inflight', 'lockout']);
+        await writer.applyChange(id, 'cus_other', { kind: 'set', status: 'warning', reason: 'test' }, admin(at(1)), at(1));
+        await replayed();
+        await onStandby.query('SELECT pg_wal_replay_pause()');
+        // ...commits: the replica's snapshot still has it running, and says nothing of it.
+        await slow.query('COMMIT');
+        const fromReplica = await ReadModel.open(writer, { loadFrom: replica });
+        models.push(fromReplica);
+        expect(fromReplica.status(id, 'cus_inflight')).toBe('lockout');
+        expect(fromReplica.status(id, 'cus_other')).toBe('warning');
 
-      // The replica further behind than the log keeps: the load falls past the horizon, and
-      // the reload reads the primary, once.
-      await writer.applyChange(id, 'cus_paid', { kind: 'set', status: 'lockout', reason: 'test' }, admin(at(2)), at(2));
-      await expect.poll(() => writer.pruneLookupChanges(0), { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
-      const behind = await ReadModel.open(writer, { loadFrom: replica });
-      models.push(behind);
-      expect(behind.status(id, 'cus_paid')).toBe('lockout');
-      for (let i = 0; i < 3; i += 1) await behind.catchUp();
-      expect(behind.snapshotStats().loads).toBe(2);
-      await onStandby.query('SELECT pg_wal_replay_resume()');
-    } finally {
-      for (const m of models) await m.close();
-      await replica.close();
-      await clients.endAll();
-      await standby.destroy();
-    }
-  });
+        // The replica further behind than the log keeps: the load falls past the horizon, and
+        // the reload reads the primary, once.
+        await writer.applyChange(id, 'cus_paid', { kind: 'set', status: 'lockout', reason: 'test' }, admin(at(2)), at(2));
+        await expect.poll(() => writer.pruneLookupChanges(0), { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
+        const behind = await ReadModel.open(writer, { loadFrom: replica });
+        models.push(behind);
+        expect(behind.status(id, 'cus_paid')).toBe('lockout');
+        for (let i = 0; i < 3; i += 1) await behind.catchUp();
+        expect(behind.snapshotStats().loads).toBe(2);
+        await onStandby.query('SELECT pg_wal_replay_resume()');
+      } finally {
+        for (const m of models) await m.close();
+        await replica.close();
+        await clients.endAll();
+        await standby.destroy();
+      }
+    },
+  );
 
   it('a paused process answers what was written while it slept, reloading when the log was pruned past it', { timeout: 120_000 }, async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
-      env: { ...process.env, DATABASE_URL: cluster.url, DUNWALL_ADMIN_TOKEN: TOKEN, PORT: '0', LOG_LEVEL: 'info', DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '0', DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT: '0' },
+      env: {
+        ...process.env,
+        DATABASE_URL: cluster.url,
+        DUNWALL_ADMIN_TOKEN: TOKEN,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '0',
+        DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -149,7 +166,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model across 
       const key = ((await created.json()) as { publishable_key: string }).publishable_key;
       const id = (await writer.getTenant('paused'))?.id ?? 0;
       const lookup = async (customer: string) =>
-        ((await (await fetch(`${base}/api/subscriber-status/paused?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string }).status;
+        (
+          (await (
+            await fetch(`${base}/api/subscriber-status/paused?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } })
+          ).json()) as { status: string }
+        ).status;
 
       await writer.applyChange(id, 'cus_p0', { kind: 'set', status: 'lockout', reason: 'test' }, admin(at(1)), at(1));
       await expect.poll(() => lookup('cus_p0'), { timeout: 5_000 }).toBe('lockout');

@@ -33,12 +33,20 @@ describe.skipIf(!BUILT)('the release folder', () => {
   it('holds the production dependencies only, and serves a lookup, a webhook and the admin API from a clean copy', async () => {
     const built = join(tempDir(), 'release');
     // dist/ is what `npm install` built; rebuilding it here would pull it from under other suites.
-    const res = spawnSync(process.execPath, [join(ROOT, 'scripts', 'release.mjs'), '--out', built, '--no-build'], { cwd: ROOT, encoding: 'utf8', timeout: 240_000 });
+    const res = spawnSync(process.execPath, [join(ROOT, 'scripts', 'release.mjs'), '--out', built, '--no-build'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      timeout: 240_000,
+    });
     expect(res.status, res.stderr).toBe(0);
     const copy = join(tempDir(), 'dunwall');
     cpSync(built, copy, { recursive: true });
 
-    const pkg = JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')) as { scripts: Record<string, string>; dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')) as {
+      scripts: Record<string, string>;
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     expect(Object.keys(pkg.scripts)).toEqual(['start']);
     for (const dep of Object.keys(pkg.dependencies)) expect(existsSync(join(copy, 'node_modules', ...dep.split('/'))), dep).toBe(true);
     for (const dev of ['typescript', 'vitest', 'esbuild', 'tsx', 'playwright-core']) expect(existsSync(join(copy, 'node_modules', dev)), dev).toBe(false);
@@ -46,7 +54,14 @@ describe.skipIf(!BUILT)('the release folder', () => {
 
     const child = spawn(process.execPath, ['--max-semi-space-size=8', 'dist/src/runtime/server.js'], {
       cwd: copy,
-      env: { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', DUNWALL_DATA_DIR: join(tempDir(), 'data'), DUNWALL_DEMO: '0', DUNWALL_ADMIN_TOKEN: TOKEN },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        HOST: '127.0.0.1',
+        DUNWALL_DATA_DIR: join(tempDir(), 'data'),
+        DUNWALL_DEMO: '0',
+        DUNWALL_ADMIN_TOKEN: TOKEN,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -66,7 +81,11 @@ describe.skipIf(!BUILT)('the release folder', () => {
     });
 
     const admin = (method: string, path: string, body?: unknown) =>
-      fetch(`${base}/admin/v1${path}`, { method, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      fetch(`${base}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
     const created = await admin('POST', '/tenants', { slug: 'acme' });
     expect(created.status).toBe(201);
     const tenant = (await created.json()) as { publishable_key: string; hmac_secret: string };
@@ -81,8 +100,16 @@ describe.skipIf(!BUILT)('the release folder', () => {
     };
     expect(await lookup()).toEqual([200, 'active']);
     const nowS = Math.floor(Date.now() / 1000);
-    const { payload, signature } = signed(event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), { created: nowS - 1, id: 'evt_release_1' }), secret, nowS);
-    const hook = await fetch(`${base}/webhooks/stripe/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
+    const { payload, signature } = signed(
+      event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), { created: nowS - 1, id: 'evt_release_1' }),
+      secret,
+      nowS,
+    );
+    const hook = await fetch(`${base}/webhooks/stripe/acme`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      body: payload,
+    });
     expect([hook.status, ((await hook.json()) as { outcome: string }).outcome]).toEqual([200, 'applied']);
     expect(await lookup()).toEqual([200, 'lockout']);
     expect((await fetch(`${base}/snippet.js`)).status).toBe(200);

@@ -87,7 +87,11 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
       expect(adminToken.length).toBeGreaterThanOrEqual(32);
       secrets.set('admin token', adminToken);
 
-      const call = async (what: string, path: string, init: { method?: string; token?: string; json?: unknown; raw?: string; headers?: Record<string, string> } = {}) => {
+      const call = async (
+        what: string,
+        path: string,
+        init: { method?: string; token?: string; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+      ) => {
         const res = await fetch(`${running.url}${path}`, {
           method: init.method ?? 'GET',
           headers: {
@@ -101,7 +105,8 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
         if (res.status >= 400 || (path.startsWith('/admin/') && (init.method ?? 'GET') === 'GET')) answers.push({ what, status: res.status, body });
         return { status: res.status, body, json: () => JSON.parse(body) as Record<string, unknown> };
       };
-      const admin = (what: string, method: string, path: string, json?: unknown) => call(what, `/admin/v1${path}`, { method, token: adminToken, ...(json === undefined ? {} : { json }) });
+      const admin = (what: string, method: string, path: string, json?: unknown) =>
+        call(what, `/admin/v1${path}`, { method, token: adminToken, ...(json === undefined ? {} : { json }) });
 
       // Tenants, keys and secrets: created, rotated, set.
       const acme = (await admin('create acme', 'POST', '/tenants', { slug: 'acme', hmac_required: true })).json();
@@ -123,7 +128,11 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
       // Signed webhooks: both current secrets verify, a wrong one and a forged header do not.
       const nowS = Math.floor(Date.now() / 1000);
       const webhook = async (what: string, secret: string, slug = 'acme') => {
-        const { payload, signature } = signed(event('invoice.payment_failed', invoice('cus_paying', { next_payment_attempt: nowS + 3600 }), { created: nowS }), secret, nowS);
+        const { payload, signature } = signed(
+          event('invoice.payment_failed', invoice('cus_paying', { next_payment_attempt: nowS + 3600 }), { created: nowS }),
+          secret,
+          nowS,
+        );
         secrets.set(`${what} signature`, /v1=([0-9a-f]{64})/.exec(signature)?.[1] ?? signature);
         return call(what, `/webhooks/stripe/${slug}`, { method: 'POST', raw: payload, headers: { 'stripe-signature': signature } });
       };
@@ -131,7 +140,10 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
       expect((await webhook('webhook whsec 1', whsec1)).status).toBe(200);
       expect((await webhook('webhook wrong whsec', whsecWrong)).status).toBe(400);
       expect((await webhook('webhook unknown tenant', whsec2, 'nobody')).status).toBe(404);
-      expect((await call('webhook garbage signature', '/webhooks/stripe/acme', { method: 'POST', raw: '{}', headers: { 'stripe-signature': `t=1,v1=${whsec2}` } })).status).toBe(400);
+      expect(
+        (await call('webhook garbage signature', '/webhooks/stripe/acme', { method: 'POST', raw: '{}', headers: { 'stripe-signature': `t=1,v1=${whsec2}` } }))
+          .status,
+      ).toBe(400);
 
       // Lookups: every key with every HMAC secret, wrong and missing HMACs, wrong bearers.
       const lookup = (what: string, token: string, hmac?: string, slug = 'acme') => {
@@ -173,7 +185,9 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
       const whsecMalformed = `whsec_${randomBytes(12).toString('base64url')} !`;
       secrets.set('whsec (malformed)', whsecMalformed);
       expect((await admin('bad whsec', 'PATCH', '/tenants/acme', { stripe_webhook_secret: whsecMalformed })).status).toBe(400);
-      expect((await call('broken json', '/admin/v1/tenants/acme', { method: 'PATCH', token: adminToken, raw: `{"stripe_webhook_secret": "${whsecWrong}"` })).status).toBe(400);
+      expect(
+        (await call('broken json', '/admin/v1/tenants/acme', { method: 'PATCH', token: adminToken, raw: `{"stripe_webhook_secret": "${whsecWrong}"` })).status,
+      ).toBe(400);
       expect((await admin('unknown field', 'PATCH', '/tenants/acme', { hmac_secret: hmac2 })).status).toBe(400);
       expect((await admin('bad rotate', 'POST', '/tenants/acme/rotate', { key: whsec1 })).status).toBe(400);
       expect((await admin('existing slug', 'POST', '/tenants', { slug: 'acme' })).status).toBe(409);
@@ -205,7 +219,9 @@ describe.each(engines)('a full run leaves no secret in the logs, the admin API o
     expect(entries.filter((e) => e.msg === 'tenant created')).toHaveLength(2);
     expect(entries.some((e) => e.msg === 'secrets encrypted at rest' && e.keyId === keyId(key))).toBe(true);
     expect(entries.some((e) => e.level === 40 && String(e.msg).includes('stored in clear'))).toBe(false);
-    const loggedLookups = entries.filter((e) => e.msg === 'incoming request' && String((e.req as { url?: string } | undefined)?.url).includes('hmac=[redacted]'));
+    const loggedLookups = entries.filter(
+      (e) => e.msg === 'incoming request' && String((e.req as { url?: string } | undefined)?.url).includes('hmac=[redacted]'),
+    );
     expect(loggedLookups).toHaveLength(sentHmacs);
     expect(answers.filter((a) => a.status >= 400).length).toBeGreaterThanOrEqual(15);
 

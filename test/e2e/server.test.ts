@@ -116,9 +116,13 @@ describe('the service on a real socket, embedded store', () => {
       const nextId = next.headers.get('x-request-id') ?? '';
       expect(nextId.split('-').slice(0, -1).join('-')).toBe(id.split('-').slice(0, -1).join('-'));
       expect(parseInt(nextId.split('-').at(-1) ?? '', 36)).toBeGreaterThan(parseInt(id.split('-').at(-1) ?? '', 36));
-      const traced = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'trace-42.a:b' } });
+      const traced = await fetch(`${base}?processor_customer_id=cus_kept`, {
+        headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'trace-42.a:b' },
+      });
       expect(traced.headers.get('x-request-id')).toBe('trace-42.a:b');
-      const unusable = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'has space' } });
+      const unusable = await fetch(`${base}?processor_customer_id=cus_kept`, {
+        headers: { authorization: `Bearer ${tenantKey}`, 'x-request-id': 'has space' },
+      });
       expect(unusable.headers.get('x-request-id')).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
     } finally {
       await running.close();
@@ -130,9 +134,7 @@ describe('the service on a real socket, embedded store', () => {
     const running = await start(loadConfig(env), createLogger('info', logs));
     try {
       // A second owner of the same folder is refused while the first one runs.
-      await expect(openStore({ engine: 'embedded', dataDir: join(dataDir, 'pgdata') })).rejects.toThrow(
-        `in use by process ${process.pid}`,
-      );
+      await expect(openStore({ engine: 'embedded', dataDir: join(dataDir, 'pgdata') })).rejects.toThrow(`in use by process ${process.pid}`);
       expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
       expect(await running.store.countTenants()).toBe(2);
       // The demo page is served again from what the first run kept in the data folder.
@@ -173,7 +175,7 @@ describe('the service on a real socket, embedded store', () => {
     expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
   });
 
-  it("DUNWALL_DEFAULT_TIER is the tier of a tenant created without one, through the API and the CLI; one that names no tier stops the start", async () => {
+  it('DUNWALL_DEFAULT_TIER is the tier of a tenant created without one, through the API and the CLI; one that names no tier stops the start', async () => {
     const dir = tempDir();
     const base = { DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' };
     await expect(start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'platinum' }), createLogger('silent'))).rejects.toThrow(
@@ -188,14 +190,23 @@ describe('the service on a real socket, embedded store', () => {
       const { readAdminTokenFile } = await import('../../src/runtime/admin-token.js');
       const token = String(readAdminTokenFile(dir));
       const post = (body: unknown) =>
-        fetch(`${running.url}/admin/v1/tenants`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        fetch(`${running.url}/admin/v1/tenants`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
       const viaApi = (await (await post({ slug: 'by-api' })).json()) as { tier: string; entitlements: Record<string, boolean> };
       expect(viaApi).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
       expect(((await (await post({ slug: 'on-starter', tier: 'starter' })).json()) as { tier: string }).tier).toBe('starter');
 
       const { run } = await import('../../src/cli/run.js');
       let out = '';
-      const io = { stdout: { write: (t: string) => (out += t) }, stderr: { write: () => true }, stdin: Readable.from([]), env: { DUNWALL_URL: running.url, DUNWALL_ADMIN_TOKEN: token } };
+      const io = {
+        stdout: { write: (t: string) => (out += t) },
+        stderr: { write: () => true },
+        stdin: Readable.from([]),
+        env: { DUNWALL_URL: running.url, DUNWALL_ADMIN_TOKEN: token },
+      };
       expect(await run(['tenant', 'create', 'by-cli', '--json'], io)).toBe(0);
       expect(JSON.parse(out)).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
 
@@ -205,7 +216,9 @@ describe('the service on a real socket, embedded store', () => {
       expect(await running.store.deleteTier('growth')).toBe('deleted');
       const gone = await post({ slug: 'after' });
       expect(gone.status).toBe(400);
-      expect(((await gone.json()) as { detail: string }).detail).toBe("tier: the default tier 'growth' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one");
+      expect(((await gone.json()) as { detail: string }).detail).toBe(
+        "tier: the default tier 'growth' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one",
+      );
     } finally {
       await running.close();
     }
@@ -281,13 +294,17 @@ describe('the process', () => {
     expect(res.stderr).not.toContain('hunter2');
   });
 
-  it('names PORT when the port is taken, and HOST when it is not this machine\'s, before anything starts', async () => {
+  it("names PORT when the port is taken, and HOST when it is not this machine's, before anything starts", async () => {
     const taken = createNetServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const port = (taken.address() as AddressInfo).port;
     try {
       const dataDir = tempDir();
-      const inUse = spawnSync(process.execPath, serverArgs, { env: { ...process.env, PORT: String(port), DUNWALL_DATA_DIR: dataDir }, encoding: 'utf8', timeout: 60_000 });
+      const inUse = spawnSync(process.execPath, serverArgs, {
+        env: { ...process.env, PORT: String(port), DUNWALL_DATA_DIR: dataDir },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(inUse.status).toBe(2);
       expect(inUse.stderr).toContain(`PORT ${port} is already in use on 127.0.0.1`);
       // Refused before the store started: the embedded folder was never created.
@@ -295,7 +312,11 @@ describe('the process', () => {
     } finally {
       taken.close();
     }
-    const elsewhere = spawnSync(process.execPath, serverArgs, { env: { ...process.env, PORT: '3987', HOST: '192.0.2.1', DUNWALL_DATA_DIR: tempDir() }, encoding: 'utf8', timeout: 60_000 });
+    const elsewhere = spawnSync(process.execPath, serverArgs, {
+      env: { ...process.env, PORT: '3987', HOST: '192.0.2.1', DUNWALL_DATA_DIR: tempDir() },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(elsewhere.status).toBe(2);
     expect(elsewhere.stderr).toContain('HOST 192.0.2.1 is not an address of this machine');
     const malformed = spawnSync(process.execPath, serverArgs, { env: { ...process.env, HOST: 'no such host!' }, encoding: 'utf8', timeout: 60_000 });

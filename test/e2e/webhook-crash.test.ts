@@ -57,15 +57,24 @@ function build(kind: Kind, cus: string, created: number, random: () => number): 
   const api: ApiShape = random() < 0.5 ? LEGACY_API : BASIL_API;
   const o = { created, api };
   switch (kind) {
-    case 'soft_charge': return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api), o);
-    case 'hard_charge': return event('charge.failed', charge(cus, { outcome_reason: 'stolen_card' }, api), o);
-    case 'invoice_retrying': return event('invoice.payment_failed', invoice(cus, { next_payment_attempt: created + 86_400, api }), o);
-    case 'invoice_exhausted': return event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api }), o);
-    case 'paid': return event('invoice.paid', invoice(cus, { api }), o);
-    case 'past_due': return event('customer.subscription.updated', subscription(cus, 'past_due'), { ...o, previous: { status: 'active' } });
-    case 'unpaid': return event('customer.subscription.updated', subscription(cus, 'unpaid'), { ...o, previous: { status: 'past_due' } });
-    case 'reactivated': return event('customer.subscription.updated', subscription(cus, 'active'), { ...o, previous: { status: 'past_due' } });
-    case 'deleted': return event('customer.deleted', customer(cus), o);
+    case 'soft_charge':
+      return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api), o);
+    case 'hard_charge':
+      return event('charge.failed', charge(cus, { outcome_reason: 'stolen_card' }, api), o);
+    case 'invoice_retrying':
+      return event('invoice.payment_failed', invoice(cus, { next_payment_attempt: created + 86_400, api }), o);
+    case 'invoice_exhausted':
+      return event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api }), o);
+    case 'paid':
+      return event('invoice.paid', invoice(cus, { api }), o);
+    case 'past_due':
+      return event('customer.subscription.updated', subscription(cus, 'past_due'), { ...o, previous: { status: 'active' } });
+    case 'unpaid':
+      return event('customer.subscription.updated', subscription(cus, 'unpaid'), { ...o, previous: { status: 'past_due' } });
+    case 'reactivated':
+      return event('customer.subscription.updated', subscription(cus, 'active'), { ...o, previous: { status: 'past_due' } });
+    case 'deleted':
+      return event('customer.deleted', customer(cus), o);
   }
 }
 
@@ -192,16 +201,19 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
       expect(unacked.length).toBeGreaterThan(0);
 
       const storedBeforeRestart = new Set(
-        (
-          await db.query<{ event_id: string }>("SELECT e.event_id FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = 'crashed'")
-        ).rows.map((r) => r.event_id),
+        (await db.query<{ event_id: string }>("SELECT e.event_id FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = 'crashed'")).rows.map(
+          (r) => r.event_id,
+        ),
       );
       const lost = ackedBeforeKill.filter((id) => !storedBeforeRestart.has(id));
       const committedUnacked = unacked.filter((id) => storedBeforeRestart.has(id)).length;
 
       const second = await startService(scoped.url);
       const redeliverIds = new Set([...unacked, ...ackedBeforeKill.filter((_, i) => i % REDELIVER_ACKED_ONE_IN === 0)]);
-      const redelivery = shuffled(order.filter((e) => redeliverIds.has(e.id)), random);
+      const redelivery = shuffled(
+        order.filter((e) => redeliverIds.has(e.id)),
+        random,
+      );
       const retried = await burst(second.base, 'crashed', CRASH_SECRET, redelivery);
       const refused = redelivery.filter((e) => retried.get(e.id)?.acked !== true).map((e) => ({ id: e.id, result: retried.get(e.id) }));
       // An event acknowledged once is stored: its redelivery must change nothing.

@@ -88,9 +88,7 @@ export function availableEngines(): Promise<Engine[]> {
     const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
     if (await reachable(url)) return [embedded, postgres(url)];
     if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI and is not reachable at ${new URL(url).host}`);
-    process.stderr.write(
-      `\n*** PostgreSQL not reachable at ${new URL(url).host}: the PostgreSQL suite is SKIPPED (embedded only). ***\n\n`,
-    );
+    process.stderr.write(`\n*** PostgreSQL not reachable at ${new URL(url).host}: the PostgreSQL suite is SKIPPED (embedded only). ***\n\n`);
     return [embedded];
   })();
   return cached;

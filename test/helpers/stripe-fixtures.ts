@@ -25,7 +25,11 @@ export interface StripeEventFixture {
 }
 
 /** A Stripe event as its API documents it; in test mode (`livemode: false`) unless told. */
-export function event(type: string, object: Obj, opts: { created: number; api?: ApiShape; previous?: Obj; id?: string; livemode?: boolean }): StripeEventFixture {
+export function event(
+  type: string,
+  object: Obj,
+  opts: { created: number; api?: ApiShape; previous?: Obj; id?: string; livemode?: boolean },
+): StripeEventFixture {
   return {
     id: opts.id ?? id('evt'),
     object: 'event',
@@ -164,7 +168,13 @@ export function invoice(customer: string, opts: InvoiceOptions): Obj {
     ...base,
     parent: subscription === null ? null : { type: 'subscription_details', subscription_details: { subscription, metadata: {} }, quote_details: null },
     ...(payment !== null
-      ? { payments: { object: 'list', data: [{ id: id('inpay'), object: 'invoice_payment', payment: { type: 'payment_intent', payment_intent: payment } }], has_more: false } }
+      ? {
+          payments: {
+            object: 'list',
+            data: [{ id: id('inpay'), object: 'invoice_payment', payment: { type: 'payment_intent', payment_intent: payment } }],
+            has_more: false,
+          },
+        }
       : {}),
   };
 }

@@ -168,10 +168,7 @@ function failureOf(code: string | undefined, declineCode: string | null | undefi
   // Stripe reports the decline code alongside every card error code; card_declined without
   // a more precise reason is a generic_decline.
   const d = declineCode === undefined ? (c === 'card_declined' ? 'generic_decline' : c) : declineCode;
-  const message =
-    c === 'card_declined' && d === 'insufficient_funds'
-      ? 'Your card has insufficient funds.'
-      : (CODE_MESSAGES[c] ?? 'Your card was declined.');
+  const message = c === 'card_declined' && d === 'insufficient_funds' ? 'Your card has insufficient funds.' : (CODE_MESSAGES[c] ?? 'Your card was declined.');
   return { code: c, declineCode: d, message };
 }
 
@@ -445,9 +442,7 @@ export function buildInvoice(o: InvoiceOptions): Obj {
   const amount = o.amountDue ?? DEFAULT_AMOUNT;
   const currency = o.currency ?? DEFAULT_CURRENCY;
   const draft = status === 'draft';
-  const finalized = draft
-    ? null
-    : (o.finalizedS ?? (billingReason === 'subscription_create' ? o.createdS : o.createdS + FINALIZE_DELAY_S));
+  const finalized = draft ? null : (o.finalizedS ?? (billingReason === 'subscription_create' ? o.createdS : o.createdS + FINALIZE_DELAY_S));
   const attemptCount = o.attemptCount ?? (status === 'paid' ? 1 : 0);
   const settledAt = finalized === null ? null : finalized + FINALIZE_DELAY_S;
   const nextPaymentAttempt =
@@ -465,8 +460,7 @@ export function buildInvoice(o: InvoiceOptions): Obj {
     object: 'line_item',
     amount,
     currency,
-    description:
-      subscription === null ? 'One-off charge' : `1 × Pro plan (at ${formatAmount(amount, currency)} / month)`,
+    description: subscription === null ? 'One-off charge' : `1 × Pro plan (at ${formatAmount(amount, currency)} / month)`,
     discount_amounts: [],
     discountable: true,
     discounts: [],
@@ -646,16 +640,7 @@ export function buildInvoicePayment(o: InvoicePaymentOptions): Obj {
 // ---------------------------------------------------------------------------------------
 // Subscriptions
 
-const SUBSCRIPTION_STATUSES = [
-  'active',
-  'canceled',
-  'incomplete',
-  'incomplete_expired',
-  'past_due',
-  'paused',
-  'trialing',
-  'unpaid',
-] as const;
+const SUBSCRIPTION_STATUSES = ['active', 'canceled', 'incomplete', 'incomplete_expired', 'past_due', 'paused', 'trialing', 'unpaid'] as const;
 
 export interface SubscriptionOptions {
   id?: string;
@@ -687,12 +672,7 @@ export function buildSubscription(o: SubscriptionOptions): Obj {
   const periodStart = o.currentPeriodStartS ?? o.createdS;
   const periodEnd = trialing ? periodStart + 14 * DAY_S : addMonthsS(periodStart, 1);
   // An incomplete subscription expires 23 hours after creation if its first payment fails.
-  const ended =
-    o.status === 'canceled'
-      ? (o.endedS ?? periodEnd)
-      : o.status === 'incomplete_expired'
-        ? (o.endedS ?? o.createdS + 23 * 3600)
-        : null;
+  const ended = o.status === 'canceled' ? (o.endedS ?? periodEnd) : o.status === 'incomplete_expired' ? (o.endedS ?? o.createdS + 23 * 3600) : null;
   const item: Obj = {
     id: stripeId('si'),
     object: 'subscription_item',
@@ -945,13 +925,7 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
     return copy;
   };
 
-  const list = (
-    url: string,
-    objectName: string,
-    all: Obj[],
-    q: Query,
-    keep: (o: Obj) => boolean,
-  ): Reply => {
+  const list = (url: string, objectName: string, all: Obj[], q: Query, keep: (o: Obj) => boolean): Reply => {
     const limit = parseLimit(q);
     const after = q.params.get('starting_after');
     const before = q.params.get('ending_before');
@@ -1022,20 +996,12 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
           (status === null && st !== 'canceled') ||
           (status === 'ended' && (st === 'canceled' || st === 'incomplete_expired')) ||
           st === status;
-        return (
-          statusOk &&
-          (customer === null || s.customer === customer) &&
-          (collection === null || s.collection_method === collection)
-        );
+        return statusOk && (customer === null || s.customer === customer) && (collection === null || s.collection_method === collection);
       });
     }
 
     if (path === '/v1/invoices') {
-      const q = parseQuery(
-        params,
-        ['status', 'collection_method', 'customer', 'subscription', ...PAGINATION],
-        ['created', 'customer_account', 'due_date'],
-      );
+      const q = parseQuery(params, ['status', 'collection_method', 'customer', 'subscription', ...PAGINATION], ['created', 'customer_account', 'due_date']);
       const status = oneOf(q, 'status', INVOICE_STATUSES);
       const collection = oneOf(q, 'collection_method', COLLECTION_METHODS);
       const customer = q.params.get('customer');
@@ -1134,9 +1100,7 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     // A body is never read; draining it keeps the connection reusable.
     req.resume();
-    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1')
-      ? new URL(req.url ?? '/', 'http://127.0.0.1')
-      : new URL('http://127.0.0.1/');
+    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1') ? new URL(req.url ?? '/', 'http://127.0.0.1') : new URL('http://127.0.0.1/');
     let reply: Reply;
     try {
       reply = answer(req, url);

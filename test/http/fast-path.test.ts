@@ -50,7 +50,11 @@ describe('the lookup on the fast path, in front of Fastify', () => {
       secrets[slug] = created.hmac_secret;
     }
     await admin('PATCH', '/tenants/paused', { suspended: true });
-    for (const [id, status] of [['cus_w', 'warning'], ['cus_l', 'lockout'], ['cus_a', 'active']]) {
+    for (const [id, status] of [
+      ['cus_w', 'warning'],
+      ['cus_l', 'lockout'],
+      ['cus_a', 'active'],
+    ]) {
       await admin('PUT', `/tenants/acme/subscribers/${id}`, { status });
       await admin('PUT', `/tenants/strict-co/subscribers/${id}`, { status });
     }
@@ -65,25 +69,58 @@ describe('the lookup on the fast path, in front of Fastify', () => {
 
   const cases: [string, () => { path: string; headers: Record<string, string | string[]> }][] = [
     ['a warning', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: bearer('acme') })],
-    ['a lockout with its hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') })],
-    ['an uppercase hmac, parameters in another order', () => ({ path: `/api/subscriber-status/strict-co?hmac=${hmac('strict-co', 'cus_a').toUpperCase()}&x=1&processor_customer_id=cus_a`, headers: bearer('strict-co') })],
+    [
+      'a lockout with its hmac',
+      () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') }),
+    ],
+    [
+      'an uppercase hmac, parameters in another order',
+      () => ({
+        path: `/api/subscriber-status/strict-co?hmac=${hmac('strict-co', 'cus_a').toUpperCase()}&x=1&processor_customer_id=cus_a`,
+        headers: bearer('strict-co'),
+      }),
+    ],
     ['an unknown subscriber', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_nobody', headers: bearer('acme') })],
     ['a percent-encoded parameter name and value', () => ({ path: '/api/subscriber-status/acme?processor%5Fcustomer_id=cus%5Fw', headers: bearer('acme') })],
     ['no Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: {} })],
     ['a malformed Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: { authorization: 'Basic abc' } })],
-    ['two Authorization headers', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: { authorization: [bearer('acme').authorization, bearer('acme').authorization] } })],
+    [
+      'two Authorization headers',
+      () => ({
+        path: '/api/subscriber-status/acme?processor_customer_id=cus_w',
+        headers: { authorization: [bearer('acme').authorization, bearer('acme').authorization] },
+      }),
+    ],
     ['an unknown tenant', () => ({ path: '/api/subscriber-status/nobody-co?processor_customer_id=cus_w', headers: bearer('acme') })],
     ["another tenant's key", () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_w', headers: bearer('acme') })],
     ['a suspended tenant', () => ({ path: '/api/subscriber-status/paused?processor_customer_id=cus_w', headers: bearer('paused') })],
     ['no customer id', () => ({ path: '/api/subscriber-status/acme', headers: bearer('acme') })],
-    ['a repeated customer id', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w&processor_customer_id=cus_l', headers: bearer('acme') })],
+    [
+      'a repeated customer id',
+      () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w&processor_customer_id=cus_l', headers: bearer('acme') }),
+    ],
     ['a customer id that is not one', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_%20x', headers: bearer('acme') })],
     ['a wrong hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${'0'.repeat(64)}`, headers: bearer('strict-co') })],
-    ['a repeated hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') })],
+    [
+      'a repeated hmac',
+      () => ({
+        path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}&hmac=${hmac('strict-co', 'cus_l')}`,
+        headers: bearer('strict-co'),
+      }),
+    ],
     ['a missing required hmac', () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_l', headers: bearer('strict-co') })],
-    ['an allowed origin', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://app.walled.test' } })],
-    ['an origin not allowed', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://evil.test' } })],
-    ['a failure with an origin not allowed', () => ({ path: '/api/subscriber-status/walled?processor_customer_id=nope', headers: { ...bearer('walled'), origin: 'https://evil.test' } })],
+    [
+      'an allowed origin',
+      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://app.walled.test' } }),
+    ],
+    [
+      'an origin not allowed',
+      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://evil.test' } }),
+    ],
+    [
+      'a failure with an origin not allowed',
+      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=nope', headers: { ...bearer('walled'), origin: 'https://evil.test' } }),
+    ],
   ];
 
   it.each(cases)('%s: the same answer on the fast path as through Fastify, and Fastify never saw the socket request', async (_name, make) => {
@@ -106,10 +143,23 @@ describe('the lookup on the fast path, in front of Fastify', () => {
       fc.constantFrom('cus_w', 'cus_l', 'cus_a').map((id) => hmac('strict-co', id)),
       fc.constantFrom('cus_w', 'cus_l').map((id) => hmac('strict-co', id).toUpperCase()),
     );
-    const pair = fc.oneof(fc.tuple(name, value).map(([n, v]) => `${n}=${v}`), name, fc.constantFrom('=', '&', ';hmac=1', '?'));
+    const pair = fc.oneof(
+      fc.tuple(name, value).map(([n, v]) => `${n}=${v}`),
+      name,
+      fc.constantFrom('=', '&', ';hmac=1', '?'),
+    );
     const query = fc.array(pair, { maxLength: 5 }).map((pairs) => pairs.join('&'));
     const slug = fc.constantFrom('acme', 'strict-co', 'walled', 'paused', 'nobody-co', '%61cme', 'ACME', 'a', 'acme/');
-    const auth = fc.constantFrom<'acme' | 'strict-co' | 'walled' | 'paused' | 'none' | 'malformed' | 'two' | 'lower'>('acme', 'strict-co', 'walled', 'paused', 'none', 'malformed', 'two', 'lower');
+    const auth = fc.constantFrom<'acme' | 'strict-co' | 'walled' | 'paused' | 'none' | 'malformed' | 'two' | 'lower'>(
+      'acme',
+      'strict-co',
+      'walled',
+      'paused',
+      'none',
+      'malformed',
+      'two',
+      'lower',
+    );
     const origin = fc.constantFrom(undefined, 'https://app.walled.test', 'https://evil.test');
     let compared = 0;
     await fc.assert(
@@ -209,7 +259,7 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     expect(routed).toHaveLength(2);
   });
 
-  it('echoes a valid presented request id, and numbers the others from this process\'s prefix', async () => {
+  it("echoes a valid presented request id, and numbers the others from this process's prefix", async () => {
     const path = '/api/subscriber-status/acme?processor_customer_id=cus_w';
     expect((await socketRequest(app, 'GET', path, { ...bearer('acme'), 'x-request-id': 'edge-7f3a.1:2' })).headers['x-request-id']).toBe('edge-7f3a.1:2');
     const ids = [];
@@ -230,7 +280,11 @@ describe('the lookup on the fast path, in front of Fastify', () => {
   it('counts the lookups it answers in /metrics, by route template and status', async () => {
     const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
     const series = (text: string, status: number) =>
-      Number(new RegExp(`^dunwall_http_requests_total\\{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="${status}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      Number(
+        new RegExp(`^dunwall_http_requests_total\\{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="${status}"\\} (\\d+)$`, 'm').exec(
+          text,
+        )?.[1] ?? 0,
+      );
     const before = await scrape();
     for (let i = 0; i < 3; i += 1) await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
     await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w');
@@ -238,9 +292,15 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     expect(series(after, 200) - series(before, 200)).toBe(3);
     expect(series(after, 401) - series(before, 401)).toBe(1);
     const count = (text: string) =>
-      Number(/^dunwall_http_request_duration_seconds_count\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+      Number(
+        /^dunwall_http_request_duration_seconds_count\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} (\d+)$/m.exec(
+          text,
+        )?.[1] ?? 0,
+      );
     expect(count(after) - count(before)).toBe(3);
-    expect(after).toMatch(/^dunwall_http_request_duration_seconds_bucket\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200",le="\+Inf"\} \d+$/m);
+    expect(after).toMatch(
+      /^dunwall_http_request_duration_seconds_bucket\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200",le="\+Inf"\} \d+$/m,
+    );
     expect(after).not.toContain('cus_w');
   });
 });

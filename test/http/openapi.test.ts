@@ -29,8 +29,12 @@ describe('the OpenAPI document', () => {
   });
 
   it('names every operation once, says how each is authenticated, and documents its refusals', async () => {
-    const doc = (await openApiDocument()) as { paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, unknown> }>> };
-    const ops = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, ...op })));
+    const doc = (await openApiDocument()) as {
+      paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, unknown> }>>;
+    };
+    const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, ...op })),
+    );
     expect(ops.length).toBeGreaterThan(10);
     const ids = ops.map((o) => o.operationId);
     expect(ids.every((id) => typeof id === 'string')).toBe(true);
@@ -48,7 +52,9 @@ describe('the OpenAPI document', () => {
   });
 
   it('refuses U+0000 in every string the admin API takes (the store cannot hold it), by a pattern, a format or a closed list', async () => {
-    const doc = (await openApiDocument()) as { paths: Record<string, Record<string, { tags?: string[]; parameters?: { in: string; name: string; schema: unknown }[]; requestBody?: unknown }>> };
+    const doc = (await openApiDocument()) as {
+      paths: Record<string, Record<string, { tags?: string[]; parameters?: { in: string; name: string; schema: unknown }[]; requestBody?: unknown }>>;
+    };
     const open: string[] = [];
     let strings = 0;
     /** Every string schema under `node`, with where it is. */

@@ -23,7 +23,11 @@ async function tenantId(store: Store, slug: string): Promise<number> {
 }
 
 /** Every subscriber row of the database against the model, and the model against rows it should not know. */
-async function expectSameAsDatabase(model: ReadModel, query: (sql: string) => Promise<{ tenant_id: number; processor_customer_id: string; status: SubscriberStatus }[]>, forgotten: [number, string][] = []) {
+async function expectSameAsDatabase(
+  model: ReadModel,
+  query: (sql: string) => Promise<{ tenant_id: number; processor_customer_id: string; status: SubscriberStatus }[]>,
+  forgotten: [number, string][] = [],
+) {
   const rows = await query('SELECT tenant_id, processor_customer_id, status FROM subscribers');
   const wrong = rows.filter((r) => model.status(r.tenant_id, r.processor_customer_id) !== r.status);
   expect(wrong.slice(0, 5), `${wrong.length} of ${rows.length} keys differ`).toEqual([]);
@@ -199,7 +203,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const broken = { on: false };
     const breakable = new Proxy(store, {
       get: (target, prop) => {
-        if (broken.on && (prop === 'lookupChangesSince' || prop === 'loadLookupState')) return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
+        if (broken.on && (prop === 'lookupChangesSince' || prop === 'loadLookupState'))
+          return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -254,9 +259,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
     await slow.query('COMMIT');
     await model.catchUp();
     expect(model.status(id, 'cus_slow')).toBe('lockout');
-    const [order] = (await fast.query<{ slow_first: boolean }>(
-      `SELECT (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_slow') < (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
-    )).rows;
+    const [order] = (
+      await fast.query<{ slow_first: boolean }>(
+        `SELECT (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_slow') < (SELECT xid FROM lookup_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
+      )
+    ).rows;
     expect(order?.slow_first).toBe(true);
   });
 
@@ -267,7 +274,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
     const tier = await client(scoped.url);
     // An admin changing the tier's flags, in a transaction still open...
     await tier.query('BEGIN');
-    await tier.query(`UPDATE tiers SET entitlements = '{"powered_by_watermark": false, "custom_domain": false, "downstream_webhooks": false}' WHERE name = 'scale'`);
+    await tier.query(
+      `UPDATE tiers SET entitlements = '{"powered_by_watermark": false, "custom_domain": false, "downstream_webhooks": false}' WHERE name = 'scale'`,
+    );
     // ...while another moves the tenant onto the tier and commits first.
     expect((await store.updateTenant('mover', { tier: 'scale' }, T)).ok).toBe(true);
     await model.catchUp();
@@ -304,7 +313,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
       // Back in touch: the listener reconnects and resumes from its position.
       await expect.poll(() => followed.snapshotStats().listening, { timeout: 20_000 }).toBe(true);
       await followed.catchUp();
-      await expectSameAsDatabase(followed, async (sql) => (await killer.query(sql)).rows, customers.map((c) => [id, c]));
+      await expectSameAsDatabase(
+        followed,
+        async (sql) => (await killer.query(sql)).rows,
+        customers.map((c) => [id, c]),
+      );
     } finally {
       await followed.close();
       await modelStore.close();

@@ -13,7 +13,10 @@ describe('SubscriberIndex', () => {
       kind: fc.constantFrom('set', 'set', 'delete', 'get'),
       tenant: fc.integer({ min: 1, max: 4 }),
       // A small key space, so that operations meet the same keys again; long ids cross the 16-byte blocks.
-      customer: fc.oneof(fc.integer({ min: 0, max: 60 }).map((n) => `cus_${n}`), fc.stringMatching(/^cus_[A-Za-z0-9_]{10,40}$/)),
+      customer: fc.oneof(
+        fc.integer({ min: 0, max: 60 }).map((n) => `cus_${n}`),
+        fc.stringMatching(/^cus_[A-Za-z0-9_]{10,40}$/),
+      ),
       status: fc.constantFrom(...STATUSES),
     });
     fc.assert(
@@ -90,7 +93,9 @@ describe('SubscriberIndex', () => {
 
 describe('a streamed load', () => {
   it('stores ids given as bytes exactly as ids given as strings, and parses COPY text rows', () => {
-    const rows = Buffer.from('7\tcus_a\tactive\n7\tcus_b\twarning\n8\tcus_a\tlockout\n9\tcus_\u00e9\tlockout\n10\tcus_long_id_of_more_than_sixteen_bytes\twarning\n');
+    const rows = Buffer.from(
+      '7\tcus_a\tactive\n7\tcus_b\twarning\n8\tcus_a\tlockout\n9\tcus_\u00e9\tlockout\n10\tcus_long_id_of_more_than_sixteen_bytes\twarning\n',
+    );
     const index = new SubscriberIndex();
     parseSubscriberRows(rows, { subscriber: (tenantId, bytes, start, end, status) => index.setBytes(tenantId, bytes, start, end, status) });
     expect([index.get(7, 'cus_a'), index.get(7, 'cus_b'), index.get(8, 'cus_a'), index.get(8, 'cus_b')]).toEqual(['active', 'warning', 'lockout', null]);
@@ -111,7 +116,11 @@ describe('a streamed load', () => {
 describe('the extras beside the index', () => {
   it('keeps, replaces and forgets a pay link and a lockout per subscriber, through growth and deletions', () => {
     const extras = new SubscriberExtras();
-    for (let i = 0; i < 5_000; i += 1) extras.set(1 + (i % 7), `cus_x${i}`, { lockoutAtS: i % 2 === 0 ? 1_800_000_000 + i : null, payUrl: i % 3 === 0 ? null : `https://invoice.stripe.com/i/acct_1/test_${i}` });
+    for (let i = 0; i < 5_000; i += 1)
+      extras.set(1 + (i % 7), `cus_x${i}`, {
+        lockoutAtS: i % 2 === 0 ? 1_800_000_000 + i : null,
+        payUrl: i % 3 === 0 ? null : `https://invoice.stripe.com/i/acct_1/test_${i}`,
+      });
     // One with neither a lockout nor a link (odd multiples of 3) carries nothing: not kept.
     expect(extras.size).toBe(5_000 - 833);
     expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 1_800_000_010, payUrl: 'https://invoice.stripe.com/i/acct_1/test_10' });

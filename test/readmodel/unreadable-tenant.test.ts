@@ -71,8 +71,11 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
   const metric = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
   const idOf = async (slug: string) => (await opened.db.query<{ id: number }>('SELECT id FROM tenants WHERE slug = $1', [slug]))[0]?.id ?? -1;
   const sealedHmac = async (slug: string) =>
-    (await opened.db.query<{ secret: string }>(`SELECT secret FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret' ORDER BY id LIMIT 1`, [await idOf(slug)]))[0]
-      ?.secret ?? '';
+    (
+      await opened.db.query<{ secret: string }>(`SELECT secret FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret' ORDER BY id LIMIT 1`, [
+        await idOf(slug),
+      ])
+    )[0]?.secret ?? '';
   /** What an audit found: one tenant's sealed secret copied into another tenant's row. */
   const copySealedHmac = async (from: string, to: string) => {
     await opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE tenant_id = $2 AND kind = 'hmac_secret'`, [await sealedHmac(from), await idOf(to)]);
@@ -125,8 +128,17 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     // The unreadable tenant's own subscribers and Stripe events are kept following too.
     expect((await admin('PUT', '/tenants/beta/subscribers/cus_beta', { status: 'warning' })).statusCode).toBe(200);
     const nowS = Math.floor(clock.ms / 1000);
-    const { payload, signature } = signed(event('invoice.payment_failed', invoice('cus_beta_stripe', { next_payment_attempt: null }), { created: nowS }), WHSEC_BETA, nowS);
-    const webhook = await app.inject({ method: 'POST', url: '/webhooks/stripe/beta', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+    const { payload, signature } = signed(
+      event('invoice.payment_failed', invoice('cus_beta_stripe', { next_payment_attempt: null }), { created: nowS }),
+      WHSEC_BETA,
+      nowS,
+    );
+    const webhook = await app.inject({
+      method: 'POST',
+      url: '/webhooks/stripe/beta',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      payload,
+    });
     expect(webhook.statusCode).toBe(200);
     await model.catchUp();
     expect(model.status(await idOf('beta'), 'cus_beta')).toBe('warning');
@@ -159,11 +171,14 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     const warned = logged.filter((e) => e.level === 'warn');
     expect(warned).toHaveLength(1);
     expect(warned[0]?.obj).toMatchObject({ tenant: 'beta', tenantId: await idOf('beta') });
-    const [betaRow] = await opened.db.query<{ id: number }>(`SELECT id FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret'`, [await idOf('beta')]);
+    const [betaRow] = await opened.db.query<{ id: number }>(`SELECT id FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret'`, [
+      await idOf('beta'),
+    ]);
     expect(String(warned[0]?.obj.reason)).toContain(`hmac_secret of tenant ${await idOf('beta')}`);
     expect(String(warned[0]?.obj.reason)).toContain(`(tenant_credentials id ${betaRow?.id})`);
     const text = JSON.stringify(logged);
-    for (const secret of [betaSealed, await sealedHmac('acme'), tenants.beta?.hmac_secret ?? '-', tenants.acme?.hmac_secret ?? '-']) expect(text).not.toContain(secret);
+    for (const secret of [betaSealed, await sealedHmac('acme'), tenants.beta?.hmac_secret ?? '-', tenants.acme?.hmac_secret ?? '-'])
+      expect(text).not.toContain(secret);
     // And in the metrics.
     const scraped = await scrape();
     expect(metric(scraped, 'dunwall_tenants_unreadable')).toBe(1);

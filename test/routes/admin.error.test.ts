@@ -84,7 +84,8 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     const named = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
     await expect400('PUT', '/tiers/gold', { entitlements: { ...named, constructor: true } }, 'entitlements.constructor');
     expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
-    for (const flag of ['toString', 'hasOwnProperty', 'valueOf']) await expect400('PUT', '/tiers/gold', { entitlements: { ...named, [flag]: true } }, `entitlements.${flag}`);
+    for (const flag of ['toString', 'hasOwnProperty', 'valueOf'])
+      await expect400('PUT', '/tiers/gold', { entitlements: { ...named, [flag]: true } }, `entitlements.${flag}`);
     // `__proto__` never reaches the schemas: the JSON parser refuses it (prototype poisoning).
     const proto = await h.app.inject({
       method: 'PUT',

@@ -62,27 +62,25 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     expect(list.json().data.map((t: { slug: string }) => t.slug)).toEqual(['acme', 'full-co']);
     const show = await h.admin('GET', '/tenants/acme');
     expect(show.statusCode).toBe(200);
-    expect(Object.keys(show.json()).sort()).toEqual(
-      [
-        'allowed_origins',
-        'branding',
-        'card_update_url',
-        'created_at',
-        'credentials',
-        'derived_subscriber_counts',
-        'entitlements',
-        'hmac_required',
-        'livemode',
-        'lookups_per_minute',
-        'policy',
-        'slug',
-        'stripe_webhook_secret_set',
-        'subscriber_counts',
-        'suspended',
-        'tier',
-        'updated_at',
-      ],
-    );
+    expect(Object.keys(show.json()).sort()).toEqual([
+      'allowed_origins',
+      'branding',
+      'card_update_url',
+      'created_at',
+      'credentials',
+      'derived_subscriber_counts',
+      'entitlements',
+      'hmac_required',
+      'livemode',
+      'lookups_per_minute',
+      'policy',
+      'slug',
+      'stripe_webhook_secret_set',
+      'subscriber_counts',
+      'suspended',
+      'tier',
+      'updated_at',
+    ]);
   });
 
   it('updates each field, and only the fields given', async () => {
@@ -156,7 +154,10 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     // Deleting an unknown subscriber leaves it unknown: still 204, and kept in its history.
     expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_42')).statusCode).toBe(204);
     expect((await h.admin('DELETE', '/tenants/acme/subscribers/cus_never_seen')).statusCode).toBe(204);
-    expect((await h.admin('GET', '/tenants/acme/subscribers/cus_never_seen')).json()).toMatchObject({ status: null, history: [{ status: null, effect: 'none', source: 'admin' }] });
+    expect((await h.admin('GET', '/tenants/acme/subscribers/cus_never_seen')).json()).toMatchObject({
+      status: null,
+      history: [{ status: null, effect: 'none', source: 'admin' }],
+    });
   });
 
   it('accepts the longest customer id the contract allows', async () => {
@@ -194,7 +195,12 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
     expect(Object.keys(doc.paths)).toEqual(
-      expect.arrayContaining(['/api/subscriber-status/{tenantSlug}', '/admin/v1/tenants', '/admin/v1/tenants/{slug}/subscribers/{customerId}', '/admin/v1/tiers/{name}']),
+      expect.arrayContaining([
+        '/api/subscriber-status/{tenantSlug}',
+        '/admin/v1/tenants',
+        '/admin/v1/tenants/{slug}/subscribers/{customerId}',
+        '/admin/v1/tiers/{name}',
+      ]),
     );
     const lookup = doc.paths['/api/subscriber-status/{tenantSlug}'].get;
     expect(lookup.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['processor_customer_id', 'hmac', 'tenantSlug']));

@@ -16,7 +16,12 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
     // 25 subscribers: 10 active, 8 warning, 7 lockout, reasons per status.
     for (let i = 0; i < 25; i += 1) {
       const status = i < 10 ? 'active' : i < 18 ? 'warning' : 'lockout';
-      await h.setSubscriber('acme', `cus_${String(i).padStart(3, '0')}`, status, status === 'lockout' ? 'hard_decline' : status === 'warning' ? 'soft_decline' : 'paid');
+      await h.setSubscriber(
+        'acme',
+        `cus_${String(i).padStart(3, '0')}`,
+        status,
+        status === 'lockout' ? 'hard_decline' : status === 'warning' ? 'soft_decline' : 'paid',
+      );
       if (i === 17) h.clock.advance(60_000);
     }
     await h.setSubscriber('other-co', 'cus_other', 'lockout', 'hard_decline');
@@ -29,7 +34,7 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
     return res.json() as { data: { processor_customer_id: string; status: string; reason: string; updated_at: string }[]; next_cursor: string | null };
   };
 
-  it('lists who is locked out right now, a page at a time, and never another tenant\'s', async () => {
+  it("lists who is locked out right now, a page at a time, and never another tenant's", async () => {
     const first = await page('?status=lockout&limit=4');
     expect(first.data.map((r) => r.processor_customer_id)).toEqual(['cus_018', 'cus_019', 'cus_020', 'cus_021']);
     expect(first.data.every((r) => r.status === 'lockout' && r.reason === 'hard_decline')).toBe(true);
@@ -43,11 +48,26 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
     expect((await page('?reason=soft_decline')).data).toHaveLength(8);
     // Changed in the last minute: the ones set after the clock moved.
     const since = new Date(h.clock.ms - 1_000).toISOString();
-    expect((await page(`?updated_since=${encodeURIComponent(since)}`)).data.map((r) => r.processor_customer_id)).toEqual(['cus_018', 'cus_019', 'cus_020', 'cus_021', 'cus_022', 'cus_023', 'cus_024']);
+    expect((await page(`?updated_since=${encodeURIComponent(since)}`)).data.map((r) => r.processor_customer_id)).toEqual([
+      'cus_018',
+      'cus_019',
+      'cus_020',
+      'cus_021',
+      'cus_022',
+      'cus_023',
+      'cus_024',
+    ]);
   });
 
   it('refuses a bad filter with the field named', async () => {
-    for (const [query, field] of [['?status=gone', 'status'], ['?limit=0', 'limit'], ['?limit=5000', 'limit'], ['?cursor=nope', 'cursor'], ['?updated_since=yesterday', 'updated_since'], ['?colour=red', 'colour']] as const) {
+    for (const [query, field] of [
+      ['?status=gone', 'status'],
+      ['?limit=0', 'limit'],
+      ['?limit=5000', 'limit'],
+      ['?cursor=nope', 'cursor'],
+      ['?updated_since=yesterday', 'updated_since'],
+      ['?colour=red', 'colour'],
+    ] as const) {
       const res = await h.admin('GET', `/tenants/acme/subscribers${query}`);
       expect(res.statusCode, query).toBe(400);
       expect((res.json() as { code: string; detail: string }).detail, query).toContain(field);
@@ -56,7 +76,11 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
   });
 
   it('shows a tenant with its credentials in force, whether Stripe can deliver, and its subscribers by status', async () => {
-    let shown = (await h.admin('GET', '/tenants/acme')).json() as { stripe_webhook_secret_set: boolean; credentials: { kind: string; expires_at: string | null }[]; subscriber_counts: Record<string, number> };
+    let shown = (await h.admin('GET', '/tenants/acme')).json() as {
+      stripe_webhook_secret_set: boolean;
+      credentials: { kind: string; expires_at: string | null }[];
+      subscriber_counts: Record<string, number>;
+    };
     expect(shown.stripe_webhook_secret_set).toBe(false);
     expect(shown.subscriber_counts).toEqual({ active: 10, warning: 8, lockout: 7 });
     expect(shown.credentials.map((c) => [c.kind, c.expires_at])).toEqual([
@@ -90,7 +114,9 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
   });
 
   it('deletes a tier only when no tenant is on it', async () => {
-    expect((await h.admin('PUT', '/tiers/trial', { entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false } })).statusCode).toBe(200);
+    expect(
+      (await h.admin('PUT', '/tiers/trial', { entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false } })).statusCode,
+    ).toBe(200);
     await h.admin('PATCH', '/tenants/other-co', { tier: 'trial' });
     const refused = await h.admin('DELETE', '/tiers/trial');
     expect([refused.statusCode, (refused.json() as { code: string }).code]).toEqual([409, 'tier_in_use']);

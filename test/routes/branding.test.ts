@@ -132,7 +132,7 @@ describe('the countdown and pay texts', () => {
 });
 
 describe('the texts a browser gets', () => {
-  it('follows the browser\'s languages, then each one\'s shorter tag, then default', () => {
+  it("follows the browser's languages, then each one's shorter tag, then default", () => {
     expect(localeChain(['fr-CA', 'en-US'])).toEqual(['fr-CA', 'fr', 'en-US', 'en', 'default']);
     expect(resolveTexts(BRANDING, ['fr-CA'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer maintenant' });
     expect(resolveTexts(BRANDING, ['fr-FR', 'en'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' });

@@ -49,13 +49,31 @@ type Status = 'active' | 'warning' | 'lockout';
 
 /** docs/stripe.md, statuses from dunning episodes. */
 const HARD_DECLINES = [
-  'incorrect_number', 'lost_card', 'pickup_card', 'stolen_card', 'revocation_of_authorization', 'revocation_of_all_authorizations',
-  'authentication_required', 'highest_risk_level', 'transaction_not_allowed', 'fraudulent', 'do_not_try_again', 'stop_payment_order',
-  'merchant_blacklist', 'invalid_account', 'expired_card',
+  'incorrect_number',
+  'lost_card',
+  'pickup_card',
+  'stolen_card',
+  'revocation_of_authorization',
+  'revocation_of_all_authorizations',
+  'authentication_required',
+  'highest_risk_level',
+  'transaction_not_allowed',
+  'fraudulent',
+  'do_not_try_again',
+  'stop_payment_order',
+  'merchant_blacklist',
+  'invalid_account',
+  'expired_card',
 ];
 const RELEVANT_TYPES = [
-  'charge.failed', 'payment_intent.payment_failed', 'invoice.payment_failed', 'invoice.payment_action_required', 'invoice.paid',
-  'invoice.payment_succeeded', 'customer.subscription.updated', 'customer.deleted',
+  'charge.failed',
+  'payment_intent.payment_failed',
+  'invoice.payment_failed',
+  'invoice.payment_action_required',
+  'invoice.paid',
+  'invoice.payment_succeeded',
+  'customer.subscription.updated',
+  'customer.deleted',
 ];
 
 interface TenantSpec {
@@ -75,20 +93,44 @@ interface TenantSpec {
  */
 const SPECS: readonly TenantSpec[] = [
   {
-    slug: 'acme', tier: 'growth', cardUpdateUrl: 'https://billing.acme.example/card', hmacRequired: false, suspended: false, allowedOrigins: null,
-    webhookSecret: 'whsec_fuzz_acme_0123456789abcdef', initial: { cus_shared: 'lockout', cus_acme_only: 'warning', cus_known_active: 'active' },
+    slug: 'acme',
+    tier: 'growth',
+    cardUpdateUrl: 'https://billing.acme.example/card',
+    hmacRequired: false,
+    suspended: false,
+    allowedOrigins: null,
+    webhookSecret: 'whsec_fuzz_acme_0123456789abcdef',
+    initial: { cus_shared: 'lockout', cus_acme_only: 'warning', cus_known_active: 'active' },
   },
   {
-    slug: 'acme-eu', tier: 'scale', cardUpdateUrl: 'https://billing.acme-eu.example/card', hmacRequired: true, suspended: false, allowedOrigins: null,
-    webhookSecret: 'whsec_fuzz_acme_eu_0123456789abcdef', initial: { cus_shared: 'warning', cus_eu_only: 'lockout' },
+    slug: 'acme-eu',
+    tier: 'scale',
+    cardUpdateUrl: 'https://billing.acme-eu.example/card',
+    hmacRequired: true,
+    suspended: false,
+    allowedOrigins: null,
+    webhookSecret: 'whsec_fuzz_acme_eu_0123456789abcdef',
+    initial: { cus_shared: 'warning', cus_eu_only: 'lockout' },
   },
   {
-    slug: 'globex', tier: 'starter', cardUpdateUrl: null, hmacRequired: false, suspended: false, allowedOrigins: ['https://app.globex.example'],
-    webhookSecret: 'whsec_fuzz_globex_0123456789abcdef', initial: { cus_shared: 'active', cus_globex_warn: 'warning' },
+    slug: 'globex',
+    tier: 'starter',
+    cardUpdateUrl: null,
+    hmacRequired: false,
+    suspended: false,
+    allowedOrigins: ['https://app.globex.example'],
+    webhookSecret: 'whsec_fuzz_globex_0123456789abcdef',
+    initial: { cus_shared: 'active', cus_globex_warn: 'warning' },
   },
   {
-    slug: 'initech', tier: 'scale', cardUpdateUrl: 'https://billing.initech.example/card', hmacRequired: false, suspended: true, allowedOrigins: null,
-    webhookSecret: 'whsec_fuzz_initech_0123456789abcdef', initial: { cus_shared: 'lockout' },
+    slug: 'initech',
+    tier: 'scale',
+    cardUpdateUrl: 'https://billing.initech.example/card',
+    hmacRequired: false,
+    suspended: true,
+    allowedOrigins: null,
+    webhookSecret: 'whsec_fuzz_initech_0123456789abcdef',
+    initial: { cus_shared: 'lockout' },
   },
 ];
 const POOL = ['cus_shared', 'cus_acme_only', 'cus_known_active', 'cus_eu_only', 'cus_globex_warn', 'cus_nobody', 'cus_SHARED'];
@@ -347,7 +389,11 @@ function checkLookupSuccess(world: World, x: Exchange, stats: Stats): void {
   expect(hmacs.length, where).toBeLessThanOrEqual(1);
   const hmac = hmacs[0];
   if (hmac === undefined) expect(state.spec.hmacRequired, where).toBe(false);
-  else expect(state.hmacSecrets.map((s) => hmacHex(s, cus)), where).toContain(hmac.toLowerCase());
+  else
+    expect(
+      state.hmacSecrets.map((s) => hmacHex(s, cus)),
+      where,
+    ).toContain(hmac.toLowerCase());
   expect(x.headers['content-type'] ?? '', where).toMatch(/^application\/json/);
   expect(x.headers['cache-control'], where).toBe('no-store');
   checkCors(state, x);
@@ -436,7 +482,27 @@ const EXACT_FORMS: ReadonlySet<SlugForm> = new Set(['exact', 'pctAll', 'pctLower
 type SlugRef = { kind: 'tenant'; t: number; form: SlugForm } | { kind: 'literal'; text: string };
 
 const literalSlug = fc.oneof(
-  fc.constantFrom('nobody', 'acme-e', 'acmeeu', 'acme-eu-', 'acme--eu', '-acme', 'a', '', '..', '.', '%2e%2e', '%2F', 'x'.repeat(63), 'x'.repeat(64), 'healthz', '..%2Fhealthz', '__proto__', 'constructor', 'acme%00eu'),
+  fc.constantFrom(
+    'nobody',
+    'acme-e',
+    'acmeeu',
+    'acme-eu-',
+    'acme--eu',
+    '-acme',
+    'a',
+    '',
+    '..',
+    '.',
+    '%2e%2e',
+    '%2F',
+    'x'.repeat(63),
+    'x'.repeat(64),
+    'healthz',
+    '..%2Fhealthz',
+    '__proto__',
+    'constructor',
+    'acme%00eu',
+  ),
   fc.string({ unit: 'binary', maxLength: 30 }).map(safeEncode),
   fc.string({ unit: 'grapheme-ascii', maxLength: 30 }),
   fc.integer({ min: 250, max: 4000 }).map((n) => 'a'.repeat(n)),
@@ -453,9 +519,27 @@ function renderSlug(world: World, ref: SlugRef): string {
 }
 
 const INVALID_CUSTOMERS = [
-  '', 'cus', 'cus_', 'CUS_shared', 'Cus_shared', 'cus-shared', 'cus_shared ', ' cus_shared', 'cus_shared\u0000', 'cus_shared\n', 'cus_a.b',
-  'cus_\u00e9', 'cus_shared/x', `cus_${'b'.repeat(252)}`, `cus_${'c'.repeat(5000)}`, 'cus_shared&hmac=x', 'cus_shared#x', '%', 'cus_%41',
-  'cus_shared\u200b', '\ufeffcus_shared',
+  '',
+  'cus',
+  'cus_',
+  'CUS_shared',
+  'Cus_shared',
+  'cus-shared',
+  'cus_shared ',
+  ' cus_shared',
+  'cus_shared\u0000',
+  'cus_shared\n',
+  'cus_a.b',
+  'cus_\u00e9',
+  'cus_shared/x',
+  `cus_${'b'.repeat(252)}`,
+  `cus_${'c'.repeat(5000)}`,
+  'cus_shared&hmac=x',
+  'cus_shared#x',
+  '%',
+  'cus_%41',
+  'cus_shared\u200b',
+  '\ufeffcus_shared',
 ];
 const customerValue = fc.oneof(
   { weight: 20, arbitrary: fc.constantFrom(...MODELLED) },
@@ -503,11 +587,45 @@ const hmacPart: fc.Arbitrary<QueryPart> = fc.oneof(
 );
 
 const RAW_PARAMS = [
-  'foo=bar', 'status=lockout', 'tenant=acme-eu', 'tenantSlug=acme-eu', 'callback=x', '__proto__=x', '__proto__[processor_customer_id]=cus_shared',
-  'constructor=x', 'constructor[prototype][status]=warning', 'hasOwnProperty=1', 'toString=1', 'processor_customer_id', 'processor_customer_id=',
-  'processor_customer_id[]=cus_shared', 'processor_customer_id[0]=cus_shared', 'PROCESSOR_CUSTOMER_ID=cus_shared', 'processor_customer_id%00=cus_shared',
-  'hmac', 'hmac=', 'HMAC=00', '+', '++=+', '%', '%%', '%zz=1', 'x=%zz', '=', '==x', '&', '&&', 'x=%E0%A4%A', 'x=%C0%AF', 'x=%FF', 'x=%00',
-  '%3D=%26', `big=${'y'.repeat(3000)}`, ';', 'a;b=c', 'processor_customer_id=cus_shared%26hmac%3D00',
+  'foo=bar',
+  'status=lockout',
+  'tenant=acme-eu',
+  'tenantSlug=acme-eu',
+  'callback=x',
+  '__proto__=x',
+  '__proto__[processor_customer_id]=cus_shared',
+  'constructor=x',
+  'constructor[prototype][status]=warning',
+  'hasOwnProperty=1',
+  'toString=1',
+  'processor_customer_id',
+  'processor_customer_id=',
+  'processor_customer_id[]=cus_shared',
+  'processor_customer_id[0]=cus_shared',
+  'PROCESSOR_CUSTOMER_ID=cus_shared',
+  'processor_customer_id%00=cus_shared',
+  'hmac',
+  'hmac=',
+  'HMAC=00',
+  '+',
+  '++=+',
+  '%',
+  '%%',
+  '%zz=1',
+  'x=%zz',
+  '=',
+  '==x',
+  '&',
+  '&&',
+  'x=%E0%A4%A',
+  'x=%C0%AF',
+  'x=%FF',
+  'x=%00',
+  '%3D=%26',
+  `big=${'y'.repeat(3000)}`,
+  ';',
+  'a;b=c',
+  'processor_customer_id=cus_shared%26hmac%3D00',
 ];
 const rawPart: fc.Arbitrary<QueryPart> = fc
   .oneof(
@@ -568,7 +686,10 @@ const keyAuth: fc.Arbitrary<AuthSpec> = fc.record({
   idx: fc.nat(1),
   scheme: fc.oneof(
     { weight: 10, arbitrary: fc.constant('Bearer') },
-    { weight: 3, arbitrary: fc.constantFrom('bearer', 'BEARER', 'bEaReR', 'Basic', 'Token', 'Bearer:', 'Bearer=', '', 'Bear', 'Bearerx', 'Digest', '\u00a0Bearer') },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom('bearer', 'BEARER', 'bEaReR', 'Basic', 'Token', 'Bearer:', 'Bearer=', '', 'Bear', 'Bearerx', 'Digest', '\u00a0Bearer'),
+    },
   ),
   sep: fc.oneof({ weight: 10, arbitrary: fc.constant(' ') }, { weight: 2, arbitrary: fc.constantFrom('  ', '\t', '', ' \t', '\u00a0', '   ') }),
   suffix: fc.oneof(
@@ -582,13 +703,26 @@ const keyAuth: fc.Arbitrary<AuthSpec> = fc.record({
 });
 const literalAuth: fc.Arbitrary<AuthSpec> = fc
   .oneof(
-    fc.constantFrom('', ' ', 'Bearer', 'Bearer ', 'Bearer pk_', `Bearer pk_${'A'.repeat(24)}`, `Bearer ${'a'.repeat(20_000)}`, 'Basic dXNlcjpwYXNz', 'Bearer null', 'Bearer undefined'),
+    fc.constantFrom(
+      '',
+      ' ',
+      'Bearer',
+      'Bearer ',
+      'Bearer pk_',
+      `Bearer pk_${'A'.repeat(24)}`,
+      `Bearer ${'a'.repeat(20_000)}`,
+      'Basic dXNlcjpwYXNz',
+      'Bearer null',
+      'Bearer undefined',
+    ),
     latin1(60),
     latin1(40).map((s) => `Bearer ${s}`),
   )
   .map((text) => ({ kind: 'literal', text }));
 /** The path tenant's current key, well formed: the fuzz must often get past check 3. */
-const pristineAuth: fc.Arbitrary<AuthSpec> = fc.nat(1).map((idx) => ({ kind: 'key', t: 'path', expired: false, idx, scheme: 'Bearer', sep: ' ', suffix: '', mutate: 'none' }));
+const pristineAuth: fc.Arbitrary<AuthSpec> = fc
+  .nat(1)
+  .map((idx) => ({ kind: 'key', t: 'path', expired: false, idx, scheme: 'Bearer', sep: ' ', suffix: '', mutate: 'none' }));
 /** No header, one, or the header twice (of which a server keeps the first). */
 const authArb: fc.Arbitrary<AuthSpec[]> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<AuthSpec[]>([]) },
@@ -612,9 +746,31 @@ function renderAuth(world: World, spec: AuthSpec, pathTenant: number): string {
 }
 
 const extraHeader: fc.Arbitrary<[string, string]> = fc.oneof(
-  fc.tuple(fc.constant('origin'), fc.constantFrom('https://app.globex.example', 'https://evil.example', 'null', '', 'https://app.globex.example.evil.example', 'HTTPS://APP.GLOBEX.EXAMPLE', 'https://app.globex.example/')),
+  fc.tuple(
+    fc.constant('origin'),
+    fc.constantFrom(
+      'https://app.globex.example',
+      'https://evil.example',
+      'null',
+      '',
+      'https://app.globex.example.evil.example',
+      'HTTPS://APP.GLOBEX.EXAMPLE',
+      'https://app.globex.example/',
+    ),
+  ),
   fc.tuple(fc.constant('x-forwarded-for'), fc.constantFrom('203.0.113.7', '::1', 'garbage', '1.1.1.1, 2.2.2.2', '', '127.0.0.1')),
-  fc.tuple(fc.constant('content-type'), fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '', 'garbage', 'application/json; charset=\u00ff')),
+  fc.tuple(
+    fc.constant('content-type'),
+    fc.constantFrom(
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      '',
+      'garbage',
+      'application/json; charset=\u00ff',
+    ),
+  ),
   fc.tuple(fc.constant('accept-encoding'), fc.constantFrom('gzip', 'br', 'deflate, gzip;q=0', '*', 'identity;q=0', 'gzip;q=abc', '')),
   fc.tuple(fc.constant('accept'), fc.constantFrom('*/*', 'text/html', 'application/xml', 'application/problem+json', '')),
   fc.tuple(fc.constant('x-request-id'), fc.oneof(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), latin1(200))),
@@ -622,13 +778,22 @@ const extraHeader: fc.Arbitrary<[string, string]> = fc.oneof(
   fc.tuple(fc.constant('cookie'), fc.constantFrom('session=x', 'a=b; c=d')),
   fc.tuple(fc.constant('x-http-method-override'), fc.constantFrom('POST', 'DELETE')),
   fc.tuple(fc.constant('access-control-request-method'), fc.constantFrom('GET', 'POST')),
-  fc.tuple(fc.stringMatching(/^x-[a-z0-9-]{1,20}$/), fc.oneof(latin1(60), fc.integer({ min: 1000, max: 20_000 }).map((n) => 'v'.repeat(n)))),
+  fc.tuple(
+    fc.stringMatching(/^x-[a-z0-9-]{1,20}$/),
+    fc.oneof(
+      latin1(60),
+      fc.integer({ min: 1000, max: 20_000 }).map((n) => 'v'.repeat(n)),
+    ),
+  ),
 );
 
 /** Methods a client library sends; the raw socket part sends the rest. */
 const INJECT_METHODS = ['HEAD', 'OPTIONS', 'POST', 'PUT', 'DELETE', 'PATCH', 'TRACE', 'PROPFIND', 'SEARCH', 'CONNECT', 'get'] as const;
 const methodArb = fc.oneof({ weight: 16, arbitrary: fc.constant('GET') }, { weight: 4, arbitrary: fc.constantFrom(...INJECT_METHODS) });
-const payloadArb = fc.oneof(fc.string({ maxLength: 200 }), fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v) ?? 'null'));
+const payloadArb = fc.oneof(
+  fc.string({ maxLength: 200 }),
+  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v) ?? 'null'),
+);
 
 const lookupRecipe = fc.record({
   method: methodArb,
@@ -699,7 +864,12 @@ async function expectSameOnSocket(h: Harness, url: string, headers: Record<strin
   try {
     res = await socketRequest(h.app, 'GET', url, headers);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ERR_UNESCAPED_CHARACTERS' || (err as NodeJS.ErrnoException).code === 'ERR_INVALID_CHAR' || (err as NodeJS.ErrnoException).code === 'ERR_INVALID_HTTP_TOKEN') return;
+    if (
+      (err as NodeJS.ErrnoException).code === 'ERR_UNESCAPED_CHARACTERS' ||
+      (err as NodeJS.ErrnoException).code === 'ERR_INVALID_CHAR' ||
+      (err as NodeJS.ErrnoException).code === 'ERR_INVALID_HTTP_TOKEN'
+    )
+      return;
     throw err;
   }
   // Only a socket has a header budget: inject never answers 431.
@@ -716,11 +886,39 @@ async function expectSameOnSocket(h: Harness, url: string, headers: Record<strin
 // --- arbitraries: the webhook ----------------------------------------------------------------
 
 type ModelKind =
-  | 'soft_charge' | 'hard_charge' | 'pi_soft' | 'pi_hard' | 'invoice_retrying' | 'invoice_exhausted' | 'invoice_manual' | 'action_required'
-  | 'paid' | 'succeeded' | 'past_due' | 'unpaid' | 'reactivated' | 'canceled' | 'deleted' | 'irrelevant';
+  | 'soft_charge'
+  | 'hard_charge'
+  | 'pi_soft'
+  | 'pi_hard'
+  | 'invoice_retrying'
+  | 'invoice_exhausted'
+  | 'invoice_manual'
+  | 'action_required'
+  | 'paid'
+  | 'succeeded'
+  | 'past_due'
+  | 'unpaid'
+  | 'reactivated'
+  | 'canceled'
+  | 'deleted'
+  | 'irrelevant';
 const MODEL_KINDS: ModelKind[] = [
-  'soft_charge', 'hard_charge', 'pi_soft', 'pi_hard', 'invoice_retrying', 'invoice_exhausted', 'invoice_manual', 'action_required', 'paid',
-  'succeeded', 'past_due', 'unpaid', 'reactivated', 'canceled', 'deleted', 'irrelevant',
+  'soft_charge',
+  'hard_charge',
+  'pi_soft',
+  'pi_hard',
+  'invoice_retrying',
+  'invoice_exhausted',
+  'invoice_manual',
+  'action_required',
+  'paid',
+  'succeeded',
+  'past_due',
+  'unpaid',
+  'reactivated',
+  'canceled',
+  'deleted',
+  'irrelevant',
 ];
 /**
  * What an event does to its customer, per docs/stripe.md, statuses from dunning episodes. Every invoice and
@@ -768,23 +966,54 @@ function buildModelled(spec: ModelledSpec, id: string, createdS: number): { payl
   const ids = paymentIds({ subscription: `sub_fz_${cus}` });
   const made = ((): { e: ReturnType<typeof event>; effect: Effect } => {
     switch (spec.kind) {
-      case 'soft_charge': return { e: event('charge.failed', charge(cus, { outcome_reason: spec.softCode, failure_code: 'card_declined' }, spec.api), o), effect: 'pending' };
-      case 'hard_charge': return { e: event('charge.failed', charge(cus, { outcome_reason: spec.hardCode }, spec.api), o), effect: 'pending' };
-      case 'pi_soft': return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.softCode }), o), effect: 'pending' };
-      case 'pi_hard': return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.hardCode }), o), effect: 'pending' };
-      case 'invoice_retrying': return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: createdS + 86_400, api: spec.api, ids }), o), effect: 'warning' };
-      case 'invoice_exhausted': return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api: spec.api, ids }), o), effect: 'lockout' };
+      case 'soft_charge':
+        return { e: event('charge.failed', charge(cus, { outcome_reason: spec.softCode, failure_code: 'card_declined' }, spec.api), o), effect: 'pending' };
+      case 'hard_charge':
+        return { e: event('charge.failed', charge(cus, { outcome_reason: spec.hardCode }, spec.api), o), effect: 'pending' };
+      case 'pi_soft':
+        return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.softCode }), o), effect: 'pending' };
+      case 'pi_hard':
+        return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.hardCode }), o), effect: 'pending' };
+      case 'invoice_retrying':
+        return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: createdS + 86_400, api: spec.api, ids }), o), effect: 'warning' };
+      case 'invoice_exhausted':
+        return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api: spec.api, ids }), o), effect: 'lockout' };
       // Only automatic collection gates (the manual invoice is paid by hand).
-      case 'invoice_manual': return { e: event('invoice.payment_failed', invoice(cus, { collection_method: 'send_invoice', next_payment_attempt: null, api: spec.api, ids }), o), effect: 'none' };
-      case 'action_required': return { e: event('invoice.payment_action_required', invoice(cus, { api: spec.api, ids }), o), effect: 'warning' };
-      case 'paid': return { e: event('invoice.paid', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
-      case 'succeeded': return { e: event('invoice.payment_succeeded', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
-      case 'past_due': return { e: event('customer.subscription.updated', subscription(cus, 'past_due', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }), effect: 'warning' };
-      case 'unpaid': return { e: event('customer.subscription.updated', subscription(cus, 'unpaid', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }), effect: 'lockout' };
-      case 'reactivated': return { e: event('customer.subscription.updated', subscription(cus, 'active', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }), effect: 'active' };
-      case 'canceled': return { e: event('customer.subscription.updated', subscription(cus, 'canceled', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }), effect: 'active' };
-      case 'deleted': return { e: event('customer.deleted', customer(cus), o), effect: 'delete' };
-      case 'irrelevant': return { e: event(spec.irrelevantType, { id: 'obj_1', customer: cus }, o), effect: 'irrelevant' };
+      case 'invoice_manual':
+        return {
+          e: event('invoice.payment_failed', invoice(cus, { collection_method: 'send_invoice', next_payment_attempt: null, api: spec.api, ids }), o),
+          effect: 'none',
+        };
+      case 'action_required':
+        return { e: event('invoice.payment_action_required', invoice(cus, { api: spec.api, ids }), o), effect: 'warning' };
+      case 'paid':
+        return { e: event('invoice.paid', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
+      case 'succeeded':
+        return { e: event('invoice.payment_succeeded', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
+      case 'past_due':
+        return {
+          e: event('customer.subscription.updated', subscription(cus, 'past_due', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }),
+          effect: 'warning',
+        };
+      case 'unpaid':
+        return {
+          e: event('customer.subscription.updated', subscription(cus, 'unpaid', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }),
+          effect: 'lockout',
+        };
+      case 'reactivated':
+        return {
+          e: event('customer.subscription.updated', subscription(cus, 'active', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }),
+          effect: 'active',
+        };
+      case 'canceled':
+        return {
+          e: event('customer.subscription.updated', subscription(cus, 'canceled', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }),
+          effect: 'active',
+        };
+      case 'deleted':
+        return { e: event('customer.deleted', customer(cus), o), effect: 'delete' };
+      case 'irrelevant':
+        return { e: event(spec.irrelevantType, { id: 'obj_1', customer: cus }, o), effect: 'irrelevant' };
     }
   })();
   const object = { ...made.e.data.object, metadata: spec.depth === null ? spec.metadata : nested(spec.depth) };
@@ -813,7 +1042,10 @@ const randomEvent: fc.Arbitrary<Record<string, unknown>> = fc
                 status: fc.constantFrom('past_due', 'unpaid', 'active', 'canceled', 42),
                 collection_method: fc.constantFrom('charge_automatically', 'send_invoice', null, 7),
                 next_payment_attempt: fc.oneof(fc.integer(), fc.constant(null), fc.string({ maxLength: 5 })),
-                outcome: fc.oneof(fc.record({ reason: fc.oneof(fc.constantFrom(...HARD_DECLINES), fc.string({ maxLength: 8 })) }), fc.jsonValue({ maxDepth: 1 })),
+                outcome: fc.oneof(
+                  fc.record({ reason: fc.oneof(fc.constantFrom(...HARD_DECLINES), fc.string({ maxLength: 8 })) }),
+                  fc.jsonValue({ maxDepth: 1 }),
+                ),
                 failure_code: fc.oneof(fc.constantFrom(...HARD_DECLINES), fc.jsonValue({ maxDepth: 1 })),
                 last_payment_error: fc.jsonValue({ maxDepth: 2 }),
                 payments: fc.jsonValue({ maxDepth: 3 }),
@@ -854,17 +1086,23 @@ const bodySpec: fc.Arbitrary<BodySpec> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('redeliver' as const), from: fc.oneof(fc.constant(-1), TENANT), idx: fc.nat() }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('random-event' as const), value: randomEvent }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('bytes' as const), bytes: fc.uint8Array({ maxLength: 2000 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('json' as const), value: fc.jsonValue({ maxDepth: 4 }).filter((v) => !MODELLED_RE.test(JSON.stringify(v) ?? '')) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('json' as const),
+      value: fc.jsonValue({ maxDepth: 4 }).filter((v) => !MODELLED_RE.test(JSON.stringify(v) ?? '')),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('deep-array' as const), depth: fc.integer({ min: 1000, max: 20_000 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('big' as const), size: fc.constantFrom(100_000, 1024 * 1024 + 1, 2 * 1024 * 1024) }) },
 );
 
 const webhookRecipe = fc.record({
-  to: fc.oneof(
-    { weight: 3, arbitrary: TENANT.map((t): SlugRef => ({ kind: 'tenant', t, form: 'exact' })) },
-    { weight: 1, arbitrary: slugRef },
+  to: fc.oneof({ weight: 3, arbitrary: TENANT.map((t): SlugRef => ({ kind: 'tenant', t, form: 'exact' })) }, { weight: 1, arbitrary: slugRef }),
+  method: fc.oneof(
+    { weight: 20, arbitrary: fc.constant('POST') },
+    { weight: 1, arbitrary: fc.constantFrom('PUT', 'GET', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
   ),
-  method: fc.oneof({ weight: 20, arbitrary: fc.constant('POST') }, { weight: 1, arbitrary: fc.constantFrom('PUT', 'GET', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') }),
   body: bodySpec,
   signer: fc.oneof(
     { weight: 12, arbitrary: fc.constant<Signer>({ kind: 'destination' }) },
@@ -875,12 +1113,30 @@ const webhookRecipe = fc.record({
   tsOffset: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.constantFrom(-30, -299, -301, -3600, 600, -1e9) }),
   sigMangle: fc.oneof(
     { weight: 10, arbitrary: fc.constant<SigMangle>('none') },
-    { weight: 3, arbitrary: fc.constantFrom<SigMangle>('extra-v1', 'dup-garbage', 'spaces', 'flip', 'drop-v1', 'empty', 'garbage', 'v0-only', 'no-t', 'upper') },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom<SigMangle>('extra-v1', 'dup-garbage', 'spaces', 'flip', 'drop-v1', 'empty', 'garbage', 'v0-only', 'no-t', 'upper'),
+    },
   ),
-  tamper: fc.oneof({ weight: 10, arbitrary: fc.constant<Tamper>('none') }, { weight: 2, arbitrary: fc.constantFrom<Tamper>('append-space', 'flip-byte', 'truncate', 'bom') }),
+  tamper: fc.oneof(
+    { weight: 10, arbitrary: fc.constant<Tamper>('none') },
+    { weight: 2, arbitrary: fc.constantFrom<Tamper>('append-space', 'flip-byte', 'truncate', 'bom') },
+  ),
   contentType: fc.oneof(
     { weight: 10, arbitrary: fc.constantFrom(...JSON_TYPES) },
-    { weight: 2, arbitrary: fc.constantFrom(null, 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=zz', '', 'garbage', 'application/json; charset=latin1', 'APPLICATION/JSON') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        null,
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=zz',
+        '',
+        'garbage',
+        'application/json; charset=latin1',
+        'APPLICATION/JSON',
+      ),
+    },
   ),
   pretty: fc.boolean(),
   headers: fc.array(
@@ -897,32 +1153,47 @@ type WebhookRecipe = typeof webhookRecipe extends fc.Arbitrary<infer R> ? R : ne
 
 function mangleSignature(header: string, mangle: SigMangle): string | string[] {
   switch (mangle) {
-    case 'none': return header;
-    case 'extra-v1': return `${header},v1=${'0'.repeat(64)}`;
-    case 'dup-garbage': return [header, 'garbage'];
-    case 'spaces': return header.replace(',', ', ');
-    case 'flip': return `${header.slice(0, -1)}${header.endsWith('0') ? '1' : '0'}`;
-    case 'drop-v1': return header.replace(/,v1=.*$/, '');
-    case 'empty': return '';
-    case 'garbage': return 't=abc,v1=zz';
-    case 'v0-only': return header.replace('v1=', 'v0=');
-    case 'no-t': return header.replace(/^t=\d+,/, '');
-    case 'upper': return header.toUpperCase();
+    case 'none':
+      return header;
+    case 'extra-v1':
+      return `${header},v1=${'0'.repeat(64)}`;
+    case 'dup-garbage':
+      return [header, 'garbage'];
+    case 'spaces':
+      return header.replace(',', ', ');
+    case 'flip':
+      return `${header.slice(0, -1)}${header.endsWith('0') ? '1' : '0'}`;
+    case 'drop-v1':
+      return header.replace(/,v1=.*$/, '');
+    case 'empty':
+      return '';
+    case 'garbage':
+      return 't=abc,v1=zz';
+    case 'v0-only':
+      return header.replace('v1=', 'v0=');
+    case 'no-t':
+      return header.replace(/^t=\d+,/, '');
+    case 'upper':
+      return header.toUpperCase();
   }
 }
 
 function tamperBody(body: Buffer, tamper: Tamper): Buffer {
   switch (tamper) {
-    case 'none': return body;
-    case 'append-space': return Buffer.concat([body, Buffer.from(' ')]);
+    case 'none':
+      return body;
+    case 'append-space':
+      return Buffer.concat([body, Buffer.from(' ')]);
     case 'flip-byte': {
       const copy = Buffer.from(body);
       const i = Math.floor(copy.length / 2);
       copy[i] = (copy[i] ?? 0) ^ 0x01;
       return copy;
     }
-    case 'truncate': return body.subarray(0, Math.max(0, body.length - 1));
-    case 'bom': return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]);
+    case 'truncate':
+      return body.subarray(0, Math.max(0, body.length - 1));
+    case 'bom':
+      return Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), body]);
   }
 }
 
@@ -936,7 +1207,7 @@ interface Built {
 
 function buildWebhookBody(world: World, r: WebhookRecipe, destination: number, nowS: number, nextId: () => string): Built {
   const b = r.body;
-  const encode = (v: unknown) => Buffer.from(r.pretty ? JSON.stringify(v, null, 2) : JSON.stringify(v) ?? 'null');
+  const encode = (v: unknown) => Buffer.from(r.pretty ? JSON.stringify(v, null, 2) : (JSON.stringify(v) ?? 'null'));
   switch (b.kind) {
     case 'modelled': {
       let id = nextId();
@@ -964,10 +1235,14 @@ function buildWebhookBody(world: World, r: WebhookRecipe, destination: number, n
       const value = { ...(extra ?? {}), ...fields, ...(fields.created === 'now' ? { created: nowS } : {}) };
       return { body: encode(value), modelled: null, isEvent: false };
     }
-    case 'bytes': return { body: Buffer.from(b.bytes), modelled: null, isEvent: false };
-    case 'json': return { body: encode(b.value), modelled: null, isEvent: false };
-    case 'deep-array': return { body: Buffer.from(`${'['.repeat(b.depth)}${']'.repeat(b.depth)}`), modelled: null, isEvent: false };
-    case 'big': return { body: Buffer.from(`{"pad":"${'x'.repeat(b.size)}"}`), modelled: null, isEvent: false };
+    case 'bytes':
+      return { body: Buffer.from(b.bytes), modelled: null, isEvent: false };
+    case 'json':
+      return { body: encode(b.value), modelled: null, isEvent: false };
+    case 'deep-array':
+      return { body: Buffer.from(`${'['.repeat(b.depth)}${']'.repeat(b.depth)}`), modelled: null, isEvent: false };
+    case 'big':
+      return { body: Buffer.from(`{"pad":"${'x'.repeat(b.size)}"}`), modelled: null, isEvent: false };
   }
 }
 
@@ -1091,17 +1366,40 @@ const RAW_SLUG_FORM_NAMES = Object.keys(RAW_SLUG_FORMS) as RawSlugForm[];
 
 const RAW_QUERY_JUNK = ['\xff', '%ff', '%C3%28', '%', '%%', '%E2%82', '\xe9', '\xc3\xa9', '%C0%AF', '\xff=\xfe', '%ED%A0%80', '%00', '\x80'];
 const RAW_HEADER_LINES = [
-  'X-Junk: \x80\xff\xfe', 'X-\xff: 1', 'Origin: https://app.globex.example', 'Origin: \xff', 'Accept-Encoding: gzip', 'Content-Type: application/json',
-  'X-Forwarded-For: \xff', 'X-Request-Id: \xe9\xe9', 'Cookie: \xff=\xff', 'X-Folded: a\r\n b', 'X-Nul: a\x00b', 'X-Cr: a\rb', ' X-Leading-Space: 1',
-  'Bad Header: 1', 'X-Empty:', `X-Long: ${'L'.repeat(4000)}`, 'Content-Length: abc', 'Expect: 100-continue', 'Upgrade: websocket', 'Connection: Upgrade',
+  'X-Junk: \x80\xff\xfe',
+  'X-\xff: 1',
+  'Origin: https://app.globex.example',
+  'Origin: \xff',
+  'Accept-Encoding: gzip',
+  'Content-Type: application/json',
+  'X-Forwarded-For: \xff',
+  'X-Request-Id: \xe9\xe9',
+  'Cookie: \xff=\xff',
+  'X-Folded: a\r\n b',
+  'X-Nul: a\x00b',
+  'X-Cr: a\rb',
+  ' X-Leading-Space: 1',
+  'Bad Header: 1',
+  'X-Empty:',
+  `X-Long: ${'L'.repeat(4000)}`,
+  'Content-Length: abc',
+  'Expect: 100-continue',
+  'Upgrade: websocket',
+  'Connection: Upgrade',
 ];
 
 type RawAuth = 'none' | 'valid' | 'other' | 'highSuffix' | 'latin1Prefix' | 'nbspScheme' | 'dupOtherFirst' | 'dupValidFirst' | 'tab' | 'folded' | 'utf8InToken';
 
 const rawRecipe = fc.record({
   route: fc.oneof({ weight: 3, arbitrary: fc.constant('lookup' as const) }, { weight: 1, arbitrary: fc.constant('webhook' as const) }),
-  method: fc.oneof({ weight: 8, arbitrary: fc.constant('default') }, { weight: 1, arbitrary: fc.constantFrom('get', 'G\xffT', 'FOO', 'PRI', 'M-SEARCH', 'GET GET', '') }),
-  version: fc.oneof({ weight: 8, arbitrary: fc.constant('HTTP/1.1') }, { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/1.2', 'http/1.1', 'HTTP/9.9', '') }),
+  method: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('default') },
+    { weight: 1, arbitrary: fc.constantFrom('get', 'G\xffT', 'FOO', 'PRI', 'M-SEARCH', 'GET GET', '') },
+  ),
+  version: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('HTTP/1.1') },
+    { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/1.2', 'http/1.1', 'HTTP/9.9', '') },
+  ),
   t: TENANT,
   slugForm: fc.oneof({ weight: 4, arbitrary: fc.constant<RawSlugForm>('exact') }, { weight: 6, arbitrary: fc.constantFrom(...RAW_SLUG_FORM_NAMES) }),
   cus: fc.constantFrom(...MODELLED),
@@ -1110,9 +1408,26 @@ const rawRecipe = fc.record({
   hmac: fc.constantFrom('right', 'right', 'none', 'other', 'upperRight'),
   auth: fc.oneof(
     { weight: 6, arbitrary: fc.constant<RawAuth>('valid') },
-    { weight: 4, arbitrary: fc.constantFrom<RawAuth>('none', 'other', 'highSuffix', 'latin1Prefix', 'nbspScheme', 'dupOtherFirst', 'dupValidFirst', 'tab', 'folded', 'utf8InToken') },
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom<RawAuth>(
+        'none',
+        'other',
+        'highSuffix',
+        'latin1Prefix',
+        'nbspScheme',
+        'dupOtherFirst',
+        'dupValidFirst',
+        'tab',
+        'folded',
+        'utf8InToken',
+      ),
+    },
   ),
-  host: fc.oneof({ weight: 8, arbitrary: fc.constant('Host: 127.0.0.1') }, { weight: 1, arbitrary: fc.constantFrom('', 'Host: \xff', 'Host: a b', 'Host: 127.0.0.1\r\nHost: evil.example') }),
+  host: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('Host: 127.0.0.1') },
+    { weight: 1, arbitrary: fc.constantFrom('', 'Host: \xff', 'Host: a b', 'Host: 127.0.0.1\r\nHost: evil.example') },
+  ),
   headerLines: fc.array(fc.constantFrom(...RAW_HEADER_LINES), { maxLength: 2 }),
   signer: fc.oneof({ weight: 2, arbitrary: fc.constant<'destination' | number>('destination') }, { weight: 2, arbitrary: TENANT }),
   kind: fc.constantFrom(...MODEL_KINDS),
@@ -1124,17 +1439,28 @@ function renderRawAuth(world: World, r: RawRecipe): string[] {
   const own = stateAt(world, r.t).keys[0] ?? '';
   const other = stateAt(world, r.t + 1).keys[0] ?? '';
   switch (r.auth) {
-    case 'none': return [];
-    case 'valid': return [`Bearer ${own}`];
-    case 'other': return [`Bearer ${other}`];
-    case 'highSuffix': return [`Bearer ${own}\xff`];
-    case 'latin1Prefix': return [`Bearer \xe9${own}`];
-    case 'nbspScheme': return [`\xa0Bearer ${own}`];
-    case 'dupOtherFirst': return [`Bearer ${other}`, `Bearer ${own}`];
-    case 'dupValidFirst': return [`Bearer ${own}`, `Bearer ${other}`];
-    case 'tab': return [`Bearer\t${own}`];
-    case 'folded': return [`Bearer\r\n ${own}`];
-    case 'utf8InToken': return [`Bearer ${own.slice(0, 5)}\xc3\xa9${own.slice(5)}`];
+    case 'none':
+      return [];
+    case 'valid':
+      return [`Bearer ${own}`];
+    case 'other':
+      return [`Bearer ${other}`];
+    case 'highSuffix':
+      return [`Bearer ${own}\xff`];
+    case 'latin1Prefix':
+      return [`Bearer \xe9${own}`];
+    case 'nbspScheme':
+      return [`\xa0Bearer ${own}`];
+    case 'dupOtherFirst':
+      return [`Bearer ${other}`, `Bearer ${own}`];
+    case 'dupValidFirst':
+      return [`Bearer ${own}`, `Bearer ${other}`];
+    case 'tab':
+      return [`Bearer\t${own}`];
+    case 'folded':
+      return [`Bearer\r\n ${own}`];
+    case 'utf8InToken':
+      return [`Bearer ${own.slice(0, 5)}\xc3\xa9${own.slice(5)}`];
   }
 }
 
@@ -1164,7 +1490,11 @@ function buildRaw(world: World, r: RawRecipe, nowS: number, nextId: () => string
   if (r.route === 'lookup') {
     const secret = r.hmac === 'other' ? (stateAt(world, r.t + 1).hmacSecrets[0] ?? '') : (state.hmacSecrets[0] ?? '');
     const hex = hmacHex(secret, r.cus);
-    const parts = [`processor_customer_id=${r.cus}${r.cusJunk ?? ''}`, ...(r.hmac === 'none' ? [] : [`hmac=${r.hmac === 'upperRight' ? hex.toUpperCase() : hex}`]), ...r.queryJunk];
+    const parts = [
+      `processor_customer_id=${r.cus}${r.cusJunk ?? ''}`,
+      ...(r.hmac === 'none' ? [] : [`hmac=${r.hmac === 'upperRight' ? hex.toUpperCase() : hex}`]),
+      ...r.queryJunk,
+    ];
     target = `${LOOKUP_PREFIX}${segment}?${parts.join('&')}`;
   } else {
     target = `${WEBHOOK_PREFIX}${segment}`;
@@ -1173,7 +1503,16 @@ function buildRaw(world: World, r: RawRecipe, nowS: number, nextId: () => string
     const signer = r.signer === 'destination' ? state : stateAt(world, r.signer);
     crossTenant = signer !== state;
     const cus = crossTenant ? r.cus : `cus_raw_${r.t}`;
-    const spec: ModelledSpec = { kind: r.kind, customer: cus, api: BASIL_API, softCode: 'generic_decline', hardCode: 'lost_card', irrelevantType: 'customer.created', metadata: null, depth: null };
+    const spec: ModelledSpec = {
+      kind: r.kind,
+      customer: cus,
+      api: BASIL_API,
+      softCode: 'generic_decline',
+      hardCode: 'lost_card',
+      irrelevantType: 'customer.created',
+      metadata: null,
+      depth: null,
+    };
     body = Buffer.from(JSON.stringify(buildModelled(spec, nextId(), nowS).payload));
     authLines.length = 0;
     authLines.push(stripeSignature(signer.spec.webhookSecret, nowS, body));
@@ -1190,7 +1529,8 @@ function buildRaw(world: World, r: RawRecipe, nowS: number, nextId: () => string
   }
   lines.push('Connection: close');
   const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
-  const payload = r.route === 'webhook' && r.chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]) : body;
+  const payload =
+    r.route === 'webhook' && r.chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]) : body;
   return {
     request: Buffer.concat([head, payload]),
     method,
@@ -1229,8 +1569,14 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
       const patched = await h.admin('PATCH', `/tenants/${spec.slug}`, { stripe_webhook_secret: spec.webhookSecret, suspended: spec.suspended });
       expect(patched.statusCode, patched.body).toBe(200);
       world.push({
-        spec, keys: [created.publishable_key], expiredKeys: [], hmacSecrets: [created.hmac_secret],
-        positions: new Map(), recordedIds: new Set(), acceptedIds: new Set(), delivered: [],
+        spec,
+        keys: [created.publishable_key],
+        expiredKeys: [],
+        hmacSecrets: [created.hmac_secret],
+        positions: new Map(),
+        recordedIds: new Set(),
+        acceptedIds: new Set(),
+        delivered: [],
       });
     }
     const rotate = async (t: number, key: 'publishable' | 'hmac'): Promise<string> => {
@@ -1262,7 +1608,10 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
   afterAll(async () => {
     if (process.env.FUZZ_STATS) {
       for (const [name, s] of Object.entries(stats)) {
-        const statuses = [...s.statuses.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}:${v}`).join(' ');
+        const statuses = [...s.statuses.entries()]
+          .sort(([a], [b]) => a - b)
+          .map(([k, v]) => `${k}:${v}`)
+          .join(' ');
         process.stdout.write(
           `fuzz ${engine.name} ${name}: ${s.requests} requests, 5xx ${s.serverErrors}, 429 ${s.rateLimited}, lookup 200 ${s.lookupOk}, ` +
             `webhook accepted ${s.webhookAccepted}, cross-tenant refused ${s.crossTenantRefused} [${statuses}]\n`,
@@ -1272,7 +1621,7 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
     await h?.close();
   });
 
-  it('answers arbitrary lookups below 500, as problems, and only ever with the named tenant\'s answer', async () => {
+  it("answers arbitrary lookups below 500, as problems, and only ever with the named tenant's answer", async () => {
     const s = stats.lookup;
     let predicted = 0;
     const comparedBefore = socketCompared;
@@ -1310,7 +1659,7 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
     for (const status of [400, 401, 403, 404]) expect(s.statuses.get(status) ?? 0, `status ${status}`).toBeGreaterThan(0);
   });
 
-  it('never accepts an event on another tenant\'s URL, and applies exactly the events signed for the tenant', async () => {
+  it("never accepts an event on another tenant's URL, and applies exactly the events signed for the tenant", async () => {
     const s = stats.webhook;
     await fc.assert(
       fc.asyncProperty(webhookRecipe, async (r) => {
@@ -1321,10 +1670,13 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const destination = tenantOfPath(world, asReceived(url), WEBHOOK_PREFIX)?.state ?? null;
         const built = buildWebhookBody(world, r, destination ? world.indexOf(destination) : named, nowS, nextId);
         const secret =
-          r.signer.kind === 'destination' ? (destination ?? stateAt(world, named)).spec.webhookSecret
-          : r.signer.kind === 'tenant' ? stateAt(world, r.signer.t).spec.webhookSecret
-          : r.signer.kind === 'random' ? r.signer.secret
-          : null;
+          r.signer.kind === 'destination'
+            ? (destination ?? stateAt(world, named)).spec.webhookSecret
+            : r.signer.kind === 'tenant'
+              ? stateAt(world, r.signer.t).spec.webhookSecret
+              : r.signer.kind === 'random'
+                ? r.signer.secret
+                : null;
         const headers: Record<string, string | string[]> = {};
         for (const [name, value] of r.headers) headers[name] = value;
         if (r.contentType !== null) headers['content-type'] = r.contentType;
@@ -1340,8 +1692,17 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const intact = r.tamper === 'none' || r.tamper === 'bom';
         const mayAccept = r.method === 'POST' && signedForDestination && fresh && intact && KEEPS_VALID_V1.has(r.sigMangle);
         const mustAccept =
-          mayAccept && built.isEvent && r.to.kind === 'tenant' && EXACT_FORMS.has(r.to.form) && (r.sigMangle === 'none' || r.sigMangle === 'extra-v1') &&
-          r.tamper === 'none' && r.contentType !== null && JSON_TYPES.includes(r.contentType) && r.tsOffset <= 0 && !r.headers.some(([n]) => n === 'content-encoding') && built.body.length <= WEBHOOK_BODY_LIMIT_BYTES;
+          mayAccept &&
+          built.isEvent &&
+          r.to.kind === 'tenant' &&
+          EXACT_FORMS.has(r.to.form) &&
+          (r.sigMangle === 'none' || r.sigMangle === 'extra-v1') &&
+          r.tamper === 'none' &&
+          r.contentType !== null &&
+          JSON_TYPES.includes(r.contentType) &&
+          r.tsOffset <= 0 &&
+          !r.headers.some(([n]) => n === 'content-encoding') &&
+          built.body.length <= WEBHOOK_BODY_LIMIT_BYTES;
         const accepted = x.status >= 200 && x.status < 300;
         const where = `${show(x)} signer=${JSON.stringify(r.signer)} mangle=${r.sigMangle} tamper=${r.tamper} ts=${r.tsOffset} ct=${r.contentType}`;
         if (!signedForDestination && secret !== null && built.isEvent) {
@@ -1374,7 +1735,7 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
     expect(s.crossTenantRefused).toBeGreaterThan(WEBHOOK_RUNS / 20);
   });
 
-  it('leaves every tenant\'s subscribers as set up, changed only by events signed for that tenant', async () => {
+  it("leaves every tenant's subscribers as set up, changed only by events signed for that tenant", async () => {
     for (const state of world) {
       for (const cus of MODELLED) {
         if (!state.spec.suspended) await expectModelAnswer(h, state, cus);
@@ -1413,7 +1774,14 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const answer = await rawExchange(port, built.request);
         expect(answer, `no answer to ${JSON.stringify(built.request.toString('latin1').slice(0, 300))}`).not.toBeNull();
         if (answer === null) return;
-        const x: Exchange = { method: built.method, url: built.target, authorization: built.authorization, authorizations: built.authorizations, origin: built.origin, ...answer };
+        const x: Exchange = {
+          method: built.method,
+          url: built.target,
+          authorization: built.authorization,
+          authorizations: built.authorizations,
+          origin: built.origin,
+          ...answer,
+        };
         checkAnyAnswer(x, s);
         const accepted = x.status >= 200 && x.status < 300;
         if (r.route === 'webhook') {
@@ -1430,9 +1798,10 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         }
         const good = await rawExchange(port, knownGood);
         expect(good?.status, 'a well-formed lookup after the fuzzed one').toBe(200);
-        expect(withoutPayUrl(parseJson(good?.body ?? ''), false, 'a well-formed lookup after the fuzzed one'), 'a well-formed lookup after the fuzzed one').toEqual(
-          expectedBody(acme.spec, statusOf(acme, 'cus_shared')),
-        );
+        expect(
+          withoutPayUrl(parseJson(good?.body ?? ''), false, 'a well-formed lookup after the fuzzed one'),
+          'a well-formed lookup after the fuzzed one',
+        ).toEqual(expectedBody(acme.spec, statusOf(acme, 'cus_shared')));
       }),
       { numRuns: RAW_RUNS, seed: SEED, endOnFailure: true },
     );

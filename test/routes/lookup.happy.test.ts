@@ -36,7 +36,10 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
   });
 
   it('answers lockout and a known active subscriber with card_update_url null', async () => {
-    for (const [id, status] of [['cus_lockout', 'lockout'], ['cus_active', 'active']]) {
+    for (const [id, status] of [
+      ['cus_lockout', 'lockout'],
+      ['cus_active', 'active'],
+    ]) {
       const res = await h.lookup('acme', { key: acme.publishable_key, customerId: id });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({

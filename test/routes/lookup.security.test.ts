@@ -101,7 +101,11 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     expect((await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_shared', hmac })).statusCode).toBe(403);
     // Path tricks do not reach another tenant.
     for (const url of ['/api/subscriber-status/beta/../acme', '/api/subscriber-status/acme%2F..%2Fbeta', '/api/subscriber-status/ACME']) {
-      const res = await h.app.inject({ method: 'GET', url: `${url}?processor_customer_id=cus_shared`, headers: { authorization: `Bearer ${beta.publishable_key}` } });
+      const res = await h.app.inject({
+        method: 'GET',
+        url: `${url}?processor_customer_id=cus_shared`,
+        headers: { authorization: `Bearer ${beta.publishable_key}` },
+      });
       expect(res.statusCode).not.toBe(200);
     }
   });
@@ -125,7 +129,16 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     // Parameter names only: not even a customer id is logged.
     expect(all).toContain('processor_customer_id=[redacted]');
     expect(all).not.toMatch(/processor_customer_id=cus_/);
-    for (const secret of [acme.publishable_key, acme.hmac_secret, beta.hmac_secret, hmac, other, 'f'.repeat(64), ADMIN_TOKEN, 'whsec_testsecretvalue1234567890']) {
+    for (const secret of [
+      acme.publishable_key,
+      acme.hmac_secret,
+      beta.hmac_secret,
+      hmac,
+      other,
+      'f'.repeat(64),
+      ADMIN_TOKEN,
+      'whsec_testsecretvalue1234567890',
+    ]) {
       expect(all).not.toContain(secret);
     }
   });
@@ -144,7 +157,8 @@ describe('5xx answers', () => {
     const store = new Proxy(opened.store, {
       get: (target, prop) => {
         const value = Reflect.get(target, prop) as unknown;
-        if (!state.broken || prop === 'engine' || prop === 'close' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        if (!state.broken || prop === 'engine' || prop === 'close' || typeof value !== 'function')
+          return typeof value === 'function' ? value.bind(target) : value;
         return () => Promise.reject(err);
       },
     }) as Store;
@@ -167,7 +181,13 @@ describe('5xx answers', () => {
     t.state.broken = true;
     const res = await t.app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ type: 'about:blank', title: 'Internal Server Error', status: 500, code: 'internal_error', detail: 'An internal error occurred.' });
+    expect(res.json()).toEqual({
+      type: 'about:blank',
+      title: 'Internal Server Error',
+      status: 500,
+      code: 'internal_error',
+      detail: 'An internal error occurred.',
+    });
     expect(res.body).not.toContain('relation');
     await t.close();
   });
@@ -193,7 +213,11 @@ describe('5xx answers', () => {
     expect(ready.statusCode).toBe(503);
     expect(ready.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     const adminDown = await app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
-    expect([adminDown.statusCode, adminDown.json().code, adminDown.headers['retry-after']]).toEqual([503, 'store_unavailable', String(STORE_UNAVAILABLE_RETRY_AFTER_S)]);
+    expect([adminDown.statusCode, adminDown.json().code, adminDown.headers['retry-after']]).toEqual([
+      503,
+      'store_unavailable',
+      String(STORE_UNAVAILABLE_RETRY_AFTER_S),
+    ]);
     expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
     // The store back: the next catch-up puts the model in touch again.
     t.state.broken = false;

@@ -37,7 +37,7 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
     expect(text).not.toContain('cus_m1');
   });
 
-  it("reports the read model: its size, its catch-ups and the changes they applied", async () => {
+  it('reports the read model: its size, its catch-ups and the changes they applied', async () => {
     const before = await scrape();
     await h.setSubscriber('acme-metrics', 'cus_m2', 'warning');
     await h.setSubscriber('acme-metrics', 'cus_m2b', 'lockout');
@@ -57,7 +57,12 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
     const e = event('invoice.payment_failed', invoice('cus_m3', { next_payment_attempt: null }), { created: Math.floor(h.clock.ms / 1000) });
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
-    await deliver(h, 'acme-metrics', event('product.created', { id: 'prod_1', object: 'product' }, { created: Math.floor(h.clock.ms / 1000) }), 'whsec_metrics_0123456789abcdef');
+    await deliver(
+      h,
+      'acme-metrics',
+      event('product.created', { id: 'prod_1', object: 'product' }, { created: Math.floor(h.clock.ms / 1000) }),
+      'whsec_metrics_0123456789abcdef',
+    );
     const text = await scrape();
     expect(value(text, 'dunwall_webhook_events_total{type="invoice.payment_failed",outcome="applied"}')).toBe(1);
     expect(value(text, 'dunwall_webhook_events_total{type="invoice.payment_failed",outcome="duplicate"}')).toBe(1);

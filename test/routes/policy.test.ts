@@ -107,7 +107,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       lockout_at: string | null;
       pay_url: string | null;
       reason: string;
-      episodes: { dunning_started_at: string | null; resolved_at: string | null; invoice: { id: string; amount_due: number; amount_remaining: number; currency: string; hosted_invoice_url: string } | null }[];
+      episodes: {
+        dunning_started_at: string | null;
+        resolved_at: string | null;
+        invoice: { id: string; amount_due: number; amount_remaining: number; currency: string; hosted_invoice_url: string } | null;
+      }[];
       history: { status: string; derived_status: string; source: string; policy_rule: string | null; occurred_at: string; lockout_at: string | null }[];
     };
   }
@@ -131,12 +135,15 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
   }
 
   describe.each([LEGACY_API, BASIL_API] as ApiShape[])('API %s', (api) => {
-    const exhausted = (cus: string, ids = paymentIds()) => event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: null }), { created: nowS(), api });
-    const soft = (cus: string, ids = paymentIds()) => event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: nowS() + 3 * 86_400 }), { created: nowS(), api });
-    const paid = (cus: string, ids: ReturnType<typeof paymentIds>) => event('invoice.paid', invoice(cus, { api, ids, status: 'paid' }), { created: nowS(), api });
+    const exhausted = (cus: string, ids = paymentIds()) =>
+      event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: null }), { created: nowS(), api });
+    const soft = (cus: string, ids = paymentIds()) =>
+      event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: nowS() + 3 * 86_400 }), { created: nowS(), api });
+    const paid = (cus: string, ids: ReturnType<typeof paymentIds>) =>
+      event('invoice.paid', invoice(cus, { api, ids, status: 'paid' }), { created: nowS(), api });
     const slug = (base: string) => `${base}-${api === LEGACY_API ? 'l' : 'b'}`;
 
-    it('keeps today\'s behaviour by default, and names the invoice to pay only to a signed lookup', async () => {
+    it("keeps today's behaviour by default, and names the invoice to pay only to a signed lookup", async () => {
       const t = slug('plain');
       await tenant(t);
       const cus = nextCustomer();
@@ -162,7 +169,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       s.clock.advance(HOUR_MS);
       await send(t, paid(cus, ids));
       expect((await lookup(t, cus)).json()).toEqual({ status: 'active', card_update_url: null, entitlements: expect.any(Object) });
-      expect((await subscriber(t, cus)).episodes[0]).toMatchObject({ resolved_at: new Date(s.clock.ms - (s.clock.ms % 1000)).toISOString(), invoice: { amount_remaining: 0 } });
+      expect((await subscriber(t, cus)).episodes[0]).toMatchObject({
+        resolved_at: new Date(s.clock.ms - (s.clock.ms % 1000)).toISOString(),
+        invoice: { amount_remaining: 0 },
+      });
     });
 
     it('grace: a lockout is answered warning with lockout_at until it ends, then lockout on the clock, recorded once', async () => {
@@ -180,7 +190,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
         lockout_at: endsAt,
         pay_url: hostedInvoiceUrl(ids.invoice),
       });
-      expect(await subscriber(t, cus)).toMatchObject({ status: 'warning', derived_status: 'lockout', lockout_at: new Date(startMs + 3 * DAY_MS).toISOString() });
+      expect(await subscriber(t, cus)).toMatchObject({
+        status: 'warning',
+        derived_status: 'lockout',
+        lockout_at: new Date(startMs + 3 * DAY_MS).toISOString(),
+      });
 
       s.clock.ms = startMs + 3 * DAY_MS - 1000;
       expect((await lookup(t, cus)).json().status).toBe('warning');
@@ -188,13 +202,23 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       expect((await subscriber(t, cus)).status).toBe('warning');
       // The instant the grace ends, every lookup answers lockout, before anything is written.
       s.clock.ms = startMs + 3 * DAY_MS;
-      expect((await lookup(t, cus)).json()).toEqual({ status: 'lockout', card_update_url: null, entitlements: expect.any(Object), pay_url: hostedInvoiceUrl(ids.invoice) });
+      expect((await lookup(t, cus)).json()).toEqual({
+        status: 'lockout',
+        card_update_url: null,
+        entitlements: expect.any(Object),
+        pay_url: hostedInvoiceUrl(ids.invoice),
+      });
       expect((await subscriber(t, cus)).status).toBe('warning');
       expect(await recordDue()).toBeGreaterThanOrEqual(1);
       await recordDue();
       const record = await subscriber(t, cus);
       expect(record).toMatchObject({ status: 'lockout', derived_status: 'lockout', lockout_at: null });
-      expect(record.history.at(-1)).toMatchObject({ status: 'lockout', source: 'policy', policy_rule: 'grace_ended', occurred_at: new Date(startMs + 3 * DAY_MS).toISOString() });
+      expect(record.history.at(-1)).toMatchObject({
+        status: 'lockout',
+        source: 'policy',
+        policy_rule: 'grace_ended',
+        occurred_at: new Date(startMs + 3 * DAY_MS).toISOString(),
+      });
       expect(record.history.filter((h) => h.source === 'policy')).toHaveLength(1);
     });
 
@@ -214,7 +238,12 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       await s.model.catchUp();
       const record = await subscriber(t, cus);
       expect(record.history.filter((h) => h.source === 'policy')).toEqual([
-        expect.objectContaining({ status: 'lockout', derived_status: 'warning', policy_rule: 'escalated', occurred_at: new Date(startMs + 5 * DAY_MS).toISOString() }),
+        expect.objectContaining({
+          status: 'lockout',
+          derived_status: 'warning',
+          policy_rule: 'escalated',
+          occurred_at: new Date(startMs + 5 * DAY_MS).toISOString(),
+        }),
       ]);
       const messages = await s.db.query<{ payload: string }>(
         `SELECT payload::text AS payload FROM webhook_events WHERE processor_customer_id = $1 ORDER BY sequence`,
@@ -248,7 +277,9 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
 
       await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'monitor' } });
       for (const cus of [locked, warned]) {
-        expect((await lookup(t, cus)).body).toBe('{"status":"active","card_update_url":null,"entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false}}');
+        expect((await lookup(t, cus)).body).toBe(
+          '{"status":"active","card_update_url":null,"entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false}}',
+        );
       }
       await sweep();
       expect(await subscriber(t, locked)).toMatchObject({ status: 'active', derived_status: 'lockout', pay_url: null });
@@ -294,7 +325,8 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
         const id = await tenantId(t);
         const status = reloaded.status(id, cus);
         expect(status).toBe('warning');
-        const at = (ms: number) => JSON.parse(answerBody(tenantAuth, 'warning', reloaded.extra(id, cus), true, ms).toString()) as { status: string; lockout_at?: string };
+        const at = (ms: number) =>
+          JSON.parse(answerBody(tenantAuth, 'warning', reloaded.extra(id, cus), true, ms).toString()) as { status: string; lockout_at?: string };
         expect(at(startMs + 2 * DAY_MS - 1000)).toMatchObject({ status: 'warning', lockout_at: iso(startMs + 2 * DAY_MS) });
         expect(at(startMs + 2 * DAY_MS)).toMatchObject({ status: 'lockout' });
       } finally {
@@ -326,7 +358,9 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     const clocks = [new PolicyClock({ store: s.store, now: s.clock.now, log }), new PolicyClock({ store: new SqlStore(s.db), now: s.clock.now, log })];
     s.clock.ms = startMs + DAY_MS;
     await Promise.all(clocks.map((c) => c.tick()));
-    expect((await subscriber('clocked', cus)).history.filter((h) => h.source === 'policy')).toEqual([expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' })]);
+    expect((await subscriber('clocked', cus)).history.filter((h) => h.source === 'policy')).toEqual([
+      expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' }),
+    ]);
     await admin('PATCH', '/tenants/clocked', { policy: { enforcement: 'banner_only' } });
     await Promise.all(clocks.map((c) => c.tick()));
     expect(clocks.reduce((n, c) => n + c.counts.subscribersReanswered, 0)).toBeGreaterThanOrEqual(1);
@@ -343,7 +377,8 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     const t = nowS();
     // Stripe's events are dated in the past: the clock is two days on.
     s.clock.advance(2 * DAY_MS);
-    const failed = (created: number, id: string) => event('invoice.payment_failed', invoice(cus, { ids, next_payment_attempt: created + 86_400 }), { created, id });
+    const failed = (created: number, id: string) =>
+      event('invoice.payment_failed', invoice(cus, { ids, next_payment_attempt: created + 86_400 }), { created, id });
     const paidAt = (created: number) => event('invoice.paid', invoice(cus, { ids, status: 'paid' }), { created, id: `evt_runs_paid_${created}` });
     // A failure and its payment in one second, a new failure a day later: the run began with the new one.
     await send('runs', failed(t, 'evt_runs_f1'));
@@ -374,7 +409,14 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     await tenant('subpay');
     const cus = nextCustomer();
     const sub = subscription(cus, 'past_due');
-    await send('subpay', event('invoice.payment_failed', invoice(cus, { ids: { ...paymentIds(), subscription: sub.id as string, invoice: 'in_subpay1' }, next_payment_attempt: nowS() + 86_400 }), { created: nowS() }));
+    await send(
+      'subpay',
+      event(
+        'invoice.payment_failed',
+        invoice(cus, { ids: { ...paymentIds(), subscription: sub.id as string, invoice: 'in_subpay1' }, next_payment_attempt: nowS() + 86_400 }),
+        { created: nowS() },
+      ),
+    );
     s.clock.advance(1000);
     await send('subpay', event('customer.subscription.updated', { ...sub, latest_invoice: 'in_subpay1' }, { created: nowS(), previous: { status: 'active' } }));
     expect((await lookup('subpay', cus)).json()).toMatchObject({ status: 'warning', pay_url: hostedInvoiceUrl('in_subpay1') });

@@ -153,7 +153,7 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
   });
 
-  it('an address refused for its own quota does not use up its tenant\'s', async () => {
+  it("an address refused for its own quota does not use up its tenant's", async () => {
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: 8 });
     h.clock.advance(MINUTE_MS);
     const noisy = freshAddress();
@@ -179,7 +179,8 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expectRateLimited(await adminFrom(h, from, `${ADMIN_TOKEN}x`), 'failures');
     // A 400 or a 403 counts too: everything that fails counts against its sender.
     const careless = freshAddress();
-    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1)
+      expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: careless }), 'failures');
 
     h.clock.advance(MINUTE_MS);
@@ -231,14 +232,25 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     h.clock.advance(MINUTE_MS);
     const developer = freshAddress();
     // Failed lookups and one mistyped token: the address is past its failure quota.
-    for (let i = 0; i < TIGHT.failuresPerIp - 1; i += 1) expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from: developer })).statusCode).toBe(401);
+    for (let i = 0; i < TIGHT.failuresPerIp - 1; i += 1)
+      expect((await lookupFrom(h, { key: 'pk_wrongwrongwrongwrongwrongwrong', from: developer })).statusCode).toBe(401);
     expect((await adminFrom(h, developer, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: developer }), 'failures');
     // The token itself still works, every call of the admin API, and its answer names its own quota only.
     const ok = await adminFrom(h, developer);
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['ratelimit-policy']).toBe('"admin";q=8;w=60');
-    expect((await h.app.inject({ method: 'PATCH', url: '/admin/v1/tenants/acme', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { card_update_url: null }, remoteAddress: developer })).statusCode).toBe(200);
+    expect(
+      (
+        await h.app.inject({
+          method: 'PATCH',
+          url: '/admin/v1/tenants/acme',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+          payload: { card_update_url: null },
+          remoteAddress: developer,
+        })
+      ).statusCode,
+    ).toBe(200);
     // A wrong token, a missing one and a malformed one are still refused as guesses.
     expectRateLimited(await adminFrom(h, developer, `${ADMIN_TOKEN}y`), 'failures');
     expectRateLimited(await h.app.inject({ method: 'GET', url: '/admin/v1/tiers', remoteAddress: developer }), 'failures');
@@ -407,7 +419,15 @@ describe('a Redis that stops answering', () => {
     });
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const { port } = silent.address() as AddressInfo;
-    const redis = new Redis({ host: '127.0.0.1', port, enableReadyCheck: false, enableOfflineQueue: false, maxRetriesPerRequest: 0, commandTimeout: 100, lazyConnect: true });
+    const redis = new Redis({
+      host: '127.0.0.1',
+      port,
+      enableReadyCheck: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: 100,
+      lazyConnect: true,
+    });
     redis.on('error', () => {});
     await redis.connect();
     const [embedded] = engines;

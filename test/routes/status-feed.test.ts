@@ -181,7 +181,8 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
   async function put(slug: string, customer: string, status: string): Promise<void> {
     expect((await admin('PUT', `/tenants/${slug}/subscribers/${customer}`, { status })).statusCode).toBe(200);
   }
-  const get = (slug: string, path: string, headers: Record<string, string> = {}): Promise<SocketAnswer> => socketRequest(s.app, 'GET', `/v1${path}`, { ...auth(slug), ...headers });
+  const get = (slug: string, path: string, headers: Record<string, string> = {}): Promise<SocketAnswer> =>
+    socketRequest(s.app, 'GET', `/v1${path}`, { ...auth(slug), ...headers });
   const brief = (changes: readonly Change[]) => changes.map((c) => [c.processor_customer_id, c.status]);
 
   async function listAll(slug: string, limit: number) {
@@ -190,7 +191,12 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     do {
       const res = await get(slug, `/statuses?limit=${limit}${cursor === null ? '' : `&cursor=${cursor}`}`);
       expect(res.statusCode).toBe(200);
-      const page = res.json() as { data: { processor_customer_id: string; status: string }[]; next: string | null; feed_cursor: string; entitlements: Record<string, boolean> };
+      const page = res.json() as {
+        data: { processor_customer_id: string; status: string }[];
+        next: string | null;
+        feed_cursor: string;
+        entitlements: Record<string, boolean>;
+      };
       pages.push(page);
       cursor = page.next;
     } while (cursor !== null);
@@ -237,7 +243,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect(brief((await get('list-a', `/status-changes?after=${page.data[1]?.cursor}&limit=1`)).json().data)).toEqual([['cus_1', 'active']]);
   });
 
-  it('pages the list, every page with the first page\'s feed_cursor, and pages the feed with nothing lost', async () => {
+  it("pages the list, every page with the first page's feed_cursor, and pages the feed with nothing lost", async () => {
     await tenant('pages-a');
     for (let i = 0; i < 5; i += 1) await put('pages-a', `cus_p${i}`, i % 2 === 0 ? 'warning' : 'lockout');
     const pages = await listAll('pages-a', 2);
@@ -420,10 +426,18 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect((await admin('PATCH', '/tenants/due-a', { stripe_webhook_secret: SECRET })).statusCode).toBe(200);
     const nowS = () => Math.floor(clock.ms / 1000);
     const ids = paymentIds();
-    const fixture = event('invoice.payment_failed', invoice('cus_due', { api: LEGACY_API, ids, next_payment_attempt: null }), { created: nowS(), api: LEGACY_API });
+    const fixture = event('invoice.payment_failed', invoice('cus_due', { api: LEGACY_API, ids, next_payment_attempt: null }), {
+      created: nowS(),
+      api: LEGACY_API,
+    });
     const { payload, signature } = signed(fixture, SECRET, nowS());
     const startMs = clock.ms - (clock.ms % 1000);
-    const sent = await s.app.inject({ method: 'POST', url: '/webhooks/stripe/due-a', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+    const sent = await s.app.inject({
+      method: 'POST',
+      url: '/webhooks/stripe/due-a',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      payload,
+    });
     expect(sent.statusCode).toBe(200);
     const lockoutAt = new Date(startMs + 3 * DAY_MS).toISOString().replace('.000Z', 'Z');
     const list = (await get('due-a', '/statuses')).json() as { data: unknown[]; feed_cursor: string };
@@ -439,7 +453,13 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const answer = await waiting;
     expect(answer.statusCode, answer.body).toBe(200);
     expect(answer.json().data).toEqual([
-      { cursor: expect.any(String), processor_customer_id: 'cus_due', status: 'lockout', pay_url: hostedInvoiceUrl(ids.invoice), occurred_at: new Date(clock.ms).toISOString() },
+      {
+        cursor: expect.any(String),
+        processor_customer_id: 'cus_due',
+        status: 'lockout',
+        pay_url: hostedInvoiceUrl(ids.invoice),
+        occurred_at: new Date(clock.ms).toISOString(),
+      },
     ]);
   });
 
@@ -485,7 +505,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across
     await opened?.cleanup();
   });
 
-  it('a write through instance A answers a long poll held at instance B, woken by the change log\'s notification', async () => {
+  it("a write through instance A answers a long poll held at instance B, woken by the change log's notification", async () => {
     expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'twin' })).statusCode).toBe(201);
     await createKey(a.app, 'twin');
     await expect.poll(() => b.model.tenant('twin')?.slug).toBe('twin');

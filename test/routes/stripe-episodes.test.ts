@@ -2,7 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, hostedInvoiceUrl, invoice, paymentIds, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
+import {
+  BASIL_API,
+  LEGACY_API,
+  charge,
+  customer,
+  event,
+  hostedInvoiceUrl,
+  invoice,
+  paymentIds,
+  paymentIntent,
+  subscription,
+} from '../helpers/stripe-fixtures.js';
 import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 
@@ -39,7 +50,12 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     expect(res.statusCode).toBe(200);
     return res.body === '{"status":"active"}' ? null : (res.json().status as string);
   }
-  async function subscriber(customerId: string): Promise<{ status: string | null; reason: string | null; history: { effect: string; event_id: string | null; status: string | null; source: string }[]; episodes: { episode: string; state: string; reason: string; event_id: string }[] }> {
+  async function subscriber(customerId: string): Promise<{
+    status: string | null;
+    reason: string | null;
+    history: { effect: string; event_id: string | null; status: string | null; source: string }[];
+    episodes: { episode: string; state: string; reason: string; event_id: string }[];
+  }> {
     const res = await h.admin('GET', `/tenants/acme/subscribers/${customerId}`);
     expect(res.statusCode).toBe(200);
     return res.json();
@@ -51,7 +67,8 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
   }
 
   describe.each([LEGACY_API, BASIL_API] as ApiShape[])('API %s', (api) => {
-    const failed = (cus: string, opts: Parameters<typeof invoice>[1], created: number) => event('invoice.payment_failed', invoice(cus, { api, ...opts }), { created, api });
+    const failed = (cus: string, opts: Parameters<typeof invoice>[1], created: number) =>
+      event('invoice.payment_failed', invoice(cus, { api, ...opts }), { created, api });
 
     it('invoice.payment_failed: retries left -> warning soft_decline; none left -> lockout retries_exhausted', async () => {
       const retrying = nextCustomer();
@@ -109,9 +126,16 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const ids = paymentIds({ subscription: null });
       const t = nowS();
       expect(await send(failed(c, { ids, collection_method: 'send_invoice', next_payment_attempt: null, namePayments: true }, t))).toBe('ignored');
-      await send(event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, api, { id: ids.paymentIntent, invoice: ids.invoice }), { created: t + 1, api }));
+      await send(
+        event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, api, { id: ids.paymentIntent, invoice: ids.invoice }), {
+          created: t + 1,
+          api,
+        }),
+      );
       expect(await statusOf(c)).toBeNull();
-      expect(await send(event('invoice.paid', invoice(c, { api, ids, collection_method: 'send_invoice', status: 'paid' }), { created: t + 2, api }))).toBe('ignored');
+      expect(await send(event('invoice.paid', invoice(c, { api, ids, collection_method: 'send_invoice', status: 'paid' }), { created: t + 2, api }))).toBe(
+        'ignored',
+      );
       expect(await statusOf(c)).toBeNull();
     });
 
@@ -125,7 +149,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         await send(event('customer.subscription.updated', { ...sub, status: 'unpaid' }, { created: t + 1, api, previous: { status: 'past_due' } }));
         expect(await statusAndReason(c)).toEqual(['lockout', 'subscription_unpaid']);
         // An update that is not a status transition says nothing about payment.
-        expect(await send(event('customer.subscription.updated', { ...sub, status: 'unpaid' }, { created: t + 2, api, previous: { metadata: {} } }))).toBe('ignored');
+        expect(await send(event('customer.subscription.updated', { ...sub, status: 'unpaid' }, { created: t + 2, api, previous: { metadata: {} } }))).toBe(
+          'ignored',
+        );
         expect(await statusOf(c)).toBe('lockout');
         await send(event('customer.subscription.updated', { ...sub, status: back }, { created: t + 3, api, previous: { status: 'unpaid' } }));
         expect(await statusAndReason(c)).toEqual(['active', 'paid']);
@@ -164,10 +190,18 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
           const t = nowS();
           // The invoice's own event is an earlier, soft one; the decline comes a second later.
           const inv = event('invoice.payment_failed', invoice(c, { api, ids, next_payment_attempt: t + DAY_S, namePayments: true }), { created: t, api });
-          const link = { id: type === 'charge.failed' ? ids.charge : ids.paymentIntent, paymentIntent: ids.paymentIntent, charge: ids.charge, invoice: ids.invoice };
+          const link = {
+            id: type === 'charge.failed' ? ids.charge : ids.paymentIntent,
+            paymentIntent: ids.paymentIntent,
+            charge: ids.charge,
+            invoice: ids.invoice,
+          };
           const decline =
             type === 'charge.failed'
-              ? event(type, charge(c, { outcome_reason: hard ? 'lost_card' : 'insufficient_funds', failure_code: 'card_declined' }, api, link), { created: t + 1, api })
+              ? event(type, charge(c, { outcome_reason: hard ? 'lost_card' : 'insufficient_funds', failure_code: 'card_declined' }, api, link), {
+                  created: t + 1,
+                  api,
+                })
               : event(type, paymentIntent(c, { decline_code: hard ? 'lost_card' : 'insufficient_funds' }, api, link), { created: t + 1, api });
           for (const e of order === 'decline first' ? [decline, inv] : [inv, decline]) await send(e);
           const label = `${type} ${hard ? 'hard' : 'soft'}, ${order}`;
@@ -179,12 +213,22 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     });
 
     /** A decline of the invoice's payment, linked as Stripe links it in this shape. */
-    function linkedDecline(type: string, c: string, ids: ReturnType<typeof paymentIds>, code: string, created: number, opts: { paymentIntent?: string; charge?: string } = {}): StripeEventFixture {
+    function linkedDecline(
+      type: string,
+      c: string,
+      ids: ReturnType<typeof paymentIds>,
+      code: string,
+      created: number,
+      opts: { paymentIntent?: string; charge?: string } = {},
+    ): StripeEventFixture {
       const pi = opts.paymentIntent ?? ids.paymentIntent;
       const ch = opts.charge ?? ids.charge;
       // Before basil the payment names its invoice; from basil on only the invoice's payments link it.
       return type === 'charge.failed'
-        ? event(type, charge(c, { outcome_reason: code, failure_code: 'card_declined' }, api, { id: ch, paymentIntent: pi, invoice: ids.invoice }), { created, api })
+        ? event(type, charge(c, { outcome_reason: code, failure_code: 'card_declined' }, api, { id: ch, paymentIntent: pi, invoice: ids.invoice }), {
+            created,
+            api,
+          })
         : event(type, paymentIntent(c, { decline_code: code }, api, { id: pi, charge: ch, invoice: ids.invoice }), { created, api });
     }
     const failedNamingPayment = (c: string, ids: ReturnType<typeof paymentIds>, opts: Parameters<typeof invoice>[1], created: number) =>
@@ -203,7 +247,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
             const label = `${type}, ${order}, next attempt ${next}`;
             expect(await statusAndReason(c), label).toEqual(['lockout', 'hard_decline']);
             // The invoice failure, the later of the two, is what set the episode, with the decline's code.
-            expect((await subscriber(c)).episodes, label).toMatchObject([{ episode: ids.subscription, event_id: failure.id, state: 'lockout', reason: 'hard_decline', decline_code: 'lost_card' }]);
+            expect((await subscriber(c)).episodes, label).toMatchObject([
+              { episode: ids.subscription, event_id: failure.id, state: 'lockout', reason: 'hard_decline', decline_code: 'lost_card' },
+            ]);
           }
         }
       }
@@ -245,7 +291,13 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         linkedDecline('payment_intent.payment_failed', c, ids, 'insufficient_funds', t, { charge: `ch_second_${c}` }),
         failedNamingPayment(c, ids, { next_payment_attempt: null }, t + 1),
       ];
-      for (const order of [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [0, 1, 3, 2], [3, 0, 1, 2]]) {
+      for (const order of [
+        [0, 1, 2, 3],
+        [3, 2, 1, 0],
+        [1, 3, 0, 2],
+        [0, 1, 3, 2],
+        [3, 0, 1, 2],
+      ]) {
         const c = nextCustomer();
         const events = story(c, paymentIds());
         for (const i of order) await send(events[i] as StripeEventFixture);
@@ -261,7 +313,10 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
 
     it('a decline of a one-off payment changes nothing: kept in the history only, an unknown customer stays unknown', async () => {
       const c = nextCustomer();
-      const oneOff = event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'incorrect_number' }, api, { invoice: null }), { created: nowS(), api });
+      const oneOff = event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'incorrect_number' }, api, { invoice: null }), {
+        created: nowS(),
+        api,
+      });
       expect(await send(oneOff)).toBe('pending');
       expect(await statusOf(c)).toBeNull();
       const s = await subscriber(c);
@@ -273,7 +328,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const t = nowS();
       await send(event('invoice.paid', invoice(paying, { api, status: 'paid' }), { created: t, api }));
       await send(event('charge.failed', charge(paying, { outcome_reason: 'incorrect_number' }, api, { invoice: null }), { created: t + 60, api }));
-      await send(event('payment_intent.payment_failed', paymentIntent(paying, { decline_code: 'incorrect_number' }, api, { invoice: null }), { created: t + 60, api }));
+      await send(
+        event('payment_intent.payment_failed', paymentIntent(paying, { decline_code: 'incorrect_number' }, api, { invoice: null }), { created: t + 60, api }),
+      );
       expect(await statusAndReason(paying)).toEqual(['active', 'paid']);
     });
 
@@ -295,10 +352,21 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const c = nextCustomer();
     const ids = paymentIds();
     const t = nowS();
-    await send(event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'expired_card' }, LEGACY_API, { id: ids.paymentIntent, invoice: ids.invoice }), { created: t + 1, api: LEGACY_API }));
+    await send(
+      event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'expired_card' }, LEGACY_API, { id: ids.paymentIntent, invoice: ids.invoice }), {
+        created: t + 1,
+        api: LEGACY_API,
+      }),
+    );
     expect(await statusOf(c)).toBeNull();
     // The invoice event arrives second and names a different payment: the decline's own field links it.
-    await send(event('invoice.payment_failed', invoice(c, { api: LEGACY_API, ids: { ...ids, paymentIntent: 'pi_other', charge: 'ch_other' }, next_payment_attempt: t + DAY_S }), { created: t, api: LEGACY_API }));
+    await send(
+      event(
+        'invoice.payment_failed',
+        invoice(c, { api: LEGACY_API, ids: { ...ids, paymentIntent: 'pi_other', charge: 'ch_other' }, next_payment_attempt: t + DAY_S }),
+        { created: t, api: LEGACY_API },
+      ),
+    );
     expect(await statusAndReason(c)).toEqual(['lockout', 'hard_decline']);
   });
 
@@ -306,7 +374,14 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const c = nextCustomer();
     const ids = paymentIds();
     const t = nowS();
-    expect(await send(event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API, { id: ids.paymentIntent }), { created: t, api: BASIL_API }))).toBe('pending');
+    expect(
+      await send(
+        event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API, { id: ids.paymentIntent }), {
+          created: t,
+          api: BASIL_API,
+        }),
+      ),
+    ).toBe('pending');
     await send(event('invoice.payment_failed', invoice(c, { api: BASIL_API, ids, next_payment_attempt: null }), { created: t, api: BASIL_API }));
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
   });
@@ -324,7 +399,12 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     await send(event('customer.subscription.deleted', subscription(c, 'canceled', { id: b.subscription ?? '' }), { created: t + 3 }));
     // Every episode resolved: the reason is that of the most recently resolved.
     expect(await statusAndReason(c)).toEqual(['active', 'subscription_ended']);
-    expect((await subscriber(c)).episodes.map((e) => [e.episode, e.state]).sort()).toEqual([[a.subscription, 'resolved'], [b.subscription, 'resolved']].sort());
+    expect((await subscriber(c)).episodes.map((e) => [e.episode, e.state]).sort()).toEqual(
+      [
+        [a.subscription, 'resolved'],
+        [b.subscription, 'resolved'],
+      ].sort(),
+    );
   });
 
   it('an older invoice failing while a newer one is paid: the later event of the subscription wins', async () => {
@@ -381,7 +461,12 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
 
   it('a subscription paid by emailed invoice still gates when it goes past_due: the exemption is for invoices', async () => {
     const c = nextCustomer();
-    await send(event('customer.subscription.updated', subscription(c, 'past_due', { collection_method: 'send_invoice' }), { created: nowS(), previous: { status: 'active' } }));
+    await send(
+      event('customer.subscription.updated', subscription(c, 'past_due', { collection_method: 'send_invoice' }), {
+        created: nowS(),
+        previous: { status: 'active' },
+      }),
+    );
     expect(await statusAndReason(c)).toEqual(['warning', 'subscription_past_due']);
   });
 
@@ -405,7 +490,10 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
   it('under concurrency: events of one customer delivered at once, twice each, end as delivered one by one', async () => {
     const story = (cus: string, a: ReturnType<typeof paymentIds>, b: ReturnType<typeof paymentIds>, t: number, tag: string): StripeEventFixture[] => [
       event('invoice.payment_failed', invoice(cus, { ids: a, next_payment_attempt: t + DAY_S, namePayments: true }), { created: t, id: `evt_${tag}1` }),
-      event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'lost_card' }, BASIL_API, { id: a.paymentIntent }), { created: t + 1, id: `evt_${tag}2` }),
+      event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'lost_card' }, BASIL_API, { id: a.paymentIntent }), {
+        created: t + 1,
+        id: `evt_${tag}2`,
+      }),
       event('invoice.payment_failed', invoice(cus, { ids: b, next_payment_attempt: t + DAY_S }), { created: t + 2, id: `evt_${tag}3` }),
       event('invoice.paid', invoice(cus, { ids: b, status: 'paid' }), { created: t + 3, id: `evt_${tag}4` }),
       event('charge.failed', charge(cus, { outcome_reason: 'incorrect_number' }, BASIL_API, { invoice: null }), { created: t + 4, id: `evt_${tag}5` }),
@@ -444,7 +532,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const c = nextCustomer();
     const ids = paymentIds();
     const pi = paymentIntent(c, { decline_code: 'stolen_card' });
-    const failedInvoice = event('invoice.payment_failed', invoice(c, { ids, next_payment_attempt: nowS() + DAY_S, expandedPaymentIntent: pi }), { created: nowS() });
+    const failedInvoice = event('invoice.payment_failed', invoice(c, { ids, next_payment_attempt: nowS() + DAY_S, expandedPaymentIntent: pi }), {
+      created: nowS(),
+    });
     await send(failedInvoice);
     const res = await h.admin('GET', `/tenants/acme/subscribers/${c}`);
     expect(res.json()).toMatchObject({ status: 'lockout', reason: 'hard_decline', overridden_at: null });
@@ -458,7 +548,14 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         event_id: failedInvoice.id,
         dunning_started_at: new Date(failedInvoice.created * 1000).toISOString(),
         resolved_at: null,
-        invoice: { id: ids.invoice, status: 'open', amount_due: 2900, amount_remaining: 2900, currency: 'usd', hosted_invoice_url: hostedInvoiceUrl(ids.invoice) },
+        invoice: {
+          id: ids.invoice,
+          status: 'open',
+          amount_due: 2900,
+          amount_remaining: 2900,
+          currency: 'usd',
+          hosted_invoice_url: hostedInvoiceUrl(ids.invoice),
+        },
       },
     ]);
     expect(res.json().history).toEqual([

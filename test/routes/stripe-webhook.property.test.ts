@@ -50,21 +50,43 @@ function build(step: Step, cus: string, ids: PaymentIds, id: string): StripeEven
   const inv = (extra: Parameters<typeof invoice>[1]) => invoice(cus, { api, ids, namePayments: true, ...extra });
   const link = { paymentIntent: ids.paymentIntent, charge: ids.charge, invoice: ids.invoice };
   switch (step.kind) {
-    case 'invoice_retrying': return event('invoice.payment_failed', inv({ next_payment_attempt: created + 86_400 }), o);
-    case 'invoice_exhausted': return event('invoice.payment_failed', inv({ next_payment_attempt: null }), o);
-    case 'invoice_hard': return event('invoice.payment_failed', inv({ next_payment_attempt: created + 86_400, expandedPaymentIntent: paymentIntent(cus, { decline_code: 'lost_card' }, api, { id: ids.paymentIntent }) }), o);
-    case 'action_required': return event('invoice.payment_action_required', inv({}), o);
-    case 'paid': return event('invoice.paid', inv({ status: 'paid' }), o);
-    case 'voided': return event('invoice.voided', inv({ status: 'void' }), o);
-    case 'past_due': return event('customer.subscription.updated', subscription(cus, 'past_due', { id: sub }), { ...o, previous: { status: 'active' } });
-    case 'unpaid': return event('customer.subscription.updated', subscription(cus, 'unpaid', { id: sub }), { ...o, previous: { status: 'past_due' } });
-    case 'reactivated': return event('customer.subscription.updated', subscription(cus, 'active', { id: sub }), { ...o, previous: { status: 'past_due' } });
-    case 'ended': return event('customer.subscription.deleted', subscription(cus, 'canceled', { id: sub }), o);
-    case 'linked_pi_hard': return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'stolen_card' }, api, { ...link, id: ids.paymentIntent }), o);
-    case 'linked_charge_soft': return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api, { ...link, id: ids.charge }), o);
-    case 'one_off_hard': return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'incorrect_number' }, api, { invoice: null }), o);
-    case 'one_off_soft': return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds' }, api, { invoice: null }), o);
-    case 'deleted': return event('customer.deleted', customer(cus), o);
+    case 'invoice_retrying':
+      return event('invoice.payment_failed', inv({ next_payment_attempt: created + 86_400 }), o);
+    case 'invoice_exhausted':
+      return event('invoice.payment_failed', inv({ next_payment_attempt: null }), o);
+    case 'invoice_hard':
+      return event(
+        'invoice.payment_failed',
+        inv({
+          next_payment_attempt: created + 86_400,
+          expandedPaymentIntent: paymentIntent(cus, { decline_code: 'lost_card' }, api, { id: ids.paymentIntent }),
+        }),
+        o,
+      );
+    case 'action_required':
+      return event('invoice.payment_action_required', inv({}), o);
+    case 'paid':
+      return event('invoice.paid', inv({ status: 'paid' }), o);
+    case 'voided':
+      return event('invoice.voided', inv({ status: 'void' }), o);
+    case 'past_due':
+      return event('customer.subscription.updated', subscription(cus, 'past_due', { id: sub }), { ...o, previous: { status: 'active' } });
+    case 'unpaid':
+      return event('customer.subscription.updated', subscription(cus, 'unpaid', { id: sub }), { ...o, previous: { status: 'past_due' } });
+    case 'reactivated':
+      return event('customer.subscription.updated', subscription(cus, 'active', { id: sub }), { ...o, previous: { status: 'past_due' } });
+    case 'ended':
+      return event('customer.subscription.deleted', subscription(cus, 'canceled', { id: sub }), o);
+    case 'linked_pi_hard':
+      return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'stolen_card' }, api, { ...link, id: ids.paymentIntent }), o);
+    case 'linked_charge_soft':
+      return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api, { ...link, id: ids.charge }), o);
+    case 'one_off_hard':
+      return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'incorrect_number' }, api, { invoice: null }), o);
+    case 'one_off_soft':
+      return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds' }, api, { invoice: null }), o);
+    case 'deleted':
+      return event('customer.deleted', customer(cus), o);
   }
 }
 

@@ -71,7 +71,12 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     });
     expect(tampered.statusCode).toBe(400);
 
-    const missing = await h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(fixture) });
+    const missing = await h.app.inject({
+      method: 'POST',
+      url: '/webhooks/stripe/acme',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify(fixture),
+    });
     expect(missing.json().code).toBe('invalid_signature');
 
     const stale = await deliver(h, 'acme', fixture, SECRET, { timestampS: nowS() - 301 });
@@ -155,7 +160,12 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     const declined = paymentIntent(c, { decline_code: `lost${N}card`, code: `card_${N}declined` }, BASIL_API, { id: ids.paymentIntent });
     const failed = event(
       'invoice.payment_failed',
-      { ...invoice(c, { ids, next_payment_attempt: nowS() + 86_400, expandedPaymentIntent: declined }), billing_reason: `subscription_cycle${N}`, customer_name: `Jenny${N}`, metadata: { [`note${N}`]: `a\\b${N}` } },
+      {
+        ...invoice(c, { ids, next_payment_attempt: nowS() + 86_400, expandedPaymentIntent: declined }),
+        billing_reason: `subscription_cycle${N}`,
+        customer_name: `Jenny${N}`,
+        metadata: { [`note${N}`]: `a\\b${N}` },
+      },
       { created: nowS() },
     );
     for (const outcome of ['applied', 'duplicate']) {
@@ -165,7 +175,10 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     // Soft: a code with the character in it is no hard decline code, as Stripe's original is not either.
     const answer = await h.lookup('nul-co', { key: tenant.publishable_key, customerId: c });
     expect(answer.json().status).toBe('warning');
-    const record = (await h.admin('GET', `/tenants/nul-co/subscribers/${c}`)).json() as { history: { decline_code: string | null }[]; episodes: { decline_code: string | null }[] };
+    const record = (await h.admin('GET', `/tenants/nul-co/subscribers/${c}`)).json() as {
+      history: { decline_code: string | null }[];
+      episodes: { decline_code: string | null }[];
+    };
     expect(record.history.at(-1)?.decline_code).toBe(`lost${N}card`);
     expect(record.episodes[0]?.decline_code).toBe(`lost${N}card`);
 
@@ -182,7 +195,12 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
   it('400 invalid_request for a signed body that is not a Stripe event', async () => {
     const payload = JSON.stringify({ hello: 'world' });
     const { signature } = { signature: (await import('stripe')).default.webhooks.generateTestHeaderString({ payload, secret: SECRET_2, timestamp: nowS() }) };
-    const res = await h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/webhooks/stripe/acme',
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      payload,
+    });
     expect(res.statusCode).toBe(400);
     expect(res.json().code).toBe('invalid_request');
   });
@@ -217,8 +235,20 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
     const headers: string[] = [];
     const cases: { slug: string; secret: string; opts?: { timestampS?: number; signature?: string }; reason: string; says: RegExp }[] = [
       { slug: 'acme', secret: WRONG, reason: 'no_matching_secret', says: /tenant acme: the signature did not match any of the tenant's signing secrets/ },
-      { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() - 301 }, reason: 'timestamp_outside_tolerance', says: /tenant acme: the signature's timestamp is more than 300 s old/ },
-      { slug: 'acme', secret: SECRET, opts: { timestampS: nowS() + 301 }, reason: 'timestamp_ahead', says: /tenant acme: the signature's timestamp is more than 300 s ahead of this clock/ },
+      {
+        slug: 'acme',
+        secret: SECRET,
+        opts: { timestampS: nowS() - 301 },
+        reason: 'timestamp_outside_tolerance',
+        says: /tenant acme: the signature's timestamp is more than 300 s old/,
+      },
+      {
+        slug: 'acme',
+        secret: SECRET,
+        opts: { timestampS: nowS() + 301 },
+        reason: 'timestamp_ahead',
+        says: /tenant acme: the signature's timestamp is more than 300 s ahead of this clock/,
+      },
       { slug: 'acme', secret: SECRET, opts: { signature: 'v1=abc' }, reason: 'malformed_header', says: /tenant acme: .*no t= timestamp or no v1= signature/ },
       { slug: 'no-secret', secret: SECRET, reason: 'no_secret_configured', says: /tenant no-secret: the tenant has no Stripe signing secret configured/ },
     ];
@@ -234,7 +264,9 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
       expect(String(warnings[0]?.msg), c.reason).toMatch(c.says);
       headers.push(c.opts?.signature ?? signed(fixture, c.secret, c.opts?.timestampS ?? nowS()).signature);
     }
-    const missing = await warningsOf(() => h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(fixture) }));
+    const missing = await warningsOf(() =>
+      h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(fixture) }),
+    );
     expect(missing).toMatchObject([{ tenant: 'acme', reason: 'missing_header' }]);
 
     for (const secret of [SECRET, WRONG]) expect(logs.text).not.toContain(secret);

@@ -42,7 +42,13 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     const key = await createKey('acme', ['status:read']);
     expect(key.secret_key).toMatch(/^sk_live_[A-Za-z0-9]{40}$/);
     expect(key.prefix).toBe(key.secret_key.slice(0, 12));
-    expect(key).toMatchObject({ id: expect.stringMatching(/^key_/), scopes: ['status:read'], expires_at: null, last_used_at: null, created_at: new Date(T0).toISOString() });
+    expect(key).toMatchObject({
+      id: expect.stringMatching(/^key_/),
+      scopes: ['status:read'],
+      expires_at: null,
+      last_used_at: null,
+      created_at: new Date(T0).toISOString(),
+    });
     const test = await createKey('sandbox', ['status:read']);
     expect(test.secret_key).toMatch(/^sk_test_/);
     const list = await h.admin('GET', '/tenants/acme/keys');
@@ -85,7 +91,11 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     expect((await v1(key.secret_key, 'GET', '/settings')).statusCode).toBe(403);
     expect((await v1(key.secret_key, 'PUT', '/subscribers/cus_late/override', { status: 'active' })).statusCode).toBe(403);
     // A publishable key or the admin token is no secret key.
-    const admin = await h.app.inject({ method: 'GET', url: '/v1/subscribers', headers: { authorization: 'Bearer test-admin-token-0123456789abcdefghijklmnopqrstuv' } });
+    const admin = await h.app.inject({
+      method: 'GET',
+      url: '/v1/subscribers',
+      headers: { authorization: 'Bearer test-admin-token-0123456789abcdefghijklmnopqrstuv' },
+    });
     expect(admin.json().code).toBe('invalid_secret_key');
   });
 
@@ -123,7 +133,11 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     const key = await createKey('acme', ['settings:write']);
     const patched = await v1(key.secret_key, 'PATCH', '/settings', { card_update_url: 'https://acme.test/card', policy: { grace_days: 3 } });
     expect(patched.statusCode, patched.body).toBe(200);
-    expect(patched.json()).toMatchObject({ card_update_url: 'https://acme.test/card', policy: { enforcement: 'gate', grace_days: 3 }, stripe_webhook_secret_set: false });
+    expect(patched.json()).toMatchObject({
+      card_update_url: 'https://acme.test/card',
+      policy: { enforcement: 'gate', grace_days: 3 },
+      stripe_webhook_secret_set: false,
+    });
     expect(patched.body).not.toContain('whsec_');
     for (const field of [{ tier: 'starter' }, { suspended: true }, { slug: 'x' }, { lookups_per_minute: 5 }]) {
       const refused = await v1(key.secret_key, 'PATCH', '/settings', field);
@@ -199,7 +213,8 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     const key = created.json() as { secret_key: string };
     // The address fails with a wrong publishable key until it is refused.
     let refused = 0;
-    for (let i = 0; i < 6; i += 1) if ((await limited.lookup('acme', { key: 'pk_wrongwrongwrongwrongwrong', customerId: 'cus_late' })).statusCode === 429) refused += 1;
+    for (let i = 0; i < 6; i += 1)
+      if ((await limited.lookup('acme', { key: 'pk_wrongwrongwrongwrongwrong', customerId: 'cus_late' })).statusCode === 429) refused += 1;
     expect(refused).toBeGreaterThan(0);
     // The same address with a valid secret key: more lookups than the address quota (5), up to the key's (8).
     const statuses: number[] = [];
@@ -208,7 +223,6 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     expect(statuses[8]).toBe(429);
     await limited.close();
   });
-
 });
 
 const postgresEngine = engines.find((e) => e.name === 'postgres');

@@ -207,7 +207,11 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     expect((await h.admin('GET', `/tenants/${DEMO_SLUG}`)).json().livemode).toBeNull();
   });
   it("previews warning and lockout on a test tenant's lookup, with a sample lockout_at and its payment link; no other tenant previews", async () => {
-    await h.admin('PATCH', '/tenants/test-co', { hmac_required: true, card_update_url: 'https://test.example/card', branding: { payment_url: 'https://test.example/pay' } });
+    await h.admin('PATCH', '/tenants/test-co', {
+      hmac_required: true,
+      card_update_url: 'https://test.example/card',
+      branding: { payment_url: 'https://test.example/pay' },
+    });
     const cus = nextCustomer();
     const preview = (slug: string, value: string, extra: Record<string, string> = {}) =>
       h.lookup(slug, { key: keyOf(slug), customerId: cus, query: new URLSearchParams({ preview: value, ...extra }).toString() });

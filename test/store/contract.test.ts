@@ -94,8 +94,7 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   });
 
   it('sets a signing secret in the same transaction as the patch: a refused patch stores nothing', async () => {
-    const count = async () =>
-      (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenant_credentials WHERE kind = 'stripe_webhook_secret'"))[0]?.n;
+    const count = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenant_credentials WHERE kind = 'stripe_webhook_secret'"))[0]?.n;
     const rotation = { kind: 'stripe_webhook_secret' as const, material: 'whsec_one', overlapS: 60 };
     expect(await store.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({ ok: false, error: 'unknown_tier' });
     expect(await count()).toBe(0);
@@ -114,8 +113,38 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     const record = await store.getSubscriber(tenant.id, 'cus_1');
     expect(record).toMatchObject({ status: 'lockout', reason: 'hard_decline', overriddenAt: at(2), episodes: [] });
     expect(record?.history).toEqual([
-      { status: 'warning', derivedStatus: 'warning', lockoutAt: null, policyRule: null, secretKeyId: null, reason: 'soft_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(1), recordedAt: at(1) },
-      { status: 'lockout', derivedStatus: 'lockout', lockoutAt: null, policyRule: null, secretKeyId: null, reason: 'hard_decline', effect: 'changed', episode: null, source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at(2), recordedAt: at(3) },
+      {
+        status: 'warning',
+        derivedStatus: 'warning',
+        lockoutAt: null,
+        policyRule: null,
+        secretKeyId: null,
+        reason: 'soft_decline',
+        effect: 'changed',
+        episode: null,
+        source: 'admin',
+        eventId: null,
+        eventType: null,
+        declineCode: null,
+        occurredAt: at(1),
+        recordedAt: at(1),
+      },
+      {
+        status: 'lockout',
+        derivedStatus: 'lockout',
+        lockoutAt: null,
+        policyRule: null,
+        secretKeyId: null,
+        reason: 'hard_decline',
+        effect: 'changed',
+        episode: null,
+        source: 'admin',
+        eventId: null,
+        eventType: null,
+        declineCode: null,
+        occurredAt: at(2),
+        recordedAt: at(3),
+      },
     ]);
     expect(await store.applyChange(tenant.id, 'cus_1', { kind: 'delete' }, admin(at(4)), at(4))).toBe('applied');
     expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
@@ -155,14 +184,16 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('migrations on a sha
   it('are safe when instances start at once: each migration is applied exactly once', async () => {
     const { db, target, cleanup } = await engine.open();
     try {
-      const tables = await db.query<{ name: string }>(
-        'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()',
-      );
+      const tables = await db.query<{ name: string }>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()');
       await db.exec(`DROP TABLE ${tables.map((t) => t.name).join(', ')} CASCADE`);
       const { openDb } = await import('../../src/store/index.js');
       const instances = await Promise.all([openDb(target), openDb(target), openDb(target)]);
       const applied = await Promise.all(instances.map((d) => migrate(d)));
-      expect(applied.flat().sort()).toEqual(loadMigrations().map((m) => m.name).sort());
+      expect(applied.flat().sort()).toEqual(
+        loadMigrations()
+          .map((m) => m.name)
+          .sort(),
+      );
       expect(applied.filter((names) => names.length > 0)).toHaveLength(1);
       await Promise.all(instances.map((d) => d.close()));
     } finally {

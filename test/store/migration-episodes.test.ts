@@ -52,7 +52,10 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, 'cus_gone', NULL, NULL, 'admin', $2, $2)`,
       [id, at(5)],
     );
-    await db.query(`INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, 'cus_gone', $2, 4, '')`, [id, at(5)]);
+    await db.query(`INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, 'cus_gone', $2, 4, '')`, [
+      id,
+      at(5),
+    ]);
     await db.query(
       `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
        VALUES ($1, 'evt_old_1', 'charge.failed', 'cus_warn', $2, '{}', 'applied', $2)`,
@@ -60,7 +63,14 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
     );
 
     // 005 and every migration after it: the current store needs them all.
-    expect((await migrate(db, loadMigrations().filter((m) => m.version >= 5)))[0]).toBe('005_episodes.sql');
+    expect(
+      (
+        await migrate(
+          db,
+          loadMigrations().filter((m) => m.version >= 5),
+        )
+      )[0],
+    ).toBe('005_episodes.sql');
     const store = new SqlStore(db);
 
     for (const [cus, status, reason] of rows) {
@@ -92,7 +102,12 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
     // sync: events dated at the real attempts, older than the migrated status) gives the
     // status its episode, so that it survives that.
     const warned = paymentIds();
-    const imported = toStripeEventInput(event('invoice.payment_failed', invoice('cus_warn', { ids: warned, next_payment_attempt: at(30).getTime() / 1000 }), { created: at(9).getTime() / 1000, id: 'evt_sync_in_1_1' }));
+    const imported = toStripeEventInput(
+      event('invoice.payment_failed', invoice('cus_warn', { ids: warned, next_payment_attempt: at(30).getTime() / 1000 }), {
+        created: at(9).getTime() / 1000,
+        id: 'evt_sync_in_1_1',
+      }),
+    );
     const otherPaid = toStripeEventInput(event('invoice.paid', invoice('cus_warn', { status: 'paid' }), { created: at(12).getTime() / 1000 }));
     if (imported === null || otherPaid === null) throw new Error('relevant events');
     await store.recordStripeEvent(id, imported, at(23));

@@ -22,14 +22,20 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
     const { db } = opened;
     await db.query(`INSERT INTO tenants (slug, tier, hmac_required, created_at, updated_at) VALUES ('older', 'starter', false, $1, $1)`, [T]);
 
-    const applied = await migrate(db, loadMigrations().filter((m) => m.version > 10));
+    const applied = await migrate(
+      db,
+      loadMigrations().filter((m) => m.version > 10),
+    );
     expect(applied).toContain('012_tenant_livemode.sql');
     const store = new SqlStore(db);
     expect((await store.getTenant('older'))?.livemode).toBeNull();
     expect((await store.getStripeSigningSecrets('older'))?.livemode).toBeNull();
 
     const base = { tier: 'starter', cardUpdateUrl: null, hmacRequired: false, allowedOrigins: null, hmacSecret: 's'.repeat(43) };
-    for (const [slug, livemode, hash] of [['newer-live', true, 'ab'], ['newer-test', false, 'cd']] as const) {
+    for (const [slug, livemode, hash] of [
+      ['newer-live', true, 'ab'],
+      ['newer-test', false, 'cd'],
+    ] as const) {
       const created = await store.createTenant({ ...base, slug, livemode, publishableKeyHash: hash.repeat(32) }, T);
       expect(created).toMatchObject({ ok: true, tenant: { slug, livemode } });
       expect((await store.getStripeSigningSecrets(slug))?.livemode).toBe(livemode);

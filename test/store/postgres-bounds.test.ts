@@ -29,7 +29,13 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine,
     const options = via.searchParams.get('options') ?? undefined;
     via.searchParams.delete('options');
     // One connection: what a transaction leaves on it, the next query meets.
-    db = openPostgres({ connectionString: via.toString(), maxConnections: 1, queryTimeoutMs: QUERY_TIMEOUT_MS, connectTimeoutMs: 300, ...(options ? { options } : {}) });
+    db = openPostgres({
+      connectionString: via.toString(),
+      maxConnections: 1,
+      queryTimeoutMs: QUERY_TIMEOUT_MS,
+      connectTimeoutMs: 300,
+      ...(options ? { options } : {}),
+    });
   });
 
   afterAll(async () => {

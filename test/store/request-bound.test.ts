@@ -65,7 +65,9 @@ describe.each(engines)('a request bound on the store ($name)', (engine: Engine) 
     try {
       const seen: (number | null)[] = [];
       const stop = store.onCommit(() => seen.push(storeCallEnd()));
-      await withStoreBound(new StoreBound(10_000, 'request'), () => store.applyChange(created.tenant.id, 'cus_bound', { kind: 'set', status: 'lockout', reason: 'manual' }, admin, T));
+      await withStoreBound(new StoreBound(10_000, 'request'), () =>
+        store.applyChange(created.tenant.id, 'cus_bound', { kind: 'set', status: 'lockout', reason: 'manual' }, admin, T),
+      );
       stop();
       expect(seen).toEqual([null]);
       // A catch-up asked for from inside a request whose bound is over still reads.

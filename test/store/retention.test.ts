@@ -41,9 +41,18 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
 
   const count = async (sql: string) => Number((await opened.db.query<{ n: number }>(sql))[0]?.n ?? -1);
 
-  it('prunes in batches what is past its retention, keeps the rest and every subscriber\'s newest entry', async () => {
+  it("prunes in batches what is past its retention, keeps the rest and every subscriber's newest entry", async () => {
     const sleeps: number[] = [];
-    const retention = new Retention({ store: opened.store, stripeEventsDays: 30, historyDays: 400, webhookDays: 30, now: () => NOW, log: silent, batch: 7, sleep: async (ms) => void sleeps.push(ms) });
+    const retention = new Retention({
+      store: opened.store,
+      stripeEventsDays: 30,
+      historyDays: 400,
+      webhookDays: 30,
+      now: () => NOW,
+      log: silent,
+      batch: 7,
+      sleep: async (ms) => void sleeps.push(ms),
+    });
     const run = await retention.runOnce();
     // Events received more than 30 days ago: days 31 to 60.
     expect(run.stripe_events).toBe(30);
@@ -68,7 +77,15 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
 
   it('keeps the history for ever with historyDays 0', async () => {
     const before = await count('SELECT count(*)::int AS n FROM subscriber_history');
-    const retention = new Retention({ store: opened.store, stripeEventsDays: 7, historyDays: 0, webhookDays: 30, now: () => NOW + 10_000 * DAY_MS, log: silent, sleep: async () => {} });
+    const retention = new Retention({
+      store: opened.store,
+      stripeEventsDays: 7,
+      historyDays: 0,
+      webhookDays: 30,
+      now: () => NOW + 10_000 * DAY_MS,
+      log: silent,
+      sleep: async () => {},
+    });
     const run = await retention.runOnce();
     expect(run.subscriber_history).toBe(0);
     expect(await count('SELECT count(*)::int AS n FROM subscriber_history')).toBe(before);

@@ -76,7 +76,12 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
       secret,
       Math.floor(nowMs / 1000),
     );
-    return app.inject({ method: 'POST', url: `/webhooks/stripe/${slug}`, headers: { 'content-type': 'application/json', 'stripe-signature': signature }, payload });
+    return app.inject({
+      method: 'POST',
+      url: `/webhooks/stripe/${slug}`,
+      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+      payload,
+    });
   };
 
   beforeAll(async () => {
@@ -299,7 +304,9 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
 
     const wrong = await dunwall(['secrets', 'reencrypt'], { ...place.env, DUNWALL_ENCRYPTION_KEY: RAW_C.toString('hex') });
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr).toBe(`dunwall: secrets reencrypt failed, nothing was changed: stored secrets are encrypted under key id ${ID_B}, which is not configured: set that key in DUNWALL_ENCRYPTION_KEY or DUNWALL_ENCRYPTION_KEYS_OLD\n`);
+    expect(wrong.stderr).toBe(
+      `dunwall: secrets reencrypt failed, nothing was changed: stored secrets are encrypted under key id ${ID_B}, which is not configured: set that key in DUNWALL_ENCRYPTION_KEY or DUNWALL_ENCRYPTION_KEYS_OLD\n`,
+    );
     for (const text of [...spellings(RAW_B), ...spellings(RAW_C)]) expect(wrong.stderr).not.toContain(text);
 
     const db = await openDb(place.target);

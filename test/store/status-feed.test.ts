@@ -60,7 +60,12 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
 
   const now = async () => (await store.listStatuses(0, null, 1)).feedCursor;
   /** A subscriber row written as a test wants it: the trigger sees exactly this. */
-  const upsert = (tenant: number, customer: string, status: SubscriberStatus, fields: { lockoutAt?: Date | null; payUrl?: string | null; reason?: string } = {}) =>
+  const upsert = (
+    tenant: number,
+    customer: string,
+    status: SubscriberStatus,
+    fields: { lockoutAt?: Date | null; payUrl?: string | null; reason?: string } = {},
+  ) =>
     opened.db.query(
       `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at, lockout_at, pay_url)
        VALUES ($1, $2, $3, $3, $4, $5, $5, $6, $7)
@@ -96,7 +101,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     expect(changes.at(-1)?.occurredAt.getTime()).toBeGreaterThan(T.getTime());
   });
 
-  it('lists the non-active subscribers in pages, each page carrying the first page\'s feed position, and the feed goes on from it', async () => {
+  it("lists the non-active subscribers in pages, each page carrying the first page's feed position, and the feed goes on from it", async () => {
     const t = await tenantId(store, 'listed');
     for (let i = 0; i < 7; i += 1) await store.applyChange(t, `cus_l${i}`, set(i % 3 === 0 ? 'active' : i % 3 === 1 ? 'warning' : 'lockout'), admin(), T);
     const first = await store.listStatuses(t, null, 2);
@@ -125,7 +130,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     ]);
   });
 
-  it('gives each change once, in order per subscriber, across pages of any size, from any change\'s cursor, while writes go on', async () => {
+  it("gives each change once, in order per subscriber, across pages of any size, from any change's cursor, while writes go on", async () => {
     const t = await tenantId(store, 'pages');
     const from = await now();
     const written: [string, SubscriberStatus][] = [];
@@ -194,14 +199,19 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     expect((await drain(store, t, fresh, 100)).changes.map(brief)).toEqual([['cus_e1', 'lockout']]);
     // Transaction ids this database has not reached: another database's cursor.
     expect(await store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100)).toEqual({ expired: true });
-    expect(await store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100)).toEqual({ expired: true });
+    expect(await store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100)).toEqual({
+      expired: true,
+    });
   });
 
   it('forgets rows and a horizon no transaction of this database wrote (a restored dump), rather than expire every cursor', async () => {
     const t = await tenantId(store, 'restored');
     const [{ next }] = (await opened.db.query<{ next: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next')) as [{ next: string }];
     const foreign = (BigInt(next) + 10_000_000n).toString();
-    await opened.db.query(`INSERT INTO status_changes (xid, tenant_id, processor_customer_id, status, occurred_at) VALUES ($1::xid8, $2, 'cus_foreign', 'lockout', now())`, [foreign, t]);
+    await opened.db.query(
+      `INSERT INTO status_changes (xid, tenant_id, processor_customer_id, status, occurred_at) VALUES ($1::xid8, $2, 'cus_foreign', 'lockout', now())`,
+      [foreign, t],
+    );
     await opened.db.query('UPDATE status_changes_horizon SET pruned_through = $1::xid8', [foreign]);
     const from = await now();
     expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
@@ -217,7 +227,15 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     await store.applyChange(t, 'cus_r2', set('warning'), admin(), new Date(Date.now() - DAY_MS));
     const count = async () => Number((await opened.db.query<{ n: number }>('SELECT count(*)::int AS n FROM status_changes WHERE tenant_id = $1', [t]))[0]?.n);
     expect(await count()).toBe(2);
-    const run = await new Retention({ store, stripeEventsDays: 30, historyDays: 0, webhookDays: 30, statusFeedDays: 7, log: silent, sleep: async () => {} }).runOnce();
+    const run = await new Retention({
+      store,
+      stripeEventsDays: 30,
+      historyDays: 0,
+      webhookDays: 30,
+      statusFeedDays: 7,
+      log: silent,
+      sleep: async () => {},
+    }).runOnce();
     expect(run.status_changes).toBeGreaterThanOrEqual(1);
     expect(await count()).toBe(1);
     expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
@@ -262,12 +280,21 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed store 
     for (const cursor of [first.next, inside, from]) {
       const rest = await drain(store, t, cursor, 1);
       // Read from the start once both committed, the two are one set, in sequence order.
-      expect(rest.changes.map(brief)).toEqual(cursor === from ? [['cus_slow', 'lockout'], ['cus_fast', 'warning']] : [['cus_slow', 'lockout']]);
+      expect(rest.changes.map(brief)).toEqual(
+        cursor === from
+          ? [
+              ['cus_slow', 'lockout'],
+              ['cus_fast', 'warning'],
+            ]
+          : [['cus_slow', 'lockout']],
+      );
     }
     // The slow change has the lower sequence value: "rows after the last seq seen" would have lost it.
-    const [order] = (await fast.query<{ slow_first: boolean }>(
-      `SELECT (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_slow') < (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
-    )).rows;
+    const [order] = (
+      await fast.query<{ slow_first: boolean }>(
+        `SELECT (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_slow') < (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
+      )
+    ).rows;
     expect(order?.slow_first).toBe(true);
   });
 

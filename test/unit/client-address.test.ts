@@ -16,7 +16,14 @@ function req(remoteAddress: string, headers: Record<string, string> = {}) {
 describe('parseTrustedProxies', () => {
   it('takes addresses, CIDR ranges and the names loopback and private', () => {
     const t = trusted('loopback, 192.0.2.10, 2001:db8::/32');
-    expect(['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '192.0.2.10', '2001:db8::1'].map((a) => t.trusts(a))).toEqual([true, true, true, true, true, true]);
+    expect(['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '192.0.2.10', '2001:db8::1'].map((a) => t.trusts(a))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(['192.0.2.11', '10.0.0.1', '2001:db9::1', 'unknown', ''].map((a) => t.trusts(a))).toEqual([false, false, false, false, false]);
     const p = trusted('private');
     expect(['10.1.2.3', '172.20.0.1', '192.168.1.1', 'fd00::1', '172.32.0.1'].map((a) => p.trusts(a))).toEqual([true, true, true, true, false]);
@@ -56,7 +63,7 @@ describe('clientAddress', () => {
     expect(clientAddress(req('10.0.0.1'), proxies)).toBe('10.0.0.1');
   });
 
-  it('reads only the header its proxies write: the other one is the client\'s own', () => {
+  it("reads only the header its proxies write: the other one is the client's own", () => {
     const spoofed = { 'x-forwarded-for': '203.0.113.5', forwarded: 'for=6.6.6.6' };
     expect(clientAddress(req('10.0.0.1', spoofed), proxies)).toBe('203.0.113.5');
     expect(clientAddress(req('10.0.0.1', { ...spoofed, forwarded: 'for=203.0.113.5', 'x-forwarded-for': '6.6.6.6' }), rfc7239)).toBe('203.0.113.5');
@@ -112,7 +119,13 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
   it('reports every bad value without echoing a Redis URL', () => {
     let error: unknown;
     try {
-      loadConfig({ DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1', DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '1e5', REDIS_URL: 'http://user:s3cret@host', TRUST_PROXY: 'anyone', TRUST_PROXY_HEADER: 'x-real-ip' });
+      loadConfig({
+        DUNWALL_RATE_LIMIT_LOOKUP_PER_IP: '-1',
+        DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '1e5',
+        REDIS_URL: 'http://user:s3cret@host',
+        TRUST_PROXY: 'anyone',
+        TRUST_PROXY_HEADER: 'x-real-ip',
+      });
     } catch (err) {
       error = err;
     }

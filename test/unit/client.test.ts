@@ -3,12 +3,18 @@ import { createClient } from '../../packages/client/src/index.js';
 import type { StatusRequest } from '../../packages/client/src/index.js';
 
 const REQUEST: StatusRequest = { baseUrl: 'https://dw.test/', tenant: 'acme', publishableKey: 'pk_test', customerId: 'cus_1', hmac: 'ab12' };
-const KNOWN = { status: 'warning', card_update_url: 'https://acme.test/card', entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false } };
+const KNOWN = {
+  status: 'warning',
+  card_update_url: 'https://acme.test/card',
+  entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+};
 
 type FakeFetch = ReturnType<typeof vi.fn<typeof fetch>>;
 
 function answering(status: number, body: unknown, contentType = 'application/json'): FakeFetch {
-  return vi.fn<typeof fetch>(async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'content-type': contentType } }));
+  return vi.fn<typeof fetch>(
+    async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'content-type': contentType } }),
+  );
 }
 
 describe('getSubscriberStatus', () => {
@@ -45,7 +51,10 @@ describe('getSubscriberStatus', () => {
   });
 
   it('keeps a preview apart from the real answer in its cache', async () => {
-    const fetchFn = vi.fn<typeof fetch>(async (url) => new Response(JSON.stringify(String(url).includes('preview=lockout') ? { ...KNOWN, status: 'lockout' } : { status: 'active' }), { status: 200 }));
+    const fetchFn = vi.fn<typeof fetch>(
+      async (url) =>
+        new Response(JSON.stringify(String(url).includes('preview=lockout') ? { ...KNOWN, status: 'lockout' } : { status: 'active' }), { status: 200 }),
+    );
     const client = createClient({ fetch: fetchFn, cacheTtlMs: 60_000 });
     expect((await client.getSubscriberStatus({ ...REQUEST, preview: 'lockout' })).status).toBe('lockout');
     expect((await client.getSubscriberStatus(REQUEST)).status).toBe('active');
@@ -93,7 +102,11 @@ describe('getSubscriberStatus', () => {
     expect((await html.getSubscriberStatus(REQUEST)).source).toBe('fallback');
     const odd = createClient({ fetch: answering(200, { status: 'blocked' }) });
     expect(await odd.getSubscriberStatus(REQUEST)).toMatchObject({ status: 'active', source: 'fallback', error: { kind: 'invalid_response' } });
-    const thrower = createClient({ fetch: vi.fn<typeof fetch>(() => { throw new Error('sync'); }) });
+    const thrower = createClient({
+      fetch: vi.fn<typeof fetch>(() => {
+        throw new Error('sync');
+      }),
+    });
     expect((await thrower.getSubscriberStatus(REQUEST)).source).toBe('fallback');
   });
 

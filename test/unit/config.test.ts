@@ -1,12 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_HISTORY_RETENTION_DAYS, DEFAULT_STATUS_FEED_RETENTION_DAYS, DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, loadConfig } from '../../src/runtime/config.js';
+import {
+  DEFAULT_HISTORY_RETENTION_DAYS,
+  DEFAULT_STATUS_FEED_RETENTION_DAYS,
+  DEFAULT_STRIPE_EVENTS_RETENTION_DAYS,
+  loadConfig,
+} from '../../src/runtime/config.js';
 
 describe('configuration of retention', () => {
   it('keeps Stripe events 30 days and history 400 by default, and never Stripe events less than a week', () => {
     const config = loadConfig({});
     expect([config.stripeEventsRetentionDays, config.historyRetentionDays]).toEqual([DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, DEFAULT_HISTORY_RETENTION_DAYS]);
     expect([DEFAULT_STRIPE_EVENTS_RETENTION_DAYS, DEFAULT_HISTORY_RETENTION_DAYS]).toEqual([30, 400]);
-    expect(loadConfig({ DUNWALL_STRIPE_EVENTS_RETENTION_DAYS: '7', DUNWALL_HISTORY_RETENTION_DAYS: '0' })).toMatchObject({ stripeEventsRetentionDays: 7, historyRetentionDays: 0 });
+    expect(loadConfig({ DUNWALL_STRIPE_EVENTS_RETENTION_DAYS: '7', DUNWALL_HISTORY_RETENTION_DAYS: '0' })).toMatchObject({
+      stripeEventsRetentionDays: 7,
+      historyRetentionDays: 0,
+    });
     expect(() => loadConfig({ DUNWALL_STRIPE_EVENTS_RETENTION_DAYS: '3' })).toThrow('DUNWALL_STRIPE_EVENTS_RETENTION_DAYS');
     expect(() => loadConfig({ DUNWALL_HISTORY_RETENTION_DAYS: '-1' })).toThrow('DUNWALL_HISTORY_RETENTION_DAYS');
   });

@@ -60,7 +60,13 @@ describe('checkLookup', () => {
   const req = (query: Record<string, unknown>, token = KEY) => ({ token, query });
 
   it('passes a good request and returns the customer id', () => {
-    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({ ok: true, customerId: 'cus_1', signed: false, preview: null, keyId: null });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({
+      ok: true,
+      customerId: 'cus_1',
+      signed: false,
+      preview: null,
+      keyId: null,
+    });
   });
 
   it('ignores an expired key and an expired secret', () => {
@@ -92,7 +98,8 @@ describe('hmac', () => {
     const mixed = [...hmac].map((c, i) => (i % 2 ? c.toUpperCase() : c)).join('');
     expect(verifyHmac(mixed, 'cus_1', keys(['new']), NOW)).toBe(true);
     for (const bad of ['g', 'G', ':', '/', '@', '`', '\u0161', '\u0041\u0300']) {
-      for (const at of [0, 31, 63]) expect(verifyHmac(hmac.slice(0, at) + bad + hmac.slice(at + 1), 'cus_1', keys(['new']), NOW), `${bad} at ${at}`).toBe(false);
+      for (const at of [0, 31, 63])
+        expect(verifyHmac(hmac.slice(0, at) + bad + hmac.slice(at + 1), 'cus_1', keys(['new']), NOW), `${bad} at ${at}`).toBe(false);
     }
     expect(verifyHmac(hmac.slice(0, 63), 'cus_1', keys(['new']), NOW)).toBe(false);
     expect(verifyHmac(`${hmac}0`, 'cus_1', keys(['new']), NOW)).toBe(false);
@@ -180,7 +187,15 @@ describe('input validation', () => {
 describe('loadConfig', () => {
   it('has the documented defaults', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', databaseUrl: null, adminToken: null, logLevel: 'info', rotationOverlapS: 86_400, demo: true });
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      databaseUrl: null,
+      adminToken: null,
+      logLevel: 'info',
+      rotationOverlapS: 86_400,
+      demo: true,
+    });
     expect(Object.isFrozen(config)).toBe(true);
   });
 

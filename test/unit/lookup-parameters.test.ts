@@ -38,7 +38,22 @@ describe('lookupParameters, against the query parser of Fastify', () => {
   });
 
   it('agrees on generated query strings', async () => {
-    const piece = fc.constantFrom('processor_customer_id', 'hmac', '%68mac', 'processor%5Fcustomer_id', '%70', '+', '%', '%zz', '%2B', '=', 'cus_1', 'x', '%E2%82%AC', '%C3');
+    const piece = fc.constantFrom(
+      'processor_customer_id',
+      'hmac',
+      '%68mac',
+      'processor%5Fcustomer_id',
+      '%70',
+      '+',
+      '%',
+      '%zz',
+      '%2B',
+      '=',
+      'cus_1',
+      'x',
+      '%E2%82%AC',
+      '%C3',
+    );
     const part = fc.array(piece, { maxLength: 4 }).map((p) => p.join(''));
     const search = fc.array(part, { maxLength: 6 }).map((parts) => parts.join('&'));
     await fc.assert(

@@ -1,14 +1,7 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/runtime/config.js';
-import {
-  SecretBox,
-  SecretDecryptionError,
-  UnknownEncryptionKeyError,
-  encryptionKeyId,
-  parseEncryptionKey,
-  sealedKeyId,
-} from '../../src/secrets/cipher.js';
+import { SecretBox, SecretDecryptionError, UnknownEncryptionKeyError, encryptionKeyId, parseEncryptionKey, sealedKeyId } from '../../src/secrets/cipher.js';
 import type { SecretOwner } from '../../src/secrets/cipher.js';
 
 const RAW_A = randomBytes(32);

@@ -59,7 +59,9 @@ describe('classifyDecline', () => {
   });
 
   it('covers every hard code of the contract', () => {
-    const hard = Object.entries(STRIPE_DECLINE_CODES).filter(([, c]) => c === 'hard').map(([code]) => code);
+    const hard = Object.entries(STRIPE_DECLINE_CODES)
+      .filter(([, c]) => c === 'hard')
+      .map(([code]) => code);
     expect(new Set(hard)).toEqual(HARD_DECLINE_CODES);
   });
 

@@ -13,8 +13,15 @@ describe('deriveChange', () => {
   it('reads the decline code of an expanded invoice payment, in both API shapes', () => {
     const pi = paymentIntent('cus_1', { decline_code: 'insufficient_funds' });
     for (const api of [LEGACY_API, BASIL_API] as const) {
-      const d = deriveChange(event('invoice.payment_failed', invoice('cus_1', { next_payment_attempt: T + 3600, api, expandedPaymentIntent: pi }), { created: T, api }));
-      expect(d).toMatchObject({ kind: 'change', customerId: 'cus_1', declineCode: 'insufficient_funds', change: { kind: 'episode', outcome: { state: 'warning', reason: 'soft_decline' } } });
+      const d = deriveChange(
+        event('invoice.payment_failed', invoice('cus_1', { next_payment_attempt: T + 3600, api, expandedPaymentIntent: pi }), { created: T, api }),
+      );
+      expect(d).toMatchObject({
+        kind: 'change',
+        customerId: 'cus_1',
+        declineCode: 'insufficient_funds',
+        change: { kind: 'episode', outcome: { state: 'warning', reason: 'soft_decline' } },
+      });
     }
     const unexpanded = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: LEGACY_API }), { created: T, api: LEGACY_API }));
     expect(unexpanded).toMatchObject({ kind: 'change', declineCode: null, change: { outcome: { state: 'lockout', reason: 'retries_exhausted' } } });
@@ -23,8 +30,12 @@ describe('deriveChange', () => {
   it("finds an invoice's subscription and payments in both API shapes", () => {
     const ids = paymentIds();
     const legacy = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: LEGACY_API, ids }), { created: T, api: LEGACY_API }));
-    expect(legacy).toMatchObject({ invoice: { invoiceId: ids.invoice, episode: ids.subscription, autoCollected: true, firstInvoice: false, paymentIds: [ids.paymentIntent, ids.charge] } });
-    const basil = deriveChange(event('invoice.payment_failed', invoice('cus_1', { api: BASIL_API, ids, namePayments: true, billing_reason: 'subscription_create' }), { created: T }));
+    expect(legacy).toMatchObject({
+      invoice: { invoiceId: ids.invoice, episode: ids.subscription, autoCollected: true, firstInvoice: false, paymentIds: [ids.paymentIntent, ids.charge] },
+    });
+    const basil = deriveChange(
+      event('invoice.payment_failed', invoice('cus_1', { api: BASIL_API, ids, namePayments: true, billing_reason: 'subscription_create' }), { created: T }),
+    );
     expect(basil).toMatchObject({ invoice: { episode: ids.subscription, firstInvoice: true, paymentIds: [ids.paymentIntent] } });
     // Basil sends no payments unless the payload includes them.
     expect(deriveChange(event('invoice.paid', invoice('cus_1', { ids }), { created: T }))).toMatchObject({ invoice: { paymentIds: [] } });
@@ -36,14 +47,29 @@ describe('deriveChange', () => {
   it("reads the latest attempt's code when an invoice lists several payments, in either order", () => {
     const older = { ...paymentIntent('cus_1', { decline_code: 'insufficient_funds' }), created: T - 7200 };
     const newer = { ...paymentIntent('cus_1', { decline_code: 'lost_card' }), created: T - 60 };
-    for (const listed of [[newer, older], [older, newer]]) {
-      const inv = { ...invoice('cus_1', { next_payment_attempt: T + 3600 }), payments: { object: 'list', data: listed.map((pi) => ({ payment: { type: 'payment_intent', payment_intent: pi } })) } };
-      expect(deriveChange(event('invoice.payment_failed', inv, { created: T }))).toMatchObject({ declineCode: 'lost_card', change: { outcome: { state: 'lockout', reason: 'hard_decline' } } });
+    for (const listed of [
+      [newer, older],
+      [older, newer],
+    ]) {
+      const inv = {
+        ...invoice('cus_1', { next_payment_attempt: T + 3600 }),
+        payments: { object: 'list', data: listed.map((pi) => ({ payment: { type: 'payment_intent', payment_intent: pi } })) },
+      };
+      expect(deriveChange(event('invoice.payment_failed', inv, { created: T }))).toMatchObject({
+        declineCode: 'lost_card',
+        change: { outcome: { state: 'lockout', reason: 'hard_decline' } },
+      });
     }
   });
 
   it('keeps a decline as a decline: it gates only through a linked invoice', () => {
-    const d = deriveChange(event('charge.failed', charge('cus_1', { outcome_reason: 'stolen_card', failure_code: 'card_declined' }, BASIL_API, { id: 'ch_1', paymentIntent: 'pi_1' }), { created: T }));
+    const d = deriveChange(
+      event(
+        'charge.failed',
+        charge('cus_1', { outcome_reason: 'stolen_card', failure_code: 'card_declined' }, BASIL_API, { id: 'ch_1', paymentIntent: 'pi_1' }),
+        { created: T },
+      ),
+    );
     expect(d).toEqual({
       kind: 'change',
       customerId: 'cus_1',
@@ -52,7 +78,13 @@ describe('deriveChange', () => {
       declineCode: 'stolen_card',
       facts: { outcome_reason: 'stolen_card', failure_code: 'card_declined', decline_class: 'hard' },
     });
-    const legacy = deriveChange(event('payment_intent.payment_failed', paymentIntent('cus_1', { decline_code: 'generic_decline' }, LEGACY_API, { id: 'pi_2', charge: 'ch_2', invoice: 'in_2' }), { created: T }));
+    const legacy = deriveChange(
+      event(
+        'payment_intent.payment_failed',
+        paymentIntent('cus_1', { decline_code: 'generic_decline' }, LEGACY_API, { id: 'pi_2', charge: 'ch_2', invoice: 'in_2' }),
+        { created: T },
+      ),
+    );
     expect(legacy).toMatchObject({ change: { kind: 'decline', decline: { hard: false, paymentIds: ['pi_2', 'ch_2'], invoiceId: 'in_2' } } });
   });
 
@@ -68,10 +100,12 @@ describe('deriveChange', () => {
       kind: 'ignored',
       why: 'send_invoice',
     });
-    expect(deriveChange(event('customer.subscription.updated', subscription('cus_1', 'paused'), { created: T, previous: { status: 'active' } }))).toMatchObject({
-      kind: 'ignored',
-      why: 'status_not_enforced',
-    });
+    expect(deriveChange(event('customer.subscription.updated', subscription('cus_1', 'paused'), { created: T, previous: { status: 'active' } }))).toMatchObject(
+      {
+        kind: 'ignored',
+        why: 'status_not_enforced',
+      },
+    );
     expect(deriveChange(event('customer.subscription.updated', subscription('cus_1', 'past_due'), { created: T }))).toMatchObject({
       kind: 'ignored',
       why: 'no_status_transition',
@@ -148,7 +182,12 @@ describe('customerStatus', () => {
   });
 
   it('shows the most severe unresolved episode, the latest among equals', () => {
-    expect(customerStatus([episode('a', 'warning', 'soft_decline', 3000), episode('b', 'lockout', 'retries_exhausted', 1000), episode('c', 'resolved', 'paid', 5000)], null)).toEqual({
+    expect(
+      customerStatus(
+        [episode('a', 'warning', 'soft_decline', 3000), episode('b', 'lockout', 'retries_exhausted', 1000), episode('c', 'resolved', 'paid', 5000)],
+        null,
+      ),
+    ).toEqual({
       status: 'lockout',
       reason: 'retries_exhausted',
     });
@@ -159,7 +198,10 @@ describe('customerStatus', () => {
   });
 
   it('with every episode resolved: active, with the reason of the most recently resolved; none: unknown', () => {
-    expect(customerStatus([episode('a', 'resolved', 'voided', 4000), episode('b', 'resolved', 'paid', 2000)], null)).toEqual({ status: 'active', reason: 'voided' });
+    expect(customerStatus([episode('a', 'resolved', 'voided', 4000), episode('b', 'resolved', 'paid', 2000)], null)).toEqual({
+      status: 'active',
+      reason: 'voided',
+    });
     expect(customerStatus([], null)).toBeNull();
   });
 
@@ -181,7 +223,9 @@ describe('eventShapeProblem', () => {
     expect(at(T + 86_400)).toBe('created: more than 300 s in the future');
     expect(at(T * 1000)).toBe('created: more than 300 s in the future');
     expect(at(1_000)).toBe('created: must be a Unix time in seconds');
-    expect(eventShapeProblem({ ...event('invoice.paid', invoice('cus_1', {}), { created: T }), created: 1.5e9 + 0.5 }, now)).toBe('created: must be a Unix time in seconds');
+    expect(eventShapeProblem({ ...event('invoice.paid', invoice('cus_1', {}), { created: T }), created: 1.5e9 + 0.5 }, now)).toBe(
+      'created: must be a Unix time in seconds',
+    );
     expect(eventShapeProblem(null, now)).toBe('the event must be a JSON object');
     expect(eventShapeProblem([], now)).toBe('the event must be a JSON object');
   });

@@ -37,7 +37,10 @@ describe('Stripe-Signature', () => {
 
   it('says why a delivery did not verify', () => {
     expect(checkStripeDelivery(raw, signedBy(SECRET), [OTHER], T * 1000)).toEqual({ ok: false, why: 'no_matching_secret' });
-    expect(checkStripeDelivery(raw, signedBy(SECRET), [SECRET], (T + WEBHOOK_TOLERANCE_S + 1) * 1000)).toEqual({ ok: false, why: 'timestamp_outside_tolerance' });
+    expect(checkStripeDelivery(raw, signedBy(SECRET), [SECRET], (T + WEBHOOK_TOLERANCE_S + 1) * 1000)).toEqual({
+      ok: false,
+      why: 'timestamp_outside_tolerance',
+    });
     expect(checkStripeDelivery(raw, `t=${T}`, [SECRET], T * 1000)).toEqual({ ok: false, why: 'malformed_header' });
     expect(checkStripeDelivery(Buffer.from('not json'), signedBy(SECRET, T, 'not json'), [SECRET], T * 1000)).toEqual({ ok: false, why: 'not_json' });
     expect(checkStripeDelivery(raw, signedBy(SECRET), [SECRET], T * 1000)).toMatchObject({ ok: true, event: { id: 'evt_1' } });
@@ -49,7 +52,15 @@ describe('Stripe-Signature', () => {
   });
 
   it('parses only well-formed headers', () => {
-    for (const header of ['', 't=', `v1=${'a'.repeat(64)}`, `t=${T}`, `t=abc,v1=${'a'.repeat(64)}`, `t=${T},v1=${'a'.repeat(63)}`, `t=${T},v1=${'A'.repeat(64)}`]) {
+    for (const header of [
+      '',
+      't=',
+      `v1=${'a'.repeat(64)}`,
+      `t=${T}`,
+      `t=abc,v1=${'a'.repeat(64)}`,
+      `t=${T},v1=${'a'.repeat(63)}`,
+      `t=${T},v1=${'A'.repeat(64)}`,
+    ]) {
       expect(parseSignatureHeader(header), header).toBeNull();
     }
     expect(parseSignatureHeader(` t=${T} , v1=${'a'.repeat(64)} `)).toEqual({ timestamp: T, v1: [Buffer.from('a'.repeat(64), 'hex')] });

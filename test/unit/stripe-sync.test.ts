@@ -12,7 +12,7 @@ function expandedPayment(invoice: string, pi: Obj, charge: Obj | null, createdS:
   return { ...payment, payment: { ...(payment.payment as Obj), payment_intent: { ...pi, latest_charge: charge ?? pi.latest_charge } } };
 }
 
-describe('events an import makes of today\'s state', () => {
+describe("events an import makes of today's state", () => {
   const customer = 'cus_sync1';
 
   it("dates an invoice's failure at its latest failed charge and keeps its decline code", () => {
@@ -25,7 +25,12 @@ describe('events an import makes of today\'s state', () => {
     ]);
     expect(e).toMatchObject({ id: `evt_sync_${inv.id as string}_3`, type: 'invoice.payment_failed', created: T });
     const d = deriveChange(e ?? { id: '', type: '', created: 0, data: { object: {} } });
-    expect(d).toMatchObject({ kind: 'change', customerId: customer, declineCode: 'expired_card', change: { episode: 'sub_1', outcome: { state: 'lockout', reason: 'hard_decline' } } });
+    expect(d).toMatchObject({
+      kind: 'change',
+      customerId: customer,
+      declineCode: 'expired_card',
+      change: { episode: 'sub_1', outcome: { state: 'lockout', reason: 'hard_decline' } },
+    });
     // Every payment named, so that a decline webhook links to this invoice.
     expect(d.kind === 'change' ? d.invoice?.paymentIds : []).toEqual([latest.id, old.id]);
   });
@@ -33,7 +38,10 @@ describe('events an import makes of today\'s state', () => {
   it('an attempt that waits for the customer is payment_action_required; no charge: the payment or the finalization dates it', () => {
     const inv = buildInvoice({ customer, subscription: 'sub_2', attemptCount: 1, nextPaymentAttempt: null, createdS: T - 100, finalizedS: T - 50 });
     const waiting = { ...buildPaymentIntent({ customer, createdS: T - 40 }), status: 'requires_action', last_payment_error: null, latest_charge: null };
-    expect(invoiceSyncEvent(inv, [expandedPayment(inv.id as string, waiting, null, T - 30)])).toMatchObject({ type: 'invoice.payment_action_required', created: T - 30 });
+    expect(invoiceSyncEvent(inv, [expandedPayment(inv.id as string, waiting, null, T - 30)])).toMatchObject({
+      type: 'invoice.payment_action_required',
+      created: T - 30,
+    });
     expect(invoiceSyncEvent(inv, [])).toMatchObject({ type: 'invoice.payment_failed', created: T - 50 });
   });
 
@@ -48,13 +56,18 @@ describe('events an import makes of today\'s state', () => {
 
   it('a past_due or unpaid subscription is the transition into it, dated no later than its latest invoice was finalized', () => {
     const latest = buildInvoice({ customer, subscription: 'sub_4', attemptCount: 2, createdS: T - 500, finalizedS: T - 400 });
-    const pastDue = subscriptionSyncEvent({ ...buildSubscription({ id: 'sub_4', customer, status: 'past_due', latestInvoice: latest.id as string, createdS: T - 90 * 86_400 }), latest_invoice: latest });
+    const pastDue = subscriptionSyncEvent({
+      ...buildSubscription({ id: 'sub_4', customer, status: 'past_due', latestInvoice: latest.id as string, createdS: T - 90 * 86_400 }),
+      latest_invoice: latest,
+    });
     expect(pastDue).toMatchObject({ id: `evt_sync_sub_4_past_due_${T - 400}`, created: T - 400, data: { previous_attributes: { status: 'active' } } });
     expect(deriveChange(pastDue ?? { id: '', type: '', created: 0, data: { object: {} } })).toMatchObject({
       change: { episode: 'sub_4', outcome: { state: 'warning', reason: 'subscription_past_due' } },
     });
     const unpaid = subscriptionSyncEvent(buildSubscription({ id: 'sub_5', customer, status: 'unpaid', latestInvoice: null, createdS: T - 1000 }));
-    expect(deriveChange(unpaid ?? { id: '', type: '', created: 0, data: { object: {} } })).toMatchObject({ change: { outcome: { state: 'lockout', reason: 'subscription_unpaid' } } });
+    expect(deriveChange(unpaid ?? { id: '', type: '', created: 0, data: { object: {} } })).toMatchObject({
+      change: { outcome: { state: 'lockout', reason: 'subscription_unpaid' } },
+    });
     expect(subscriptionSyncEvent(buildSubscription({ id: 'sub_6', customer, status: 'incomplete', latestInvoice: null, createdS: T }))).toBeNull();
   });
 

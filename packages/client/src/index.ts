@@ -48,8 +48,7 @@ export interface DunwallError {
 }
 
 export type StatusResult =
-  | ((KnownSubscriberBody | UnknownSubscriberBody) & { source: 'service' | 'cache' })
-  | { status: 'active'; source: 'fallback'; error: DunwallError };
+  ((KnownSubscriberBody | UnknownSubscriberBody) & { source: 'service' | 'cache' }) | { status: 'active'; source: 'fallback'; error: DunwallError };
 
 export interface StatusRequest {
   /** The Dunwall service, e.g. `https://dunwall.example.com` (a path prefix is kept). */
@@ -147,7 +146,8 @@ async function ask(request: StatusRequest, fetchImpl: typeof fetch): Promise<Sta
       body = undefined;
     }
     if (!response.ok) {
-      const code = typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string' ? (body as { code: string }).code : undefined;
+      const code =
+        typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string' ? (body as { code: string }).code : undefined;
       return fallback({ kind: 'http', status: response.status, ...(code ? { code } : {}), message: `HTTP ${response.status}${code ? ` ${code}` : ''}` });
     }
     if (!isBody(body)) return fallback({ kind: 'invalid_response', message: 'the answer is not a subscriber status' });

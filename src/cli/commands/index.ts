@@ -8,7 +8,16 @@ import { tenantCommands } from './tenant.js';
 import { tierCommands } from './tier.js';
 import { webhookCommands } from './webhook.js';
 
-export const COMMANDS: readonly Command[] = [...serviceCommands, ...tenantCommands, ...keyCommands, ...subscriberCommands, ...tierCommands, ...webhookCommands, ...stripeCommands, ...secretsCommands];
+export const COMMANDS: readonly Command[] = [
+  ...serviceCommands,
+  ...tenantCommands,
+  ...keyCommands,
+  ...subscriberCommands,
+  ...tierCommands,
+  ...webhookCommands,
+  ...stripeCommands,
+  ...secretsCommands,
+];
 
 /** Commands of two words (`tenant create`) belong to a group (`tenant`). */
 export const GROUPS: readonly string[] = [...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0] ?? ''))];

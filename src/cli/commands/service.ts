@@ -59,9 +59,7 @@ const migrate: Command = {
     } catch (err) {
       throw new CliError(`migrate failed: ${oneLine(err instanceof Error ? err.message : String(err))}`, EXIT_FAILURE);
     }
-    ctx.output({ applied }, ({ applied: names }) =>
-      names.length === 0 ? 'schema up to date' : names.map((name) => `applied ${name}`).join('\n'),
-    );
+    ctx.output({ applied }, ({ applied: names }) => (names.length === 0 ? 'schema up to date' : names.map((name) => `applied ${name}`).join('\n')));
   },
 };
 

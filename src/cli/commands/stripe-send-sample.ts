@@ -8,7 +8,16 @@ import { baseUrlFrom } from '../env.js';
 import { ApiError, NetworkError, UsageError, oneLine } from '../errors.js';
 import type { Command, CommandContext } from '../io.js';
 import { readAll } from '../io.js';
-import { INVOICE_ID_RE, SAMPLE_API_VERSIONS, SAMPLE_EXPECTED, SAMPLE_SCENARIOS, SAMPLE_SHAPES, SUBSCRIPTION_ID_RE, sampleEvents, sampleIds } from '../stripe-samples.js';
+import {
+  INVOICE_ID_RE,
+  SAMPLE_API_VERSIONS,
+  SAMPLE_EXPECTED,
+  SAMPLE_SCENARIOS,
+  SAMPLE_SHAPES,
+  SUBSCRIPTION_ID_RE,
+  sampleEvents,
+  sampleIds,
+} from '../stripe-samples.js';
 import type { SampleScenario, SampleShape } from '../stripe-samples.js';
 
 /**
@@ -152,7 +161,13 @@ export const sendSample: Command = {
         const before = sent.length > 0 ? ` (${sent.length} of ${events.length} events were accepted before)` : '';
         throw new ApiError(answer.status, code, `${detail.replace(/\.$/, '')}${before}.${hintFor(code, tenant)}`);
       }
-      sent.push({ id: String(event.id), type: String(event.type), created: Number(event.created), http_status: answer.status, outcome: String(answer.body?.outcome ?? 'unknown') });
+      sent.push({
+        id: String(event.id),
+        type: String(event.type),
+        created: Number(event.created),
+        http_status: answer.status,
+        outcome: String(answer.body?.outcome ?? 'unknown'),
+      });
     }
     ctx.output(
       {

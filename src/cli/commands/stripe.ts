@@ -41,7 +41,12 @@ function sizeOf(file: string): number | null {
 }
 
 function formatReplay(s: ReplaySummary): string {
-  const out = [`tenant:            ${s.tenant}`, `file:              ${s.file}`, `events:            ${s.received + s.invalid.length}`, ...formatTally(s, false)];
+  const out = [
+    `tenant:            ${s.tenant}`,
+    `file:              ${s.file}`,
+    `events:            ${s.received + s.invalid.length}`,
+    ...formatTally(s, false),
+  ];
   out.push(`invalid:           ${s.invalid.length}`);
   for (const { line, detail } of s.invalid.slice(0, 20)) out.push(`  line ${line}: ${detail}`);
   if (s.invalid.length > 20) out.push(`  ... and ${s.invalid.length - 20} more`);
@@ -166,7 +171,13 @@ const sync: Command = {
   usage: '--tenant SLUG [--api-key-file PATH] [--dry-run] [--state-file PATH] [--restart]',
   summary:
     "Import who is in dunning today from the tenant's Stripe account (past_due, unpaid and incomplete subscriptions, attempted open invoices). Key: --api-key-file or STRIPE_API_KEY. Resumable; --dry-run prints what would change.",
-  options: { tenant: { type: 'string' }, 'api-key-file': { type: 'string' }, 'dry-run': { type: 'boolean' }, 'state-file': { type: 'string' }, restart: { type: 'boolean' } },
+  options: {
+    tenant: { type: 'string' },
+    'api-key-file': { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    'state-file': { type: 'string' },
+    restart: { type: 'boolean' },
+  },
   positionals: [],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'stripe sync');

@@ -5,7 +5,6 @@ import { UsageError } from '../errors.js';
 import { formatSubscriber, formatSubscriberPage, formatSubscriberWithHistory } from '../format.js';
 import type { Command, CommandContext } from '../io.js';
 
-
 function isStatus(value: string): value is SubscriberStatus {
   return (STATUSES as readonly string[]).includes(value);
 }
@@ -99,7 +98,9 @@ const list: Command = {
     const cursor = stringOption(ctx.values, 'cursor');
     let page = await ctx.client().listSubscribers(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) });
     if (!booleanOption(ctx.values, 'all')) {
-      ctx.output(page, (p) => (p.next_cursor === null ? formatSubscriberPage(p.data) : `${formatSubscriberPage(p.data)}\n(more: --cursor ${p.next_cursor}, or --all)`));
+      ctx.output(page, (p) =>
+        p.next_cursor === null ? formatSubscriberPage(p.data) : `${formatSubscriberPage(p.data)}\n(more: --cursor ${p.next_cursor}, or --all)`,
+      );
       return;
     }
     const rows = [...page.data];
@@ -123,7 +124,8 @@ const clearOverride: Command = {
     const customer = customerOf(ctx);
     await ctx.client().clearOverride(tenant, customer);
     // The API answers 204 with no body: --json prints nothing.
-    if (!ctx.json) ctx.print(`${customer}: override cleared on ${tenant}; its status is again what its Stripe episodes and the policy give (subscriber show to see it)`);
+    if (!ctx.json)
+      ctx.print(`${customer}: override cleared on ${tenant}; its status is again what its Stripe episodes and the policy give (subscriber show to see it)`);
   },
 };
 

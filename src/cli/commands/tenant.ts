@@ -179,9 +179,9 @@ const remove: Command = {
 
 const update: Command = {
   name: 'tenant update',
-  usage:
-    `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
-  summary: "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; --live, --test or --either-mode sets the Stripe events it takes.",
+  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
+  summary:
+    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; --live, --test or --either-mode sets the Stripe events it takes.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
@@ -260,7 +260,7 @@ export const tenantCommands: Command[] = [
   show,
   update,
   remove,
-  suspension('tenant suspend', true, "Suspend a tenant: its lookups answer 402 tenant_suspended."),
+  suspension('tenant suspend', true, 'Suspend a tenant: its lookups answer 402 tenant_suspended.'),
   suspension('tenant resume', false, 'Resume a suspended tenant.'),
   rotate,
 ];

@@ -19,7 +19,10 @@ function eventsOption(ctx: CommandContext): DownstreamEventType[] | null | undef
   const raw = stringOption(ctx.values, 'events');
   if (raw === undefined) return undefined;
   if (raw === 'all') return null;
-  const types = raw.split(',').map((t) => t.trim()).filter((t) => t !== '');
+  const types = raw
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
   for (const t of types) {
     if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new UsageError(`--events: unknown event type '${t}' (known: ${EVENT_TYPES.join(', ')}, or all)`);
   }
@@ -121,7 +124,10 @@ const rotate: Command = {
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook rotate-secret');
-    ctx.output(await ctx.client().rotateEndpointSecret(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'overlap-seconds', 0, 31_536_000)), formatEndpoint);
+    ctx.output(
+      await ctx.client().rotateEndpointSecret(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'overlap-seconds', 0, 31_536_000)),
+      formatEndpoint,
+    );
   },
 };
 
@@ -146,9 +152,13 @@ const messages: Command = {
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook messages');
     const state = stringOption(ctx.values, 'state');
-    if (state !== undefined && !(STATES as readonly string[]).includes(state)) throw new UsageError(`--state must be one of ${STATES.join(', ')} (got '${state}')`);
+    if (state !== undefined && !(STATES as readonly string[]).includes(state))
+      throw new UsageError(`--state must be one of ${STATES.join(', ')} (got '${state}')`);
     const limit = wholeNumberOption(ctx.values, 'limit', 1, 500);
-    ctx.output(await ctx.client().listMessages(tenant, endpointOf(ctx), { ...(state ? { state } : {}), ...(limit !== undefined ? { limit } : {}) }), formatMessages);
+    ctx.output(
+      await ctx.client().listMessages(tenant, endpointOf(ctx), { ...(state ? { state } : {}), ...(limit !== undefined ? { limit } : {}) }),
+      formatMessages,
+    );
   },
 };
 

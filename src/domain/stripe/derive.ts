@@ -332,7 +332,8 @@ function subscriptionChange(event: StripeEventLike, customerId: string): Derivat
   const ignored = (why: string): Derivation => ({ kind: 'ignored', customerId, why, invoice: null, facts });
   if (subscription === null) return ignored('no_subscription');
   const ended: EpisodeOutcome = { state: 'resolved', reason: 'subscription_ended' };
-  if (event.type === 'customer.subscription.deleted') return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome: ended }, invoice: null, declineCode: null, facts };
+  if (event.type === 'customer.subscription.deleted')
+    return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome: ended }, invoice: null, declineCode: null, facts };
   // Only a transition counts: an update that leaves the status as it was (a plan or
   // metadata change) says nothing new about payment and must not undo a decline.
   if (previous === null || previous === status) return ignored('no_status_transition');

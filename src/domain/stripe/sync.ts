@@ -69,8 +69,7 @@ export function invoiceSyncEvent(invoice: Obj, payments: readonly Obj[]): Stripe
   const failed = lastFailedPayment(payments);
   const charge = obj(failed?.paymentIntent.latest_charge);
   const transitions = obj(invoice.status_transitions);
-  const created =
-    seconds(charge?.created) ?? seconds(failed?.payment.created) ?? seconds(transitions?.finalized_at) ?? seconds(invoice.created);
+  const created = seconds(charge?.created) ?? seconds(failed?.payment.created) ?? seconds(transitions?.finalized_at) ?? seconds(invoice.created);
   if (created === null) return null;
   const attempts = typeof invoice.attempt_count === 'number' ? invoice.attempt_count : 1;
   const type = failed !== null && str(failed.paymentIntent.status) === 'requires_action' ? 'invoice.payment_action_required' : 'invoice.payment_failed';

@@ -20,7 +20,13 @@ export const ERRORS = { 400: ProblemRef, 401: ProblemRef, 403: ProblemRef, 404: 
 export function doc(audience: Audience, operationId: string, summary: string, tag: string) {
   return audience === 'operator'
     ? { tags: [tag === 'downstream-webhooks' ? tag : 'admin'], security: [{ adminToken: [] }], headers: AdminHeaders, operationId, summary }
-    : { tags: ['tenant'], security: [{ secretKey: [] }], headers: SecretKeyHeaders, operationId: `tenant${operationId[0]?.toUpperCase() ?? ''}${operationId.slice(1)}`, summary };
+    : {
+        tags: ['tenant'],
+        security: [{ secretKey: [] }],
+        headers: SecretKeyHeaders,
+        operationId: `tenant${operationId[0]?.toUpperCase() ?? ''}${operationId.slice(1)}`,
+        summary,
+      };
 }
 
 /** The path's parameters: the operator's paths name the tenant's slug first. */

@@ -76,6 +76,9 @@ export async function demoRoutes(app: App, opts: { demo: DemoPage | null; model:
       return sendProblem(reply, 'not_found', 'There is no such demo page.');
     }
     const placement = (req.query as Record<string, unknown>).placement;
-    return reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(frame(demo, customer, typeof placement === 'string' ? placement : 'push'));
+    return reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(frame(demo, customer, typeof placement === 'string' ? placement : 'push'));
   });
 }

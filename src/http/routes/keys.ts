@@ -88,7 +88,11 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       const expiresAt = req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
       if (expiresAt !== null && expiresAt.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
       const { secret, digest, prefix } = await newSecret(req);
-      const created = await store.createSecretKey(tenantOf(req).id, { id: generateKeyId(), name: req.body.name, scopes: parsed.scopes, prefix, digest, expiresAt }, new Date(nowMs));
+      const created = await store.createSecretKey(
+        tenantOf(req).id,
+        { id: generateKeyId(), name: req.body.name, scopes: parsed.scopes, prefix, digest, expiresAt },
+        new Date(nowMs),
+      );
       if (created === 'limit') throw new AppError('secret_key_limit');
       req.log.info({ tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes }, 'secret key created');
       return reply.code(201).send({ ...presentKey(created), secret_key: secret });
@@ -97,7 +101,14 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
 
   app.get(
     '/keys',
-    { config, schema: { ...doc(audience, 'listSecretKeys', "The tenant's secret keys (never their secrets)", tag), params: paramsOf(audience, {}), response: { 200: SecretKeyList, ...ERRORS } } },
+    {
+      config,
+      schema: {
+        ...doc(audience, 'listSecretKeys', "The tenant's secret keys (never their secrets)", tag),
+        params: paramsOf(audience, {}),
+        response: { 200: SecretKeyList, ...ERRORS },
+      },
+    },
     async (req) => ({ data: (await store.listSecretKeys(tenantOf(req).id)).map(presentKey) }),
   );
 

@@ -58,7 +58,14 @@ export function settingsPatch(body: UpdateTenantBody): Partial<TenantSettings> {
  * Stripe's own rolling does: both verify during the overlap, so that no event is refused
  * while the tenant switches.
  */
-export async function updateTenant(store: SettingsStore, req: FastifyRequest, slug: string, body: UpdateTenantBody, at: Date, overlapS: number): Promise<TenantRecord> {
+export async function updateTenant(
+  store: SettingsStore,
+  req: FastifyRequest,
+  slug: string,
+  body: UpdateTenantBody,
+  at: Date,
+  overlapS: number,
+): Promise<TenantRecord> {
   checkSettings(body);
   const result = await store.updateTenant(
     slug,
@@ -112,7 +119,12 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     {
       config: { scope: 'settings:write' },
       schema: {
-        ...doc(audience, 'updateSettings', "Change the tenant's own settings: branding, policy, card update URL, origins, hmac requirement, Stripe signing secret", tag),
+        ...doc(
+          audience,
+          'updateSettings',
+          "Change the tenant's own settings: branding, policy, card update URL, origins, hmac requirement, Stripe signing secret",
+          tag,
+        ),
         params: paramsOf(audience, {}),
         body: UpdateSettingsBody,
         response: { 200: Settings, ...ERRORS },

@@ -108,7 +108,9 @@ const StatusesPage = Type.Object({
 const StatusChangesQuery = Type.Object(
   {
     after: CursorText('feed_cursor of the list, next of the previous page, or the cursor of the last change applied'),
-    wait: Type.Optional(Type.String({ pattern: '^(?:[0-9]|[12][0-9]|30)$', description: `Seconds to wait when nothing is new, 0 to ${MAX_WAIT_S} (default 0: answer at once)` })),
+    wait: Type.Optional(
+      Type.String({ pattern: '^(?:[0-9]|[12][0-9]|30)$', description: `Seconds to wait when nothing is new, 0 to ${MAX_WAIT_S} (default 0: answer at once)` }),
+    ),
     limit: Type.Optional(Type.String({ pattern: LIMIT_PATTERN, description: `Changes per page, 1 to ${MAX_FEED_PAGE} (default ${DEFAULT_FEED_PAGE})` })),
   },
   { additionalProperties: false },
@@ -285,7 +287,11 @@ function limitOf(raw: string | undefined): number {
 
 function feedCursorOf(value: string, parameter: string): FeedCursor {
   const cursor = decodeFeedCursor(value);
-  if (cursor === null) throw new AppError('invalid_cursor', `${parameter}: is not a feed cursor this service handed out (a list's feed_cursor, a page's next or a change's cursor)`);
+  if (cursor === null)
+    throw new AppError(
+      'invalid_cursor',
+      `${parameter}: is not a feed cursor this service handed out (a list's feed_cursor, a page's next or a change's cursor)`,
+    );
   return cursor;
 }
 
@@ -335,7 +341,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       let cursor: ListCursor | null = null;
       if (req.query.cursor !== undefined) {
         cursor = decodeListCursor(req.query.cursor);
-        if (cursor === null) throw new AppError('invalid_cursor', "cursor: is not a list cursor this service handed out (the next of a /statuses page)");
+        if (cursor === null) throw new AppError('invalid_cursor', 'cursor: is not a list cursor this service handed out (the next of a /statuses page)');
       }
       const auth = model.tenant(tenant.slug);
       // The read model follows the store within moments; a tenant it does not hold (yet) is asked again.
@@ -373,7 +379,14 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
    * a comment every `heartbeatMs`, carrying the position read last as the stream's id when it
    * moved, so that a browser that reconnects after a quiet hour resumes from there.
    */
-  function stream(req: FastifyRequest, reply: FastifyReply, tenantId: number, first: StatusChanges & { expired: false }, limit: number, wait: Wait): FastifyReply {
+  function stream(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    tenantId: number,
+    first: StatusChanges & { expired: false },
+    limit: number,
+    wait: Wait,
+  ): FastifyReply {
     const out = new PassThrough();
     let lastId: string | null = null;
     let position = first.next;
@@ -417,7 +430,9 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     };
     heartbeat();
     run()
-      .catch((err: unknown) => req.log.warn({ err: { message: (err as Error).message } }, 'status feed stream: reading the feed failed; the stream ends and its client resumes'))
+      .catch((err: unknown) =>
+        req.log.warn({ err: { message: (err as Error).message } }, 'status feed stream: reading the feed failed; the stream ends and its client resumes'),
+      )
       .finally(() => {
         stopHeartbeat();
         wait.close();
@@ -425,11 +440,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       });
     // The headers and a first comment at once: the client knows the stream is open.
     out.write(': stream open\n\n');
-    return reply
-      .header('content-type', 'text/event-stream; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .header('x-accel-buffering', 'no')
-      .send(out);
+    return reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-store').header('x-accel-buffering', 'no').send(out);
   }
 
   app.get(
@@ -441,7 +452,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       schema: {
         ...common,
         operationId: 'listStatusChanges',
-        summary: 'The changes of subscribers\' answers after a cursor: at once, as a long poll (wait), or as Server-Sent Events (status:read)',
+        summary: "The changes of subscribers' answers after a cursor: at once, as a long poll (wait), or as Server-Sent Events (status:read)",
         querystring: StatusChangesQuery,
         headers: StatusChangesHeaders,
         response: {
@@ -468,7 +479,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       const events = wantsEventStream(req.headers.accept);
       const lastEventId = req.headers['last-event-id'];
       // A browser's EventSource reconnects to the same URL with the id of the last event it got: that one is later.
-      const cursor = events && typeof lastEventId === 'string' && lastEventId !== '' ? feedCursorOf(lastEventId, 'Last-Event-ID') : feedCursorOf(req.query.after, 'after');
+      const cursor =
+        events && typeof lastEventId === 'string' && lastEventId !== '' ? feedCursorOf(lastEventId, 'Last-Event-ID') : feedCursorOf(req.query.after, 'after');
       const waitMs = events ? 0 : Number(req.query.wait ?? '0') * 1000;
       const wait = events || waitMs > 0 ? waits.take(tenant.id, events ? 'stream' : 'poll') : null;
       if (wait !== null) {
@@ -477,7 +489,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
         if (req.raw.socket?.destroyed === true) wait.close();
       }
       try {
-        const result = wait !== null && waitMs > 0 ? await follow(tenant.id, cursor, limit, waitMs, wait) : await feed.statusChangesAfter(tenant.id, cursor, limit);
+        const result =
+          wait !== null && waitMs > 0 ? await follow(tenant.id, cursor, limit, waitMs, wait) : await feed.statusChangesAfter(tenant.id, cursor, limit);
         if (result.expired) throw new AppError('cursor_expired');
         if (events && wait !== null) return stream(req, reply, tenant.id, result, limit, wait);
         reply.header('cache-control', 'no-store');

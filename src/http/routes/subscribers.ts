@@ -8,7 +8,17 @@ import type { ChangeCause, SubscriberStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentSubscriber } from '../presenters.js';
-import { CustomerId, LookupKnown, LookupUnknown, MAX_SUBSCRIBERS_PAGE, ProblemRef, PutSubscriberBody, Subscriber, SubscriberListQuery, SubscriberPage } from '../schemas.js';
+import {
+  CustomerId,
+  LookupKnown,
+  LookupUnknown,
+  MAX_SUBSCRIBERS_PAGE,
+  ProblemRef,
+  PutSubscriberBody,
+  Subscriber,
+  SubscriberListQuery,
+  SubscriberPage,
+} from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
 import type { Audience } from './common.js';
 
@@ -32,7 +42,8 @@ function causeOf(req: FastifyRequest, at: Date): ChangeCause {
   return { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at, ...(p?.kind === 'key' ? { secretKeyId: p.keyId } : {}) };
 }
 
-const statusesOf = (list: string | undefined): SubscriberStatus[] | undefined => (list === undefined ? undefined : [...new Set(list.split(','))] as SubscriberStatus[]);
+const statusesOf = (list: string | undefined): SubscriberStatus[] | undefined =>
+  list === undefined ? undefined : ([...new Set(list.split(','))] as SubscriberStatus[]);
 
 export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions): Promise<void> {
   const { audience, store, model } = opts;
@@ -48,7 +59,9 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     // Stale, but the state asked for may hold already (a repeated DELETE or PUT): that is success.
     const current = await store.getSubscriber(tenant.id, customerId);
     const holds =
-      change.kind === 'delete' ? (current?.status ?? null) === null : change.kind === 'set' && current?.derivedStatus === change.status && current.reason === change.reason;
+      change.kind === 'delete'
+        ? (current?.status ?? null) === null
+        : change.kind === 'set' && current?.derivedStatus === change.status && current.reason === change.reason;
     if (!holds) throw new AppError('stale_change');
   }
 
@@ -63,7 +76,12 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     {
       config: { scope: 'subscribers:read' },
       schema: {
-        ...doc(audience, 'listSubscribers', "A page of the tenant's subscribers in customer id order, filtered by answered or derived status, reason and time of change", tag),
+        ...doc(
+          audience,
+          'listSubscribers',
+          "A page of the tenant's subscribers in customer id order, filtered by answered or derived status, reason and time of change",
+          tag,
+        ),
         params: paramsOf(audience, {}),
         querystring: SubscriberListQuery,
         response: { 200: SubscriberPage, ...ERRORS },
@@ -100,7 +118,11 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     '/subscribers/:customerId',
     {
       config: { scope: 'subscribers:read' },
-      schema: { ...doc(audience, 'getSubscriber', 'Show a subscriber with its episodes and history', tag), params: customer, response: { 200: Subscriber, ...ERRORS } },
+      schema: {
+        ...doc(audience, 'getSubscriber', 'Show a subscriber with its episodes and history', tag),
+        params: customer,
+        response: { 200: Subscriber, ...ERRORS },
+      },
     },
     async (req) => shown(req, req.params.customerId),
   );
@@ -123,7 +145,8 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
       if (tenant.suspended) throw new AppError('tenant_suspended');
       const customerId = req.params.customerId;
       const status = model.status(tenant.id, customerId);
-      const body = status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, customerId), true, nowMs);
+      const body =
+        status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, customerId), true, nowMs);
       // The lookup's own bytes, not serialised again.
       return (reply as FastifyReply).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(body);
     },

@@ -5,7 +5,19 @@ import type { SubscriberStore, TenantRecord, TenantStore } from '../../store/sto
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTenant } from '../presenters.js';
-import { AdminHeaders, CreateTenantBody, ProblemRef, RotateBody, RotatedTenant, Tenant, TenantDetail, TenantList, TenantParams, TenantWithKeys, UpdateTenantBody } from '../schemas.js';
+import {
+  AdminHeaders,
+  CreateTenantBody,
+  ProblemRef,
+  RotateBody,
+  RotatedTenant,
+  Tenant,
+  TenantDetail,
+  TenantList,
+  TenantParams,
+  TenantWithKeys,
+  UpdateTenantBody,
+} from '../schemas.js';
 import { checkSettings, updateTenant } from './settings.js';
 import { invalid } from './common.js';
 
@@ -39,7 +51,15 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
 
   app.post(
     '/tenants',
-    { schema: { ...common, operationId: 'createTenant', summary: 'Create a tenant', body: CreateTenantBody, response: { 201: TenantWithKeys, 409: problemRef, ...errors } } },
+    {
+      schema: {
+        ...common,
+        operationId: 'createTenant',
+        summary: 'Create a tenant',
+        body: CreateTenantBody,
+        response: { 201: TenantWithKeys, 409: problemRef, ...errors },
+      },
+    },
     async (req, reply) => {
       const body = req.body;
       checkSettings(body);
@@ -65,7 +85,8 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       if (!result.ok) {
         if (result.error === 'exists') throw new AppError('tenant_exists');
         // Checked at boot, but a tier can be deleted since: say whose choice it was.
-        if (body.tier === undefined) throw invalid('tier', `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`);
+        if (body.tier === undefined)
+          throw invalid('tier', `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`);
         throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
@@ -73,9 +94,13 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     },
   );
 
-  app.get('/tenants', { schema: { ...common, operationId: 'listTenants', summary: 'List tenants', response: { 200: TenantList, 401: problemRef, 429: problemRef } } }, async () => ({
-    data: (await store.listTenants()).map(presentTenant),
-  }));
+  app.get(
+    '/tenants',
+    { schema: { ...common, operationId: 'listTenants', summary: 'List tenants', response: { 200: TenantList, 401: problemRef, 429: problemRef } } },
+    async () => ({
+      data: (await store.listTenants()).map(presentTenant),
+    }),
+  );
 
   app.get(
     '/tenants/:slug',
@@ -122,7 +147,16 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
 
   app.patch(
     '/tenants/:slug',
-    { schema: { ...common, operationId: 'updateTenant', summary: 'Update a tenant', params: TenantParams, body: UpdateTenantBody, response: { 200: Tenant, ...errors } } },
+    {
+      schema: {
+        ...common,
+        operationId: 'updateTenant',
+        summary: 'Update a tenant',
+        params: TenantParams,
+        body: UpdateTenantBody,
+        response: { 200: Tenant, ...errors },
+      },
+    },
     async (req) => presentTenant(await updateTenant(store, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
   );
 
@@ -131,7 +165,8 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     {
       schema: {
         ...common,
-        operationId: 'rotateTenantKey', summary: 'Rotate the publishable key or the HMAC secret',
+        operationId: 'rotateTenantKey',
+        summary: 'Rotate the publishable key or the HMAC secret',
         description: 'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds.',
         params: TenantParams,
         body: RotateBody,

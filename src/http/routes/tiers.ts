@@ -21,13 +21,26 @@ export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<voi
   const now = () => new Date(opts.now());
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
 
-  app.get('/tiers', { schema: { ...common, operationId: 'listTiers', summary: 'List tiers', response: { 200: TierList, 401: problemRef, 429: problemRef } } }, async () => ({
-    data: (await store.listTiers()).map(presentTier),
-  }));
+  app.get(
+    '/tiers',
+    { schema: { ...common, operationId: 'listTiers', summary: 'List tiers', response: { 200: TierList, 401: problemRef, 429: problemRef } } },
+    async () => ({
+      data: (await store.listTiers()).map(presentTier),
+    }),
+  );
 
   app.put(
     '/tiers/:name',
-    { schema: { ...common, operationId: 'putTier', summary: 'Create or replace a tier', params: TierParams, body: PutTierBody, response: { 200: Tier, ...errors } } },
+    {
+      schema: {
+        ...common,
+        operationId: 'putTier',
+        summary: 'Create or replace a tier',
+        params: TierParams,
+        body: PutTierBody,
+        response: { 200: Tier, ...errors },
+      },
+    },
     async (req) => {
       for (const flag of NAMED_FLAGS) {
         if (req.body.entitlements[flag] === undefined) throw invalid(`entitlements.${flag}`, 'is required');

@@ -1,7 +1,14 @@
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { AllowedNetworks, addressProblem, endpointUrlProblem, ENDPOINT_ID_RE, generateSigningSecret, MESSAGE_ID_RE } from '../../domain/downstream-endpoints.js';
+import {
+  AllowedNetworks,
+  addressProblem,
+  endpointUrlProblem,
+  ENDPOINT_ID_RE,
+  generateSigningSecret,
+  MESSAGE_ID_RE,
+} from '../../domain/downstream-endpoints.js';
 import type { EndpointStore, TenantRecord, TenantStore, DownstreamEndpointRecord } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
@@ -139,7 +146,14 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
   app.get(
     '/webhook-endpoints',
     {
-      config: { scope: 'subscribers:read' }, schema: { ...common('listWebhookEndpoints'), summary: "The tenant's webhook endpoints", params: paramsOf(audience, {}), response: { 200: WebhookEndpointList, ...errors } } },
+      config: { scope: 'subscribers:read' },
+      schema: {
+        ...common('listWebhookEndpoints'),
+        summary: "The tenant's webhook endpoints",
+        params: paramsOf(audience, {}),
+        response: { 200: WebhookEndpointList, ...errors },
+      },
+    },
     async (req) => {
       const tenant = await tenantRecord(req);
       return { data: (await store.downstream.listEndpoints(tenant.id, now())).map(presentEndpoint) };
@@ -231,7 +245,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const overlapS = req.body.overlap_seconds ?? opts.rotationOverlapS;
       const at = now();
       const secret = generateSigningSecret();
-      if (!(await store.downstream.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at))) throw new AppError('webhook_endpoint_not_found');
+      if (!(await store.downstream.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at)))
+        throw new AppError('webhook_endpoint_not_found');
       const endpoint = found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, at));
       req.log.info({ tenant: tenant.slug, endpoint: endpoint.id }, 'webhook signing secret rotated');
       return { ...presentEndpoint(endpoint), secret, previous_expires_at: overlapS > 0 ? new Date(at.getTime() + overlapS * 1000).toISOString() : null };
@@ -281,7 +296,10 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
     async (req) => {
       const tenant = await tenantRecord(req);
       const messages = found(
-        await store.downstream.listMessages(tenant.id, req.params.endpointId, { limit: limitOf(req.query.limit), ...(req.query.state ? { state: req.query.state } : {}) }),
+        await store.downstream.listMessages(tenant.id, req.params.endpointId, {
+          limit: limitOf(req.query.limit),
+          ...(req.query.state ? { state: req.query.state } : {}),
+        }),
       );
       return {
         data: messages.map((m) => ({
@@ -343,7 +361,9 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const range = { since, until, ...(req.body.after !== undefined ? { after: req.body.after } : {}) };
       const result = found(await store.downstream.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued }, 'webhook messages replayed');
-      return reply.code(202).send({ queued: result.queued, next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after } });
+      return reply
+        .code(202)
+        .send({ queued: result.queued, next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after } });
     },
   );
 }
