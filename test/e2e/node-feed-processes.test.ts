@@ -4,6 +4,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { createDunwallWith } from '../../packages/node/src/follower.js';
 import type { DunwallFeedError } from '../../packages/node/src/follower.js';
+import type { Server } from 'node:http';
+import express from 'express';
+import { dunwallExpress } from '../../packages/node/src/index.js';
 import type { Dunwall } from '../../packages/node/src/index.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { FakeClock } from '../helpers/harness.js';
@@ -39,6 +42,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
   let b: ServiceProcess;
   let portB = 0;
   let dunwall: Dunwall | null = null;
+  const onTeardown: (() => Promise<void>)[] = [];
 
   beforeAll(async () => {
     scoped = await schemaScopedUrl('dunwall_node_sdk');
@@ -47,6 +51,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
     b = await startServiceProcess(scoped.url, TOKEN, { PORT: String(portB) });
   }, 120_000);
   afterAll(async () => {
+    for (const teardown of onTeardown) await teardown();
     await dunwall?.close();
     await killAllServices();
     await scoped?.drop();
@@ -122,13 +127,30 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
       const copy = dunwall;
       const lists = () => paths.filter((p) => p === '/v1/statuses').length;
       await copy.ready(20_000);
+      // The tenant's own API, an Express app on loopback, guarded by the copy: only active customers get in.
+      const tenantApp = express();
+      tenantApp.use(dunwallExpress(copy, { customer: (req) => req.headers['x-customer'] as string | undefined, allow: ['active'] }));
+      tenantApp.get('/api/projects', (_req, res) => void res.json({ projects: [] }));
+      const server: Server = await new Promise((resolve) => {
+        const s = tenantApp.listen(0, '127.0.0.1', () => resolve(s));
+      });
+      const apiCall = async (customer: string) => {
+        const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/projects`, { headers: { 'x-customer': customer } });
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      onTeardown.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
       expect(copy.status('cus_p1')).toMatchObject({ status: 'active', source: 'feed' });
 
       // An admin's change on A, and a Stripe event on A: both reach the copy following B.
       await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'lockout' });
       await vi.waitFor(() => expect(copy.status('cus_p1').status).toBe('lockout'), WAIT);
+      expect((await apiCall('cus_p2')).status).toBe(200);
       const payUrl = await paymentFailedOnA('cus_p2');
       await vi.waitFor(() => expect(copy.status('cus_p2').status).toBe('warning'), WAIT);
+      // The signed Stripe event through A refuses the customer's next call on the tenant's app, with the way to pay.
+      const refused = await apiCall('cus_p2');
+      expect(refused.status).toBe(402);
+      expect(refused.body).toMatchObject({ code: 'billing_lockout', pay_url: payUrl });
       const warning = copy.status('cus_p2');
       expect(warning).toMatchObject({ pay_url: payUrl, source: 'feed', lockout_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/) });
       const lockoutAtMs = Date.parse(warning.lockout_at ?? '');
@@ -142,6 +164,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
       expect(copy.status('cus_p1')).toMatchObject({ status: 'lockout', source: 'feed' });
       clock.advance(STALE_AFTER_MS + 1);
       expect(copy.status('cus_p1')).toMatchObject({ status: 'warning', source: 'stale' });
+      // A stale copy blocks nobody on the tenant's app.
+      expect((await apiCall('cus_p1')).status).toBe(200);
+      expect((await apiCall('cus_p2')).status).toBe(200);
       expect(copy.status('cus_p2')).toEqual({ ...warning, source: 'stale' });
       // Even once the scheduled lockout falls due by its clock.
       clock.ms = lockoutAtMs + 1;
