@@ -65,9 +65,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
   }
 
   /** A signed invoice.payment_failed (no retry left) posted to A, as Stripe sends it. */
-  async function paymentFailedOnA(customer: string): Promise<string> {
+  async function paymentFailedOnA(customer: string, created = Math.floor(Date.now() / 1000)): Promise<string> {
     const ids = paymentIds();
-    const created = Math.floor(Date.now() / 1000);
     const { payload, signature } = signed(
       event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
       SECRET,
@@ -175,7 +174,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
       // Meanwhile, on A.
       await onA('PUT', '/tenants/acme/subscribers/cus_p1', { status: 'active' });
       await onA('PUT', '/tenants/acme/subscribers/cus_p3', { status: 'lockout' });
-      const payUrl4 = await paymentFailedOnA('cus_p4');
+      // Dated 5 s after cus_p2's failure (whatever the machine's speed): its lockout is still ahead of the copy's clock.
+      const payUrl4 = await paymentFailedOnA('cus_p4', Math.floor((lockoutAtMs - 3 * DAY_MS) / 1000) + 5);
 
       // B again, on its port: the copy resumes from its cursor, and applies every change it missed.
       await restartB();
