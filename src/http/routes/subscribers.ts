@@ -152,21 +152,32 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     },
   );
 
-  app.put(
-    '/subscribers/:customerId/override',
-    {
-      config: { scope: 'subscribers:write' },
-      schema: {
-        ...doc(audience, 'setSubscriberOverride', "Override a subscriber's status as of now, until a later Stripe event changes one of its episodes", tag),
-        params: customer,
-        body: PutSubscriberBody,
-        response: { 200: Subscriber, 409: ProblemRef, ...ERRORS },
+  /**
+   * An override, as of now: the tenant's `PUT .../override`, and the operator's `PUT
+   * /subscribers/:customerId` of section 3, which is the same action under its first name.
+   */
+  const setStatus = (path: string, operationId: string, summary: string) =>
+    app.put(
+      path,
+      {
+        config: { scope: 'subscribers:write' },
+        schema: {
+          ...doc(audience, operationId, summary, tag),
+          description: 'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
+          params: customer,
+          body: PutSubscriberBody,
+          response: { 200: Subscriber, 409: ProblemRef, ...ERRORS },
+        },
       },
-    },
-    async (req) => {
-      await apply(req, req.params.customerId, { kind: 'set', status: req.body.status, reason: req.body.reason ?? 'manual' });
-      return shown(req, req.params.customerId);
-    },
+      async (req) => {
+        await apply(req, req.params.customerId, { kind: 'set', status: req.body.status, reason: req.body.reason ?? 'manual' });
+        return shown(req, req.params.customerId);
+      },
+    );
+  setStatus(
+    '/subscribers/:customerId/override',
+    'setSubscriberOverride',
+    "Override a subscriber's status as of now, until a later Stripe event changes one of its episodes",
   );
 
   app.delete(
@@ -187,22 +198,7 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
 
   if (audience !== 'operator') return;
 
-  app.put(
-    '/subscribers/:customerId',
-    {
-      schema: {
-        ...doc(audience, 'setSubscriberStatus', "Set a subscriber's status", tag),
-        description: 'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
-        params: customer,
-        body: PutSubscriberBody,
-        response: { 200: Subscriber, 409: ProblemRef, ...ERRORS },
-      },
-    },
-    async (req) => {
-      await apply(req, req.params.customerId, { kind: 'set', status: req.body.status, reason: req.body.reason ?? 'manual' });
-      return shown(req, req.params.customerId);
-    },
-  );
+  setStatus('/subscribers/:customerId', 'setSubscriberStatus', "Set a subscriber's status");
 
   app.delete(
     '/subscribers/:customerId',
