@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TObject, TProperties } from 'typebox';
+import type { TenantRecord, TenantStore } from '../../store/store.js';
 import type { ResolvedTenant } from '../principal.js';
 import { AppError } from '../problems.js';
 import { AdminHeaders, ProblemRef, SecretKeyHeaders, Slug } from '../schemas.js';
@@ -38,6 +39,13 @@ export function paramsOf<P extends TProperties>(audience: Audience, props: P): T
 export function tenantOf(req: FastifyRequest): ResolvedTenant {
   if (req.tenant === null) throw new AppError('internal_error', 'The tenant was not resolved.');
   return req.tenant;
+}
+
+/** The tenant's whole record, as the store holds it now: 404 `tenant_not_found` when it is gone. */
+export async function tenantRecord(store: Pick<TenantStore, 'getTenant'>, req: FastifyRequest): Promise<TenantRecord> {
+  const tenant = await store.getTenant(tenantOf(req).slug);
+  if (tenant === null) throw new AppError('tenant_not_found');
+  return tenant;
 }
 
 export function invalid(field: string, why: string): AppError {

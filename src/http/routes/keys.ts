@@ -8,7 +8,7 @@ import type { TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { CreateKeyBody, KeyId, ProblemRef, RotateKeyBody, SecretKeyList, SecretKeyWithSecret } from '../schemas.js';
-import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
+import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
 
 /**
@@ -63,8 +63,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
 
   /** A new secret of the tenant's mode: sk_test_ for a test tenant. */
   async function newSecret(req: FastifyRequest): Promise<{ secret: string; digest: Buffer; prefix: string }> {
-    const tenant = await store.getTenant(tenantOf(req).slug);
-    if (tenant === null) throw new AppError('tenant_not_found');
+    const tenant = await tenantRecord(store, req);
     const secret = generateSecretKey(tenant.livemode);
     return { secret, digest: sha256(secret), prefix: secret.slice(0, SECRET_KEY_PREFIX_CHARS) };
   }

@@ -8,7 +8,7 @@ import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { Settings, UpdateSettingsBody } from '../schemas.js';
 import type { UpdateTenantBody } from '../schemas.js';
-import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
+import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
 
 /**
@@ -108,9 +108,7 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
       schema: { ...doc(audience, 'getSettings', "The tenant's own settings", tag), params: paramsOf(audience, {}), response: { 200: Settings, ...ERRORS } },
     },
     async (req) => {
-      const tenant = await store.getTenant(tenantOf(req).slug);
-      if (tenant === null) throw new AppError('tenant_not_found');
-      return present(tenant);
+      return present(await tenantRecord(store, req));
     },
   );
 

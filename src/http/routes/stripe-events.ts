@@ -5,9 +5,8 @@ import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import { ingestStripeEvents } from '../../services/stripe-events.js';
 import type { StripeIngestion, TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
-import { AppError } from '../problems.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
-import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
+import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
 
 /**
  * The operator's backfill of a tenant's Stripe events (/admin/v1/tenants/:slug/stripe-events):
@@ -42,8 +41,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
       },
     },
     async (req) => {
-      const tenant = await store.getTenant(tenantOf(req).slug);
-      if (tenant === null) throw new AppError('tenant_not_found');
+      const tenant = await tenantRecord(store, req);
       const dryRun = req.body.dry_run === true;
       const outcomes = zeroOutcomeCounts();
       const invalid: { index: number; detail: string }[] = [];

@@ -30,7 +30,7 @@ import {
   WebhookReplayBody,
   WebhookRetryAnswer,
 } from '../schemas.js';
-import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
+import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
 
 /**
@@ -80,15 +80,9 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
   const endpointParams = paramsOf(audience, { endpointId: EndpointId });
   const messageParams = paramsOf(audience, { endpointId: EndpointId, messageId: Type.String({ pattern: MESSAGE_ID_RE.source }) });
 
-  async function tenantRecord(req: FastifyRequest): Promise<TenantRecord> {
-    const tenant = await store.getTenant(tenantOf(req).slug);
-    if (tenant === null) throw new AppError('tenant_not_found');
-    return tenant;
-  }
-
   /** The tenant, when its tier includes downstream webhooks (reading and deleting need only the tenant). */
   async function entitled(req: FastifyRequest): Promise<TenantRecord> {
-    const tenant = await tenantRecord(req);
+    const tenant = await tenantRecord(store, req);
     if (tenant.entitlements.downstream_webhooks !== true) throw new AppError('downstream_webhooks_not_entitled');
     return tenant;
   }
@@ -155,7 +149,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(req);
+      const tenant = await tenantRecord(store, req);
       return { data: (await store.downstream.listEndpoints(tenant.id, now())).map(presentEndpoint) };
     },
   );
@@ -172,7 +166,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(req);
+      const tenant = await tenantRecord(store, req);
       return presentEndpoint(found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, now())));
     },
   );
@@ -221,7 +215,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req, reply) => {
-      const tenant = await tenantRecord(req);
+      const tenant = await tenantRecord(store, req);
       if (!(await store.downstream.deleteEndpoint(tenant.id, req.params.endpointId))) throw new AppError('webhook_endpoint_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId }, 'webhook endpoint deleted');
       return reply.code(204).send(null);
@@ -266,7 +260,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(req);
+      const tenant = await tenantRecord(store, req);
       const attempts = found(await store.downstream.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
       return {
         data: attempts.map((a) => ({
@@ -294,7 +288,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(req);
+      const tenant = await tenantRecord(store, req);
       const messages = found(
         await store.downstream.listMessages(tenant.id, req.params.endpointId, {
           limit: limitOf(req.query.limit),
