@@ -508,7 +508,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across
   it("a write through instance A answers a long poll held at instance B, woken by the change log's notification", async () => {
     expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'twin' })).statusCode).toBe(201);
     await createKey(a.app, 'twin');
-    await expect.poll(() => b.model.tenant('twin')?.slug).toBe('twin');
+    // The tenant and its new key reach B with the change log: B's copy must hold the key.
+    await expect.poll(() => b.model.tenant('twin')?.secretKeys.length ?? 0).toBe(1);
     const from = ((await socketRequest(b.app, 'GET', '/v1/statuses', auth('twin'))).json() as { feed_cursor: string }).feed_cursor;
     const waiting = socketRequest(b.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('twin'));
     await expect.poll(() => b.timers.pending.size).toBe(1);
