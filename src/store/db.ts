@@ -29,3 +29,16 @@ export interface Db extends Queryable {
   listen(channel: string, handlers: ListenHandlers): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
+
+/**
+ * Takes, for the rest of the transaction, the lock one instance of this deployment holds
+ * while it prunes (false when another instance holds it). Keyed by the schema too, so that
+ * deployments sharing a database, each in its own schema, never skip each other's work.
+ */
+export async function tryDeploymentLock(tx: Queryable, key: number): Promise<boolean> {
+  const [lock] = await tx.query<{ ok: boolean }>(
+    'SELECT pg_try_advisory_xact_lock(($1::bigint << 32) | (hashtext(current_schema())::bigint & 4294967295)) AS ok',
+    [key],
+  );
+  return lock?.ok === true;
+}

@@ -1,7 +1,7 @@
 import { STATUSES } from '../domain/types.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { SecretBox } from '../secrets/cipher.js';
-import type { Db, Queryable } from './db.js';
+import { tryDeploymentLock, type Db, type Queryable } from './db.js';
 import { readTenantsChecked } from './tenants.js';
 import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './store.js';
 
@@ -253,8 +253,7 @@ export function forgetForeignLookupChanges(db: Db): Promise<number> {
  */
 export async function pruneLookupChanges(db: Db, olderThanMs: number): Promise<number> {
   return db.transaction(async (tx) => {
-    const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [PRUNE_LOCK_KEY]);
-    if (!lock?.ok) return 0;
+    if (!(await tryDeploymentLock(tx, PRUNE_LOCK_KEY))) return 0;
     const [row] = await tx.query<{ n: string }>(
       `WITH gone AS (
          DELETE FROM lookup_changes

@@ -4,7 +4,7 @@ import type { Change } from '../domain/stripe/fold.js';
 import { zeroStatusCounts } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
-import type { Db, ListenHandlers, Queryable } from './db.js';
+import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db.js';
 import { outsideRequestBounds } from './deadline.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
@@ -45,9 +45,8 @@ import type {
   UpdateTenantResult,
 } from './store.js';
 
-/** The channel of migration 006's notifications: one per committed transaction that changed an answer. */
-/** Advisory lock keys (arbitrary, fixed) that let one instance prune a table at a time. */
-const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = {
+/** Advisory lock keys (arbitrary, fixed) that let one instance of a deployment prune a table at a time. */
+export const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = {
   stripe_events: 0x64770001,
   subscriber_history: 0x64770002,
   webhook_events: 0x64770003,
@@ -690,8 +689,7 @@ export class SqlStore implements Store {
   async pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number> {
     return this.db.transaction(async (tx) => {
       // One instance prunes a table at a time; the others find the lock taken and stop.
-      const [lock] = await tx.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [RETENTION_LOCK_KEYS[table]]);
-      if (lock?.ok !== true) return 0;
+      if (!(await tryDeploymentLock(tx, RETENTION_LOCK_KEYS[table]))) return 0;
       const deleted = await tx.query<{ n: number }>(PRUNE_SQL[table], [before, batch]);
       return deleted.length;
     });

@@ -7,6 +7,7 @@ import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { SqlStore } from '../../src/store/sql-store.js';
 import type { Store } from '../../src/store/store.js';
 
+const DEADLOCK_DETECTED = '40P01';
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface Engine {
@@ -109,7 +110,17 @@ export async function schemaScopedUrl(prefix: string): Promise<{ url: string; dr
   return {
     url: scoped.toString(),
     async drop() {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      // A killed service's connections may still be ending, and one of them can deadlock
+      // with the drop: it is tried again once they are gone.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+          break;
+        } catch (err) {
+          if ((err as { code?: string }).code !== DEADLOCK_DETECTED || attempt === 5) throw err;
+          await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+        }
+      }
       await admin.end();
     },
   };

@@ -15,6 +15,7 @@ import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
 import { portOf, socketRequest } from '../helpers/socket.js';
 import type { SocketAnswer } from '../helpers/socket.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
+import { pruneUntil } from '../helpers/store-fixtures.js';
 
 /**
  * The tenant's status feed through real sockets (docs/feed.md): list then follow, pages and
@@ -298,7 +299,8 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect((await get('cursors-a', '/status-changes')).json()).toMatchObject({ code: 'invalid_request', detail: 'after: is required' });
 
     // Retention prunes what the cursor had not seen: 410, list again.
-    expect(await s.store.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(0);
+    const expired = async () => (await get('cursors-a', `/status-changes?after=${list.feed_cursor}`)).statusCode === 410;
+    expect(await pruneUntil(s.store, 'status_changes', expired)).toBeGreaterThan(0);
     const gone = await get('cursors-a', `/status-changes?after=${list.feed_cursor}`);
     expect(gone.statusCode).toBe(410);
     expect(gone.json()).toMatchObject({ code: 'cursor_expired', status: 410 });

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FeedCursor } from '../../src/domain/feed-cursor.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import type { Change } from '../../src/domain/stripe/fold.js';
@@ -8,7 +8,7 @@ import { forgetForeignStatusChanges } from '../../src/store/status-feed.js';
 import type { ChangeCause, StatusChange, StatusChanges, Store } from '../../src/store/store.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
-import { newTenant } from '../helpers/store-fixtures.js';
+import { newTenant, pruneUntil } from '../helpers/store-fixtures.js';
 
 /**
  * The status feed's store (migration 014, src/store/status-feed.ts): the trigger records
@@ -190,8 +190,8 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const t = await tenantId(store, 'expiry');
     const old = await now();
     await store.applyChange(t, 'cus_e1', set('warning'), admin(), T);
-    const pruned = await store.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000);
-    expect(pruned).toBeGreaterThanOrEqual(1);
+    const expired = async () => 'expired' in (await store.statusChangesAfter(t, old, 100));
+    expect(await pruneUntil(store, 'status_changes', expired)).toBeGreaterThanOrEqual(1);
     expect(await store.statusChangesAfter(t, old, 100)).toEqual({ expired: true });
     // A position taken after the pruning is good; so is every cursor from it on.
     const fresh = (await store.listStatuses(t, null, 100)).feedCursor;
@@ -227,17 +227,16 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     await store.applyChange(t, 'cus_r2', set('warning'), admin(), new Date(Date.now() - DAY_MS));
     const count = async () => Number((await opened.db.query<{ n: number }>('SELECT count(*)::int AS n FROM status_changes WHERE tenant_id = $1', [t]))[0]?.n);
     expect(await count()).toBe(2);
-    const run = await new Retention({
-      store,
-      stripeEventsDays: 30,
-      historyDays: 0,
-      webhookDays: 30,
-      statusFeedDays: 7,
-      log: silent,
-      sleep: async () => {},
-    }).runOnce();
-    expect(run.status_changes).toBeGreaterThanOrEqual(1);
-    expect(await count()).toBe(1);
+    const retention = new Retention({ store, stripeEventsDays: 30, historyDays: 0, webhookDays: 30, statusFeedDays: 7, log: silent, sleep: async () => {} });
+    // A transaction open elsewhere on a shared server may hold the change back a round.
+    await vi.waitFor(
+      async () => {
+        await retention.runOnce();
+        expect(await count()).toBe(1);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(retention.deleted.status_changes).toBeGreaterThanOrEqual(1);
     expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
   });
 });
