@@ -116,29 +116,34 @@ function isBody(value: unknown): value is KnownSubscriberBody | UnknownSubscribe
   );
 }
 
-async function ask(request: StatusRequest, fetchImpl: typeof fetch): Promise<StatusResult> {
+/**
+ * One lookup, without the cache or the sharing of `createClient` (for callers that keep
+ * their own state, as the React bindings do). Never rejects.
+ */
+export async function askStatus(request: StatusRequest, fetchImpl: typeof fetch): Promise<StatusResult> {
   const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const controller = typeof AbortController === 'function' ? new AbortController() : null;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<'timeout'>((resolve) => {
+  // The whole exchange, headers and body, within the time, even from a fetch that ignores the signal.
+  const timeout = new Promise<null>((resolve) => {
     timer = setTimeout(() => {
       controller?.abort();
-      resolve('timeout');
+      resolve(null);
     }, timeoutMs);
   });
   try {
-    const response = await Promise.race([
-      fetchImpl(lookupUrl(request), {
+    const exchange = async () => {
+      const res = await fetchImpl(lookupUrl(request), {
         method: 'GET',
         headers: { Authorization: `Bearer ${request.publishableKey}` },
         credentials: 'omit',
         ...(controller ? { signal: controller.signal } : {}),
-      }),
-      timeout,
-    ]);
-    if (response === 'timeout') return fallback({ kind: 'timeout', message: `no answer within ${timeoutMs} ms` });
-    const text = await Promise.race([response.text(), timeout]);
-    if (text === 'timeout') return fallback({ kind: 'timeout', message: `no answer within ${timeoutMs} ms` });
+      });
+      return [res, await res.text()] as const;
+    };
+    const answered = await Promise.race([exchange(), timeout]);
+    if (!answered) return fallback({ kind: 'timeout', message: `no answer within ${timeoutMs} ms` });
+    const [response, text] = answered;
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -177,7 +182,7 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
     const pending = inFlight.get(key);
     if (pending) return pending;
 
-    const promise = ask(request, fetchImpl).then((result) => {
+    const promise = askStatus(request, fetchImpl).then((result) => {
       inFlight.delete(key);
       // Frozen: every caller shares this answer, none may change it for the others.
       if ('entitlements' in result) Object.freeze(result.entitlements);
@@ -214,7 +219,7 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
   };
 }
 
-const shared = createClient();
+const shared = /* @__PURE__ */ createClient();
 
 /** One lookup through a shared client (cache and de-duplication included). */
 export function getSubscriberStatus(request: StatusRequest): Promise<StatusResult> {

@@ -1,0 +1,42 @@
+// Builds a browser package (`react`, `react-native`): one ES module bundling its sources
+// and what it shares with the snippet and the client, React and React Native left to the
+// app; its declarations; and its size, minified and gzipped, against the package's budget.
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+
+/** Gzipped bytes of the minified bundle, React itself not counted. */
+const BUDGETS = { react: 6 * 1024, 'react-native': 6 * 1024 };
+const name = process.argv[2];
+if (!(name in BUDGETS)) throw new Error(`build-package: unknown package ${name}`);
+const dir = join(dirname(fileURLToPath(import.meta.url)), name);
+rmSync(join(dir, 'dist'), { recursive: true, force: true });
+
+const common = {
+  entryPoints: [join(dir, 'src', 'index.ts')],
+  bundle: true,
+  format: 'esm',
+  target: 'es2022',
+  jsx: 'automatic',
+  external: ['react', 'react-dom', 'react/jsx-runtime', 'react-native'],
+  // The App Router renders these in the browser: a server component may not import them.
+  banner: { js: "'use client';" },
+  legalComments: 'none',
+  logLevel: 'warning',
+};
+await build({ ...common, outfile: join(dir, 'dist', 'index.js') });
+const minified = await build({ ...common, minify: true, write: false });
+const gzipped = gzipSync(minified.outputFiles[0].contents, { level: 9 }).length;
+console.log(`@dunwall/${name}: ${minified.outputFiles[0].contents.length} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGETS[name]})`);
+if (gzipped > BUDGETS[name]) {
+  console.error(`@dunwall/${name}: over its gzip budget by ${gzipped - BUDGETS[name]} bytes`);
+  process.exit(1);
+}
+execFileSync(
+  process.execPath,
+  [join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')],
+  { stdio: 'inherit' },
+);
