@@ -185,11 +185,8 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
     if (!copy || asked) return;
     const candidate = stateOf(copy, 'persisted', state.ready);
     const [was, is] = [RANK[state.status], RANK[candidate.status]];
-    // Too old to show, unless the bootstrap is older still and worse.
-    const bootstrapOlder = state.source === 'bootstrap' && shownAt !== null && shownAt < copy.at;
-    if (now() - copy.at > maxAgeMs && !(bootstrapOlder && is < was)) return;
-    // Equal: the newer of the two speaks (its entitlements, its lockout time).
-    if (is > was || (is === was && state.source === 'bootstrap' && shownAt !== null && shownAt >= copy.at)) return;
+    // Not too old, never worse, and what is shown speaks while it is the newer (a bootstrap rendered after the copy).
+    if (now() - copy.at > maxAgeMs || is > was || (shownAt !== null && shownAt >= copy.at)) return;
     shownAt = copy.at;
     set(candidate);
   };
