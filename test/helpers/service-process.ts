@@ -3,7 +3,8 @@ import type { ChildProcess } from 'node:child_process';
 
 /**
  * `dunwall serve` as its own process (one worker: the pid killed is the one that answers),
- * on a database URL, for tests that kill it outright. Ready once `/readyz` answers 200.
+ * on a database URL, for tests that kill it outright; or the built service on the embedded
+ * store. Ready once `/readyz` answers 200.
  */
 
 export const REQUEST_TIMEOUT_MS = 15_000;
@@ -25,12 +26,32 @@ export async function killAllServices(): Promise<void> {
 }
 
 export async function startServiceProcess(databaseUrl: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
+  return launch(['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
+    DATABASE_URL: databaseUrl,
+    DATABASE_READ_URL: '',
+    DUNWALL_ADMIN_TOKEN: adminToken,
+    ...env,
+  });
+}
+
+/**
+ * The built service as `npm start` runs it (`dist/src/runtime/server.js`: what `npm run build`
+ * wrote, its tarballs included), on the embedded store in `dataDir`.
+ */
+export async function startBuiltServiceProcess(dataDir: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return launch(['dist/src/runtime/server.js'], {
+    DATABASE_URL: '',
+    DATABASE_READ_URL: '',
+    DUNWALL_DATA_DIR: dataDir,
+    DUNWALL_ADMIN_TOKEN: adminToken,
+    ...env,
+  });
+}
+
+async function launch(args: string[], env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_READ_URL: '',
-      DUNWALL_ADMIN_TOKEN: adminToken,
       DUNWALL_DEMO: '0',
       DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
       HOST: '127.0.0.1',
