@@ -58,7 +58,7 @@ describe.skipIf(!BUILT)('the package tarballs of the built service', () => {
       if (!existsSync(join(ROOT, 'dist', 'packages', file))) throw new Error(`dist/packages/${file} is missing: npm run build packs it`);
     }
     service = await startBuiltServiceProcess(tempDir('dunwall-packages-data-'), TOKEN);
-  });
+  }, 90_000);
   afterAll(async () => {
     await killAllServices();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });

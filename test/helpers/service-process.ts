@@ -9,6 +9,8 @@ import type { ChildProcess } from 'node:child_process';
 
 export const REQUEST_TIMEOUT_MS = 15_000;
 const STARTUP_TIMEOUT_MS = 30_000;
+/** A new embedded store starts with an initdb, which a loaded 2-core machine takes a while over. */
+const EMBEDDED_STARTUP_TIMEOUT_MS = 60_000;
 const READY_POLL_MS = 50;
 
 export interface ServiceProcess {
@@ -39,16 +41,14 @@ export async function startServiceProcess(databaseUrl: string, adminToken: strin
  * wrote, its tarballs included), on the embedded store in `dataDir`.
  */
 export async function startBuiltServiceProcess(dataDir: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  return launch(['dist/src/runtime/server.js'], {
-    DATABASE_URL: '',
-    DATABASE_READ_URL: '',
-    DUNWALL_DATA_DIR: dataDir,
-    DUNWALL_ADMIN_TOKEN: adminToken,
-    ...env,
-  });
+  return launch(
+    ['dist/src/runtime/server.js'],
+    { DATABASE_URL: '', DATABASE_READ_URL: '', DUNWALL_DATA_DIR: dataDir, DUNWALL_ADMIN_TOKEN: adminToken, ...env },
+    EMBEDDED_STARTUP_TIMEOUT_MS,
+  );
 }
 
-async function launch(args: string[], env: Record<string, string>): Promise<ServiceProcess> {
+async function launch(args: string[], env: Record<string, string>, startupTimeoutMs = STARTUP_TIMEOUT_MS): Promise<ServiceProcess> {
   const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
@@ -75,7 +75,7 @@ async function launch(args: string[], env: Record<string, string>): Promise<Serv
     ),
   };
   running.add(service);
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  const deadline = Date.now() + startupTimeoutMs;
   for (;;) {
     service.base ||= /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? '';
     if (service.base !== '') {
@@ -86,7 +86,7 @@ async function launch(args: string[], env: Record<string, string>): Promise<Serv
       if (ready) return service;
     }
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`the service was not ready within ${STARTUP_TIMEOUT_MS} ms:\n${out}`);
+    if (Date.now() > deadline) throw new Error(`the service was not ready within ${startupTimeoutMs} ms:\n${out}`);
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
 }
