@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 /**
  * `npm run release [-- --out DIR]`: a self-contained release folder (default `release/`):
- * the built service (`dist/`), its migrations, `package.json` and the lockfile, and the
- * production dependencies only, installed from the lockfile. It starts with `node` alone:
+ * the built service (`dist/`, with the tarballs of its npm packages in `dist/packages/`, which
+ * it serves at `/packages/<name>.tgz`), its migrations, `package.json` and the lockfile, and
+ * the production dependencies only, installed from the lockfile. It starts with `node` alone:
  *
  *   cd release && node --max-semi-space-size=8 dist/src/runtime/server.js
  *
  * The Dockerfile runs exactly this step.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -25,6 +26,8 @@ if (!values['no-build']) {
   execFileSync(npm, ['run', 'build'], { cwd: root, stdio: 'inherit' });
 }
 if (!existsSync(join(root, 'dist', 'src', 'runtime', 'server.js'))) throw new Error('dist/ is not built: run npm run build');
+const packed = join(root, 'dist', 'packages');
+if (!existsSync(packed) || !readdirSync(packed).some((f) => f.endsWith('.tgz'))) throw new Error('dist/packages holds no package tarball: run npm run build');
 
 step(`writing ${out}`);
 rmSync(out, { recursive: true, force: true });

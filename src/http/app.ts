@@ -22,6 +22,7 @@ import type { DeliverySettings } from '../downstream/index.js';
 import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
+import { packageRoutes } from './routes/packages.js';
 import { brandingRoutes } from './routes/branding.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
@@ -34,6 +35,7 @@ import { awaitWritesApplied } from './write-visibility.js';
 import type { Store } from '../store/store.js';
 import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
+import type { PackageTarballs } from './package-tarballs.js';
 import type { Metrics } from '../metrics/index.js';
 import type { TrustedProxies } from './client-address.js';
 import { RateLimiter } from './rate-limit.js';
@@ -102,6 +104,8 @@ export interface AppDeps {
   bodyLimitBytes?: number;
   /** The built browser snippet served at /snippet.js; null: not built. */
   snippet?: SnippetAsset | null;
+  /** The package tarballs served at /packages/:file, by file name; null: not built. */
+  packages?: PackageTarballs | null;
   /** The demo tenant's page data, when the demo exists. */
   demo?: DemoPage | null;
   /** Prometheus metrics; absent: no /metrics and nothing recorded. */
@@ -268,6 +272,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'lookup', description: "A subscriber's status, for the tenant's pages, apps and backend" },
         { name: 'webhooks', description: "The tenant's Stripe events" },
         { name: 'admin', description: 'The operator' },
+        { name: 'packages', description: "This service's npm packages at its own version, as tarballs to install from" },
         { name: 'tenant', description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's" },
         {
           name: 'downstream-webhooks',
@@ -337,6 +342,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(healthRoutes, { store: deps.store, model, now, ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}) });
   await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
+  await app.register(packageRoutes, { packages: deps.packages ?? null, limiter });
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;

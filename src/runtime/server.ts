@@ -15,6 +15,7 @@ import { demoCurlCommands, readDemoPage, seedDemo, writeDemoPage } from '../demo
 import { sha256 } from '../domain/keys.js';
 import { SecretBox } from '../secrets/cipher.js';
 import { loadSnippet } from '../http/snippet-asset.js';
+import { loadPackageTarballs } from '../http/package-tarballs.js';
 import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
 import { ReadModel } from '../readmodel/index.js';
@@ -147,6 +148,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
+    const packages = loadPackageTarballs();
+    if (packages === null || packages.size === 0) log.warn('no package tarball is built: /packages/*.tgz answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
     for (const name of config.retiredVariables) log.warn({ variable: name }, 'this variable is no longer used: every process holds the whole read model');
     const opened = await openLookupModel(config, store, secrets, log, options.siblings);
@@ -168,6 +171,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       webhooks: config.webhooks,
       logger: log,
       snippet,
+      packages,
       demo,
       rateLimits: config.rateLimits,
       redis,

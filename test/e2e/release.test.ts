@@ -51,6 +51,8 @@ describe.skipIf(!BUILT)('the release folder', () => {
     for (const dep of Object.keys(pkg.dependencies)) expect(existsSync(join(copy, 'node_modules', ...dep.split('/'))), dep).toBe(true);
     for (const dev of ['typescript', 'vitest', 'esbuild', 'tsx', 'playwright-core']) expect(existsSync(join(copy, 'node_modules', dev)), dev).toBe(false);
     expect(existsSync(join(copy, 'src'))).toBe(false);
+    // The packages of the service's version, which it serves for npm install.
+    for (const file of ['client.tgz', 'node.tgz']) expect(existsSync(join(copy, 'dist', 'packages', file)), file).toBe(true);
 
     const child = spawn(process.execPath, ['--max-semi-space-size=8', 'dist/src/runtime/server.js'], {
       cwd: copy,
@@ -114,6 +116,9 @@ describe.skipIf(!BUILT)('the release folder', () => {
     expect(await lookup()).toEqual([200, 'lockout']);
     expect((await fetch(`${base}/snippet.js`)).status).toBe(200);
     expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
+    const tarball = await fetch(`${base}/packages/client.tgz`);
+    expect([tarball.status, tarball.headers.get('content-type')]).toEqual([200, 'application/gzip']);
+    expect(Buffer.from(await tarball.arrayBuffer()).equals(readFileSync(join(copy, 'dist', 'packages', 'client.tgz')))).toBe(true);
     child.kill('SIGTERM');
     expect(await new Promise((done) => child.on('exit', done))).toBe(0);
   });

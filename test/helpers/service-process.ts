@@ -3,11 +3,14 @@ import type { ChildProcess } from 'node:child_process';
 
 /**
  * `dunwall serve` as its own process (one worker: the pid killed is the one that answers),
- * on a database URL, for tests that kill it outright. Ready once `/readyz` answers 200.
+ * on a database URL, for tests that kill it outright; or the built service on the embedded
+ * store. Ready once `/readyz` answers 200.
  */
 
 export const REQUEST_TIMEOUT_MS = 15_000;
 const STARTUP_TIMEOUT_MS = 30_000;
+/** A new embedded store starts with an initdb, which a loaded 2-core machine takes a while over. */
+const EMBEDDED_STARTUP_TIMEOUT_MS = 60_000;
 const READY_POLL_MS = 50;
 
 export interface ServiceProcess {
@@ -25,12 +28,30 @@ export async function killAllServices(): Promise<void> {
 }
 
 export async function startServiceProcess(databaseUrl: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
+  return launch(['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
+    DATABASE_URL: databaseUrl,
+    DATABASE_READ_URL: '',
+    DUNWALL_ADMIN_TOKEN: adminToken,
+    ...env,
+  });
+}
+
+/**
+ * The built service as `npm start` runs it (`dist/src/runtime/server.js`: what `npm run build`
+ * wrote, its tarballs included), on the embedded store in `dataDir`.
+ */
+export async function startBuiltServiceProcess(dataDir: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+  return launch(
+    ['dist/src/runtime/server.js'],
+    { DATABASE_URL: '', DATABASE_READ_URL: '', DUNWALL_DATA_DIR: dataDir, DUNWALL_ADMIN_TOKEN: adminToken, ...env },
+    EMBEDDED_STARTUP_TIMEOUT_MS,
+  );
+}
+
+async function launch(args: string[], env: Record<string, string>, startupTimeoutMs = STARTUP_TIMEOUT_MS): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
-      DATABASE_URL: databaseUrl,
-      DATABASE_READ_URL: '',
-      DUNWALL_ADMIN_TOKEN: adminToken,
       DUNWALL_DEMO: '0',
       DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
       HOST: '127.0.0.1',
@@ -54,7 +75,7 @@ export async function startServiceProcess(databaseUrl: string, adminToken: strin
     ),
   };
   running.add(service);
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  const deadline = Date.now() + startupTimeoutMs;
   for (;;) {
     service.base ||= /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1] ?? '';
     if (service.base !== '') {
@@ -65,7 +86,7 @@ export async function startServiceProcess(databaseUrl: string, adminToken: strin
       if (ready) return service;
     }
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
-    if (Date.now() > deadline) throw new Error(`the service was not ready within ${STARTUP_TIMEOUT_MS} ms:\n${out}`);
+    if (Date.now() > deadline) throw new Error(`the service was not ready within ${startupTimeoutMs} ms:\n${out}`);
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
 }
