@@ -30,7 +30,8 @@ const common = {
 await build({ ...common, outfile: join(dir, 'dist', 'index.js') });
 const minified = await build({ ...common, minify: true, write: false });
 const gzipped = gzipSync(minified.outputFiles[0].contents, { level: 9 }).length;
-console.log(`@dunwall/${name}: ${minified.outputFiles[0].contents.length} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGETS[name]})`);
+// On stderr: `npm pack` keeps its stdout for the tarball's name.
+console.error(`@dunwall/${name}: ${minified.outputFiles[0].contents.length} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGETS[name]})`);
 if (gzipped > BUDGETS[name]) {
   console.error(`@dunwall/${name}: over its gzip budget by ${gzipped - BUDGETS[name]} bytes`);
   process.exit(1);
