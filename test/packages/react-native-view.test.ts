@@ -41,7 +41,7 @@ describe('links without URL', () => {
         const answer = { status, payUrl, cardUpdateUrl };
         expect(nativeLinks(answer, texts, branding, own)).toEqual(payLinks(answer, texts, branding, own));
       }),
-      { numRuns: 300 },
+      { numRuns: 150 },
     );
   });
 });
