@@ -1,0 +1,20 @@
+/**
+ * @dunwall/react-native: a subscriber's billing enforcement status as a hook, and the banner
+ * and gate as React Native components. React 18 or 19 and React Native 0.72 or later; nothing
+ * else (AsyncStorage and NetInfo are the app's, given to the provider).
+ */
+export { DunwallProvider } from './provider.js';
+export type { DunwallProviderProps, NetInfoLike } from './provider.js';
+export { useBillingStatus, useEntitlement } from '../../react/src/provider.js';
+export { BillingBanner, BillingGate } from './components.js';
+export type { BillingBannerProps, BillingGateProps, BillingStyles, BillingView, BillingViewProps } from './components.js';
+export type {
+  BillingBootstrap,
+  BillingSource,
+  BillingState,
+  DunwallError,
+  Entitlements,
+  PersistStorage,
+  SubscriberStatus,
+} from '../../react/src/core/status-store.js';
+export type { Branding, Colors, Link, Texts } from '../../react/src/core/view.js';
