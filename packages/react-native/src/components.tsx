@@ -13,10 +13,10 @@ import type { ReactNode } from 'react';
 import { Image, Linking, Modal, Pressable, SafeAreaView, Text, View } from 'react-native';
 import type { ImageStyle, Insets, StyleProp, TextStyle, ViewStyle } from 'react-native';
 import type { BillingState } from '../../react/src/core/status-store.js';
-import { DEFAULT_COLORS, dismissKey, textsFor } from '../../react/src/core/view.js';
+import { DEFAULT_COLORS, dismissKey, payLinks, textsFor } from '../../react/src/core/view.js';
 import type { Branding, Colors, Link, Texts } from '../../react/src/core/view.js';
 import { useBillingStatus, useBranding, useDunwallContext } from '../../react/src/provider.js';
-import { countdownText, deviceLanguages, httpsUrl, nativeLinks } from './native-view.js';
+import { countdownText, deviceLanguages, httpsUrl } from './native-view.js';
 
 /** A style for each part, after the defaults. */
 export interface BillingStyles {
@@ -121,7 +121,7 @@ function useView(show: boolean, props: BillingViewProps & { supportUrl?: string 
   const view: BillingView = {
     state,
     texts,
-    links: nativeLinks(state, texts, branding, props.cardUpdateUrl),
+    links: payLinks(state, texts, branding, props.cardUpdateUrl, httpsUrl),
     countdown: at === at ? countdownText(at, locales, texts.countdown, minute * MINUTE_MS) : '',
     support: httpsUrl(props.supportUrl ?? branding.support_url),
     logo: httpsUrl(props.logoUrl ?? branding.logo_url),

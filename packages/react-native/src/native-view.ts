@@ -4,35 +4,18 @@
  *
  * - React Native's own `URL` throws on `protocol` unless the app installs a polyfill, and adds
  *   a slash to what it is given, so the shared `safeUrl` would drop every link: here a link is
- *   an `https://` URL with a host, taken as given (Linking opens it as is). The order is the
- *   shared `payLinks`'s: the overdue invoice's page first, then the card update page, then
- *   the branding's payment link.
+ *   an `https://` URL with a host, taken as given (Linking opens it as is), for the shared
+ *   `payLinks`.
  * - Hermes has no `Intl.RelativeTimeFormat`: the countdown then says the date where it would
  *   say the time left.
  */
 import { countdown } from '../../react/src/core/view.js';
-import type { Branding, Link, Texts } from '../../react/src/core/view.js';
 
 const HTTPS = /^https:\/\/[^\s/?#\\]+(?:[/?#][^\s]*)?$/i;
 
 /** An https link, or null. */
 export function httpsUrl(value: string | null | undefined): string | null {
   return value && value.length <= 2048 && HTTPS.test(value) ? value : null;
-}
-
-/** The way to pay first: the invoice's page, then the card update page, else the branding's payment link. */
-export function nativeLinks(
-  answer: { status: string; payUrl: string | null; cardUpdateUrl: string | null },
-  texts: Texts,
-  branding: Branding,
-  ownCardUpdateUrl?: string | null,
-): Link[] {
-  const pay = httpsUrl(answer.payUrl);
-  const card = httpsUrl(answer.cardUpdateUrl ?? ownCardUpdateUrl);
-  const links: Link[] = pay ? [{ href: pay, text: texts.payNow, external: true }] : [];
-  const other = card ?? (pay ? null : httpsUrl(branding.payment_url));
-  if (other) links.push({ href: other, text: answer.status === 'lockout' && !pay ? (texts.pay ?? texts.update) : texts.update, external: false });
-  return links;
 }
 
 /** The countdown sentence; where `Intl.RelativeTimeFormat` is missing (Hermes), `{time}` is the date. */

@@ -99,7 +99,7 @@ function useView(show: boolean, props: BillingViewProps & { supportUrl?: string 
   const view: BillingView = {
     state,
     texts,
-    links: payLinks(state, texts, branding, props.cardUpdateUrl, base),
+    links: payLinks(state, texts, branding, props.cardUpdateUrl, (u) => safeUrl(u, base)),
     countdown: sentence,
     support: safeUrl(props.supportUrl ?? branding.support_url, base),
     logo: safeUrl(props.logoUrl ?? branding.logo_url, base),

@@ -115,21 +115,21 @@ export interface Link {
 
 /**
  * The way to pay leads: the overdue invoice's page (apart, so that the app asks again on
- * return), else the card update page, else the branding's payment link.
+ * return), else the card update page, else the branding's payment link; each link as `safe`
+ * takes it (https only).
  */
 export function payLinks(
   answer: { status: string; payUrl: string | null; cardUpdateUrl: string | null },
   texts: Texts,
   branding: Branding,
-  ownCardUpdateUrl?: string | null,
-  base?: string,
+  ownCardUpdateUrl: string | null | undefined,
+  safe: (url: string | null | undefined) => string | null,
 ): Link[] {
-  const gate = answer.status === 'lockout';
-  const pay = safeUrl(answer.payUrl, base);
-  const card = safeUrl(answer.cardUpdateUrl ?? ownCardUpdateUrl, base);
+  const pay = safe(answer.payUrl);
+  const card = safe(answer.cardUpdateUrl ?? ownCardUpdateUrl);
   const links: Link[] = pay ? [{ href: pay, text: texts.payNow, external: true }] : [];
-  const other = card ?? (pay ? null : safeUrl(branding.payment_url, base));
-  if (other) links.push({ href: other, text: gate && !pay ? (texts.pay ?? texts.update) : texts.update, external: false });
+  const other = card ?? (pay ? null : safe(branding.payment_url));
+  if (other) links.push({ href: other, text: answer.status === 'lockout' && !pay ? (texts.pay ?? texts.update) : texts.update, external: false });
   return links;
 }
 
