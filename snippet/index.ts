@@ -62,8 +62,9 @@ export interface CheckOptions {
   position?: 'top' | 'bottom';
   /**
    * `push` (default): the page's content moves to make room (at the top, the banner is the
-   * first thing in the page's flow, below a fixed header's padding); `overlay`: the banner
-   * floats over the page.
+   * first thing in the page's flow, or fixed below a fixed header with the flow pushed down
+   * by its height, or in the flow right after a sticky header); `overlay`: the banner floats
+   * over the page.
    */
   mode?: 'push' | 'overlay';
   /** A selector: the banner is rendered inside this element of the page, in its flow. */
@@ -238,12 +239,9 @@ a{color:${c.accent};font-weight:600}
 /**
  * The host keeps its own styles whatever the page says. The gate and an overlay banner sit
  * outside the page's layout; a pushing banner is the first (or last) thing in the page's
- * flow, and a mounted one goes inside the page's own container.
+ * flow, or right after a sticky header, and a mounted one goes inside the page's own container.
  */
-function mountHost(
-  colors: Colors,
-  where: { parent: Element; first: boolean } = { parent: document.body, first: false },
-): { host: HTMLElement; root: ShadowRoot } {
+function mountHost(colors: Colors, place: (host: HTMLElement) => void = (h) => document.body.appendChild(h)): { host: HTMLElement; root: ShadowRoot } {
   const host = document.createElement(HOST_TAG);
   for (const [prop, value] of [
     ['all', 'initial'],
@@ -261,8 +259,7 @@ function mountHost(
   } catch {
     root.appendChild(el('style', {}, css(colors)));
   }
-  if (where.first) where.parent.insertBefore(host, where.parent.firstChild);
-  else where.parent.appendChild(host);
+  place(host);
   return { host, root };
 }
 
@@ -309,14 +306,56 @@ interface View {
   logo: string | null;
 }
 
+/**
+ * What the page keeps at the top of the viewport: its lowest fixed or sticky bar (a header,
+ * or headers stacked), and whether it is sticky; undefined: none. Found by what is drawn
+ * along the top row: a bar half the width or more crosses its middle. Things narrower, under
+ * 8 px (a progress line) or half the screen tall (a layer over everything) do not count.
+ */
+function pinned(): [HTMLElement, boolean] | undefined {
+  const w = document.documentElement.clientWidth;
+  let found: [HTMLElement, boolean] | undefined;
+  let y = 1;
+  for (let round = 0; round < 3 && !found?.[1]; round += 1) {
+    const next = pinnedAt(w, y);
+    if (!next) break;
+    found = next;
+    y = next[0].getBoundingClientRect().bottom + 1;
+  }
+  return found;
+}
+
+function pinnedAt(w: number, y: number): [HTMLElement, boolean] | undefined {
+  for (const hit of document.elementsFromPoint(w / 2, y)) {
+    for (let n: Element | null = hit; n && n !== document.body; n = n.parentElement) {
+      if (n.localName === HOST_TAG) break;
+      const p = getComputedStyle(n).position;
+      if (p === 'fixed' || p === 'sticky') {
+        const r = n.getBoundingClientRect();
+        if (r.width >= w / 2 && r.height >= 8 && r.height < innerHeight / 2) return [n as HTMLElement, p === 'sticky'];
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
 function renderBanner({ o, result, texts, colors, links, at, locales }: View): void {
   if (isDismissed(o)) return;
   const position = o.position === 'bottom' ? 'bottom' : 'top';
   const container = o.mount ? document.querySelector(o.mount) : null;
   // Pushing at the bottom: the bar is fixed, and the page gets room below its content.
   const fixed = !container && (o.mode === 'overlay' || position === 'bottom');
-  const { host, root } = mountHost(colors, container ? { parent: container, first: false } : { parent: document.body, first: !fixed && position === 'top' });
-  const bar = el('div', { class: fixed ? `bar fixed ${position}` : 'bar', role: 'alert' });
+  // Pushing at the top, below a header the page keeps there: right after a sticky one, in
+  // the flow; fixed just below a fixed one, the flow pushed down by the host's own height
+  // (whichever element of the page carries the padding for the header).
+  const pin = container || fixed ? undefined : pinned();
+  const below = pin && !pin[1] ? pin[0] : undefined;
+  const { host, root } = mountHost(
+    colors,
+    container ? (h) => container.appendChild(h) : pin?.[1] ? (h) => pin[0].after(h) : fixed ? undefined : (h) => document.body.prepend(h),
+  );
+  const bar = el('div', { class: fixed ? `bar fixed ${position}` : below ? 'bar fixed' : 'bar', role: 'alert' });
   const text = bar.appendChild(el('p', {}, texts.warning));
   let tick: (() => void) | undefined;
   if (at === at) {
@@ -340,6 +379,7 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   bar.appendChild(close);
   root.appendChild(bar);
   let release = () => {};
+  const listening = new AbortController();
   if (fixed && position === 'bottom' && o.mode !== 'overlay') {
     const body = document.body.style;
     const saved = body.paddingBottom;
@@ -347,8 +387,20 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
     release = () => {
       body.paddingBottom = saved;
     };
+  } else if (below) {
+    // The header's size and place (one that slides away on scroll) and the bar's height are
+    // followed; the host is the room the bar takes in the flow.
+    const follow = () => {
+      bar.style.top = `${Math.max(0, below.getBoundingClientRect().bottom)}px`;
+      host.style.setProperty('height', `${bar.offsetHeight}px`, 'important');
+    };
+    follow();
+    const sizes = new ResizeObserver(follow);
+    sizes.observe(below);
+    sizes.observe(bar);
+    addEventListener('scroll', follow, { passive: true, signal: listening.signal });
+    release = () => sizes.disconnect();
   }
-  const listening = new AbortController();
   watchReturn(o, listening.signal);
   current = {
     host,
