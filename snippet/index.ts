@@ -222,16 +222,16 @@ a{color:${c.accent};font-weight:600}
 .x:focus-visible,a:focus-visible{outline:3px solid ${c.accent};outline-offset:3px;border-radius:6px}
 .box:focus{outline:none}
 @media (prefers-reduced-motion:no-preference){.veil{animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
-@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.78)}${
+@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.96)}${
     c.auto ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}' : ''
   }}
-.veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.72)}
+.veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.96);-webkit-backdrop-filter:blur(12px);backdrop-filter:blur(12px)}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
 .box h2{font-size:20px;margin-bottom:10px}
 .box p{margin-bottom:18px}
 .logo{display:block;max-height:40px;max-width:160px;margin:0 0 12px}
 .go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none}
-.box a{margin-right:12px}
+.acts{display:flex;flex-wrap:wrap;align-items:center;gap:10px 16px}
 .by{display:block;margin-top:14px;font-size:12px;opacity:.7}
 .bar .by{margin:0}`;
 }
@@ -420,8 +420,10 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View): v
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
   if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
-  links.forEach((l, i) => box.appendChild(link(l, i)));
-  if (support) box.appendChild(link([support, texts.support], 1));
+  // One row of links that wraps between them: a link moves to the next line whole.
+  const row = box.appendChild(el('div', { class: 'acts' }));
+  links.forEach((l, i) => row.appendChild(link(l, i)));
+  if (support) row.appendChild(link([support, texts.support], 1));
   if (!links.length && !support) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(result);
   if (mark) box.appendChild(mark);
@@ -448,7 +450,9 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View): v
   document.body.style.overflow = 'hidden';
 
   const focusables = () => Array.from(box.querySelectorAll<HTMLElement>('a[href]'));
-  const focusDialog = () => (focusables()[0] ?? box).focus();
+  // The dialog itself takes the focus (no ring): the first Tab reaches the first link, which
+  // then shows its ring, as a focus ring is for the keyboard.
+  const focusDialog = () => box.focus();
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'Escape') {
       e.preventDefault();
@@ -458,7 +462,7 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View): v
     if (e.key !== 'Tab') return;
     const items = focusables();
     e.preventDefault();
-    if (items.length === 0) return box.focus();
+    if (items.length === 0) return focusDialog();
     const active = root.activeElement;
     const at = items.findIndex((i) => i === active);
     const next = e.shiftKey ? (at <= 0 ? items.length - 1 : at - 1) : (at + 1) % items.length;

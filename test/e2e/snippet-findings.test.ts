@@ -16,6 +16,8 @@ import type { Service, Tenant } from '../helpers/snippet-browser.js';
 
 const RESULTS = join(process.cwd(), 'test-results');
 const CARD_URL = 'https://billing.acme.test/card';
+const SUPPORT_URL = 'https://acme.test/support';
+const PAY_URL = 'https://invoice.stripe.com/i/acct_1Test/test_YWNjdF8xVGVzdCxfUGF5TWU';
 type Box = { x: number; y: number; width: number; height: number; top: number; bottom: number; left: number; right: number };
 
 describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
@@ -80,6 +82,16 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
     await answered(page);
     return page;
   }
+
+  /** The lookup's real answer with a `pay_url` added (the contract's field for a signed lookup). */
+  const withPayUrl = async (page: Page) => {
+    await page.route('**/api/subscriber-status/**', async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      const response = await route.fetch();
+      const real = (await response.json()) as { status: string };
+      await route.fulfill({ response, json: real.status === 'active' ? real : { ...real, pay_url: PAY_URL } });
+    });
+  };
 
   const VIEWPORTS = [
     { width: 1280, height: 800 },
@@ -171,5 +183,167 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         await ctx.close();
       }
     });
+  });
+
+  describe('2-4. the gate', () => {
+    const FIGURES = '<h1 id="figures" style="margin:0;padding:8px;font:bold 48px sans-serif;color:#000;background:#fff">Revenue $1,234,567</h1>';
+    const gateTag = () => tag(acme, 'cus_lock', { 'data-support-url': SUPPORT_URL, 'data-card-update-url': CARD_URL });
+
+    /** The standard deviation of the luminance of a PNG's pixels (0-255), decoded by a canvas. */
+    async function spread(ctx: BrowserContext, png: Buffer): Promise<number> {
+      const blank = await ctx.newPage();
+      try {
+        return await blank.evaluate(async (b64) => {
+          const img = new Image();
+          img.src = `data:image/png;base64,${b64}`;
+          await img.decode();
+          const canvas = document.createElement('canvas');
+          [canvas.width, canvas.height] = [img.width, img.height];
+          const c2d = canvas.getContext('2d') as CanvasRenderingContext2D;
+          c2d.drawImage(img, 0, 0);
+          const { data } = c2d.getImageData(0, 0, img.width, img.height);
+          const values: number[] = [];
+          for (let i = 0; i < data.length; i += 4) values.push(0.2126 * (data[i] ?? 0) + 0.7152 * (data[i + 1] ?? 0) + 0.0722 * (data[i + 2] ?? 0));
+          const mean = values.reduce((a, b) => a + b, 0) / values.length;
+          return Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);
+        }, png.toString('base64'));
+      } finally {
+        await blank.close();
+      }
+    }
+
+    it("2. hides the app's figures behind the veil: their pixels are one flat colour", async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 }, reducedMotion: 'reduce' });
+      try {
+        const figuresOf = async (page: Page) => {
+          const clip = await page.locator('#figures').boundingBox();
+          if (!clip) throw new Error('no figures');
+          return { clip, png: await page.screenshot({ clip }) };
+        };
+        // Without a gate the figures are there to read: the measure sees text.
+        const open_ = await open(ctx, serve(`${FIGURES}${tag(acme, 'cus_ok')}`));
+        const plain = await spread(ctx, (await figuresOf(open_)).png);
+        expect(plain).toBeGreaterThan(40);
+        await open_.close();
+        for (const scheme of ['light', 'dark'] as const) {
+          await ctx.newPage().then(async (p) => {
+            await p.emulateMedia({ colorScheme: scheme });
+            await p.goto(serve(`${FIGURES}${gateTag()}`));
+            await answered(p);
+            await p.locator('dunwall-enforcement .veil').waitFor();
+            const { clip, png } = await figuresOf(p);
+            // The figures are outside the dialog's box: what is measured is the veil alone.
+            const box = await p.evaluate(
+              () => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().toJSON() as Box,
+            );
+            expect(clip.y + clip.height, scheme).toBeLessThanOrEqual(box.top);
+            const veiled = await spread(ctx, png);
+            expect(veiled, `${scheme}: the figures still show through the veil`).toBeLessThan(2);
+            await p.screenshot({ path: join(RESULTS, `gate-veil-${scheme}.png`) });
+            await p.close();
+          });
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it('3. shows a focus ring only for the keyboard: the dialog takes the focus on load, Tab reaches the first link with its ring', async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        const page = await open(ctx, serve(`${FIGURES}${gateTag()}`, ''), withPayUrl);
+        await page.locator('dunwall-enforcement .veil').waitFor();
+        const ringed = () =>
+          page.evaluate(() => {
+            const root = document.querySelector('dunwall-enforcement')?.shadowRoot;
+            return Array.from(root?.querySelectorAll('*') ?? [])
+              .filter((e) => {
+                const s = getComputedStyle(e);
+                return e.matches(':focus-visible') && s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0;
+              })
+              .map((e) => e.textContent);
+          });
+        const active = () =>
+          page.evaluate(
+            () =>
+              document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.getAttribute('role') ??
+              document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent,
+          );
+        expect(await active()).toBe('dialog');
+        expect(await ringed()).toEqual([]);
+        await page.screenshot({ path: join(RESULTS, 'gate-focus-on-load.png') });
+        await page.keyboard.press('Tab');
+        expect(await active()).toBe('Pay now');
+        expect(await ringed()).toEqual(['Pay now']);
+        await page.keyboard.press('Tab');
+        expect(await ringed()).toEqual(['Update card']);
+        await page.keyboard.press('Shift+Tab');
+        await page.keyboard.press('Shift+Tab');
+        expect(await ringed()).toEqual(['Contact support']);
+        await page.close();
+        // Shift+Tab first goes to the last link.
+        const again = await open(ctx, serve(gateTag()), withPayUrl);
+        await again.locator('dunwall-enforcement .veil').waitFor();
+        await again.keyboard.press('Shift+Tab');
+        expect(await again.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent)).toBe('Contact support');
+        await again.close();
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    for (const viewport of [
+      { width: 320, height: 568 },
+      { width: 375, height: 667 },
+    ]) {
+      it(`4. at ${viewport.width}x${viewport.height}: each link of the gate holds on one line, the row wrapping between links`, async () => {
+        const ctx = await browser.newContext({ viewport });
+        try {
+          const page = await open(ctx, serve(gateTag()), withPayUrl);
+          await page.locator('dunwall-enforcement .veil').waitFor();
+          const links = await page.locator('dunwall-enforcement [role="dialog"] a').evaluateAll((as) =>
+            as.map((a) => {
+              const s = getComputedStyle(a);
+              const oneLine =
+                parseFloat(s.lineHeight) +
+                parseFloat(s.paddingTop) +
+                parseFloat(s.paddingBottom) +
+                parseFloat(s.borderTopWidth) +
+                parseFloat(s.borderBottomWidth);
+              return {
+                text: a.textContent,
+                height: a.getBoundingClientRect().height,
+                oneLine,
+                rects: a.getClientRects().length,
+                right: a.getBoundingClientRect().right,
+              };
+            }),
+          );
+          expect(links.map((l) => l.text)).toEqual(['Pay now', 'Update card', 'Contact support']);
+          for (const l of links) {
+            expect(l.rects, `${l.text} is broken in two`).toBe(1);
+            expect(l.height, `${l.text} takes more than one line`).toBeLessThanOrEqual(l.oneLine + 0.5);
+            expect(l.right).toBeLessThanOrEqual(viewport.width);
+          }
+          await page.screenshot({ path: join(RESULTS, `gate-links-${viewport.width}.png`) });
+          await page.close();
+          // A link wider than the row itself (a tenant's long text) wraps inside the dialog, never out of it.
+          const long = await open(
+            ctx,
+            serve(
+              tag(acme, 'cus_lock', { 'data-support-url': SUPPORT_URL, 'data-support-text': 'Write to the billing team of this service about your account' }),
+            ),
+          );
+          const fit = await long.locator('dunwall-enforcement [role="dialog"]').evaluate((box) => ({
+            box: box.getBoundingClientRect().right,
+            link: Math.max(...Array.from(box.querySelectorAll('a'), (a) => a.getBoundingClientRect().right)),
+          }));
+          expect(fit.link).toBeLessThanOrEqual(fit.box);
+          await long.close();
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
   });
 });
