@@ -233,7 +233,8 @@ a{color:${c.accent};font-weight:600}
 .go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none}
 .acts{display:flex;flex-wrap:wrap;align-items:center;gap:10px 16px}
 .by{display:block;margin-top:14px;font-size:12px;opacity:.7}
-.bar .by{margin:0}`;
+.bar .by{margin:0}
+@media (max-width:640px){.bar{display:flow-root;padding:4px 12px}.bar:before{content:"";float:right;width:32px;height:32px}.bar,.bar :not(.x){font-size:13px;line-height:1.35}.bar p{display:inline;margin-right:6px}.bar a,.bar .by{display:inline-block;max-width:100%;margin-right:6px}.bar .go{padding:0 6px;border-radius:4px}.bar .by{font-size:11px}.x{top:0;right:0;transform:none}.fixed{padding-left:max(12px,env(safe-area-inset-left));padding-right:max(12px,env(safe-area-inset-right))}.top{padding-top:max(4px,env(safe-area-inset-top))}.bottom{padding-bottom:max(4px,env(safe-area-inset-bottom))}}`;
 }
 
 /**

@@ -83,15 +83,23 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
     return page;
   }
 
-  /** The lookup's real answer with a `pay_url` added (the contract's field for a signed lookup). */
-  const withPayUrl = async (page: Page) => {
-    await page.route('**/api/subscriber-status/**', async (route) => {
-      if (route.request().method() !== 'GET') return route.continue();
-      const response = await route.fetch();
-      const real = (await response.json()) as { status: string };
-      await route.fulfill({ response, json: real.status === 'active' ? real : { ...real, pay_url: PAY_URL } });
-    });
-  };
+  /**
+   * The lookup's real answer with the contract's two optional fields of a known subscriber's
+   * body: `pay_url` (for a signed lookup) and, for a warning, `lockout_at`.
+   */
+  const withFields =
+    (fields: { pay_url?: string; lockout_at?: () => string } = {}) =>
+    async (page: Page) => {
+      await page.route('**/api/subscriber-status/**', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        const response = await route.fetch();
+        const real = (await response.json()) as { status: string };
+        if (real.status === 'active') return route.fulfill({ response, json: real });
+        const lockoutAt = real.status === 'warning' && fields.lockout_at ? { lockout_at: fields.lockout_at() } : {};
+        await route.fulfill({ response, json: { ...real, ...lockoutAt, pay_url: fields.pay_url ?? PAY_URL } });
+      });
+    };
+  const withPayUrl = withFields();
 
   const VIEWPORTS = [
     { width: 1280, height: 800 },
@@ -340,6 +348,50 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           }));
           expect(fit.link).toBeLessThanOrEqual(fit.box);
           await long.close();
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+  });
+
+  describe('5. the banner on a phone', () => {
+    for (const viewport of [
+      { width: 375, height: 667 },
+      { width: 320, height: 568 },
+    ]) {
+      it(`at ${viewport.width}x${viewport.height}: under 15 % of the screen with a countdown and a pay link, nothing cut off`, async () => {
+        const ctx = await browser.newContext({ viewport });
+        try {
+          const inThreeDays = () => new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+          const page = await open(
+            ctx,
+            serve(`<main><p id="first">First words</p></main>${tag(acme, 'cus_warn')}`, '<style>body{margin:0}</style>'),
+            withFields({ lockout_at: inThreeDays }),
+          );
+          const bar = page.locator('dunwall-enforcement [role="alert"]');
+          expect(await bar.textContent()).toContain('Access will be paused in 3 days.');
+          const fit = await bar.evaluate((b) => {
+            const r = b.getBoundingClientRect();
+            const inside = Array.from(b.querySelectorAll('p, time, a, small, button'), (e) => {
+              const c = e.getBoundingClientRect();
+              return (
+                c.top >= r.top - 0.5 && c.bottom <= r.bottom + 0.5 && c.left >= r.left - 0.5 && c.right <= r.right + 0.5 && e.scrollWidth <= e.clientWidth + 1
+              );
+            });
+            const links = Array.from(b.querySelectorAll('a'), (a) => a.textContent);
+            return { height: r.height, overflow: b.scrollWidth - b.clientWidth, inside, links, mark: b.textContent?.includes('Powered by Dunwall') };
+          });
+          expect(fit.links).toEqual(['Pay now', 'Update card']);
+          expect(fit.mark).toBe(true);
+          expect(fit.height, 'the banner takes 15 % of the screen or more').toBeLessThan(0.15 * viewport.height);
+          expect(fit.overflow).toBeLessThanOrEqual(0);
+          expect(fit.inside.every(Boolean), 'something sticks out of the banner').toBe(true);
+          // The close button is still a thumb's size.
+          const close = await bar.locator('button').boundingBox();
+          expect(Math.min(close?.width ?? 0, close?.height ?? 0)).toBeGreaterThanOrEqual(44);
+          await page.screenshot({ path: join(RESULTS, `banner-compact-${viewport.width}x${viewport.height}.png`) });
+          await page.close();
         } finally {
           await ctx.close();
         }
