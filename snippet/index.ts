@@ -73,6 +73,12 @@ export interface CheckOptions {
   preview?: 'warning' | 'lockout' | null;
 }
 
+/** What a check from the script tag carries besides its options. */
+interface FromTag extends CheckOptions {
+  /** Shows the page hidden by `data-hide-page` (idempotent). */
+  reveal?: () => void;
+}
+
 const DEFAULT_TEXTS: Texts = {
   warning: 'Your last payment did not go through. Please update your card to keep your access.',
   update: 'Update card',
@@ -552,7 +558,7 @@ async function branding(o: CheckOptions): Promise<Branding> {
 }
 
 /** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
-export async function check(o: CheckOptions): Promise<StatusResult> {
+export async function check(o: FromTag): Promise<StatusResult> {
   const mine = (sequence += 1);
   clearTimeout(wake);
   clearTimeout(again);
@@ -615,6 +621,9 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
         support: safeUrl(o.supportUrl ?? b.support_url),
         logo: safeUrl(o.logoUrl ?? b.logo_url),
       };
+      // The page hidden until the answer is shown with it (and visible before the banner
+      // looks for the page's header, which a hidden page does not draw).
+      o.reveal?.();
       try {
         if (result.status === 'warning') renderBanner(view);
         else if (gate) renderGate(view);
@@ -691,5 +700,32 @@ declare global {
 // there is only ever one banner or gate.
 const api = window.Dunwall ?? { check, clear };
 window.Dunwall = api;
-const fromTag = script ? fromScript(script) : null;
-if (fromTag) void api.check(fromTag);
+/**
+ * `data-hide-page`: a page that wants no flash of itself before a gate is hidden at once
+ * (the tag is then a synchronous script in <head>), and shown when the answer is rendered,
+ * after `data-hide-page-ms` (default 1500, 0 to 5000) at the latest, or on any error: fail
+ * open. A constructed stylesheet, so a strict style-src policy allows it.
+ */
+function hidePage(d: DOMStringMap): () => void {
+  if (d.hidePage === undefined) return () => {};
+  const ms = Number(d.hidePageMs ?? 1500);
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('html{visibility:hidden!important}');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    const show = () => {
+      clearTimeout(bound);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
+    };
+    const bound = setTimeout(show, ms === ms ? Math.min(Math.max(ms, 0), 5_000) : 1_500);
+    return show;
+  } catch {
+    return () => {};
+  }
+}
+
+const fromTag: FromTag | null = script ? fromScript(script) : null;
+if (fromTag && script) {
+  const reveal = (fromTag.reveal = hidePage(script.dataset));
+  void api.check(fromTag).finally(reveal);
+}

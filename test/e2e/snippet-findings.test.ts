@@ -27,7 +27,7 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
   let browser: Browser;
   let acme: Tenant;
   /** Pages by path, as the tests write them. */
-  const pages = new Map<string, string>();
+  const pages = new Map<string, { html: string; headers: Record<string, string> }>();
   let served = 0;
 
   beforeAll(async () => {
@@ -41,9 +41,9 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       await service.admin('PUT', `/tenants/acme/subscribers/${id}`, { status });
     }
     pageServer = createServer((req, res) => {
-      const html = pages.get(new URL(req.url ?? '/', 'http://page.test').pathname);
-      if (html === undefined) res.writeHead(404).end();
-      else res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+      const found = pages.get(new URL(req.url ?? '/', 'http://page.test').pathname);
+      if (found === undefined) res.writeHead(404).end();
+      else res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...found.headers }).end(found.html);
     });
     await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
     pageOrigin = `http://localhost:${(pageServer.address() as AddressInfo).port}`;
@@ -61,14 +61,14 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
     snippetTag(`${service.running.url}/snippet.js`, t, customer, extra, sync);
 
   /** A page of the tenant's app: `head` and `body` as given, the events of the snippet recorded. */
-  function serve(body: string, head = ''): string {
+  function serve(body: string, head = '', headers: Record<string, string> = {}): string {
     const path = `/p/${(served += 1)}`;
-    pages.set(
-      path,
-      `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">
+    pages.set(path, {
+      html: `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">
 <script>window.__events = []; document.addEventListener('dunwall:status', (e) => window.__events.push(e.detail));</script>${head}</head>
 <body>${body}</body></html>`,
-    );
+      headers,
+    });
     return `${pageOrigin}${path}`;
   }
 
@@ -391,6 +391,95 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           const close = await bar.locator('button').boundingBox();
           expect(Math.min(close?.width ?? 0, close?.height ?? 0)).toBeGreaterThanOrEqual(44);
           await page.screenshot({ path: join(RESULTS, `banner-compact-${viewport.width}x${viewport.height}.png`) });
+          await page.close();
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+  });
+
+  describe('6. data-hide-page: no flash of the app before the gate', () => {
+    const APP = '<main><h1 id="figures">Revenue $1,234,567</h1></main>';
+    /** The page's clock stands still: only runFor moves it (a loaded box never lets a bound pass by itself). */
+    const stopTime = async (page: Page) => {
+      const t = Date.parse('2026-11-30T12:00:00Z');
+      await page.clock.install({ time: t });
+      await page.clock.pauseAt(t + 1_000);
+    };
+    const hidden = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).visibility === 'hidden');
+    /** Holds every lookup until `release` (or forever); `asked` resolves once one has been made. */
+    function holdLookups(page: Page) {
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let asked: () => void = () => {};
+      const seen = new Promise<void>((resolve) => (asked = resolve));
+      const ready = page.route('**/api/subscriber-status/**', async (route) => {
+        if (route.request().method() !== 'GET') return route.continue();
+        asked();
+        await held;
+        await route.continue().catch(() => undefined);
+      });
+      return { ready, seen, release: () => release() };
+    }
+
+    it('hides the page until the gate is shown, under a strict Content-Security-Policy', async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        const page = await ctx.newPage();
+        await stopTime(page);
+        const lookups = holdLookups(page);
+        await lookups.ready;
+        const csp = {
+          'content-security-policy': `default-src 'self'; script-src 'self' ${service.running.url} 'unsafe-inline'; style-src 'self'; connect-src ${service.running.url}`,
+        };
+        await page.goto(serve(APP, tag(acme, 'cus_lock', { 'data-hide-page': '' }, true), csp));
+        await lookups.seen;
+        expect(await hidden(page), 'the page shows before the answer').toBe(true);
+        lookups.release();
+        await answered(page);
+        expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+        expect(await hidden(page)).toBe(false);
+        await page.close();
+        // An answer with nothing to show (a paying customer) shows the page at once, as an error does.
+        for (const [customer, attrs] of [
+          ['cus_ok', {}],
+          ['cus_lock', { 'data-key': 'pk_wrongwrongwrongwrongwrong1' }],
+        ] as const) {
+          const other = await ctx.newPage();
+          await stopTime(other);
+          await other.goto(serve(APP, tag(acme, customer, { 'data-hide-page': '', ...attrs }, true)));
+          await answered(other);
+          expect(await hidden(other), customer).toBe(false);
+          expect(await other.locator('dunwall-enforcement').count()).toBe(0);
+          await other.close();
+        }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    for (const [name, attrs, boundMs] of [
+      ['the default bound, 1.5 s', {}, 1_500],
+      ['data-hide-page-ms="300"', { 'data-hide-page-ms': '300' }, 300],
+      ['a bound over 5 s, clamped to 5 s', { 'data-hide-page-ms': '60000' }, 5_000],
+    ] as const) {
+      it(`shows the page when the lookup never answers: ${name}`, async () => {
+        const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+        try {
+          const page = await ctx.newPage();
+          await stopTime(page);
+          const lookups = holdLookups(page);
+          await lookups.ready;
+          await page.goto(serve(APP, tag(acme, 'cus_lock', { 'data-hide-page': '', 'data-timeout-ms': '10000', ...attrs }, true)));
+          await lookups.seen;
+          expect(await hidden(page)).toBe(true);
+          await page.clock.runFor(boundMs - 50);
+          expect(await hidden(page), 'shown before the bound').toBe(true);
+          await page.clock.runFor(100);
+          expect(await hidden(page), 'still hidden after the bound').toBe(false);
+          expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+          lookups.release();
           await page.close();
         } finally {
           await ctx.close();
