@@ -75,8 +75,8 @@ export interface CheckOptions {
 
 /** What a check from the script tag carries besides its options. */
 interface FromTag extends CheckOptions {
-  /** Shows the page hidden by `data-hide-page` (idempotent). */
-  reveal?: () => void;
+  /** Shows the page hidden by `data-hide-page`; true if it was still hidden. */
+  reveal?: () => boolean;
 }
 
 const DEFAULT_TEXTS: Texts = {
@@ -227,7 +227,7 @@ a{color:${c.accent};font-weight:600}
 .x{all:unset;position:absolute;top:50%;right:4px;transform:translateY(-50%);width:44px;height:44px;display:flex;align-items:center;justify-content:center;cursor:pointer;font-size:24px;line-height:1;border-radius:8px;color:${c.text}}
 .x:focus-visible,a:focus-visible{outline:3px solid ${c.accent};outline-offset:3px;border-radius:6px}
 .box:focus{outline:none}
-@media (prefers-reduced-motion:no-preference){.veil{animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
+@media (prefers-reduced-motion:no-preference){.veil:not(.now){animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
 @media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.96)}${
     c.auto ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}' : ''
   }}
@@ -420,9 +420,10 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   };
 }
 
-function renderGate({ o, result, texts, colors, links, support, logo }: View): void {
+function renderGate({ o, result, texts, colors, links, support, logo }: View, now?: boolean): void {
   const { host, root } = mountHost(colors);
-  const veil = el('div', { class: 'veil' });
+  // Over a page that was hidden until now, the gate is there at once: a fade-in would show the app.
+  const veil = el('div', { class: now ? 'veil now' : 'veil' });
   const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
@@ -623,10 +624,10 @@ export async function check(o: FromTag): Promise<StatusResult> {
       };
       // The page hidden until the answer is shown with it (and visible before the banner
       // looks for the page's header, which a hidden page does not draw).
-      o.reveal?.();
+      const now = o.reveal?.();
       try {
         if (result.status === 'warning') renderBanner(view);
-        else if (gate) renderGate(view);
+        else if (gate) renderGate(view, now);
       } catch {
         // A page that breaks the rendering gets nothing rather than a broken page: fail open.
         removeCurrent();
@@ -706,8 +707,8 @@ window.Dunwall = api;
  * after `data-hide-page-ms` (default 1500, 0 to 5000) at the latest, or on any error: fail
  * open. A constructed stylesheet, so a strict style-src policy allows it.
  */
-function hidePage(d: DOMStringMap): () => void {
-  if (d.hidePage === undefined) return () => {};
+function hidePage(d: DOMStringMap): () => boolean {
+  if (d.hidePage === undefined) return () => false;
   const ms = Number(d.hidePageMs ?? 1500);
   try {
     const sheet = new CSSStyleSheet();
@@ -715,12 +716,15 @@ function hidePage(d: DOMStringMap): () => void {
     document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
     const show = () => {
       clearTimeout(bound);
+      // Read before it is set: the list is one live object.
+      const was = document.adoptedStyleSheets.includes(sheet);
       document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
+      return was;
     };
     const bound = setTimeout(show, ms === ms ? Math.min(Math.max(ms, 0), 5_000) : 1_500);
     return show;
   } catch {
-    return () => {};
+    return () => false;
   }
 }
 

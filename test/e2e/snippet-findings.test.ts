@@ -440,7 +440,13 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         await answered(page);
         expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
         expect(await hidden(page)).toBe(false);
+        // The gate is there at once, not faded in over the app (as it is on a page never hidden).
+        const fade = (p: Page) => p.locator('dunwall-enforcement .veil').evaluate((v) => getComputedStyle(v).animationName);
+        expect(await fade(page)).toBe('none');
         await page.close();
+        const unhidden = await open(ctx, serve(APP, tag(acme, 'cus_lock')));
+        expect(await fade(unhidden)).toBe('dw-in');
+        await unhidden.close();
         // An answer with nothing to show (a paying customer) shows the page at once, as an error does.
         for (const [customer, attrs] of [
           ['cus_ok', {}],
@@ -454,6 +460,28 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           expect(await other.locator('dunwall-enforcement').count()).toBe(0);
           await other.close();
         }
+      } finally {
+        await ctx.close();
+      }
+    });
+
+    it("finds the page's header for a banner although the page was hidden until then", async () => {
+      const ctx = await browser.newContext({ viewport: { width: 375, height: 667 } });
+      try {
+        const page = await ctx.newPage();
+        await stopTime(page);
+        const header = '<header id="hdr" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223">Nav</header>';
+        await page.goto(
+          serve(
+            `${header}<main style="padding-top:64px"><p>First words</p></main>`,
+            `<style>body{margin:0}</style>${tag(acme, 'cus_warn', { 'data-hide-page': '' }, true)}`,
+          ),
+        );
+        await answered(page);
+        expect(await hidden(page)).toBe(false);
+        const top = await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.bar')?.getBoundingClientRect().top);
+        expect(top).toBe(64);
+        await page.close();
       } finally {
         await ctx.close();
       }
