@@ -11,8 +11,8 @@
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
  */
-import { createClient } from '../packages/client/src/index.js';
-import type { StatusResult } from '../packages/client/src/index.js';
+import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
+import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
 import { resolveText } from '../src/domain/branding.js';
 import type { Branding, BrandingTextKey } from '../src/domain/branding.js';
 
@@ -77,6 +77,8 @@ export interface CheckOptions {
 interface FromTag extends CheckOptions {
   /** Shows the page hidden by `data-hide-page`; true if it was still hidden. */
   reveal?: () => boolean;
+  /** The tag itself: where `data-debug` says why nothing shows. */
+  tag?: HTMLScriptElement;
 }
 
 const DEFAULT_TEXTS: Texts = {
@@ -523,6 +525,58 @@ function watchRemoval(host: HTMLElement, release: () => void): () => void {
   return once;
 }
 
+/** What has been said in the console: each problem once per page. */
+const said = new Set<string>();
+/** Whether the service answers this page at all (asked once, after a failed lookup). */
+let answers: Promise<boolean> | undefined;
+
+/**
+ * A misconfiguration shows nothing, as a paying customer sees: what went wrong is said once
+ * per problem in the console, and on the tag (`data-debug`), or on <html>
+ * (`data-dunwall-debug`) for `Dunwall.check`, until a check gets an answer. Never the key,
+ * the hmac or the customer id.
+ */
+async function explain(o: FromTag, e?: DunwallError, tookMs = 0): Promise<void> {
+  const [node, attr] = o.tag ? [o.tag, 'data-debug'] : [document.documentElement, 'data-dunwall-debug'];
+  if (!e) return node.removeAttribute(attr);
+  let code = e.code ?? e.kind;
+  const ms = o.timeoutMs || DEFAULT_TIMEOUT_MS;
+  // The client aborts the request at its timeout, and the aborted request may settle first,
+  // as a network error: a failure at the timeout is the timeout.
+  if (code === 'network' && tookMs >= ms) code = 'timeout';
+  // A browser hides why a cross-origin call failed. The service reached without CORS (an
+  // opaque request does not need its headers) means it answered, but not to this origin.
+  if (code === 'network') {
+    answers ??= fetch(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`, {
+      method: 'HEAD',
+      mode: 'no-cors',
+      cache: 'no-store',
+      signal: AbortSignal.timeout(3_000),
+    }).then(
+      () => true,
+      () => false,
+    );
+    if (await answers) code = 'origin_not_allowed';
+  }
+  const t = `tenant "${o.tenant}"`;
+  const why: Record<string, string> = {
+    invalid_publishable_key: `the key is not a publishable key of ${t}`,
+    tenant_not_found: `there is no ${t}`,
+    tenant_suspended: `${t} is suspended`,
+    hmac_mismatch: 'the hmac does not match the customer id',
+    hmac_required: `${t} requires data-hmac`,
+    origin_not_allowed: `the browser was refused the answer: is ${location.origin} in the allowed_origins of ${t}?`,
+    network: `the service could not be reached (${e.message})`,
+    timeout: `no answer within ${ms} ms`,
+  };
+  const line = `${code}: ${why[code] ?? e.message}; nothing is shown`;
+  node.setAttribute(attr, line);
+  if (!said.has(code)) {
+    said.add(code);
+    console.warn(`[dunwall] ${line}`);
+  }
+}
+
 /** Removes whatever the snippet shows. */
 export function clear(): void {
   sequence += 1;
@@ -566,6 +620,7 @@ export async function check(o: FromTag): Promise<StatusResult> {
   try {
     // Another user on the same page (a login, a logout): nothing of the last one stays.
     if (current && current.customer !== o.customer) removeCurrent();
+    const asked = Date.now();
     const result = await client.getSubscriberStatus({
       baseUrl: o.baseUrl ?? DEFAULT_BASE,
       tenant: o.tenant,
@@ -575,6 +630,12 @@ export async function check(o: FromTag): Promise<StatusResult> {
       preview: o.preview ?? null,
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
     });
+    if (result.source === 'fallback') {
+      // Nothing to show: the page hidden until the answer is shown at once. The reason is
+      // said without holding up the answer (finding it may take a request).
+      o.reveal?.();
+      void explain(o, result.error, Date.now() - asked);
+    } else void explain(o);
     await whenBodyReady();
     // A later check or a clear happened while this one waited: its answer is not for now.
     if (mine !== sequence) return result;
@@ -639,7 +700,9 @@ export async function check(o: FromTag): Promise<StatusResult> {
     document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
     return result;
   } catch (err) {
-    return { status: 'active', source: 'fallback', error: { kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) } };
+    const error: DunwallError = { kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) };
+    void explain(o, error);
+    return { status: 'active', source: 'fallback', error };
   }
 }
 
@@ -651,7 +714,7 @@ function baseOf(s: HTMLScriptElement | null): string {
 }
 const DEFAULT_BASE = baseOf(script);
 
-function fromScript(s: HTMLScriptElement): CheckOptions | null {
+function fromScript(s: HTMLScriptElement): FromTag | null {
   const d = s.dataset;
   if (!d.tenant || !d.key || !d.customer) return null;
   const texts: Partial<Texts> = {};
@@ -688,6 +751,7 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     texts,
     colors,
     ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),
+    tag: s,
   };
 }
 

@@ -515,4 +515,123 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       });
     }
   });
+
+  describe('7. a misconfigured tag shows nothing, and says why once', () => {
+    let strict: Tenant;
+    let guarded: Tenant;
+    beforeAll(async () => {
+      strict = (await service.admin('POST', '/tenants', { slug: 'strict-co', hmac_required: true })) as Tenant;
+      guarded = (await service.admin('POST', '/tenants', { slug: 'guarded-co', allowed_origins: ['https://app.guarded.test'] })) as Tenant;
+      for (const slug of ['strict-co', 'guarded-co']) await service.admin('PUT', `/tenants/${slug}/subscribers/cus_lock`, { status: 'lockout' });
+    });
+
+    /** The snippet's warnings in the console, as they come. */
+    const warnings = (page: Page) => {
+      const seen: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'warning' && m.text().startsWith('[dunwall]')) seen.push(m.text());
+      });
+      return seen;
+    };
+    const checkAgain = (page: Page, o: Record<string, string | null>) =>
+      page.evaluate(async (opts) => {
+        const w = window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string; source: string }> } };
+        return w.Dunwall.check(opts);
+      }, o);
+
+    const CASES: [string, () => { t: Tenant; attrs: Record<string, string> }, string, RegExp][] = [
+      [
+        'a wrong key',
+        () => ({ t: acme, attrs: { 'data-key': 'pk_wrongwrongwrongwrongwrong1' } }),
+        'invalid_publishable_key',
+        /not a publishable key of tenant "acme"/,
+      ],
+      ['a wrong slug', () => ({ t: acme, attrs: { 'data-tenant': 'acme-typo' } }), 'tenant_not_found', /acme-typo/],
+      ['a wrong hmac', () => ({ t: acme, attrs: { 'data-hmac': 'f'.repeat(64) } }), 'hmac_mismatch', /hmac does not match/],
+      ['a missing hmac the tenant requires', () => ({ t: strict, attrs: { 'data-hmac': '' } }), 'hmac_required', /tenant "strict-co" requires data-hmac/],
+      ["an origin not in the tenant's allowed_origins", () => ({ t: guarded, attrs: {} }), 'origin_not_allowed', /allowed_origins/],
+      ['a service that cannot be reached', () => ({ t: acme, attrs: { 'data-base-url': 'http://127.0.0.1:9' } }), 'network', /could not be reached/],
+    ];
+    for (const [name, make, code, sentence] of CASES) {
+      it(`${name}: one console warning with ${code}, data-debug on the tag, nothing shown`, async () => {
+        const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+        try {
+          const { t, attrs } = make();
+          const page = await ctx.newPage();
+          const said = warnings(page);
+          await page.goto(serve(`<main>App</main>${tag(t, 'cus_lock', attrs)}`));
+          await answered(page);
+          expect(await page.evaluate(() => (window as unknown as { __events: { source: string }[] }).__events[0]?.source)).toBe('fallback');
+          // Said once the reason is known (after the answer, which it does not hold up).
+          const debugOf = () => page.locator('script[data-tenant]').getAttribute('data-debug');
+          await expect.poll(debugOf).not.toBeNull();
+          expect(said, name).toHaveLength(1);
+          expect(said[0]).toMatch(new RegExp(`^\\[dunwall\\] ${code}: `));
+          expect(said[0]).toMatch(sentence);
+          expect(said[0]).toMatch(/nothing is shown$/);
+          const debug = await page.locator('script[data-tenant]').getAttribute('data-debug');
+          expect(debug).toBe(said[0]?.replace('[dunwall] ', ''));
+          expect(await page.locator('dunwall-enforcement').count()).toBe(0);
+          // No secret, key or customer id in what is said.
+          const key = attrs['data-key'] ?? t.publishable_key;
+          for (const secret of [key, t.hmac_secret, 'cus_lock', 'f'.repeat(64)]) expect(said[0]).not.toContain(secret);
+
+          // The same problem again, from Dunwall.check (no tag): not said again; noted on <html>.
+          const opts = {
+            tenant: attrs['data-tenant'] ?? t.slug,
+            key,
+            customer: 'cus_lock',
+            hmac: await page.locator('script[data-tenant]').getAttribute('data-hmac'),
+            baseUrl: attrs['data-base-url'] ?? service.running.url,
+          };
+          expect(await checkAgain(page, opts)).toMatchObject({ status: 'active', source: 'fallback' });
+          await expect.poll(() => page.evaluate(() => document.documentElement.dataset.dunwallDebug)).toBe(debug);
+          expect(said).toHaveLength(1);
+          await page.close();
+        } finally {
+          await ctx.close();
+        }
+      });
+    }
+
+    it('a lookup that times out: said once (timeout), and an answer later clears the note', async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        const page = await ctx.newPage();
+        const said = warnings(page);
+        const t = Date.parse('2026-11-30T12:00:00Z');
+        await page.clock.install({ time: t });
+        await page.clock.pauseAt(t + 1_000);
+        let hold = true;
+        await page.route('**/api/subscriber-status/**', async (route) => {
+          if (hold && route.request().method() === 'GET') return; // never answered
+          await route.continue();
+        });
+        await page.goto(serve(`<main>App</main>${tag(acme, 'cus_ok')}`));
+        await page.clock.runFor(3_100);
+        await answered(page);
+        await expect.poll(() => said.length).toBe(1);
+        expect(said).toEqual(['[dunwall] timeout: no answer within 3000 ms; nothing is shown']);
+        const opts = {
+          tenant: 'acme',
+          key: acme.publishable_key,
+          customer: 'cus_ok',
+          hmac: await page.locator('script[data-tenant]').getAttribute('data-hmac'),
+          baseUrl: service.running.url,
+        };
+        const again = page.evaluate(async (o) => (window as unknown as { Dunwall: { check(o: unknown): Promise<{ source: string }> } }).Dunwall.check(o), opts);
+        await page.clock.runFor(3_100);
+        expect(await again).toMatchObject({ source: 'fallback' });
+        await expect.poll(() => page.evaluate(() => document.documentElement.dataset.dunwallDebug)).toMatch(/^timeout: /);
+        expect(said).toHaveLength(1);
+        // The service answers again: the note goes.
+        hold = false;
+        expect(await checkAgain(page, opts)).toMatchObject({ source: 'service' });
+        expect(await page.evaluate(() => document.documentElement.dataset.dunwallDebug)).toBeUndefined();
+        await page.close();
+      } finally {
+        await ctx.close();
+      }
+    });
+  });
 });
