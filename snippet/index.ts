@@ -530,6 +530,16 @@ const said = new Set<string>();
 /** Whether the service answers this page at all (asked once, after a failed lookup). */
 let answers: Promise<boolean> | undefined;
 
+/** Whether `url` answers at all, CORS aside (an opaque request); false after 3 s. */
+async function reachable(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store', signal: AbortSignal.timeout(3_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A misconfiguration shows nothing, as a paying customer sees: what went wrong is said once
  * per problem in the console, and on the tag (`data-debug`), or on <html>
@@ -546,18 +556,7 @@ async function explain(o: FromTag, e?: DunwallError, tookMs = 0): Promise<void> 
   if (code === 'network' && tookMs >= ms) code = 'timeout';
   // A browser hides why a cross-origin call failed. The service reached without CORS (an
   // opaque request does not need its headers) means it answered, but not to this origin.
-  if (code === 'network') {
-    answers ??= fetch(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`, {
-      method: 'HEAD',
-      mode: 'no-cors',
-      cache: 'no-store',
-      signal: AbortSignal.timeout(3_000),
-    }).then(
-      () => true,
-      () => false,
-    );
-    if (await answers) code = 'origin_not_allowed';
-  }
+  if (code === 'network' && (await (answers ??= reachable(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`)))) code = 'origin_not_allowed';
   const t = `tenant "${o.tenant}"`;
   const why: Record<string, string> = {
     invalid_publishable_key: `the key is not a publishable key of ${t}`,
@@ -643,7 +642,8 @@ export async function check(o: FromTag): Promise<StatusResult> {
     const at = known?.status === 'warning' && known.lockout_at ? Date.parse(known.lockout_at) : NaN;
     // The same answer for the same page as what is shown (a return, a route change): it stays
     // as it is, without a flicker or a focus jump.
-    const sig = JSON.stringify([o, result]);
+    // Not the tag itself: a framework's own properties on it may not serialize.
+    const sig = JSON.stringify([{ ...o, tag: 0 }, result]);
     if (!current || current.sig !== sig) {
       // The tenant's branding, asked only when there is something to show; the page's own
       // attributes win over it, and it over the defaults. What is shown stays until then.

@@ -594,6 +594,22 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       });
     }
 
+    it('still gates from a tag a framework marked with its own properties (circular ones included)', async () => {
+      const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
+      try {
+        const mark = `<script>const s = document.querySelector('script[data-tenant]'); const fiber = { node: s }; s.__reactFiber$x = fiber;</script>`;
+        const page = await open(ctx, serve(`<main>App</main>${tag(acme, 'cus_lock')}${mark}`));
+        expect(
+          await page.evaluate(() => (document.querySelector('script[data-tenant]') as unknown as Record<string, unknown>)['__reactFiber$x'] !== undefined),
+        ).toBe(true);
+        expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
+        expect(await page.locator('script[data-tenant]').getAttribute('data-debug')).toBeNull();
+        await page.close();
+      } finally {
+        await ctx.close();
+      }
+    });
+
     it('a lookup that times out: said once (timeout), and an answer later clears the note', async () => {
       const ctx = await browser.newContext({ viewport: { width: 1000, height: 700 } });
       try {
