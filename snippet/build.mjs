@@ -5,8 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 
-// 6.5 KB: the pay-now link, the countdown and the refresh on return took it from 5.3 to 6.2 KB.
-const GZIP_BUDGET_BYTES = 6.5 * 1024;
+// 7.5 KB: the pay-now link, the countdown and the refresh on return took it from 5.3 to 6.2 KB;
+// keeping a pushed banner clear of a page's fixed or sticky header and a compact banner on
+// phones (a layout of its own under 640 px) to 6.6 KB; data-hide-page to 6.8 KB; saying in
+// the console and on the tag why a misconfigured tag shows nothing (the one way a tenant
+// can tell a wrong key from a paying customer) to 7.2 KB.
+const GZIP_BUDGET_BYTES = 7.5 * 1024;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'dist', 'snippet', 'snippet.js');
 

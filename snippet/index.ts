@@ -11,8 +11,8 @@
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
  */
-import { createClient } from '../packages/client/src/index.js';
-import type { StatusResult } from '../packages/client/src/index.js';
+import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
+import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
 import { resolveText } from '../src/domain/branding.js';
 import type { Branding, BrandingTextKey } from '../src/domain/branding.js';
 
@@ -62,14 +62,23 @@ export interface CheckOptions {
   position?: 'top' | 'bottom';
   /**
    * `push` (default): the page's content moves to make room (at the top, the banner is the
-   * first thing in the page's flow, below a fixed header's padding); `overlay`: the banner
-   * floats over the page.
+   * first thing in the page's flow, or fixed below a fixed header with the flow pushed down
+   * by its height, or in the flow right after a sticky header); `overlay`: the banner floats
+   * over the page.
    */
   mode?: 'push' | 'overlay';
   /** A selector: the banner is rendered inside this element of the page, in its flow. */
   mount?: string | null;
   /** A test tenant only: show the banner or the gate as the service previews them. */
   preview?: 'warning' | 'lockout' | null;
+}
+
+/** What a check from the script tag carries besides its options. */
+interface FromTag extends CheckOptions {
+  /** Shows the page hidden by `data-hide-page`; true if it was still hidden. */
+  reveal?: () => boolean;
+  /** The tag itself: where `data-debug` says why nothing shows. */
+  tag?: HTMLScriptElement;
 }
 
 const DEFAULT_TEXTS: Texts = {
@@ -220,30 +229,28 @@ a{color:${c.accent};font-weight:600}
 .x{all:unset;position:absolute;top:50%;right:4px;transform:translateY(-50%);width:44px;height:44px;display:flex;align-items:center;justify-content:center;cursor:pointer;font-size:24px;line-height:1;border-radius:8px;color:${c.text}}
 .x:focus-visible,a:focus-visible{outline:3px solid ${c.accent};outline-offset:3px;border-radius:6px}
 .box:focus{outline:none}
-@media (prefers-reduced-motion:no-preference){.veil{animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
-@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.78)}${
+@media (prefers-reduced-motion:no-preference){.veil:not(.now){animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
+@media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.96)}${
     c.auto ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}' : ''
   }}
-.veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.72)}
+.veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.96);-webkit-backdrop-filter:blur(12px);backdrop-filter:blur(12px)}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
 .box h2{font-size:20px;margin-bottom:10px}
 .box p{margin-bottom:18px}
 .logo{display:block;max-height:40px;max-width:160px;margin:0 0 12px}
 .go{display:inline-block;padding:10px 16px;border-radius:8px;background:${c.accent};color:#fff;text-decoration:none}
-.box a{margin-right:12px}
+.acts{display:flex;flex-wrap:wrap;align-items:center;gap:10px 16px}
 .by{display:block;margin-top:14px;font-size:12px;opacity:.7}
-.bar .by{margin:0}`;
+.bar .by{margin:0}
+@media (max-width:640px){.bar{display:flow-root;padding:4px 12px}.bar:before{content:"";float:right;width:32px;height:32px}.bar,.bar :not(.x){font-size:13px;line-height:1.35}.bar p{display:inline;margin-right:6px}.bar a,.bar .by{display:inline-block;max-width:100%;margin-right:6px}.bar .go{padding:0 6px;border-radius:4px}.bar .by{font-size:11px}.x{top:0;right:0;transform:none}.fixed{padding-left:max(12px,env(safe-area-inset-left));padding-right:max(12px,env(safe-area-inset-right))}.top{padding-top:max(4px,env(safe-area-inset-top))}.bottom{padding-bottom:max(4px,env(safe-area-inset-bottom))}}`;
 }
 
 /**
  * The host keeps its own styles whatever the page says. The gate and an overlay banner sit
  * outside the page's layout; a pushing banner is the first (or last) thing in the page's
- * flow, and a mounted one goes inside the page's own container.
+ * flow, or right after a sticky header, and a mounted one goes inside the page's own container.
  */
-function mountHost(
-  colors: Colors,
-  where: { parent: Element; first: boolean } = { parent: document.body, first: false },
-): { host: HTMLElement; root: ShadowRoot } {
+function mountHost(colors: Colors, place: (host: HTMLElement) => void = (h) => document.body.appendChild(h)): { host: HTMLElement; root: ShadowRoot } {
   const host = document.createElement(HOST_TAG);
   for (const [prop, value] of [
     ['all', 'initial'],
@@ -261,8 +268,7 @@ function mountHost(
   } catch {
     root.appendChild(el('style', {}, css(colors)));
   }
-  if (where.first) where.parent.insertBefore(host, where.parent.firstChild);
-  else where.parent.appendChild(host);
+  place(host);
   return { host, root };
 }
 
@@ -309,14 +315,56 @@ interface View {
   logo: string | null;
 }
 
+/**
+ * What the page keeps at the top of the viewport: its lowest fixed or sticky bar (a header,
+ * or headers stacked), and whether it is sticky; undefined: none. Found by what is drawn
+ * along the top row: a bar half the width or more crosses its middle. Things narrower, under
+ * 8 px (a progress line) or half the screen tall (a layer over everything) do not count.
+ */
+function pinned(): [HTMLElement, boolean] | undefined {
+  const w = document.documentElement.clientWidth;
+  let found: [HTMLElement, boolean] | undefined;
+  let y = 1;
+  for (let round = 0; round < 3 && !found?.[1]; round += 1) {
+    const next = pinnedAt(w, y);
+    if (!next) break;
+    found = next;
+    y = next[0].getBoundingClientRect().bottom + 1;
+  }
+  return found;
+}
+
+function pinnedAt(w: number, y: number): [HTMLElement, boolean] | undefined {
+  for (const hit of document.elementsFromPoint(w / 2, y)) {
+    for (let n: Element | null = hit; n && n !== document.body; n = n.parentElement) {
+      if (n.localName === HOST_TAG) break;
+      const p = getComputedStyle(n).position;
+      if (p === 'fixed' || p === 'sticky') {
+        const r = n.getBoundingClientRect();
+        if (r.width >= w / 2 && r.height >= 8 && r.height < innerHeight / 2) return [n as HTMLElement, p === 'sticky'];
+        break;
+      }
+    }
+  }
+  return undefined;
+}
+
 function renderBanner({ o, result, texts, colors, links, at, locales }: View): void {
   if (isDismissed(o)) return;
   const position = o.position === 'bottom' ? 'bottom' : 'top';
   const container = o.mount ? document.querySelector(o.mount) : null;
   // Pushing at the bottom: the bar is fixed, and the page gets room below its content.
   const fixed = !container && (o.mode === 'overlay' || position === 'bottom');
-  const { host, root } = mountHost(colors, container ? { parent: container, first: false } : { parent: document.body, first: !fixed && position === 'top' });
-  const bar = el('div', { class: fixed ? `bar fixed ${position}` : 'bar', role: 'alert' });
+  // Pushing at the top, below a header the page keeps there: right after a sticky one, in
+  // the flow; fixed just below a fixed one, the flow pushed down by the host's own height
+  // (whichever element of the page carries the padding for the header).
+  const pin = container || fixed ? undefined : pinned();
+  const below = pin && !pin[1] ? pin[0] : undefined;
+  const { host, root } = mountHost(
+    colors,
+    container ? (h) => container.appendChild(h) : pin?.[1] ? (h) => pin[0].after(h) : fixed ? undefined : (h) => document.body.prepend(h),
+  );
+  const bar = el('div', { class: fixed ? `bar fixed ${position}` : below ? 'bar fixed' : 'bar', role: 'alert' });
   const text = bar.appendChild(el('p', {}, texts.warning));
   let tick: (() => void) | undefined;
   if (at === at) {
@@ -340,6 +388,7 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   bar.appendChild(close);
   root.appendChild(bar);
   let release = () => {};
+  const listening = new AbortController();
   if (fixed && position === 'bottom' && o.mode !== 'overlay') {
     const body = document.body.style;
     const saved = body.paddingBottom;
@@ -347,8 +396,20 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
     release = () => {
       body.paddingBottom = saved;
     };
+  } else if (below) {
+    // The header's size and place (one that slides away on scroll) and the bar's height are
+    // followed; the host is the room the bar takes in the flow.
+    const follow = () => {
+      bar.style.top = `${Math.max(0, below.getBoundingClientRect().bottom)}px`;
+      host.style.setProperty('height', `${bar.offsetHeight}px`, 'important');
+    };
+    follow();
+    const sizes = new ResizeObserver(follow);
+    sizes.observe(below);
+    sizes.observe(bar);
+    addEventListener('scroll', follow, { passive: true, signal: listening.signal });
+    release = () => sizes.disconnect();
   }
-  const listening = new AbortController();
   watchReturn(o, listening.signal);
   current = {
     host,
@@ -361,15 +422,18 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   };
 }
 
-function renderGate({ o, result, texts, colors, links, support, logo }: View): void {
+function renderGate({ o, result, texts, colors, links, support, logo }: View, now?: boolean): void {
   const { host, root } = mountHost(colors);
-  const veil = el('div', { class: 'veil' });
+  // Over a page that was hidden until now, the gate is there at once: a fade-in would show the app.
+  const veil = el('div', { class: now ? 'veil now' : 'veil' });
   const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
   if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
-  links.forEach((l, i) => box.appendChild(link(l, i)));
-  if (support) box.appendChild(link([support, texts.support], 1));
+  // One row of links that wraps between them: a link moves to the next line whole.
+  const row = box.appendChild(el('div', { class: 'acts' }));
+  links.forEach((l, i) => row.appendChild(link(l, i)));
+  if (support) row.appendChild(link([support, texts.support], 1));
   if (!links.length && !support) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(result);
   if (mark) box.appendChild(mark);
@@ -396,7 +460,9 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View): v
   document.body.style.overflow = 'hidden';
 
   const focusables = () => Array.from(box.querySelectorAll<HTMLElement>('a[href]'));
-  const focusDialog = () => (focusables()[0] ?? box).focus();
+  // The dialog itself takes the focus (no ring): the first Tab reaches the first link, which
+  // then shows its ring, as a focus ring is for the keyboard.
+  const focusDialog = () => box.focus();
   const onKey = (e: KeyboardEvent) => {
     if (e.key === 'Escape') {
       e.preventDefault();
@@ -406,7 +472,7 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View): v
     if (e.key !== 'Tab') return;
     const items = focusables();
     e.preventDefault();
-    if (items.length === 0) return box.focus();
+    if (items.length === 0) return focusDialog();
     const active = root.activeElement;
     const at = items.findIndex((i) => i === active);
     const next = e.shiftKey ? (at <= 0 ? items.length - 1 : at - 1) : (at + 1) % items.length;
@@ -459,6 +525,57 @@ function watchRemoval(host: HTMLElement, release: () => void): () => void {
   return once;
 }
 
+/** What has been said in the console: each problem once per page. */
+const said = new Set<string>();
+/** Whether the service answers this page at all (asked once, after a failed lookup). */
+let answers: Promise<boolean> | undefined;
+
+/** Whether `url` answers at all, CORS aside (an opaque request); false after 3 s. */
+async function reachable(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store', signal: AbortSignal.timeout(3_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A misconfiguration shows nothing, as a paying customer sees: what went wrong is said once
+ * per problem in the console, and on the tag (`data-debug`), or on <html>
+ * (`data-dunwall-debug`) for `Dunwall.check`, until a check gets an answer. Never the key,
+ * the hmac or the customer id.
+ */
+async function explain(o: FromTag, e?: DunwallError, tookMs = 0): Promise<void> {
+  const [node, attr] = o.tag ? [o.tag, 'data-debug'] : [document.documentElement, 'data-dunwall-debug'];
+  if (!e) return node.removeAttribute(attr);
+  let code = e.code ?? e.kind;
+  const ms = o.timeoutMs || DEFAULT_TIMEOUT_MS;
+  // The client aborts the request at its timeout, and the aborted request may settle first,
+  // as a network error: a failure at the timeout is the timeout.
+  if (code === 'network' && tookMs >= ms) code = 'timeout';
+  // A browser hides why a cross-origin call failed. The service reached without CORS (an
+  // opaque request does not need its headers) means it answered, but not to this origin.
+  if (code === 'network' && (await (answers ??= reachable(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`)))) code = 'origin_not_allowed';
+  const t = `tenant "${o.tenant}"`;
+  const why: Record<string, string> = {
+    invalid_publishable_key: `the key is not a publishable key of ${t}`,
+    tenant_not_found: `there is no ${t}`,
+    tenant_suspended: `${t} is suspended`,
+    hmac_mismatch: 'the hmac does not match the customer id',
+    hmac_required: `${t} requires data-hmac`,
+    origin_not_allowed: `the browser was refused the answer: is ${location.origin} in the allowed_origins of ${t}?`,
+    network: `the service could not be reached (${e.message})`,
+    timeout: `no answer within ${ms} ms`,
+  };
+  const line = `${code}: ${why[code] ?? e.message}; nothing is shown`;
+  node.setAttribute(attr, line);
+  if (!said.has(code)) {
+    said.add(code);
+    console.warn(`[dunwall] ${line}`);
+  }
+}
+
 /** Removes whatever the snippet shows. */
 export function clear(): void {
   sequence += 1;
@@ -495,13 +612,14 @@ async function branding(o: CheckOptions): Promise<Branding> {
 }
 
 /** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
-export async function check(o: CheckOptions): Promise<StatusResult> {
+export async function check(o: FromTag): Promise<StatusResult> {
   const mine = (sequence += 1);
   clearTimeout(wake);
   clearTimeout(again);
   try {
     // Another user on the same page (a login, a logout): nothing of the last one stays.
     if (current && current.customer !== o.customer) removeCurrent();
+    const asked = Date.now();
     const result = await client.getSubscriberStatus({
       baseUrl: o.baseUrl ?? DEFAULT_BASE,
       tenant: o.tenant,
@@ -511,6 +629,12 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
       preview: o.preview ?? null,
       ...(o.timeoutMs ? { timeoutMs: o.timeoutMs } : {}),
     });
+    if (result.source === 'fallback') {
+      // Nothing to show: the page hidden until the answer is shown at once. The reason is
+      // said without holding up the answer (finding it may take a request).
+      o.reveal?.();
+      void explain(o, result.error, Date.now() - asked);
+    } else void explain(o);
     await whenBodyReady();
     // A later check or a clear happened while this one waited: its answer is not for now.
     if (mine !== sequence) return result;
@@ -518,7 +642,8 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
     const at = known?.status === 'warning' && known.lockout_at ? Date.parse(known.lockout_at) : NaN;
     // The same answer for the same page as what is shown (a return, a route change): it stays
     // as it is, without a flicker or a focus jump.
-    const sig = JSON.stringify([o, result]);
+    // Not the tag itself: a framework's own properties on it may not serialize.
+    const sig = JSON.stringify([{ ...o, tag: 0 }, result]);
     if (!current || current.sig !== sig) {
       // The tenant's branding, asked only when there is something to show; the page's own
       // attributes win over it, and it over the defaults. What is shown stays until then.
@@ -558,9 +683,12 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
         support: safeUrl(o.supportUrl ?? b.support_url),
         logo: safeUrl(o.logoUrl ?? b.logo_url),
       };
+      // The page hidden until the answer is shown with it (and visible before the banner
+      // looks for the page's header, which a hidden page does not draw).
+      const now = o.reveal?.();
       try {
         if (result.status === 'warning') renderBanner(view);
-        else if (gate) renderGate(view);
+        else if (gate) renderGate(view, now);
       } catch {
         // A page that breaks the rendering gets nothing rather than a broken page: fail open.
         removeCurrent();
@@ -572,7 +700,9 @@ export async function check(o: CheckOptions): Promise<StatusResult> {
     document.dispatchEvent(new CustomEvent('dunwall:status', { bubbles: true, detail: result }));
     return result;
   } catch (err) {
-    return { status: 'active', source: 'fallback', error: { kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) } };
+    const error: DunwallError = { kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) };
+    void explain(o, error);
+    return { status: 'active', source: 'fallback', error };
   }
 }
 
@@ -584,7 +714,7 @@ function baseOf(s: HTMLScriptElement | null): string {
 }
 const DEFAULT_BASE = baseOf(script);
 
-function fromScript(s: HTMLScriptElement): CheckOptions | null {
+function fromScript(s: HTMLScriptElement): FromTag | null {
   const d = s.dataset;
   if (!d.tenant || !d.key || !d.customer) return null;
   const texts: Partial<Texts> = {};
@@ -621,6 +751,7 @@ function fromScript(s: HTMLScriptElement): CheckOptions | null {
     texts,
     colors,
     ...(d.timeoutMs ? { timeoutMs: Number(d.timeoutMs) } : {}),
+    tag: s,
   };
 }
 
@@ -634,5 +765,35 @@ declare global {
 // there is only ever one banner or gate.
 const api = window.Dunwall ?? { check, clear };
 window.Dunwall = api;
-const fromTag = script ? fromScript(script) : null;
-if (fromTag) void api.check(fromTag);
+/**
+ * `data-hide-page`: a page that wants no flash of itself before a gate is hidden at once
+ * (the tag is then a synchronous script in <head>), and shown when the answer is rendered,
+ * after `data-hide-page-ms` (default 1500, 0 to 5000) at the latest, or on any error: fail
+ * open. A constructed stylesheet, so a strict style-src policy allows it.
+ */
+function hidePage(d: DOMStringMap): () => boolean {
+  if (d.hidePage === undefined) return () => false;
+  const ms = Number(d.hidePageMs ?? 1500);
+  try {
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync('html{visibility:hidden!important}');
+    document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+    const show = () => {
+      clearTimeout(bound);
+      // Read before it is set: the list is one live object.
+      const was = document.adoptedStyleSheets.includes(sheet);
+      document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => s !== sheet);
+      return was;
+    };
+    const bound = setTimeout(show, ms === ms ? Math.min(Math.max(ms, 0), 5_000) : 1_500);
+    return show;
+  } catch {
+    return () => false;
+  }
+}
+
+const fromTag: FromTag | null = script ? fromScript(script) : null;
+if (fromTag && script) {
+  const reveal = (fromTag.reveal = hidePage(script.dataset));
+  void api.check(fromTag).finally(reveal);
+}

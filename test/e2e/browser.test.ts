@@ -1,39 +1,25 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAdminTokenFile } from '../../src/runtime/admin-token.js';
-import { loadConfig } from '../../src/runtime/config.js';
 import { computeHmac } from '../../src/domain/hmac.js';
-import { createLogger } from '../../src/runtime/logger.js';
-import { start } from '../../src/runtime/server.js';
 import type { Running } from '../../src/runtime/server.js';
 import { loadSnippet, snippetPath } from '../../src/http/snippet-asset.js';
 import { buildAppWithModel } from '../helpers/harness.js';
+import { haveBrowser, launchChromium, snippetTag, startService } from '../helpers/snippet-browser.js';
+import type { Service, Tenant } from '../helpers/snippet-browser.js';
 import { seedDemo } from '../../src/demo/index.js';
 import { openStore } from '../../src/store/index.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const haveBrowser = existsSync(CHROMIUM);
-if (!haveBrowser && process.env.CI === 'true') throw new Error(`${CHROMIUM} is required in CI (.ci/run installs it)`);
-if (!haveBrowser) process.stderr.write(`\n*** ${CHROMIUM} not found: the browser suite is SKIPPED. ***\n\n`);
 
 const RESULTS = join(process.cwd(), 'test-results');
 const HOSTILE_CSS = `* { color: rgb(255, 0, 0) !important; font-size: 40px !important; font-family: serif !important; }
 div, p, a, button { display: inline !important; background: lime !important; }`;
 
-interface Tenant {
-  slug: string;
-  publishable_key: string;
-  hmac_secret: string;
-}
-
 describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
+  let service: Service;
   let running: Running;
   let pageServer: Server;
   let pageOrigin = '';
@@ -42,21 +28,12 @@ describe.skipIf(!haveBrowser)('the snippet in a real browser', () => {
   let acme: Tenant;
   let scale: Tenant;
   let frozen: Tenant;
-  const dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-'));
   const CARD_URL = 'https://billing.acme.test/card';
-
-  async function admin(method: string, path: string, body?: unknown): Promise<unknown> {
-    const res = await fetch(`${running.url}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
-    return res.json();
-  }
+  const admin = (method: string, path: string, body?: unknown) => service.admin(method, path, body);
 
   beforeAll(async () => {
-    running = await start(loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    service = await startService();
+    running = service.running;
     acme = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: CARD_URL })) as Tenant;
     scale = (await admin('POST', '/tenants', { slug: 'scale-co', tier: 'scale', card_update_url: CARD_URL })) as Tenant;
     frozen = (await admin('POST', '/tenants', { slug: 'frozen' })) as Tenant;
@@ -104,7 +81,7 @@ ${tag ?? ''}
     await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
     pageOrigin = `http://localhost:${(pageServer.address() as AddressInfo).port}`;
 
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await launchChromium();
     context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
     mkdirSync(RESULTS, { recursive: true });
   });
@@ -112,22 +89,11 @@ ${tag ?? ''}
   afterAll(async () => {
     await browser?.close();
     await new Promise((resolve) => pageServer?.close(resolve));
-    await running?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await service?.close();
   });
 
   function tag(t: Tenant, customer: string, extra: Record<string, string> = {}, src = `${running.url}/snippet.js`): string {
-    const attrs: Record<string, string> = {
-      'data-tenant': t.slug,
-      'data-key': t.publishable_key,
-      'data-customer': customer,
-      'data-hmac': computeHmac(t.hmac_secret, customer),
-      ...extra,
-    };
-    const rendered = Object.entries(attrs)
-      .map(([k, v]) => `${k}="${v}"`)
-      .join(' ');
-    return `<script src="${src}" ${rendered} async></script>`;
+    return snippetTag(src, t, customer, extra);
   }
 
   /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
@@ -605,7 +571,8 @@ ${tag ?? ''}
         ['Update card', CARD_URL, null, 'noopener', ''],
         ['Contact support', 'https://acme.test/support', null, 'noopener', ''],
       ]);
-      // The first thing the keyboard reaches is the way to pay.
+      // The first thing the keyboard reaches is the way to pay (the dialog holds the focus on load).
+      await page.keyboard.press('Tab');
       expect(await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent)).toBe('Pay now');
       await page.screenshot({ path: join(RESULTS, 'gate-pay-now.png') });
       await page.close();
