@@ -13,30 +13,12 @@
  */
 import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
 import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
-import { resolveText } from '../src/domain/branding.js';
-import type { Branding, BrandingTextKey } from '../src/domain/branding.js';
+import { countdown, DEFAULT_COLORS, dismissKey as keyOf, fetchBranding, payLinks, safeUrl as safeAt, textsFor } from '../packages/react/src/core/view.js';
+import type { Colors as BaseColors, Link, Texts } from '../packages/react/src/core/view.js';
 
-export interface Texts {
-  warning: string;
-  update: string;
-  dismiss: string;
-  lockoutTitle: string;
-  lockout: string;
-  support: string;
-  /** Shown on the gate when the tenant configured neither link. */
-  noLink: string;
-  /** The gate's link to pay (its `update` when not set). */
-  pay?: string;
-  /** The link to Stripe's page of the overdue invoice. */
-  payNow: string;
-  /** The banner's countdown to a lockout: `{time}` ("in 3 days"), `{date}` (the date). */
-  countdown: string;
-}
+export type { Texts };
 
-export interface Colors {
-  accent: string;
-  background: string;
-  text: string;
+export interface Colors extends BaseColors {
   /** Set by the snippet: no page or branding chose a colour, so dark mode gets its own. */
   auto?: boolean;
 }
@@ -81,30 +63,6 @@ interface FromTag extends CheckOptions {
   tag?: HTMLScriptElement;
 }
 
-const DEFAULT_TEXTS: Texts = {
-  warning: 'Your last payment did not go through. Please update your card to keep your access.',
-  update: 'Update card',
-  dismiss: 'Dismiss',
-  lockoutTitle: 'Your account is on hold',
-  lockout: 'We could not collect your last payment. Please update your payment method to continue.',
-  support: 'Contact support',
-  noLink: 'Please contact the support team of this service to restore your access.',
-  payNow: 'Pay now',
-  countdown: 'Access will be paused {time}.',
-};
-/** Which branding text (`BRANDING_TEXT_KEYS`) stands for which of the snippet's texts. */
-const FROM_BRANDING: [keyof Texts, BrandingTextKey][] = [
-  ['warning', 'banner_body'],
-  ['update', 'banner_action'],
-  ['countdown', 'banner_countdown'],
-  ['lockoutTitle', 'gate_title'],
-  ['lockout', 'gate_body'],
-  ['pay', 'gate_action'],
-  ['payNow', 'pay_action'],
-  ['support', 'support'],
-];
-const DEFAULT_COLORS: Colors = { accent: '#b42318', background: '#fff8f6', text: '#1d2939' };
-
 const HOST_TAG = 'dunwall-enforcement';
 // No answer cache: a customer who has just paid must be let in by the very next check.
 // Concurrent checks still share one request.
@@ -127,44 +85,13 @@ const FOLLOW_EVERY_MS = 2_000;
 const FOLLOW_FOR_MS = 30_000;
 
 /** Links and images are https only: never `javascript:`, `data:` or plain http. */
-function safeUrl(value: string | null | undefined): string | null {
-  if (!value) return null;
-  try {
-    const url = new URL(value, location.href);
-    return url.protocol === 'https:' ? url.href : null;
-  } catch {
-    return null;
-  }
-}
+const safeUrl = (value: string | null | undefined) => safeAt(value, location.href);
 
-/** A link to follow: where, its text, and whether it opens in a new tab. */
-type Link = [href: string, text: string, blank?: boolean];
-
-/** The first link (`index` 0) leads, shown as a button. */
-function link([href, text, blank]: Link, index: number): HTMLAnchorElement {
+/** The first link (`index` 0) leads, shown as a button; the invoice's page opens in a new tab. */
+function link({ href, text, external }: Link, index: number): HTMLAnchorElement {
   const a = el('a', { href, rel: 'noopener', class: index ? '' : 'go' }, text);
-  if (blank) a.target = '_blank';
+  if (external) a.target = '_blank';
   return a;
-}
-
-/**
- * `{time}`: "in 3 days" to `at`, rounded to days from two days on, hours from two hours on,
- * else minutes (at least one); `{date}`: the date and time. Returns the sentence and the date.
- */
-function countdown(at: number, locales: readonly string[], text: string): [string, string] {
-  try {
-    const left = at - Date.now();
-    const [unit, ms]: [Intl.RelativeTimeFormatUnit, number] = left >= 2 * 864e5 ? ['day', 864e5] : left >= 2 * 36e5 ? ['hour', 36e5] : ['minute', MINUTE_MS];
-    const n = Math.max(1, Math.round(left / ms));
-    // Numeric ("in 1 day", never "tomorrow": a day left may end the day after).
-    const time = new Intl.RelativeTimeFormat(locales).format(n, unit);
-    const date = new Intl.DateTimeFormat(locales, { dateStyle: 'medium', timeStyle: 'short' }).format(at);
-    // split/join, not replace: no `$&` patterns, and the result only ever becomes text.
-    return [text.split('{time}').join(time).split('{date}').join(date), date];
-  } catch {
-    // A locale tag Intl refuses: the browser's own.
-    return locales.length ? countdown(at, [], text) : [text, ''];
-  }
 }
 
 /** Asks again, unless the page is hidden or a question is in flight; at most one a second. */
@@ -276,10 +203,8 @@ function watermark(result: StatusResult): HTMLElement | null {
   return 'entitlements' in result && result.entitlements.powered_by_watermark ? el('small', { class: 'by' }, 'Powered by Dunwall') : null;
 }
 
-/** Tenant slugs and customer ids are [a-z0-9-] and [A-Za-z0-9_]: safe in a cookie name. */
-function dismissKey(o: CheckOptions): string {
-  return `dunwall_dismissed_${o.tenant}_${o.customer}`.replace(/[^A-Za-z0-9_-]/g, '_');
-}
+/** The same key as @dunwall/react's: a banner dismissed in one is dismissed in the other. */
+const dismissKey = (o: CheckOptions) => keyOf(o.tenant, o.customer);
 
 /** A session cookie (no expiry) is shared by every tab of the browser session. */
 function isDismissed(o: CheckOptions): boolean {
@@ -433,7 +358,7 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View, no
   // One row of links that wraps between them: a link moves to the next line whole.
   const row = box.appendChild(el('div', { class: 'acts' }));
   links.forEach((l, i) => row.appendChild(link(l, i)));
-  if (support) row.appendChild(link([support, texts.support], 1));
+  if (support) row.appendChild(link({ href: support, text: texts.support, external: false }, 1));
   if (!links.length && !support) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(result);
   if (mark) box.appendChild(mark);
@@ -597,20 +522,6 @@ function whenBodyReady(): Promise<void> {
   return new Promise((resolve) => document.addEventListener('DOMContentLoaded', () => resolve(), { once: true }));
 }
 
-/** The tenant's branding (`GET /api/branding/:slug`, cacheable); {} on any failure or after 2 s. */
-async function branding(o: CheckOptions): Promise<Branding> {
-  try {
-    const res = await fetch(`${o.baseUrl ?? DEFAULT_BASE}/api/branding/${encodeURIComponent(o.tenant)}`, {
-      credentials: 'omit',
-      signal: AbortSignal.timeout(2_000),
-    });
-    const body: unknown = res.ok ? await res.json() : {};
-    return typeof body === 'object' && body !== null ? (body as Branding) : {};
-  } catch {
-    return {};
-  }
-}
-
 /** Asks the status and shows what it calls for; resolves with the answer, never rejects (fail-open). */
 export async function check(o: FromTag): Promise<StatusResult> {
   const mine = (sequence += 1);
@@ -647,31 +558,25 @@ export async function check(o: FromTag): Promise<StatusResult> {
     if (!current || current.sig !== sig) {
       // The tenant's branding, asked only when there is something to show; the page's own
       // attributes win over it, and it over the defaults. What is shown stays until then.
-      const b = result.status === 'active' ? {} : await branding(o);
+      const b = result.status === 'active' ? {} : await fetchBranding(o.baseUrl ?? DEFAULT_BASE, o.tenant);
       if (mine !== sequence) return result;
       removeCurrent();
       const languages = navigator.languages?.length ? navigator.languages : [navigator.language];
-      const fromBranding: Partial<Texts> = {};
       // The countdown speaks the language of its sentence: a branding's locale, else the
       // reader's, and the snippet's own English sentence in English.
-      let from: string | undefined;
-      for (const [ours, theirs] of FROM_BRANDING) {
-        const found = resolveText(b, languages, theirs);
-        if (found) fromBranding[ours] = found[0];
-        if (ours === 'countdown') from = o.texts?.countdown ? 'default' : found?.[1];
-      }
-      const texts = { ...DEFAULT_TEXTS, ...fromBranding, ...o.texts };
-      const locales = from === undefined ? ['en'] : from === 'default' ? languages : [from, ...languages];
+      const { texts, locales } = textsFor(b, languages, o.texts);
       const chosen = { ...b.colors, ...o.colors };
       const colors: Colors = { ...DEFAULT_COLORS, ...chosen, auto: Object.keys(chosen).length === 0 };
       // The way to pay leads: the overdue invoice's page (a new tab, so that this one asks
       // again on return), else the card update page, else the branding's payment link.
       const gate = result.status === 'lockout';
-      const pay = safeUrl(known?.pay_url);
-      const card = safeUrl(known?.card_update_url ?? o.cardUpdateUrl);
-      const links: Link[] = pay ? [[pay, texts.payNow, true]] : [];
-      const other = card ?? (pay ? null : safeUrl(b.payment_url));
-      if (other) links.push([other, gate && !pay ? (texts.pay ?? texts.update) : texts.update]);
+      const links = payLinks(
+        { status: result.status, payUrl: known?.pay_url ?? null, cardUpdateUrl: known?.card_update_url ?? null },
+        texts,
+        b,
+        o.cardUpdateUrl,
+        safeUrl,
+      );
       const view: View = {
         o,
         result,

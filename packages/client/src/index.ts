@@ -127,8 +127,9 @@ export async function askStatus(request: StatusRequest, fetchImpl: typeof fetch)
   // The whole exchange, headers and body, within the time, even from a fetch that ignores the signal.
   const timeout = new Promise<null>((resolve) => {
     timer = setTimeout(() => {
-      controller?.abort();
+      // Settled before the abort: the abort's rejection of the exchange must not win the race.
       resolve(null);
+      controller?.abort();
     }, timeoutMs);
   });
   try {
