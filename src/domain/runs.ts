@@ -29,6 +29,13 @@ const CLASS_OF_REASON: Readonly<Record<string, RunDeclineClass>> = {
   hard_decline: 'hard',
 };
 
+/** The periods the recovery analytics bucket by (ISO weeks from Monday, calendar months; UTC). */
+export const ANALYTICS_GRANULARITIES = ['week', 'month'] as const;
+export type AnalyticsGranularity = (typeof ANALYTICS_GRANULARITIES)[number];
+
+/** The longest range the recovery analytics answer, in days: two years. */
+export const MAX_ANALYTICS_RANGE_DAYS = 731;
+
 /** The class of an unresolved episode's reason; a reason of no class is a soft one. */
 export function declineClassOf(reason: string): RunDeclineClass {
   return CLASS_OF_REASON[reason] ?? 'soft';

@@ -1,5 +1,5 @@
 import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
-import type { RunDeclineClass, RunOutcome } from '../domain/runs.js';
+import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../domain/runs.js';
 import type { Queryable } from './db.js';
 
 /**
@@ -11,8 +11,7 @@ import type { Queryable } from './db.js';
  * `dunning_runs_started`.
  */
 
-export const ANALYTICS_GRANULARITIES = ['week', 'month'] as const;
-export type AnalyticsGranularity = (typeof ANALYTICS_GRANULARITIES)[number];
+export type { AnalyticsGranularity };
 
 export interface AnalyticsQuery {
   /** Runs ended (recovered, time to recover) or started (outcomes, decline mix, cohorts) at or after. */
