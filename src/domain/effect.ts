@@ -3,6 +3,8 @@ import type { DownstreamTarget, OutboxMessage } from './downstream.js';
 import type { ChangeCause, HistoryEffect } from './history.js';
 import { answerCustomer } from './policy.js';
 import type { Answer, Policy, PolicyEpisode, ScheduledRule } from './policy.js';
+import { runChanges } from './runs.js';
+import type { RunChange } from './runs.js';
 import { EPISODE_SEVERITY, RANKS, comparePositions, customerStatus, endsOverride, supersedes } from './stripe/fold.js';
 import type { Change, CustomerStatus, EpisodeState, Override, Position, UnresolvedState } from './stripe/fold.js';
 import type { StripeEventOutcomeName } from './stripe/outcomes.js';
@@ -111,6 +113,8 @@ export interface Effect {
   subscriber: { kind: 'write'; row: SubscriberWrite } | { kind: 'delete' } | null;
   history: HistoryRow | null;
   message: OutboxMessage | null;
+  /** The dunning runs the episode changes open, extend or end (domain/runs.ts). */
+  runs: RunChange[];
 }
 
 /** What a change did to the customer's answered status; null: unknown (no record). */
@@ -129,7 +133,7 @@ export interface Decision<O> extends Settled {
 export type ApplyOutcome = Extract<StripeEventOutcomeName, 'applied' | 'stale'>;
 
 export function noEffect(): Effect {
-  return { episodes: [], removedEpisodes: [], tombstone: null, subscriber: null, history: null, message: null };
+  return { episodes: [], removedEpisodes: [], tombstone: null, subscriber: null, history: null, message: null, runs: [] };
 }
 
 export function statusOf(row: StoredSubscriber | null): CustomerStatus | null {
@@ -272,7 +276,8 @@ export function decideRemoval(state: CustomerState, position: Position, cause: C
   const override = overrideOf(state.subscriber);
   const standing = override !== null && override.atMs > position.atMs ? override : null;
   const { before, after, ...written } = settle(state, remaining, standing, cause, null, now);
-  return { outcome: 'applied', before, after, effect: { ...noEffect(), removedEpisodes: older, tombstone: position, ...written } };
+  const runs = runChanges(state.episodes, [], older, position.atMs);
+  return { outcome: 'applied', before, after, effect: { ...noEffect(), removedEpisodes: older, tombstone: position, ...written, runs } };
 }
 
 /**

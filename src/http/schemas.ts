@@ -8,6 +8,7 @@ import type { Enforcement } from '../domain/policy.js';
 import { HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
 import { PREVIEW_STATUSES } from '../domain/lookup.js';
 import { EPISODE_STATES } from '../domain/stripe/fold.js';
+import { ANALYTICS_GRANULARITIES, MAX_ANALYTICS_RANGE_DAYS, RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
 import {
   DELIVERY_OUTCOMES,
   DELIVERY_STATES,
@@ -585,3 +586,56 @@ export const WebhookReplayAnswer = Type.Object({
   }),
 });
 export const WebhookRetryAnswer = Type.Object({ queued: Type.Literal(true) });
+
+// Recovery analytics (docs/api.md): figures over the tenant's dunning runs.
+
+/** A day (`2026-01-31`, midnight UTC) or an instant with its offset (`2026-01-31T12:00:00Z`). */
+export const ANALYTICS_DATE_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$';
+export const RecoveryQuery = Type.Object(
+  {
+    from: Type.Optional(
+      Type.String({ pattern: ANALYTICS_DATE_PATTERN, description: 'Start of the range, included (ISO 8601 date or date-time); default: 365 days before `to`' }),
+    ),
+    to: Type.Optional(Type.String({ pattern: ANALYTICS_DATE_PATTERN, description: 'End of the range, excluded; default: now' })),
+    granularity: Type.Optional(oneOf(ANALYTICS_GRANULARITIES, { description: 'Periods of `recovered.periods` (UTC; weeks start on Monday); default month' })),
+  },
+  { additionalProperties: false, description: `The range is at most ${MAX_ANALYTICS_RANGE_DAYS} days` },
+);
+const Rate = Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
+  description: 'A fraction from 0 to 1; null when there is nothing to divide by',
+});
+const Amounts = Type.Array(Type.Object({ currency: Type.String(), amount: Type.Integer({ description: "In the currency's smallest unit" }) }), {
+  description: 'Invoice amounts (amount_due) by currency, in currency order',
+});
+const Seconds = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
+export const RecoveryAnalytics = Type.Object({
+  from: Timestamp,
+  to: Timestamp,
+  granularity: oneOf(ANALYTICS_GRANULARITIES),
+  at_risk: Type.Object({ count: Count, amounts: Amounts }, { description: 'Runs open now, whatever the range' }),
+  recovered: Type.Object(
+    {
+      ended: Count,
+      recovered: Count,
+      rate: Rate,
+      amounts: Amounts,
+      periods: Type.Array(Type.Object({ period_start: Timestamp, ended: Count, recovered: Count, rate: Rate, amounts: Amounts }), {
+        description: 'Every period of the range, empty ones included',
+      }),
+    },
+    { description: 'Runs ended in the range: by payment (recovered) against all that ended' },
+  ),
+  time_to_recover: Type.Object(
+    { median_seconds: Seconds, p90_seconds: Seconds },
+    { description: 'From dunning start to payment, over the runs recovered in the range' },
+  ),
+  outcomes: Type.Object(Object.fromEntries([...RUN_OUTCOMES, 'open'].map((o) => [o, Count])), {
+    description: 'Runs started in the range, by how they ended (`removed`: the customer was deleted in dunning)',
+  }),
+  decline_mix: Type.Object(Object.fromEntries(RUN_DECLINE_CLASSES.map((c) => [c, Count])), {
+    description: 'Runs started in the range, by the worst decline class of their events',
+  }),
+  cohorts: Type.Array(Type.Object({ month: Timestamp, started: Count, recovered: Count, rate: Rate }), {
+    description: 'Runs started in the range, by month of dunning start: how many were since recovered',
+  }),
+});

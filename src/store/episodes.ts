@@ -1,6 +1,8 @@
 import { decideAdminChange, decideDueLockout, decideReanswer, statusOf } from '../domain/effect.js';
 import type { ApplyOutcome, CustomerState, Effect, InvoicePage, ScheduledRule, Settled, StoredEpisode, StoredSubscriber } from '../domain/effect.js';
 import type { ChangeCause } from '../domain/history.js';
+import { RUN_DECLINE_CLASSES } from '../domain/runs.js';
+import type { RunChange } from '../domain/runs.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
 import { MAX_REVISED_FAILURES, decideStripeEvent, eventInvoiceIds } from '../domain/stripe/decide.js';
@@ -190,6 +192,43 @@ async function readCustomerState(
   return { customerId, subscriber, episodes, tombstone, policy, invoices, downstream };
 }
 
+/**
+ * One run change (domain/runs.ts, migration 015). The run takes its invoice's amount and
+ * currency as stripe_invoices holds them now (the invoice's facts are kept before the
+ * decision). An open run keeps the worst class of its events, in the domain's order.
+ */
+async function writeRun(tx: Queryable, tenantId: number, customerId: string, run: RunChange): Promise<void> {
+  if (run.kind === 'open') {
+    await tx.query(
+      `INSERT INTO dunning_runs (tenant_id, processor_customer_id, episode, started_at, invoice_id, amount, currency, decline_class)
+       SELECT $1, $2, $3, $4, $5::text, i.amount_due, i.currency, $6
+       FROM (SELECT 1) AS one LEFT JOIN stripe_invoices i ON i.tenant_id = $1 AND i.invoice_id = $5::text
+       ON CONFLICT (tenant_id, processor_customer_id, episode) WHERE ended_at IS NULL
+       DO UPDATE SET started_at = EXCLUDED.started_at, invoice_id = COALESCE(EXCLUDED.invoice_id, dunning_runs.invoice_id),
+         amount = COALESCE(EXCLUDED.amount, dunning_runs.amount), currency = COALESCE(EXCLUDED.currency, dunning_runs.currency),
+         decline_class = CASE WHEN array_position($7::text[], EXCLUDED.decline_class) > array_position($7::text[], dunning_runs.decline_class)
+           THEN EXCLUDED.decline_class ELSE dunning_runs.decline_class END`,
+      [tenantId, customerId, run.episode, new Date(run.startedAtMs), run.invoiceId, run.declineClass, RUN_DECLINE_CLASSES],
+    );
+    return;
+  }
+  // The open run ends; with none open (a run the store never saw begin), a closed one is kept.
+  await tx.query(
+    `WITH closed AS (
+       UPDATE dunning_runs r SET ended_at = $4, outcome = $5,
+         amount = COALESCE(r.amount, i.amount_due), currency = COALESCE(r.currency, i.currency), invoice_id = COALESCE(r.invoice_id, $6::text)
+       FROM (SELECT 1) AS one LEFT JOIN stripe_invoices i ON i.tenant_id = $1 AND i.invoice_id = $6::text
+       WHERE r.tenant_id = $1 AND r.processor_customer_id = $2 AND r.episode = $3 AND r.ended_at IS NULL
+       RETURNING r.id
+     )
+     INSERT INTO dunning_runs (tenant_id, processor_customer_id, episode, started_at, ended_at, outcome, invoice_id, amount, currency, decline_class)
+     SELECT $1, $2, $3, $7, $4, $5, $6::text, i.amount_due, i.currency, 'soft'
+     FROM (SELECT 1) AS one LEFT JOIN stripe_invoices i ON i.tenant_id = $1 AND i.invoice_id = $6::text
+     WHERE NOT EXISTS (SELECT 1 FROM closed)`,
+    [tenantId, customerId, run.episode, new Date(run.endedAtMs), run.outcome, run.invoiceId, new Date(run.startedAtMs)],
+  );
+}
+
 /** Writes what a decision decided, as it is, in the caller's transaction. */
 async function writeEffect(tx: Queryable, tenantId: number, customerId: string, effect: Effect, now: Date): Promise<void> {
   if (effect.removedEpisodes.length > 0) {
@@ -225,6 +264,7 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
       ],
     );
   }
+  for (const run of effect.runs) await writeRun(tx, tenantId, customerId, run);
   if (effect.tombstone !== null) {
     const t = effect.tombstone;
     await tx.query(

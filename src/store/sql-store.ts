@@ -6,6 +6,8 @@ import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../
 import { SecretBox } from '../secrets/cipher.js';
 import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db.js';
 import { outsideRequestBounds } from './deadline.js';
+import { recoveryAnalytics } from './analytics.js';
+import type { AnalyticsQuery, RecoveryAnalytics } from './analytics.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
@@ -710,6 +712,10 @@ export class SqlStore implements Store {
     if (!row) throw new Error('tier upsert returned no row');
     this.emit();
     return toTier(row);
+  }
+
+  async recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics> {
+    return recoveryAnalytics(this.db, tenantId, query);
   }
 
   async ping(): Promise<void> {

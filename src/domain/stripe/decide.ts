@@ -1,6 +1,7 @@
 import { decideRemoval, noEffect, overrideOf, settle, statusOf, unchanged, unchangedEntry } from '../effect.js';
 import type { CustomerState, Decision, StoredEpisode } from '../effect.js';
 import type { ChangeCause } from '../history.js';
+import { runChanges } from '../runs.js';
 import { invoiceFailureOfFacts, invoiceFailureOutcome, linkedDeclineOutcome } from './derive.js';
 import type { Derivation, InvoiceFailure } from './derive.js';
 import { RANKS, comparePositions, endsOverride, supersedes } from './fold.js';
@@ -141,6 +142,8 @@ export function olderEventRun(row: StoredEpisode, state: EpisodeState, atMs: num
 class EpisodeFold {
   private readonly byKey: Map<string, StoredEpisode>;
   private readonly written = new Set<string>();
+  /** Per episode, the reason of an older resolution that ended the run it was in. */
+  readonly endedBy = new Map<string, string>();
 
   constructor(
     episodes: readonly StoredEpisode[],
@@ -164,7 +167,10 @@ class EpisodeFold {
     const atMs = e.position.atMs;
     if (row !== undefined && !supersedes(e.position, row.position)) {
       const run = olderEventRun(row, e.outcome.state, atMs);
-      if (run !== null) this.set({ ...row, dunningStartedAtMs: run.startMs, resolvedAtMs: run.resolvedMs });
+      if (run !== null) {
+        if (e.outcome.state === 'resolved' && row.state !== 'resolved' && run.resolvedMs !== row.resolvedAtMs) this.endedBy.set(row.key, e.outcome.reason);
+        this.set({ ...row, dunningStartedAtMs: run.startMs, resolvedAtMs: run.resolvedMs });
+      }
       return false;
     }
     const resolved = e.outcome.state === 'resolved';
@@ -303,7 +309,8 @@ function settled<O>(
   now: Date,
 ): Decision<O> {
   const { before, after, ...written } = settle(state, fold.episodes(), standing, cause, episode, now);
-  return { outcome, before, after, effect: { ...noEffect(), episodes: fold.changed(), ...written } };
+  const episodes = fold.changed();
+  return { outcome, before, after, effect: { ...noEffect(), episodes, ...written, runs: runChanges(state.episodes, episodes, [], null, fold.endedBy) } };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Store } from '../../store/store.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
 import type { Audience } from './common.js';
+import { analyticsRoutes } from './analytics.js';
 import { keyRoutes } from './keys.js';
 import { settingsRoutes } from './settings.js';
 import { stripeEventRoutes } from './stripe-events.js';
@@ -31,6 +32,7 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await subscriberRoutes(app, { audience, store, model, now });
   await settingsRoutes(app, { audience, store, now, rotationOverlapS });
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
+  await analyticsRoutes(app, { audience, store, now });
   await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
   if (audience === 'operator') await stripeEventRoutes(app, { store, now });
 }

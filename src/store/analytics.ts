@@ -1,0 +1,165 @@
+import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
+import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../domain/runs.js';
+import type { Queryable } from './db.js';
+
+/**
+ * The recovery analytics of a tenant (docs/api.md), over its dunning runs (migration 015).
+ * Every figure is aggregated in SQL, the same on PostgreSQL and PGlite; what is left here
+ * is summing the groups into the answer. Periods are in UTC. Each statement reads through
+ * one of the run indexes, with the tenant first: at risk through `dunning_runs_open`,
+ * recovered and time to recover through `dunning_runs_ended`, the rest through
+ * `dunning_runs_started`.
+ */
+
+export type { AnalyticsGranularity };
+
+export interface AnalyticsQuery {
+  /** Runs ended (recovered, time to recover) or started (outcomes, decline mix, cohorts) at or after. */
+  from: Date;
+  /** ... and before. */
+  to: Date;
+  granularity: AnalyticsGranularity;
+}
+
+/** A sum of invoice amounts in one currency, in its smallest unit. */
+export interface CurrencyAmount {
+  currency: string;
+  amount: number;
+}
+
+export interface RecoveredPeriod {
+  periodStart: Date;
+  /** Runs that ended in the period, whatever their outcome. */
+  ended: number;
+  /** Runs that ended by payment. */
+  recovered: number;
+  /** recovered / ended; null when none ended. */
+  rate: number | null;
+  amounts: CurrencyAmount[];
+}
+
+export interface Cohort {
+  month: Date;
+  started: number;
+  /** Of those, the runs since ended by payment. */
+  recovered: number;
+  rate: number | null;
+}
+
+export interface RecoveryAnalytics {
+  atRisk: { count: number; amounts: CurrencyAmount[] };
+  recovered: { ended: number; recovered: number; rate: number | null; amounts: CurrencyAmount[]; periods: RecoveredPeriod[] };
+  timeToRecover: { medianSeconds: number | null; p90Seconds: number | null };
+  outcomes: Record<RunOutcome | 'open', number>;
+  declineMix: Record<RunDeclineClass, number>;
+  cohorts: Cohort[];
+}
+
+/** The tenant's recovery analytics. */
+export interface Analytics {
+  recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics>;
+}
+
+const rate = (part: number, whole: number): number | null => (whole === 0 ? null : part / whole);
+
+/** Adds `amount` of `currency` to a list kept in currency order. */
+function addAmount(list: CurrencyAmount[], currency: string | null, amount: number): void {
+  if (currency === null) return;
+  const found = list.find((a) => a.currency === currency);
+  if (found) found.amount += amount;
+  else {
+    list.push({ currency, amount });
+    list.sort((a, b) => (a.currency < b.currency ? -1 : 1));
+  }
+}
+
+export async function recoveryAnalytics(db: Queryable, tenantId: number, q: AnalyticsQuery): Promise<RecoveryAnalytics> {
+  const atRiskRows = await db.query<{ currency: string | null; n: number; amount: string }>(
+    `SELECT currency, count(*)::int AS n, COALESCE(sum(amount), 0)::text AS amount
+     FROM dunning_runs WHERE tenant_id = $1 AND ended_at IS NULL GROUP BY currency`,
+    [tenantId],
+  );
+  const atRisk = { count: 0, amounts: [] as CurrencyAmount[] };
+  for (const r of atRiskRows) {
+    atRisk.count += Number(r.n);
+    addAmount(atRisk.amounts, r.currency, Number(r.amount));
+  }
+
+  // Every period of the range, empty ones included, then the runs ended in each.
+  const endedRows = await db.query<{ period: Date | string; outcome: string | null; currency: string | null; n: number; amount: string }>(
+    `WITH periods AS (
+       SELECT generate_series(date_trunc($4, $2::timestamptz AT TIME ZONE 'UTC'), ($3::timestamptz AT TIME ZONE 'UTC') - interval '1 microsecond',
+         ('1 ' || $4)::interval) AS period
+     ), ended AS (
+       SELECT date_trunc($4, ended_at AT TIME ZONE 'UTC') AS period, outcome, currency, count(*)::int AS n, COALESCE(sum(amount), 0) AS amount
+       FROM dunning_runs WHERE tenant_id = $1 AND ended_at >= $2 AND ended_at < $3
+       GROUP BY 1, 2, 3
+     )
+     SELECT to_char(p.period, 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS period, e.outcome, e.currency, COALESCE(e.n, 0)::int AS n, COALESCE(e.amount, 0)::text AS amount
+     FROM periods p LEFT JOIN ended e ON e.period = p.period ORDER BY p.period`,
+    [tenantId, q.from, q.to, q.granularity],
+  );
+  const periods = new Map<string, RecoveredPeriod>();
+  const recovered = { ended: 0, recovered: 0, rate: null as number | null, amounts: [] as CurrencyAmount[], periods: [] as RecoveredPeriod[] };
+  for (const r of endedRows) {
+    const key = String(r.period);
+    let p = periods.get(key);
+    if (p === undefined) {
+      p = { periodStart: new Date(key), ended: 0, recovered: 0, rate: null, amounts: [] };
+      periods.set(key, p);
+      recovered.periods.push(p);
+    }
+    const n = Number(r.n);
+    p.ended += n;
+    recovered.ended += n;
+    if (r.outcome === 'paid') {
+      p.recovered += n;
+      recovered.recovered += n;
+      addAmount(p.amounts, r.currency, Number(r.amount));
+      addAmount(recovered.amounts, r.currency, Number(r.amount));
+    }
+  }
+  for (const p of recovered.periods) p.rate = rate(p.recovered, p.ended);
+  recovered.rate = rate(recovered.recovered, recovered.ended);
+
+  const [times] = await db.query<{ median: number | string | null; p90: number | string | null }>(
+    `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ended_at - started_at)) AS median,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM ended_at - started_at)) AS p90
+     FROM dunning_runs WHERE tenant_id = $1 AND ended_at >= $2 AND ended_at < $3 AND outcome = 'paid'`,
+    [tenantId, q.from, q.to],
+  );
+  const seconds = (v: number | string | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+
+  const startedRows = await db.query<{ month: string; outcome: string; decline_class: RunDeclineClass; n: number }>(
+    `SELECT to_char(date_trunc('month', started_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS month,
+       COALESCE(outcome, 'open') AS outcome, decline_class, count(*)::int AS n
+     FROM dunning_runs WHERE tenant_id = $1 AND started_at >= $2 AND started_at < $3
+     GROUP BY 1, 2, 3 ORDER BY 1`,
+    [tenantId, q.from, q.to],
+  );
+  const outcomes = Object.fromEntries([...RUN_OUTCOMES, 'open'].map((o) => [o, 0])) as Record<RunOutcome | 'open', number>;
+  const declineMix = Object.fromEntries(RUN_DECLINE_CLASSES.map((c) => [c, 0])) as Record<RunDeclineClass, number>;
+  const cohorts = new Map<string, Cohort>();
+  for (const r of startedRows) {
+    const n = Number(r.n);
+    outcomes[r.outcome as RunOutcome | 'open'] += n;
+    declineMix[r.decline_class] += n;
+    let c = cohorts.get(r.month);
+    if (c === undefined) {
+      c = { month: new Date(r.month), started: 0, recovered: 0, rate: null };
+      cohorts.set(r.month, c);
+    }
+    c.started += n;
+    if (r.outcome === 'paid') c.recovered += n;
+  }
+  for (const c of cohorts.values()) c.rate = rate(c.recovered, c.started);
+
+  return {
+    atRisk,
+    recovered,
+    timeToRecover: { medianSeconds: seconds(times?.median), p90Seconds: seconds(times?.p90) },
+    outcomes,
+    declineMix,
+    cohorts: [...cohorts.values()],
+  };
+}
