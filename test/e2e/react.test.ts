@@ -47,11 +47,14 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
   const out = mkdtempSync(join(tmpdir(), 'dunwall-react-app-'));
 
   async function admin(method: string, path: string, body?: unknown): Promise<unknown> {
-    const res = await fetch(`${running.url}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
+    const call = () =>
+      fetch(`${running.url}/admin/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+    // A kept-alive connection the service closed while the app was being built: asked again on a new one.
+    const res = await call().catch((err: Error) => ((err.cause as { code?: string } | undefined)?.code === 'ECONNRESET' ? call() : Promise.reject(err)));
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   }
