@@ -697,7 +697,8 @@ ${tag ?? ''}
         expect(await asked()).toBe(1);
         await back();
         expect(await asked()).toBe(1);
-        await page.waitForLoadState('networkidle');
+        // Its answer is in (the snippet's event for it) before the payment lands.
+        await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length >= 2, undefined, { timeout: 10_000 });
         expect(await dialog.evaluate((d, old) => d === old, before)).toBe(true);
 
         // invoice.paid arrives a moment later: the return is followed, without another event.
