@@ -4,7 +4,7 @@
  * the layers of the design, and no module imports itself through others (no cycle).
  *
  *   domain               imports only the domain
- *   store, readmodel, secrets, services, metrics, demo, downstream
+ *   store, readmodel, secrets, services, metrics, demo, downstream, console
  *                        never http, runtime or cli
  *   http                 never runtime or cli
  *   runtime, cli         anything below them
@@ -26,6 +26,7 @@ const FORBIDDEN = {
   metrics: (to) => ['http', 'runtime', 'cli'].includes(to),
   demo: (to) => ['http', 'runtime', 'cli'].includes(to),
   downstream: (to) => ['http', 'runtime', 'cli'].includes(to),
+  console: (to) => ['http', 'runtime', 'cli'].includes(to),
   http: (to) => ['runtime', 'cli'].includes(to),
 };
 

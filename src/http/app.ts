@@ -3,7 +3,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
-import type { FastifyBaseLogger, FastifyError } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyRequest } from 'fastify';
 import type { App } from './app-instance.js';
 import { sha256 } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
@@ -24,6 +24,10 @@ import { healthRoutes } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { packageRoutes } from './routes/packages.js';
 import { brandingRoutes } from './routes/branding.js';
+import { consoleRoutes } from './routes/console.js';
+import type { ConsoleAssets } from '../console/assets.js';
+import { DEFAULT_CONSOLE_SESSION_TTL_MS, resolveSession } from '../console/session.js';
+import type { SessionAuth } from './auth.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
@@ -129,6 +133,8 @@ export interface AppDeps {
   trustedProxies?: TrustedProxies | null;
   /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
   storeRequestTimeoutMs?: number;
+  /** The console at /console: its built files (null: not built) and how long a session lasts (DUNWALL_CONSOLE_SESSION_TTL_MS). */
+  console?: { assets: ConsoleAssets | null; sessionTtlMs?: number };
 }
 
 export type { App } from './app-instance.js';
@@ -345,6 +351,25 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(packageRoutes, { packages: deps.packages ?? null, limiter });
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
+  // The console's session cookie stands in for the admin token or the key it was opened with.
+  const sessions: SessionAuth = (id) => resolveSession(deps.store, model, id, now());
+  const viaHttps = (req: FastifyRequest) => {
+    if (req.protocol === 'https') return true;
+    // Behind a trusted TLS-terminating proxy, its word for the scheme.
+    if (trusted === null || !trusted.trusts(req.socket.remoteAddress ?? '')) return false;
+    const proto = req.headers['x-forwarded-proto'];
+    return proto === 'https' || /(^|[;,\s])proto=https\b/i.test(String(req.headers.forwarded ?? ''));
+  };
+  await app.register(consoleRoutes, {
+    assets: deps.console?.assets ?? null,
+    store: deps.store,
+    model,
+    now,
+    adminTokenSha256: adminTokenDigest(deps),
+    limiter,
+    sessionTtlMs: deps.console?.sessionTtlMs ?? DEFAULT_CONSOLE_SESSION_TTL_MS,
+    viaHttps,
+  });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
   const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS };
   // A write's answer leaves once every worker's read model shows it (awaitWritesApplied, at
@@ -353,7 +378,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
     await writes.register(
       async (admin: App) => {
-        operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter });
+        operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter, sessions });
         await tenantRoutes(admin, { store: deps.store, now, rotationOverlapS, defaultTier: deps.defaultTier ?? DEFAULT_TIER });
         await tierRoutes(admin, { store: deps.store, now });
         await admin.register(
@@ -368,7 +393,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
     await writes.register(
       async (v1: App) => {
-        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null });
+        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null, sessions });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
         await statusFeedRoutes(v1, { feed: deps.store, model, ...deps.statusFeed });

@@ -13,6 +13,8 @@ import type { RateLimiter } from './rate-limit.js';
 import { countFailures, guardAddress, guardKey, remaining, setRateLimitFields } from './rate-limit.js';
 import { authorizationOf, seenHeaders } from './request.js';
 import type { KeyUsage } from './key-usage.js';
+import { CSRF_HEADER, csrfMatches, readCookie, SESSION_COOKIE } from '../console/session.js';
+import type { SessionPrincipal } from '../console/session.js';
 
 /**
  * Who a request acts for, resolved once per request by the hooks of its scope (DESIGN.md,
@@ -38,6 +40,33 @@ export interface OperatorAuthOptions {
   /** The SHA-256 digest of the admin token; null: the admin API is off. */
   adminTokenSha256: Buffer | null;
   limiter: RateLimiter | null;
+  /** The console's sessions, which stand in for the bearer; absent: bearer only. */
+  sessions?: SessionAuth | null;
+}
+
+/** Finds a console session's principal by the id in its cookie (src/console/session.ts). */
+export type SessionAuth = (sessionId: string) => Promise<SessionPrincipal | null>;
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A request without Authorization that carries the console's session cookie acts for the
+ * session: null when it carries neither (the bearer's own checks answer), else the
+ * session's principal, or the problem that refuses it. A write must name the session's
+ * CSRF token: a page of another site can send the cookie of a form it posts, never the token.
+ */
+async function sessionOf(
+  req: FastifyRequest,
+  sessions: SessionAuth | null | undefined,
+  authorization: string | string[] | undefined,
+): Promise<SessionPrincipal | 'invalid_session' | 'csrf_token_invalid' | null> {
+  if (!sessions || authorization !== undefined) return null;
+  const id = readCookie(req.headers.cookie, SESSION_COOKIE);
+  if (id === null) return null;
+  const session = await sessions(id);
+  if (session === null) return 'invalid_session';
+  if (!SAFE_METHODS.has(req.method) && !csrfMatches(id, req.headers[CSRF_HEADER])) return 'csrf_token_invalid';
+  return session;
 }
 
 /**
@@ -68,7 +97,16 @@ export function operatorAuth(app: App, opts: OperatorAuthOptions): void {
   }
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     if (adminTokenSha256 === null) return sendProblem(reply, 'admin_disabled');
-    const bearer = checkBearer(authorizationOf(req.raw), 'missing_admin_token', 'invalid_admin_token');
+    const authorization = authorizationOf(req.raw);
+    const session = await sessionOf(req, opts.sessions, authorization);
+    if (typeof session === 'string') return sendProblem(reply, session);
+    if (session !== null) {
+      if (session.kind !== 'operator')
+        return sendProblem(reply, 'invalid_session', "This is a tenant's console session: the operator's API needs the operator's.");
+      req.principal = OPERATOR;
+      return;
+    }
+    const bearer = checkBearer(authorization, 'missing_admin_token', 'invalid_admin_token');
     if (!bearer.ok) return sendProblem(reply, bearer.code);
     if (!holdsToken(req)) return sendProblem(reply, 'invalid_admin_token');
     req.principal = OPERATOR;
@@ -96,6 +134,8 @@ export interface KeyAuthOptions {
   limiter: RateLimiter | null;
   /** Where uses are remembered for `last_used_at`; null: not recorded. */
   keyUsage: KeyUsage | null;
+  /** The console's sessions, which stand in for the key they were opened with; absent: keys only. */
+  sessions?: SessionAuth | null;
 }
 
 /**
@@ -110,6 +150,16 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
   if (limiter) app.addHook('onSend', countFailures(limiter, [401]));
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const headers = seenHeaders(req.raw);
+    const session = await sessionOf(req, opts.sessions, headers.authorization);
+    if (typeof session === 'string') return sendProblem(reply, session);
+    if (session !== null) {
+      if (session.kind !== 'key') return sendProblem(reply, 'invalid_session', "This is the operator's console session: a tenant's API needs a tenant's.");
+      if (limiter && (await guardKey(limiter, session.keyId, reply))) return reply;
+      opts.keyUsage?.used(session.keyId, opts.now());
+      req.tenant = session.tenant;
+      req.principal = { kind: 'key', keyId: session.keyId, scopes: session.scopes };
+      return;
+    }
     const bearer = checkBearer(headers.authorization, 'invalid_secret_key', 'invalid_secret_key');
     if (!bearer.ok || !looksLikeSecretKey(bearer.token)) return sendProblem(reply, 'invalid_secret_key');
     if (headers.origin !== undefined) return sendProblem(reply, 'secret_key_in_browser');

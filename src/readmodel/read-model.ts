@@ -70,7 +70,7 @@ export interface ReadModelOptions {
 class Copy {
   readonly tenants = new Map<string, TenantAuth>();
   readonly unreadable = new Map<string, UnreadableTenant>();
-  private readonly slugs = new Map<number, string>();
+  readonly slugs = new Map<number, string>();
   readonly index: SubscriberIndex;
   readonly extras = new SubscriberExtras();
   /** Every tenant by the digests of its secret keys (as latin1 strings): a tenant API call names no slug. */
@@ -269,6 +269,13 @@ export class ReadModel {
   /** The tenant of a slug; null: no such tenant, or one that cannot be read (see `unreadable`). Ask `serving` first. */
   tenant(slug: string): TenantAuth | null {
     return this.copy?.tenants.get(slug) ?? null;
+  }
+
+  /** The tenant of an id (a console session names its tenant by id); null: none, or unreadable. */
+  tenantById(id: number): TenantAuth | null {
+    const slug = this.copy?.slugs.get(id);
+    const tenant = slug === undefined ? undefined : this.copy?.tenants.get(slug);
+    return tenant?.id === id ? tenant : null;
   }
 
   /**

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../readmodel/index.js';
 import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from '../store/postgres.js';
 import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
+import { DEFAULT_CONSOLE_SESSION_TTL_MS } from '../console/session.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
@@ -43,6 +44,8 @@ export interface Config {
   dbConnectTimeoutMs: number;
   /** How long a request may wait on the store in all before it answers 503 with Retry-After. */
   storeRequestTimeoutMs: number;
+  /** How long a console session lasts (DUNWALL_CONSOLE_SESSION_TTL_MS). */
+  consoleSessionTtlMs: number;
   /** Log every lookup (two lines each); off by default, it is the hot path. */
   logLookups: boolean;
   /** Requests per minute; 0 turns a limit off. */
@@ -224,6 +227,8 @@ export function loadConfig(env: Env = process.env): Config {
   const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
   const dbQueryTimeoutMs = integer(env, 'DUNWALL_DB_QUERY_TIMEOUT_MS', DEFAULT_DB_QUERY_TIMEOUT_MS, 100, 600_000, problems);
   const dbConnectTimeoutMs = integer(env, 'DUNWALL_DB_CONNECT_TIMEOUT_MS', DEFAULT_DB_CONNECT_TIMEOUT_MS, 100, 600_000, problems);
+  // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
+  const consoleSessionTtlMs = integer(env, 'DUNWALL_CONSOLE_SESSION_TTL_MS', DEFAULT_CONSOLE_SESSION_TTL_MS, 900_000, 7 * 86_400_000, problems);
   const storeRequestTimeoutMs = integer(env, 'DUNWALL_STORE_REQUEST_TIMEOUT_MS', DEFAULT_STORE_REQUEST_TIMEOUT_MS, 100, MAX_STORE_REQUEST_TIMEOUT_MS, problems);
   const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
   if (!['0', '1', ''].includes(logLookupsRaw)) problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
@@ -301,6 +306,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbQueryTimeoutMs,
     dbConnectTimeoutMs,
     storeRequestTimeoutMs,
+    consoleSessionTtlMs,
     logLookups: logLookupsRaw === '1',
     rateLimits: Object.freeze(rateLimits),
     redisUrl,

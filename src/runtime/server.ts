@@ -16,6 +16,7 @@ import { sha256 } from '../domain/keys.js';
 import { SecretBox } from '../secrets/cipher.js';
 import { loadSnippet } from '../http/snippet-asset.js';
 import { loadPackageTarballs } from '../http/package-tarballs.js';
+import { loadConsoleAssets } from '../console/assets.js';
 import type { Redis } from 'ioredis';
 import { createLogger } from './logger.js';
 import { ReadModel } from '../readmodel/index.js';
@@ -148,6 +149,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
+    const consoleAssets = loadConsoleAssets();
+    if (consoleAssets === null) log.warn('the console is not built: /console answers 404 until npm run build');
     const packages = loadPackageTarballs();
     if (packages === null || packages.size === 0) log.warn('no package tarball is built: /packages/*.tgz answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
@@ -180,6 +183,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       storeRequestTimeoutMs: config.storeRequestTimeoutMs,
       metricsOnPublicPort: config.metricsPort === null,
       defaultTier: config.defaultTier,
+      console: { assets: consoleAssets, sessionTtlMs: config.consoleSessionTtlMs },
     });
     const address = await app.listen({ port: config.port, host: config.host }).catch((err: NodeJS.ErrnoException) => {
       const problem = listenProblem(err, config.host, config.port);

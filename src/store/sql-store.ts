@@ -1,5 +1,7 @@
 import { createSecretKey, getSecretKey, listSecretKeys, revokeSecretKey, rotateSecretKey, touchSecretKeys } from './secret-keys.js';
 import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
+import { createConsoleSession, deleteConsoleSession, findConsoleSession } from './console-sessions.js';
+import type { ConsoleSessionRecord, NewConsoleSession } from './console-sessions.js';
 import type { Change } from '../domain/stripe/fold.js';
 import { zeroStatusCounts } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
@@ -712,6 +714,18 @@ export class SqlStore implements Store {
     if (!row) throw new Error('tier upsert returned no row');
     this.emit();
     return toTier(row);
+  }
+
+  createConsoleSession(session: NewConsoleSession): Promise<void> {
+    return createConsoleSession(this.db, session);
+  }
+
+  findConsoleSession(digest: Buffer, now: Date): Promise<ConsoleSessionRecord | null> {
+    return findConsoleSession(this.db, digest, now);
+  }
+
+  deleteConsoleSession(digest: Buffer): Promise<boolean> {
+    return deleteConsoleSession(this.db, digest);
   }
 
   async recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics> {

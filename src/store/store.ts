@@ -1,4 +1,5 @@
 import type { SecretKeyStore } from './secret-keys.js';
+import type { ConsoleSessionStore } from './console-sessions.js';
 import type { Analytics } from './analytics.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
@@ -410,7 +411,8 @@ export interface Maintenance {
  * clock the maintenance), so that a test passes a small fake. The lookup reads none of it
  * directly: each process holds a copy of what it needs (src/readmodel/).
  */
-export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore, Analytics {
+export interface Store
+  extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore, Analytics, ConsoleSessionStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
   readonly downstream: DownstreamStore;
