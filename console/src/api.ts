@@ -1,0 +1,105 @@
+/**
+ * The console's one way to the service: the session it signed in with, and the tenant API
+ * (/v1) or the operator's (/admin/v1/tenants/:slug) with the session cookie standing in for
+ * the credential. Every write carries the session's CSRF token; a refused session sends the
+ * page back to the sign-in.
+ */
+
+export type Scope = 'status:read' | 'subscribers:read' | 'subscribers:write' | 'settings:write' | 'webhooks:write' | 'keys:write';
+
+export interface Session {
+  kind: 'operator' | 'tenant';
+  tenant: { slug: string } | null;
+  scopes: Scope[];
+  csrf_token: string;
+  expires_at: string;
+}
+
+/** A problem answer (RFC 9457) as an error: its code and its words. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = 'ApiError';
+  }
+}
+
+/** Ten seconds: a console call that takes longer says so rather than spin. */
+const TIMEOUT_MS = 10_000;
+
+let csrf = '';
+let onSignedOut: () => void = () => {};
+
+export function useSession(session: Session | null, signedOut: () => void): void {
+  csrf = session?.csrf_token ?? '';
+  onSignedOut = signedOut;
+}
+
+async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrf) headers['x-csrf-token'] = csrf;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), TIMEOUT_MS);
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      signal: controller.signal,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  } catch {
+    throw new ApiError(0, 'network', controller.signal.aborted ? 'The service took too long to answer.' : 'The service could not be reached.');
+  } finally {
+    clearTimeout(timer);
+  }
+  if (res.status === 204) return undefined as T;
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!res.ok) {
+    const p = (parsed ?? {}) as { code?: string; detail?: string };
+    const error = new ApiError(res.status, p.code ?? 'error', p.detail ?? `The service answered ${res.status}.`);
+    if (p.code === 'invalid_session' && !path.endsWith('/console/api/session')) onSignedOut();
+    throw error;
+  }
+  return parsed as T;
+}
+
+export const api = {
+  get: <T>(path: string) => call<T>('GET', path),
+  post: <T>(path: string, body?: unknown) => call<T>('POST', path, body ?? {}),
+  put: <T>(path: string, body: unknown) => call<T>('PUT', path, body),
+  patch: <T>(path: string, body: unknown) => call<T>('PATCH', path, body),
+  del: <T = void>(path: string) => call<T>('DELETE', path),
+};
+
+export const signIn = (credential: string) => call<Session>('POST', '/console/api/session', { credential });
+export const currentSession = () => call<Session>('GET', '/console/api/session');
+export const signOut = () => call<void>('DELETE', '/console/api/session');
+
+/** Where a tenant's resources are: its own API, or the operator's path to the tenant. */
+export function tenantBase(session: Session, slug: string): string {
+  return session.kind === 'tenant' ? '/v1' : `/admin/v1/tenants/${encodeURIComponent(slug)}`;
+}
+
+export function holds(session: Session, scope: Scope): boolean {
+  return session.scopes.includes(scope);
+}
+
+/** A query string of the defined values. */
+export function qs(params: Record<string, string | number | undefined | null>): string {
+  const parts = Object.entries(params)
+    .filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  return parts.length ? `?${parts.join('&')}` : '';
+}

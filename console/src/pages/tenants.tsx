@@ -1,0 +1,137 @@
+/** @jsxImportSource preact */
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import type { ApiError } from '../api.js';
+import { asApiError, ErrorNote, Loading, Page, useConsole, useLoad, when } from '../ui.js';
+
+interface TenantRow {
+  slug: string;
+  tier: string;
+  suspended: boolean;
+  livemode: boolean | null;
+  created_at: string;
+}
+
+interface Created extends TenantRow {
+  publishable_key: string;
+  hmac_secret: string;
+}
+
+/** The operator's tenants: every one, a new one (its keys shown once), suspension. */
+export function Tenants() {
+  const { session, slug, setSlug, announce } = useConsole();
+  const loaded = useLoad(() => (session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] })), [session]);
+  const [newSlug, setNewSlug] = useState('');
+  const [tier, setTier] = useState('');
+  const [created, setCreated] = useState<Created | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  if (session.kind !== 'operator') {
+    return (
+      <Page title="Tenants">
+        <p class="note">Only the operator manages tenants.</p>
+      </Page>
+    );
+  }
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    try {
+      const t = await api.post<Created>('/admin/v1/tenants', { slug: newSlug.trim(), ...(tier.trim() ? { tier: tier.trim() } : {}) });
+      setCreated(t);
+      setNewSlug('');
+      announce(`Tenant ${t.slug} created.`);
+      loaded.reload();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  const suspend = async (t: TenantRow) => {
+    setError(null);
+    try {
+      await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, { suspended: !t.suspended });
+      announce(`Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`);
+      loaded.reload();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <Page title="Tenants">
+      <ErrorNote error={loaded.error ?? error} retry={loaded.error ? loaded.reload : undefined} />
+      {loaded.loading && loaded.data === null ? <Loading what="the tenants" /> : null}
+      {loaded.data ? (
+        <div class="card table-wrap">
+          <table>
+            <caption class="sr-only">Tenants</caption>
+            <thead>
+              <tr>
+                <th scope="col">Slug</th>
+                <th scope="col">Tier</th>
+                <th scope="col">Mode</th>
+                <th scope="col">State</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {loaded.data.data.map((t) => (
+                <tr key={t.slug}>
+                  <th scope="row">{t.slug}</th>
+                  <td>{t.tier}</td>
+                  <td>{t.livemode === null ? 'any' : t.livemode ? 'live' : 'test'}</td>
+                  <td>{t.suspended ? <span class="badge badge-lockout">suspended</span> : <span class="badge badge-active">active</span>}</td>
+                  <td>{when(t.created_at)}</td>
+                  <td class="actions">
+                    <button type="button" class="button secondary" aria-pressed={slug === t.slug} onClick={() => setSlug(t.slug)}>
+                      {slug === t.slug ? 'Shown' : 'Show'}
+                    </button>
+                    <button type="button" class="button secondary" onClick={() => void suspend(t)}>
+                      {t.suspended ? 'Resume' : 'Suspend'}
+                      <span class="sr-only"> {t.slug}</span>
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <form class="card form" onSubmit={create} aria-labelledby="new-tenant">
+        <h2 id="new-tenant">New tenant</h2>
+        <div class="row">
+          <label>
+            <span>Slug</span>
+            <input required pattern="[a-z0-9][a-z0-9-]{0,62}" value={newSlug} onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)} />
+          </label>
+          <label>
+            <span>Tier (optional)</span>
+            <input value={tier} onInput={(e) => setTier((e.target as HTMLInputElement).value)} />
+          </label>
+        </div>
+        <button type="submit" class="button">
+          Create
+        </button>
+      </form>
+      {created ? (
+        <section class="card secret" aria-labelledby="created-title">
+          <h2 id="created-title">{created.slug}: its keys, shown this once</h2>
+          <dl class="kv">
+            <dt>Publishable key</dt>
+            <dd>
+              <code>{created.publishable_key}</code>
+            </dd>
+            <dt>HMAC secret</dt>
+            <dd>
+              <code>{created.hmac_secret}</code>
+            </dd>
+          </dl>
+          <button type="button" class="button secondary" onClick={() => setCreated(null)}>
+            I have kept them
+          </button>
+        </section>
+      ) : null}
+    </Page>
+  );
+}

@@ -1,0 +1,196 @@
+/** @jsxImportSource preact */
+import type { ComponentChildren } from 'preact';
+import { createContext } from 'preact';
+import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import type { Session } from './api.js';
+import { ApiError, tenantBase } from './api.js';
+
+/** What every page reads: who is signed in, and which tenant the pages show. */
+export interface ConsoleContext {
+  session: Session;
+  /** The tenant shown; null: the operator has not chosen one. */
+  slug: string | null;
+  /** Where that tenant's resources are (/v1 or /admin/v1/tenants/:slug). */
+  base: string;
+  setSlug: (slug: string | null) => void;
+  /** Says something to screen readers and shows it a moment (a save, a failure). */
+  announce: (message: string) => void;
+}
+
+export const Ctx = createContext<ConsoleContext | null>(null);
+
+export function useConsole(): ConsoleContext {
+  const ctx = useContext(Ctx);
+  if (ctx === null) throw new Error('useConsole outside the console');
+  return ctx;
+}
+
+export function contextFor(session: Session, slug: string | null, setSlug: (s: string | null) => void, announce: (m: string) => void): ConsoleContext {
+  return { session, slug, base: slug === null ? '' : tenantBase(session, slug), setSlug, announce };
+}
+
+export interface Loaded<T> {
+  data: T | null;
+  error: ApiError | null;
+  loading: boolean;
+  reload: () => void;
+}
+
+/** Loads `fn` whenever a key changes; a later answer replaces an earlier one, never the reverse. */
+export function useLoad<T>(fn: () => Promise<T>, keys: readonly unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  const seq = useRef(0);
+  useEffect(() => {
+    const mine = ++seq.current;
+    setState((s) => ({ ...s, loading: true }));
+    fn().then(
+      (data) => mine === seq.current && setState({ data, error: null, loading: false }),
+      (err: unknown) => mine === seq.current && setState({ data: null, error: asApiError(err), loading: false }),
+    );
+  }, [...keys, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { ...state, reload };
+}
+
+export function asApiError(err: unknown): ApiError {
+  return err instanceof ApiError ? err : new ApiError(0, 'error', err instanceof Error ? err.message : String(err));
+}
+
+/** A page: its title as the one h1, focused when the page opens so a screen reader starts there. */
+export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
+  const h1 = useRef<HTMLHeadingElement>(null);
+  useLayoutEffect(() => {
+    document.title = `${props.title} · Dunwall console`;
+    h1.current?.focus();
+  }, [props.title]);
+  return (
+    <section class="page" aria-labelledby="page-title">
+      <header class="page-head">
+        <h1 id="page-title" tabIndex={-1} ref={h1}>
+          {props.title}
+        </h1>
+        {props.actions ? <div class="page-actions">{props.actions}</div> : null}
+      </header>
+      {props.children}
+    </section>
+  );
+}
+
+export function Loading(props: { what?: string }) {
+  return (
+    <p class="loading" role="status">
+      Loading{props.what ? ` ${props.what}` : ''}…
+    </p>
+  );
+}
+
+export function ErrorNote(props: { error: ApiError | null; retry?: () => void }) {
+  if (props.error === null) return null;
+  return (
+    <div class="error" role="alert">
+      <p>
+        {props.error.detail}
+        {props.error.code && props.error.code !== 'error' ? <code class="code"> {props.error.code}</code> : null}
+      </p>
+      {props.retry ? (
+        <button type="button" class="button secondary" onClick={props.retry}>
+          Try again
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
+/** What a page needs a tenant for, when the operator has not chosen one. */
+export function NeedsTenant() {
+  return (
+    <Page title="Choose a tenant">
+      <p>
+        Choose a tenant in the header, or see them all under <a href="/console/tenants">Tenants</a>.
+      </p>
+    </Page>
+  );
+}
+
+/** What a scope hides: said, never a broken page. */
+export function Missing(props: { scope: string }) {
+  return (
+    <p class="note">
+      This needs the <code>{props.scope}</code> scope, which the key this session was opened with does not hold.
+    </p>
+  );
+}
+
+export function Stat(props: { label: string; value: ComponentChildren; hint?: ComponentChildren }) {
+  return (
+    <div class="stat">
+      <dt>{props.label}</dt>
+      <dd>
+        <span class="stat-value">{props.value}</span>
+        {props.hint ? <span class="stat-hint">{props.hint}</span> : null}
+      </dd>
+    </div>
+  );
+}
+
+const MINOR_UNITS: Record<string, number> = {
+  jpy: 0,
+  krw: 0,
+  vnd: 0,
+  clp: 0,
+  isk: 0,
+  ugx: 0,
+  xof: 0,
+  xaf: 0,
+  bif: 0,
+  djf: 0,
+  gnf: 0,
+  kmf: 0,
+  mga: 0,
+  pyg: 0,
+  rwf: 0,
+  vuv: 0,
+  xpf: 0,
+};
+
+/** An amount in a currency's minor units (Stripe's), in the reader's locale. */
+export function money(amount: number, currency: string): string {
+  const digits = MINOR_UNITS[currency.toLowerCase()] ?? 2;
+  try {
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency: currency.toUpperCase() }).format(amount / 10 ** digits);
+  } catch {
+    return `${(amount / 10 ** digits).toFixed(digits)} ${currency.toUpperCase()}`;
+  }
+}
+
+export function percent(rate: number | null): string {
+  return rate === null ? '–' : `${(rate * 100).toFixed(1)} %`;
+}
+
+export function count(n: number): string {
+  return new Intl.NumberFormat().format(n);
+}
+
+export function when(iso: string | null): string {
+  if (iso === null) return '–';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function day(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleDateString(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
+}
+
+export function duration(seconds: number | null): string {
+  if (seconds === null) return '–';
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 86_400 * 2) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86_400).toFixed(1)} days`;
+}
+
+export function StatusBadge(props: { status: string | null }) {
+  const s = props.status ?? 'unknown';
+  return <span class={`badge badge-${s}`}>{s}</span>;
+}
