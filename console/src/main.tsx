@@ -5,7 +5,7 @@ import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation } from 'preact-iso';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
-import { Ctx, asApiError, contextFor, ErrorNote, Loading, NeedsTenant } from './ui.js';
+import { Ctx, asApiError, contextFor, ErrorNote, Loading, NeedsTenant, useConsole } from './ui.js';
 import type { ApiError } from './api.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
@@ -15,6 +15,20 @@ import { Tenants } from './pages/tenants.js';
 import './console.css';
 
 const TENANT_KEY = 'dunwall.console.tenant';
+
+/** A page of one tenant's resources: until the operator chooses a tenant, the page says so. */
+function tenanted<P extends object>(Page: ComponentType<P>): ComponentType<P> {
+  return function Tenanted(props: P) {
+    const { slug } = useConsole();
+    return slug === null ? <NeedsTenant /> : <Page {...props} />;
+  };
+}
+
+const OverviewPage = tenanted(Overview);
+const SubscribersPage = tenanted(Subscribers);
+const SubscriberDetail = tenanted(SubscriberPage);
+const SettingsPage = tenanted(Settings);
+const HealthPage = tenanted(Health);
 
 function SignIn(props: { onSignedIn: (s: Session) => void }) {
   const [credential, setCredential] = useState('');
@@ -136,7 +150,6 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
     setTimeout(() => setMessage((now) => (now === m ? '' : now)), 6000);
   }, []);
   const ctx = useMemo(() => contextFor(session, slug, setSlug, announce), [session, slug, setSlug, announce]);
-  const tenantPage = (page: ComponentType) => (slug === null ? NeedsTenant : page);
   return (
     <Ctx.Provider value={ctx}>
       <a class="skip" href="#main">
@@ -156,11 +169,11 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
         <Nav session={session} />
         <main id="main" tabIndex={-1}>
           <Router>
-            <Route path="/console" component={tenantPage(Overview)} />
-            <Route path="/console/subscribers" component={tenantPage(Subscribers)} />
-            <Route path="/console/subscribers/:customerId" component={tenantPage(SubscriberPage)} />
-            <Route path="/console/settings" component={tenantPage(Settings)} />
-            <Route path="/console/health" component={tenantPage(Health)} />
+            <Route path="/console" component={OverviewPage} />
+            <Route path="/console/subscribers" component={SubscribersPage} />
+            <Route path="/console/subscribers/:customerId" component={SubscriberDetail} />
+            <Route path="/console/settings" component={SettingsPage} />
+            <Route path="/console/health" component={HealthPage} />
             <Route path="/console/tenants" component={Tenants} />
             <Route default component={NotFound} />
           </Router>
