@@ -69,7 +69,8 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   if (!res.ok) {
     const p = (parsed ?? {}) as { code?: string; detail?: string };
     const error = new ApiError(res.status, p.code ?? 'error', p.detail ?? `The service answered ${res.status}.`);
-    if (p.code === 'invalid_session' && !path.endsWith('/console/api/session')) onSignedOut();
+    // Any 401 of the API means the session is gone (ended, signed out elsewhere, its key revoked).
+    if (res.status === 401 && !path.endsWith('/console/api/session')) onSignedOut();
     throw error;
   }
   return parsed as T;

@@ -25,11 +25,15 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
     const el = box.current;
     if (el === null || props.times.length === 0) return;
     const hasRate = props.series.some((s) => s.rate);
+    // Half a period of room on each side, so the first and last bars are drawn whole.
+    const times = props.times.map((t) => t / 1000);
+    const half = times.length > 1 ? ((times[1] as number) - (times[0] as number)) / 2 : 43_200;
+    const xRange: uPlot.Range.MinMax = [(times[0] as number) - half, (times.at(-1) as number) + half];
     const opts: uPlot.Options = {
       width: Math.max(el.clientWidth, 280),
       height: props.height ?? 220,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, ...(hasRate ? { rate: { range: [0, 1] as [number, number] } } : {}) },
+      scales: { x: { time: true, range: () => xRange }, ...(hasRate ? { rate: { range: [0, 1] as [number, number] } } : {}) },
       axes: [
         { stroke: '#475467', grid: { stroke: '#eaecf0' } },
         { stroke: '#475467', grid: { stroke: '#eaecf0' } },
@@ -56,7 +60,7 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
         })),
       ],
     };
-    const chart = new uPlot(opts, [props.times.map((t) => t / 1000), ...props.series.map((s) => s.values)] as uPlot.AlignedData, el);
+    const chart = new uPlot(opts, [times, ...props.series.map((s) => s.values)] as uPlot.AlignedData, el);
     const resize = new ResizeObserver(() => chart.setSize({ width: Math.max(el.clientWidth, 280), height: opts.height }));
     resize.observe(el);
     return () => {

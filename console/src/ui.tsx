@@ -190,6 +190,15 @@ export function duration(seconds: number | null): string {
   return `${(seconds / 86_400).toFixed(1)} days`;
 }
 
+/** A table that scrolls sideways on a narrow screen: a labelled region a keyboard can reach and scroll. */
+export function TableWrap(props: { label: string; class?: string; children: ComponentChildren }) {
+  return (
+    <div class={`table-wrap${props.class ? ` ${props.class}` : ''}`} role="region" aria-label={props.label} tabIndex={0}>
+      {props.children}
+    </div>
+  );
+}
+
 export function StatusBadge(props: { status: string | null }) {
   const s = props.status ?? 'unknown';
   return <span class={`badge badge-${s}`}>{s}</span>;

@@ -2,7 +2,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, holds, qs } from '../api.js';
 import { TimeChart } from '../chart.js';
-import { count, day, duration, ErrorNote, Loading, Missing, money, Page, percent, Stat, useConsole, useLoad } from '../ui.js';
+import { count, day, duration, ErrorNote, Loading, Missing, money, Page, percent, Stat, TableWrap, useConsole, useLoad } from '../ui.js';
 
 interface Amount {
   currency: string;
@@ -146,7 +146,7 @@ export function Overview() {
           </div>
           <section class="card" aria-labelledby="periods-title">
             <h2 id="periods-title">By {data.granularity}</h2>
-            <div class="table-wrap">
+            <TableWrap label={`By ${data.granularity}`}>
               <table>
                 <thead>
                   <tr>
@@ -169,11 +169,11 @@ export function Overview() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
           </section>
           <section class="card" aria-labelledby="cohorts-title">
             <h2 id="cohorts-title">Cohorts by month of dunning start</h2>
-            <div class="table-wrap">
+            <TableWrap label="Cohorts">
               <table>
                 <thead>
                   <tr>
@@ -194,7 +194,7 @@ export function Overview() {
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
           </section>
         </>
       ) : null}

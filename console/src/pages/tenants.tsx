@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import type { ApiError } from '../api.js';
-import { asApiError, ErrorNote, Loading, Page, useConsole, useLoad, when } from '../ui.js';
+import { asApiError, ErrorNote, Loading, Page, TableWrap, useConsole, useLoad, when } from '../ui.js';
 
 interface TenantRow {
   slug: string;
@@ -60,7 +60,7 @@ export function Tenants() {
       <ErrorNote error={loaded.error ?? error} retry={loaded.error ? loaded.reload : undefined} />
       {loaded.loading && loaded.data === null ? <Loading what="the tenants" /> : null}
       {loaded.data ? (
-        <div class="card table-wrap">
+        <TableWrap label="Tenants" class="card">
           <table>
             <caption class="sr-only">Tenants</caption>
             <thead>
@@ -96,14 +96,14 @@ export function Tenants() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
       <form class="card form" onSubmit={create} aria-labelledby="new-tenant">
         <h2 id="new-tenant">New tenant</h2>
         <div class="row">
           <label>
             <span>Slug</span>
-            <input required pattern="[a-z0-9][a-z0-9-]{0,62}" value={newSlug} onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)} />
+            <input required pattern="[a-z0-9][a-z0-9\-]{0,62}" value={newSlug} onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)} />
           </label>
           <label>
             <span>Tier (optional)</span>
