@@ -36,3 +36,12 @@ describe('configuration of the store bound of a request', () => {
     expect(() => loadConfig({ DUNWALL_STORE_REQUEST_TIMEOUT_MS: '2s' })).toThrow('DUNWALL_STORE_REQUEST_TIMEOUT_MS');
   });
 });
+
+describe('configuration of console sessions', () => {
+  it('lasts 8 hours by default, from a quarter of an hour to a week', () => {
+    expect(loadConfig({}).consoleSessionTtlMs).toBe(8 * 3_600_000);
+    expect(loadConfig({ DUNWALL_CONSOLE_SESSION_TTL_MS: '3600000' }).consoleSessionTtlMs).toBe(3_600_000);
+    expect(() => loadConfig({ DUNWALL_CONSOLE_SESSION_TTL_MS: '60000' })).toThrow('DUNWALL_CONSOLE_SESSION_TTL_MS must be an integer from 900000 to 604800000');
+    expect(() => loadConfig({ DUNWALL_CONSOLE_SESSION_TTL_MS: '8h' })).toThrow('DUNWALL_CONSOLE_SESSION_TTL_MS');
+  });
+});
