@@ -144,6 +144,33 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     }
   });
 
+  it('previews a draft branding for a signed-in page only, answering the snippet from the address', async () => {
+    const draft = Buffer.from(JSON.stringify({ colors: { accent: '#ff0000' }, texts: { default: { gate_title: 'Pay up' } } })).toString('base64url');
+    const refused = await h.app.inject({ method: 'GET', url: `/console/preview?state=lockout&draft=${draft}` });
+    expect(refused.statusCode).toBe(401);
+    const s = await signIn(ADMIN_TOKEN);
+    const page = await as(s.cookie, 'GET', `/console/preview?state=lockout&draft=${draft}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'self'");
+    expect(page.body).toContain(`data-base-url="/console/preview/api/lockout/${draft}"`);
+    expect(page.body).toContain('src="/snippet.js"');
+    const status = await h.app.inject({
+      method: 'GET',
+      url: `/console/preview/api/warning/${draft}/api/subscriber-status/preview?processor_customer_id=cus_preview`,
+    });
+    expect(status.json()).toEqual({
+      status: 'warning',
+      entitlements: {},
+      lockout_at: new Date(h.clock.ms + 3 * 86_400_000).toISOString().replace('.000Z', 'Z'),
+    });
+    const branding = await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${draft}/api/branding/preview` });
+    expect(branding.json()).toEqual({ colors: { accent: '#ff0000' }, texts: { default: { gate_title: 'Pay up' } } });
+    // A draft that is no valid branding (an http link) previews the defaults, never the link.
+    const bad = Buffer.from(JSON.stringify({ payment_url: 'http://evil.example/pay' })).toString('base64url');
+    expect((await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${bad}/api/branding/preview` })).json()).toEqual({});
+    expect((await h.app.inject({ method: 'GET', url: `/console/preview/api/paid/${draft}/api/branding/preview` })).statusCode).toBe(404);
+  });
+
   it('refuses bad input with a problem naming the field', async () => {
     const empty = await h.app.inject({
       method: 'POST',

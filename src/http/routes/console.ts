@@ -133,6 +133,11 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
   // The branding preview: a make-believe page of the tenant's app with the snippet itself,
   // answered by the two calls below instead of the lookup, with the draft in their address.
   app.get('/console/preview', { schema: { hide: true } }, async (req, reply) => {
+    // A signed-in page's frame only: the draft is whatever its address says, so a link to the
+    // preview from anywhere else (which never carries the SameSite=Strict cookie) is not a
+    // page of this origin showing a stranger's text and links.
+    const id = readCookie(req.headers.cookie, SESSION_COOKIE);
+    if (id === null || (await resolveSession(store, model, id, opts.now())) === null) return sendProblem(reply, 'invalid_session');
     const q = req.query as Record<string, unknown>;
     const state = PREVIEW_STATES.find((s) => s === q.state) ?? 'warning';
     const draft = typeof q.draft === 'string' && /^[A-Za-z0-9_-]{0,12000}$/.test(q.draft) ? q.draft : '';
@@ -144,14 +149,14 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
 <main class="preview-main" aria-hidden="true"><div></div><div></div><div></div></main>
 <script src="/snippet.js" data-tenant="preview" data-key="pk_preview" data-customer="cus_preview" data-base-url="${escapeHtml(base)}" async></script>
 </body></html>`;
-    return pageHeaders(reply, PREVIEW_CSP).header('content-type', 'text/html; charset=utf-8').send(html);
+    return pageHeaders(reply, PREVIEW_CSP).header('x-frame-options', 'SAMEORIGIN').header('content-type', 'text/html; charset=utf-8').send(html);
   });
 
   app.get('/console/preview/api/*', { schema: { hide: true } }, async (req, reply) => {
     const rest = (req.params as { '*': string })['*'];
     const m = /^(warning|lockout)\/([A-Za-z0-9_-]{1,12000})\/api\/(subscriber-status|branding)\/[a-z0-9-]{1,64}$/.exec(rest);
     if (m === null) return sendProblem(reply, 'not_found');
-    reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store');
+    reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
     if (m[3] === 'branding') return reply.send(draftBranding(m[2] as string));
     const status = m[1] as (typeof PREVIEW_STATES)[number];
     const lockoutAt = status === 'warning' ? { lockout_at: formatLockoutAt(opts.now() + PREVIEW_LOCKOUT_AHEAD_MS) } : {};
