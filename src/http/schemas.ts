@@ -639,3 +639,37 @@ export const RecoveryAnalytics = Type.Object({
     description: 'Runs started in the range, by month of dunning start: how many were since recovered',
   }),
 });
+
+// Policy impact (docs/tenant-api.md): what a proposed policy would change now.
+
+export const PolicyImpactQuery = Type.Object(
+  {
+    enforcement: Type.Optional(
+      Type.Unsafe<Enforcement>({
+        type: 'string',
+        enum: [...ENFORCEMENTS],
+        description: `The proposed enforcement (${ENFORCEMENTS.join(', ')}); absent: the current one`,
+      }),
+    ),
+    grace_days: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,3}$', description: `The proposed grace, a whole number of days from 0 to ${MAX_GRACE_DAYS}; absent: the current one` }),
+    ),
+    escalate_after_days: Type.Optional(
+      Type.String({
+        pattern: '^([0-9]{1,3}|none)$',
+        description: `The proposed escalation, a whole number of days from 1 to ${MAX_ESCALATE_AFTER_DAYS}, or none (never); absent: the current one`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+/** Customers answered warning and lockout (the others are answered active). */
+const gateCounts = (description: string) => Type.Object({ warning: Count, lockout: Count }, { description });
+export const PolicyImpact = Type.Object({
+  policy: Type.Object(policyFields, { additionalProperties: false, description: "The proposed policy: the fields given over the tenant's current ones" }),
+  current: gateCounts('Customers answered warning and lockout under the current policy, now'),
+  proposed: gateCounts('Customers answered warning and lockout under the proposed policy, now'),
+  newly_gated: Type.Integer({ minimum: 0, description: 'Answered lockout under the proposed policy and not under the current one' }),
+  released: Type.Integer({ minimum: 0, description: 'Answered lockout under the current policy and not under the proposed one' }),
+  at: Timestamp,
+});

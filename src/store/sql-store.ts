@@ -6,8 +6,8 @@ import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../
 import { SecretBox } from '../secrets/cipher.js';
 import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db.js';
 import { outsideRequestBounds } from './deadline.js';
-import { recoveryAnalytics } from './analytics.js';
-import type { AnalyticsQuery, RecoveryAnalytics } from './analytics.js';
+import { policyImpact, recoveryAnalytics } from './analytics.js';
+import type { AnalyticsQuery, PolicyImpact, RecoveryAnalytics } from './analytics.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
@@ -716,6 +716,10 @@ export class SqlStore implements Store {
 
   async recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics> {
     return recoveryAnalytics(this.db, tenantId, query);
+  }
+
+  async policyImpact(tenantId: number, proposed: Partial<Policy>, now: Date): Promise<PolicyImpact> {
+    return policyImpact(this.db, tenantId, await tenantPolicy(this.db, tenantId), proposed, now);
   }
 
   async ping(): Promise<void> {
