@@ -11,6 +11,7 @@ import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/downstream-endpoints.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
+import type { StripeIntakeCount, StripeIntakeKind } from '../domain/stripe/intake.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
@@ -250,7 +251,7 @@ export interface CredentialSummary {
 }
 
 /** The tables that grow with traffic and are pruned by age. */
-export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes';
+export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes' | 'stripe_intake';
 
 /**
  * A subscriber's answer as the status feed gives it to its tenant (docs/feed.md): what a
@@ -362,6 +363,37 @@ export interface StripeIngestion {
   recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options?: { dryRun?: boolean }): Promise<StripeEventResult[]>;
 }
 
+export type { StripeIntakeCount, StripeIntakeKind };
+
+/** One UTC day of a tenant's Stripe intake: a count per kind. */
+export interface StripeIntakeDay {
+  /** YYYY-MM-DD. */
+  day: string;
+  counts: Record<StripeIntakeKind, number>;
+}
+
+/** A tenant's Stripe intake as kept: the days from some day on, and the last of each kind. */
+export interface StripeIntakeSummary {
+  /** Oldest first; only days with a row. */
+  days: StripeIntakeDay[];
+  /** The latest of each kind among every day still kept (whatever the range of `days`); null: none. */
+  lastAt: Record<StripeIntakeKind, Date | null>;
+}
+
+/**
+ * The Stripe intake counters (migration 016): counted in memory by each process, added here
+ * in batches, read by the tenant's health.
+ */
+export interface StripeIntakeStore {
+  /**
+   * Adds the counts, one row per (tenant, day, kind), in one statement; `last_at` only ever
+   * moves later. Counts of a tenant deleted meanwhile are dropped.
+   */
+  addStripeIntake(counts: readonly StripeIntakeCount[]): Promise<void>;
+  /** The tenant's days from `since` (a UTC midnight) on, and the last of each kind ever kept. */
+  stripeIntake(tenantId: number, since: Date): Promise<StripeIntakeSummary>;
+}
+
 /**
  * The change log every process's read model follows (migration 006): a snapshot, then
  * every change committed since a position, woken by notifications.
@@ -384,8 +416,9 @@ export interface Maintenance {
   /**
    * Deletes at most `batch` rows of `table` older than `before` (Stripe events by when they
    * were received; history entries by when they were recorded, never a subscriber's newest;
-   * status changes by when they happened, recording the feed's horizon), in one short transaction. Returns how many; 0 when none is left, or when another
-   * instance is pruning the same table at that moment.
+   * status changes by when they happened, recording the feed's horizon; Stripe intake
+   * counters by their day), in one short transaction. Returns how many; 0 when none is left,
+   * or when another instance is pruning the same table at that moment.
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
   /**
@@ -410,7 +443,8 @@ export interface Maintenance {
  * clock the maintenance), so that a test passes a small fake. The lookup reads none of it
  * directly: each process holds a copy of what it needs (src/readmodel/).
  */
-export interface Store extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore, Analytics {
+export interface Store
+  extends TenantStore, SubscriberStore, StripeIngestion, StripeIntakeStore, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore, Analytics {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
   readonly downstream: DownstreamStore;

@@ -2,6 +2,7 @@ import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/store.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
+import type { StripeIntake } from '../stripe-intake.js';
 import type { Audience } from './common.js';
 import { analyticsRoutes } from './analytics.js';
 import { keyRoutes } from './keys.js';
@@ -20,6 +21,8 @@ export interface TenantResourceOptions {
   now: () => number;
   rotationOverlapS: number;
   webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** The Stripe intake counters the operator's replay adds to; null: not counted. */
+  intake: StripeIntake | null;
 }
 
 /**
@@ -34,5 +37,5 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, store, now });
   await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
-  if (audience === 'operator') await stripeEventRoutes(app, { store, now });
+  if (audience === 'operator') await stripeEventRoutes(app, { store, now, intake: opts.intake });
 }
