@@ -578,6 +578,18 @@ export interface ReplayPage {
   next: { since: Date; after: string } | null;
 }
 
+/** A tenant's deliveries at a glance (its health). */
+export interface DeliveryHealth {
+  /** Deliveries waiting for an attempt, on any of its endpoints. */
+  pending: number;
+  /** When the oldest of them was queued; null: none waits. */
+  oldestPendingAt: Date | null;
+  /** Deliveries that gave up (their retry window ended, or the endpoint answered 410) since the given time. */
+  failed: number;
+  endpoints: number;
+  disabledEndpoints: number;
+}
+
 /** A tenant's downstream webhook endpoints and their messages, as the admin and tenant APIs show them. */
 export interface EndpointStore {
   /**
@@ -598,6 +610,11 @@ export interface EndpointStore {
   listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null>;
   /** Queues the message for the endpoint again, now, for a new retry window. */
   retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
+  /**
+   * The state of the tenant's deliveries: what waits (on every endpoint, disabled ones
+   * included), what gave up since `failedSince`, and how many endpoints it has.
+   */
+  deliveryHealth(tenantId: number, failedSince: Date): Promise<DeliveryHealth>;
   /**
    * Queues again, now, the tenant's messages created in [since, until) of the endpoint's
    * event types, oldest first, at most `limit`; `next` says where to go on, null when done.

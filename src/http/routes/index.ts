@@ -9,6 +9,7 @@ import { keyRoutes } from './keys.js';
 import { settingsRoutes } from './settings.js';
 import { stripeEventRoutes } from './stripe-events.js';
 import { subscriberRoutes } from './subscribers.js';
+import { tenantHealthRoutes } from './tenant-health.js';
 import { downstreamEndpointRoutes } from './webhook-endpoints.js';
 
 export { tenantRoutes } from './tenants.js';
@@ -36,6 +37,7 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await settingsRoutes(app, { audience, store, now, rotationOverlapS });
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, store, now });
+  await tenantHealthRoutes(app, { audience, store, deliveries: store.downstream, model, now });
   await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
   if (audience === 'operator') await stripeEventRoutes(app, { store, now, intake: opts.intake });
 }
