@@ -123,6 +123,9 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
     times.lastSync = h.clock.ms;
     expect((await h.admin('POST', '/tenants/acme/stripe-events', { events: [live(), live()], dry_run: true })).json()).toMatchObject({ dry_run: true });
 
+    // Counted in memory only: until the flush, the store holds nothing of them.
+    expect((await h.store.stripeIntake(acmeId, new Date(T0 - 7 * DAY))).days).toEqual([]);
+    expect((await h.store.stripeIntake(noSecretId, new Date(T0 - 7 * DAY))).days).toEqual([]);
     // Eleven deliveries and five events since the first flush: one row per (tenant, day, kind).
     await flush();
     const rows = (flushed.at(-1) ?? []).map((c) => [c.tenantId, c.day, c.kind, c.count]);
