@@ -140,3 +140,103 @@ export function answerCustomer(episodes: readonly PolicyEpisode[], override: Sub
 export function formatLockoutAt(ms: number): string {
   return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
+
+/** How many customers are answered `warning` and `lockout`. */
+export interface GateCounts {
+  warning: number;
+  lockout: number;
+}
+
+/** What a proposed policy would change, against the current one, at one instant. */
+export interface PolicyImpactCounts {
+  current: GateCounts;
+  proposed: GateCounts;
+  /** Answered `lockout` under the proposed policy and not under the current one. */
+  newlyGated: number;
+  /** Answered `lockout` under the current policy and not under the proposed one. */
+  released: number;
+}
+
+/**
+ * The dunning starts at which an episode's answer under `policy` at `nowMs` turns
+ * (`answerEpisode`), ascending: a lockout whose start is at or before `nowMs - grace` is past
+ * its grace, a warning whose start is at or before `nowMs - escalation` has escalated. Between
+ * two of them, in (c[k-1], c[k]], and after the last, the answer is the same for every start.
+ */
+export function dunningStartCutoffs(policy: Policy, nowMs: number): number[] {
+  const cutoffs: number[] = [];
+  if (policy.grace_days > 0) cutoffs.push(nowMs - policy.grace_days * DAY_MS);
+  if (policy.escalate_after_days !== null) cutoffs.push(nowMs - policy.escalate_after_days * DAY_MS);
+  return cutoffs.sort((a, b) => a - b);
+}
+
+/**
+ * An unresolved episode as the impact of a policy sees it: its state, and where its dunning
+ * start falls among the tally's `cutoffs` (how many lie before it; null: unknown).
+ */
+export interface EpisodeInterval {
+  state: UnresolvedState;
+  interval: number | null;
+}
+
+/**
+ * Counts what the current and a proposed policy answer at `nowMs` (docs/tenant-api.md,
+ * policy impact), through `answerCustomer`, as every write would answer the customers, so
+ * that the figures cannot disagree with the statuses the policy would give.
+ *
+ * Customers come one by one (`add`) or, from the store, many alike at once (`addAlike`): an
+ * answer changes with a dunning start only at the `cutoffs` of both policies, and a
+ * customer's status is the worst of its episodes' answers, so customers with the same
+ * override, or the same set of (state, interval of start), are answered alike. Each such
+ * group is answered once, with one start of each interval standing for all of them.
+ */
+export class PolicyImpactTally {
+  /** Both policies' cutoffs, ascending, each once. */
+  readonly cutoffs: readonly number[];
+  private readonly counts: PolicyImpactCounts = { current: { warning: 0, lockout: 0 }, proposed: { warning: 0, lockout: 0 }, newlyGated: 0, released: 0 };
+
+  constructor(
+    private readonly current: Policy,
+    private readonly proposed: Policy,
+    private readonly nowMs: number,
+  ) {
+    this.cutoffs = [...new Set([...dunningStartCutoffs(current, nowMs), ...dunningStartCutoffs(proposed, nowMs)])].sort((a, b) => a - b);
+  }
+
+  /** Where a dunning start falls among `cutoffs`: how many lie before it (null: unknown). */
+  interval(startMs: number | null): number | null {
+    return startMs === null ? null : this.cutoffs.filter((c) => startMs > c).length;
+  }
+
+  /** One customer: its unresolved episodes, and the status of its override (null: none). */
+  add(episodes: readonly PolicyEpisode[], override: SubscriberStatus | null): void {
+    this.count(episodes, override, 1);
+  }
+
+  /** `n` customers with the same override (null: none) or else the same episodes, by interval of start. */
+  addAlike(override: SubscriberStatus | null, episodes: readonly EpisodeInterval[], n: number): void {
+    const last = this.cutoffs.at(-1) ?? this.nowMs;
+    // A start of each interval: its upper cutoff, or just after the last one.
+    const start = (k: number | null): number | null => (k === null ? null : k < this.cutoffs.length ? (this.cutoffs[k] ?? last) : last + 1);
+    this.count(
+      episodes.map((e) => ({ state: e.state, dunningStartMs: start(e.interval) })),
+      override,
+      n,
+    );
+  }
+
+  private count(episodes: readonly PolicyEpisode[], override: SubscriberStatus | null, n: number): void {
+    if (n <= 0) return;
+    const before = answerCustomer(episodes, override, this.current, this.nowMs).status;
+    const after = answerCustomer(episodes, override, this.proposed, this.nowMs).status;
+    if (before !== 'active') this.counts.current[before] += n;
+    if (after !== 'active') this.counts.proposed[after] += n;
+    if (after === 'lockout' && before !== 'lockout') this.counts.newlyGated += n;
+    if (before === 'lockout' && after !== 'lockout') this.counts.released += n;
+  }
+
+  result(): PolicyImpactCounts {
+    const c = this.counts;
+    return { current: { ...c.current }, proposed: { ...c.proposed }, newlyGated: c.newlyGated, released: c.released };
+  }
+}

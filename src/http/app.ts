@@ -16,6 +16,7 @@ import { statusFeedRoutes } from './routes/statuses.js';
 import type { StatusFeedOptions } from './routes/statuses.js';
 import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
 import type { KeyUsage } from './key-usage.js';
+import type { StripeIntake } from './stripe-intake.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../downstream/index.js';
 import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../downstream/index.js';
@@ -129,6 +130,8 @@ export interface AppDeps {
   statusFeed?: Pick<StatusFeedOptions, 'limits' | 'timers'>;
   /** Where secret keys' uses are remembered for their `last_used_at`; absent: not recorded. */
   keyUsage?: KeyUsage | null;
+  /** Where the Stripe webhook's and the replay's intake is counted for the tenants' health; absent: not counted. */
+  stripeIntake?: StripeIntake | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
   trustedProxies?: TrustedProxies | null;
   /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
@@ -371,11 +374,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     viaHttps,
   });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
-  const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS };
+  const intake = deps.stripeIntake ?? null;
+  const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS, intake };
   // A write's answer leaves once every worker's read model shows it (awaitWritesApplied, at
   // the root), so that its writer's next lookup on this instance reads what it wrote.
   await app.register(async (writes: App) => {
-    await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, ...(metrics ? { metrics } : {}) });
+    await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, intake, ...(metrics ? { metrics } : {}) });
     await writes.register(
       async (admin: App) => {
         operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter, sessions });

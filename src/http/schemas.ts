@@ -639,3 +639,83 @@ export const RecoveryAnalytics = Type.Object({
     description: 'Runs started in the range, by month of dunning start: how many were since recovered',
   }),
 });
+
+// Policy impact (docs/tenant-api.md): what a proposed policy would change now.
+
+export const PolicyImpactQuery = Type.Object(
+  {
+    enforcement: Type.Optional(
+      Type.Unsafe<Enforcement>({
+        type: 'string',
+        enum: [...ENFORCEMENTS],
+        description: `The proposed enforcement (${ENFORCEMENTS.join(', ')}); absent: the current one`,
+      }),
+    ),
+    grace_days: Type.Optional(
+      Type.String({ pattern: '^[0-9]{1,3}$', description: `The proposed grace, a whole number of days from 0 to ${MAX_GRACE_DAYS}; absent: the current one` }),
+    ),
+    escalate_after_days: Type.Optional(
+      Type.String({
+        pattern: '^([0-9]{1,3}|none)$',
+        description: `The proposed escalation, a whole number of days from 1 to ${MAX_ESCALATE_AFTER_DAYS}, or none (never); absent: the current one`,
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+/** Customers answered warning and lockout (the others are answered active). */
+const gateCounts = (description: string) => Type.Object({ warning: Count, lockout: Count }, { description });
+export const PolicyImpact = Type.Object({
+  policy: Type.Object(policyFields, { additionalProperties: false, description: "The proposed policy: the fields given over the tenant's current ones" }),
+  current: gateCounts('Customers answered warning and lockout under the current policy, now'),
+  proposed: gateCounts('Customers answered warning and lockout under the proposed policy, now'),
+  newly_gated: Type.Integer({ minimum: 0, description: 'Answered lockout under the proposed policy and not under the current one' }),
+  released: Type.Integer({ minimum: 0, description: 'Answered lockout under the current policy and not under the proposed one' }),
+  at: Timestamp,
+});
+
+// A tenant's health (docs/tenant-api.md): its Stripe intake, this process's read model, its deliveries.
+
+export const TENANT_HEALTH_DAYS = 7;
+export const TenantHealth = Type.Object({
+  stripe: Type.Object(
+    {
+      since: Type.String({
+        format: 'date-time',
+        description: `Midnight UTC ${TENANT_HEALTH_DAYS - 1} days before today: the counts are of the ${TENANT_HEALTH_DAYS} UTC days from it`,
+      }),
+      received: Type.Integer({ minimum: 0, description: 'Webhook deliveries whose signature verified, whatever came of them (refused_livemode included)' }),
+      refused_signature: Type.Integer({ minimum: 0, description: 'Webhook deliveries refused 400 invalid_signature' }),
+      refused_livemode: Type.Integer({ minimum: 0, description: "Verified deliveries of the other mode than the tenant's (outcome livemode_mismatch)" }),
+      replayed: Type.Integer({ minimum: 0, description: "Events taken by the operator's replay (dunwall stripe sync), dry runs aside" }),
+      last_received_at: Type.Union([Timestamp, Type.Null()], { description: 'The last verified delivery, within the counters kept (90 days)' }),
+      last_refused_at: Type.Union([Timestamp, Type.Null()], { description: 'The last refused delivery (signature or livemode), within the counters kept' }),
+      last_sync_at: Type.Union([Timestamp, Type.Null()], { description: 'The last replayed event, within the counters kept' }),
+      days: Type.Array(Type.Object({ day: Type.String({ format: 'date' }), received: Count, refused_signature: Count, refused_livemode: Count }), {
+        description: 'Oldest first, only the days with a delivery',
+      }),
+    },
+    { description: 'Counted by each process and written every 10 s: a delivery shows here within that' },
+  ),
+  read_model: Type.Object(
+    {
+      serving: Type.Boolean({ description: "This process's in-memory copy may answer lookups" }),
+      lag_ms: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], {
+        description:
+          "Milliseconds since this process last read the store's change log successfully: every change committed before at - lag_ms shows in its lookups. Up to about 5,000 when idle and well",
+      }),
+    },
+    { description: 'The process that answered this request' },
+  ),
+  deliveries: Type.Object(
+    {
+      pending: Count,
+      oldest_pending_at: NullableTimestamp,
+      failed_7d: Type.Integer({ minimum: 0, description: 'Deliveries that gave up in the last 7 days' }),
+      endpoints: Count,
+      disabled_endpoints: Count,
+    },
+    { description: "The tenant's downstream webhook deliveries" },
+  ),
+  at: Timestamp,
+});

@@ -266,6 +266,17 @@ export class ReadModel {
     return this.copy !== null && (!this.down || nowMs - this.syncedAtMs <= this.staleIfErrorMs);
   }
 
+  /**
+   * How far behind the store's change log this copy may be at `nowMs`: the milliseconds since
+   * the last catch-up (or load) that read the log successfully began. Every change committed
+   * before `nowMs - lagMs` shows in the copy; one committed since may not yet. It is a bound,
+   * not a measure of what is missing: an idle process reads the log at least every poll
+   * interval, so it shows up to that much with nothing left to read. Null before the first load.
+   */
+  lagMs(nowMs: number): number | null {
+    return this.copy === null ? null : Math.max(0, Math.round(nowMs - this.syncedAtMs));
+  }
+
   /** The tenant of a slug; null: no such tenant, or one that cannot be read (see `unreadable`). Ask `serving` first. */
   tenant(slug: string): TenantAuth | null {
     return this.copy?.tenants.get(slug) ?? null;

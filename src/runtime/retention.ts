@@ -12,6 +12,8 @@ const MAX_BATCHES_PER_RUN = 500;
 /** The first run comes a minute after the start, then one an hour. */
 const FIRST_RUN_DELAY_MS = 60_000;
 export const RETENTION_INTERVAL_MS = 3_600_000;
+/** Days the Stripe intake counters are kept (a tenant's health reads the last 7). */
+export const STRIPE_INTAKE_RETENTION_DAYS = 90;
 
 export interface RetentionSettings {
   /** Days processed Stripe events are kept (their ids catch Stripe's redeliveries). */
@@ -22,6 +24,8 @@ export interface RetentionSettings {
   webhookDays: number;
   /** Days the status feed's changes are kept (default 7); a cursor older than what is kept answers 410. */
   statusFeedDays?: number;
+  /** Days the Stripe intake counters are kept (default STRIPE_INTAKE_RETENTION_DAYS), by their UTC day. */
+  stripeIntakeDays?: number;
 }
 
 export interface RetentionOptions extends RetentionSettings {
@@ -36,12 +40,12 @@ export interface RetentionOptions extends RetentionSettings {
 export type RetentionRun = Record<RetainedTable, number>;
 
 function emptyRun(): RetentionRun {
-  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0 };
+  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0, stripe_intake: 0 };
 }
 
 /**
- * Prunes processed Stripe events, old history, webhook messages and the status feed's
- * changes by age, in small batches, one instance at a time (the store takes a lock per
+ * Prunes processed Stripe events, old history, webhook messages, the status feed's changes
+ * and the Stripe intake counters by age, in small batches, one instance at a time (the store takes a lock per
  * batch), in the background of the service.
  */
 export class Retention {
@@ -88,6 +92,7 @@ export class Retention {
     if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
     plan.push(['webhook_attempts', this.opts.webhookDays], ['webhook_events', this.opts.webhookDays]);
     plan.push(['status_changes', this.opts.statusFeedDays ?? DEFAULT_STATUS_FEED_RETENTION_DAYS]);
+    plan.push(['stripe_intake', this.opts.stripeIntakeDays ?? STRIPE_INTAKE_RETENTION_DAYS]);
     const batch = this.opts.batch ?? RETENTION_BATCH;
     const sleep = this.opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
     for (const [table, days] of plan) {
@@ -101,7 +106,7 @@ export class Retention {
       }
     }
     if (Object.values(run).some((n) => n > 0))
-      this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages and status changes');
+      this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages, status changes and intake counters');
     return run;
   }
 }

@@ -25,6 +25,7 @@ import { runPrimary, workerMetricsText, WorkerSiblings } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
 import { PolicyClock } from './policy-clock.js';
 import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage } from '../http/key-usage.js';
+import { STRIPE_INTAKE_FLUSH_INTERVAL_MS, StripeIntake } from '../http/stripe-intake.js';
 import { Retention } from './retention.js';
 import { DownstreamDeliverer } from '../downstream/index.js';
 import type { Metrics } from '../metrics/index.js';
@@ -162,9 +163,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     // Loaded only when used: the client costs each process about 19 MB of memory.
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const keyUsage = new KeyUsage();
+    const stripeIntake = new StripeIntake();
     const app = await buildApp({
       store,
       keyUsage,
+      stripeIntake,
       metrics,
       ...(options.metricsText ? { metricsText: options.metricsText } : {}),
       model: opened.model,
@@ -226,6 +229,19 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'));
     const keyUsageTimer = setInterval(() => void flushKeyUsage(), KEY_USAGE_FLUSH_INTERVAL_MS);
     keyUsageTimer.unref();
+    // The tenants' Stripe intake counters, one statement every few seconds, never per delivery.
+    let droppedReported = 0;
+    const flushIntake = () =>
+      stripeIntake
+        .flush((counts) => store.addStripeIntake(counts))
+        .then(() => {
+          if (stripeIntake.dropped === droppedReported) return;
+          log.warn({ dropped: stripeIntake.dropped - droppedReported }, 'stripe intake: counts dropped, too many tenants and days between two flushes');
+          droppedReported = stripeIntake.dropped;
+        })
+        .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'stripe intake: counts not recorded; trying again'));
+    const intakeTimer = setInterval(() => void flushIntake(), STRIPE_INTAKE_FLUSH_INTERVAL_MS);
+    intakeTimer.unref();
     metrics.observeDownstreamWebhooks(
       () => deliverer.counts,
       async () => {
@@ -256,6 +272,12 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       () => retention.deleted.webhook_attempts,
     );
     metrics.observeCounter('dunwall_retention_status_changes_deleted_total', "The status feed's changes pruned by age", () => retention.deleted.status_changes);
+    metrics.observeCounter('dunwall_retention_stripe_intake_deleted_total', 'Stripe intake counter rows pruned by age', () => retention.deleted.stripe_intake);
+    metrics.observeCounter(
+      'dunwall_stripe_intake_dropped_total',
+      'Stripe intake counts this process dropped: its in-memory map was full between two flushes',
+      () => stripeIntake.dropped,
+    );
     return {
       app,
       store,
@@ -264,12 +286,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       async close() {
         await retention.stop();
         clearInterval(keyUsageTimer);
+        clearInterval(intakeTimer);
         stopWaking();
         await policyClock.stop();
         await deliverer.stop();
         await metricsListener?.close();
         await app.close();
         await flushKeyUsage();
+        await flushIntake();
         await opened.close();
         redis?.disconnect();
         await store.close();

@@ -10,6 +10,7 @@ import type {
   ClaimResult,
   ClaimedDelivery,
   CreateEndpointResult,
+  DeliveryHealth,
   NewDownstreamEndpoint,
   ReplayPage,
   ReplayRange,
@@ -337,6 +338,29 @@ export class SqlDownstreamStore implements DownstreamStore {
       await requeue(tx, key, [Number(event.id)], now);
       return 'queued';
     });
+  }
+
+  async deliveryHealth(tenantId: number, failedSince: Date): Promise<DeliveryHealth> {
+    // A tenant has a few endpoints (20 at most by the API), each read through its partial indexes:
+    // the pending rows (webhook_deliveries_due) and the failed ones (webhook_deliveries_failed).
+    const [row] = await this.db.query<{ endpoints: number; disabled: number; pending: number; oldest: Date | null; failed: number }>(
+      `SELECT count(*)::int AS endpoints, (count(*) FILTER (WHERE NOT e.enabled))::int AS disabled,
+         COALESCE(sum(p.n), 0)::int AS pending, min(p.oldest) AS oldest, COALESCE(sum(f.n), 0)::int AS failed
+       FROM webhook_endpoints e
+       CROSS JOIN LATERAL (SELECT count(*) AS n, min(d.created_at) AS oldest FROM webhook_deliveries d
+         WHERE d.endpoint_id = e.id AND d.state = 'pending') p
+       CROSS JOIN LATERAL (SELECT count(*) AS n FROM webhook_deliveries d
+         WHERE d.endpoint_id = e.id AND d.state = 'failed' AND d.completed_at >= $2) f
+       WHERE e.tenant_id = $1`,
+      [tenantId, failedSince],
+    );
+    return {
+      pending: Number(row?.pending ?? 0),
+      oldestPendingAt: row?.oldest ? new Date(row.oldest) : null,
+      failed: Number(row?.failed ?? 0),
+      endpoints: Number(row?.endpoints ?? 0),
+      disabledEndpoints: Number(row?.disabled ?? 0),
+    };
   }
 
   async replay(tenantId: number, id: string, range: ReplayRange, limit: number, now: Date): Promise<ReplayPage | null> {

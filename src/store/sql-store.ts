@@ -8,8 +8,10 @@ import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../
 import { SecretBox } from '../secrets/cipher.js';
 import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db.js';
 import { outsideRequestBounds } from './deadline.js';
-import { recoveryAnalytics } from './analytics.js';
-import type { AnalyticsQuery, RecoveryAnalytics } from './analytics.js';
+import { policyImpact, recoveryAnalytics } from './analytics.js';
+import type { AnalyticsQuery, PolicyImpact, RecoveryAnalytics } from './analytics.js';
+import { PRUNE_STRIPE_INTAKE_SQL, addStripeIntake, readStripeIntake } from './stripe-intake.js';
+import type { StripeIntakeCount } from '../domain/stripe/intake.js';
 import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
@@ -40,6 +42,7 @@ import type {
   Store,
   StripeEventInput,
   StripeEventResult,
+  StripeIntakeSummary,
   SubscriberListQuery,
   SubscriberListRow,
   SubscriberRecord,
@@ -56,6 +59,7 @@ export const RETENTION_LOCK_KEYS: Record<RetainedTable, number> = {
   webhook_events: 0x64770003,
   webhook_attempts: 0x64770004,
   status_changes: 0x64770005,
+  stripe_intake: 0x64770006,
 };
 
 /** Each table's oldest rows, at most $2 of them recorded before $1, deleted. */
@@ -78,6 +82,7 @@ const PRUNE_SQL: Record<RetainedTable, string> = {
   webhook_attempts: `WITH doomed AS (SELECT id FROM webhook_attempts WHERE attempted_at < $1 ORDER BY attempted_at LIMIT $2)
     DELETE FROM webhook_attempts a USING doomed d WHERE a.id = d.id RETURNING 1 AS n`,
   status_changes: PRUNE_STATUS_CHANGES_SQL,
+  stripe_intake: PRUNE_STRIPE_INTAKE_SQL,
 };
 
 /** The change notifications' channel in the `public` schema; elsewhere it names the schema too (migration 007). */
@@ -730,6 +735,18 @@ export class SqlStore implements Store {
 
   async recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics> {
     return recoveryAnalytics(this.db, tenantId, query);
+  }
+
+  async policyImpact(tenantId: number, proposed: Partial<Policy>, now: Date): Promise<PolicyImpact> {
+    return policyImpact(this.db, tenantId, await tenantPolicy(this.db, tenantId), proposed, now);
+  }
+
+  async addStripeIntake(counts: readonly StripeIntakeCount[]): Promise<void> {
+    await addStripeIntake(this.db, counts);
+  }
+
+  async stripeIntake(tenantId: number, since: Date): Promise<StripeIntakeSummary> {
+    return readStripeIntake(this.db, tenantId, since);
   }
 
   async ping(): Promise<void> {

@@ -12,6 +12,7 @@ import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { DeliveryOutcome, DeliveryState, EndpointDisabledReason } from '../domain/downstream-endpoints.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
+import type { StripeIntakeCount, StripeIntakeKind } from '../domain/stripe/intake.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
 
@@ -251,7 +252,7 @@ export interface CredentialSummary {
 }
 
 /** The tables that grow with traffic and are pruned by age. */
-export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes';
+export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes' | 'stripe_intake';
 
 /**
  * A subscriber's answer as the status feed gives it to its tenant (docs/feed.md): what a
@@ -363,6 +364,37 @@ export interface StripeIngestion {
   recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options?: { dryRun?: boolean }): Promise<StripeEventResult[]>;
 }
 
+export type { StripeIntakeCount, StripeIntakeKind };
+
+/** One UTC day of a tenant's Stripe intake: a count per kind. */
+export interface StripeIntakeDay {
+  /** YYYY-MM-DD. */
+  day: string;
+  counts: Record<StripeIntakeKind, number>;
+}
+
+/** A tenant's Stripe intake as kept: the days from some day on, and the last of each kind. */
+export interface StripeIntakeSummary {
+  /** Oldest first; only days with a row. */
+  days: StripeIntakeDay[];
+  /** The latest of each kind among every day still kept (whatever the range of `days`); null: none. */
+  lastAt: Record<StripeIntakeKind, Date | null>;
+}
+
+/**
+ * The Stripe intake counters (migration 016): counted in memory by each process, added here
+ * in batches, read by the tenant's health.
+ */
+export interface StripeIntakeStore {
+  /**
+   * Adds the counts, one row per (tenant, day, kind), in one statement; `last_at` only ever
+   * moves later. Counts of a tenant deleted meanwhile are dropped.
+   */
+  addStripeIntake(counts: readonly StripeIntakeCount[]): Promise<void>;
+  /** The tenant's days from `since` (a UTC midnight) on, and the last of each kind ever kept. */
+  stripeIntake(tenantId: number, since: Date): Promise<StripeIntakeSummary>;
+}
+
 /**
  * The change log every process's read model follows (migration 006): a snapshot, then
  * every change committed since a position, woken by notifications.
@@ -385,8 +417,9 @@ export interface Maintenance {
   /**
    * Deletes at most `batch` rows of `table` older than `before` (Stripe events by when they
    * were received; history entries by when they were recorded, never a subscriber's newest;
-   * status changes by when they happened, recording the feed's horizon), in one short transaction. Returns how many; 0 when none is left, or when another
-   * instance is pruning the same table at that moment.
+   * status changes by when they happened, recording the feed's horizon; Stripe intake
+   * counters by their day), in one short transaction. Returns how many; 0 when none is left,
+   * or when another instance is pruning the same table at that moment.
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
   /**
@@ -412,7 +445,17 @@ export interface Maintenance {
  * directly: each process holds a copy of what it needs (src/readmodel/).
  */
 export interface Store
-  extends TenantStore, SubscriberStore, StripeIngestion, ChangeFeed, StatusFeed, Maintenance, SecretKeyStore, Analytics, ConsoleSessionStore {
+  extends
+    TenantStore,
+    SubscriberStore,
+    StripeIngestion,
+    StripeIntakeStore,
+    ChangeFeed,
+    StatusFeed,
+    Maintenance,
+    SecretKeyStore,
+    Analytics,
+    ConsoleSessionStore {
   readonly engine: 'postgres' | 'embedded';
   /** Downstream webhooks: endpoints, the outbox and its deliveries. */
   readonly downstream: DownstreamStore;
@@ -546,6 +589,18 @@ export interface ReplayPage {
   next: { since: Date; after: string } | null;
 }
 
+/** A tenant's deliveries at a glance (its health). */
+export interface DeliveryHealth {
+  /** Deliveries waiting for an attempt, on any of its endpoints. */
+  pending: number;
+  /** When the oldest of them was queued; null: none waits. */
+  oldestPendingAt: Date | null;
+  /** Deliveries that gave up (their retry window ended, or the endpoint answered 410) since the given time. */
+  failed: number;
+  endpoints: number;
+  disabledEndpoints: number;
+}
+
 /** A tenant's downstream webhook endpoints and their messages, as the admin and tenant APIs show them. */
 export interface EndpointStore {
   /**
@@ -566,6 +621,11 @@ export interface EndpointStore {
   listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null>;
   /** Queues the message for the endpoint again, now, for a new retry window. */
   retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
+  /**
+   * The state of the tenant's deliveries: what waits (on every endpoint, disabled ones
+   * included), what gave up since `failedSince`, and how many endpoints it has.
+   */
+  deliveryHealth(tenantId: number, failedSince: Date): Promise<DeliveryHealth>;
   /**
    * Queues again, now, the tenant's messages created in [since, until) of the endpoint's
    * event types, oldest first, at most `limit`; `next` says where to go on, null when done.

@@ -13,6 +13,8 @@ import { start } from '../../src/runtime/server.js';
 import { openStore } from '../../src/store/index.js';
 import { Capture } from '../helpers/log-capture.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
+import { newTenant } from '../helpers/store-fixtures.js';
+import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 
 const engines = await availableEngines();
 
@@ -247,6 +249,40 @@ describe('the service on a real socket, embedded store', () => {
     expect(() => loadConfig({ PORT: '4000', METRICS_PORT: '4000' })).toThrow('METRICS_PORT must differ from PORT');
     expect(() => loadConfig({ METRICS_PORT: 'x' })).toThrow('METRICS_PORT');
     expect(() => loadConfig({ METRICS_PORT: '9100', METRICS_HOST: 'not a host' })).toThrow('METRICS_HOST');
+  });
+
+  it("counts a tenant's refused Stripe deliveries in memory and writes them as it stops", async () => {
+    const dir = tempDir();
+    const config = loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' });
+    const running = await start(config, createLogger('silent'));
+    const tenant = { id: 0 };
+    try {
+      const created = await running.store.createTenant(newTenant('hooked'), new Date());
+      if (!created.ok) throw new Error('tenant');
+      tenant.id = created.tenant.id;
+      await running.store.rotateCredential(tenant.id, 'stripe_webhook_secret', 'whsec_e2e_intake_0123456789abcdef', 0, new Date());
+      const fixture = event('invoice.payment_failed', invoice('cus_e2e', { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000) });
+      const { payload, signature } = signed(fixture, 'whsec_not_the_secret_at_all_0000', Math.floor(Date.now() / 1000));
+      const post = () =>
+        fetch(`${running.url}/webhooks/stripe/hooked`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+          body: payload,
+        });
+      // The tenant reaches the read model within moments: until then its slug is unknown (404), and not counted.
+      await expect.poll(async () => (await post()).status, { timeout: 5_000, interval: 50 }).toBe(400);
+      expect((await post()).status).toBe(400);
+    } finally {
+      await running.close();
+    }
+    const store = await openStore({ engine: 'embedded', dataDir: join(dir, 'pgdata') });
+    try {
+      const kept = await store.stripeIntake(tenant.id, new Date(Date.now() - 86_400_000));
+      expect(kept.days.map((d) => d.counts.refused_signature)).toEqual([2]);
+      expect(kept.lastAt.refused_signature).not.toBeNull();
+    } finally {
+      await store.close();
+    }
   });
 
   it('DUNWALL_DEMO=0 turns the demo off', async () => {

@@ -1,6 +1,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/http/app.js';
 import { ReadModel } from '../../src/readmodel/index.js';
+import type { ReadModelOptions } from '../../src/readmodel/index.js';
 import type { App, AppDeps } from '../../src/http/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import type { Engine } from './engines.js';
@@ -28,6 +29,8 @@ export class FakeClock {
 
 export interface Harness {
   app: App;
+  /** The app's read model, on the app's clock. */
+  model: ReadModel;
   clock: FakeClock;
   store: Awaited<ReturnType<Engine['open']>>['store'];
   /** Where the store is: a second instance opens its own store on it. */
@@ -41,19 +44,24 @@ export interface Harness {
 }
 
 /**
- * `buildApp` with a read model opened on `deps.store` (on the app's clock), closed with the
- * app, as the server wires them.
+ * `buildApp` with a read model opened on `deps.store` (on the app's clock, with `options`),
+ * closed with the app, as the server wires them.
  */
-export async function buildAppWithModel(deps: Omit<AppDeps, 'model'>): Promise<App> {
-  const model = await ReadModel.open(deps.store, deps.now ? { now: deps.now } : {});
+export async function appWithModel(deps: Omit<AppDeps, 'model'>, options: Omit<ReadModelOptions, 'now'> = {}): Promise<{ app: App; model: ReadModel }> {
+  const model = await ReadModel.open(deps.store, { ...options, ...(deps.now ? { now: deps.now } : {}) });
   try {
     const app = await buildApp({ ...deps, model });
     app.addHook('onClose', () => model.close());
-    return app;
+    return { app, model };
   } catch (err) {
     await model.close();
     throw err;
   }
+}
+
+/** `appWithModel`'s app alone. */
+export async function buildAppWithModel(deps: Omit<AppDeps, 'model'>): Promise<App> {
+  return (await appWithModel(deps)).app;
 }
 
 /** A call of the admin API (`/admin/v1` + `url`) with the test token, JSON in when a body is given. */
@@ -66,18 +74,19 @@ export function adminRequest(app: App, method: string, url: string, body?: unkno
   });
 }
 
-export async function harness(engine: Engine, deps: Partial<AppDeps> = {}): Promise<Harness> {
+export async function harness(engine: Engine, deps: Partial<AppDeps> = {}, modelOptions: Omit<ReadModelOptions, 'now'> = {}): Promise<Harness> {
   const opened = await engine.open();
   const clock = new FakeClock();
   // The lookup answers from the read model, kept true as in production: every route test
   // checks that writes reach the answers.
-  const app = await buildAppWithModel({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps });
+  const { app, model } = await appWithModel({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps }, modelOptions);
   await app.ready();
 
   const admin: Harness['admin'] = (method, url, body) => adminRequest(app, method, url, body);
 
   return {
     app,
+    model,
     clock,
     store: opened.store,
     target: opened.target,

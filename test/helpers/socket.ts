@@ -21,10 +21,16 @@ export async function portOf(app: App): Promise<number> {
 
 /**
  * One request through a real socket (the lookup's fast path answers there, `inject` never
- * reaches it). Repeated headers are sent repeated. Bounded: a server that does not answer
- * in 10 s fails the test.
+ * reaches it), with `body` when given. Repeated headers are sent repeated. Bounded: a server
+ * that does not answer in 10 s fails the test.
  */
-export async function socketRequest(app: App, method: string, path: string, headers: Record<string, string | string[]> = {}): Promise<SocketAnswer> {
+export async function socketRequest(
+  app: App,
+  method: string,
+  path: string,
+  headers: Record<string, string | string[]> = {},
+  body?: string,
+): Promise<SocketAnswer> {
   const port = await portOf(app);
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false, timeout: 10_000 }, (res) => {
@@ -38,6 +44,6 @@ export async function socketRequest(app: App, method: string, path: string, head
     });
     req.on('timeout', () => req.destroy(new Error(`no answer to ${method} ${path} in 10 s`)));
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }

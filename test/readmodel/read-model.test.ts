@@ -220,6 +220,34 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     await model.catchUp();
     expect(model.serving(nowMs)).toBe(true);
   });
+
+  it('tells its lag: the time since its last good read of the change log began, growing while the database is away', async () => {
+    const { store } = opened;
+    let nowMs = Date.now();
+    const broken = { on: false };
+    const breakable = new Proxy(store, {
+      get: (target, prop) => {
+        if (broken.on && prop === 'lookupChangesSince') return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as Store;
+    model = await ReadModel.open(breakable, { staleIfErrorMs: 30_000, pollIntervalMs: 3_600_000, now: () => nowMs });
+    expect(model.lagMs(nowMs)).toBe(0);
+    nowMs += 700;
+    expect(model.lagMs(nowMs)).toBe(700);
+    await model.catchUp();
+    expect(model.lagMs(nowMs)).toBe(0);
+    broken.on = true;
+    nowMs += 10_000;
+    await model.catchUp();
+    expect([model.lagMs(nowMs), model.serving(nowMs)]).toEqual([10_000, true]);
+    nowMs += 25_000;
+    expect([model.lagMs(nowMs), model.serving(nowMs)]).toEqual([35_000, false]);
+    broken.on = false;
+    await model.catchUp();
+    expect([model.lagMs(nowMs), model.serving(nowMs)]).toEqual([0, true]);
+  });
 });
 
 describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on PostgreSQL: concurrent writers', () => {

@@ -38,6 +38,16 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
     for (const d of [500, 480, 450]) await history('cus_old', d);
     for (const d of [500, 300, 10]) await history('cus_mixed', d);
     for (const d of [20, 5]) await history('cus_new', d);
+    // Stripe intake counters of the days 91, 90 and 89 days ago: kept 90 days.
+    await opened.store.addStripeIntake(
+      [91, 90, 89].map((d) => ({
+        tenantId,
+        day: new Date(NOW - d * DAY_MS).toISOString().slice(0, 10),
+        kind: 'received',
+        count: 1,
+        lastAt: new Date(NOW - d * DAY_MS),
+      })),
+    );
   });
   afterAll(() => opened?.cleanup());
 
@@ -72,9 +82,26 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
       ['cus_new', 2],
       ['cus_old', 1],
     ]);
+    // The intake counters' days before the one 90 days ago.
+    expect(run.stripe_intake).toBe(1);
+    expect(await count('SELECT count(*)::int AS n FROM stripe_intake')).toBe(2);
     // Nothing left to do: a second run deletes nothing.
-    expect(await retention.runOnce()).toEqual({ stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0 });
-    expect(retention.deleted).toEqual({ stripe_events: 30, subscriber_history: 3, webhook_events: 0, webhook_attempts: 0, status_changes: 0 });
+    expect(await retention.runOnce()).toEqual({
+      stripe_events: 0,
+      subscriber_history: 0,
+      webhook_events: 0,
+      webhook_attempts: 0,
+      status_changes: 0,
+      stripe_intake: 0,
+    });
+    expect(retention.deleted).toEqual({
+      stripe_events: 30,
+      subscriber_history: 3,
+      webhook_events: 0,
+      webhook_attempts: 0,
+      status_changes: 0,
+      stripe_intake: 1,
+    });
   });
 
   it('keeps the history for ever with historyDays 0', async () => {

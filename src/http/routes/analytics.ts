@@ -1,15 +1,18 @@
+import { MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
+import type { Policy } from '../../domain/policy.js';
 import { MAX_ANALYTICS_RANGE_DAYS } from '../../domain/runs.js';
 import type { Analytics, CurrencyAmount, RecoveryAnalytics as Figures } from '../../store/analytics.js';
 import type { App } from '../app-instance.js';
-import { RecoveryAnalytics, RecoveryQuery } from '../schemas.js';
+import { PolicyImpact, PolicyImpactQuery, RecoveryAnalytics, RecoveryQuery } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
 import type { Audience } from './common.js';
 
 /**
- * A tenant's recovery analytics (docs/api.md), for the operator
- * (/admin/v1/tenants/:slug/analytics/recovery) and the tenant (/v1/analytics/recovery, with
- * `subscribers:read`): what is at risk now, what was recovered and how fast, how runs ended,
- * the decline mix and the monthly cohorts, over the tenant's dunning runs.
+ * A tenant's analytics (docs/tenant-api.md), for the operator (/admin/v1/tenants/:slug/analytics)
+ * and the tenant (/v1/analytics, with `subscribers:read`): the recovery analytics (what is at
+ * risk now, what was recovered and how fast, how runs ended, the decline mix and the monthly
+ * cohorts, over the tenant's dunning runs), and the impact of a proposed policy (what it would
+ * answer now, against the current policy).
  */
 export interface AnalyticsRoutesOptions {
   audience: Audience;
@@ -36,6 +39,25 @@ function dateParam(name: string, value: string | undefined, fallback: Date): Dat
   const at = parseDate(value);
   if (at === null) throw invalid(name, 'must be an ISO 8601 date (2026-01-31) or date-time with an offset (2026-01-31T12:00:00Z)');
   return at;
+}
+
+/** A whole number of days from `min` to `max` given as a query string; `invalid` naming the field otherwise. */
+function daysParam(name: string, value: string, min: number, max: number, also = ''): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw invalid(name, `must be ${also}a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** The proposed fields of a policy impact query: each one absent keeps the tenant's current value. */
+function proposedPolicy(q: { enforcement?: Policy['enforcement']; grace_days?: string; escalate_after_days?: string }): Partial<Policy> {
+  const patch: Partial<Policy> = {};
+  if (q.enforcement !== undefined) patch.enforcement = q.enforcement;
+  if (q.grace_days !== undefined) patch.grace_days = daysParam('grace_days', q.grace_days, 0, MAX_GRACE_DAYS);
+  if (q.escalate_after_days !== undefined) {
+    patch.escalate_after_days =
+      q.escalate_after_days === 'none' ? null : daysParam('escalate_after_days', q.escalate_after_days, 1, MAX_ESCALATE_AFTER_DAYS, 'none or ');
+  }
+  return patch;
 }
 
 const amounts = (list: CurrencyAmount[]) => list.map((a) => ({ currency: a.currency, amount: a.amount }));
@@ -90,6 +112,37 @@ export async function analyticsRoutes(app: App, opts: AnalyticsRoutesOptions): P
       const granularity = q.granularity ?? 'month';
       const figures = await store.recoveryAnalytics(tenantOf(req).id, { from, to, granularity });
       return { from: from.toISOString(), to: to.toISOString(), granularity, ...present(figures) };
+    },
+  );
+
+  app.get(
+    '/analytics/policy-impact',
+    {
+      config: { scope: 'subscribers:read' },
+      schema: {
+        ...doc(
+          audience,
+          'getPolicyImpact',
+          'What a proposed policy would answer now against the current one: warnings, lockouts, customers newly gated and released',
+          'analytics',
+        ),
+        params: paramsOf(audience, {}),
+        querystring: PolicyImpactQuery,
+        response: { 200: PolicyImpact, ...ERRORS },
+      },
+    },
+    async (req) => {
+      const patch = proposedPolicy(req.query);
+      const at = new Date(opts.now());
+      const impact = await store.policyImpact(tenantOf(req).id, patch, at);
+      return {
+        policy: impact.proposedPolicy,
+        current: impact.current,
+        proposed: impact.proposed,
+        newly_gated: impact.newlyGated,
+        released: impact.released,
+        at: at.toISOString(),
+      };
     },
   );
 }

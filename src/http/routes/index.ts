@@ -2,12 +2,14 @@ import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/store.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
+import type { StripeIntake } from '../stripe-intake.js';
 import type { Audience } from './common.js';
 import { analyticsRoutes } from './analytics.js';
 import { keyRoutes } from './keys.js';
 import { settingsRoutes } from './settings.js';
 import { stripeEventRoutes } from './stripe-events.js';
 import { subscriberRoutes } from './subscribers.js';
+import { tenantHealthRoutes } from './tenant-health.js';
 import { downstreamEndpointRoutes } from './webhook-endpoints.js';
 
 export { tenantRoutes } from './tenants.js';
@@ -20,6 +22,8 @@ export interface TenantResourceOptions {
   now: () => number;
   rotationOverlapS: number;
   webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** The Stripe intake counters the operator's replay adds to; null: not counted. */
+  intake: StripeIntake | null;
 }
 
 /**
@@ -33,6 +37,7 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await settingsRoutes(app, { audience, store, now, rotationOverlapS });
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, store, now });
+  await tenantHealthRoutes(app, { audience, store, deliveries: store.downstream, model, now });
   await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
-  if (audience === 'operator') await stripeEventRoutes(app, { store, now });
+  if (audience === 'operator') await stripeEventRoutes(app, { store, now, intake: opts.intake });
 }

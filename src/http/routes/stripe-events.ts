@@ -7,6 +7,7 @@ import type { StripeIngestion, TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
 import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
+import type { StripeIntake } from '../stripe-intake.js';
 
 /**
  * The operator's backfill of a tenant's Stripe events (/admin/v1/tenants/:slug/stripe-events):
@@ -16,6 +17,8 @@ import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
 export interface StripeEventRoutesOptions {
   store: StripeIngestion & Pick<TenantStore, 'getTenant'>;
   now: () => number;
+  /** The tenant's intake counters: the events a replay took are `replayed`; absent: not counted. */
+  intake?: StripeIntake | null;
 }
 
 /** A replay batch: the CLI sends at most 500 events and 4 MiB at a time. */
@@ -52,6 +55,8 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
       const results = await ingestStripeEvents(store, tenant, events, at, dryRun);
+      // What the tenant's health shows as its last sync: the events taken, not a dry run's.
+      if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));
       let next = 0;
       const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (results[next++]?.outcome ?? 'invalid')));

@@ -16,6 +16,7 @@ import type { Store } from '../../store/store.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
 import type { RateLimiter } from '../rate-limit.js';
+import type { StripeIntake } from '../stripe-intake.js';
 
 export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -27,6 +28,8 @@ export interface StripeWebhookOptions {
   /** Rate limits; null: none. */
   limiter: RateLimiter | null;
   metrics?: Metrics;
+  /** The tenant's intake counters (received, refused); absent: not counted. */
+  intake?: StripeIntake | null;
 }
 
 const WEBHOOK_ROUTE = '/webhooks/stripe/:tenantSlug';
@@ -67,6 +70,7 @@ function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: numbe
  */
 export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions): Promise<void> {
   const { store, now } = opts;
+  const intake = opts.intake ?? null;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
 
@@ -115,23 +119,30 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
         return sendProblem(reply, 'store_unavailable');
       }
       if (signing === null) return sendProblem(reply, 'tenant_not_found');
+      // From here on the tenant exists: what comes of the delivery is counted for it.
+      const tenantId = signing.tenantId;
+      const refuse = (why: Refusal, secrets: number): void => {
+        intake?.count(tenantId, 'refused_signature', nowMs);
+        refused(req, slug, why, secrets);
+      };
 
       const header = req.headers['stripe-signature'];
       const raw = req.body;
       const secrets = signing.secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
       if (secrets.length === 0) {
-        refused(req, slug, 'no_secret_configured', 0);
+        refuse('no_secret_configured', 0);
         return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
       }
       if (typeof header !== 'string' || !Buffer.isBuffer(raw)) {
-        refused(req, slug, 'missing_header', secrets.length);
+        refuse('missing_header', secrets.length);
         return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
       }
       const checked = checkStripeDelivery(raw, header, secrets, nowMs);
       if (!checked.ok) {
-        refused(req, slug, checked.why, secrets.length);
+        refuse(checked.why, secrets.length);
         return sendProblem(reply, 'invalid_signature');
       }
+      intake?.count(tenantId, 'received', nowMs);
       const event = checked.event;
       // An event dated more than MAX_AHEAD_S ahead is refused, as by the replay.
       const problem = eventShapeProblem(event, nowMs);
@@ -142,7 +153,8 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await ingestStripeEvent(store, { id: signing.tenantId, livemode: signing.livemode }, e, new Date(nowMs));
+        const { outcome } = await ingestStripeEvent(store, { id: tenantId, livemode: signing.livemode }, e, new Date(nowMs));
+        if (outcome === 'livemode_mismatch') intake?.count(tenantId, 'refused_livemode', nowMs);
         opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
         opts.metrics?.webhookEvent(typeLabel, outcome);
         req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
