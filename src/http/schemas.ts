@@ -570,6 +570,34 @@ export const WebhookMessageList = Type.Object({
     }),
   ),
 });
+export const MAX_CUSTOMER_WEBHOOKS = 100;
+export const CustomerWebhooksQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_CUSTOMER_WEBHOOKS} (default 50)` })),
+  },
+  { additionalProperties: false },
+);
+export const CustomerWebhookList = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      message_id: Type.String({ description: 'msg_...: the webhook-id of every delivery of it' }),
+      type: Type.String(),
+      sequence: Type.Integer({ description: "The customer's sequence number: receivers order by it" }),
+      created_at: Timestamp,
+      deliveries: Type.Array(
+        Type.Object({
+          endpoint_id: Type.String({ description: 'ep_...' }),
+          state: oneOf(DELIVERY_STATES),
+          attempts: Type.Integer(),
+          last_status: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's last HTTP status; null: none yet, or no answer" }),
+          last_attempt_at: NullableTimestamp,
+        }),
+        { description: 'One per endpoint the message was queued for (none when the tenant had no endpoint then)' },
+      ),
+    }),
+    { description: 'Newest first' },
+  ),
+});
 export const MAX_REPLAY_MESSAGES = 10_000;
 export const WebhookReplayBody = Type.Object(
   {

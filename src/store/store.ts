@@ -586,5 +586,27 @@ export interface DeliveryQueue {
   oldestPendingAt(): Promise<Date | null>;
 }
 
-/** The outbox of downstream webhooks: its endpoints and its queue. */
-export interface DownstreamStore extends EndpointStore, DeliveryQueue {}
+/** A message one customer's change raised, with its delivery to each endpoint it was queued for. */
+export interface CustomerMessageRecord {
+  messageId: string;
+  type: string;
+  sequence: number;
+  createdAt: Date;
+  deliveries: {
+    /** The endpoint's public id (ep_...). */
+    endpointId: string;
+    state: DownstreamMessageRecord['state'];
+    attempts: number;
+    lastStatus: number | null;
+    lastAttemptAt: Date | null;
+  }[];
+}
+
+/** The webhook messages of one customer, as its page shows them beside its history. */
+export interface CustomerMessages {
+  /** The customer's messages, newest first (by their sequence number), at most `limit`. */
+  listCustomerMessages(tenantId: number, customerId: string, limit: number): Promise<CustomerMessageRecord[]>;
+}
+
+/** The outbox of downstream webhooks: its endpoints, its queue, and each customer's messages. */
+export interface DownstreamStore extends EndpointStore, DeliveryQueue, CustomerMessages {}
