@@ -5,7 +5,7 @@ import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALE
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
-import { HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
+import { ADMIN_ACTIONS, HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
 import { PREVIEW_STATUSES } from '../domain/lookup.js';
 import { EPISODE_STATES } from '../domain/stripe/fold.js';
 import { ANALYTICS_GRANULARITIES, MAX_ANALYTICS_RANGE_DAYS, RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
@@ -370,6 +370,10 @@ export const HistoryEntry = Type.Object({
   }),
   secret_key_id: Type.Union([Type.String(), Type.Null()], {
     description: "For source admin: the tenant's secret key that made the change; null: the operator",
+  }),
+  admin_action: oneOfOrNull(ADMIN_ACTIONS, {
+    description:
+      'For source admin: an override set (set_status), an override cleared (clear_override) or the record removed (delete); null for other sources, and for admin changes recorded before it was kept',
   }),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),

@@ -3,7 +3,7 @@ import type { ConsoleSessionStore } from './console-sessions.js';
 import type { Analytics } from './analytics.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import type { ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
+import type { AdminAction, ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
 import type { ApplicableDerivation } from '../domain/stripe/decide.js';
@@ -86,6 +86,8 @@ export interface HistoryEntry {
   policyRule: PolicyRule | null;
   /** The tenant's secret key that made an admin change; null: the operator, or not an admin change. */
   secretKeyId: string | null;
+  /** What an admin change was; null: not an admin change, or one recorded before this was kept. */
+  adminAction: AdminAction | null;
   reason: string | null;
   effect: HistoryEffect;
   /** The episode the change came through (a subscription or invoice id), when one did. */
