@@ -267,6 +267,13 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await confirm.waitFor();
       await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe('Yes, lock out');
       expect(await lookup(customer)).toBe('warning');
+      // Escape takes the question back; asked again, Enter answers it.
+      await page.keyboard.press('Escape');
+      await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe('Set override');
+      expect(await confirm.count()).toBe(0);
+      await page.keyboard.press('Enter');
+      await expect.poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe('Yes, lock out');
+      expect(await lookup(customer)).toBe('warning');
       await page.keyboard.press('Enter');
       await page
         .getByRole('status')

@@ -470,8 +470,13 @@ function Override(props: { base: string; customerId: string; current: Subscriber
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const confirmButton = useRef<HTMLButtonElement>(null);
+  const setButton = useRef<HTMLButtonElement>(null);
+  const wasConfirming = useRef(false);
+  // The keyboard's focus follows the question: onto its answer, then back where it was asked.
   useEffect(() => {
     if (confirming) confirmButton.current?.focus();
+    else if (wasConfirming.current) setButton.current?.focus();
+    wasConfirming.current = confirming;
   }, [confirming]);
   const path = `${props.base}/subscribers/${encodeURIComponent(props.customerId)}/override`;
   const act = async (what: () => Promise<unknown>, done: string) => {
@@ -537,7 +542,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
           </label>
         </div>
         {confirming ? (
-          <div class="confirm" role="alert">
+          <div class="confirm" role="alert" onKeyDown={(e) => e.key === 'Escape' && setConfirming(false)}>
             <p>
               Lock out <strong>{props.customerId}</strong> now? Its pages will be gated until the override is cleared or a later Stripe event changes it.
             </p>
@@ -550,7 +555,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
           </div>
         ) : (
           <div class="actions-row">
-            <button type="submit" class="button" disabled={busy}>
+            <button type="submit" class="button" disabled={busy} ref={setButton}>
               Set override
             </button>
             {props.current.overridden_at !== null ? (
