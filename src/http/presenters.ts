@@ -31,6 +31,7 @@ function presentHistory(h: HistoryEntry) {
     source: h.source,
     policy_rule: h.policyRule,
     secret_key_id: h.secretKeyId,
+    admin_action: h.adminAction,
     event_id: h.eventId,
     event_type: h.eventType,
     // Stripe's own text, kept escaped (domain/stripe/json.ts), shown as Stripe sent it.

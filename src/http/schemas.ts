@@ -5,7 +5,7 @@ import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALE
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
-import { HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
+import { ADMIN_ACTIONS, HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
 import { PREVIEW_STATUSES } from '../domain/lookup.js';
 import { EPISODE_STATES } from '../domain/stripe/fold.js';
 import { ANALYTICS_GRANULARITIES, MAX_ANALYTICS_RANGE_DAYS, RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
@@ -371,6 +371,10 @@ export const HistoryEntry = Type.Object({
   secret_key_id: Type.Union([Type.String(), Type.Null()], {
     description: "For source admin: the tenant's secret key that made the change; null: the operator",
   }),
+  admin_action: oneOfOrNull(ADMIN_ACTIONS, {
+    description:
+      'For source admin: an override set (set_status), an override cleared (clear_override) or the record removed (delete); null for other sources, and for admin changes recorded before it was kept',
+  }),
   event_id: Type.Union([Type.String(), Type.Null()]),
   event_type: Type.Union([Type.String(), Type.Null()]),
   decline_code: Type.Union([Type.String(), Type.Null()]),
@@ -568,6 +572,34 @@ export const WebhookMessageList = Type.Object({
       last_status: Type.Union([Type.Integer(), Type.Null()]),
       last_error: Type.Union([Type.String(), Type.Null()]),
     }),
+  ),
+});
+export const MAX_CUSTOMER_WEBHOOKS = 100;
+export const CustomerWebhooksQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_CUSTOMER_WEBHOOKS} (default 50)` })),
+  },
+  { additionalProperties: false },
+);
+export const CustomerWebhookList = Type.Object({
+  data: Type.Array(
+    Type.Object({
+      message_id: Type.String({ description: 'msg_...: the webhook-id of every delivery of it' }),
+      type: Type.String(),
+      sequence: Type.Integer({ description: "The customer's sequence number: receivers order by it" }),
+      created_at: Timestamp,
+      deliveries: Type.Array(
+        Type.Object({
+          endpoint_id: Type.String({ description: 'ep_...' }),
+          state: oneOf(DELIVERY_STATES),
+          attempts: Type.Integer(),
+          last_status: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's last HTTP status; null: none yet, or no answer" }),
+          last_attempt_at: NullableTimestamp,
+        }),
+        { description: 'One per endpoint the message was queued for (none when the tenant had no endpoint then)' },
+      ),
+    }),
+    { description: 'Newest first' },
   ),
 });
 export const MAX_REPLAY_MESSAGES = 10_000;

@@ -10,6 +10,7 @@ import type {
   ClaimResult,
   ClaimedDelivery,
   CreateEndpointResult,
+  CustomerMessageRecord,
   DeliveryHealth,
   NewDownstreamEndpoint,
   ReplayPage,
@@ -326,6 +327,41 @@ export class SqlDownstreamStore implements DownstreamStore {
       lastAttemptAt: r.last_attempt_at === null ? null : new Date(r.last_attempt_at),
       lastStatus: r.last_status,
       lastError: r.last_error,
+    }));
+  }
+
+  async listCustomerMessages(tenantId: number, customerId: string, limit: number): Promise<CustomerMessageRecord[]> {
+    // Along webhook_events_customer (migration 018): the customer's newest messages, then
+    // their deliveries by event (webhook_deliveries_event), each naming its endpoint.
+    const rows = await this.db.query<{
+      uid: string;
+      type: string;
+      sequence: string;
+      created_at: Date;
+      deliveries:
+        { endpoint_id: string; state: DownstreamMessageRecord['state']; attempts: number; last_status: number | null; last_attempt_at: string | null }[] | null;
+    }>(
+      `SELECT ev.uid, ev.type, ev.sequence, ev.created_at,
+         (SELECT json_agg(json_build_object('endpoint_id', e.uid, 'state', d.state, 'attempts', d.attempts,
+                  'last_status', d.last_status, 'last_attempt_at', d.last_attempt_at) ORDER BY e.id)
+            FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.event_id = ev.id) AS deliveries
+       FROM webhook_events ev
+       WHERE ev.tenant_id = $1 AND ev.processor_customer_id = $2
+       ORDER BY ev.sequence DESC LIMIT $3`,
+      [tenantId, customerId, limit],
+    );
+    return rows.map((r) => ({
+      messageId: r.uid,
+      type: r.type,
+      sequence: Number(r.sequence),
+      createdAt: new Date(r.created_at),
+      deliveries: (r.deliveries ?? []).map((d) => ({
+        endpointId: d.endpoint_id,
+        state: d.state,
+        attempts: d.attempts,
+        lastStatus: d.last_status,
+        lastAttemptAt: d.last_attempt_at === null ? null : new Date(d.last_attempt_at),
+      })),
     }));
   }
 

@@ -306,8 +306,8 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
     const cause = h.cause;
     await tx.query(
       `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, event_id,
-         event_type, decline_code, occurred_at, recorded_at, episode, effect, derived_status, lockout_at, policy_rule, secret_key_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+         event_type, decline_code, occurred_at, recorded_at, episode, effect, derived_status, lockout_at, policy_rule, secret_key_id, admin_action)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
       [
         tenantId,
         customerId,
@@ -325,6 +325,7 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
         date(h.lockoutAtMs),
         cause.policyRule ?? null,
         cause.secretKeyId ?? null,
+        cause.adminAction ?? null,
       ],
     );
   }

@@ -96,6 +96,7 @@ interface HistoryRow {
   lockout_at: Date | null;
   policy_rule: HistoryEntry['policyRule'];
   secret_key_id: string | null;
+  admin_action: HistoryEntry['adminAction'];
   reason: string | null;
   effect: HistoryEntry['effect'];
   episode: string | null;
@@ -132,6 +133,7 @@ function toHistory(row: HistoryRow): HistoryEntry {
     lockoutAt: row.lockout_at === null ? null : new Date(row.lockout_at),
     policyRule: row.policy_rule,
     secretKeyId: row.secret_key_id,
+    adminAction: row.admin_action,
     reason: row.reason,
     effect: row.effect,
     episode: row.episode,
@@ -560,7 +562,7 @@ export class SqlStore implements Store {
     );
     const history = await this.db.query<HistoryRow>(
       `SELECT * FROM (
-         SELECT id, status, derived_status, lockout_at, policy_rule, secret_key_id, reason, effect, episode, source, event_id, event_type, decline_code,
+         SELECT id, status, derived_status, lockout_at, policy_rule, secret_key_id, admin_action, reason, effect, episode, source, event_id, event_type, decline_code,
            occurred_at, recorded_at
          FROM subscriber_history WHERE tenant_id = $1 AND processor_customer_id = $2
          ORDER BY id DESC LIMIT ${HISTORY_LIMIT}

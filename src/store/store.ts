@@ -3,7 +3,7 @@ import type { ConsoleSessionStore } from './console-sessions.js';
 import type { Analytics } from './analytics.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import type { ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
+import type { AdminAction, ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
 import type { ListenHandlers } from './db.js';
 import type { ApplicableDerivation } from '../domain/stripe/decide.js';
@@ -87,6 +87,8 @@ export interface HistoryEntry {
   policyRule: PolicyRule | null;
   /** The tenant's secret key that made an admin change; null: the operator, or not an admin change. */
   secretKeyId: string | null;
+  /** What an admin change was; null: not an admin change, or one recorded before this was kept. */
+  adminAction: AdminAction | null;
   reason: string | null;
   effect: HistoryEffect;
   /** The episode the change came through (a subscription or invoice id), when one did. */
@@ -646,5 +648,27 @@ export interface DeliveryQueue {
   oldestPendingAt(): Promise<Date | null>;
 }
 
-/** The outbox of downstream webhooks: its endpoints and its queue. */
-export interface DownstreamStore extends EndpointStore, DeliveryQueue {}
+/** A message one customer's change raised, with its delivery to each endpoint it was queued for. */
+export interface CustomerMessageRecord {
+  messageId: string;
+  type: string;
+  sequence: number;
+  createdAt: Date;
+  deliveries: {
+    /** The endpoint's public id (ep_...). */
+    endpointId: string;
+    state: DownstreamMessageRecord['state'];
+    attempts: number;
+    lastStatus: number | null;
+    lastAttemptAt: Date | null;
+  }[];
+}
+
+/** The webhook messages of one customer, as its page shows them beside its history. */
+export interface CustomerMessages {
+  /** The customer's messages, newest first (by their sequence number), at most `limit`. */
+  listCustomerMessages(tenantId: number, customerId: string, limit: number): Promise<CustomerMessageRecord[]>;
+}
+
+/** The outbox of downstream webhooks: its endpoints, its queue, and each customer's messages. */
+export interface DownstreamStore extends EndpointStore, DeliveryQueue, CustomerMessages {}

@@ -11,10 +11,10 @@ import type { Browser, Page } from 'playwright-core';
 import { readAdminTokenFile } from '../../src/runtime/admin-token.js';
 import { event, invoice, paymentIds } from './stripe-fixtures.js';
 import { haveBrowser, launchChromium, startService } from './snippet-browser.js';
-import type { Service } from './snippet-browser.js';
+import type { Service, Tenant } from './snippet-browser.js';
 
 export { haveBrowser, launchChromium };
-export type { Service };
+export type { Service, Tenant };
 
 export const DESKTOP = { width: 1280, height: 900 };
 export const PHONE = { width: 390, height: 844 };
@@ -27,8 +27,9 @@ export interface ConsoleService extends Service {
   key(slug: string, scopes: string[]): Promise<string>;
 }
 
-export async function startConsoleService(): Promise<ConsoleService> {
-  const service = await startService();
+/** `env`: more settings of the service (webhooks to a loopback receiver, say). */
+export async function startConsoleService(env: Record<string, string> = {}): Promise<ConsoleService> {
+  const service = await startService(env);
   const adminToken = readAdminTokenFile(service.dataDir);
   if (adminToken === null) throw new Error('the service wrote no admin token');
   return {
@@ -47,14 +48,18 @@ const DAY_S = 86_400;
 /**
  * A tenant with a known history, dated back from now: `recovered` customers who failed and
  * paid two days later, `open` customers still failing (warning, each with a next attempt),
- * and one locked out (no attempt left). Returns the customer ids.
+ * and one locked out (no attempt left). Returns the customer ids and the tenant's keys.
+ * `options.tier`: the tenant's tier; `options.beforeEvents`: what to do once the tenant
+ * exists and before its history is replayed (add a webhook endpoint, say).
  */
 export async function seedTenant(
   service: Service,
   slug: string,
   counts = { recovered: 4, open: 3 },
-): Promise<{ recovered: string[]; open: string[]; locked: string }> {
-  await service.admin('POST', '/tenants', { slug, livemode: false });
+  options: { tier?: string; beforeEvents?: () => Promise<void> } = {},
+): Promise<{ recovered: string[]; open: string[]; locked: string; tenant: Tenant }> {
+  const tenant = (await service.admin('POST', '/tenants', { slug, livemode: false, ...(options.tier ? { tier: options.tier } : {}) })) as Tenant;
+  await options.beforeEvents?.();
   const now = Math.floor(Date.now() / 1000);
   const events = [];
   const recovered: string[] = [];
@@ -76,7 +81,7 @@ export async function seedTenant(
   events.push(event('invoice.payment_failed', invoice(locked, { next_payment_attempt: null }), { created: now - 5 * DAY_S }));
   const replayed = (await service.admin('POST', `/tenants/${slug}/stripe-events`, { events })) as { invalid: unknown[] };
   if (replayed.invalid.length > 0) throw new Error(`seed: invalid events ${JSON.stringify(replayed.invalid)}`);
-  return { recovered, open, locked };
+  return { recovered, open, locked, tenant };
 }
 
 /** Signs in through the console's own form. */

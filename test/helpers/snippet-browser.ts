@@ -36,10 +36,10 @@ export interface Service {
   close(): Promise<void>;
 }
 
-/** The service on a free port, with an embedded store in a folder of its own. */
-export async function startService(): Promise<Service> {
+/** The service on a free port, with an embedded store in a folder of its own; `env`: more settings. */
+export async function startService(env: Record<string, string> = {}): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-'));
-  const running = await start(loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+  const running = await start(loadConfig({ ...env, DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
   return {
     running,
     dataDir,

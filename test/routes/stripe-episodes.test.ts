@@ -569,6 +569,7 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         source: 'stripe',
         policy_rule: null,
         secret_key_id: null,
+        admin_action: null,
         event_id: failedInvoice.id,
         event_type: 'invoice.payment_failed',
         decline_code: 'stolen_card',

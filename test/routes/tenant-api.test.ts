@@ -120,13 +120,15 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     ]);
     expect((await v1(key.secret_key, 'GET', '/subscribers?derived_status=lockout')).json().data).toHaveLength(1);
     const shown = (await v1(key.secret_key, 'GET', '/subscribers/cus_gated')).json();
-    expect(shown.history.at(-1) ?? shown.history[0]).toMatchObject({ source: 'admin', secret_key_id: key.id });
+    expect(shown.history.at(-1) ?? shown.history[0]).toMatchObject({ source: 'admin', secret_key_id: key.id, admin_action: 'set_status' });
     const cleared = await v1(key.secret_key, 'DELETE', '/subscribers/cus_gated/override');
     expect(cleared.statusCode).toBe(204);
     // No episode behind the override: the customer is unknown again, so active.
     expect((await h.lookup('acme', { key: key.secret_key.replace(/.*/, 'x'), customerId: 'cus_gated' })).statusCode).toBe(401);
     const status = await h.admin('GET', '/tenants/acme/subscribers/cus_gated');
     expect(status.json().status).toBeNull();
+    // The history tells a clear from a set, and names the key of each.
+    expect(status.json().history.at(-1)).toMatchObject({ source: 'admin', secret_key_id: key.id, admin_action: 'clear_override', effect: 'removed' });
   });
 
   it('changes its own settings with settings:write, never its tier or suspension', async () => {

@@ -119,6 +119,7 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
         lockoutAt: null,
         policyRule: null,
         secretKeyId: null,
+        adminAction: 'set_status',
         reason: 'soft_decline',
         effect: 'changed',
         episode: null,
@@ -135,6 +136,7 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
         lockoutAt: null,
         policyRule: null,
         secretKeyId: null,
+        adminAction: 'set_status',
         reason: 'hard_decline',
         effect: 'changed',
         episode: null,
@@ -151,10 +153,10 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
     // The history outlives the record.
     const cleared = await store.getSubscriber(tenant.id, 'cus_1');
     expect(cleared).toMatchObject({ status: null, reason: null, overriddenAt: null, updatedAt: null });
-    expect(cleared?.history.map((e) => [e.status, e.effect])).toEqual([
-      ['warning', 'changed'],
-      ['lockout', 'changed'],
-      [null, 'removed'],
+    expect(cleared?.history.map((e) => [e.status, e.effect, e.adminAction])).toEqual([
+      ['warning', 'changed', 'set_status'],
+      ['lockout', 'changed', 'set_status'],
+      [null, 'removed', 'delete'],
     ]);
     expect(await store.getSubscriber(tenant.id, 'cus_never')).toBeNull();
   });

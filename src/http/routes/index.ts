@@ -33,7 +33,7 @@ export interface TenantResourceOptions {
  */
 export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions): Promise<void> {
   const { audience, store, model, now, rotationOverlapS } = opts;
-  await subscriberRoutes(app, { audience, store, model, now });
+  await subscriberRoutes(app, { audience, store, messages: store.downstream, model, now });
   await settingsRoutes(app, { audience, store, now, rotationOverlapS });
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, store, now });

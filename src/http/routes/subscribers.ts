@@ -4,13 +4,16 @@ import { answerBody, lookupBody } from '../../domain/lookup.js';
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Change } from '../../domain/stripe/fold.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { ChangeCause, SubscriberStore } from '../../store/store.js';
+import type { ChangeCause, CustomerMessages, SubscriberStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentSubscriber } from '../presenters.js';
 import {
   CustomerId,
+  CustomerWebhookList,
+  CustomerWebhooksQuery,
   LookupKnown,
+  MAX_CUSTOMER_WEBHOOKS,
   LookupUnknown,
   MAX_SUBSCRIBERS_PAGE,
   ProblemRef,
@@ -25,16 +28,20 @@ import type { Audience } from './common.js';
 /**
  * A tenant's subscribers, for the operator (/admin/v1/tenants/:slug/subscribers) and the
  * tenant (/v1/subscribers): list by answered or derived status, show one with its episodes
- * and history, its status as the lookup answers it (with `pay_url`), and an override set or
- * cleared. The operator alone may also set a status directly and forget a customer (the
+ * and history, the webhook messages its changes raised, its status as the lookup answers it
+ * (with `pay_url`), and an override set or cleared. The operator alone may also set a status directly and forget a customer (the
  * routes of section 3, kept as they were).
  */
 export interface SubscriberRoutesOptions {
   audience: Audience;
   store: SubscriberStore;
+  /** The webhook messages of a customer (the outbox's). */
+  messages: CustomerMessages;
   model: ReadModel;
   now: () => number;
 }
+
+const DEFAULT_CUSTOMER_WEBHOOKS = 50;
 
 /** An action is an event at the time it is made, with its author. */
 function causeOf(req: FastifyRequest, at: Date): ChangeCause {
@@ -125,6 +132,40 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
       },
     },
     async (req) => shown(req, req.params.customerId),
+  );
+
+  app.get(
+    '/subscribers/:customerId/webhooks',
+    {
+      config: { scope: 'subscribers:read' },
+      schema: {
+        ...doc(audience, 'listSubscriberWebhooks', "The webhook messages the subscriber's changes raised, newest first, with their deliveries", tag),
+        description: 'An empty list for a customer that raised none (or is unknown): messages are kept for the retention period only.',
+        params: customer,
+        querystring: CustomerWebhooksQuery,
+        response: { 200: CustomerWebhookList, ...ERRORS },
+      },
+    },
+    async (req) => {
+      const limit = req.query.limit === undefined ? DEFAULT_CUSTOMER_WEBHOOKS : Number(req.query.limit);
+      if (limit > MAX_CUSTOMER_WEBHOOKS) throw invalid('limit', `must be at most ${MAX_CUSTOMER_WEBHOOKS}`);
+      const messages = await opts.messages.listCustomerMessages(tenantOf(req).id, req.params.customerId, limit);
+      return {
+        data: messages.map((m) => ({
+          message_id: m.messageId,
+          type: m.type,
+          sequence: m.sequence,
+          created_at: m.createdAt.toISOString(),
+          deliveries: m.deliveries.map((d) => ({
+            endpoint_id: d.endpointId,
+            state: d.state,
+            attempts: d.attempts,
+            last_status: d.lastStatus,
+            last_attempt_at: d.lastAttemptAt?.toISOString() ?? null,
+          })),
+        })),
+      };
+    },
   );
 
   app.get(
