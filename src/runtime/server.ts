@@ -91,6 +91,8 @@ export interface Running {
   url: string;
   /** Where /metrics is served when METRICS_PORT is set; null: on `url`. */
   metricsUrl: string | null;
+  /** Writes now what is counted in memory between two flushes (Stripe intake, keys' last use), as the timers and a close do. */
+  flushCounters(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -283,6 +285,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       store,
       url,
       metricsUrl: metricsListener?.url ?? null,
+      async flushCounters() {
+        await flushKeyUsage();
+        await flushIntake();
+      },
       async close() {
         await retention.stop();
         clearInterval(keyUsageTimer);

@@ -38,7 +38,6 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
   let fullKey = '';
   let fullKeyId = '';
   let readKey = '';
-  let healthPresent = false;
   let seeded: { recovered: string[]; open: string[]; locked: string };
 
   /** The lookup as a tenant's page makes it, on a socket: publishable key and hmac. */
@@ -98,8 +97,6 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     readKey = await service.key('acme', ['subscribers:read']);
     const keys = (await service.admin('GET', '/tenants/acme/keys')) as { data: { id: string; prefix: string }[] };
     fullKeyId = keys.data.find((k) => fullKey.startsWith(k.prefix))?.id ?? '';
-    // GET /v1/health comes with its own change; until then the page shows the API's 404.
-    healthPresent = (await v1('/health')).status === 200;
   });
   afterAll(async () => {
     await browser?.close();
@@ -258,7 +255,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await signIn(page, service.url, fullKey);
       await page.goto(`${service.url}/console/subscribers/${customer}`);
       await page.getByRole('heading', { name: customer, level: 1 }).waitFor();
-      expect(await page.getByText('No override stands now.').count()).toBe(1);
+      await page.getByText('No override stands now.').waitFor();
       await page.getByRole('combobox', { name: 'Status' }).selectOption('lockout');
       await page.getByRole('textbox', { name: 'Reason (optional)' }).fill('chargeback');
       await page.getByRole('button', { name: 'Set override' }).click();
@@ -341,15 +338,14 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     }
   });
 
-  it('shows health: its figures and verdicts when the service has GET /health, else the error it answered', async () => {
+  it('shows health: its figures and verdicts', async () => {
     for (const viewport of [DESKTOP, PHONE]) {
       const { page, problems, close } = await consolePage(browser, viewport);
       try {
         await signIn(page, service.url, fullKey);
         await page.getByRole('link', { name: 'Health' }).click();
         await page.getByRole('heading', { name: 'Health', level: 1 }).waitFor();
-        if (healthPresent) await page.getByRole('heading', { name: 'Stripe events, last 7 days' }).waitFor();
-        else await page.getByRole('alert').filter({ hasText: 'not_found' }).waitFor();
+        await page.getByRole('heading', { name: 'Stripe events, last 7 days' }).waitFor();
         await shot(page, 'health');
         await noSeriousViolation(page);
         expect(problems).toEqual([]);
@@ -359,7 +355,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     }
   });
 
-  it("shows health's figures as the API answers them, with a verdict for refused deliveries", async (ctx) => {
+  it("shows health's figures as the API answers them, with a verdict for refused deliveries", async () => {
     // Stripe's deliveries on a socket: one good, one with another secret, one of the other mode.
     const now = Math.floor(Date.now() / 1000);
     const failing = (customer: string, livemode = false) =>
@@ -367,10 +363,8 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     expect(await stripe(failing('cus_health_0'), WEBHOOK_SECRET)).toBe(200);
     expect(await stripe(failing('cus_health_1'), 'whsec_not_the_one_0123456789abcdef')).toBe(400);
     expect(await stripe(failing('cus_health_2', true), WEBHOOK_SECRET)).toBe(200);
-    if (!healthPresent) {
-      ctx.skip();
-      return;
-    }
+    // The counts are written every few seconds; this writes them now.
+    await service.running.flushCounters();
     type Answer = { stripe: { received: number; refused_signature: number; refused_livemode: number; days: unknown[] }; deliveries: { endpoints: number } };
     const health = (await v1<Answer>('/health')).body;
     expect(health.stripe.refused_signature).toBeGreaterThanOrEqual(1);
