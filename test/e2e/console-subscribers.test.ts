@@ -383,6 +383,8 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       expect(stats).toMatch(new RegExp(`Refused: wrong mode\\s+${health.stripe.refused_livemode}\\b`));
       expect(await page.getByRole('table', { name: 'Stripe events by day' }).locator('tbody tr').count()).toBe(health.stripe.days.length);
       await page.getByText('dunwall stripe sync').waitFor();
+      // With its figures: the desktop screenshot the docs show.
+      await shot(page, 'health');
       await noSeriousViolation(page);
       expect(problems).toEqual([]);
     } finally {
