@@ -116,6 +116,10 @@ describe.skipIf(!BUILT)('the release folder', () => {
     expect(await lookup()).toEqual([200, 'lockout']);
     expect((await fetch(`${base}/snippet.js`)).status).toBe(200);
     expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
+    // The console, with the script its page names.
+    const consolePage = await fetch(`${base}/console`);
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await consolePage.text())?.[1];
+    expect([consolePage.status, (await fetch(`${base}${script ?? '/console/assets/none.js'}`)).status]).toEqual([200, 200]);
     const tarball = await fetch(`${base}/packages/client.tgz`);
     expect([tarball.status, tarball.headers.get('content-type')]).toEqual([200, 'application/gzip']);
     expect(Buffer.from(await tarball.arrayBuffer()).equals(readFileSync(join(copy, 'dist', 'packages', 'client.tgz')))).toBe(true);
