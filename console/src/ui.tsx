@@ -199,6 +199,74 @@ export function TableWrap(props: { label: string; class?: string; children: Comp
   );
 }
 
+/**
+ * A destructive action asked twice: the first press shows the confirmation, which takes the
+ * focus; Escape or Cancel goes back.
+ */
+export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => void | Promise<void>; disabled?: boolean; subject?: string }) {
+  const [asking, setAsking] = useState(false);
+  const yes = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+  }, [asking]);
+  if (!asking) {
+    return (
+      <button type="button" class="button secondary" disabled={props.disabled} onClick={() => setAsking(true)}>
+        {props.label}
+        {props.subject ? <span class="sr-only"> {props.subject}</span> : null}
+      </button>
+    );
+  }
+  return (
+    <span class="confirm-inline" role="group" aria-label={props.confirm} onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}>
+      <button
+        type="button"
+        class="button danger"
+        ref={yes}
+        onClick={() => {
+          setAsking(false);
+          void props.onConfirm();
+        }}
+      >
+        {props.confirm}
+      </button>
+      <button type="button" class="button secondary" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+/** A secret shown this once: selectable, copyable, and said so. */
+export function ShownOnce(props: { title: string; value: string; onDone: () => void }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied(true);
+    } catch {
+      setCopied(false);
+    }
+  };
+  return (
+    <section class="card secret" aria-label={props.title} role="alert">
+      <h3>{props.title}</h3>
+      <p>It is shown this once: keep it now. Dunwall keeps only its digest.</p>
+      <p>
+        <code class="secret-value">{props.value}</code>
+      </p>
+      <div class="actions-row">
+        <button type="button" class="button secondary" onClick={() => void copy()}>
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+        <button type="button" class="button" onClick={props.onDone}>
+          I have kept it
+        </button>
+      </div>
+    </section>
+  );
+}
+
 export function StatusBadge(props: { status: string | null }) {
   const s = props.status ?? 'unknown';
   return <span class={`badge badge-${s}`}>{s}</span>;

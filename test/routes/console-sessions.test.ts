@@ -161,6 +161,7 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     expect(status.json()).toEqual({
       status: 'warning',
       entitlements: {},
+      card_update_url: null,
       lockout_at: new Date(h.clock.ms + 3 * 86_400_000).toISOString().replace('.000Z', 'Z'),
     });
     const branding = await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${draft}/api/branding/preview` });

@@ -1,10 +1,46 @@
 /** @jsxImportSource preact */
-import { Page } from '../ui.js';
+import { useEffect, useState } from 'preact/hooks';
+import { api, holds } from '../api.js';
+import { ErrorNote, Loading, Missing, Page, useConsole, useLoad } from '../ui.js';
+import { BrandingSection } from './settings/branding.js';
+import type { Branding } from './settings/branding.js';
+import { EndpointsSection } from './settings/endpoints.js';
+import { KeysSection } from './settings/keys.js';
+import { PolicySection } from './settings/policy.js';
+import type { Policy } from './settings/policy.js';
 
+interface SettingsAnswer {
+  branding: Branding;
+  policy: Policy;
+}
+
+/** Branding (with the snippet's own preview), the policy (with what it would change), keys and webhook endpoints. */
 export function Settings() {
+  const { session, base } = useConsole();
+  const canWrite = holds(session, 'settings:write');
+  // GET /settings needs settings:write: a key without it sees the sections its scopes allow.
+  const loaded = useLoad(() => (canWrite ? api.get<SettingsAnswer>(`${base}/settings`) : Promise.resolve(null)), [base, canWrite]);
+  const [settings, setSettings] = useState<SettingsAnswer | null>(null);
+  useEffect(() => setSettings(loaded.data), [loaded.data]);
   return (
     <Page title="Settings">
-      <p>Settings.</p>
+      {!canWrite ? <Missing scope="settings:write" /> : null}
+      {canWrite && loaded.loading && settings === null ? <Loading what="the settings" /> : null}
+      <ErrorNote error={loaded.error} retry={loaded.reload} />
+      {settings ? (
+        <>
+          <BrandingSection saved={settings.branding} canWrite={canWrite} onSaved={(branding) => setSettings((s) => s && { ...s, branding })} />
+          <PolicySection
+            saved={settings.policy}
+            canRead={holds(session, 'subscribers:read')}
+            canWrite={canWrite}
+            onSaved={(policy) => setSettings((s) => s && { ...s, policy })}
+          />
+        </>
+      ) : null}
+      {/* Keyed: the sections above arrive later, and these keep what is typed in them meanwhile. */}
+      <KeysSection key="keys" />
+      <EndpointsSection key="endpoints" />
     </Page>
   );
 }

@@ -160,7 +160,8 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
     if (m[3] === 'branding') return reply.send(draftBranding(m[2] as string));
     const status = m[1] as (typeof PREVIEW_STATES)[number];
     const lockoutAt = status === 'warning' ? { lockout_at: formatLockoutAt(opts.now() + PREVIEW_LOCKOUT_AHEAD_MS) } : {};
-    return reply.send(JSON.stringify({ status, entitlements: {}, ...lockoutAt }));
+    // The lookup's shape (CONTRACT.md section 1): no card update page, so the draft's payment link shows.
+    return reply.send(JSON.stringify({ status, entitlements: {}, card_update_url: null, ...lockoutAt }));
   });
 
   await app.register(async (api: App) => {

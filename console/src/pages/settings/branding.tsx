@@ -1,0 +1,223 @@
+/** @jsxImportSource preact */
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api, ApiError } from '../../api.js';
+import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+
+/** The branding of src/domain/branding.ts, as the settings answer it. */
+export interface Branding {
+  payment_url?: string;
+  support_url?: string;
+  logo_url?: string;
+  colors?: Partial<Record<Color, string>>;
+  texts?: Record<string, Partial<Record<TextKey, string>>>;
+}
+
+const COLORS = ['accent', 'background', 'text'] as const;
+type Color = (typeof COLORS)[number];
+const LINKS = [
+  ['payment_url', 'Payment link (the gate, when the lookup names no invoice)'],
+  ['support_url', 'Support link'],
+  ['logo_url', 'Logo'],
+] as const;
+const TEXTS = [
+  ['banner_title', "Banner title (for your own components: the snippet's banner has none)"],
+  ['banner_body', 'Banner text'],
+  ['banner_action', 'Banner button'],
+  ['banner_countdown', 'Banner countdown (holds {time}, may hold {date})'],
+  ['gate_title', 'Gate title'],
+  ['gate_body', 'Gate text'],
+  ['gate_action', 'Gate button'],
+  ['pay_action', 'Pay button'],
+  ['support', 'Support link text'],
+] as const;
+type TextKey = (typeof TEXTS)[number][0];
+const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
+const PREVIEW_DELAY_MS = 400;
+
+/** The locales the snippet would try for this browser: each language and its shorter forms, then default. */
+function browserLocales(): string[] {
+  const out: string[] = [];
+  for (const lang of navigator.languages?.length ? navigator.languages : [navigator.language]) {
+    const parts = lang.split('-');
+    for (let n = parts.length; n >= 1; n--) {
+      const tag = [parts[0]?.toLowerCase(), ...parts.slice(1, n)].join('-');
+      if (!out.includes(tag)) out.push(tag);
+    }
+  }
+  return [...out, 'default'];
+}
+
+/** Empty fields dropped: the branding the service keeps. */
+function cleaned(b: Branding): Branding {
+  const out: Branding = {};
+  for (const [key] of LINKS) if (b[key]?.trim()) out[key] = b[key].trim();
+  const colors = Object.fromEntries(Object.entries(b.colors ?? {}).filter(([, v]) => v?.trim())) as Branding['colors'];
+  if (colors && Object.keys(colors).length) out.colors = colors;
+  const texts: NonNullable<Branding['texts']> = {};
+  for (const [locale, t] of Object.entries(b.texts ?? {})) {
+    const kept = Object.fromEntries(Object.entries(t).filter(([, v]) => v?.trim()));
+    if (Object.keys(kept).length) texts[locale] = kept;
+  }
+  if (Object.keys(texts).length) out.texts = texts;
+  return out;
+}
+
+/** What the preview's address carries: the colors, the links, and the texts this browser's snippet would read. */
+export function previewDraft(b: Branding): string {
+  const wanted = browserLocales();
+  const c = cleaned(b);
+  const texts = Object.fromEntries(Object.entries(c.texts ?? {}).filter(([locale]) => wanted.includes(locale)));
+  const json = JSON.stringify({ ...c, texts });
+  let binary = '';
+  for (const byte of new TextEncoder().encode(json)) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+export function BrandingSection(props: { saved: Branding; canWrite: boolean; onSaved: (b: Branding) => void }) {
+  const { base, announce } = useConsole();
+  const [draft, setDraft] = useState<Branding>(props.saved);
+  const [locale, setLocale] = useState('default');
+  const [newLocale, setNewLocale] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [preview, setPreview] = useState(() => previewDraft(props.saved));
+  useEffect(() => setDraft(props.saved), [props.saved]);
+  useEffect(() => {
+    const timer = setTimeout(() => setPreview(previewDraft(draft)), PREVIEW_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [draft]);
+  const locales = useMemo(() => [...new Set(['default', ...Object.keys(draft.texts ?? {}), locale])], [draft, locale]);
+
+  const setText = (key: TextKey, value: string) => setDraft((d) => ({ ...d, texts: { ...d.texts, [locale]: { ...d.texts?.[locale], [key]: value } } }));
+  const setColor = (key: Color, value: string) => setDraft((d) => ({ ...d, colors: { ...d.colors, [key]: value } }));
+  const setLink = (key: (typeof LINKS)[number][0], value: string) => setDraft((d) => ({ ...d, [key]: value }));
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const settings = await api.patch<{ branding: Branding }>(`${base}/settings`, { branding: cleaned(draft) });
+      props.onSaved(settings.branding);
+      announce('Branding saved.');
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const addLocale = () => {
+    const tag = newLocale.trim();
+    if (!LOCALE_RE.test(tag)) {
+      setError(new ApiError(400, 'invalid_request', `${tag || 'The locale'}: is not a locale tag such as fr or fr-CA`));
+      return;
+    }
+    setDraft((d) => ({ ...d, texts: { ...d.texts, [tag]: d.texts?.[tag] ?? {} } }));
+    setLocale(tag);
+    setNewLocale('');
+  };
+
+  return (
+    <section class="card settings-section" aria-labelledby="branding-title">
+      <h2 id="branding-title">Branding</h2>
+      <div class="grid-2">
+        <form class="form" onSubmit={save} aria-describedby="branding-help">
+          <p id="branding-help" class="hint">
+            What the banner and the gate show, for every page with the snippet or the React components. Empty fields keep the snippet's own.
+          </p>
+          <fieldset disabled={!props.canWrite}>
+            <legend>Colors</legend>
+            <div class="row">
+              {COLORS.map((c) => (
+                <label key={c}>
+                  <span>
+                    {c[0]?.toUpperCase()}
+                    {c.slice(1)}
+                    {draft.colors?.[c] && /^#[0-9a-fA-F]{6}$/.test(draft.colors[c] ?? '') ? (
+                      <span class="swatch" style={{ background: draft.colors[c] }} aria-hidden="true" />
+                    ) : null}
+                  </span>
+                  <input
+                    name={`color-${c}`}
+                    placeholder="#1a2b3c"
+                    pattern="#[0-9a-fA-F]{6}"
+                    value={draft.colors?.[c] ?? ''}
+                    onInput={(e) => setColor(c, (e.target as HTMLInputElement).value)}
+                  />
+                </label>
+              ))}
+            </div>
+          </fieldset>
+          <fieldset disabled={!props.canWrite}>
+            <legend>Links (https)</legend>
+            {LINKS.map(([key, label]) => (
+              <div class="row" key={key}>
+                <label>
+                  <span>{label}</span>
+                  <input
+                    type="url"
+                    name={key}
+                    placeholder="https://"
+                    value={draft[key] ?? ''}
+                    onInput={(e) => setLink(key, (e.target as HTMLInputElement).value)}
+                  />
+                </label>
+              </div>
+            ))}
+          </fieldset>
+          <fieldset disabled={!props.canWrite}>
+            <legend>Texts</legend>
+            <div class="row">
+              <label>
+                <span>Locale</span>
+                <select value={locale} onChange={(e) => setLocale((e.target as HTMLSelectElement).value)}>
+                  {locales.map((l) => (
+                    <option key={l} value={l}>
+                      {l === 'default' ? 'default (any other language)' : l}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <label>
+                <span>Add a locale</span>
+                <input placeholder="fr or fr-CA" value={newLocale} onInput={(e) => setNewLocale((e.target as HTMLInputElement).value)} />
+              </label>
+              <div class="actions-row align-end">
+                <button type="button" class="button secondary" onClick={addLocale}>
+                  Add locale
+                </button>
+              </div>
+            </div>
+            {TEXTS.map(([key, label]) => (
+              <div class="row" key={`${locale}-${key}`}>
+                <label>
+                  <span>{label}</span>
+                  <input
+                    name={`text-${key}`}
+                    maxLength={300}
+                    value={draft.texts?.[locale]?.[key] ?? ''}
+                    onInput={(e) => setText(key, (e.target as HTMLInputElement).value)}
+                  />
+                </label>
+              </div>
+            ))}
+          </fieldset>
+          <ErrorNote error={error} />
+          {props.canWrite ? (
+            <button type="submit" class="button" disabled={busy}>
+              {busy ? 'Saving…' : 'Save branding'}
+            </button>
+          ) : null}
+        </form>
+        <div>
+          <h3 class="preview-title">Preview</h3>
+          <p class="hint">The snippet itself, with this draft, in this browser's language. Not saved until you save.</p>
+          <div class="preview-frames">
+            <iframe title="Preview of the banner (warning)" src={`/console/preview?state=warning&draft=${preview}`} />
+            <iframe title="Preview of the gate (lockout)" src={`/console/preview?state=lockout&draft=${preview}`} />
+          </div>
+        </div>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,159 @@
+/** @jsxImportSource preact */
+import { useState } from 'preact/hooks';
+import { api, holds } from '../../api.js';
+import type { ApiError, Scope } from '../../api.js';
+import { asApiError, ConfirmButton, ErrorNote, Loading, Missing, ShownOnce, TableWrap, useConsole, useLoad, when } from '../../ui.js';
+
+interface Key {
+  id: string;
+  name: string;
+  scopes: Scope[];
+  prefix: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  previous_expires_at: string | null;
+}
+
+const SCOPES: [Scope, string][] = [
+  ['status:read', "a customer's status, as the lookup answers it"],
+  ['subscribers:read', 'subscribers, analytics, health, webhook endpoints (read)'],
+  ['subscribers:write', 'overrides'],
+  ['settings:write', 'branding, policy and the other settings'],
+  ['webhooks:write', 'webhook endpoints (write), retries'],
+  ['keys:write', 'secret keys'],
+];
+
+export function KeysSection() {
+  const { session, base, announce } = useConsole();
+  const allowed = holds(session, 'keys:write');
+  const keys = useLoad(() => (allowed ? api.get<{ data: Key[] }>(`${base}/keys`) : Promise.resolve(null)), [base, allowed]);
+  const [name, setName] = useState('');
+  const [scopes, setScopes] = useState<Scope[]>(['status:read']);
+  const [expires, setExpires] = useState('');
+  const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  const run = async (what: () => Promise<void>) => {
+    setError(null);
+    try {
+      await what();
+      keys.reload();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  const create = (e: Event) => {
+    e.preventDefault();
+    void run(async () => {
+      const created = await api.post<Key & { secret_key: string }>(`${base}/keys`, {
+        name: name.trim(),
+        scopes,
+        ...(expires ? { expires_at: new Date(expires).toISOString() } : {}),
+      });
+      setSecret({ title: `The secret key "${created.name}"`, value: created.secret_key });
+      setName('');
+      announce(`Key ${created.name} created.`);
+    });
+  };
+  const rotate = (k: Key) =>
+    run(async () => {
+      const rotated = await api.post<Key & { secret_key: string }>(`${base}/keys/${encodeURIComponent(k.id)}/rotate`, {});
+      setSecret({ title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`, value: rotated.secret_key });
+      announce(`Key ${k.name} rotated.`);
+    });
+  const revoke = (k: Key) =>
+    run(async () => {
+      await api.del(`${base}/keys/${encodeURIComponent(k.id)}`);
+      announce(`Key ${k.name} revoked.`);
+    });
+
+  return (
+    <section class="card settings-section" aria-labelledby="keys-title">
+      <h2 id="keys-title">Secret keys</h2>
+      {!allowed ? <Missing scope="keys:write" /> : null}
+      {allowed ? (
+        <>
+          <p class="hint">For your servers only, never a page or an app. A key can grant no scope the key of this session lacks.</p>
+          {secret ? <ShownOnce title={secret.title} value={secret.value} onDone={() => setSecret(null)} /> : null}
+          <ErrorNote error={keys.error ?? error} />
+          {keys.loading && keys.data === null ? <Loading what="the keys" /> : null}
+          {keys.data ? (
+            <TableWrap label="Secret keys">
+              <table>
+                <caption class="sr-only">Secret keys</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Key</th>
+                    <th scope="col">Scopes</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col">Expires</th>
+                    <th scope="col">
+                      <span class="sr-only">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {keys.data.data.map((k) => (
+                    <tr key={k.id}>
+                      <th scope="row">{k.name}</th>
+                      <td>
+                        <code class="nowrap">{k.prefix}…</code>
+                      </td>
+                      <td>{k.scopes.join(', ')}</td>
+                      <td>{when(k.last_used_at)}</td>
+                      <td>{k.expires_at ? when(k.expires_at) : 'never'}</td>
+                      <td class="actions">
+                        <ConfirmButton label="Rotate" subject={k.name} confirm={`Rotate ${k.name} now`} onConfirm={() => rotate(k)} />
+                        <ConfirmButton label="Revoke" subject={k.name} confirm={`Revoke ${k.name} for good`} onConfirm={() => revoke(k)} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+          ) : null}
+          <form class="form" onSubmit={create} aria-labelledby="new-key-title">
+            <h3 id="new-key-title">New key</h3>
+            <div class="row">
+              <label>
+                <span>Name (what it is for)</span>
+                <input name="key-name" required maxLength={100} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+              </label>
+              <label>
+                <span>Expires (optional)</span>
+                <input type="datetime-local" name="key-expires" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
+              </label>
+            </div>
+            <fieldset>
+              <legend>Scopes</legend>
+              <div class="scope-list">
+                {SCOPES.map(([scope, what]) => (
+                  <label class="check" key={scope}>
+                    <input
+                      type="checkbox"
+                      name="scope"
+                      value={scope}
+                      checked={scopes.includes(scope)}
+                      onChange={(e) => {
+                        const on = (e.target as HTMLInputElement).checked;
+                        setScopes((s) => (on ? [...s, scope] : s.filter((x) => x !== scope)));
+                      }}
+                    />
+                    <span>
+                      <code>{scope}</code> <span class="muted">{what}</span>
+                    </span>
+                  </label>
+                ))}
+              </div>
+            </fieldset>
+            <button type="submit" class="button" disabled={name.trim() === '' || scopes.length === 0}>
+              Create key
+            </button>
+          </form>
+        </>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,149 @@
+/** @jsxImportSource preact */
+import { useEffect, useState } from 'preact/hooks';
+import { api, qs } from '../../api.js';
+import type { ApiError } from '../../api.js';
+import { asApiError, count, ErrorNote, useConsole } from '../../ui.js';
+
+export interface Policy {
+  enforcement: 'gate' | 'banner_only' | 'monitor';
+  grace_days: number;
+  escalate_after_days: number | null;
+}
+
+interface Impact {
+  current: { warning: number; lockout: number };
+  proposed: { warning: number; lockout: number };
+  newly_gated: number;
+  released: number;
+}
+
+const ENFORCEMENTS = [
+  ['gate', 'Gate: a lockout shows the full-screen gate'],
+  ['banner_only', 'Banner only: a lockout shows the banner'],
+  ['monitor', 'Monitor: every lookup answers active (watch before enforcing)'],
+] as const;
+const IMPACT_DELAY_MS = 300;
+
+const people = (n: number) => `${count(n)} customer${n === 1 ? '' : 's'}`;
+
+/** What the proposed policy would do now, in words. */
+function impactWords(i: Impact): string {
+  if (i.newly_gated === 0 && i.released === 0) return 'This would gate no one new and let no one in.';
+  const parts: string[] = [];
+  if (i.newly_gated > 0) parts.push(`${people(i.newly_gated)} would be gated now`);
+  if (i.released > 0) parts.push(`${people(i.released)} would be let in`);
+  return `${parts.join('; ')}.`;
+}
+
+export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite: boolean; onSaved: (p: Policy) => void }) {
+  const { base, announce } = useConsole();
+  const [draft, setDraft] = useState<Policy>(props.saved);
+  const [impact, setImpact] = useState<Impact | null>(null);
+  const [impactError, setImpactError] = useState<ApiError | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => setDraft(props.saved), [props.saved]);
+  useEffect(() => {
+    if (!props.canRead) return;
+    let live = true;
+    const timer = setTimeout(() => {
+      const query = qs({ enforcement: draft.enforcement, grace_days: draft.grace_days, escalate_after_days: draft.escalate_after_days ?? 'none' });
+      api.get<Impact>(`${base}/analytics/policy-impact${query}`).then(
+        (i) => live && (setImpact(i), setImpactError(null)),
+        (err: unknown) => live && (setImpact(null), setImpactError(asApiError(err))),
+      );
+    }, IMPACT_DELAY_MS);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [base, draft, props.canRead]);
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const settings = await api.patch<{ policy: Policy }>(`${base}/settings`, { policy: draft });
+      props.onSaved(settings.policy);
+      announce('Policy saved.');
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const number = (value: string, min: number, max: number) => Math.min(max, Math.max(min, Math.round(Number(value) || 0)));
+
+  return (
+    <section class="card settings-section" aria-labelledby="policy-title">
+      <h2 id="policy-title">Dunning policy</h2>
+      <form class="form" onSubmit={save}>
+        <fieldset disabled={!props.canWrite}>
+          <legend>Enforcement</legend>
+          {ENFORCEMENTS.map(([value, label]) => (
+            <label class="check" key={value}>
+              <input
+                type="radio"
+                name="enforcement"
+                value={value}
+                checked={draft.enforcement === value}
+                onChange={() => setDraft((d) => ({ ...d, enforcement: value }))}
+              />
+              {label}
+            </label>
+          ))}
+        </fieldset>
+        <div class="row">
+          <label>
+            <span>Grace days before a lockout gates (0 to 60)</span>
+            <input
+              type="number"
+              min={0}
+              max={60}
+              disabled={!props.canWrite}
+              value={draft.grace_days}
+              onInput={(e) => setDraft((d) => ({ ...d, grace_days: number((e.target as HTMLInputElement).value, 0, 60) }))}
+            />
+          </label>
+          <label>
+            <span>Escalate a warning to lockout after days (empty: never)</span>
+            <input
+              type="number"
+              min={1}
+              max={120}
+              disabled={!props.canWrite}
+              value={draft.escalate_after_days ?? ''}
+              onInput={(e) => {
+                const v = (e.target as HTMLInputElement).value;
+                setDraft((d) => ({ ...d, escalate_after_days: v === '' ? null : number(v, 1, 120) }));
+              }}
+            />
+          </label>
+        </div>
+        <div class="impact" role="status" aria-live="polite">
+          {!props.canRead ? (
+            <span>What a change would do needs the subscribers:read scope.</span>
+          ) : impact ? (
+            <>
+              <strong>{impactWords(impact)}</strong>
+              <br />
+              <span class="muted">
+                Now: {people(impact.current.lockout)} gated, {people(impact.current.warning)} warned. With this policy: {people(impact.proposed.lockout)} gated,{' '}
+                {people(impact.proposed.warning)} warned.
+              </span>
+            </>
+          ) : impactError === null ? (
+            <span class="muted">Working out what this would change…</span>
+          ) : null}
+        </div>
+        <ErrorNote error={impactError ?? error} />
+        {props.canWrite ? (
+          <button type="submit" class="button" disabled={busy}>
+            {busy ? 'Saving…' : 'Save policy'}
+          </button>
+        ) : null}
+      </form>
+    </section>
+  );
+}
