@@ -6,6 +6,7 @@
  * call at a time, as the console asks them.
  */
 import { Agent } from 'node:http';
+import { loadavg } from 'node:os';
 import { openDb } from '../src/store/index.js';
 import type { StoreTarget } from '../src/store/index.js';
 import type { Db } from '../src/store/db.js';
@@ -237,6 +238,8 @@ export interface AnalyticsResult {
   /** What the answers were checked against, and whether they matched. */
   checks: string[];
   failures: string[];
+  /** The machine's load average (1 min) before the calls: above its cores, other work skewed them. */
+  loadAverage: number;
 }
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -288,6 +291,7 @@ export async function measureAnalytics(opts: { url: string; adminToken: string; 
   const checks: string[] = [];
   const failures: string[] = [];
   const calls: CallFigures[] = [];
+  const loadAverage = loadavg()[0] ?? 0;
   const check = (what: string, actual: unknown, expected: unknown) => {
     if (actual === expected) checks.push(`${what} ${String(actual)}`);
     else failures.push(`${what}: got ${String(actual)}, expected ${String(expected)}`);
@@ -309,7 +313,7 @@ export async function measureAnalytics(opts: { url: string; adminToken: string; 
   } finally {
     agent.destroy();
   }
-  return { seed: opts.seed, calls, checks, failures };
+  return { seed: opts.seed, calls, checks, failures, loadAverage };
 }
 
 export function analyticsLines(a: AnalyticsResult | { skipped: string } | null): string[] {
@@ -327,6 +331,7 @@ export function analyticsLines(a: AnalyticsResult | { skipped: string } | null):
         `(min ${c.minMs.toFixed(1)}, max ${c.maxMs.toFixed(1)}; ${c.calls} calls, ${fmt(c.bytes)} bytes)`,
     );
   }
+  lines.push(`  load average ${a.loadAverage.toFixed(1)} before the calls (above the cores, other work shared the machine)`);
   lines.push(`  checked: ${a.failures.length === 0 ? a.checks.join('; ') : `WRONG ${a.failures.join('; ')}`}`);
   return lines;
 }
