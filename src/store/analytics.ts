@@ -99,7 +99,8 @@ function addAmount(list: CurrencyAmount[], currency: string | null, amount: numb
  * knows those have a few values each, so it hashes a few groups. Grouped by
  * `date_trunc(..., ended_at)` instead, it took that expression for as many groups as runs,
  * and read the table and sorted every run of the range on disk (a million-subscriber
- * tenant: 220 and 580 ms, against 160 and 180 ms; docs/operations.md, analytics).
+ * tenant beside two million others: 412 and 918 ms, against 200 and 158 ms; docs/operations.md,
+ * analytics).
  */
 export const RECOVERY_SQL = {
   atRisk: `SELECT currency, count(*)::int AS n, COALESCE(sum(amount), 0)::text AS amount
