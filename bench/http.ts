@@ -7,7 +7,15 @@ export interface Answer {
   body: string;
 }
 
-export function call(agent: Agent, base: URL, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+export function call(
+  agent: Agent,
+  base: URL,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+  timeoutMs = 5_000,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -26,7 +34,7 @@ export function call(agent: Agent, base: URL, method: string, path: string, head
         res.on('error', reject);
       },
     );
-    req.setTimeout(5_000, () => req.destroy(new Error(`${method} ${path}: no answer within 5 s`)));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs / 1000} s`)));
     req.on('error', reject);
     req.end(body);
   });

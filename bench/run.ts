@@ -49,6 +49,8 @@ import type { MemoryResult, RowName, RowResult, SdkResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
 import { MIDDLEWARE_BODY, benchCustomer, middlewareCostNs } from './middleware-app.js';
+import { analyticsLines, measureAnalytics, seedAnalytics } from './analytics.js';
+import type { AnalyticsResult } from './analytics.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -74,10 +76,13 @@ const ALL_ROWS = [
   'sdk',
   'sdkfeed',
   'middleware',
+  'analytics',
 ] as const;
 type Row = (typeof ALL_ROWS)[number];
 /** Rows that measure without the seeded store: asked for alone, no store is made. */
 const STORELESS_ROWS: readonly Row[] = ['extras', 'sdk', 'middleware'];
+/** Rows that seed tenants of their own: asked for alone, a store is made but the main seed is not. */
+const OWN_SEED_ROWS: readonly Row[] = ['analytics'];
 
 const HOT_COUNT = 10_000;
 /** The dripping row: this many connections from one address, each sending a byte a second. */
@@ -89,6 +94,8 @@ const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
 const FEED_TRIALS = 100;
+/** The analytics row: timed calls of each query, after 2 untimed ones. */
+const ANALYTICS_CALLS = 20;
 /** The sdk row: non-active subscribers in @dunwall/node's copy. */
 const SDK_COUNT = 100_000;
 const CHECK_SAMPLE = 50;
@@ -494,6 +501,7 @@ async function main(): Promise<void> {
     'invalidation',
     'feed',
     'sdkfeed',
+    'analytics',
   ].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
   const generator: Generator = await detectGenerator(opts.generator);
@@ -501,6 +509,7 @@ async function main(): Promise<void> {
 
   // ---- the store (none when every row asked for measures without one)
   const needsStore = [...opts.rows].some((r) => !STORELESS_ROWS.includes(r));
+  const needsMainSeed = [...opts.rows].some((r) => !STORELESS_ROWS.includes(r) && !OWN_SEED_ROWS.includes(r));
   const serverUrl = needsStore ? process.env.DATABASE_URL?.trim() || null : null;
   let target: StoreTarget = { engine: 'embedded', dataDir: null };
   let storeEnv: Record<string, string> = {};
@@ -550,8 +559,8 @@ async function main(): Promise<void> {
   let sizes: Sizes = { tenants: 0, perTenant: 0 };
   let tiers: Entitlements = {};
   let seedSeconds: number | null = null;
-  if (!needsStore) {
-    // No subscribers: the request lists below are empty.
+  if (!needsMainSeed) {
+    // No bench subscribers: the request lists below are empty (the rows asked for seed their own).
   } else if (opts.reuse === null) {
     log(`seeding ${opts.sizes.tenants.toLocaleString('en-US')} tenants, ${(opts.sizes.tenants * opts.sizes.perTenant).toLocaleString('en-US')} subscribers`);
     const seeded = await seed(target, opts.sizes, (l) => log(`seed: ${l}`));
@@ -1067,6 +1076,28 @@ async function main(): Promise<void> {
     }
   }
 
+  let analytics: AnalyticsResult | { skipped: string } | null = null;
+  if (opts.rows.has('analytics')) {
+    if (serverUrl === null) {
+      analytics = { skipped: 'embedded store: the million-subscriber analytics are measured on PostgreSQL (DATABASE_URL)' };
+    } else {
+      await phase('analytics', async () => {
+        // A tenant of a million subscribers with a year of runs, beside smaller tenants in the
+        // same tables; its analytics asked through the admin API, one call at a time.
+        const seeded = await seedAnalytics(target, (l) => log(`analytics seed: ${l}`));
+        const server = await startService('service-analytics');
+        try {
+          const result = await measureAnalytics({ url: server.url, adminToken, seed: seeded, calls: ANALYTICS_CALLS });
+          analytics = result;
+          for (const f of result.failures) note(`analytics: ${f}`);
+          for (const line of analyticsLines(result)) log(line);
+        } finally {
+          await stopChild(server.child);
+        }
+      });
+    }
+  }
+
   let invalidation: InvalidationResult | { skipped: string } | null = null;
   if (opts.rows.has('invalidation')) {
     if (serverUrl === null) {
@@ -1174,9 +1205,11 @@ async function main(): Promise<void> {
         : 'serve';
   const header = [
     `Dunwall bench, ${startedAt.toISOString()}${opts.quick ? ' (--quick)' : ''}`,
-    needsStore
-      ? `store: ${storeLabel}; ${fmtN(sizes.tenants)} tenants, ${fmtN(total)} subscribers${seedSeconds === null ? ' (reused)' : `, seeded in ${seedSeconds.toFixed(1)} s`}`
-      : `store: ${storeLabel}`,
+    needsStore && !needsMainSeed
+      ? `store: ${storeLabel}; no main seed (the rows asked for seed their own tenants)`
+      : needsStore
+        ? `store: ${storeLabel}; ${fmtN(sizes.tenants)} tenants, ${fmtN(total)} subscribers${seedSeconds === null ? ' (reused)' : `, seeded in ${seedSeconds.toFixed(1)} s`}`
+        : `store: ${storeLabel}`,
     `load generator: ${generator.detail}; ${opts.connections} connections, ${opts.durationS} s per row after ${opts.warmupS} s of warm-up`,
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
@@ -1190,6 +1223,7 @@ async function main(): Promise<void> {
     memory ? memoryLine(memory) : 'read model memory: not run (--rows)',
     extrasLine(extras),
     policyLine(policy),
+    ...analyticsLines(analytics),
     invalidation ? invalidationLine(invalidation) : 'propagation: not run (--rows)',
     feed ? feedLine(feed) : 'status feed across instances: not run (--rows)',
     sdk ? sdkLine(sdk) : '@dunwall/node copy: not run (--rows)',
@@ -1222,6 +1256,7 @@ async function main(): Promise<void> {
     memory,
     extras,
     policy,
+    analytics,
     invalidation,
     feed,
     sdk,
