@@ -5,7 +5,7 @@ import { availableEngines } from '../helpers/engines.js';
 
 /**
  * The analytics statements keep reading through the indexes on PostgreSQL: over a seeded,
- * ANALYZEd store where the tenant asked for holds a tenth of the runs, the plan of each
+ * VACUUMed and ANALYZEd store where the tenant asked for holds a tenth of the runs, the plan of each
  * tenant-scoped statement (EXPLAIN, FORMAT JSON, with the parameters the store passes)
  * reads no table sequentially, reads the index it was written for, and groups the runs
  * into groups the planner knows to be few. A later edit of a
@@ -55,6 +55,12 @@ const MAX_GROUPS = 100;
 const reads = (n: PlanNode, relation: string): boolean => n['Relation Name'] === relation || (n.Plans ?? []).some((c) => reads(c, relation));
 const manyGroups = (all: PlanNode[]) =>
   all.filter((n) => n['Node Type'] === 'Aggregate' && reads(n, 'dunning_runs') && (n['Plan Rows'] ?? 0) > MAX_GROUPS).map((n) => n['Plan Rows']);
+/** How each large table is read: the scan's type and its index. */
+const scans = (all: PlanNode[]) =>
+  all
+    .filter((n) => n['Index Name'] !== undefined)
+    .map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`)
+    .sort();
 const indexes = (all: PlanNode[]) => [...new Set(all.map((n) => n['Index Name']).filter((i): i is string => i !== undefined))].sort();
 
 describe.runIf(postgres)('analytics plans (postgres)', () => {
@@ -115,7 +121,9 @@ describe.runIf(postgres)('analytics plans (postgres)', () => {
         [ANCHOR],
       );
     });
-    await db.exec('ANALYZE subscribers, subscriber_episodes, dunning_runs');
+    // As autovacuum leaves a settled table: the visibility map set, so that the planner counts
+    // on reading a covering index alone.
+    await db.exec('VACUUM ANALYZE subscribers, subscriber_episodes, dunning_runs');
   }, 120_000);
 
   afterAll(() => cleanup());
@@ -147,10 +155,11 @@ describe.runIf(postgres)('analytics plans (postgres)', () => {
     expect(allowed).toContain(used[0]);
   });
 
-  it('policy impact: the non-active subscribers and their unresolved episodes through their partial indexes', async () => {
+  it('policy impact: the non-active subscribers and their unresolved episodes from their partial indexes alone', async () => {
     const cutoffs = ['2025-12-25T00:00:00Z', '2025-12-18T00:00:00Z', 'infinity', 'infinity'];
     const all = await plan(db, IMPACT_SQL, [tenantId, ...cutoffs]);
     expect(seqScans(all)).toEqual([]);
-    expect(indexes(all)).toEqual(['subscriber_episodes_unresolved', 'subscribers_not_active']);
+    // Both indexes cover the columns the statement takes (019): no heap page read per customer.
+    expect(scans(all)).toEqual(['Index Only Scan subscriber_episodes_unresolved', 'Index Only Scan subscribers_not_active']);
   });
 });

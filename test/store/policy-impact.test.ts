@@ -156,7 +156,7 @@ describe.each(engines)('policy impact ($name)', (engine) => {
     }
   });
 
-  it('answers a tenant with 100,000 customers in dunning in one statement, well inside the request bound', async () => {
+  it('answers a tenant with 20,000 customers in dunning in one statement, nothing per customer (its time on 100,000 is in the bench)', async () => {
     const created = await store.createTenant(newTenant('big'), NOW);
     if (!created.ok) throw new Error('tenant');
     const id = created.tenant.id;
@@ -164,14 +164,14 @@ describe.each(engines)('policy impact ($name)', (engine) => {
     await db.query(
       `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at)
        SELECT $1, 'cus_' || lpad(i::text, 7, '0'), s, s, 'x', $2, $2
-       FROM generate_series(1, 100000) i, LATERAL (SELECT CASE WHEN i % 3 = 0 THEN 'lockout' ELSE 'warning' END AS s) st`,
+       FROM generate_series(1, 20000) i, LATERAL (SELECT CASE WHEN i % 3 = 0 THEN 'lockout' ELSE 'warning' END AS s) st`,
       [id, NOW],
     );
     await db.query(
       `INSERT INTO subscriber_episodes (tenant_id, processor_customer_id, episode, state, reason, at, rank, event_id, updated_at, dunning_started_at)
        SELECT $1, 'cus_' || lpad(i::text, 7, '0'), 'sub_' || i, CASE WHEN i % 3 = 0 THEN 'lockout' ELSE 'warning' END, 'x', $2, 1, 'evt_' || i, $2,
          $2::timestamptz - (i % 50) * interval '1 day'
-       FROM generate_series(1, 100000) i`,
+       FROM generate_series(1, 20000) i`,
       [id, NOW],
     );
     let statements = 0;
@@ -184,20 +184,15 @@ describe.each(engines)('policy impact ($name)', (engine) => {
       },
     };
     const measured = new SqlStore(counting);
-    const started = performance.now();
     const answer = await measured.policyImpact(id, { grace_days: 10, escalate_after_days: 20 }, NOW);
-    const ms = performance.now() - started;
-    process.stdout.write(`${engine.name}: policy impact of 100,000 customers in ${ms.toFixed(0)} ms, ${statements} statements\n`);
     // Lockouts started fewer than 10 days ago (i % 50 < 10) are released; warnings 20 days old or more escalate.
     expect(answer).toMatchObject({
-      current: { warning: 66_667, lockout: 33_333 },
-      proposed: { warning: 33_333, lockout: 66_667 },
-      newlyGated: 40_000,
-      released: 6_666,
+      current: { warning: 13_334, lockout: 6_666 },
+      proposed: { warning: 6_667, lockout: 13_333 },
+      newlyGated: 8_000,
+      released: 1_333,
     });
     // The tenant's policy, then the one statement: nothing per customer, nothing per page.
     expect(statements).toBe(2);
-    // About 150 ms on either engine on 2 cores; the bound is the request's store deadline (4 s), halved.
-    expect(ms).toBeLessThan(2_000);
   }, 120_000);
 });
