@@ -12,7 +12,7 @@ import type { App } from '../src/http/app.js';
 import { KeyUsage } from '../src/http/key-usage.js';
 import { SCOPES } from '../src/domain/keys.js';
 import { run } from '../src/cli/run.js';
-import { openFreshEmbeddedStore } from './helpers/embedded-template.js';
+import { openStore } from '../src/store/index.js';
 import type { Store } from '../src/store/store.js';
 import { charge, event, invoice } from './helpers/stripe-fixtures.js';
 import { DownstreamDeliverer } from '../src/downstream/index.js';
@@ -126,7 +126,7 @@ async function lookup(slug: string, key: string, customer: string): Promise<{ st
 }
 
 beforeAll(async () => {
-  store = await openFreshEmbeddedStore();
+  store = await openStore({ engine: 'embedded', dataDir: null });
   app = await buildAppWithModel({ store, adminToken: TOKEN, keyUsage });
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   url = address;

@@ -12,7 +12,7 @@ import { buildAppWithModel } from '../helpers/harness.js';
 import { haveBrowser, launchChromium, snippetTag, startService } from '../helpers/snippet-browser.js';
 import type { Service, Tenant } from '../helpers/snippet-browser.js';
 import { seedDemo } from '../../src/demo/index.js';
-import { openFreshEmbeddedStore } from '../helpers/embedded-template.js';
+import { openStore } from '../../src/store/index.js';
 
 const RESULTS = join(process.cwd(), 'test-results');
 const HOSTILE_CSS = `* { color: rgb(255, 0, 0) !important; font-size: 40px !important; font-family: serif !important; }
@@ -772,9 +772,9 @@ ${tag ?? ''}
   });
 
   it('serves the demo page with the three states and each placement of the banner', { timeout: 120_000 }, async () => {
-    // The demo's own app, on a fresh store seeded as a first run seeds it: a copy of the run's
-    // migrated folder, as an initdb of its own would cost seconds on a box busy with other suites.
-    const store = await openFreshEmbeddedStore();
+    // The demo's own app, on an in-memory store seeded as a first run seeds it: a second
+    // on-disk PGlite folder would cost an initdb on a box that is busy with other suites.
+    const store = await openStore({ engine: 'embedded', dataDir: null });
     const seeded = await seedDemo(store, new Date());
     const demoApp = await buildAppWithModel({ store, adminToken: null, demo: seeded, snippet: loadSnippet() });
     const demoUrl = await demoApp.listen({ port: 0, host: '127.0.0.1' });

@@ -2,8 +2,8 @@ import { request } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../../src/http/app.js';
+import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
-import { openFreshEmbeddedStore } from './embedded-template.js';
 import { ADMIN_TOKEN, buildAppWithModel } from './harness.js';
 import { portOf } from './socket.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from './stripe-fixtures.js';
@@ -46,7 +46,7 @@ export interface Service {
 }
 
 export async function startService(slug = 'acme'): Promise<Service> {
-  const store = await openFreshEmbeddedStore();
+  const store = await openStore({ engine: 'embedded', dataDir: null });
   const app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
   try {
     const baseUrl = `http://127.0.0.1:${await portOf(app)}`;

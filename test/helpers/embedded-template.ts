@@ -1,10 +1,8 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
-import { openDb, openStore } from '../../src/store/index.js';
+import { openDb } from '../../src/store/index.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import type { Store } from '../../src/store/store.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,36 +34,4 @@ export function copyEmbeddedTemplate(template: string): { dataDir: string; remov
   const dataDir = join(root, 'pgdata');
   cpSync(template, dataDir, { recursive: true });
   return { dataDir, remove: () => rmSync(root, { recursive: true, force: true }) };
-}
-
-/** The run's migrated folder (test/global-setup.ts), when the run made one. */
-export function embeddedTemplate(): string | null {
-  try {
-    return inject('embeddedTemplate') ?? null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * `openStore` on a private copy of the run's migrated folder (in memory when the run made none),
- * as fresh as a store migrated from nothing; closing the store deletes its copy.
- */
-export async function openFreshEmbeddedStore(): Promise<Store> {
-  const template = embeddedTemplate();
-  if (template === null) return openStore({ engine: 'embedded', dataDir: null });
-  const copy = copyEmbeddedTemplate(template);
-  let store: Store;
-  try {
-    store = await openStore({ engine: 'embedded', dataDir: copy.dataDir });
-  } catch (err) {
-    copy.remove();
-    throw err;
-  }
-  const close = store.close.bind(store);
-  store.close = async () => {
-    await close();
-    copy.remove();
-  };
-  return store;
 }

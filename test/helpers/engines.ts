@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { openDb } from '../../src/store/index.js';
 import type { StoreTarget } from '../../src/store/index.js';
 import type { Db } from '../../src/store/db.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { SqlStore } from '../../src/store/sql-store.js';
-import { copyEmbeddedTemplate, embeddedTemplate } from './embedded-template.js';
+import { copyEmbeddedTemplate } from './embedded-template.js';
 import type { Store } from '../../src/store/store.js';
 
 const DEADLOCK_DETECTED = '40P01';
@@ -35,6 +36,15 @@ async function reachable(url: string): Promise<boolean> {
     return false;
   } finally {
     await client.end().catch(() => {});
+  }
+}
+
+/** The run's migrated embedded folder (test/global-setup.ts), when the run made one. */
+function embeddedTemplate(): string | null {
+  try {
+    return inject('embeddedTemplate') ?? null;
+  } catch {
+    return null;
   }
 }
 

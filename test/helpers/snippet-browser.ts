@@ -2,7 +2,7 @@
  * What the snippet's browser suites share: the system's Chromium (never a downloaded one),
  * a running service with its admin API, and the snippet's tag for a tenant and a customer.
  */
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -13,7 +13,6 @@ import { loadConfig } from '../../src/runtime/config.js';
 import { createLogger } from '../../src/runtime/logger.js';
 import { start } from '../../src/runtime/server.js';
 import type { Running } from '../../src/runtime/server.js';
-import { embeddedTemplate } from './embedded-template.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const haveBrowser = existsSync(CHROMIUM);
@@ -40,9 +39,6 @@ export interface Service {
 /** The service on a free port, with an embedded store in a folder of its own; `env`: more settings. */
 export async function startService(env: Record<string, string> = {}): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-'));
-  // The store's folder as the migrations leave it (the service finds them applied), not an initdb of its own.
-  const template = embeddedTemplate();
-  if (template !== null) cpSync(template, join(dataDir, 'pgdata'), { recursive: true });
   const running = await start(loadConfig({ ...env, DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
   return {
     running,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { App } from '../../src/http/app.js';
 import { createMetrics } from '../../src/metrics/index.js';
-import { openFreshEmbeddedStore } from '../helpers/embedded-template.js';
+import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel, computeHmac, FakeClock } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
@@ -34,7 +34,7 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     });
 
   beforeAll(async () => {
-    store = await openFreshEmbeddedStore();
+    store = await openStore({ engine: 'embedded', dataDir: null });
     app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, metrics });
     app.addHook('onRequest', async (req) => {
       routed.push(req.url);

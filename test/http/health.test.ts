@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { READY_REUSE_MS } from '../../src/http/routes/health.js';
-import { openFreshEmbeddedStore } from '../helpers/embedded-template.js';
+import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
@@ -14,7 +14,7 @@ describe('/readyz under a flood', () => {
   let release: (() => void) | null = null;
 
   beforeAll(async () => {
-    store = await openFreshEmbeddedStore();
+    store = await openStore({ engine: 'embedded', dataDir: null });
     const ping = store.ping.bind(store);
     // The store's own ping, counted; a test can hold it (a slow database) or fail it.
     store.ping = async () => {

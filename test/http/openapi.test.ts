@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { openApiDocument } from '../../src/http/openapi.js';
-import { openFreshEmbeddedStore } from '../helpers/embedded-template.js';
+import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
@@ -13,7 +13,7 @@ describe('the OpenAPI document', () => {
   let store: Store;
   let app: App;
   beforeAll(async () => {
-    store = await openFreshEmbeddedStore();
+    store = await openStore({ engine: 'embedded', dataDir: null });
     app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
   });
   afterAll(async () => {

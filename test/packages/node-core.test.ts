@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/http/app.js';
-import { openFreshEmbeddedStore } from '../helpers/embedded-template.js';
+import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { createDunwall } from '../../packages/node/src/index.js';
 import { createDunwallWith } from '../../packages/node/src/follower.js';
@@ -37,7 +37,7 @@ const open: Dunwall[] = [];
 const proxies: CuttableProxy[] = [];
 
 beforeAll(async () => {
-  store = await openFreshEmbeddedStore();
+  store = await openStore({ engine: 'embedded', dataDir: null });
   app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN });
   base = `http://127.0.0.1:${await portOf(app)}`;
 });
