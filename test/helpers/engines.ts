@@ -18,7 +18,7 @@ export interface Engine {
    * A fresh, migrated, isolated store; `cleanup` drops what it made. `upTo`: apply the
    * migrations up to that version only (a store as an earlier version left it).
    */
-  open(options?: { upTo?: number }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+  open(options?: { upTo?: number; fromTemplate?: boolean }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
 }
 
 function migrationsUpTo(upTo: number | undefined) {
@@ -51,9 +51,11 @@ function embeddedTemplate(): string | null {
 const embedded: Engine = {
   name: 'embedded',
   async open(options = {}) {
-    // Fully migrated: a private copy of the run's migrated folder (the migrations still run, and
-    // find nothing to do), rather than a PGlite initdb of its own for every store.
-    const template = options.upTo === undefined ? embeddedTemplate() : null;
+    // Asked for by a file that opens a store per test: a private copy of the run's migrated folder
+    // (the migrations still run, and find nothing to do), not an initdb of its own each time. On
+    // disk, its queries cost more than in memory: a file with one store for all its tests keeps
+    // the in-memory one.
+    const template = options.fromTemplate === true && options.upTo === undefined ? embeddedTemplate() : null;
     if (template !== null) {
       const copy = copyEmbeddedTemplate(template);
       const target: StoreTarget = { engine: 'embedded', dataDir: copy.dataDir };
