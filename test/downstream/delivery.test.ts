@@ -71,7 +71,8 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
   }
 
   beforeEach(async () => {
-    h = await harness(engine, { webhooks: LOOPBACK_OK });
+    // A store per test: each a copy of the run's migrated folder, not an initdb of its own.
+    h = await harness(engine, { webhooks: LOOPBACK_OK }, {}, { fromTemplate: true });
     receiver = await Receiver.start();
     deliverer = newDeliverer();
     await h.createTenant('acme', { tier: 'scale' });

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/runtime/logger.js';
 import { start } from '../../src/runtime/server.js';
 import { openStore } from '../../src/store/index.js';
 import { Capture } from '../helpers/log-capture.js';
+import { withMigratedStore } from '../helpers/migrated-data-dir.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
@@ -153,7 +154,7 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('recovers from an unclean stop: a lock naming a dead or reused pid, an empty or loose token file', async () => {
-    const dir = tempDir();
+    const dir = withMigratedStore(tempDir());
     const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
     await first.close();
     // The lock as a killed process leaves it: naming this pid (a container's pid 1 again), or a dead one.
@@ -169,7 +170,7 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('refuses a token file too short to be safe, and releases the folder', async () => {
-    const dir = tempDir();
+    const dir = withMigratedStore(tempDir());
     const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
     await first.close();
     writeFileSync(join(dir, 'admin-token'), 'short\n');
@@ -178,7 +179,7 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('DUNWALL_DEFAULT_TIER is the tier of a tenant created without one, through the API and the CLI; one that names no tier stops the start', async () => {
-    const dir = tempDir();
+    const dir = withMigratedStore(tempDir());
     const base = { DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' };
     await expect(start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'platinum' }), createLogger('silent'))).rejects.toThrow(
       "DUNWALL_DEFAULT_TIER names no tier of this store: 'platinum' (its tiers: growth, scale, starter)",
@@ -227,7 +228,10 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('METRICS_PORT serves /metrics on a listener of its own, and the public port no longer does', async () => {
-    const running = await start(loadConfig({ DUNWALL_DATA_DIR: tempDir(), PORT: '0', DUNWALL_DEMO: '0', METRICS_PORT: '0' }), createLogger('silent'));
+    const running = await start(
+      loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(tempDir()), PORT: '0', DUNWALL_DEMO: '0', METRICS_PORT: '0' }),
+      createLogger('silent'),
+    );
     try {
       expect(running.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(running.metricsUrl).not.toBe(running.url);
@@ -252,7 +256,7 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it("counts a tenant's refused Stripe deliveries in memory and writes them as it stops", async () => {
-    const dir = tempDir();
+    const dir = withMigratedStore(tempDir());
     const config = loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' });
     const running = await start(config, createLogger('silent'));
     const tenant = { id: 0 };
@@ -286,7 +290,7 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('DUNWALL_DEMO=0 turns the demo off', async () => {
-    const running = await start(loadConfig({ DUNWALL_DATA_DIR: tempDir(), PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    const running = await start(loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(tempDir()), PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
     try {
       expect(await running.store.countTenants()).toBe(0);
     } finally {
@@ -362,7 +366,7 @@ describe('the process', () => {
 
   it('shuts down cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, serverArgs, {
-      env: { ...process.env, PORT: '0', DUNWALL_DATA_DIR: tempDir(), DUNWALL_DEMO: '0', DATABASE_URL: '' },
+      env: { ...process.env, PORT: '0', DUNWALL_DATA_DIR: withMigratedStore(tempDir()), DUNWALL_DEMO: '0', DATABASE_URL: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { openDb } from '../../src/store/index.js';
 import type { StoreTarget } from '../../src/store/index.js';
 import type { Db } from '../../src/store/db.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
 import { SqlStore } from '../../src/store/sql-store.js';
+import { copyEmbeddedTemplate } from './embedded-template.js';
 import type { Store } from '../../src/store/store.js';
 
 const DEADLOCK_DETECTED = '40P01';
@@ -16,7 +18,7 @@ export interface Engine {
    * A fresh, migrated, isolated store; `cleanup` drops what it made. `upTo`: apply the
    * migrations up to that version only (a store as an earlier version left it).
    */
-  open(options?: { upTo?: number }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+  open(options?: { upTo?: number; fromTemplate?: boolean }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
 }
 
 function migrationsUpTo(upTo: number | undefined) {
@@ -37,9 +39,47 @@ async function reachable(url: string): Promise<boolean> {
   }
 }
 
+/** The run's migrated embedded folder (test/global-setup.ts), when the run made one. */
+function embeddedTemplate(): string | null {
+  try {
+    return inject('embeddedTemplate') ?? null;
+  } catch {
+    return null;
+  }
+}
+
 const embedded: Engine = {
   name: 'embedded',
   async open(options = {}) {
+    // Asked for by a file that opens a store per test: a private copy of the run's migrated folder
+    // (the migrations still run, and find nothing to do), not an initdb of its own each time. On
+    // disk, its queries cost more than in memory: a file with one store for all its tests keeps
+    // the in-memory one.
+    const template = options.fromTemplate === true && options.upTo === undefined ? embeddedTemplate() : null;
+    if (template !== null) {
+      const copy = copyEmbeddedTemplate(template);
+      const target: StoreTarget = { engine: 'embedded', dataDir: copy.dataDir };
+      let store: SqlStore | undefined;
+      try {
+        const db = await openDb(target);
+        store = new SqlStore(db);
+        await migrate(db, migrationsUpTo(undefined));
+        const opened = store;
+        return {
+          store: opened,
+          db,
+          target,
+          async cleanup() {
+            await opened.close();
+            copy.remove();
+          },
+        };
+      } catch (err) {
+        await store?.close();
+        copy.remove();
+        throw err;
+      }
+    }
     const target: StoreTarget = { engine: 'embedded', dataDir: null };
     const db = await openDb(target);
     await migrate(db, migrationsUpTo(options.upTo));

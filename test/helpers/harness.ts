@@ -74,8 +74,14 @@ export function adminRequest(app: App, method: string, url: string, body?: unkno
   });
 }
 
-export async function harness(engine: Engine, deps: Partial<AppDeps> = {}, modelOptions: Omit<ReadModelOptions, 'now'> = {}): Promise<Harness> {
-  const opened = await engine.open();
+/** `storeOptions.fromTemplate`: the store a copy of the run's migrated folder (engines.ts), for a harness per test. */
+export async function harness(
+  engine: Engine,
+  deps: Partial<AppDeps> = {},
+  modelOptions: Omit<ReadModelOptions, 'now'> = {},
+  storeOptions: { fromTemplate?: boolean } = {},
+): Promise<Harness> {
+  const opened = await engine.open(storeOptions);
   const clock = new FakeClock();
   // The lookup answers from the read model, kept true as in production: every route test
   // checks that writes reach the answers.
