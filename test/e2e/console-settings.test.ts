@@ -103,6 +103,15 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       const gate = page.frameLocator('iframe[title="Preview of the gate (lockout)"]');
       await expect.poll(async () => (await drawn(banner, 'warning')).text).toBe('Your card was declined');
       await expect.poll(async () => (await drawn(gate, 'lockout')).text).toBe('Pay to keep using Acme');
+      // Typed while the gate is drawn again (each pause is longer than the preview's delay):
+      // the gate takes the focus on a customer's page, never from the field typed in here.
+      const gateTitle = page.getByRole('textbox', { name: 'Gate title' });
+      await gateTitle.pressSequentially(' now', { delay: 700 });
+      expect(await gateTitle.inputValue()).toBe('Pay to keep using Acme now');
+      expect(await gateTitle.evaluate((e) => document.activeElement === e)).toBe(true);
+      await expect.poll(async () => (await drawn(gate, 'lockout')).text).toBe('Pay to keep using Acme now');
+      await gateTitle.fill('Pay to keep using Acme');
+      await expect.poll(async () => (await drawn(gate, 'lockout')).text).toBe('Pay to keep using Acme');
       await page.getByRole('button', { name: 'Save branding' }).click();
       await page.getByRole('status').filter({ hasText: 'Branding saved.' }).waitFor();
       const served = (await (await fetch(`${service.url}/api/branding/acme`)).json()) as Record<string, unknown>;

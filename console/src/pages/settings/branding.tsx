@@ -1,5 +1,5 @@
 /** @jsxImportSource preact */
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
 import { asApiError, ErrorNote, useConsole } from '../../ui.js';
 
@@ -73,6 +73,38 @@ export function previewDraft(b: Branding): string {
   return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+/**
+ * The gate takes the focus when it is drawn, as it should on a customer's page; here it is
+ * drawn again each time the draft changes, and Chromium lets a frame's script take the focus
+ * even from an inert frame: the field being typed in would lose it, and the keys typed next
+ * with it. Whatever had the focus gets it back at once, before the next key arrives.
+ */
+function useFocusKept(frames: { current: HTMLElement | null }): void {
+  useEffect(() => {
+    const taken = () => {
+      const now = document.activeElement;
+      return now instanceof HTMLIFrameElement && frames.current?.contains(now) ? now : null;
+    };
+    const onOut = (e: FocusEvent) => {
+      const left = e.target;
+      queueMicrotask(() => {
+        const frame = taken();
+        if (frame === null) return;
+        if (left instanceof HTMLElement && left.isConnected) left.focus({ preventScroll: true });
+        else frame.blur();
+      });
+    };
+    // Nothing focused in the page (no focusout): the frame gives the focus back to the page.
+    const onBlur = () => queueMicrotask(() => taken()?.blur());
+    document.addEventListener('focusout', onOut, true);
+    window.addEventListener('blur', onBlur);
+    return () => {
+      document.removeEventListener('focusout', onOut, true);
+      window.removeEventListener('blur', onBlur);
+    };
+  }, [frames]);
+}
+
 export function BrandingSection(props: { saved: Branding; canWrite: boolean; onSaved: (b: Branding) => void }) {
   const { base, announce } = useConsole();
   const [draft, setDraft] = useState<Branding>(props.saved);
@@ -86,6 +118,8 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
     const timer = setTimeout(() => setPreview(previewDraft(draft)), PREVIEW_DELAY_MS);
     return () => clearTimeout(timer);
   }, [draft]);
+  const frames = useRef<HTMLDivElement>(null);
+  useFocusKept(frames);
   const locales = useMemo(() => [...new Set(['default', ...Object.keys(draft.texts ?? {}), locale])], [draft, locale]);
 
   const setText = (key: TextKey, value: string) => setDraft((d) => ({ ...d, texts: { ...d.texts, [locale]: { ...d.texts?.[locale], [key]: value } } }));
@@ -211,10 +245,12 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
         </form>
         <div>
           <h3 class="preview-title">Preview</h3>
-          <p class="hint">The snippet itself, with this draft, in this browser's language. Not saved until you save.</p>
-          <div class="preview-frames">
-            <iframe title="Preview of the banner (warning)" src={`/console/preview?state=warning&draft=${preview}`} />
-            <iframe title="Preview of the gate (lockout)" src={`/console/preview?state=lockout&draft=${preview}`} />
+          <p class="hint">The snippet itself, with this draft, in this browser's language: a picture, its links not followed. Not saved until you save.</p>
+          {/* Inert: the keyboard never enters the frames, where the gate would hold it (its focus
+              trap, as on a customer's page), and their links are not followed from here. */}
+          <div class="preview-frames" ref={frames}>
+            <iframe title="Preview of the banner (warning)" src={`/console/preview?state=warning&draft=${preview}`} inert />
+            <iframe title="Preview of the gate (lockout)" src={`/console/preview?state=lockout&draft=${preview}`} inert />
           </div>
         </div>
       </div>
