@@ -1,11 +1,11 @@
 /** @jsxImportSource preact */
 import { render } from 'preact';
 import type { ComponentType } from 'preact';
-import { useCallback, useEffect, useMemo, useState } from 'preact/hooks';
-import { LocationProvider, Router, Route, useLocation } from 'preact-iso';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
+import { LocationProvider, Router, Route, useLocation, useRoute } from 'preact-iso';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
-import { Ctx, asApiError, contextFor, ErrorNote, Loading, NeedsTenant, useConsole } from './ui.js';
+import { Ctx, asApiError, contextFor, ErrorNote, Loading, NeedsTenant, Page as UiPage, SLUG_RE, tenantPath, useConsole } from './ui.js';
 import type { ApiError } from './api.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
@@ -14,12 +14,18 @@ import { Health } from './pages/health.js';
 import { Tenants } from './pages/tenants.js';
 import './console.css';
 
-const TENANT_KEY = 'dunwall.console.tenant';
-
-/** A page of one tenant's resources: until the operator chooses a tenant, the page says so. */
+/**
+ * A page of one tenant's resources, at /console/t/:slug/...: the address says which tenant.
+ * A tenant's session sees only its own (another tenant's address says so, and asks nothing
+ * of the service); the operator sees any.
+ */
 function tenanted<P extends object>(Page: ComponentType<P>): ComponentType<P> {
   return function Tenanted(props: P) {
-    const { slug } = useConsole();
+    const { session, slug } = useConsole();
+    const { params } = useRoute();
+    const wanted = params.slug ?? '';
+    if (!SLUG_RE.test(wanted)) return <NotFound />;
+    if (session.kind === 'tenant' && wanted !== session.tenant?.slug) return <NotYourTenant wanted={wanted} />;
     return slug === null ? <NeedsTenant /> : <Page {...props} />;
   };
 }
@@ -29,6 +35,54 @@ const SubscribersPage = tenanted(Subscribers);
 const SubscriberDetail = tenanted(SubscriberPage);
 const SettingsPage = tenanted(Settings);
 const HealthPage = tenanted(Health);
+
+/** The console's pages of a tenant, by their part after /console/t/:slug. */
+const SECTIONS = ['subscribers', 'settings', 'health'] as const;
+
+/** The tenant of an address (/console/t/:slug/...), when it names one the service could have. */
+function slugOfPath(path: string): string | null {
+  const m = /^\/console\/t\/([^/]+)/.exec(path);
+  return m !== null && SLUG_RE.test(m[1] as string) ? (m[1] as string) : null;
+}
+
+/** The address's part after the tenant (or after /console on an address without one), query included. */
+function restOf(url: string): string {
+  const m = /^\/console(?:\/t\/[^/?]+)?(\/[^?]*)?(\?.*)?$/.exec(url);
+  const rest = (m?.[1] ?? '').replace(/\/+$/, '');
+  return `${rest}${m?.[2] ?? ''}`;
+}
+
+/**
+ * An address of the console from before the tenant was part of them (/console/subscribers/...):
+ * a tenant's session is taken to the same page of its own; the operator chooses a tenant
+ * first and is then taken there.
+ */
+function ToTenant() {
+  const { session } = useConsole();
+  const { url, route } = useLocation();
+  const own = session.tenant?.slug ?? null;
+  useLayoutEffect(() => {
+    if (own !== null) route(tenantPath(own, restOf(url)), true);
+  }, [own, url, route]);
+  return own === null ? <NeedsTenant /> : <Loading what="the page" />;
+}
+
+/** A tenant's session on another tenant's address: said, and nothing of that tenant asked for. */
+function NotYourTenant(props: { wanted: string }) {
+  const { session } = useConsole();
+  const own = session.tenant?.slug ?? '';
+  return (
+    <UiPage title="Not your tenant">
+      <p class="note" role="status">
+        This address is a page of the tenant <code>{props.wanted}</code>, and this session was opened with a key of <code>{own}</code>: a key sees its own
+        tenant only. Sign in with a key of <code>{props.wanted}</code>, or with the operator's admin token, to see it.
+      </p>
+      <p>
+        <a href={tenantPath(own)}>The overview of {own}</a>
+      </p>
+    </UiPage>
+  );
+}
 
 function SignIn(props: { onSignedIn: (s: Session) => void }) {
   const [credential, setCredential] = useState('');
@@ -85,7 +139,7 @@ interface TenantItem {
   slug: string;
 }
 
-/** The operator's choice of tenant, remembered for this tab. */
+/** The operator's choice of tenant: the address's, changed by going to the same section of another. */
 function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) => void }) {
   const [tenants, setTenants] = useState<TenantItem[] | null>(null);
   useEffect(() => {
@@ -110,23 +164,23 @@ function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) 
   );
 }
 
-const NAV: { href: string; label: string; operatorOnly?: boolean }[] = [
-  { href: '/console', label: 'Overview' },
-  { href: '/console/subscribers', label: 'Subscribers' },
-  { href: '/console/settings', label: 'Settings' },
-  { href: '/console/health', label: 'Health' },
-  { href: '/console/tenants', label: 'Tenants', operatorOnly: true },
+const NAV: { rest: string; label: string; operatorOnly?: boolean }[] = [
+  { rest: '', label: 'Overview' },
+  ...SECTIONS.map((rest) => ({ rest: `/${rest}`, label: rest.charAt(0).toUpperCase() + rest.slice(1) })),
 ];
 
 function Nav(props: { session: Session }) {
   const { path } = useLocation();
-  const current = (href: string) => (href === '/console' ? path === '/console' || path === '/console/' : path.startsWith(href));
+  const { href } = useConsole();
+  const current = (to: string, rest: string) => (rest === '' ? path === to || path === '/console' : path === to || path.startsWith(`${to}/`));
+  const links = NAV.map((n) => ({ to: href(n.rest), rest: n.rest, label: n.label }));
+  if (props.session.kind === 'operator') links.push({ to: '/console/tenants', rest: '/tenants', label: 'Tenants' });
   return (
     <nav class="nav" aria-label="Console">
       <ul>
-        {NAV.filter((n) => !n.operatorOnly || props.session.kind === 'operator').map((n) => (
-          <li key={n.href}>
-            <a href={n.href} aria-current={current(n.href) ? 'page' : undefined}>
+        {links.map((n) => (
+          <li key={n.label}>
+            <a href={n.to} aria-current={current(n.to, n.rest) ? 'page' : undefined}>
               {n.label}
             </a>
           </li>
@@ -138,13 +192,22 @@ function Nav(props: { session: Session }) {
 
 function Shell(props: { session: Session; onSignOut: () => void }) {
   const { session } = props;
-  const [slug, setSlugState] = useState<string | null>(session.tenant?.slug ?? sessionStorage.getItem(TENANT_KEY));
+  const { path, url, route } = useLocation();
+  // The tenant is the address's; a tenant's session always shows its own (another's address says so).
+  const slug = session.kind === 'tenant' ? (session.tenant?.slug ?? null) : slugOfPath(path);
   const [message, setMessage] = useState('');
-  const setSlug = useCallback((s: string | null) => {
-    if (s === null) sessionStorage.removeItem(TENANT_KEY);
-    else sessionStorage.setItem(TENANT_KEY, s);
-    setSlugState(s);
-  }, []);
+  const setSlug = useCallback(
+    (next: string | null) => {
+      if (next === null) return route('/console');
+      const rest = restOf(slugOfPath(path) === null ? url : path);
+      // From an address without a tenant (a link of before, or /console/tenants): that page of the one chosen.
+      if (slugOfPath(path) === null) return route(tenantPath(next, rest === '/tenants' ? '' : rest));
+      // From another tenant's page: the same section (a customer of one is not one of the other).
+      const section = SECTIONS.find((s) => rest === `/${s}` || rest.startsWith(`/${s}/`));
+      return route(tenantPath(next, section ? `/${section}` : ''));
+    },
+    [path, url, route],
+  );
   const announce = useCallback((m: string) => {
     setMessage(m);
     setTimeout(() => setMessage((now) => (now === m ? '' : now)), 6000);
@@ -156,7 +219,7 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
         Skip to content
       </a>
       <header class="top">
-        <a class="brand" href="/console">
+        <a class="brand" href={ctx.href()}>
           Dunwall
         </a>
         {session.kind === 'operator' ? <TenantPicker slug={slug} setSlug={setSlug} /> : <span class="who">{session.tenant?.slug}</span>}
@@ -169,12 +232,18 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
         <Nav session={session} />
         <main id="main" tabIndex={-1}>
           <Router>
-            <Route path="/console" component={OverviewPage} />
-            <Route path="/console/subscribers" component={SubscribersPage} />
-            <Route path="/console/subscribers/:customerId" component={SubscriberDetail} />
-            <Route path="/console/settings" component={SettingsPage} />
-            <Route path="/console/health" component={HealthPage} />
+            <Route path="/console/t/:slug" component={OverviewPage} />
+            <Route path="/console/t/:slug/subscribers" component={SubscribersPage} />
+            <Route path="/console/t/:slug/subscribers/:customerId" component={SubscriberDetail} />
+            <Route path="/console/t/:slug/settings" component={SettingsPage} />
+            <Route path="/console/t/:slug/health" component={HealthPage} />
             <Route path="/console/tenants" component={Tenants} />
+            {/* The addresses without a tenant: the console's first ones, and a bare /console. */}
+            <Route path="/console" component={ToTenant} />
+            <Route path="/console/subscribers" component={ToTenant} />
+            <Route path="/console/subscribers/:customerId" component={ToTenant} />
+            <Route path="/console/settings" component={ToTenant} />
+            <Route path="/console/health" component={ToTenant} />
             <Route default component={NotFound} />
           </Router>
         </main>
@@ -210,7 +279,6 @@ function App() {
     try {
       await signOut();
     } finally {
-      sessionStorage.removeItem(TENANT_KEY);
       setSession(null);
     }
   };

@@ -5,13 +5,28 @@ import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState }
 import type { Session } from './api.js';
 import { ApiError, tenantBase } from './api.js';
 
+/** A tenant's slug as the service spells them (src/domain/types.ts). */
+export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,62}$/;
+
+/**
+ * The address of a page of a tenant's: every one carries its tenant, so that a link copied
+ * from the address bar opens the same page for anyone allowed to see it. `rest` is the
+ * page's own part (`/subscribers/cus_1?x=y`), empty for the overview.
+ */
+export function tenantPath(slug: string, rest = ''): string {
+  return `/console/t/${encodeURIComponent(slug)}${rest}`;
+}
+
 /** What every page reads: who is signed in, and which tenant the pages show. */
 export interface ConsoleContext {
   session: Session;
-  /** The tenant shown; null: the operator has not chosen one. */
+  /** The tenant shown (the address's); null: the operator has not chosen one. */
   slug: string | null;
   /** Where that tenant's resources are (/v1 or /admin/v1/tenants/:slug). */
   base: string;
+  /** The console's address of a page of the tenant shown (`tenantPath`); '/console' + rest when none is. */
+  href: (rest?: string) => string;
+  /** Shows another tenant: the same section of the console, under its address. */
   setSlug: (slug: string | null) => void;
   /** Says something to screen readers and shows it a moment (a save, a failure). */
   announce: (message: string) => void;
@@ -26,7 +41,14 @@ export function useConsole(): ConsoleContext {
 }
 
 export function contextFor(session: Session, slug: string | null, setSlug: (s: string | null) => void, announce: (m: string) => void): ConsoleContext {
-  return { session, slug, base: slug === null ? '' : tenantBase(session, slug), setSlug, announce };
+  return {
+    session,
+    slug,
+    base: slug === null ? '' : tenantBase(session, slug),
+    href: (rest = '') => (slug === null ? `/console${rest}` : tenantPath(slug, rest)),
+    setSlug,
+    announce,
+  };
 }
 
 export interface Loaded<T> {

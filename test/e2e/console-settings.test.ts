@@ -8,7 +8,7 @@ import type { ConsoleService } from '../helpers/console-browser.js';
 import { Receiver } from '../helpers/receiver.js';
 import { snippetTag } from '../helpers/snippet-browser.js';
 import type { Tenant } from '../helpers/snippet-browser.js';
-import { event, invoice } from '../helpers/stripe-fixtures.js';
+import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 
 /**
  * The console's settings in Chromium: branding saved through the form, its preview (the
@@ -147,7 +147,7 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/settings`);
+      await page.goto(`${service.url}/console/t/acme/settings`);
       await page.getByRole('heading', { name: 'Dunning policy' }).waitFor();
       const impact = page.locator('.impact');
       await expect.poll(() => impact.innerText()).toContain('This would gate no one new and let no one in.');
@@ -173,7 +173,7 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/settings`);
+      await page.goto(`${service.url}/console/t/acme/settings`);
       await page.getByRole('heading', { name: 'Secret keys' }).waitFor();
       await page.getByRole('heading', { name: 'Branding' }).waitFor();
       await page.getByRole('textbox', { name: 'Name (what it is for)' }).fill('billing backend');
@@ -197,12 +197,24 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     const { page, problems, close } = await consolePage(browser, PHONE);
     try {
       await signIn(page, service.url, readKey);
-      await page.goto(`${service.url}/console/settings`);
+      await page.goto(`${service.url}/console/t/acme/settings`);
       await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
       await page.getByText('This needs the settings:write scope').waitFor();
       await page.getByText('This needs the keys:write scope').waitFor();
       await page.getByText('This needs the webhooks:write scope').waitFor();
-      for (const name of ['Save branding', 'Save policy', 'Create key', 'Add endpoint']) expect(await page.getByRole('button', { name }).count(), name).toBe(0);
+      for (const name of ['Save branding', 'Save policy', 'Save integration settings', 'Set signing secret', 'Create key', 'Add endpoint']) {
+        expect(await page.getByRole('button', { name }).count(), name).toBe(0);
+      }
+      // The Stripe signing secret (write-only: nothing to read) is there, disabled, with the reason.
+      const secret = page.getByLabel('Stripe signing secret', { exact: true });
+      expect(await secret.isDisabled()).toBe(true);
+      const reason = await secret.evaluate((e) =>
+        (e.getAttribute('aria-describedby') ?? '')
+          .split(' ')
+          .map((id) => document.getElementById(id)?.textContent ?? '')
+          .join(' '),
+      );
+      expect(reason).toContain('Setting the Stripe signing secret needs the settings:write scope, which the key this session was opened with does not hold.');
       // Nothing wider than the phone: tables scroll inside their regions.
       expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
       await shot(page, 'settings');
@@ -217,7 +229,7 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/settings`);
+      await page.goto(`${service.url}/console/t/acme/settings`);
       await page.getByRole('heading', { name: 'Webhook endpoints' }).waitFor();
       await page.getByRole('textbox', { name: 'URL (https)' }).fill(receiver.url());
       await page.getByRole('button', { name: 'Add endpoint' }).click();
@@ -255,6 +267,144 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       expect(problems).toEqual([]);
     } finally {
       await close();
+    }
+  });
+
+  it('changes every setting of the tenant object through the page, each read back through the API, each refusal shown at its field', async () => {
+    // A tenant of its own: the origins and the hmac requirement set here would refuse the snippet's pages of the tests above.
+    await service.admin('POST', '/tenants', { slug: 'initech', livemode: false });
+    const key = await service.key('initech', ALL);
+    const settings = async () => {
+      const res = await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(200);
+      return (await res.json()) as Record<string, unknown>;
+    };
+    /** Stripe's delivery on a socket, signed with `secret`: its status. */
+    const stripe = async (secret: string) => {
+      const now = Math.floor(Date.now() / 1000);
+      const { payload, signature } = signed(
+        event('invoice.payment_failed', invoice('cus_initech_0', { next_payment_attempt: now + DAY_S }), { created: now }),
+        secret,
+        now,
+      );
+      const res = await fetch(`${service.url}/webhooks/stripe/initech`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+        body: payload,
+        signal: AbortSignal.timeout(10_000),
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    /** The texts that describe a field (aria-describedby), as a screen reader reads them with it. */
+    const description = (field: ReturnType<Page['locator']>) =>
+      field.evaluate((e) =>
+        (e.getAttribute('aria-describedby') ?? '')
+          .split(' ')
+          .map((id) => document.getElementById(id)?.textContent ?? '')
+          .join(' '),
+      );
+    const secret = 'whsec_console_integration_0123456789abcdef';
+    expect(await settings()).toMatchObject({ card_update_url: null, hmac_required: false, allowed_origins: null, stripe_webhook_secret_set: false });
+    expect(await stripe(secret)).toBe(400);
+
+    const { page, problems, close } = await consolePage(browser);
+    try {
+      await signIn(page, service.url, key);
+      await page.goto(`${service.url}/console/t/initech/settings`);
+      await page.getByRole('heading', { name: 'Integration' }).waitFor();
+      await page.getByText('No signing secret is set').waitFor();
+      const cardUrl = page.getByRole('textbox', { name: 'Card update URL' });
+      const hmac = page.getByRole('checkbox', { name: 'Require the hmac on every lookup' });
+      const origins = page.getByRole('textbox', { name: 'Allowed origins' });
+      const stripeSecret = page.getByLabel('Stripe signing secret', { exact: true });
+      const save = page.getByRole('button', { name: 'Save integration settings' });
+
+      // Refused by the service, each at its field: the field marked, described by the problem's detail, and focused.
+      await cardUrl.fill('http://pay.example.com/card');
+      await save.click();
+      const cardError = page.locator('#card_update_url-error');
+      await cardError.waitFor();
+      expect(await cardError.innerText()).toBe('card_update_url: must be an https URL invalid_request');
+      expect(await cardUrl.getAttribute('aria-invalid')).toBe('true');
+      expect(await description(cardUrl)).toContain('card_update_url: must be an https URL');
+      expect(await cardUrl.evaluate((e) => document.activeElement === e)).toBe(true);
+      await cardUrl.fill('https://pay.example.com/card');
+      await origins.fill('https://app.example.com\nhttps://app.example.com/billing');
+      await save.click();
+      const originsError = page.locator('#allowed_origins-error');
+      await originsError.waitFor();
+      expect(await originsError.innerText()).toContain('Line 2: allowed_origins[1]: must be an origin exactly as a browser sends it (https://app.example.com)');
+      expect(await origins.getAttribute('aria-invalid')).toBe('true');
+      expect(await cardError.count()).toBe(0);
+      expect(await cardUrl.getAttribute('aria-invalid')).toBeNull();
+      await stripeSecret.fill('whsec_short');
+      await page.getByRole('button', { name: 'Set signing secret' }).click();
+      const secretError = page.locator('#stripe_webhook_secret-error');
+      await secretError.waitFor();
+      expect(await secretError.innerText()).toMatch(/^stripe_webhook_secret: /);
+      expect(await description(stripeSecret)).toMatch(/stripe_webhook_secret: /);
+      // Nothing of a refused change was kept.
+      expect(await settings()).toMatchObject({ card_update_url: null, allowed_origins: null, stripe_webhook_secret_set: false });
+
+      // Every setting changed through the page, and read back through the API.
+      await origins.fill('https://app.example.com\n\n  http://localhost:5173  \n');
+      await hmac.check();
+      await save.click();
+      await page.getByRole('status').filter({ hasText: 'Integration settings saved.' }).waitFor();
+      expect(await settings()).toMatchObject({
+        card_update_url: 'https://pay.example.com/card',
+        hmac_required: true,
+        allowed_origins: ['https://app.example.com', 'http://localhost:5173'],
+        stripe_webhook_secret_set: false,
+      });
+      expect(await save.isDisabled()).toBe(true);
+      await stripeSecret.fill(secret);
+      await page.getByRole('button', { name: 'Set signing secret' }).click();
+      await page.getByRole('status').filter({ hasText: 'Stripe signing secret set.' }).waitFor();
+      await page.getByText('A signing secret is set').waitFor();
+      expect((await settings()).stripe_webhook_secret_set).toBe(true);
+      // Stripe's deliveries are verified with it now; another secret's are refused.
+      expect(await stripe(secret)).toBe(200);
+      expect(await stripe('whsec_not_the_one_0123456789abcdef')).toBe(400);
+      // Write-only: not kept by the page, never shown back.
+      expect(await page.getByLabel('New Stripe signing secret').inputValue()).toBe('');
+      expect(await page.getByRole('button', { name: 'Replace signing secret' }).isDisabled()).toBe(true);
+      const everything = await page.evaluate(() => document.documentElement.outerHTML + JSON.stringify({ ...sessionStorage, ...localStorage }));
+      expect(everything).not.toContain(secret);
+
+      // A fresh page shows what the service holds; then each is cleared through it.
+      await page.reload();
+      await page.getByRole('heading', { name: 'Integration' }).waitFor();
+      await expect.poll(() => cardUrl.inputValue()).toBe('https://pay.example.com/card');
+      expect(await hmac.isChecked()).toBe(true);
+      expect(await origins.inputValue()).toBe('https://app.example.com\nhttp://localhost:5173');
+      await cardUrl.fill('');
+      await hmac.uncheck();
+      await origins.fill('');
+      await save.click();
+      await page.getByRole('status').filter({ hasText: 'Integration settings saved.' }).waitFor();
+      expect(await settings()).toMatchObject({ card_update_url: null, hmac_required: false, allowed_origins: null, stripe_webhook_secret_set: true });
+      await noSeriousViolation(page);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+
+    // The operator changes them too, on the tenant's address.
+    const operator = await consolePage(browser);
+    try {
+      await signIn(operator.page, service.url, service.adminToken);
+      await operator.page.goto(`${service.url}/console/t/initech/settings`);
+      await operator.page.getByRole('heading', { name: 'Integration' }).waitFor();
+      await operator.page.getByText('A signing secret is set').waitFor();
+      await operator.page.getByRole('textbox', { name: 'Card update URL' }).fill('https://billing.initech.example/card');
+      await operator.page.getByRole('button', { name: 'Save integration settings' }).click();
+      await operator.page.getByRole('status').filter({ hasText: 'Integration settings saved.' }).waitFor();
+      expect((await settings()).card_update_url).toBe('https://billing.initech.example/card');
+      expect(operator.problems).toEqual([]);
+    } finally {
+      await operator.close();
     }
   });
 });

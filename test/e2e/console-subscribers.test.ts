@@ -130,7 +130,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       expect(await page.getByRole('group', { name: 'Answered status' }).getByRole('checkbox', { name: 'lockout' }).isChecked()).toBe(false);
 
       // Pages of ten, by the cursor the service gives.
-      await page.goto(`${service.url}/console/subscribers`);
+      await page.goto(`${service.url}/console/t/acme/subscribers`);
       await page.getByRole('combobox', { name: 'Rows per page' }).selectOption('10');
       const firstTen = [seeded.locked, ...seeded.open, ...seeded.recovered].slice(0, 10);
       await expect.poll(() => rows(page)).toEqual(firstTen);
@@ -142,7 +142,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await page.getByRole('link', { name: 'First page' }).click();
       await expect.poll(() => rows(page)).toEqual(firstTen);
 
-      await page.goto(`${service.url}/console/subscribers?status=warning,lockout`);
+      await page.goto(`${service.url}/console/t/acme/subscribers?status=warning,lockout`);
       await expect.poll(() => rows(page)).toHaveLength(1 + seeded.open.length);
       await shot(page, 'subscribers');
       await noSeriousViolation(page);
@@ -153,7 +153,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const phone = await consolePage(browser, PHONE);
     try {
       await signIn(phone.page, service.url, fullKey);
-      await phone.page.goto(`${service.url}/console/subscribers?status=warning,lockout`);
+      await phone.page.goto(`${service.url}/console/t/acme/subscribers?status=warning,lockout`);
       await expect.poll(() => rows(phone.page)).toHaveLength(1 + seeded.open.length);
       const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       expect(overflow).toBeLessThanOrEqual(0);
@@ -169,21 +169,21 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/subscribers`);
+      await page.goto(`${service.url}/console/t/acme/subscribers`);
       const box = page.getByRole('textbox', { name: 'Customer id' });
       await box.fill('cus_nobody_here');
       await page.getByRole('button', { name: 'Find' }).click();
       await page.getByText('No such subscriber: this tenant has no record or history of cus_nobody_here.').waitFor();
-      expect(page.url()).toBe(`${service.url}/console/subscribers`);
+      expect(page.url()).toBe(`${service.url}/console/t/acme/subscribers`);
       await box.fill('not a customer');
       await box.press('Enter');
       await page.getByText('A customer id is cus_ followed by').waitFor();
       await box.fill(` ${seeded.open[2]} `);
       await box.press('Enter');
       await page.getByRole('heading', { name: seeded.open[2], level: 1 }).waitFor();
-      expect(page.url()).toBe(`${service.url}/console/subscribers/${seeded.open[2]}`);
+      expect(page.url()).toBe(`${service.url}/console/t/acme/subscribers/${seeded.open[2]}`);
       // A link to a customer the tenant does not know says so too.
-      await page.goto(`${service.url}/console/subscribers/cus_nobody_here`);
+      await page.goto(`${service.url}/console/t/acme/subscribers/cus_nobody_here`);
       await page.getByText('No such subscriber').waitFor();
       expect(problems).toEqual([]);
     } finally {
@@ -216,7 +216,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       const { page, problems, close } = await consolePage(browser, viewport);
       try {
         await signIn(page, service.url, fullKey);
-        await page.goto(`${service.url}/console/subscribers?derived_status=lockout`);
+        await page.goto(`${service.url}/console/t/acme/subscribers?derived_status=lockout`);
         await page.getByRole('link', { name: seeded.locked }).click();
         await page.getByRole('heading', { name: seeded.locked, level: 1 }).waitFor();
         const timeline = page.locator('ol.timeline');
@@ -253,7 +253,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/subscribers/${customer}`);
+      await page.goto(`${service.url}/console/t/acme/subscribers/${customer}`);
       await page.getByRole('heading', { name: customer, level: 1 }).waitFor();
       await page.getByText('No override stands now.').waitFor();
       await page.getByRole('combobox', { name: 'Status' }).selectOption('lockout');
@@ -307,7 +307,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, fullKey);
-      await page.goto(`${service.url}/console/subscribers/${customer}`);
+      await page.goto(`${service.url}/console/t/acme/subscribers/${customer}`);
       await page.getByRole('heading', { name: customer, level: 1 }).waitFor();
       await page.getByRole('combobox', { name: 'Status' }).selectOption('active');
       await page.getByRole('button', { name: 'Set override' }).click();
@@ -324,7 +324,7 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const { page, problems, close } = await consolePage(browser);
     try {
       await signIn(page, service.url, readKey);
-      await page.goto(`${service.url}/console/subscribers/${seeded.open[0]}`);
+      await page.goto(`${service.url}/console/t/acme/subscribers/${seeded.open[0]}`);
       await page.getByRole('heading', { name: seeded.open[0], level: 1 }).waitFor();
       await page.locator('ol.timeline li').first().waitFor();
       await page.getByText('This needs the subscribers:write scope').waitFor();

@@ -86,7 +86,12 @@ export async function seedTenant(
 
 /** Signs in through the console's own form. */
 export async function signIn(page: Page, url: string, credential: string): Promise<void> {
-  await page.goto(`${url}/console`);
+  await signInAt(page, `${url}/console`, credential);
+}
+
+/** Opens an address of the console (a link someone copied, say), and signs in through the form it shows. */
+export async function signInAt(page: Page, address: string, credential: string): Promise<void> {
+  await page.goto(address);
   await page.getByLabel('Secret key or admin token').fill(credential);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();

@@ -5,16 +5,31 @@ import { ErrorNote, Loading, Missing, Page, useConsole, useLoad } from '../ui.js
 import { BrandingSection } from './settings/branding.js';
 import type { Branding } from './settings/branding.js';
 import { EndpointsSection } from './settings/endpoints.js';
+import { IntegrationSection } from './settings/integration.js';
+import type { Integration } from './settings/integration.js';
 import { KeysSection } from './settings/keys.js';
 import { PolicySection } from './settings/policy.js';
 import type { Policy } from './settings/policy.js';
 
-interface SettingsAnswer {
+interface SettingsAnswer extends Integration {
   branding: Branding;
   policy: Policy;
 }
 
-/** Branding (with the snippet's own preview), the policy (with what it would change), keys and webhook endpoints. */
+/** The integration's part of a settings answer: the only fields its section changes. */
+function pickIntegration(s: Integration): Integration {
+  return {
+    card_update_url: s.card_update_url,
+    hmac_required: s.hmac_required,
+    allowed_origins: s.allowed_origins,
+    stripe_webhook_secret_set: s.stripe_webhook_secret_set,
+  };
+}
+
+/**
+ * Branding (with the snippet's own preview), the policy (with what it would change), the
+ * integration (card update page, hmac, origins, Stripe's signing secret), keys and webhook endpoints.
+ */
 export function Settings() {
   const { session, base } = useConsole();
   const canWrite = holds(session, 'settings:write');
@@ -36,8 +51,10 @@ export function Settings() {
             canWrite={canWrite}
             onSaved={(policy) => setSettings((s) => s && { ...s, policy })}
           />
+          <IntegrationSection saved={settings} onSaved={(next) => setSettings((s) => s && { ...s, ...pickIntegration(next) })} />
         </>
       ) : null}
+      {!canWrite ? <IntegrationSection saved={null} onSaved={() => undefined} /> : null}
       {/* Keyed: the sections above arrive later, and these keep what is typed in them meanwhile. */}
       <KeysSection key="keys" />
       <EndpointsSection key="endpoints" />

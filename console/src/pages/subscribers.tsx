@@ -91,7 +91,8 @@ function statusesOf(value: string | undefined): Status[] {
   return STATUSES.filter((s) => given.has(s));
 }
 
-const customerPath = (id: string) => `/console/subscribers/${encodeURIComponent(id)}`;
+/** A customer's page, under the tenant's address (`href` of the console's context). */
+const customerPath = (href: (rest: string) => string, id: string) => href(`/subscribers/${encodeURIComponent(id)}`);
 
 interface Filters {
   status: Status[];
@@ -100,13 +101,15 @@ interface Filters {
   cursor?: string | undefined;
 }
 
-function listUrl(f: Filters): string {
-  return `/console/subscribers${qs({
-    status: f.status.join(','),
-    derived_status: f.derived.join(','),
-    limit: f.limit === DEFAULT_PAGE_SIZE ? undefined : f.limit,
-    cursor: f.cursor,
-  })}`;
+function listUrl(href: (rest: string) => string, f: Filters): string {
+  return href(
+    `/subscribers${qs({
+      status: f.status.join(','),
+      derived_status: f.derived.join(','),
+      limit: f.limit === DEFAULT_PAGE_SIZE ? undefined : f.limit,
+      cursor: f.cursor,
+    })}`,
+  );
 }
 
 function StatusChecks(props: { legend: string; hint: string; chosen: Status[]; onChange: (next: Status[]) => void }) {
@@ -134,6 +137,7 @@ function StatusChecks(props: { legend: string; hint: string; chosen: Status[]; o
 /** An exact customer id: its page, or "no such subscriber". */
 function Search(props: { base: string }) {
   const { route } = useLocation();
+  const { href } = useConsole();
   const [id, setId] = useState('');
   const [busy, setBusy] = useState(false);
   const [note, setNote] = useState<string | null>(null);
@@ -150,7 +154,7 @@ function Search(props: { base: string }) {
     setNote(null);
     try {
       await api.get(`${props.base}/subscribers/${encodeURIComponent(wanted)}`);
-      route(customerPath(wanted));
+      route(customerPath(href, wanted));
     } catch (err) {
       const failure = asApiError(err);
       if (failure.status === 404) setNote(`No such subscriber: this tenant has no record or history of ${wanted}.`);
@@ -187,7 +191,7 @@ function Search(props: { base: string }) {
 }
 
 export function Subscribers() {
-  const { session, base } = useConsole();
+  const { session, base, href } = useConsole();
   const { query, route } = useLocation();
   const allowed = holds(session, 'subscribers:read');
   const filters: Filters = {
@@ -196,7 +200,7 @@ export function Subscribers() {
     limit: PAGE_SIZES.find((n) => String(n) === query.limit) ?? DEFAULT_PAGE_SIZE,
     cursor: query.cursor !== undefined && CUSTOMER_RE.test(query.cursor) ? query.cursor : undefined,
   };
-  const key = listUrl(filters);
+  const key = listUrl(href, filters);
   const loaded = useLoad(async () => {
     if (!allowed) return null;
     return api.get<{ data: Row[]; next_cursor: string | null }>(
@@ -204,7 +208,7 @@ export function Subscribers() {
     );
   }, [base, allowed, key]);
   // A new filter starts again from the first page.
-  const change = (next: Partial<Filters>) => route(listUrl({ ...filters, cursor: undefined, ...next }));
+  const change = (next: Partial<Filters>) => route(listUrl(href, { ...filters, cursor: undefined, ...next }));
   const page = loaded.data;
   return (
     <Page title="Subscribers">
@@ -264,7 +268,7 @@ export function Subscribers() {
                       {page.data.map((r) => (
                         <tr key={r.processor_customer_id}>
                           <th scope="row">
-                            <a href={customerPath(r.processor_customer_id)}>{r.processor_customer_id}</a>
+                            <a href={customerPath(href, r.processor_customer_id)}>{r.processor_customer_id}</a>
                           </th>
                           <td>
                             <StatusBadge status={r.status} />
@@ -282,12 +286,12 @@ export function Subscribers() {
               )}
               <nav class="pager" aria-label="Pages">
                 {filters.cursor ? (
-                  <a class="button secondary" href={listUrl({ ...filters, cursor: undefined })}>
+                  <a class="button secondary" href={listUrl(href, { ...filters, cursor: undefined })}>
                     First page
                   </a>
                 ) : null}
                 {page.next_cursor ? (
-                  <a class="button secondary" href={listUrl({ ...filters, cursor: page.next_cursor })}>
+                  <a class="button secondary" href={listUrl(href, { ...filters, cursor: page.next_cursor })}>
                     Next page
                   </a>
                 ) : null}
@@ -585,7 +589,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
 }
 
 export function SubscriberPage() {
-  const { session, base } = useConsole();
+  const { session, base, href } = useConsole();
   const { params } = useRoute();
   const id = params.customerId ?? '';
   const allowed = holds(session, 'subscribers:read');
@@ -599,7 +603,7 @@ export function SubscriberPage() {
   const s = subscriber.data;
   const notFound = subscriber.error?.status === 404;
   const back = (
-    <a class="button secondary" href="/console/subscribers">
+    <a class="button secondary" href={href('/subscribers')}>
       All subscribers
     </a>
   );

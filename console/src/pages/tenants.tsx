@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import type { ApiError } from '../api.js';
-import { asApiError, ErrorNote, Loading, Page, TableWrap, useConsole, useLoad, when } from '../ui.js';
+import { asApiError, ErrorNote, Loading, Page, TableWrap, tenantPath, useConsole, useLoad, when } from '../ui.js';
 
 interface TenantRow {
   slug: string;
@@ -19,7 +19,7 @@ interface Created extends TenantRow {
 
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
-  const { session, slug, setSlug, announce } = useConsole();
+  const { session, announce } = useConsole();
   const loaded = useLoad(() => (session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] })), [session]);
   const [newSlug, setNewSlug] = useState('');
   const [tier, setTier] = useState('');
@@ -84,9 +84,9 @@ export function Tenants() {
                   <td>{t.suspended ? <span class="badge badge-lockout">suspended</span> : <span class="badge badge-active">active</span>}</td>
                   <td>{when(t.created_at)}</td>
                   <td class="actions">
-                    <button type="button" class="button secondary" aria-pressed={slug === t.slug} onClick={() => setSlug(t.slug)}>
-                      {slug === t.slug ? 'Shown' : 'Show'}
-                    </button>
+                    <a class="button secondary" href={tenantPath(t.slug)}>
+                      Open<span class="sr-only"> {t.slug}</span>
+                    </a>
                     <button type="button" class="button secondary" onClick={() => void suspend(t)}>
                       {t.suspended ? 'Resume' : 'Suspend'}
                       <span class="sr-only"> {t.slug}</span>

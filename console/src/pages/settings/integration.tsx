@@ -1,0 +1,269 @@
+/** @jsxImportSource preact */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api } from '../../api.js';
+import type { ApiError } from '../../api.js';
+import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+
+/** The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe. */
+export interface Integration {
+  card_update_url: string | null;
+  hmac_required: boolean;
+  allowed_origins: string[] | null;
+  /** Write-only: only whether one is set is ever answered. */
+  stripe_webhook_secret_set: boolean;
+}
+
+type Field = 'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret';
+const FIELDS: readonly Field[] = ['card_update_url', 'hmac_required', 'allowed_origins', 'stripe_webhook_secret'];
+
+/**
+ * The field a refusal names: the service's validation details start with it
+ * (`card_update_url: must be an https URL`, `allowed_origins[1]: must be an origin ...`).
+ * Null: the refusal is not about one field, and the form shows it as a whole.
+ */
+export function fieldOf(error: ApiError | null): Field | null {
+  if (error === null || error.code !== 'invalid_request') return null;
+  const name = /^([a-z_]+)(?:\[\d+\])?:/.exec(error.detail)?.[1];
+  return FIELDS.find((f) => f === name) ?? null;
+}
+
+/** The line of the origins' box a refusal names (`allowed_origins[1]` is the second), if it names one. */
+function lineOf(error: ApiError): number | null {
+  const m = /^allowed_origins\[(\d+)\]:/.exec(error.detail);
+  return m ? Number(m[1]) + 1 : null;
+}
+
+/** The refusal of one field, where the field is: its id describes the field (aria-describedby). */
+function FieldError(props: { id: string; error: ApiError | null; field: Field }) {
+  const mine = fieldOf(props.error) === props.field ? props.error : null;
+  if (mine === null) return null;
+  const line = props.field === 'allowed_origins' ? lineOf(mine) : null;
+  return (
+    <p id={props.id} class="field-error" role="alert">
+      {line !== null ? `Line ${line}: ` : ''}
+      {mine.detail} <code class="code">{mine.code}</code>
+    </p>
+  );
+}
+
+const originsText = (origins: string[] | null) => (origins ?? []).join('\n');
+/** The box's origins, one a line, blank lines skipped; none is null (any origin). */
+const originsOf = (text: string): string[] | null => {
+  const list = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+  return list.length === 0 ? null : list;
+};
+
+/** The card update page, the hmac requirement and the allowed origins: saved together, only what changed. */
+function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => void }) {
+  const { base, announce } = useConsole();
+  const [url, setUrl] = useState(props.saved.card_update_url ?? '');
+  const [hmac, setHmac] = useState(props.saved.hmac_required);
+  const [origins, setOrigins] = useState(originsText(props.saved.allowed_origins));
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const form = useRef<HTMLFormElement>(null);
+  // What the service answered replaces the draft: after a save, or another page's.
+  const savedOrigins = originsText(props.saved.allowed_origins);
+  useEffect(() => {
+    setUrl(props.saved.card_update_url ?? '');
+    setHmac(props.saved.hmac_required);
+    setOrigins(savedOrigins);
+  }, [props.saved.card_update_url, props.saved.hmac_required, savedOrigins]);
+
+  const patch: Partial<Record<Field, unknown>> = {};
+  const wantedUrl = url.trim() === '' ? null : url.trim();
+  if (wantedUrl !== props.saved.card_update_url) patch.card_update_url = wantedUrl;
+  if (hmac !== props.saved.hmac_required) patch.hmac_required = hmac;
+  const wantedOrigins = originsOf(origins);
+  if (JSON.stringify(wantedOrigins) !== JSON.stringify(props.saved.allowed_origins)) patch.allowed_origins = wantedOrigins;
+  const changed = Object.keys(patch).length > 0;
+
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (!changed) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const settings = await api.patch<Integration>(`${base}/settings`, patch);
+      props.onSaved(settings);
+      announce('Integration settings saved.');
+    } catch (err) {
+      const failure = asApiError(err);
+      setError(failure);
+      // The keyboard goes where the refusal is.
+      const field = fieldOf(failure);
+      if (field !== null) form.current?.querySelector<HTMLElement>(`[name="${field}"]`)?.focus();
+    } finally {
+      setBusy(false);
+    }
+  };
+  const at = fieldOf(error);
+  const describe = (field: Field, hint: string) => (at === field ? `${hint} ${field}-error` : hint);
+
+  return (
+    <form class="form" onSubmit={save} ref={form} aria-labelledby="app-settings-title" noValidate>
+      <h3 id="app-settings-title">Your app</h3>
+      <div class="field">
+        <label for="card_update_url">
+          <span>Card update URL</span>
+        </label>
+        <input
+          id="card_update_url"
+          name="card_update_url"
+          type="url"
+          inputMode="url"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="https://app.example.com/billing"
+          value={url}
+          aria-invalid={at === 'card_update_url' ? 'true' : undefined}
+          aria-describedby={describe('card_update_url', 'card_update_url-hint')}
+          onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+        />
+        <p id="card_update_url-hint" class="hint">
+          Your page where a customer changes their card (https): the banner and the gate link to it, after Pay now when an invoice is open. Empty: none (the
+          branding's payment link stands in).
+        </p>
+        <FieldError id="card_update_url-error" error={error} field="card_update_url" />
+      </div>
+      <div class="field">
+        <label class="check">
+          <input
+            type="checkbox"
+            name="hmac_required"
+            checked={hmac}
+            aria-invalid={at === 'hmac_required' ? 'true' : undefined}
+            aria-describedby={describe('hmac_required', 'hmac_required-hint')}
+            onChange={(e) => setHmac((e.target as HTMLInputElement).checked)}
+          />
+          <span>Require the hmac on every lookup</span>
+        </label>
+        <p id="hmac_required-hint" class="hint">
+          On: a lookup without the customer's hmac, signed by your server, is refused (403 hmac_required), so no page can ask about another customer.
+        </p>
+        <FieldError id="hmac_required-error" error={error} field="hmac_required" />
+      </div>
+      <div class="field">
+        <label for="allowed_origins">
+          <span>Allowed origins</span>
+        </label>
+        <textarea
+          id="allowed_origins"
+          name="allowed_origins"
+          rows={3}
+          spellcheck={false}
+          autocomplete="off"
+          placeholder="https://app.example.com"
+          value={origins}
+          aria-invalid={at === 'allowed_origins' ? 'true' : undefined}
+          aria-describedby={describe('allowed_origins', 'allowed_origins-hint')}
+          onInput={(e) => setOrigins((e.target as HTMLTextAreaElement).value)}
+        />
+        <p id="allowed_origins-hint" class="hint">
+          The pages allowed to call the lookup from a browser, one origin a line (scheme://host[:port], as the browser sends it). Empty: any origin.
+        </p>
+        <FieldError id="allowed_origins-error" error={error} field="allowed_origins" />
+      </div>
+      {at === null ? <ErrorNote error={error} /> : null}
+      <button type="submit" class="button" disabled={busy || !changed}>
+        {busy ? 'Saving…' : 'Save integration settings'}
+      </button>
+    </form>
+  );
+}
+
+/** Stripe's signing secret: written, never shown back; a new one replaces the old with an overlap. */
+function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: (s: Integration) => void }) {
+  const { base, announce } = useConsole();
+  const [secret, setSecret] = useState('');
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const input = useRef<HTMLInputElement>(null);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const settings = await api.patch<Integration>(`${base}/settings`, { stripe_webhook_secret: secret.trim() });
+      // Not kept by the page once the service has it.
+      setSecret('');
+      props.onSaved(settings);
+      announce(props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.');
+    } catch (err) {
+      setError(asApiError(err));
+      input.current?.focus();
+    } finally {
+      setBusy(false);
+    }
+  };
+  const at = fieldOf(error);
+  const hints = ['stripe_webhook_secret-state', props.canWrite ? 'stripe_webhook_secret-hint' : 'stripe_webhook_secret-scope'];
+  if (at === 'stripe_webhook_secret') hints.push('stripe_webhook_secret-error');
+  return (
+    <form class="form" onSubmit={save} aria-labelledby="stripe-secret-title" noValidate>
+      <h3 id="stripe-secret-title">Stripe</h3>
+      <p id="stripe_webhook_secret-state" class={props.set === false ? 'note warn-note' : 'note'} role="status">
+        {props.set === null
+          ? 'Whether a signing secret is set is shown to a key with the settings:write scope.'
+          : props.set
+            ? 'A signing secret is set: Stripe’s deliveries are verified with it.'
+            : 'No signing secret is set: Stripe’s deliveries are refused (400 invalid_signature) until one is.'}
+      </p>
+      <div class="field">
+        <label for="stripe_webhook_secret">
+          <span>{props.set ? 'New Stripe signing secret' : 'Stripe signing secret'}</span>
+        </label>
+        <input
+          id="stripe_webhook_secret"
+          name="stripe_webhook_secret"
+          ref={input}
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="whsec_…"
+          disabled={!props.canWrite}
+          value={secret}
+          aria-invalid={at === 'stripe_webhook_secret' ? 'true' : undefined}
+          aria-describedby={hints.join(' ')}
+          onInput={(e) => setSecret((e.target as HTMLInputElement).value)}
+        />
+        {props.canWrite ? (
+          <p id="stripe_webhook_secret-hint" class="hint">
+            The signing secret of your Stripe endpoint (whsec_…), from Stripe’s dashboard. It is never shown again, here or by the API. A new one replaces the
+            old; both verify for the overlap, so no delivery is refused while Stripe switches.
+          </p>
+        ) : (
+          <p id="stripe_webhook_secret-scope" class="hint">
+            Setting the Stripe signing secret needs the <code>settings:write</code> scope, which the key this session was opened with does not hold.
+          </p>
+        )}
+        <FieldError id="stripe_webhook_secret-error" error={error} field="stripe_webhook_secret" />
+      </div>
+      {at === null ? <ErrorNote error={error} /> : null}
+      {props.canWrite ? (
+        <button type="submit" class="button" disabled={busy || secret.trim() === ''}>
+          {busy ? 'Saving…' : props.set ? 'Replace signing secret' : 'Set signing secret'}
+        </button>
+      ) : null}
+    </form>
+  );
+}
+
+/**
+ * The tenant object's settings besides branding and policy: the card update page, the hmac
+ * requirement, the allowed origins and Stripe's signing secret, each refused as the API
+ * refuses it, the refusal shown at its field. `saved` null: the session may not read them
+ * (no settings:write), and the secret's field says why it is disabled.
+ */
+export function IntegrationSection(props: { saved: Integration | null; onSaved: (s: Integration) => void }) {
+  return (
+    <section class="card settings-section" aria-labelledby="integration-title">
+      <h2 id="integration-title">Integration</h2>
+      {props.saved !== null ? <AppSettings saved={props.saved} onSaved={props.onSaved} /> : null}
+      <StripeSecret set={props.saved?.stripe_webhook_secret_set ?? null} canWrite={props.saved !== null} onSaved={props.onSaved} />
+    </section>
+  );
+}
