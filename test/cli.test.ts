@@ -1341,7 +1341,7 @@ describe('dunwall stripe send-sample', () => {
     shape: string;
     api_version: string;
     events: { id: string; type: string; http_status: number; outcome: string }[];
-    expected: { status: string; reason: string };
+    derived: { status: string; reason: string };
   }
 
   async function send(scenario: string, customer: string, extra: string[] = [], secret = SAMPLE_SECRET): Promise<Result> {
@@ -1367,7 +1367,7 @@ describe('dunwall stripe send-sample', () => {
   it.each(['basil', 'legacy'])('drives a customer through warning, lockout and back to active (%s shape), as each scenario says', async (shape) => {
     const customer = `cus_sample_${shape}`;
     const failed = await sent('payment_failed', customer, ['--shape', shape]);
-    expect(failed).toMatchObject({ url: `${url}/webhooks/stripe/sample-co`, shape, expected: { status: 'warning', reason: 'soft_decline' } });
+    expect(failed).toMatchObject({ url: `${url}/webhooks/stripe/sample-co`, shape, derived: { status: 'warning', reason: 'soft_decline' } });
     expect(failed.events.map((e) => [e.type, e.http_status])).toEqual([
       ['payment_intent.payment_failed', 200],
       ['invoice.payment_failed', 200],
@@ -1400,7 +1400,7 @@ describe('dunwall stripe send-sample', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^sent to: +http:\/\/127\.0\.0\.1:\d+\/webhooks\/stripe\/sample-co$/m);
     expect(result.stdout).toMatch(/^ +invoice\.payment_failed +evt_[A-Za-z0-9]+ +created \d+ +-> 200 applied$/m);
-    expect(result.stdout).toMatch(/^expected: +warning \(soft_decline\)$/m);
+    expect(result.stdout).toMatch(/^derived: +warning \(soft_decline\)$/m);
     expect(result.stdout + result.stderr).not.toContain(SAMPLE_SECRET);
   });
 

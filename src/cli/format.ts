@@ -69,7 +69,7 @@ function brandingSummary(b: TenantView['branding']): string {
   return parts.length === 0 ? '(snippet defaults)' : parts.join(', ');
 }
 
-function policySummary(p: TenantView['policy']): string {
+export function policySummary(p: TenantView['policy']): string {
   const grace = p.grace_days === 0 ? 'no grace' : `grace ${p.grace_days} day${p.grace_days === 1 ? '' : 's'}`;
   const escalate = p.escalate_after_days === null ? 'no escalation' : `escalate after ${p.escalate_after_days} day${p.escalate_after_days === 1 ? '' : 's'}`;
   return `${p.enforcement}, ${grace}, ${escalate}`;

@@ -1,5 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { answerCustomer, formatLockoutAt } from '../domain/policy.js';
+import type { Policy, ScheduledRule } from '../domain/policy.js';
 import type { SubscriberStatus } from '../domain/types.js';
+import type { SubscriberView } from './client.js';
 
 /**
  * Sample Stripe events for `dunwall stripe send-sample`: what Stripe sends a webhook
@@ -21,7 +24,7 @@ export type SampleShape = (typeof SAMPLE_SHAPES)[number];
 export const SAMPLE_API_VERSIONS: Readonly<Record<SampleShape, string>> = { legacy: '2025-02-24.acacia', basil: '2025-03-31.basil' };
 
 /** What each scenario should leave the customer at (docs/stripe.md), as a check for the reader. */
-export const SAMPLE_EXPECTED: Readonly<Record<SampleScenario, { status: SubscriberStatus; reason: string }>> = {
+export const SAMPLE_DERIVED: Readonly<Record<SampleScenario, { status: SubscriberStatus; reason: string }>> = {
   payment_failed: { status: 'warning', reason: 'soft_decline' },
   retries_exhausted: { status: 'lockout', reason: 'retries_exhausted' },
   hard_decline: { status: 'lockout', reason: 'hard_decline' },
@@ -256,4 +259,34 @@ export function sampleEvents(req: SampleRequest): Obj[] {
     default:
       return [envelope(req, newId, 'customer.subscription.deleted', subscriptionObject(req, 'canceled'), now)];
   }
+}
+
+/** The most a sample may be backdated (`--at`, `--days-ago`): past any grace (60 days) or escalation (120 days). */
+export const MAX_SAMPLE_AGE_DAYS = 365;
+
+/**
+ * What the lookup answers a customer after its samples, under the tenant's policy: the
+ * customer's unresolved episodes (with their dunning starts) and override, as the admin API
+ * shows them, through the policy's own function at `nowMs`. Null `subscriber`: no record
+ * (active).
+ */
+export interface SampleAnswer {
+  status: SubscriberStatus;
+  /** While `warning`: when the policy turns it into `lockout` (RFC 3339). */
+  lockout_at: string | null;
+  /** Why it turns then: the grace ends, or the warning escalates. */
+  rule: ScheduledRule | null;
+}
+
+export function sampleAnswer(
+  subscriber: Pick<SubscriberView, 'derived_status' | 'overridden_at' | 'episodes'> | null,
+  policy: Policy,
+  nowMs: number,
+): SampleAnswer {
+  const override = subscriber !== null && subscriber.overridden_at !== null ? subscriber.derived_status : null;
+  const episodes = (subscriber?.episodes ?? []).flatMap((e) =>
+    e.state === 'resolved' ? [] : [{ state: e.state, dunningStartMs: e.dunning_started_at === null ? null : Date.parse(e.dunning_started_at) }],
+  );
+  const answer = answerCustomer(episodes, override, policy, nowMs);
+  return { status: answer.status, lockout_at: answer.lockoutAtMs === null ? null : formatLockoutAt(answer.lockoutAtMs), rule: answer.rule };
 }

@@ -62,7 +62,9 @@ function readmeCommands(section: string): { args: string[]; stdin: string }[] {
         const [left, right] = l.includes(' | ') ? l.split(' | ') : [null, l];
         const stdin = left === null ? '' : (shellWords(left)[1] ?? '');
         const words = shellWords(right ?? '');
-        return { args: words.slice(words.indexOf('dunwall') + 1), stdin };
+        // `npm run -s dunwall -- ARGS`: npm hands the command what follows `--`.
+        const args = words.slice(words.indexOf('dunwall') + 1);
+        return { args: args[0] === '--' ? args.slice(1) : args, stdin };
       }),
   );
 }
@@ -111,9 +113,9 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
   it('creates the tenant and sets the links as the README says, gates on a failed invoice, and lets the customer pay through the gate', async () => {
     const section = fiveMinutes();
     // The tenant and its Stripe signing secret, as the README's steps say.
-    expect(section).toContain('dunwall tenant create acme');
+    expect(section).toContain('npm run -s dunwall -- tenant create acme');
     const created = JSON.parse(await dunwall(['--json', 'tenant', 'create', 'acme'])) as { publishable_key: string; hmac_secret: string };
-    expect(section).toContain('dunwall tenant update acme --stripe-webhook-secret -');
+    expect(section).toContain('npm run -s dunwall -- tenant update acme --stripe-webhook-secret -');
     await dunwall(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], STRIPE_SECRET);
     // Step 4's commands, exactly as written: the fallback links, then the policy.
     const commands = readmeCommands(section).filter((c) => c.args[0] === 'tenant' && c.args[1] === 'update' && !c.args.includes('--stripe-webhook-secret'));

@@ -3,29 +3,44 @@ import { isValidSlug } from '../../domain/lookup.js';
 import { signStripePayload } from '../../domain/stripe/signature.js';
 import { CUSTOMER_ID_RE } from '../../domain/types.js';
 import { stringOption, tenantOption } from '../args.js';
+import { formatLockoutAt } from '../../domain/policy.js';
+import type { Policy } from '../../domain/policy.js';
 import { DEFAULT_TIMEOUT_MS, displayUrl, networkReason } from '../client.js';
-import { baseUrlFrom } from '../env.js';
-import { ApiError, NetworkError, UsageError, oneLine } from '../errors.js';
+import type { SubscriberView } from '../client.js';
+import { baseUrlFrom, clientFrom } from '../env.js';
+import { ApiError, CliError, NetworkError, UsageError, oneLine } from '../errors.js';
+import { policySummary } from '../format.js';
 import type { Command, CommandContext } from '../io.js';
 import { readAll } from '../io.js';
 import {
   INVOICE_ID_RE,
+  MAX_SAMPLE_AGE_DAYS,
   SAMPLE_API_VERSIONS,
-  SAMPLE_EXPECTED,
+  SAMPLE_DERIVED,
   SAMPLE_SCENARIOS,
   SAMPLE_SHAPES,
   SUBSCRIPTION_ID_RE,
+  sampleAnswer,
   sampleEvents,
   sampleIds,
 } from '../stripe-samples.js';
-import type { SampleScenario, SampleShape } from '../stripe-samples.js';
+import type { SampleAnswer, SampleScenario, SampleShape } from '../stripe-samples.js';
 
 /**
  * `dunwall stripe send-sample`: signed sample Stripe events sent to a running Dunwall's
  * webhook, to see a customer go through warning, lockout and back without a Stripe
  * account. The signing secret is read from stdin only, and never printed: neither it nor
  * the Stripe-Signature header made with it appears in any output.
+ *
+ * `--at TIME` or `--days-ago N` date the events in the past (their `created`; the signature
+ * stays current, as Stripe's are when it delivers), so that a grace period's end or an
+ * escalation falls within minutes. After sending, it reads the tenant's policy and the
+ * customer's episodes through the admin API (when it has the admin token) and prints what the
+ * policy answers, computed by the policy's own function, beside what the events derive.
  */
+
+const DAY_MS = 86_400_000;
+const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
 interface SentEvent {
   id: string;
@@ -44,8 +59,23 @@ interface SendSampleResult {
   api_version: string;
   subscription: string;
   invoice: string;
+  /** The last event's `created` (RFC 3339): now, unless backdated. */
+  dated: string;
   events: SentEvent[];
-  expected: { status: string; reason: string };
+  /** What the events derive, before the tenant's policy. */
+  derived: { status: string; reason: string };
+  /** What the lookup answers under the tenant's policy; null when it could not be read (`answered_unknown` says why). */
+  answered: (SampleAnswer & { policy: Policy }) | null;
+  answered_unknown: string | null;
+}
+
+const RULE_TEXT: Readonly<Record<string, string>> = { grace_ended: 'the grace ends', escalated: 'the warning escalates' };
+
+function answeredLine(r: SendSampleResult): string {
+  const a = r.answered;
+  if (a === null) return `unknown: ${r.answered_unknown ?? 'not read'}`;
+  const turns = a.lockout_at === null ? '' : `, lockout at ${a.lockout_at} (${RULE_TEXT[a.rule ?? ''] ?? 'scheduled'})`;
+  return `${a.status}${turns}; policy: ${policySummary(a.policy)}`;
 }
 
 function formatSent(r: SendSampleResult): string {
@@ -57,9 +87,11 @@ function formatSent(r: SendSampleResult): string {
     `shape:        ${r.shape} (API ${r.api_version})`,
     `subscription: ${r.subscription}`,
     `invoice:      ${r.invoice}`,
+    `dated:        ${r.dated}`,
     'events:',
     ...r.events.map((e) => `  ${e.type.padEnd(width)}  ${e.id}  created ${e.created}  -> ${e.http_status} ${e.outcome}`),
-    `expected:     ${r.expected.status} (${r.expected.reason})`,
+    `derived:      ${r.derived.status} (${r.derived.reason})`,
+    `answered:     ${answeredLine(r)}`,
   ].join('\n');
 }
 
@@ -84,6 +116,48 @@ async function secretOf(ctx: CommandContext): Promise<string> {
   const secret = (await readAll(ctx.io.stdin)).trim();
   if (secret === '') throw new UsageError('stripe send-sample: --secret -: no secret on stdin');
   return secret;
+}
+
+/** When the last event happened, in ms: `--at TIME` (RFC 3339), `--days-ago N`, or now. Never later than now. */
+function datedAt(ctx: CommandContext, nowMs: number): number {
+  const at = stringOption(ctx.values, 'at');
+  const daysAgo = stringOption(ctx.values, 'days-ago');
+  if (at !== undefined && daysAgo !== undefined) throw new UsageError('stripe send-sample: give --at or --days-ago, not both');
+  let ms = nowMs;
+  if (at !== undefined) {
+    ms = RFC3339_RE.test(at) ? Date.parse(at) : Number.NaN;
+    if (Number.isNaN(ms)) throw new UsageError(`stripe send-sample: --at must be an RFC 3339 date and time such as 2026-11-20T09:30:00Z (got '${at}')`);
+    if (ms > nowMs) throw new UsageError(`stripe send-sample: --at must not be in the future (got '${at}'): Stripe dates an event when it happens`);
+  } else if (daysAgo !== undefined) {
+    const days = /^\d{1,3}(\.\d{1,6})?$/.test(daysAgo) ? Number(daysAgo) : Number.NaN;
+    if (Number.isNaN(days) || days > MAX_SAMPLE_AGE_DAYS) {
+      throw new UsageError(`stripe send-sample: --days-ago must be a number of days from 0 to ${MAX_SAMPLE_AGE_DAYS}, such as 7 or 6.5 (got '${daysAgo}')`);
+    }
+    ms = nowMs - Math.round(days * DAY_MS);
+  }
+  if (ms < nowMs - MAX_SAMPLE_AGE_DAYS * DAY_MS) throw new UsageError(`stripe send-sample: --at must be within the last ${MAX_SAMPLE_AGE_DAYS} days`);
+  return ms;
+}
+
+/**
+ * What the tenant's policy answers the customer now, read through the admin API; or why it
+ * could not be read (no admin token, an error): the events were sent either way.
+ */
+async function answerOf(ctx: CommandContext, base: string, tenant: string, customer: string): Promise<Pick<SendSampleResult, 'answered' | 'answered_unknown'>> {
+  try {
+    const client = clientFrom({ ...ctx.io.env, DUNWALL_URL: base }, ctx.io.fetch ?? globalThis.fetch);
+    const { policy } = await client.getTenant(tenant);
+    let subscriber: SubscriberView | null = null;
+    try {
+      subscriber = await client.getSubscriber(tenant, customer);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
+    }
+    return { answered: { ...sampleAnswer(subscriber, policy, Date.now()), policy }, answered_unknown: null };
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    return { answered: null, answered_unknown: `the tenant's policy is read through the admin API: ${oneLine(err.message)}` };
+  }
 }
 
 /** What to do about a refusal, after Dunwall's own words. */
@@ -122,9 +196,9 @@ async function post(ctx: CommandContext, url: string, payload: string, signature
 
 export const sendSample: Command = {
   name: 'stripe send-sample',
-  usage: `${SAMPLE_SCENARIOS.join('|')} --tenant SLUG --customer cus_... --secret - [--shape basil|legacy] [--url URL] [--subscription sub_...] [--invoice in_...]`,
+  usage: `${SAMPLE_SCENARIOS.join('|')} --tenant SLUG --customer cus_... --secret - [--at TIME | --days-ago N] [--shape basil|legacy] [--url URL] [--subscription sub_...] [--invoice in_...]`,
   summary:
-    "Send signed sample Stripe events (test mode) to a running Dunwall's webhook, to test without a Stripe account. The tenant's signing secret is read from stdin (--secret -). The same customer's samples share one subscription and invoice, so 'paid' resolves what a failure opened.",
+    "Send signed sample Stripe events (test mode) to a running Dunwall's webhook, to test without a Stripe account. The tenant's signing secret is read from stdin (--secret -). The same customer's samples share one subscription and invoice, so 'paid' resolves what a failure opened. --at TIME (RFC 3339) or --days-ago N dates the events in the past, to see a grace period end or a warning escalate. Prints what the events derive and, with the admin token, what the tenant's policy answers.",
   options: {
     tenant: { type: 'string' },
     customer: { type: 'string' },
@@ -133,6 +207,8 @@ export const sendSample: Command = {
     url: { type: 'string' },
     subscription: { type: 'string' },
     invoice: { type: 'string' },
+    at: { type: 'string' },
+    'days-ago': { type: 'string' },
   },
   positionals: ['SCENARIO'],
   async run(ctx) {
@@ -146,11 +222,12 @@ export const sendSample: Command = {
     const invoice = idOption(ctx, 'invoice', INVOICE_ID_RE, 'in_...');
     const url = stringOption(ctx.values, 'url');
     const base = baseUrlFrom(url === undefined ? ctx.io.env : { DUNWALL_URL: url });
+    const datedMs = datedAt(ctx, Date.now());
     const secret = await secretOf(ctx);
 
     const ids = sampleIds(tenant, customer, { ...(subscription ? { subscription } : {}), ...(invoice ? { invoice } : {}) });
     const target = `${base}/webhooks/stripe/${tenant}`;
-    const events = sampleEvents({ scenario, shape, tenant, customer, ids, nowS: Math.floor(Date.now() / 1000) });
+    const events = sampleEvents({ scenario, shape, tenant, customer, ids, nowS: Math.floor(datedMs / 1000) });
     const sent: SentEvent[] = [];
     for (const event of events) {
       const payload = JSON.stringify(event, null, 2);
@@ -179,8 +256,10 @@ export const sendSample: Command = {
         api_version: SAMPLE_API_VERSIONS[shape],
         subscription: ids.subscription,
         invoice: ids.invoice,
+        dated: formatLockoutAt(datedMs),
         events: sent,
-        expected: SAMPLE_EXPECTED[scenario],
+        derived: SAMPLE_DERIVED[scenario],
+        ...(await answerOf(ctx, base, tenant, customer)),
       },
       formatSent,
     );
