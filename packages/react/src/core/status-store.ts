@@ -176,7 +176,7 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   let fresh = false;
   /** When the tenant's API refused: an answer to a question asked before does not undo it. */
   let refusedAt = -Infinity;
-  const debug = (...line: unknown[]) => o.debug && console.info('[dunwall]', ...line);
+  const debug = (...line: unknown[]) => o.debug && console.info('[dunwall]', ...line.filter((x) => x !== undefined));
   const probe = o.reachable;
 
   let branding = o.branding ?? null;
@@ -186,7 +186,7 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   };
   const set = (next: BillingState) => {
     state = next;
-    debug(next.status, next.source, next.error?.message ?? '');
+    debug(next.status, next.source, next.error?.message);
     changed();
   };
   // A secret key in an app's code is public: said at once (the service refuses it from a browser, not from an app).
