@@ -183,7 +183,7 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     await context.close();
   });
 
-  it('keeps the last answer for the next load, and never shows a worse one from it: a reload with the service away shows no gate', async () => {
+  it('keeps the last answer for the next load: a reload with the lookup failing shows the banner from the copy, a copied lockout as the banner, never the gate', async () => {
     await setStatus('cus_back', 'lockout');
     const context = await signedIn('cus_back');
     const page = await context.newPage();
@@ -192,13 +192,24 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     const kept = await page.evaluate(() => localStorage.getItem('dunwall:v1:acme:cus_back'));
     expect(JSON.parse(kept ?? '{}')).toMatchObject({ status: 'lockout' });
     expect(kept).not.toContain('pay_url');
-    // The service is away: the copy says lockout, and nothing of it is shown.
-    await page.route(`${running.url}/**`, (route) => route.abort());
+    // The lookup fails: the copy says lockout, and it is shown as the banner, not the gate.
+    await page.route(`${running.url}/api/subscriber-status/**`, (route) => route.abort());
     await page.reload();
-    await expect.poll(() => billing(page)).toBe('active from fallback');
+    await expect.poll(() => billing(page)).toBe('warning from fallback');
+    expect(await page.getByRole('alert').count()).toBe(1);
     expect(await page.getByRole('dialog').count()).toBe(0);
-    expect(await page.getByRole('alert').count()).toBe(0);
-    await page.unroute(`${running.url}/**`);
+    await page.unroute(`${running.url}/api/subscriber-status/**`);
+
+    // A warning kept, and the lookup failing again: the banner at once, from the copy.
+    await setStatus('cus_back', 'warning');
+    await page.reload();
+    await expect.poll(() => billing(page)).toBe('warning from service');
+    await page.route(`${running.url}/api/subscriber-status/**`, (route) => route.abort());
+    await page.reload();
+    await expect.poll(() => billing(page)).toBe('warning from fallback');
+    expect(await page.getByRole('alert').innerText()).toContain('Your last payment did not go through.');
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await page.unroute(`${running.url}/api/subscriber-status/**`);
 
     // An active answer is kept too, and shown at once on the next load, with its entitlements.
     await setStatus('cus_back', 'active');
