@@ -441,7 +441,9 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
       await o.page.screenshot({ path: join(RESULTS, `react-ssr-${version}-away.png`) });
       // The refused requests (the lookup, and the check that the service answers at all) are the errors the console shows,
       // and the one warning says why, once.
-      await expect.poll(() => o.problems.filter((p) => p.startsWith('warning: [dunwall]')), WAIT).toEqual(['warning: [dunwall] network: Failed to fetch; failing open']);
+      await expect
+        .poll(() => o.problems.filter((p) => p.startsWith('warning: [dunwall]')), WAIT)
+        .toEqual(['warning: [dunwall] network: Failed to fetch; failing open']);
       await expectSilentHydration(o, /Failed to load resource: net::ERR_CONNECTION_REFUSED|^warning: \[dunwall\] network: /);
       await o.close();
     });
