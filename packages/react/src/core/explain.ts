@@ -32,7 +32,7 @@ export function say(code: string, tenant: string, fallback = ''): void {
     tenant_not_found: `no ${t}`,
     hmac_mismatch: 'the hmac does not match the customer',
     hmac_required: `${t} requires the hmac`,
-    origin_not_allowed: `is this origin in the allowed_origins of ${t}?`,
+    origin_not_allowed: `is ${location.origin} in the allowed_origins of ${t}?`,
   };
   console.warn(`[dunwall] ${code}: ${why[code] ?? fallback}; failing open`);
 }
