@@ -13,6 +13,7 @@
  */
 import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
 import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
+import { reachable } from '../packages/react/src/core/explain.js';
 import { countdown, DEFAULT_COLORS, dismissKey as keyOf, fetchBranding, payLinks, safeUrl as safeAt, textsFor } from '../packages/react/src/core/view.js';
 import type { Colors as BaseColors, Link, Texts } from '../packages/react/src/core/view.js';
 
@@ -454,16 +455,6 @@ function watchRemoval(host: HTMLElement, release: () => void): () => void {
 const said = new Set<string>();
 /** Whether the service answers this page at all (asked once, after a failed lookup). */
 let answers: Promise<boolean> | undefined;
-
-/** Whether `url` answers at all, CORS aside (an opaque request); false after 3 s. */
-async function reachable(url: string): Promise<boolean> {
-  try {
-    await fetch(url, { method: 'HEAD', mode: 'no-cors', cache: 'no-store', signal: AbortSignal.timeout(3_000) });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /**
  * A misconfiguration shows nothing, as a paying customer sees: what went wrong is said once

@@ -73,12 +73,15 @@ describe('the @dunwall/react package', () => {
       // A consumer's TypeScript, both ways an app resolves packages.
       writeFileSync(
         join(project, 'app.tsx'),
-        `import { BillingBanner, DunwallProvider, useBillingStatus, useEntitlement } from '@dunwall/react';
+        `import { BillingBanner, DunwallProvider, useBillingFetch, useBillingStatus, useEntitlement } from '@dunwall/react';
 import type { BillingBootstrap, BillingState } from '@dunwall/react';
 
 function Plan() {
   const state: BillingState = useBillingStatus();
   const exports: boolean = useEntitlement('csv_export');
+  // The app's own API: fetch, with its 402 billing_lockout gating.
+  const api: typeof fetch = useBillingFetch();
+  void api('/api/projects', { headers: { accept: 'application/json' } });
   return <p>{state.status} {state.lockoutAt ?? ''} {String(exports)}</p>;
 }
 
@@ -87,7 +90,7 @@ const bootstrap: BillingBootstrap = { status: 'warning', lockout_at: '2030-01-01
 const wrong: BillingBootstrap = { status: 'blocked' };
 
 export const app = (
-  <DunwallProvider baseUrl="https://dunwall.example.com" tenant="acme" publishableKey="pk_test" customer="cus_1" bootstrap={bootstrap}>
+  <DunwallProvider baseUrl="https://dunwall.example.com" tenant="acme" publishableKey="pk_test" customer="cus_1" bootstrap={bootstrap} debug>
     <BillingBanner dismissible={false} texts={{ update: 'Pay' }}>{(view) => <a href={view.links[0]?.href}>{view.texts.update}</a>}</BillingBanner>
     <Plan />
   </DunwallProvider>

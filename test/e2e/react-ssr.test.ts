@@ -429,8 +429,8 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
       const lookups: string[] = [];
       const o = await open(version, c.away, {
         before: (page) =>
-          page.route(`${serviceUrl}/api/subscriber-status/**`, (route) => {
-            lookups.push(route.request().url());
+          page.route(`${serviceUrl}/**`, (route) => {
+            if (route.request().url().includes('/api/subscriber-status/')) lookups.push(route.request().url());
             return route.abort('connectionrefused');
           }),
       });
@@ -439,8 +439,12 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
       expect(await banner(o.page).isVisible()).toBe(true);
       expect(await gate(o.page).count()).toBe(0);
       await o.page.screenshot({ path: join(RESULTS, `react-ssr-${version}-away.png`) });
-      // The refused request is the one error the console shows.
-      await expectSilentHydration(o, /Failed to load resource: net::ERR_CONNECTION_REFUSED/);
+      // The refused requests (the lookup, and the check that the service answers at all) are the errors the console shows,
+      // and the one warning says why, once.
+      await expect
+        .poll(() => o.problems.filter((p) => p.startsWith('warning: [dunwall]')), WAIT)
+        .toEqual(['warning: [dunwall] network: Failed to fetch; failing open']);
+      await expectSilentHydration(o, /Failed to load resource: net::ERR_CONNECTION_REFUSED|^warning: \[dunwall\] network: /);
       await o.close();
     });
 

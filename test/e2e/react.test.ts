@@ -9,6 +9,7 @@ import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lockoutProblem } from '../../packages/node/src/middleware/guard.js';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { readAdminTokenFile } from '../../src/runtime/admin-token.js';
 import { loadConfig } from '../../src/runtime/config.js';
@@ -29,6 +30,9 @@ const EXAMPLE = join(ROOT, 'docs', 'examples', 'react');
 const RESULTS = join(ROOT, 'test-results');
 const CARD_URL = 'https://billing.acme.test/card';
 const PAY_URL = 'https://billing.acme.test/pay';
+const API_PAY_URL = 'https://billing.acme.test/pay/tok_api';
+/** The customers the app's own API refuses (its copy says lockout), whatever the browser hears from Dunwall. */
+const refusedByApi = new Set<string>();
 const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' };
 
 interface Tenant {
@@ -84,6 +88,14 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     // The tenant's app: its built files, and /api/me naming who is signed in (a cookie here).
     app = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://app.test');
+      // The app's API, as @dunwall/node's middleware guards it: the customers this test refuses get its 402 problem.
+      if (url.pathname === '/api/projects') {
+        const customer = /(?:^|; )user=(cus_[A-Za-z0-9_]+)/.exec(req.headers.cookie ?? '')?.[1] ?? '';
+        if (!refusedByApi.has(customer)) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(['Apollo', 'Gemini']));
+        const problem = lockoutProblem({ status: 'lockout', source: 'feed', lockout_at: null, pay_url: API_PAY_URL } as Parameters<typeof lockoutProblem>[0]);
+        res.writeHead(402, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' }).end(JSON.stringify(problem));
+        return;
+      }
       if (url.pathname === '/api/me') {
         const customer = /(?:^|; )user=(cus_[A-Za-z0-9_]+)/.exec(req.headers.cookie ?? '')?.[1] ?? 'cus_nobody';
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer, hmac: computeHmac(acme.hmac_secret, customer) }));
@@ -183,7 +195,7 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     await context.close();
   });
 
-  it('keeps the last answer for the next load, and never shows a worse one from it: a reload with the service away shows no gate', async () => {
+  it('keeps the last answer for the next load: a reload with the lookup failing shows the banner from the copy, a copied lockout as the banner, never the gate', async () => {
     await setStatus('cus_back', 'lockout');
     const context = await signedIn('cus_back');
     const page = await context.newPage();
@@ -192,13 +204,24 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     const kept = await page.evaluate(() => localStorage.getItem('dunwall:v1:acme:cus_back'));
     expect(JSON.parse(kept ?? '{}')).toMatchObject({ status: 'lockout' });
     expect(kept).not.toContain('pay_url');
-    // The service is away: the copy says lockout, and nothing of it is shown.
-    await page.route(`${running.url}/**`, (route) => route.abort());
+    // The lookup fails: the copy says lockout, and it is shown as the banner, not the gate.
+    await page.route(`${running.url}/api/subscriber-status/**`, (route) => route.abort());
     await page.reload();
-    await expect.poll(() => billing(page)).toBe('active from fallback');
+    await expect.poll(() => billing(page)).toBe('warning from fallback');
+    expect(await page.getByRole('alert').count()).toBe(1);
     expect(await page.getByRole('dialog').count()).toBe(0);
-    expect(await page.getByRole('alert').count()).toBe(0);
-    await page.unroute(`${running.url}/**`);
+    await page.unroute(`${running.url}/api/subscriber-status/**`);
+
+    // A warning kept, and the lookup failing again: the banner at once, from the copy.
+    await setStatus('cus_back', 'warning');
+    await page.reload();
+    await expect.poll(() => billing(page)).toBe('warning from service');
+    await page.route(`${running.url}/api/subscriber-status/**`, (route) => route.abort());
+    await page.reload();
+    await expect.poll(() => billing(page)).toBe('warning from fallback');
+    expect(await page.getByRole('alert').innerText()).toContain('Your last payment did not go through.');
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await page.unroute(`${running.url}/api/subscriber-status/**`);
 
     // An active answer is kept too, and shown at once on the next load, with its entitlements.
     await setStatus('cus_back', 'active');
@@ -216,6 +239,32 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     release();
     await expect.poll(() => billing(page)).toBe('active from service');
     await context.close();
+  });
+
+  it("gates when the app's own API refuses with the 402 billing_lockout problem, as useBillingFetch() in the example hears it", async () => {
+    await setStatus('cus_api', 'active');
+    const served = await signedIn('cus_api');
+    const page = await served.newPage();
+    await page.goto(appOrigin);
+    await expect.poll(() => page.getByRole('list', { name: 'Projects' }).innerText()).toContain('Apollo');
+    expect(await billing(page)).toBe('active from service');
+    expect(await page.getByRole('dialog').count()).toBe(0);
+    await served.close();
+
+    // The API refuses (its copy says lockout); Dunwall's lookup, from the browser, says active or cannot be reached.
+    refusedByApi.add('cus_api');
+    for (const reachable of [true, false]) {
+      const context = await signedIn('cus_api');
+      const refused = await context.newPage();
+      if (!reachable) await refused.route(`${running.url}/**`, (route) => route.abort());
+      await refused.goto(appOrigin);
+      const dialog = refused.getByRole('dialog', { name: 'Your account is on hold' });
+      await expect.poll(() => dialog.count()).toBe(1);
+      expect(await dialog.getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(API_PAY_URL);
+      await expect.poll(() => billing(refused)).toBe('lockout from api');
+      await context.close();
+    }
+    refusedByApi.delete('cus_api');
   });
 
   it('asks again when the window gets the focus back: the customer who paid elsewhere gets in at once', async () => {

@@ -123,21 +123,30 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
     expect(standIn.count('cus_net')).toBe(3);
   });
 
-  it('never shows a worse status from the persisted copy, nor a gate from anything but a fresh answer', async () => {
+  it('relaunched with the lookup failing, shows the banner from the persisted copy (a copied lockout too), never the gate', async () => {
     standIn.answers.set('cus_down', { fail: 503 });
-    const copy = JSON.stringify({ status: 'lockout', card_update_url: null, entitlements: {}, at: T0 - 60_000 });
     const noGate = async (page: Page) => {
       expect(await page.getByRole('dialog').count()).toBe(0);
       expect(await page.evaluate(() => (window as unknown as { native: { modal(): unknown } }).native.modal())).toBeNull();
     };
 
-    // The copy says lockout, the service cannot be asked: fail open.
-    const first = await launch({ customer: 'cus_down', stored: { 'dunwall:v1:acme:cus_down': copy } });
-    await shown(first, 'active|fallback');
-    await expect.poll(() => first.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
-    expect((await seen(first)).filter((s) => !s.startsWith('active'))).toEqual([]);
-    expect(await first.getByRole('alert').count()).toBe(0);
-    await noGate(first);
+    for (const status of ['warning', 'lockout']) {
+      const copy = JSON.stringify({ status, card_update_url: null, entitlements: {}, at: T0 - 60_000 });
+      const page = await launch({ customer: 'cus_down', stored: { 'dunwall:v1:acme:cus_down': copy } });
+      await shown(page, 'warning|fallback');
+      await expect.poll(() => page.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
+      expect((await seen(page)).filter((s) => s.startsWith('lockout'))).toEqual([]);
+      await visible(page.getByRole('alert'));
+      await noGate(page);
+      await context?.close();
+    }
+
+    // A copy older than maxAgeMs (24 h) is not used: nothing is shown.
+    const old = JSON.stringify({ status: 'warning', card_update_url: null, entitlements: {}, at: T0 - 25 * 3_600_000 });
+    const stale = await launch({ customer: 'cus_down', stored: { 'dunwall:v1:acme:cus_down': old } });
+    await shown(stale, 'active|fallback');
+    await expect.poll(() => stale.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
+    expect(await stale.getByRole('alert').count()).toBe(0);
     await context?.close();
 
     // A lockout the app's backend got for it: a warning until the service says lockout itself.

@@ -10,7 +10,7 @@ import type { BillingState, PersistStorage, StatusStoreOptions } from '../../pac
 const ENTITLEMENTS = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
 const T0 = Date.parse('2026-11-26T12:00:00Z');
 
-type Reply = { status: number; body: unknown } | 'hang' | 'network';
+type Reply = { status: number; body: unknown } | 'hang' | 'network' | { after: Promise<void>; status: number; body: unknown };
 
 function lookup() {
   const replies: Reply[] = [];
@@ -20,6 +20,7 @@ function lookup() {
     const reply = replies.shift() ?? { status: 200, body: { status: 'active' } };
     if (reply === 'network') throw new TypeError('Failed to fetch');
     if (reply === 'hang') return new Promise(() => {});
+    if ('after' in reply) await reply.after;
     const json = reply.status === 200 ? 'application/json' : 'application/problem+json';
     return new Response(JSON.stringify(reply.body), { status: reply.status, headers: { 'content-type': json } });
   }) as unknown as typeof globalThis.fetch;
@@ -128,10 +129,11 @@ describe('the billing status store: never a false gate', () => {
     stop();
   });
 
-  it('shows a persisted copy at once only when it is not worse than what is shown: an active copy, never a warning or lockout copy', async () => {
+  it('shows a persisted copy at once, a lockout in it as a warning, and lets a fresh answer decide', async () => {
     for (const status of ['warning', 'lockout']) {
-      const { store } = open({ storage: memoryStorage({ [KEY]: copy(status, T0 - 60_000) }) });
-      expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback', ready: false });
+      const lockoutAt = status === 'warning' ? '2026-11-29T12:00:00Z' : null;
+      const { store } = open({ storage: memoryStorage({ [KEY]: copy(status, T0 - 60_000, lockoutAt ? { lockout_at: lockoutAt } : {}) }) });
+      expect(store.getSnapshot()).toMatchObject({ status: 'warning', source: 'persisted', ready: false, entitlements: ENTITLEMENTS, lockoutAt });
     }
     const { store, service } = open({ storage: memoryStorage({ [KEY]: copy('active', T0 - 60_000) }) });
     expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'persisted', entitlements: ENTITLEMENTS, ready: false });
@@ -141,6 +143,39 @@ describe('the billing status store: never a false gate', () => {
     await settle();
     expect(store.getSnapshot()).toMatchObject({ status: 'warning', source: 'service', lockoutAt: '2026-11-29T12:00:00Z' });
     stop();
+    // A copied warning, then the service says active: the banner goes.
+    const paid = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }) });
+    paid.service.replies.push({ status: 200, body: { status: 'active' } });
+    paid.store.start();
+    await settle();
+    expect(paid.store.getSnapshot()).toMatchObject({ status: 'active', source: 'service' });
+  });
+
+  it('keeps the copied warning through a failed question, whichever comes first, and never as a gate', async () => {
+    // localStorage: the copy first, then the failure.
+    const sync = open({ storage: memoryStorage({ [KEY]: copy('lockout', T0 - 60_000) }) });
+    sync.service.replies.push('network');
+    sync.store.start();
+    await settle();
+    expect(sync.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'fallback', ready: true, error: { kind: 'network' } });
+    // AsyncStorage answering after the failure: the same.
+    const slow = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }, true) });
+    slow.service.replies.push({ status: 503, body: { code: 'service_unavailable' } });
+    slow.store.start();
+    await settle();
+    expect(slow.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'fallback', ready: true, error: { kind: 'http', status: 503 } });
+    // After a fresh answer, a copy read late changes nothing.
+    const late = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }, true) });
+    late.service.replies.push({ status: 200, body: { status: 'active' } });
+    late.store.start();
+    await settle();
+    expect(late.store.getSnapshot()).toMatchObject({ status: 'active', source: 'service' });
+    // Too old: not used, even with the lookup failing.
+    const old = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 25 * 3_600_000) }) });
+    old.service.replies.push('network');
+    old.store.start();
+    await settle();
+    expect(old.store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback' });
   });
 
   it('ignores a copy older than the maximum age, one of another customer, and one that is not a copy', async () => {
@@ -168,7 +203,12 @@ describe('the billing status store: never a false gate', () => {
     const older = open({ bootstrap: { status: 'warning', at: new Date(T0).toISOString() }, storage: memoryStorage({ [KEY]: copy('active', T0 - 60_000) }) });
     expect(older.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'bootstrap' });
     const worse = open({ bootstrap: { status: 'active', at: T0 - 60_000 }, storage: memoryStorage({ [KEY]: copy('warning', T0) }) });
+    // A newer copy worse than the bootstrap still needs a fresh answer, even with the lookup failing.
     expect(worse.store.getSnapshot()).toMatchObject({ status: 'active', source: 'bootstrap' });
+    worse.service.replies.push('network');
+    worse.store.start();
+    await settle();
+    expect(worse.store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback' });
   });
 
   it('reads an asynchronous storage (AsyncStorage) when it answers, unless the service answered first', async () => {
@@ -264,5 +304,92 @@ describe('the billing status store: never a false gate', () => {
     await settle();
     expect(nobody.service.asked).toHaveLength(0);
     expect(nobody.store.getSnapshot()).toMatchObject({ status: 'active', ready: true });
+  });
+});
+
+const problem = (extra: Record<string, unknown> = {}) => ({
+  type: 'about:blank',
+  title: 'Payment Required',
+  status: 402,
+  code: 'billing_lockout',
+  detail: 'This account is locked until its overdue invoice is paid.',
+  pay_url: 'https://invoice.stripe.com/i/acct_1/x',
+  lockout_at: null,
+  ...extra,
+});
+
+describe("the billing status store: the tenant's own API refusing", () => {
+  it('gates on the 402 billing_lockout problem, with its pay link, and never persists it', async () => {
+    const storage = memoryStorage();
+    const { store, service } = open({ storage });
+    service.replies.push({ status: 200, body: { status: 'active' } });
+    const stop = store.start();
+    await settle();
+    expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'service' });
+    const kept = storage.data[KEY];
+    store.refused(problem());
+    expect(store.getSnapshot()).toMatchObject({ status: 'lockout', source: 'api', ready: true, payUrl: 'https://invoice.stripe.com/i/acct_1/x', error: null });
+    expect(storage.data[KEY]).toBe(kept);
+    // A refusal of a warning (an app that lets only active customers in) carries when the lockout comes.
+    store.refused(problem({ lockout_at: '2026-11-29T12:00:00Z' }));
+    expect(store.getSnapshot()).toMatchObject({ status: 'lockout', source: 'api', lockoutAt: '2026-11-29T12:00:00Z' });
+    stop();
+  });
+
+  it('ignores anything but the billing_lockout problem', () => {
+    const { store } = open();
+    for (const other of [null, 'x', {}, { ...problem(), code: 'forbidden' }, [problem()]]) store.refused(other);
+    expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback' });
+  });
+
+  it("lets the service's next fresh answer decide, but not an answer to a question asked before the 402", async () => {
+    for (const reply of [
+      { status: 200, body: { status: 'active' } },
+      { status: 503, body: { code: 'service_unavailable' } },
+    ]) {
+      const { store, service, time } = open();
+      let answer = () => {};
+      service.replies.push({ ...reply, after: new Promise<void>((resolve) => (answer = resolve)) });
+      const stop = store.start();
+      await settle();
+      // The first question is in flight when the API refuses, a moment later.
+      await time.advance(10);
+      store.refused(problem());
+      answer();
+      await settle();
+      // Its answer (or failure) came for a question asked before the 402: the gate stands.
+      expect(service.asked).toHaveLength(1);
+      expect(store.getSnapshot()).toMatchObject({ status: 'lockout', source: 'api' });
+      stop();
+    }
+
+    const second = open();
+    second.service.replies.push({ status: 200, body: { status: 'active' } });
+    const stop2 = second.store.start();
+    await settle();
+    second.store.refused(problem());
+    // The customer paid and is back: the service's fresh answer lifts the gate.
+    second.service.replies.push({ status: 200, body: { status: 'active' } });
+    await second.time.advance(1_000);
+    second.store.returned();
+    await settle();
+    expect(second.store.getSnapshot()).toMatchObject({ status: 'active', source: 'service' });
+    // A failed question asked after the 402: fail open, the gate becomes the banner.
+    second.store.refused(problem());
+    second.service.replies.push('network');
+    await second.time.advance(2_000);
+    await second.store.refresh();
+    expect(second.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'fallback' });
+    stop2();
+  });
+
+  it('without a customer to ask about, gates on the 402 and lets go on return', () => {
+    const { store } = open({ customer: null });
+    const stop = store.start();
+    store.refused(problem());
+    expect(store.getSnapshot()).toMatchObject({ status: 'lockout', source: 'api' });
+    store.returned();
+    expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback', ready: true });
+    stop();
   });
 });

@@ -1,5 +1,6 @@
 /// <reference types="vite/client" />
-import { BillingBanner, BillingGate, DunwallProvider, useBillingStatus, useEntitlement } from '@dunwall/react';
+import { useEffect, useState } from 'react';
+import { BillingBanner, BillingGate, DunwallProvider, useBillingFetch, useBillingStatus, useEntitlement } from '@dunwall/react';
 
 // A test tenant's key shows the real banner or gate with ?preview=warning or ?preview=lockout.
 const preview = new URLSearchParams(location.search).get('preview');
@@ -24,6 +25,12 @@ export function App({ customer, hmac }: { customer: string; hmac: string }) {
 function Dashboard() {
   const billing = useBillingStatus();
   const customDomain = useEntitlement('custom_domain');
+  // Your API through useBillingFetch(): its 402 billing_lockout refusal shows the gate too.
+  const api = useBillingFetch();
+  const [projects, setProjects] = useState<string[]>([]);
+  useEffect(() => {
+    void api('/api/projects').then(async (res) => res.ok && setProjects((await res.json()) as string[]));
+  }, [api]);
   return (
     <main>
       <h1>Dashboard</h1>
@@ -33,6 +40,11 @@ function Dashboard() {
       </p>
       {customDomain ? <button type="button">Set up your custom domain</button> : <p>Custom domains come with the Scale plan.</p>}
       <p>Revenue this month: $48,210</p>
+      <ul aria-label="Projects">
+        {projects.map((p) => (
+          <li key={p}>{p}</li>
+        ))}
+      </ul>
     </main>
   );
 }

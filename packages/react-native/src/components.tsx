@@ -231,10 +231,10 @@ export function BillingBanner(props: BillingBannerProps) {
   );
 }
 
-/** The full-screen gate for `lockout`, only ever from a fresh answer; nothing otherwise. */
+/** The full-screen gate for `lockout`, only ever from a fresh answer (the service's, or the app's API's 402); nothing otherwise. */
 export function BillingGate(props: BillingGateProps) {
   const state = useBillingStatus();
-  const show = state.status === 'lockout' && state.source === 'service';
+  const show = state.status === 'lockout' && (state.source === 'service' || state.source === 'api');
   const [view, colors] = useView(show, props);
   if (!show) return null;
   const { styles = {} } = props;

@@ -46,7 +46,8 @@ export function watchApp(netInfo?: NetInfoLike | null): PlatformWatch {
 }
 
 // No storage unless the app gives one: React Native has no synchronous one to assume.
-const Provider = makeProvider(() => null, watchApp());
+// No CORS in an app: a failed question is the network's.
+const Provider = makeProvider(() => null, watchApp(), null);
 
 export function DunwallProvider(props: DunwallProviderProps) {
   const { netInfo } = props;

@@ -184,11 +184,11 @@ export function BillingBanner(props: BillingBannerProps) {
   );
 }
 
-/** The full-screen gate for `lockout` (only ever from a fresh answer); nothing otherwise. */
+/** The full-screen gate for `lockout` (only ever from a fresh answer: the service's, or your API's 402); nothing otherwise. */
 export function BillingGate(props: BillingGateProps) {
   const state = useBillingStatus();
   // A fresh answer only: never on the server, nor through hydration (which starts from the server's snapshot).
-  const show = state.status === 'lockout' && state.source === 'service';
+  const show = state.status === 'lockout' && (state.source === 'service' || state.source === 'api');
   const [view, css] = useView(show, props);
   if (!show) return null;
   return createPortal(<Gate view={view} css={css} props={props} />, document.body);

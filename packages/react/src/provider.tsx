@@ -3,10 +3,12 @@
  * `useBillingStatus()` / `useEntitlement()` read it. Built on `useSyncExternalStore`: the
  * server renders the bootstrap (or active), hydration starts from exactly that, and the page
  * then moves on to the persisted copy and the service's answer, never worse than a fresh
- * answer allows (`core/status-store.ts`).
+ * answer allows (`core/status-store.ts`). `useBillingFetch()` is `fetch` for the app's own API:
+ * its 402 `billing_lockout` problem gates too.
  */
 import { createContext, createElement, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react';
 import type { ReactNode } from 'react';
+import { reachable } from './core/explain.js';
 import { createStatusStore } from './core/status-store.js';
 import type { BillingBootstrap, BillingState, PersistStorage, StatusStore } from './core/status-store.js';
 import type { Branding } from './core/view.js';
@@ -31,6 +33,8 @@ export interface DunwallProviderProps {
   /** A test tenant only: show the real banner or gate. */
   preview?: 'warning' | 'lockout' | null;
   timeoutMs?: number;
+  /** Logs every answer and decision in the console (never a key, hmac, customer id or pay link). */
+  debug?: boolean;
   /** A CSP nonce for the components' one `<style>` element. */
   nonce?: string;
   children?: ReactNode;
@@ -68,10 +72,13 @@ const watchWindow: PlatformWatch = (returned) => {
   return () => listening.abort();
 };
 
-/** The provider, for a platform: its storage and what tells it the customer is back. */
-export function makeProvider(platformStorage: () => PersistStorage | null, watch: PlatformWatch) {
+/**
+ * The provider, for a platform: its storage, what tells it the customer is back, and (the
+ * web's) whether the service answers at all when a question fails (a refused origin).
+ */
+export function makeProvider(platformStorage: () => PersistStorage | null, watch: PlatformWatch, probe: ((url: string) => Promise<boolean>) | null) {
   return function DunwallProvider(props: DunwallProviderProps & { watch?: PlatformWatch }) {
-    const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs } = props;
+    const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug } = props;
     // The bootstrap, branding and storage of the render that made the store: an inline object
     // given again on every render must not make a new store.
     const latest = useRef(props);
@@ -90,9 +97,11 @@ export function makeProvider(platformStorage: () => PersistStorage | null, watch
         storage: p.storage === undefined ? platformStorage() : p.storage,
         maxAgeMs,
         timeoutMs,
+        debug,
+        reachable: probe,
       });
       return { store, tenant, customer: customer || null, nonce: p.nonce };
-    }, [baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs]);
+    }, [baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug]);
     const platform = props.watch ?? watch;
     useEffect(() => {
       const stop = value.store.start();
@@ -106,7 +115,7 @@ export function makeProvider(platformStorage: () => PersistStorage | null, watch
   };
 }
 
-export const DunwallProvider = makeProvider(defaultStorage, watchWindow);
+export const DunwallProvider = makeProvider(defaultStorage, watchWindow, reachable);
 
 /** The provider's context; a clear error outside one. */
 export function useDunwallContext(): DunwallContext {
@@ -119,6 +128,30 @@ export function useDunwallContext(): DunwallContext {
 export function useBillingStatus(): BillingState {
   const { store } = useDunwallContext();
   return useSyncExternalStore(store.subscribe, store.getSnapshot, store.getServerSnapshot);
+}
+
+/**
+ * `fetch` for the app's own API: every call passes through unchanged, and a `402` with the
+ * `billing_lockout` problem (`application/problem+json`, as `@dunwall/node`'s middleware
+ * refuses) gates at once, with the problem's `pay_url`. Outside a provider: plain `fetch`.
+ */
+export function useBillingFetch(): typeof fetch {
+  const store = useContext(Context)?.store;
+  return useMemo(
+    () =>
+      async (...args: Parameters<typeof fetch>) => {
+        const res = await fetch(...args);
+        if (store && res.status === 402 && /^application\/problem\+json/i.test(res.headers.get('content-type') ?? '')) {
+          // A copy of the body, read apart: the app gets its response as it came, at once.
+          res
+            .clone()
+            .json()
+            .then(store.refused, () => {});
+        }
+        return res;
+      },
+    [store],
+  );
 }
 
 /** One entitlement flag of the tenant's tier; `fallback` until an answer names it. */

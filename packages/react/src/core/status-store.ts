@@ -4,24 +4,26 @@
  * `@dunwall/react-native`. No React in here, and no DOM: the platform tells it when to ask
  * again (`refresh`, `returned`).
  *
- * Never a false gate: a better answer applies at once; a worse one only from a fresh answer
- * of the service, never from a persisted copy, a bootstrap older than the last fresh answer,
- * or a failure; and `lockout` only ever from a fresh answer (from anything else it is shown
- * as `warning`). A failed question keeps what was shown, never as a gate: fail open.
+ * Never a false gate: `lockout` only ever from a fresh answer (the service's, or the tenant's
+ * own API refusing with its 402 `billing_lockout` problem); from anything else it is shown
+ * as `warning`. A persisted copy may show its warning before any answer (a reload with the
+ * lookup failing keeps the banner), but never after a fresh answer, and never worse than a
+ * newer bootstrap. A failed question keeps what was shown, never as a gate: fail open.
  */
 import { askStatus } from '../../../client/src/index.js';
 import type { DunwallError, Entitlements, StatusResult, SubscriberStatus } from '../../../client/src/index.js';
+import { explain, say } from './explain.js';
 import { fetchBranding } from './view.js';
 import type { Branding } from './view.js';
 
 export type { DunwallError, Entitlements, SubscriberStatus };
 
-/** Where the snapshot's status comes from. */
-export type BillingSource = 'service' | 'persisted' | 'bootstrap' | 'fallback';
+/** Where the snapshot's status comes from; `api`: the tenant's own API refused with its 402 `billing_lockout` problem. */
+export type BillingSource = 'service' | 'api' | 'persisted' | 'bootstrap' | 'fallback';
 
 export interface BillingState {
   status: SubscriberStatus;
-  /** While `warning`: when the lockout is scheduled (RFC 3339), else null. */
+  /** While `warning` (or a lockout from the tenant's API): when the lockout is scheduled (RFC 3339), else null. */
   lockoutAt: string | null;
   /** Stripe's page of the overdue invoice (needs the `hmac`), else null. */
   payUrl: string | null;
@@ -75,6 +77,10 @@ export interface StatusStoreOptions {
   /** Default 3000. */
   timeoutMs?: number;
   fetch?: typeof fetch;
+  /** Logs every answer and decision in the console (never a key, hmac, customer id or pay link). */
+  debug?: boolean;
+  /** Whether the service answers at all, CORS aside (the web's: after a network error, is it the origin?). */
+  reachable?: ((url: string) => Promise<boolean>) | null;
   now?: () => number;
   /** Timers, for tests. */
   setTimeout?: (fn: () => void, ms: number) => unknown;
@@ -90,6 +96,8 @@ export interface StatusStore {
   refresh(): Promise<void>;
   /** The customer is back (focus, foreground, online): asks again, and follows a warning or gate for a while. */
   returned(): void;
+  /** The tenant's own API refused a request (402): its problem; a `billing_lockout` gates. */
+  refused(problem: unknown): void;
   /** Starts asking: the first question, then at `lockout_at`. Returns the stop. */
   start(): () => void;
   /** The tenant's branding once asked for (`loadBranding`, when something is to be shown); null before. */
@@ -164,6 +172,12 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   let state = server;
   /** The first question has been answered (or failed) in this page. */
   let asked = false;
+  /** A fresh answer has come (the service's, or the tenant's API's 402): no copy speaks after it. */
+  let fresh = false;
+  /** When the tenant's API refused: an answer to a question asked before does not undo it. */
+  let refusedAt = -Infinity;
+  const debug = (...line: unknown[]) => o.debug && console.info('[dunwall]', ...line.filter((x) => x !== undefined));
+  const probe = o.reachable;
 
   let branding = o.branding ?? null;
   let brandingAsked = branding !== null;
@@ -172,23 +186,29 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   };
   const set = (next: BillingState) => {
     state = next;
+    debug(next.status, next.source, next.error?.message);
     changed();
   };
+  // A secret key in an app's code is public: said at once (the service refuses it from a browser, not from an app).
+  if (o.publishableKey.startsWith('sk_')) say('secret_key_in_browser', o.tenant);
 
   /** When what is shown was said (the bootstrap's time, or the copy's). */
   let shownAt: number | null = new Date(o.bootstrap?.at ?? NaN).getTime();
   if (shownAt !== shownAt) shownAt = null;
 
-  /** A persisted copy: it may make things better than what is shown, never worse. */
+  /**
+   * A persisted copy (a lockout in it shown as a warning): shown until a fresh answer comes, or
+   * kept after a failed question (the reload with the lookup failing keeps its banner). Never
+   * after a fresh answer, never too old, and never over a newer bootstrap, nor worse than one.
+   */
   const usePersisted = (text: string | null) => {
     const copy = readCopy(text);
-    if (!copy || asked) return;
+    if (!copy || fresh) return;
     const candidate = stateOf(copy, 'persisted', state.ready);
-    const [was, is] = [RANK[state.status], RANK[candidate.status]];
-    // Not too old, never worse, and what is shown speaks while it is the newer (a bootstrap rendered after the copy).
-    if (now() - copy.at > maxAgeMs || is > was || (shownAt !== null && shownAt >= copy.at)) return;
+    if (now() - copy.at > maxAgeMs || (shownAt !== null && (shownAt >= copy.at || RANK[candidate.status] > RANK[state.status]))) return debug('copy unused');
     shownAt = copy.at;
-    set(candidate);
+    // Read after a failed question: the failure's source and error stay.
+    set(asked ? { ...candidate, source: state.source, error: state.error } : candidate);
   };
 
   // The persisted copy: at once when the storage answers at once (localStorage).
@@ -230,6 +250,7 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   };
 
   const ask = async () => {
+    const askedAt = now();
     const fetchImpl = o.fetch ?? (typeof fetch === 'function' ? fetch : null);
     const result = await askStatus(
       {
@@ -244,14 +265,19 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
       fetchImpl ?? (() => Promise.reject(new Error('fetch is not available'))),
     );
     asked = true;
+    // The tenant's API refused after this question was asked: its lockout stands.
+    const before = askedAt < refusedAt;
     if (result.source === 'fallback') {
+      void explain(result.error, o.tenant, probe ? () => probe(`${o.baseUrl.replace(/\/+$/, '')}/snippet.js`) : undefined);
       // Kept as shown, never as a gate; nothing known at all: active.
       const kept = RANK[state.status] > RANK.warning ? 'warning' : state.status;
-      set({ ...state, status: kept, ready: true, source: 'fallback', error: result.error });
+      if (!before) set({ ...state, status: kept, ready: true, source: 'fallback', error: result.error });
     } else {
-      set(stateOf(result, 'service', true));
+      fresh = true;
+      if (!before) set(stateOf(result, 'service', true));
       persist(result, now());
     }
+    if (before) debug(result.status, result.source, 'asked before the 402: unused');
     arm();
     if (running && state.status !== 'active' && now() < followUntil) {
       cancel(again);
@@ -294,9 +320,19 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
     },
     refresh,
     returned() {
-      if (!running || !customer) return;
+      if (!running) return;
+      // Nobody to ask about: the API's lockout ends on return (its next refusal says it again).
+      if (!customer) return state.source === 'api' ? set(server) : undefined;
       if (state.status !== 'active') followUntil = now() + FOLLOW_FOR_MS;
       void refresh();
+    },
+    refused(problem) {
+      if (!isObject(problem) || problem.code !== 'billing_lockout') return;
+      fresh = true;
+      refusedAt = now();
+      // A fresh answer, never persisted: the gate, with the problem's way to pay.
+      set({ ...state, status: 'lockout', lockoutAt: str(problem.lockout_at), payUrl: str(problem.pay_url), ready: true, source: 'api', error: null });
+      arm();
     },
     start() {
       running = true;
