@@ -48,11 +48,13 @@ const PRELUDES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   },
   'docs/react.md': {
     useBillingStatus: "typeof import('@dunwall/react').useBillingStatus",
+    useBillingFetch: "typeof import('@dunwall/react').useBillingFetch",
     BillingBanner: "typeof import('@dunwall/react').BillingBanner",
     Callout: "(props: { tone: 'danger' | 'warning'; onClose?: () => void; children?: import('react').ReactNode }) => import('react').ReactNode",
   },
   'docs/react-native.md': {
     useSafeAreaInsets: '() => { top: number; right: number; bottom: number; left: number }',
+    useBillingFetch: "typeof import('@dunwall/react-native').useBillingFetch",
     BillingBanner: "typeof import('@dunwall/react-native').BillingBanner",
     BillingGate: "typeof import('@dunwall/react-native').BillingGate",
     MyNotice: "(props: { text: string; action?: string; onAction: () => void; onClose: () => void }) => import('react').ReactNode",
