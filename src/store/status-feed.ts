@@ -133,7 +133,13 @@ type ChangesRow = { now: string; expired: boolean } & Nullable<ChangeRow>;
  * when the changes after the cursor may be gone: the reader lists again.
  */
 export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
-  const rows = await db.query<ChangesRow>(STATUS_CHANGES_SQL, [tenantId, cursor.since, cursor.within?.upto ?? null, cursor.within?.afterSeq ?? null, limit + 1]);
+  const rows = await db.query<ChangesRow>(STATUS_CHANGES_SQL, [
+    tenantId,
+    cursor.since,
+    cursor.within?.upto ?? null,
+    cursor.within?.afterSeq ?? null,
+    limit + 1,
+  ]);
   const head = rows[0];
   if (!head) throw new Error('status_changes_horizon is empty');
   if (head.expired) return { expired: true };
