@@ -1,6 +1,7 @@
 /** The table the bench prints, the targets of issues 5, 11 and 12, and the JSON it writes. */
 import type { FeedResult } from './feed.js';
 import type { InvalidationResult } from './invalidation.js';
+import type { StripeFeedResult } from './stripe-feed.js';
 import type { LoadResult } from './load.js';
 
 export type RowName =
@@ -321,4 +322,40 @@ export function targetsTable(list: Target[]): string {
         `${t.figure.padEnd(widths[0] ?? 0)}  ${t.target.padEnd(widths[1] ?? 0)}  ${t.value.padStart(widths[2] ?? 0)}  ${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`,
     )
     .join('\n');
+}
+
+/** The median of the rounds' figures (null when none has one). */
+function medianOf(values: readonly (number | null)[]): number | null {
+  const known = values.filter((v): v is number => v !== null).sort((x, y) => x - y);
+  if (known.length === 0) return null;
+  const mid = Math.floor(known.length / 2);
+  return known.length % 2 === 1 ? (known[mid] ?? null) : ((known[mid - 1] ?? 0) + (known[mid] ?? 0)) / 2;
+}
+
+export function stripeFeedLines(rounds: readonly StripeFeedResult[] | { skipped: string }): string[] {
+  if ('skipped' in rounds) return [`Stripe events to @dunwall/node across 2 instances: skipped (${rounds.skipped})`];
+  const events = rounds[0]?.series.map((s) => s.event) ?? [];
+  const lines = [
+    `Stripe events to @dunwall/node across 2 instances (signed deliveries to A on a fresh database, a copy following B), median of ${rounds.length} rounds: ` +
+      `p50 ${fmt(medianOf(rounds.map((r) => r.p50Ms)))} ms, p99 ${fmt(medianOf(rounds.map((r) => r.p99Ms)))} ms, max ${fmt(medianOf(rounds.map((r) => r.maxMs)))} ms from the delivery sent`,
+  ];
+  for (const event of events) {
+    const of = rounds.map((r) => r.series.find((s) => s.event === event));
+    const timeouts = of.reduce((n, s) => n + (s?.timeouts ?? 0), 0);
+    lines.push(
+      `  ${event} (${of[0]?.status ?? '?'}): p50 ${fmt(medianOf(of.map((s) => s?.p50Ms ?? null)))} ms, p99 ${fmt(medianOf(of.map((s) => s?.p99Ms ?? null)))} ms, ` +
+        `max ${fmt(medianOf(of.map((s) => s?.maxMs ?? null)))} ms; rounds' p50 ${of.map((s) => fmt(s?.p50Ms ?? null)).join(' / ')} ms; ` +
+        `p50 ${fmt(medianOf(of.flatMap((s) => s?.afterAnswerMs ?? [])))} ms from A's 200; timeouts ${timeouts}`,
+    );
+  }
+  return lines;
+}
+
+export function stripeFeedTarget(rounds: readonly StripeFeedResult[] | { skipped: string } | null): Target {
+  const figure = 'Stripe events to @dunwall/node across instances (delivery on A, copy following B), p99 (median of rounds)';
+  if (rounds === null || 'skipped' in rounds || rounds.length === 0) return { figure, target: '< 100 ms', value: '-', met: null };
+  const p99 = medianOf(rounds.map((r) => r.p99Ms));
+  const timeouts = rounds.reduce((n, r) => n + r.timeouts, 0);
+  const bad = timeouts > 0 || p99 === null;
+  return { figure, target: '< 100 ms', value: bad ? `${fmt(p99)} ms, ${timeouts} timeouts` : `${fmt(p99)} ms`, met: !bad && (p99 ?? Infinity) < 100 };
 }

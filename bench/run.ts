@@ -26,6 +26,8 @@ import type { InvalidationResult } from './invalidation.js';
 import { measureFeed } from './feed.js';
 import type { FeedResult } from './feed.js';
 import { measureSdkFeed } from './sdk-feed.js';
+import { measureStripeFeed } from './stripe-feed.js';
+import type { StripeFeedResult } from './stripe-feed.js';
 import { call } from './http.js';
 import { detectGenerator, runLoad, writeLines } from './load.js';
 import type { Generator, GeneratorKind } from './load.js';
@@ -44,7 +46,20 @@ import {
   waitReady,
 } from './procs.js';
 import type { Child } from './procs.js';
-import { feedLine, feedTarget, invalidationLine, memoryLine, sdkFeedLine, sdkLine, sdkTargets, table, targets, targetsTable } from './report.js';
+import {
+  feedLine,
+  feedTarget,
+  invalidationLine,
+  memoryLine,
+  sdkFeedLine,
+  sdkLine,
+  sdkTargets,
+  stripeFeedLines,
+  stripeFeedTarget,
+  table,
+  targets,
+  targetsTable,
+} from './report.js';
 import type { MemoryResult, RowName, RowResult, SdkResult } from './report.js';
 import { backendPids, createDatabase, dropDatabase, inspect, seed } from './seed.js';
 import { POLICY_TENANT, dunningSet, policyProgress, seedPolicyTenant, setDunningExtras } from './dunning.js';
@@ -75,6 +90,7 @@ const ALL_ROWS = [
   'feed',
   'sdk',
   'sdkfeed',
+  'stripefeed',
   'middleware',
   'analytics',
 ] as const;
@@ -82,7 +98,7 @@ type Row = (typeof ALL_ROWS)[number];
 /** Rows that measure without the seeded store: asked for alone, no store is made. */
 const STORELESS_ROWS: readonly Row[] = ['extras', 'sdk', 'middleware'];
 /** Rows that seed tenants of their own: asked for alone, a store is made but the main seed is not. */
-const OWN_SEED_ROWS: readonly Row[] = ['analytics'];
+const OWN_SEED_ROWS: readonly Row[] = ['analytics', 'stripefeed'];
 
 const HOT_COUNT = 10_000;
 /** The dripping row: this many connections from one address, each sending a byte a second. */
@@ -94,6 +110,9 @@ const UNKNOWN_COUNT = 10_000;
 const ZIPF_S = 1.0;
 const INVALIDATION_TRIALS = 100;
 const FEED_TRIALS = 100;
+/** The stripefeed row: rounds, each of this many customers (a failure, then its payment). */
+const STRIPE_FEED_ROUNDS = 3;
+const STRIPE_FEED_CUSTOMERS = 20;
 /** The analytics row: timed calls of each query, after 2 untimed ones. */
 const ANALYTICS_CALLS = 20;
 /** The sdk row: non-active subscribers in @dunwall/node's copy. */
@@ -501,6 +520,7 @@ async function main(): Promise<void> {
     'invalidation',
     'feed',
     'sdkfeed',
+    'stripefeed',
     'analytics',
   ].some((r) => opts.rows.has(r as Row));
   if (wantsService) buildIfStale();
@@ -1186,6 +1206,53 @@ async function main(): Promise<void> {
     }
   }
 
+  let stripefeed: StripeFeedResult[] | { skipped: string } | null = null;
+  if (opts.rows.has('stripefeed')) {
+    if (serverUrl === null) {
+      stripefeed = { skipped: 'embedded store: one process owns it, so there is no second instance' };
+    } else {
+      await phase('stripefeed', async () => {
+        // A database of its own, as a new deployment has it: migrated by the service's first
+        // start, never analyzed (the main store is VACUUM ANALYZEd after its seed, which hid
+        // the cost of the feed's read on a fresh database).
+        const name = `dunwall_bench_stripe_${startedAt.toISOString().replace(/\D/g, '').slice(0, 17)}`;
+        const env = { DATABASE_URL: await createDatabase(serverUrl, name) };
+        cleanups.push(() => dropDatabase(serverUrl, name));
+        const a = await startService('stripefeed-a', { env });
+        try {
+          const b = await startService('stripefeed-b', { env });
+          try {
+            const slug = 'bench-stripe';
+            const made = await call(
+              new Agent(),
+              new URL(a.url),
+              'POST',
+              '/admin/v1/tenants',
+              { authorization: `Bearer ${adminToken}` },
+              JSON.stringify({ slug }),
+            );
+            if (made.status !== 201) throw new Error(`stripefeed: tenant not created: ${made.status} ${made.body.slice(0, 200)}`);
+            const rounds: StripeFeedResult[] = [];
+            for (let r = 0; r < STRIPE_FEED_ROUNDS; r += 1) {
+              log(
+                `stripefeed: round ${r + 1}/${STRIPE_FEED_ROUNDS}, ${STRIPE_FEED_CUSTOMERS} customers through ${a.url}, each awaited in a copy following ${b.url}`,
+              );
+              const round = await measureStripeFeed({ a: a.url, b: b.url, adminToken, slug, trials: STRIPE_FEED_CUSTOMERS, log });
+              for (const e of round.errors.slice(0, 3)) note(`stripefeed: ${e}`);
+              rounds.push(round);
+            }
+            stripefeed = rounds;
+            for (const line of stripeFeedLines(rounds)) log(line);
+          } finally {
+            await stopChild(b.child);
+          }
+        } finally {
+          await stopChild(a.child);
+        }
+      });
+    }
+  }
+
   // ---- ratios, table, JSON
   const baseline = results.find((r) => r.row === 'baseline');
   const peer = results.find((r) => r.row === 'peer');
@@ -1214,7 +1281,7 @@ async function main(): Promise<void> {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = [...targets(results, invalidation, memory), feedTarget(feed), ...sdkTargets(sdk, sdkfeed)];
+  const targetList = [...targets(results, invalidation, memory), feedTarget(feed), ...sdkTargets(sdk, sdkfeed), stripeFeedTarget(stripefeed)];
   const output = [
     ...header,
     '',
@@ -1228,6 +1295,7 @@ async function main(): Promise<void> {
     feed ? feedLine(feed) : 'status feed across instances: not run (--rows)',
     sdk ? sdkLine(sdk) : '@dunwall/node copy: not run (--rows)',
     sdkfeed ? sdkFeedLine(sdkfeed) : '@dunwall/node across instances: not run (--rows)',
+    ...(stripefeed ? stripeFeedLines(stripefeed) : ['Stripe events to @dunwall/node across instances: not run (--rows)']),
     '',
     'targets (issues 5, 11 and 12):',
     targetsTable(targetList),
@@ -1261,6 +1329,7 @@ async function main(): Promise<void> {
     feed,
     sdk,
     sdkfeed,
+    stripefeed,
     targets: targetList,
     notes,
     table: output,

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { HmacKey, verifyHmac } from './hmac.js';
 import { formatLockoutAt } from './policy.js';
-import { looksLikeSecretKey, sha256 } from './keys.js';
-import { checkSecretKey } from './secret-keys.js';
+import { looksLikeSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from './keys.js';
+import { checkSecretKey, findSecretKey } from './secret-keys.js';
 import { CUSTOMER_ID_RE, SLUG_RE, isCurrent } from './types.js';
 import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from './types.js';
 
@@ -62,7 +62,18 @@ export interface LookupRequest {
  * `preview`: a test tenant's lookup asked to see that status (CONTRACT.md section 6).
  */
 export type LookupCheck =
-  { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null } | { ok: false; code: LookupFailure };
+  | { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null }
+  | { ok: false; code: LookupFailure; leaked?: LeakedKey };
+
+/**
+ * A current secret key of the tenant, sent from a browser: refused, and named so that it can
+ * be marked and the tenant told to rotate it. `prefix`: the key's first characters, as the
+ * key list shows them (never more of it).
+ */
+export interface LeakedKey {
+  id: string;
+  prefix: string;
+}
 
 export const PREVIEW_STATUSES = ['warning', 'lockout'] as const;
 export type PreviewStatus = (typeof PREVIEW_STATUSES)[number];
@@ -89,7 +100,13 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   // A secret key (section 7) stands in for the publishable key and the hmac, from a server only.
   let keyId: string | null = null;
   if (looksLikeSecretKey(req.token)) {
-    if (req.origin !== undefined) return { ok: false, code: 'secret_key_in_browser' };
+    if (req.origin !== undefined) {
+      // Refused whatever the key is; one of this tenant's is named, found by digest in constant time.
+      const key = findSecretKey(tenant.secretKeys, sha256(req.token), nowMs);
+      return key === null
+        ? { ok: false, code: 'secret_key_in_browser' }
+        : { ok: false, code: 'secret_key_in_browser', leaked: { id: key.id, prefix: req.token.slice(0, SECRET_KEY_PREFIX_CHARS) } };
+    }
     const key = checkSecretKey(tenant.secretKeys, req.token, 'status:read', nowMs);
     if (!key.ok) return key;
     keyId = key.key.id;

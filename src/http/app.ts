@@ -15,7 +15,7 @@ import { tenantResourceRoutes, tenantRoutes, tierRoutes } from './routes/index.j
 import { statusFeedRoutes } from './routes/statuses.js';
 import type { StatusFeedOptions } from './routes/statuses.js';
 import { decorateRequests, keyAuth, operatorAuth, requireScopes, tenantBySlug } from './auth.js';
-import type { KeyUsage } from './key-usage.js';
+import type { KeyUsage, SecretKeySightings } from './key-usage.js';
 import type { StripeIntake } from './stripe-intake.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../downstream/index.js';
 import { DEFAULT_TIER } from '../domain/types.js';
@@ -130,6 +130,8 @@ export interface AppDeps {
   statusFeed?: Pick<StatusFeedOptions, 'limits' | 'timers'>;
   /** Where secret keys' uses are remembered for their `last_used_at`; absent: not recorded. */
   keyUsage?: KeyUsage | null;
+  /** Where a secret key sent from a browser is counted, logged and marked; absent: not recorded. */
+  keySightings?: SecretKeySightings | null;
   /** Where the Stripe webhook's and the replay's intake is counted for the tenants' health; absent: not counted. */
   stripeIntake?: StripeIntake | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
@@ -189,6 +191,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     logLookups,
     logError: (err) => (deps.logger || silentLog).error({ err }, 'lookup failed'),
     keyUsage: deps.keyUsage ?? null,
+    keySightings: deps.keySightings ?? null,
   });
   const http = {
     maxHeaderSize: limits.maxHeaderBytes,
@@ -397,7 +400,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
     await writes.register(
       async (v1: App) => {
-        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null, sessions });
+        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null, keySightings: deps.keySightings ?? null, sessions });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
         await statusFeedRoutes(v1, { feed: deps.store, model, ...deps.statusFeed });

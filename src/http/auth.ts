@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { looksLikeSecretKey, sha256 } from '../domain/keys.js';
+import { looksLikeSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
 import { checkBearer } from '../domain/lookup.js';
 import { findSecretKey } from '../domain/secret-keys.js';
@@ -12,7 +12,7 @@ import { AppError, sendProblem } from './problems.js';
 import type { RateLimiter } from './rate-limit.js';
 import { countFailures, guardAddress, guardKey, remaining, setRateLimitFields } from './rate-limit.js';
 import { authorizationOf, seenHeaders } from './request.js';
-import type { KeyUsage } from './key-usage.js';
+import type { KeyUsage, SecretKeySightings } from './key-usage.js';
 import { CSRF_HEADER, csrfMatches, readCookie, SESSION_COOKIE } from '../console/session.js';
 import type { SessionPrincipal } from '../console/session.js';
 
@@ -134,6 +134,8 @@ export interface KeyAuthOptions {
   limiter: RateLimiter | null;
   /** Where uses are remembered for `last_used_at`; null: not recorded. */
   keyUsage: KeyUsage | null;
+  /** Where a secret key sent from a browser is counted, logged and marked; absent: not recorded. */
+  keySightings?: SecretKeySightings | null;
   /** The console's sessions, which stand in for the key they were opened with; absent: keys only. */
   sessions?: SessionAuth | null;
 }
@@ -162,8 +164,17 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
     }
     const bearer = checkBearer(headers.authorization, 'invalid_secret_key', 'invalid_secret_key');
     if (!bearer.ok || !looksLikeSecretKey(bearer.token)) return sendProblem(reply, 'invalid_secret_key');
-    if (headers.origin !== undefined) return sendProblem(reply, 'secret_key_in_browser');
     const nowMs = opts.now();
+    if (headers.origin !== undefined) {
+      // Refused whatever the key; a current key of a tenant is marked as seen there.
+      const digest = sha256(bearer.token);
+      const tenant = model.serving(nowMs) ? model.tenantBySecretKey(digest) : null;
+      const key = tenant === null ? null : findSecretKey(tenant.secretKeys, digest, nowMs);
+      if (tenant !== null && key !== null) {
+        opts.keySightings?.seen({ tenant: tenant.slug, keyId: key.id, prefix: bearer.token.slice(0, SECRET_KEY_PREFIX_CHARS), origin: headers.origin }, nowMs);
+      }
+      return sendProblem(reply, 'secret_key_in_browser');
+    }
     if (!model.serving(nowMs)) return sendProblem(reply, 'store_unavailable');
     const digest = sha256(bearer.token);
     const tenant = model.tenantBySecretKey(digest);

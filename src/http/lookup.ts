@@ -11,7 +11,7 @@ import type { ErrorCode } from './problems.js';
 import type { Arrival, Count, RateLimiter } from './rate-limit.js';
 import { guardAddress } from './rate-limit.js';
 import { seenHeaders } from './request.js';
-import type { KeyUsage } from './key-usage.js';
+import type { KeyUsage, SecretKeySightings } from './key-usage.js';
 import type { RequestIds, SeenHeaders } from './request.js';
 import { LookupHeaders, LookupKnown, LookupParams, LookupQuery, LookupUnknown, ProblemRef } from './schemas.js';
 
@@ -35,6 +35,8 @@ export interface LookupOptions {
   logError(err: unknown): void;
   /** Where secret keys' uses are remembered; null: not recorded. */
   keyUsage?: KeyUsage | null;
+  /** Where a tenant's secret key sent from a browser is counted, logged and marked; null: not recorded. */
+  keySightings?: SecretKeySightings | null;
 }
 
 /** `Bearer sk_...`: a server's lookup with a secret key, counted against the key, never its address. */
@@ -191,6 +193,9 @@ export class LookupAnswerer {
       }
       const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search), origin: headers.origin }, tenant, nowMs);
       if (!check.ok || tenant === null) {
+        if (!check.ok && check.leaked !== undefined && tenant !== null) {
+          this.opts.keySightings?.seen({ tenant: tenant.slug, keyId: check.leaked.id, prefix: check.leaked.prefix, origin: headers.origin ?? '' }, nowMs);
+        }
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
       }

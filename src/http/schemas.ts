@@ -315,6 +315,10 @@ export const SecretKey = Type.Object({
   created_at: Timestamp,
   expires_at: Type.Union([Timestamp, Type.Null()]),
   last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'Coarse: recorded about once a minute' }),
+  seen_in_browser_at: Type.Union([Timestamp, Type.Null()], {
+    description:
+      'When the key was last sent from a browser (a lookup carrying Origin), which is refused: treat the key as leaked and rotate it. Null: never, or not since its last rotation',
+  }),
   previous_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'After a rotation: when the replaced secret stops working' }),
 });
 export const SecretKeyWithSecret = Type.Intersect([SecretKey, Type.Object({ secret_key: Type.String({ description: 'Shown once, never again' }) })]);
@@ -748,6 +752,20 @@ export const TenantHealth = Type.Object({
       disabled_endpoints: Count,
     },
     { description: "The tenant's downstream webhook deliveries" },
+  ),
+  secret_keys: Type.Object(
+    {
+      seen_in_browser: Type.Array(
+        Type.Object({
+          id: Type.String(),
+          name: Type.String(),
+          prefix: Type.String({ description: 'The first 12 characters of the key in force' }),
+          seen_in_browser_at: Timestamp,
+        }),
+        { description: 'Keys sent from a browser (and refused) since their last rotation, the latest first: treat each as leaked and rotate it' },
+      ),
+    },
+    { description: "The tenant's secret keys that need attention" },
   ),
   at: Timestamp,
 });

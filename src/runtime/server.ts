@@ -24,7 +24,7 @@ import type { Siblings } from '../readmodel/index.js';
 import { runPrimary, workerMetricsText, WorkerSiblings } from './cluster.js';
 import { createMetrics } from '../metrics/index.js';
 import { PolicyClock } from './policy-clock.js';
-import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage } from '../http/key-usage.js';
+import { KEY_USAGE_FLUSH_INTERVAL_MS, KeyUsage, SecretKeySightings } from '../http/key-usage.js';
 import { STRIPE_INTAKE_FLUSH_INTERVAL_MS, StripeIntake } from '../http/stripe-intake.js';
 import { Retention } from './retention.js';
 import { DownstreamDeliverer } from '../downstream/index.js';
@@ -91,7 +91,7 @@ export interface Running {
   url: string;
   /** Where /metrics is served when METRICS_PORT is set; null: on `url`. */
   metricsUrl: string | null;
-  /** Writes now what is counted in memory between two flushes (Stripe intake, keys' last use), as the timers and a close do. */
+  /** Writes now what is counted in memory between two flushes (Stripe intake, keys' last use, keys seen in a browser), as the timers and a close do. */
   flushCounters(): Promise<void>;
   close(): Promise<void>;
 }
@@ -165,10 +165,13 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     // Loaded only when used: the client costs each process about 19 MB of memory.
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const keyUsage = new KeyUsage();
+    // A secret key sent from a browser: logged and marked once a minute per key, every refusal counted.
+    const keySightings = new SecretKeySightings({ log, write: (seen) => store.markSecretKeysSeenInBrowser(seen) });
     const stripeIntake = new StripeIntake();
     const app = await buildApp({
       store,
       keyUsage,
+      keySightings,
       stripeIntake,
       metrics,
       ...(options.metricsText ? { metricsText: options.metricsText } : {}),
@@ -252,6 +255,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       },
     );
     metrics.observeCounter(
+      'dunwall_secret_key_browser_refusals_total',
+      "Requests refused because they carried a tenant's secret key from a browser (Origin): the key is to be rotated",
+      () => keySightings.refused,
+    );
+    metrics.observeCounter(
       'dunwall_policy_lockouts_recorded_total',
       'Scheduled lockouts (a grace ended, an escalation) recorded by this instance',
       () => policyClock.counts.lockoutsRecorded,
@@ -288,6 +296,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       async flushCounters() {
         await flushKeyUsage();
         await flushIntake();
+        await keySightings.settled();
       },
       async close() {
         await retention.stop();
@@ -298,6 +307,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         await deliverer.stop();
         await metricsListener?.close();
         await app.close();
+        await keySightings.settled();
         await flushKeyUsage();
         await flushIntake();
         await opened.close();

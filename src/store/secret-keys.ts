@@ -18,6 +18,8 @@ export interface SecretKeyRecord {
   createdAt: Date;
   expiresAt: Date | null;
   lastUsedAt: Date | null;
+  /** When the key was last sent from a browser (and refused): a leaked key, to rotate. A rotation clears it. */
+  seenInBrowserAt: Date | null;
   /** While a rotation's overlap runs: when the replaced secret stops working. */
   previousExpiresAt: Date | null;
 }
@@ -45,6 +47,8 @@ export interface SecretKeyStore {
   rotateSecretKey(tenantId: number, id: string, next: { digest: Buffer; prefix: string }, overlapS: number, now: Date): Promise<SecretKeyRecord | null>;
   /** Records when keys were last used (only ever later): written in batches, never per request. */
   touchSecretKeys(uses: ReadonlyMap<string, Date>): Promise<void>;
+  /** Records that keys were sent from a browser at these times (a use too): at most once a minute per key, never per request. */
+  markSecretKeysSeenInBrowser(seen: ReadonlyMap<string, Date>): Promise<void>;
 }
 
 interface KeyRow {
@@ -55,10 +59,11 @@ interface KeyRow {
   created_at: Date;
   expires_at: Date | null;
   last_used_at: Date | null;
+  seen_in_browser_at: Date | null;
   previous_expires_at: Date | null;
 }
 
-const COLUMNS = 'id, name, scopes, prefix, created_at, expires_at, last_used_at, previous_expires_at';
+const COLUMNS = 'id, name, scopes, prefix, created_at, expires_at, last_used_at, seen_in_browser_at, previous_expires_at';
 const date = (d: Date | string | null): Date | null => (d === null ? null : new Date(d));
 
 function toRecord(row: KeyRow): SecretKeyRecord {
@@ -70,6 +75,7 @@ function toRecord(row: KeyRow): SecretKeyRecord {
     createdAt: new Date(row.created_at),
     expiresAt: date(row.expires_at),
     lastUsedAt: date(row.last_used_at),
+    seenInBrowserAt: date(row.seen_in_browser_at),
     previousExpiresAt: date(row.previous_expires_at),
   };
 }
@@ -118,7 +124,9 @@ export async function rotateSecretKey(
     `UPDATE tenant_secret_keys
      SET previous_digest = CASE WHEN $5::timestamptz > $6 THEN digest END,
          previous_expires_at = CASE WHEN $5::timestamptz > $6 THEN LEAST($5::timestamptz, COALESCE(expires_at, $5::timestamptz)) END,
-         digest = $3, prefix = $4
+         digest = $3, prefix = $4,
+         -- The leaked secret is replaced: seen again (during the overlap), it is marked again.
+         seen_in_browser_at = NULL
      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [tenantId, id, next.digest, next.prefix, until, now],
   );
@@ -132,6 +140,17 @@ export async function touchSecretKeys(q: Queryable, uses: ReadonlyMap<string, Da
      FROM unnest($1::text[], $2::timestamptz[]) AS u (id, at)
      WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`,
     [[...uses.keys()], [...uses.values()]],
+  );
+}
+
+export async function markSecretKeysSeenInBrowser(q: Queryable, seen: ReadonlyMap<string, Date>): Promise<void> {
+  if (seen.size === 0) return;
+  await q.query(
+    `UPDATE tenant_secret_keys k
+     SET seen_in_browser_at = GREATEST(k.seen_in_browser_at, u.at), last_used_at = GREATEST(k.last_used_at, u.at)
+     FROM unnest($1::text[], $2::timestamptz[]) AS u (id, at)
+     WHERE k.id = u.id`,
+    [[...seen.keys()], [...seen.values()]],
   );
 }
 

@@ -1,4 +1,12 @@
-import { createSecretKey, getSecretKey, listSecretKeys, revokeSecretKey, rotateSecretKey, touchSecretKeys } from './secret-keys.js';
+import {
+  createSecretKey,
+  getSecretKey,
+  listSecretKeys,
+  markSecretKeysSeenInBrowser,
+  revokeSecretKey,
+  rotateSecretKey,
+  touchSecretKeys,
+} from './secret-keys.js';
 import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
 import { createConsoleSession, deleteConsoleSession, findConsoleSession } from './console-sessions.js';
 import type { ConsoleSessionRecord, NewConsoleSession } from './console-sessions.js';
@@ -678,6 +686,10 @@ export class SqlStore implements Store {
 
   touchSecretKeys(uses: ReadonlyMap<string, Date>): Promise<void> {
     return touchSecretKeys(this.db, uses);
+  }
+
+  markSecretKeysSeenInBrowser(seen: ReadonlyMap<string, Date>): Promise<void> {
+    return markSecretKeysSeenInBrowser(this.db, seen);
   }
 
   async deleteTenant(tenantId: number): Promise<boolean> {

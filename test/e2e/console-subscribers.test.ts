@@ -391,4 +391,31 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await close();
     }
   });
+
+  it('flags a secret key sent from a browser, with the advice to rotate it', async () => {
+    const { page, problems, close } = await consolePage(browser);
+    try {
+      await signIn(page, service.url, fullKey);
+      await page.getByRole('link', { name: 'Health' }).click();
+      await page.getByText('No secret key has been sent from a browser.').waitFor();
+      // A page that ships the secret key: its lookup carries Origin, and is refused.
+      const leaked = await fetch(`${service.url}/api/subscriber-status/acme?processor_customer_id=cus_open_0`, {
+        headers: { authorization: `Bearer ${fullKey}`, origin: 'https://shop.example' },
+        signal: AbortSignal.timeout(10_000),
+      });
+      expect(leaked.status).toBe(401);
+      // The mark is written once the refusal is answered; this waits for it.
+      await service.running.flushCounters();
+      await page.reload();
+      const flag = page.locator('.verdict-bad', { hasText: 'Rotate the secret key' });
+      await flag.waitFor();
+      expect(await flag.innerText()).toContain(fullKey.slice(0, 12));
+      expect(await flag.innerText()).not.toContain(fullKey.slice(0, 13));
+      await page.getByText('Treat it as leaked').waitFor();
+      await noSeriousViolation(page);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
 });

@@ -170,6 +170,7 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
       },
       read_model: { serving: true, lag_ms: 1_234 },
       deliveries: { pending: 0, oldest_pending_at: null, failed_7d: 0, endpoints: 0, disabled_endpoints: 0 },
+      secret_keys: { seen_in_browser: [] },
       at: iso(T0 + 2 * HOUR + 1_234),
     });
     // The operator reads the same answer.

@@ -24,6 +24,7 @@ export interface HealthAnswer {
   };
   read_model: { serving: boolean; lag_ms: number | null };
   deliveries: { pending: number; oldest_pending_at: string | null; failed_7d: number; endpoints: number; disabled_endpoints: number };
+  secret_keys: { seen_in_browser: { id: string; name: string; prefix: string; seen_in_browser_at: string }[] };
   at: string;
 }
 
@@ -108,6 +109,26 @@ function deliveryVerdicts(d: HealthAnswer['deliveries'], at: number) {
   return out;
 }
 
+/** A secret key seen from a browser is a leaked key: each is named, with the advice to rotate it. */
+function SecretKeysCard(props: { keys: HealthAnswer['secret_keys'] }) {
+  const seen = props.keys.seen_in_browser;
+  return (
+    <section class="card" aria-labelledby="keys-title">
+      <h2 id="keys-title">Secret keys</h2>
+      {seen.length === 0 ? (
+        <Verdict level="ok">No secret key has been sent from a browser.</Verdict>
+      ) : (
+        seen.map((k) => (
+          <Verdict key={k.id} level="bad">
+            Rotate the secret key {k.name} (<code>{k.prefix}…</code>): it was sent from a browser {when(k.seen_in_browser_at)}, and refused. Treat it as leaked:
+            rotate it under Settings, Keys (or <code>dunwall key rotate</code>), and keep the new one on your servers. Pages use the publishable key.
+          </Verdict>
+        ))
+      )}
+    </section>
+  );
+}
+
 export function Health() {
   const { session, base } = useConsole();
   const allowed = holds(session, 'subscribers:read');
@@ -134,6 +155,8 @@ export function Health() {
       {h !== null && model !== null ? (
         <>
           <p class="muted">As of {when(h.at)}.</p>
+          {/* A leaked key comes first; none, it closes the page. */}
+          {h.secret_keys.seen_in_browser.length > 0 ? <SecretKeysCard keys={h.secret_keys} /> : null}
           <section class="card" aria-labelledby="stripe-title">
             <h2 id="stripe-title">Stripe events, last 7 days</h2>
             {stripeVerdicts(h.stripe).map((v, i) => (
@@ -229,6 +252,7 @@ export function Health() {
               </dl>
             </section>
           </div>
+          {h.secret_keys.seen_in_browser.length === 0 ? <SecretKeysCard keys={h.secret_keys} /> : null}
         </>
       ) : null}
     </Page>

@@ -34,6 +34,7 @@ export function presentKey(k: SecretKeyRecord) {
     created_at: k.createdAt.toISOString(),
     expires_at: k.expiresAt?.toISOString() ?? null,
     last_used_at: k.lastUsedAt?.toISOString() ?? null,
+    seen_in_browser_at: k.seenInBrowserAt?.toISOString() ?? null,
     previous_expires_at: k.previousExpiresAt?.toISOString() ?? null,
   };
 }

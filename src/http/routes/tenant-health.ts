@@ -1,5 +1,6 @@
 import { utcDayStart } from '../../domain/stripe/intake.js';
 import type { ReadModel } from '../../readmodel/index.js';
+import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
 import type { DeliveryHealth, EndpointStore, StripeIntakeStore, StripeIntakeSummary } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { TENANT_HEALTH_DAYS, TenantHealth } from '../schemas.js';
@@ -10,11 +11,12 @@ import type { Audience } from './common.js';
  * A tenant's health (docs/tenant-api.md), for the operator (/admin/v1/tenants/:slug/health)
  * and the tenant (/v1/health, with `subscribers:read`): what reached its Stripe webhook over
  * the last 7 UTC days (the intake counters, migration 016), how far behind the store the
- * answering process's read model may be, and the state of its downstream deliveries.
+ * answering process's read model may be, the state of its downstream deliveries, and the
+ * secret keys seen from a browser (to rotate).
  */
 export interface TenantHealthRoutesOptions {
   audience: Audience;
-  store: Pick<StripeIntakeStore, 'stripeIntake'>;
+  store: Pick<StripeIntakeStore, 'stripeIntake'> & Pick<SecretKeyStore, 'listSecretKeys'>;
   deliveries: Pick<EndpointStore, 'deliveryHealth'>;
   model: Pick<ReadModel, 'serving' | 'lagMs'>;
   now: () => number;
@@ -52,6 +54,14 @@ function presentDeliveries(d: DeliveryHealth) {
   };
 }
 
+/** The keys seen in a browser since their last rotation, the latest first. */
+function presentSeenKeys(keys: readonly SecretKeyRecord[]) {
+  return keys
+    .flatMap((k) => (k.seenInBrowserAt === null ? [] : [{ id: k.id, name: k.name, prefix: k.prefix, at: k.seenInBrowserAt }]))
+    .sort((a, b) => b.at.getTime() - a.at.getTime())
+    .map(({ at, ...k }) => ({ ...k, seen_in_browser_at: at.toISOString() }));
+}
+
 export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptions): Promise<void> {
   const { audience, store, deliveries, model } = opts;
   app.get(
@@ -62,7 +72,7 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
         ...doc(
           audience,
           'getHealth',
-          "The tenant's health: Stripe deliveries received and refused over 7 days, the read model's lag, downstream deliveries",
+          "The tenant's health: Stripe deliveries received and refused over 7 days, the read model's lag, downstream deliveries, secret keys seen from a browser",
           'health',
         ),
         params: paramsOf(audience, {}),
@@ -75,10 +85,12 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
       const since = utcDayStart(nowMs, TENANT_HEALTH_DAYS - 1);
       const intake = await store.stripeIntake(tenantId, since);
       const waiting = await deliveries.deliveryHealth(tenantId, new Date(nowMs - TENANT_HEALTH_DAYS * DAY_MS));
+      const keys = await store.listSecretKeys(tenantId);
       return {
         stripe: presentStripe(since, intake),
         read_model: { serving: model.serving(nowMs), lag_ms: model.lagMs(nowMs) },
         deliveries: presentDeliveries(waiting),
+        secret_keys: { seen_in_browser: presentSeenKeys(keys) },
         at: new Date(nowMs).toISOString(),
       };
     },
