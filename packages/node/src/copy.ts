@@ -1,4 +1,4 @@
-import type { AnswerSource, BillingStatus, BootstrapAnswer, StatusAnswer } from './types.js';
+import type { AnswerSource, BillingStatus, BootstrapAnswer, BootstrapEntitlements, StatusAnswer } from './types.js';
 
 /**
  * The copy of a tenant's non-active subscribers, and the answers `status()` hands out.
@@ -170,7 +170,7 @@ export function bootstrapOf(value: unknown, at: number): BootstrapAnswer | null 
   if (entry === null) return null;
   const card = value.card_update_url;
   const cardUpdateUrl = typeof card === 'string' && card.length <= MAX_PAY_URL_LENGTH && LINK_RE.test(card) ? card : null;
-  const entitlements = value.entitlements === undefined || value.entitlements === null ? null : entitlementsOf(value.entitlements);
+  const entitlements = value.entitlements === undefined || value.entitlements === null ? null : bootstrapEntitlementsOf(entitlementsOf(value.entitlements));
   return {
     status: entry.status,
     lockout_at: entry.status === 'warning' ? entry.lockoutAt : null,
@@ -179,6 +179,13 @@ export function bootstrapOf(value: unknown, at: number): BootstrapAnswer | null 
     entitlements,
     at,
   };
+}
+
+/** Flags as a page's bootstrap carries them: only with Dunwall's three flags (null otherwise). */
+export function bootstrapEntitlementsOf(flags: Readonly<Record<string, boolean>> | null): BootstrapEntitlements | null {
+  if (flags === null) return null;
+  const named = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
+  return named.every((name) => typeof flags[name] === 'boolean') ? (flags as BootstrapEntitlements) : null;
 }
 
 /** The tenant's entitlement flags, frozen; null when they are not flags. */

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { Copy, STARTING, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
+import { Copy, STARTING, bootstrapEntitlementsOf, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
 import type { Answer } from './copy.js';
-import type { BootstrapAnswer, Dunwall, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
+import type { BootstrapAnswer, DunwallCopy, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
 
 /**
  * `createDunwall`: the tenant's non-active subscribers held in this process's memory, kept
@@ -446,11 +446,18 @@ class Follower {
 
 /** A bootstrap from an answer of the copy (which knows no card update link). */
 function fromCopy(answer: StatusAnswer, at: number): BootstrapAnswer {
-  return { status: answer.status, lockout_at: answer.lockout_at, pay_url: answer.pay_url, card_update_url: null, entitlements: answer.entitlements, at };
+  return {
+    status: answer.status,
+    lockout_at: answer.lockout_at,
+    pay_url: answer.pay_url,
+    card_update_url: null,
+    entitlements: bootstrapEntitlementsOf(answer.entitlements),
+    at,
+  };
 }
 
 /** `createDunwall` (./dunwall.ts), with the knobs the tests turn. */
-export function createDunwallWith(options: DunwallOptions, internals: Internals): Dunwall {
+export function createDunwallWith(options: DunwallOptions, internals: Internals): DunwallCopy {
   const follower = new Follower(options, internals);
   follower.start();
   const { now, staleAfterMs } = follower;

@@ -61,8 +61,17 @@ export interface BootstrapAnswer {
   lockout_at: string | null;
   pay_url: string | null;
   card_update_url: string | null;
-  entitlements: Readonly<Record<string, boolean>> | null;
+  /** The tier's flags; null when unknown (or without Dunwall's three flags). */
+  entitlements: BootstrapEntitlements | null;
   at: number;
+}
+
+/** A tier's entitlement flags as a page's bootstrap carries them: Dunwall's three, and any other the operator defined. */
+export interface BootstrapEntitlements {
+  readonly powered_by_watermark: boolean;
+  readonly custom_domain: boolean;
+  readonly downstream_webhooks: boolean;
+  readonly [flag: string]: boolean;
 }
 
 /** What `pageBootstrap()` gives a page: the identity, and the answer to render with (null when unknown). */
@@ -83,6 +92,15 @@ export interface Dunwall {
    * `await dunwall.ready()` before `listen` settles; the copy keeps trying after a rejection.
    */
   ready(timeoutMs?: number): Promise<void>;
+  /** Stops following the feed; `status` keeps answering from the copy as it was (then stale). */
+  close(): Promise<void>;
+}
+
+/**
+ * What `createDunwall` returns: the copy (all the middleware needs of it is `Dunwall`), and
+ * what a server hands its pages: the signed identity, and a server-rendered page's bootstrap.
+ */
+export interface DunwallCopy extends Dunwall {
   /** The customer id and its hmac, for the route a page reads who is signed in from (`GET /api/me`). Never throws. */
   identity(customerId: string | null | undefined): Identity;
   /**
@@ -92,8 +110,6 @@ export interface Dunwall {
    * while it is fresh), and the browser asks Dunwall itself.
    */
   pageBootstrap(customerId: string | null | undefined, timeoutMs?: number): Promise<PageBootstrap>;
-  /** Stops following the feed; `status` keeps answering from the copy as it was (then stale). */
-  close(): Promise<void>;
 }
 
 /** The options every middleware takes. */
