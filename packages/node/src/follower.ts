@@ -270,10 +270,14 @@ class Follower {
       try {
         if (this.cursor === null) await this.list();
         else {
+          // After a failure, the first question does not wait: a long poll would hold the
+          // answer (and the copy's staleness) for up to its wait once the service is back.
           // A long poll answered empty long before its wait (a service shutting down, a proxy
           // that does not hold requests): asked again at once the first time, then paced as
           // failures are, so that the copy never spins on it.
-          early = (await this.follow(this.cursor)) ? early + 1 : 0;
+          const waitS = failures > 0 ? 0 : this.waitS;
+          const cameEarly = await this.follow(this.cursor, waitS);
+          early = waitS > 0 && cameEarly ? early + 1 : 0;
           relisted = false;
           if (early > 1) await this.pause.wait(this.backoffMs(early - 1));
         }
@@ -338,16 +342,16 @@ class Follower {
    * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
    * page moves it too). True when it came back empty long before its wait.
    */
-  private async follow(cursor: string): Promise<boolean> {
+  private async follow(cursor: string, waitS: number): Promise<boolean> {
     const startedMs = performance.now();
-    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${this.waitS}&limit=${this.pageLimit}`, this.waitS * 1000);
+    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${waitS}&limit=${this.pageLimit}`, waitS * 1000);
     const page = changesPageOf(body);
     if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
     this.lastHeardMs = this.now();
     const copy = this.copy;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
     this.cursor = page.next;
-    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (this.waitS * 1000) / 2);
+    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (waitS * 1000) / 2);
   }
 
   /** A GET of the service, bounded by requestTimeoutMs plus the long poll's wait, its JSON body parsed. */
