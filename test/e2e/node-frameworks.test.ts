@@ -182,39 +182,43 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('every framework on
     }
   }
 
-  it('refuses the locked-out customer with the 402 problem on each, lets everyone in once the copy is stale, and gates again after Dunwall restarts', { timeout: 180_000 }, async () => {
-    await admin('POST', '/tenants', { slug: 'acme' });
-    await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET });
-    const { secret_key: secretKey } = (await admin('POST', '/tenants/acme/keys', { name: 'web servers', scopes: ['status:read'] })) as { secret_key: string };
-    dunwall = createDunwallWith(
-      { baseUrl: service.base, secretKey, now: clock.now, staleAfterMs: STALE_AFTER_MS, onError: (err) => errors.push(err) },
-      // Retries in tens of milliseconds, so that the copy is back within moments of the restart.
-      { backoff: { minMs: 50, maxMs: 400 } },
-    );
-    const copy = dunwall;
-    await copy.ready(20_000);
-    for (const [name, start] of Object.entries(SERVERS)) servers.set(name, await start(copy));
+  it(
+    'refuses the locked-out customer with the 402 problem on each, lets everyone in once the copy is stale, and gates again after Dunwall restarts',
+    { timeout: 180_000 },
+    async () => {
+      await admin('POST', '/tenants', { slug: 'acme' });
+      await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET });
+      const { secret_key: secretKey } = (await admin('POST', '/tenants/acme/keys', { name: 'web servers', scopes: ['status:read'] })) as { secret_key: string };
+      dunwall = createDunwallWith(
+        { baseUrl: service.base, secretKey, now: clock.now, staleAfterMs: STALE_AFTER_MS, onError: (err) => errors.push(err) },
+        // Retries in tens of milliseconds, so that the copy is back within moments of the restart.
+        { backoff: { minMs: 50, maxMs: 400 } },
+      );
+      const copy = dunwall;
+      await copy.ready(20_000);
+      for (const [name, start] of Object.entries(SERVERS)) servers.set(name, await start(copy));
 
-    // A signed Stripe event locks a customer out; the copy hears of it through the feed.
-    const payUrl = await paymentFailed('cus_fw_locked');
-    await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
-    await expectEveryServer('cus_fw_locked', 402, payUrl);
-    await expectEveryServer('cus_fw_active', 200);
+      // A signed Stripe event locks a customer out; the copy hears of it through the feed.
+      const payUrl = await paymentFailed('cus_fw_locked');
+      await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
+      await expectEveryServer('cus_fw_locked', 402, payUrl);
+      await expectEveryServer('cus_fw_active', 200);
 
-    // Dunwall dies. Within staleAfterMs the copy's last word holds; past it, nobody is refused.
-    service.child.kill('SIGKILL');
-    await service.exited;
-    await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
-    await expectEveryServer('cus_fw_locked', 402, payUrl);
-    clock.advance(STALE_AFTER_MS + 1);
-    expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'warning', source: 'stale', pay_url: payUrl });
-    await expectEveryServer('cus_fw_locked', 200);
-    await expectEveryServer('cus_fw_active', 200);
+      // Dunwall dies. Within staleAfterMs the copy's last word holds; past it, nobody is refused.
+      service.child.kill('SIGKILL');
+      await service.exited;
+      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
+      await expectEveryServer('cus_fw_locked', 402, payUrl);
+      clock.advance(STALE_AFTER_MS + 1);
+      expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'warning', source: 'stale', pay_url: payUrl });
+      await expectEveryServer('cus_fw_locked', 200);
+      await expectEveryServer('cus_fw_active', 200);
 
-    // Dunwall again, on its port: the copy hears from it, and every server gates again.
-    service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
-    await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
-    await expectEveryServer('cus_fw_locked', 402, payUrl);
-    await expectEveryServer('cus_fw_active', 200);
-  });
+      // Dunwall again, on its port: the copy hears from it, and every server gates again.
+      service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
+      await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
+      await expectEveryServer('cus_fw_locked', 402, payUrl);
+      await expectEveryServer('cus_fw_active', 200);
+    },
+  );
 });

@@ -114,7 +114,9 @@ describe('docs/examples/server.ts as its own process', () => {
       DUNWALL_SECRET_KEY: service.secretKey,
       EXAMPLE_SESSIONS: sessions(service.subscribers.lockout),
     });
-    expect(server.stderr()).toMatch(/^dunwall: starting without the list: DunwallReadyError: Dunwall at http:\/\/127\.0\.0\.1:\d+ could not be reached within 10000 ms \(.*ECONNREFUSED/);
+    expect(server.stderr()).toMatch(
+      /^dunwall: starting without the list: DunwallReadyError: Dunwall at http:\/\/127\.0\.0\.1:\d+ could not be reached within 10000 ms \(.*ECONNREFUSED/,
+    );
     const res = await httpGet(server.port, '/api/projects', cookie);
     expect(res.status, res.body).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ projects: [] });
@@ -129,7 +131,9 @@ describe('docs/examples/server.ts as its own process', () => {
       DUNWALL_SECRET_KEY: wrongKey,
       EXAMPLE_SESSIONS: sessions(service.subscribers.lockout),
     });
-    expect(server.stderr()).toMatch(/^dunwall: starting without the list: DunwallReadyError: Dunwall at http:\/\/127\.0\.0\.1:\d+ refused the secret key \(401 invalid_secret_key\)/);
+    expect(server.stderr()).toMatch(
+      /^dunwall: starting without the list: DunwallReadyError: Dunwall at http:\/\/127\.0\.0\.1:\d+ refused the secret key \(401 invalid_secret_key\)/,
+    );
     expect(server.stderr()).not.toContain(wrongKey);
     const res = await httpGet(server.port, '/api/projects', cookie);
     expect(res.status, res.body).toBe(200);

@@ -70,7 +70,8 @@ describe('identity()', () => {
   it("signs the customer id with the tenant's HMAC secret; nobody for a signed-out visitor or a value that is not an id", () => {
     const { dunwall } = copyOf();
     expect(dunwall.identity('cus_1')).toEqual({ customer: 'cus_1', hmac: computeHmac(hmacSecret, 'cus_1') });
-    for (const nobody of [null, undefined, '', 'x'.repeat(256), 42 as unknown as string]) expect(dunwall.identity(nobody)).toEqual({ customer: null, hmac: null });
+    for (const nobody of [null, undefined, '', 'x'.repeat(256), 42 as unknown as string])
+      expect(dunwall.identity(nobody)).toEqual({ customer: null, hmac: null });
     const unsigned = copyOf({ hmacSecret: undefined }).dunwall;
     expect(unsigned.identity('cus_1')).toEqual({ customer: 'cus_1', hmac: null });
     expect(() => copyOf({ hmacSecret: 42 as unknown as string })).toThrow(TypeError);
@@ -122,7 +123,8 @@ describe('pageBootstrap()', () => {
 
   it('falls back to the fresh copy’s answer when asking fails, and to no bootstrap without one; never throws', async () => {
     const failing: Internals = {
-      fetch: (input, init) => (new URL(String(input)).pathname.startsWith('/v1/subscribers/') ? Promise.reject(new TypeError('fetch failed')) : fetch(input, init)),
+      fetch: (input, init) =>
+        new URL(String(input)).pathname.startsWith('/v1/subscribers/') ? Promise.reject(new TypeError('fetch failed')) : fetch(input, init),
     };
     const { dunwall, asked } = copyOf({}, failing);
     await dunwall.ready();

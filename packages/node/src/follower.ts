@@ -97,7 +97,12 @@ function readyFailure(last: Error | null, base: string, timeoutMs: number | null
   if (last instanceof DunwallFeedError && last.unreachable)
     return new DunwallReadyError(`Dunwall at ${base} could not be reached${after} (${last.message}); the copy keeps trying`, 'unreachable');
   if (last instanceof DunwallFeedError)
-    return new DunwallReadyError(`Dunwall at ${base} did not give the first list${after} (${last.message}); the copy keeps trying`, 'unavailable', last.status, last.code);
+    return new DunwallReadyError(
+      `Dunwall at ${base} did not give the first list${after} (${last.message}); the copy keeps trying`,
+      'unavailable',
+      last.status,
+      last.code,
+    );
   return new DunwallReadyError(`Dunwall at ${base}: the first list did not complete${after}; the copy keeps trying`, 'timeout');
 }
 
@@ -440,7 +445,15 @@ class Follower {
       }
       return bootstrapOf(JSON.parse(text) as unknown, this.now());
     } catch (err) {
-      this.report(new DunwallFeedError(`Dunwall: GET /v1/subscribers/:id/status failed: ${controller.signal.aborted ? `no answer within ${timeoutMs} ms` : (err as Error)?.message}`, null, null, null, true));
+      this.report(
+        new DunwallFeedError(
+          `Dunwall: GET /v1/subscribers/:id/status failed: ${controller.signal.aborted ? `no answer within ${timeoutMs} ms` : (err as Error)?.message}`,
+          null,
+          null,
+          null,
+          true,
+        ),
+      );
       return null;
     } finally {
       clearTimeout(timer);
