@@ -173,7 +173,7 @@ class Follower {
   readonly staleAfterMs: number;
   readonly now: () => number;
 
-  readonly base: string;
+  private readonly base: string;
   private readonly headers: Record<string, string>;
   private readonly hmacSecret: string | null;
   private readonly requestTimeoutMs: number;
@@ -186,12 +186,12 @@ class Follower {
 
   private cursor: string | null = null;
   private listing: Listing | null = null;
-  closed = false;
+  private closed = false;
   /** The request in flight, which close() aborts. */
   private inflight: AbortController | null = null;
   private readonly pause = new Pause();
   private readonly readyWaiters = new Set<{ resolve(): void; reject(err: Error): void }>();
-  lastError: Error | null = null;
+  private lastError: Error | null = null;
   private running: Promise<void> = Promise.resolve();
 
   constructor(options: DunwallOptions, internals: Internals) {
@@ -329,6 +329,7 @@ class Follower {
       const page = listPageOf(body);
       if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
       this.lastHeardMs = this.now();
+      this.lastError = null;
       const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null };
       for (const entry of page.entries) current.copy.apply(entry);
       current.next = page.next;
@@ -353,6 +354,7 @@ class Follower {
     const page = changesPageOf(body);
     if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
     this.lastHeardMs = this.now();
+    this.lastError = null;
     const copy = this.copy;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
     this.cursor = page.next;
