@@ -1,4 +1,4 @@
-// server.ts: starts the Express app above.
+// server.ts: starts the Express app of express.ts (below).
 import { dunwall } from './dunwall.js';
 import { app } from './express.js';
 
