@@ -10,9 +10,11 @@ export const app = Fastify();
 await app.register(dunwallFastify, {
   dunwall,
   customer: (request: FastifyRequest) => signedInCustomer(request.headers.cookie),
-  exempt: ['/billing', '/billing/*', '/logout'],
+  // /api/me (who is signed in: the page needs it to show the gate), paying, signing out.
+  exempt: ['/api/me', '/billing', '/billing/*', '/logout'],
   redirectTo: '/billing',
 });
 
+app.get('/api/me', async (request) => dunwall.identity(signedInCustomer(request.headers.cookie)));
 app.get('/api/projects', async () => ({ projects: [] }));
 app.get('/billing', async () => 'Billing: pay the overdue invoice here.');

@@ -6,7 +6,8 @@ import { signedInCustomer } from './session.js';
 
 const options: MiddlewareOptions<Request> = {
   customer: (request) => signedInCustomer(request.headers.get('cookie')),
-  exempt: ['/billing', '/billing/*', '/logout'],
+  // /api/me (who is signed in: the page needs it to show the gate), paying, signing out.
+  exempt: ['/api/me', '/billing', '/billing/*', '/logout'],
   redirectTo: '/billing',
 };
 

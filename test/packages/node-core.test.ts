@@ -9,6 +9,7 @@ import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/store.js';
 import { createDunwall } from '../../packages/node/src/index.js';
 import { createDunwallWith } from '../../packages/node/src/follower.js';
+import { DunwallReadyError } from '../../packages/node/src/index.js';
 import type { DunwallFeedError, Internals } from '../../packages/node/src/follower.js';
 import type { Dunwall, DunwallOptions } from '../../packages/node/src/index.js';
 import { cuttableProxy } from '../helpers/cuttable-proxy.js';
@@ -333,11 +334,17 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     await vi.waitFor(() => expect(wrong.errors.length).toBeGreaterThan(0), WAIT);
     expect([wrong.errors[0]?.status, wrong.errors[0]?.code]).toEqual([401, 'invalid_secret_key']);
     expect(wrong.errors[0]?.message).toContain('check the secret key');
-    await expect(wrong.dunwall.ready(50)).rejects.toThrow(/did not complete within 50 ms \(last error: .*invalid_secret_key/);
+    // A refused key is not retried for a minute: ready() gives up at once, long before its bound, saying why.
+    const refused = await wrong.dunwall.ready(600_000).catch((err: unknown) => err as DunwallReadyError);
+    expect(refused).toBeInstanceOf(DunwallReadyError);
+    expect([refused?.reason, refused?.status, refused?.code]).toEqual(['refused_key', 401, 'invalid_secret_key']);
+    expect(refused?.message).toMatch(/refused the secret key \(401 invalid_secret_key\)/);
     expect(wrong.dunwall.status('cus_x').source).toBe('starting');
 
     const { secret_key } = await key('keys-a', ['subscribers:read']);
     const scopeless = follow({ secretKey: secret_key });
+    // Pending when the refusal comes: rejected by it, with Dunwall's problem code.
+    await expect(scopeless.dunwall.ready(600_000)).rejects.toMatchObject({ reason: 'refused_key', status: 403, code: 'insufficient_scope' });
     await vi.waitFor(() => expect(scopeless.errors.map((e) => [e.status, e.code])).toEqual([[403, 'insufficient_scope']]), WAIT);
     expect(scopeless.errors[0]?.message).not.toContain(secret_key);
     expect(wrong.errors.map((e) => e.message).join()).not.toContain('sk_test_');
@@ -446,8 +453,34 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
       QUICK,
     );
     open.push(dunwall);
-    await expect(dunwall.ready(300)).rejects.toThrow(/ECONNREFUSED/);
+    const unreachable = dunwall.ready(300);
+    await expect(unreachable).rejects.toThrow(/could not be reached within 300 ms \(.*ECONNREFUSED/);
+    await expect(unreachable).rejects.toMatchObject({ name: 'DunwallReadyError', reason: 'unreachable' });
     expect(dunwall.status('cus_x').source).toBe('starting');
+  });
+
+  it('ready() says what it gave up on: a service answering 503, or a list that is only slow', async () => {
+    let mode: 'unavailable' | 'slow' = 'unavailable';
+    const held: ServerResponse[] = [];
+    const { server, base: standInBase } = await standIn((_path, res) => {
+      if (mode === 'slow') return void held.push(res);
+      res.writeHead(503, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ status: 503, code: 'store_unavailable', detail: 'starting' }));
+    });
+    try {
+      const failing = createDunwallWith({ ...ok, baseUrl: standInBase }, QUICK);
+      open.push(failing);
+      await expect(failing.ready(300)).rejects.toMatchObject({ reason: 'unavailable', status: 503, code: 'store_unavailable' });
+      await failing.close();
+      mode = 'slow';
+      const slow = createDunwallWith({ ...ok, baseUrl: standInBase }, QUICK);
+      open.push(slow);
+      await expect(slow.ready(300)).rejects.toMatchObject({ reason: 'timeout', message: expect.stringMatching(/first list did not complete within 300 ms/) });
+      await expect(slow.ready(0)).rejects.toThrow(TypeError);
+    } finally {
+      for (const res of held) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   /** A bare HTTP server standing in for Dunwall's transport, answering each feed request as `answer` says. */

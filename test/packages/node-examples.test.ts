@@ -2,7 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Dunwall } from '../../packages/node/src/types.js';
+import { computeHmac } from '../../src/domain/hmac.js';
+import type { DunwallCopy } from '../../packages/node/src/types.js';
+import { ADMIN_TOKEN } from '../helpers/harness.js';
 import { closeServer, httpGet, listening, startService } from '../helpers/dunwall-service.js';
 import type { Service } from '../helpers/dunwall-service.js';
 
@@ -50,16 +52,26 @@ async function running(server: Server): Promise<Running> {
 
 describe('the examples, run against a real Dunwall through createDunwall', () => {
   let service: Service;
-  let dunwall: Dunwall;
+  let dunwall: DunwallCopy;
   let openSession: (customerId: string) => string;
   const apps = new Map<string, Running>();
-  const saved = { url: process.env.DUNWALL_URL, key: process.env.DUNWALL_SECRET_KEY };
+  const saved = { url: process.env.DUNWALL_URL, key: process.env.DUNWALL_SECRET_KEY, hmac: process.env.DUNWALL_HMAC_SECRET };
+  let hmacSecret = '';
 
   beforeAll(async () => {
     service = await startService();
     // What the examples' dunwall.ts reads when the server starts.
     process.env.DUNWALL_URL = service.baseUrl;
     process.env.DUNWALL_SECRET_KEY = service.secretKey;
+    // The tenant's HMAC secret: a new one, as an operator rotates it.
+    const rotated = await service.app.inject({
+      method: 'POST',
+      url: '/admin/v1/tenants/acme/rotate',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ key: 'hmac' }),
+    });
+    hmacSecret = String((rotated.json() as { hmac_secret: string }).hmac_secret);
+    process.env.DUNWALL_HMAC_SECRET = hmacSecret;
     ({ dunwall } = await import('../../docs/examples/dunwall.js'));
     ({ openSession } = await import('../../docs/examples/session.js'));
     await dunwall.ready();
@@ -74,12 +86,15 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
     // Next.js: its middleware, then the route handler it lets through, or a 404 as Next.js answers.
     const { middleware, config } = await import('../../docs/examples/next-middleware.js');
     const { GET } = await import('../../docs/examples/next-route.js');
+    const { signedInCustomer } = await import('../../docs/examples/session.js');
     expect(config.runtime).toBe('nodejs');
     const next = async (request: Request) => {
       const stopped = await middleware(request);
       if (stopped !== undefined) return stopped;
       const path = new URL(request.url).pathname;
       if (path === '/api/projects' && request.method === 'GET') return GET(request);
+      // app/api/me/route.ts, not wrapped: who is signed in.
+      if (path === '/api/me' && request.method === 'GET') return Response.json(dunwall.identity(signedInCustomer(request.headers.get('cookie'))));
       if (path === '/billing') return new Response('Billing: pay the overdue invoice here.');
       return new Response('not found', { status: 404 });
     };
@@ -92,6 +107,7 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
     await service?.close();
     process.env.DUNWALL_URL = saved.url;
     process.env.DUNWALL_SECRET_KEY = saved.key;
+    process.env.DUNWALL_HMAC_SECRET = saved.hmac;
   });
 
   const BROWSER = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate' };
@@ -117,6 +133,20 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
       const billing = await ask(name, '/billing', s.lockout, BROWSER);
       expect(billing.status).toBe(200);
       expect(billing.body).toBe('Billing: pay the overdue invoice here.');
+    },
+  );
+
+  it.each(['express', 'fastify', 'hono', 'next'])(
+    '%s: /api/me answers a locked-out customer who they are, signed, while every other API route refuses them',
+    async (name) => {
+      const s = service.subscribers;
+      for (const customer of [s.lockout, s.locked, s.active]) {
+        const me = await ask(name, '/api/me', customer);
+        expect(me.status, `${customer}: ${me.body}`).toBe(200);
+        expect(JSON.parse(me.body)).toEqual({ customer, hmac: computeHmac(hmacSecret, customer) });
+      }
+      expect(JSON.parse((await ask(name, '/api/me', null)).body)).toEqual({ customer: null, hmac: null });
+      for (const customer of [s.lockout, s.locked]) expect((await ask(name, '/api/projects', customer)).status).toBe(402);
     },
   );
 

@@ -130,6 +130,16 @@ describe('check', () => {
     }
   });
 
+  it('exempts the identity route /api/me when no exempt list is given; a list given replaces it', () => {
+    const byDefault = compileOptions<Req>({ customer: (r) => r.id });
+    expect(check(locked, byDefault, { id: 'cus_locked' }, facts('/api/me'))).toEqual({ action: 'pass' });
+    for (const path of ['/api/me/', '/api/meta', '/api/projects'])
+      expect((check(locked, byDefault, { id: 'cus_locked' }, facts(path)) as Decision).action, path).toBe('refuse');
+    const replaced = compileOptions<Req>({ customer: (r) => r.id, exempt: ['/billing'] });
+    expect((check(locked, replaced, { id: 'cus_locked' }, facts('/api/me')) as Decision).action).toBe('refuse');
+    expect(() => compileOptions<Req>({ customer: (r) => r.id, exempt: '/api/me' as unknown as string[] })).toThrow(/array of paths/);
+  });
+
   it('never exempts a path a router could read otherwise: dot segments, doubled or back slashes, encoded dots and slashes', () => {
     const o = compileOptions<Req>({ customer: (r) => r.id, exempt: ['/billing/*'] });
     for (const path of [

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { setImmediate as tick } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
+import { serve as serveV1 } from '@hono/node-server-v1';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
@@ -88,6 +89,22 @@ async function fetchRoutes(request: Request): Promise<Response> {
   return new Response('not found', { status: 404 });
 }
 
+/** A Hono app served by `@hono/node-server` 1.x, which sets Content-Length on the headers object a Response was given. */
+async function honoApp(dunwall: Dunwall, config: Config): Promise<Hono> {
+  const app = new Hono();
+  app.use(
+    dunwallHono(
+      dunwall,
+      options<Context>(config, (c) => c.req.header('x-customer')),
+    ),
+  );
+  app.get('/api/projects', (c) => c.json({ projects: [] }));
+  app.get('/api/inner', (c) => c.json({ projects: [] }));
+  app.get('/projects', (c) => c.html(PAGE));
+  for (const path of ['/billing', '/billing/invoices', '/logout']) app.get(path, (c) => c.text(`page ${path}`));
+  return app;
+}
+
 const ADAPTERS: Record<string, Start> = {
   async express(dunwall, config) {
     const app = express();
@@ -135,18 +152,13 @@ const ADAPTERS: Record<string, Start> = {
   },
 
   async hono(dunwall, config) {
-    const app = new Hono();
-    app.use(
-      dunwallHono(
-        dunwall,
-        options<Context>(config, (c) => c.req.header('x-customer')),
-      ),
-    );
-    app.get('/api/projects', (c) => c.json({ projects: [] }));
-    app.get('/api/inner', (c) => c.json({ projects: [] }));
-    app.get('/projects', (c) => c.html(PAGE));
-    for (const path of ['/billing', '/billing/invoices', '/logout']) app.get(path, (c) => c.text(`page ${path}`));
+    const app = await honoApp(dunwall, config);
     return nodeServer(serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
+  },
+
+  async 'hono on @hono/node-server 1.x'(dunwall, config) {
+    const app = await honoApp(dunwall, config);
+    return nodeServer(serveV1({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
   },
 
   /** A route handler wrapped by withDunwall (Next.js's app/.../route.ts), served by a Fetch API runtime. */
@@ -157,6 +169,16 @@ const ADAPTERS: Record<string, Start> = {
       fetchRoutes,
     );
     return nodeServer(serve({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' }) as Server);
+  },
+
+  /** The same, served by `@hono/node-server` 1.x. */
+  async 'withDunwall on @hono/node-server 1.x'(dunwall, config) {
+    const handler = withDunwall(
+      dunwall,
+      options<Request>(config, (r) => r.headers.get('x-customer') ?? undefined),
+      fetchRoutes,
+    );
+    return nodeServer(serveV1({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' }) as Server);
   },
 
   /** checkRequest before the routes, as Next.js's middleware.ts runs. */

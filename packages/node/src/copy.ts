@@ -1,4 +1,4 @@
-import type { AnswerSource, BillingStatus, StatusAnswer } from './types.js';
+import type { AnswerSource, BillingStatus, BootstrapAnswer, BootstrapEntitlements, StatusAnswer } from './types.js';
 
 /**
  * The copy of a tenant's non-active subscribers, and the answers `status()` hands out.
@@ -153,6 +153,39 @@ export function entryOf(value: unknown): Entry | null {
     if (value.pay_url.length <= MAX_PAY_URL_LENGTH && PAY_URL_RE.test(value.pay_url)) payUrl = value.pay_url;
   }
   return { customerId, status: status as BillingStatus, lockoutAt, lockoutAtMs, payUrl };
+}
+
+/** A link the lookup gives (`card_update_url`): http(s), nothing that could break out of an attribute. */
+const LINK_RE = /^https?:\/\/[!#-[\]-~]+$/;
+
+/**
+ * The lookup's answer to a secret key (`GET /v1/subscribers/:id/status`) as a page's
+ * bootstrap, stamped `at`; null when it is not the contract's answer.
+ */
+export function bootstrapOf(value: unknown, at: number): BootstrapAnswer | null {
+  if (!isObject(value)) return null;
+  const status = value.status;
+  if (typeof status !== 'string' || !STATUSES.has(status)) return null;
+  const entry = entryOf({ ...value, processor_customer_id: 'cus_answer' });
+  if (entry === null) return null;
+  const card = value.card_update_url;
+  const cardUpdateUrl = typeof card === 'string' && card.length <= MAX_PAY_URL_LENGTH && LINK_RE.test(card) ? card : null;
+  const entitlements = value.entitlements === undefined || value.entitlements === null ? null : bootstrapEntitlementsOf(entitlementsOf(value.entitlements));
+  return {
+    status: entry.status,
+    lockout_at: entry.status === 'warning' ? entry.lockoutAt : null,
+    pay_url: entry.status === 'active' ? null : entry.payUrl,
+    card_update_url: entry.status === 'active' ? null : cardUpdateUrl,
+    entitlements,
+    at,
+  };
+}
+
+/** Flags as a page's bootstrap carries them: only with Dunwall's three flags (null otherwise). */
+export function bootstrapEntitlementsOf(flags: Readonly<Record<string, boolean>> | null): BootstrapEntitlements | null {
+  if (flags === null) return null;
+  const named = ['powered_by_watermark', 'custom_domain', 'downstream_webhooks'];
+  return named.every((name) => typeof flags[name] === 'boolean') ? (flags as BootstrapEntitlements) : null;
 }
 
 /** The tenant's entitlement flags, frozen; null when they are not flags. */

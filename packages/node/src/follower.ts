@@ -1,6 +1,7 @@
-import { Copy, STARTING, changesPageOf, listPageOf } from './copy.js';
+import { createHmac } from 'node:crypto';
+import { Copy, STARTING, bootstrapEntitlementsOf, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
 import type { Answer } from './copy.js';
-import type { Dunwall, DunwallOptions, StatusAnswer } from './types.js';
+import type { BootstrapAnswer, DunwallCopy, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
 
 /**
  * `createDunwall`: the tenant's non-active subscribers held in this process's memory, kept
@@ -24,6 +25,11 @@ import type { Dunwall, DunwallOptions, StatusAnswer } from './types.js';
 const DEFAULT_STALE_AFTER_MS = 60_000;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 const DEFAULT_READY_TIMEOUT_MS = 10_000;
+/** The longest a server-rendered page waits for Dunwall's answer (pageBootstrap). */
+const DEFAULT_PAGE_TIMEOUT_MS = 1_500;
+/** setTimeout's largest delay. */
+const MAX_TIMER_MS = 2_147_483_647;
+const MAX_CUSTOMER_ID_LENGTH = 255;
 /** The longest long poll the service holds (docs/feed.md). */
 const MAX_WAIT_S = 30;
 /** Subscribers or changes a page: the service's maximum, so that a list is as few requests as can be. */
@@ -54,10 +60,50 @@ export class DunwallFeedError extends Error {
     readonly code: string | null = null,
     /** Seconds the answer asked to wait (Retry-After). */
     readonly retryAfterS: number | null = null,
+    /** True when no answer came at all: the network, a refused connection, a timeout. */
+    readonly unreachable = false,
   ) {
     super(message);
     this.name = 'DunwallFeedError';
   }
+}
+
+/** Why `ready()` gave up: `reason`, and Dunwall's HTTP status and problem code when it answered. */
+export class DunwallReadyError extends Error {
+  constructor(
+    message: string,
+    readonly reason: ReadyFailure,
+    readonly status: number | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+    this.name = 'DunwallReadyError';
+  }
+}
+
+const isRefusal = (err: Error | null): err is DunwallFeedError => err instanceof DunwallFeedError && (err.status === 401 || err.status === 403);
+
+/** `ready()`'s rejection for the copy's last error (none: the list is only slow). */
+function readyFailure(last: Error | null, base: string, timeoutMs: number | null): DunwallReadyError {
+  if (isRefusal(last)) {
+    return new DunwallReadyError(
+      `Dunwall at ${base} refused the secret key (${last.status}${last.code === null ? '' : ` ${last.code}`}): check the key and its status:read scope. Everyone is let through until it is fixed; the copy asks again every minute`,
+      'refused_key',
+      last.status,
+      last.code,
+    );
+  }
+  const after = timeoutMs === null ? '' : ` within ${timeoutMs} ms`;
+  if (last instanceof DunwallFeedError && last.unreachable)
+    return new DunwallReadyError(`Dunwall at ${base} could not be reached${after} (${last.message}); the copy keeps trying`, 'unreachable');
+  if (last instanceof DunwallFeedError)
+    return new DunwallReadyError(
+      `Dunwall at ${base} did not give the first list${after} (${last.message}); the copy keeps trying`,
+      'unavailable',
+      last.status,
+      last.code,
+    );
+  return new DunwallReadyError(`Dunwall at ${base}: the first list did not complete${after}; the copy keeps trying`, 'timeout');
 }
 
 function positive(value: number | undefined, name: string, fallback: number): number {
@@ -129,6 +175,7 @@ class Follower {
 
   private readonly base: string;
   private readonly headers: Record<string, string>;
+  private readonly hmacSecret: string | null;
   private readonly requestTimeoutMs: number;
   private readonly waitS: number;
   private readonly onError: ((err: Error) => void) | null;
@@ -157,6 +204,9 @@ class Follower {
       throw new TypeError('createDunwall: now must be a function returning epoch milliseconds');
     this.now = options.now ?? Date.now;
     this.onError = typeof options.onError === 'function' ? options.onError : null;
+    if (options.hmacSecret !== undefined && options.hmacSecret !== null && typeof options.hmacSecret !== 'string')
+      throw new TypeError("createDunwall: hmacSecret must be the tenant's HMAC secret (a string)");
+    this.hmacSecret = options.hmacSecret ? options.hmacSecret : null;
     // A healthy copy hears from the service at least twice within staleAfterMs.
     this.waitS = Math.max(1, Math.min(MAX_WAIT_S, Math.floor(this.staleAfterMs / 2000)));
     this.pageLimit = internals.pageLimit ?? PAGE_LIMIT;
@@ -170,8 +220,11 @@ class Follower {
   }
 
   ready(timeoutMs: number): Promise<void> {
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) return Promise.reject(new TypeError('dunwall.ready(timeoutMs): a positive number of milliseconds'));
     if (this.copy !== null) return Promise.resolve();
-    if (this.closed) return Promise.reject(new Error('Dunwall: closed before the first list completed'));
+    if (this.closed) return Promise.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
+    // A refused key is retried once a minute: waiting out the timeout would change nothing.
+    if (isRefusal(this.lastError)) return Promise.reject(readyFailure(this.lastError, this.base, null));
     return new Promise((resolve, reject) => {
       const waiter = {
         resolve: () => {
@@ -185,11 +238,10 @@ class Follower {
           reject(err);
         },
       };
-      const timer = setTimeout(() => {
-        const last = this.lastError === null ? '' : ` (last error: ${this.lastError.message})`;
-        waiter.reject(new Error(`Dunwall: the first list did not complete within ${timeoutMs} ms${last}`));
-      }, timeoutMs);
-      timer.unref();
+      // Not unref()ed: while ready() is pending, it keeps the process alive (the copy's own
+      // timers do not), so that a top-level `await dunwall.ready()` settles instead of the
+      // process ending with the promise unsettled.
+      const timer = setTimeout(() => waiter.reject(readyFailure(this.lastError, this.base, timeoutMs)), Math.min(timeoutMs, MAX_TIMER_MS));
       this.readyWaiters.add(waiter);
     });
   }
@@ -199,13 +251,14 @@ class Follower {
       this.closed = true;
       this.inflight?.abort();
       this.pause.end();
-      for (const waiter of [...this.readyWaiters]) waiter.reject(new Error('Dunwall: closed before the first list completed'));
+      for (const waiter of [...this.readyWaiters]) waiter.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
     }
     await this.running;
   }
 
   private report(err: Error): void {
     this.lastError = err;
+    if (this.copy === null && isRefusal(err)) for (const waiter of [...this.readyWaiters]) waiter.reject(readyFailure(err, this.base, null));
     if (this.onError === null) return;
     try {
       this.onError(err);
@@ -222,10 +275,14 @@ class Follower {
       try {
         if (this.cursor === null) await this.list();
         else {
+          // After a failure, the first question does not wait: a long poll would hold the
+          // answer (and the copy's staleness) for up to its wait once the service is back.
           // A long poll answered empty long before its wait (a service shutting down, a proxy
           // that does not hold requests): asked again at once the first time, then paced as
           // failures are, so that the copy never spins on it.
-          early = (await this.follow(this.cursor)) ? early + 1 : 0;
+          const waitS = failures > 0 ? 0 : this.waitS;
+          const cameEarly = await this.follow(this.cursor, waitS);
+          early = waitS > 0 && cameEarly ? early + 1 : 0;
           relisted = false;
           if (early > 1) await this.pause.wait(this.backoffMs(early - 1));
         }
@@ -272,6 +329,7 @@ class Follower {
       const page = listPageOf(body);
       if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
       this.lastHeardMs = this.now();
+      this.lastError = null;
       const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null };
       for (const entry of page.entries) current.copy.apply(entry);
       current.next = page.next;
@@ -290,16 +348,17 @@ class Follower {
    * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
    * page moves it too). True when it came back empty long before its wait.
    */
-  private async follow(cursor: string): Promise<boolean> {
+  private async follow(cursor: string, waitS: number): Promise<boolean> {
     const startedMs = performance.now();
-    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${this.waitS}&limit=${this.pageLimit}`, this.waitS * 1000);
+    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${waitS}&limit=${this.pageLimit}`, waitS * 1000);
     const page = changesPageOf(body);
     if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
     this.lastHeardMs = this.now();
+    this.lastError = null;
     const copy = this.copy;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
     this.cursor = page.next;
-    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (this.waitS * 1000) / 2);
+    return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (waitS * 1000) / 2);
   }
 
   /** A GET of the service, bounded by requestTimeoutMs plus the long poll's wait, its JSON body parsed. */
@@ -327,7 +386,7 @@ class Follower {
       const inner = cause?.cause;
       const code = typeof inner?.code === 'string' ? ` (${inner.code})` : typeof inner?.message === 'string' ? ` (${inner.message.slice(0, 200)})` : '';
       const what = timedOut ? `no answer within ${boundMs} ms` : `${cause?.message ?? String(err)}${code}`;
-      throw new DunwallFeedError(`Dunwall: GET ${path} failed: ${what}`);
+      throw new DunwallFeedError(`Dunwall: GET ${path} failed: ${what}`, null, null, null, true);
     } finally {
       clearTimeout(timer);
       if (this.inflight === controller) this.inflight = null;
@@ -357,24 +416,101 @@ class Follower {
       throw new DunwallFeedError(`Dunwall: GET ${path} answered 200 with a body that is not JSON`);
     }
   }
+
+  /** The customer id and its hmac; a value that is not a customer id is no one. */
+  identity(customerId: unknown): Identity {
+    if (typeof customerId !== 'string' || customerId.length === 0 || customerId.length > MAX_CUSTOMER_ID_LENGTH) return { customer: null, hmac: null };
+    const hmac = this.hmacSecret === null ? null : createHmac('sha256', this.hmacSecret).update(customerId).digest('hex');
+    return { customer: customerId, hmac };
+  }
+
+  /**
+   * The customer's answer as Dunwall's lookup gives it to a secret key (`GET
+   * /v1/subscribers/:id/status`: with `pay_url` and `card_update_url`), within `timeoutMs`;
+   * null on any failure. Its own request: the long poll in flight is not touched.
+   */
+  async ask(customerId: string, timeoutMs: number): Promise<BootstrapAnswer | null> {
+    if (this.closed) return null;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), Math.min(timeoutMs, MAX_TIMER_MS));
+    timer.unref();
+    try {
+      const res = await this.fetch(`${this.base}/v1/subscribers/${encodeURIComponent(customerId)}/status`, {
+        headers: this.headers,
+        signal: controller.signal,
+        redirect: 'error',
+      });
+      const text = await res.text();
+      if (res.status !== 200) {
+        this.report(new DunwallFeedError(`Dunwall: GET /v1/subscribers/:id/status answered ${res.status}`, res.status));
+        return null;
+      }
+      return bootstrapOf(JSON.parse(text) as unknown, this.now());
+    } catch (err) {
+      this.report(
+        new DunwallFeedError(
+          `Dunwall: GET /v1/subscribers/:id/status failed: ${controller.signal.aborted ? `no answer within ${timeoutMs} ms` : (err as Error)?.message}`,
+          null,
+          null,
+          null,
+          true,
+        ),
+      );
+      return null;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A bootstrap from an answer of the copy (which knows no card update link). */
+function fromCopy(answer: StatusAnswer, at: number): BootstrapAnswer {
+  return {
+    status: answer.status,
+    lockout_at: answer.lockout_at,
+    pay_url: answer.pay_url,
+    card_update_url: null,
+    entitlements: bootstrapEntitlementsOf(answer.entitlements),
+    at,
+  };
 }
 
 /** `createDunwall` (./dunwall.ts), with the knobs the tests turn. */
-export function createDunwallWith(options: DunwallOptions, internals: Internals): Dunwall {
+export function createDunwallWith(options: DunwallOptions, internals: Internals): DunwallCopy {
   const follower = new Follower(options, internals);
   follower.start();
   const { now, staleAfterMs } = follower;
+  const status = (customerId: string): StatusAnswer => {
+    const copy = follower.copy;
+    if (copy === null) return STARTING;
+    const held: Answer | undefined = copy.held.get(customerId);
+    const t = now();
+    if (t - follower.lastHeardMs > staleAfterMs) return held === undefined ? copy.activeStale : held.stale();
+    return held === undefined ? copy.active : held.at(t);
+  };
   return Object.freeze({
-    status(customerId: string): StatusAnswer {
-      const copy = follower.copy;
-      if (copy === null) return STARTING;
-      const held: Answer | undefined = copy.held.get(customerId);
-      const t = now();
-      if (t - follower.lastHeardMs > staleAfterMs) return held === undefined ? copy.activeStale : held.stale();
-      return held === undefined ? copy.active : held.at(t);
-    },
+    status,
     ready(timeoutMs: number = DEFAULT_READY_TIMEOUT_MS): Promise<void> {
       return follower.ready(timeoutMs);
+    },
+    identity(customerId: string | null | undefined): Identity {
+      return follower.identity(customerId);
+    },
+    async pageBootstrap(customerId: string | null | undefined, timeoutMs: number = DEFAULT_PAGE_TIMEOUT_MS): Promise<PageBootstrap> {
+      const identity = follower.identity(customerId);
+      if (identity.customer === null) return { ...identity, bootstrap: null };
+      try {
+        const bound = typeof timeoutMs === 'number' && timeoutMs > 0 ? timeoutMs : DEFAULT_PAGE_TIMEOUT_MS;
+        const held = status(identity.customer);
+        const fresh = held.source === 'feed';
+        // A customer the copy vouches is active: no request (the usual page).
+        if (fresh && held.status === 'active') return { ...identity, bootstrap: fromCopy(held, now()) };
+        // Otherwise the lookup's own answer (with the tenant's card update link), or the copy's while fresh.
+        const asked = await follower.ask(identity.customer, bound);
+        return { ...identity, bootstrap: asked ?? (fresh ? fromCopy(status(identity.customer), now()) : null) };
+      } catch {
+        return { ...identity, bootstrap: null };
+      }
     },
     close(): Promise<void> {
       return follower.close();

@@ -4,7 +4,22 @@
  * with it.
  */
 export { createDunwall } from './dunwall.js';
-export type { AnswerSource, BillingStatus, Dunwall, DunwallOptions, GuardOptions, LockoutProblem, StatusAnswer } from './types.js';
+export { DunwallReadyError } from './follower.js';
+export type {
+  AnswerSource,
+  BillingStatus,
+  BootstrapAnswer,
+  BootstrapEntitlements,
+  Dunwall,
+  DunwallCopy,
+  DunwallOptions,
+  GuardOptions,
+  Identity,
+  LockoutProblem,
+  PageBootstrap,
+  ReadyFailure,
+  StatusAnswer,
+} from './types.js';
 
 // The middleware, one module per framework (Express, Fastify, Hono, the Fetch API), none imported:
 export * from './middleware/index.js';

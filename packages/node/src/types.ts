@@ -37,15 +37,79 @@ export interface DunwallOptions {
   now?: () => number;
   /** Errors the copy recovers from (a refused list, a cut feed), for logging; default none. */
   onError?: (err: Error) => void;
+  /**
+   * The tenant's HMAC secret, from your secret store: `identity()` and `pageBootstrap()` sign
+   * the customer id with it, for the browser's own lookup. None (or empty): their `hmac` is null.
+   */
+  hmacSecret?: string | undefined;
 }
+
+/** Who is signed in, as a page hands it to the browser: the customer id and its hmac. */
+export interface Identity {
+  /** The Stripe customer id (`cus_...`); null for a signed-out visitor. */
+  customer: string | null;
+  /** Hex HMAC-SHA256 of `customer` under the tenant's HMAC secret; null when signed out or without `hmacSecret`. */
+  hmac: string | null;
+}
+
+/**
+ * A customer's answer for a server-rendered page, in the shape `@dunwall/react`'s
+ * `bootstrap` prop takes: the lookup's fields, and `at`, when it was true (epoch ms).
+ */
+export interface BootstrapAnswer {
+  status: BillingStatus;
+  lockout_at: string | null;
+  pay_url: string | null;
+  card_update_url: string | null;
+  /** The tier's flags; null when unknown (or without Dunwall's three flags). */
+  entitlements: BootstrapEntitlements | null;
+  at: number;
+}
+
+/** A tier's entitlement flags as a page's bootstrap carries them: Dunwall's three, and any other the operator defined. */
+export interface BootstrapEntitlements {
+  readonly powered_by_watermark: boolean;
+  readonly custom_domain: boolean;
+  readonly downstream_webhooks: boolean;
+  readonly [flag: string]: boolean;
+}
+
+/** What `pageBootstrap()` gives a page: the identity, and the answer to render with (null when unknown). */
+export interface PageBootstrap extends Identity {
+  bootstrap: BootstrapAnswer | null;
+}
+
+/** Why `ready()` rejected. */
+export type ReadyFailure = 'unreachable' | 'refused_key' | 'unavailable' | 'timeout' | 'closed';
 
 export interface Dunwall {
   /** The customer's status from the copy in memory, synchronously; an unknown customer is `active`. */
   status(customerId: string): StatusAnswer;
-  /** Resolves once the first list has completed (rejects after `timeoutMs`, default 10 000). */
+  /**
+   * Resolves once the first list has completed. Rejects with a `DunwallReadyError` saying what
+   * it gave up on: at once for a refused key, otherwise after `timeoutMs` (default 10 000)
+   * with Dunwall unreachable or failing. While pending it keeps the process alive, so that
+   * `await dunwall.ready()` before `listen` settles; the copy keeps trying after a rejection.
+   */
   ready(timeoutMs?: number): Promise<void>;
   /** Stops following the feed; `status` keeps answering from the copy as it was (then stale). */
   close(): Promise<void>;
+}
+
+/**
+ * What `createDunwall` returns: the copy (all the middleware needs of it is `Dunwall`), and
+ * what a server hands its pages: the signed identity, and a server-rendered page's bootstrap.
+ */
+export interface DunwallCopy extends Dunwall {
+  /** The customer id and its hmac, for the route a page reads who is signed in from (`GET /api/me`). Never throws. */
+  identity(customerId: string | null | undefined): Identity;
+  /**
+   * For a server-rendered page: the identity and the customer's answer, from the copy when
+   * it vouches for an `active` customer, otherwise asked of Dunwall (at most `timeoutMs`,
+   * default 1 500). Never throws: on any failure `bootstrap` is null (or the copy's answer,
+   * while it is fresh), and the browser asks Dunwall itself.
+   */
+  pageBootstrap(customerId: string | null | undefined, timeoutMs?: number): Promise<PageBootstrap>;
 }
 
 /** The options every middleware takes. */
@@ -54,7 +118,11 @@ export interface GuardOptions<Req> {
   customer(req: Req): string | null | undefined | Promise<string | null | undefined>;
   /** Statuses let through (default `['active', 'warning']`). */
   allow?: readonly BillingStatus[];
-  /** Paths never refused (billing, logout...): exact paths, or prefixes ending in `*` (default none). */
+  /**
+   * Paths never refused: exact paths, or prefixes ending in `*`. Default `['/api/me']` (the
+   * identity route a page reads the customer and hmac from, which it needs to show the gate);
+   * a list given replaces it, so name your identity route in it, with your billing and logout pages.
+   */
   exempt?: readonly string[];
   /** Where an HTML navigation that is refused is redirected (303) instead of answered 402; default none. */
   redirectTo?: string | ((answer: StatusAnswer) => string);

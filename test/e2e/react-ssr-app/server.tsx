@@ -10,6 +10,7 @@ import { renderToString } from 'react-dom/server';
 import { Billing } from '../../../docs/examples/nextjs/app/billing.js';
 import type { BillingProps } from '../../../docs/examples/nextjs/app/billing.js';
 import RootLayout from '../../../docs/examples/nextjs/app/layout.js';
+import { dunwall } from '../../../docs/examples/nextjs/lib/dunwall.js';
 import { asCustomer } from '../../../docs/examples/nextjs/lib/session.js';
 import { Page } from './page.js';
 
@@ -34,4 +35,9 @@ export async function renderPage(customer: string | null): Promise<{ html: strin
   const props: ClientProps = { ...boundary.props };
   delete (props as BillingProps).children;
   return { html: renderToString(boundary), props, react: version };
+}
+
+/** Stops the layout's copy of the statuses (lib/dunwall.ts). */
+export function close(): Promise<void> {
+  return dunwall.close();
 }

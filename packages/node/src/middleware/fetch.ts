@@ -11,9 +11,13 @@ function facts(request: Request): RequestFacts {
   return { method: request.method.toUpperCase(), path: new URL(request.url).pathname, header: (name) => request.headers.get(name) };
 }
 
-/** A refusal or a redirect as a `Response`. */
+/**
+ * A refusal or a redirect as a `Response`, with headers of its own: a server may add to the
+ * object it was given (`@hono/node-server` 1.x sets `Content-Length` on it), so it is never
+ * the decision's shared, frozen one.
+ */
 export function toResponse(decision: Exclude<Decision, { action: 'pass' }>): Response {
-  return new Response(decision.action === 'refuse' ? decision.body : null, { status: decision.status, headers: decision.headers });
+  return new Response(decision.action === 'refuse' ? decision.body : null, { status: decision.status, headers: { ...decision.headers } });
 }
 
 type Handler<R extends Request, A extends unknown[]> = (request: R, ...rest: A) => Response | Promise<Response>;

@@ -16,6 +16,13 @@ const STATUSES: readonly BillingStatus[] = ['active', 'warning', 'lockout'];
 /** What is let through when `allow` is not given. */
 export const DEFAULT_ALLOW: readonly BillingStatus[] = ['active', 'warning'];
 
+/**
+ * What is never refused when `exempt` is not given: the identity route of the docs' apps,
+ * where a page learns who is signed in (customer and hmac). Refused, the page could not ask
+ * Dunwall for the customer, and a locked-out customer would see no gate, only failing calls.
+ */
+export const DEFAULT_EXEMPT: readonly string[] = ['/api/me'];
+
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /** The options of every middleware: those of `GuardOptions`, and where fail-open errors go. */
@@ -81,7 +88,9 @@ export function compileOptions<Req>(options: MiddlewareOptions<Req>): CompiledOp
   for (const s of allow) if (!STATUSES.includes(s)) throw new TypeError(`dunwall: options.allow: unknown status ${JSON.stringify(s)} (${STATUSES.join(', ')})`);
   const exact = new Set<string>();
   const prefixes: string[] = [];
-  for (const entry of options.exempt ?? []) {
+  const exempt = options.exempt ?? DEFAULT_EXEMPT;
+  if (!Array.isArray(exempt)) throw new TypeError('dunwall: options.exempt is an array of paths');
+  for (const entry of exempt) {
     const path = checkExempt(entry);
     if (path.endsWith('*')) prefixes.push(path.slice(0, -1));
     else exact.add(path);

@@ -2,7 +2,7 @@
  * Server-side enforcement: the same check for Express, Fastify, Hono and the Fetch API,
  * answering from a `Dunwall` copy (`createDunwall`), never from a request to Dunwall.
  */
-export { DEFAULT_ALLOW } from './guard.js';
+export { DEFAULT_ALLOW, DEFAULT_EXEMPT } from './guard.js';
 export type { MiddlewareOptions } from './guard.js';
 export { dunwallExpress } from './express.js';
 export type { NodeLikeRequest, NodeLikeResponse, NodeMiddleware } from './express.js';
