@@ -184,6 +184,14 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, unknown> };
       }
       const apiStatus = async (path: string, who: string) => (await api(path, who)).status;
+      /** What Dunwall's lookup answers for `who` (what the page is told when it asks). */
+      async function lookup(who: string): Promise<string> {
+        const res = await fetch(`${service.base}/api/subscriber-status/acme?processor_customer_id=${who}`, {
+          headers: { authorization: `Bearer ${tenant.publishable_key}` },
+          signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        });
+        return ((await res.json()) as { status: string }).status;
+      }
 
       /** A browser signed in as `who` through the app's own sign-in; a new context: nothing kept from another. */
       async function signedIn(who: string): Promise<Page> {
@@ -220,6 +228,7 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       it('warning: the banner with Pay now to the invoice, on the web and the mobile screen; the API still serving', async () => {
         ids = paymentIds();
         await stripe(event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: t0 + 3 * DAY_S }), { created: t0 }));
+        await expect.poll(() => lookup(customer)).toBe('warning');
         const page = await signedIn(customer);
         await expect.poll(() => billing(page)).toBe('Billing: warning from service');
         await expect.poll(() => banner(page).isVisible()).toBe(true);
@@ -237,6 +246,7 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       let locked: Page;
       it('lockout: the gate over the app and the mobile screen, every protected API call 402 with the problem, /api/me still answering', async () => {
         await stripe(event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: null }), { created: t0 + 10 }));
+        await expect.poll(() => lookup(customer)).toBe('lockout');
         // The API's copy follows Dunwall's feed.
         await expect.poll(() => apiStatus('/api/projects', customer), { timeout: 10_000 }).toBe(402);
         for (const path of ['/api/projects', '/api/usage']) {
@@ -259,6 +269,9 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
 
       it('paid: the gate gone within 2 s of the tab coming back, and the API serving again', async () => {
         await stripe(event('invoice.paid', invoice(customer, { ids, status: 'paid' }), { created: t0 + 20 }));
+        // Dunwall knows; the tab has not asked since.
+        await expect.poll(() => lookup(customer)).toBe('active');
+        expect(await gate(locked).isVisible()).toBe(true);
         // The customer comes back to the tab: the time from its return to the gate's removal, in the page's clock.
         const gone = await locked.evaluate(
           () =>
@@ -272,6 +285,7 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
               const observer = new MutationObserver(done);
               observer.observe(document.body, { childList: true, subtree: true });
               document.dispatchEvent(new Event('visibilitychange'));
+              done();
               setTimeout(() => resolve(-1), 10_000);
             }),
         );
@@ -290,6 +304,8 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         const now = nowS();
         await stripe(event('invoice.payment_failed', invoice(graceEnded, { next_payment_attempt: null }), { created: now - 4 * DAY_S }));
         await stripe(event('invoice.payment_failed', invoice(inGrace, { next_payment_attempt: null }), { created: now - DAY_S }));
+        await expect.poll(() => lookup(graceEnded)).toBe('lockout');
+        await expect.poll(() => lookup(inGrace)).toBe('warning');
         await expect.poll(() => apiStatus('/api/projects', graceEnded), { timeout: 10_000 }).toBe(402);
         expect(await apiStatus('/api/projects', inGrace)).toBe(200);
 
@@ -303,6 +319,10 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
 
       it('Dunwall down: the pages show nothing, the API answers at once', async () => {
         await killService(service);
+        // The running API answers from its copy: the paid customer served; the locked-out one
+        // keeps Dunwall's last word until the copy is stale (staleAfterMs, 60 s by default).
+        expect(await apiStatus('/api/projects', customer)).toBe(200);
+        expect(await apiStatus('/api/projects', graceEnded)).toBe(402);
         // A customer Dunwall had locked out, on a browser that kept nothing: no gate, no banner.
         const page = await signedIn(graceEnded);
         await expect.poll(() => billing(page), { timeout: 10_000 }).toBe('Billing: active from fallback');
@@ -311,10 +331,6 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         const active = await signedIn(customer);
         await expect.poll(() => billing(active), { timeout: 10_000 }).toBe('Billing: active from fallback');
         await expect.poll(() => apiLine(active)).toBe('API: 2 projects');
-        // The running API answers from its copy: the paid customer served; the locked-out one
-        // keeps Dunwall's last word until the copy is stale (staleAfterMs, 60 s by default).
-        expect(await apiStatus('/api/projects', customer)).toBe(200);
-        expect(await apiStatus('/api/projects', graceEnded)).toBe(402);
       });
 
       it("the app's server started while Dunwall is down: it listens and lets everyone through", async () => {
