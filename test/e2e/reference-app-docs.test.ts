@@ -17,8 +17,8 @@ import { describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '../..');
 const APP = join(ROOT, 'examples', 'saas');
 const FIRST_HOUR = 'docs/first-hour.md';
-/** Files the page does not show: the HTML shells, the phone screen's web entry, the compiler's settings. */
-const NOT_SHOWN = ['.gitignore', 'index.html', 'mobile.html', 'tsconfig.json', 'web/mobile.tsx'];
+/** Files the page does not show: the folder's README, the HTML shells, the phone screen's web entry, the compiler's settings. */
+const NOT_SHOWN = ['.gitignore', 'README.md', 'index.html', 'mobile.html', 'tsconfig.json', 'web/mobile.tsx'];
 const MARKED = /<!-- (examples\/saas\/\S+) -->\n```[a-z]*\n([\s\S]*?)```\n/g;
 
 function pages(): string[] {

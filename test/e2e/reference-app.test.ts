@@ -48,6 +48,8 @@ const STRIPE_SECRET = 'whsec_reference_app_0123456789abcdefghij';
 const PLACEHOLDER = { url: 'https://dunwall.placeholder.invalid', key: 'pk_test_placeholder0000000000000000' };
 const DAY_S = 86_400;
 const LISTENING = /Acme listening on (http:\/\/\S+)/;
+/** `npm start`'s arguments to node. */
+const START = ['--import', 'tsx', 'server/index.ts'];
 
 const customerId = () => `cus_Ref${Math.random().toString(36).slice(2, 12)}`;
 const nowS = () => Math.floor(Date.now() / 1000);
@@ -92,7 +94,12 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
   });
 
   it('installs the Dunwall packages from the service, as the docs install them, and type-checks as written', async () => {
-    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      scripts: Record<string, string>;
+    };
+    // What the test starts is what `npm start` runs.
+    expect(manifest.scripts.start).toBe(`node ${START.join(' ')}`);
     for (const name of ['node', 'react', 'react-native']) {
       expect(manifest.dependencies[`@dunwall/${name}`]).toBe(`${embeddedService.base}/packages/${name}.tgz`);
       expect(existsSync(join(project, 'node_modules', '@dunwall', name, 'package.json'))).toBe(true);
@@ -147,7 +154,7 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         }
         // `npm start`, with the settings the docs name.
         appEnv = { DUNWALL_URL: service.base, DUNWALL_SECRET_KEY: secretKey, DUNWALL_HMAC_SECRET: tenant.hmac_secret, HOST: '127.0.0.1', PORT: '0' };
-        app = await startAppProcess(['--import', 'tsx', 'server/index.ts'], project, appEnv, LISTENING);
+        app = await startAppProcess(START, project, appEnv, LISTENING);
         apps.push(app);
       }, 120_000);
 
@@ -334,7 +341,7 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       });
 
       it("the app's server started while Dunwall is down: it listens and lets everyone through", async () => {
-        const second = await startAppProcess(['--import', 'tsx', 'server/index.ts'], project, appEnv, LISTENING);
+        const second = await startAppProcess(START, project, appEnv, LISTENING);
         apps.push(second);
         for (const who of [customer, graceEnded, inGrace]) expect((await api('/api/projects', who, second.url)).status, who).toBe(200);
         expect((await api('/api/me', graceEnded, second.url)).body).toEqual({ customer: graceEnded, hmac: computeHmac(tenant.hmac_secret, graceEnded) });
