@@ -6,4 +6,6 @@ export const dunwall = createDunwall({
   baseUrl: process.env.DUNWALL_URL ?? 'https://dunwall.example.com',
   // A secret key with the status:read scope, from your secret store; never sent to a browser.
   secretKey: process.env.DUNWALL_SECRET_KEY ?? '',
+  // The tenant's HMAC secret, from your secret store: dunwall.identity() signs the customer id with it.
+  hmacSecret: process.env.DUNWALL_HMAC_SECRET,
 });

@@ -1,13 +1,8 @@
-import { createHmac } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import { dunwallExpress } from '@dunwall/node';
 import { dunwall } from './dunwall.js';
 import { signedInCustomer, signInCookie, signOutCookie } from './session.js';
-
-// The tenant's HMAC secret (printed once by `dunwall tenant create`): it signs the customer
-// id for the page, so that Dunwall's answer carries the invoice's "Pay now" link.
-const HMAC_SECRET = process.env.DUNWALL_HMAC_SECRET ?? '';
 
 export const app = express();
 
@@ -36,11 +31,11 @@ app.use(
   }),
 );
 
-// Who is signed in, for the page's provider; null and null for a signed-out visitor.
+// Who is signed in, for the page's provider: the customer id and its hmac (signed with the
+// tenant's HMAC secret, so that Dunwall's answer carries the invoice's "Pay now" link); null
+// and null for a signed-out visitor.
 app.get('/api/me', (req, res) => {
-  const customer = signedInCustomer(req.headers.cookie);
-  const hmac = customer === null || HMAC_SECRET === '' ? null : createHmac('sha256', HMAC_SECRET).update(customer).digest('hex');
-  res.set('Cache-Control', 'no-store').json({ customer, hmac });
+  res.set('Cache-Control', 'no-store').json(dunwall.identity(signedInCustomer(req.headers.cookie)));
 });
 
 app.get('/api/projects', (_req, res) => {

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { BillingBanner, BillingGate, DunwallProvider, useBillingStatus } from '@dunwall/react';
+import { BillingBanner, BillingGate, DunwallProvider, useBillingFetch, useBillingStatus } from '@dunwall/react';
 
 export function App({ customer, hmac }: { customer: string | null; hmac: string | null }) {
   return (
@@ -40,12 +40,16 @@ function Dashboard({ customer }: { customer: string | null }) {
   );
 }
 
-/** The app's own API, which the server's middleware protects: what it answered. */
+/**
+ * The app's own API, which the server's middleware protects: what it answered. Called through
+ * useBillingFetch(), so that the API's 402 billing_lockout refusal shows the gate too.
+ */
 function useProjects(): string {
+  const api = useBillingFetch();
   const [answer, setAnswer] = useState('asking');
   useEffect(() => {
     const request = new AbortController();
-    fetch('/api/projects', { signal: request.signal })
+    api('/api/projects', { signal: request.signal })
       .then(async (res) => {
         const body = (await res.json()) as { projects?: { name: string }[]; code?: string };
         setAnswer(res.ok ? `${body.projects?.length ?? 0} projects` : `${res.status} ${body.code ?? ''}`);
@@ -54,6 +58,6 @@ function useProjects(): string {
         if (err.name !== 'AbortError') setAnswer(`failed: ${err.message}`);
       });
     return () => request.abort();
-  }, []);
+  }, [api]);
   return answer;
 }
