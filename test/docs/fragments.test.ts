@@ -17,9 +17,10 @@ import { closeServer, listening } from '../helpers/dunwall-service.js';
  * it (`checkJs`). One program holds every block, so the whole check is one `tsc` pass.
  *
  * How a block is checked:
- * - A block preceded by a marker line `<!-- docs/examples/PATH -->` is that file: it is checked
- *   at `docs/examples/PATH`, in place of the file, so that its relative imports find the other
- *   example files (and the page's other marked blocks).
+ * - A block preceded by a marker line `<!-- docs/examples/PATH -->` or `<!-- examples/PATH -->`
+ *   (the reference app's files) is that file: it is checked at that path, in place of the file,
+ *   so that its relative imports find the other example files (and the page's other marked
+ *   blocks).
  * - Any other block is a module of its own, and may only import packages.
  * - A block with an `import` or an `export` is a file a team copies whole: every check applies.
  *   A block without one is a fragment of a file: unused names are not reported. Nor, in
@@ -115,7 +116,7 @@ function blocksOf(page: Page): Omit<Block, 'prelude' | 'complete'>[] {
         .slice(i + 1, end)
         .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
         .join('\n');
-      const marker = /^<!-- (docs\/examples\/\S+\.(?:tsx?|mjs|js)) -->$/.exec(lines[i - 1] ?? '')?.[1];
+      const marker = /^<!-- ((?:docs\/)?examples\/\S+\.(?:tsx?|mjs|js)) -->$/.exec(lines[i - 1] ?? '')?.[1];
       const file = marker !== undefined ? join(ROOT, marker) : join(ROOT, 'docs', '.fragments', page.path.replace(/\.md$/, ''), `line-${i + 2}${extension}`);
       blocks.push({ page: page.path, line: i + 2, indent, lang, code, file });
     }
@@ -311,7 +312,7 @@ describe("the docs' code blocks", () => {
     expect(problems).toEqual([
       expect.stringMatching(/^docs\/example\.md:5:7 TS2322 Type 'string' is not assignable to type 'number'/),
       expect.stringMatching(/^docs\/example\.md:12:44 TS2345 Argument of type 'string \| undefined' is not assignable/),
-      expect.stringMatching(/^docs\/example\.md:18:14 TS2322 Type 'Dunwall' is not assignable to type 'number'/),
+      expect.stringMatching(/^docs\/example\.md:18:14 TS2322 Type 'Dunwall(?:Copy)?' is not assignable to type 'number'/),
       expect.stringMatching(/^docs\/example\.md:21:7 TS6133 'unusedInAFile' is declared but its value is never read/),
       expect.stringMatching(/^docs\/example\.md:22:23 TS2304 Cannot find name 'missingName'/),
     ]);
