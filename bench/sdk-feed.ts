@@ -43,32 +43,7 @@ export async function measureSdkFeed(opts: {
   /** Looks at the copy after each answer of B: the trial in progress's check. */
   const watch: { onAnswer: (() => void) | null } = { onAnswer: null };
   try {
-    const created = await call(agentA, a, 'POST', `/admin/v1/tenants/${opts.slug}/keys`, admin, JSON.stringify({ name: 'bench sdk', scopes: ['status:read'] }));
-    if (created.status !== 201) throw new Error(`secret key for ${opts.slug}: ${created.status} ${created.body.slice(0, 200)}`);
-    const secretKey = (JSON.parse(created.body) as { secret_key: string }).secret_key;
-    // B's read model learns of the key from the change log.
-    const deadline = performance.now() + KEY_READY_MS;
-    for (;;) {
-      const res = await fetch(`${opts.b}/v1/subscribers/cus_bench_probe/status`, {
-        headers: { authorization: `Bearer ${secretKey}` },
-        signal: AbortSignal.timeout(5_000),
-      });
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-      if (performance.now() > deadline) throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    dunwall = createDunwallWith(
-      { baseUrl: opts.b, secretKey, onError: (err) => errors.push(err.message) },
-      {
-        fetch: async (input, init) => {
-          const res = await fetch(input, init);
-          // The copy reads the body and applies the page within this turn's microtasks.
-          setImmediate(() => watch.onAnswer?.());
-          return res;
-        },
-      },
-    );
+    dunwall = await copyFollowing({ a, agentA, admin, b: opts.b, slug: opts.slug, keyName: 'bench sdk', errors, watch });
     await dunwall.ready(30_000);
     const copy = dunwall;
 
@@ -133,4 +108,53 @@ export async function measureSdkFeed(opts: {
     afterAnswerMs: afterAnswer,
     errors,
   };
+}
+
+/**
+ * A copy in the bench's process following instance B: a `status:read` key made through A's
+ * admin API, waited for until B's read model takes it (from the change log), and a copy whose
+ * every answer of B calls `watch.onAnswer` once the copy has applied it (setImmediate).
+ */
+export async function copyFollowing(opts: {
+  a: URL;
+  agentA: Agent;
+  admin: Record<string, string>;
+  b: string;
+  slug: string;
+  keyName: string;
+  errors: string[];
+  watch: { onAnswer: (() => void) | null };
+}): Promise<Dunwall> {
+  const created = await call(
+    opts.agentA,
+    opts.a,
+    'POST',
+    `/admin/v1/tenants/${opts.slug}/keys`,
+    opts.admin,
+    JSON.stringify({ name: opts.keyName, scopes: ['status:read'] }),
+  );
+  if (created.status !== 201) throw new Error(`secret key for ${opts.slug}: ${created.status} ${created.body.slice(0, 200)}`);
+  const secretKey = (JSON.parse(created.body) as { secret_key: string }).secret_key;
+  const deadline = performance.now() + KEY_READY_MS;
+  for (;;) {
+    const res = await fetch(`${opts.b}/v1/subscribers/cus_bench_probe/status`, {
+      headers: { authorization: `Bearer ${secretKey}` },
+      signal: AbortSignal.timeout(5_000),
+    });
+    await res.arrayBuffer();
+    if (res.status === 200) break;
+    if (performance.now() > deadline) throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return createDunwallWith(
+    { baseUrl: opts.b, secretKey, onError: (err) => opts.errors.push(err.message) },
+    {
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        // The copy reads the body and applies the page within this turn's microtasks.
+        setImmediate(() => opts.watch.onAnswer?.());
+        return res;
+      },
+    },
+  );
 }

@@ -19,13 +19,12 @@ import type { SubscriberStatus } from '../src/domain/types.js';
 import { randomId, sampleEvents, sampleIds } from '../src/cli/stripe-samples.js';
 import type { SampleScenario } from '../src/cli/stripe-samples.js';
 import { signStripePayload } from '../src/domain/stripe/signature.js';
-import { createDunwallWith } from '../packages/node/src/follower.js';
 import type { Dunwall } from '../packages/node/src/types.js';
 import { call } from './http.js';
+import { copyFollowing } from './sdk-feed.js';
 import { percentile } from './invalidation.js';
 
 const TRIAL_TIMEOUT_MS = 5_000;
-const KEY_READY_MS = 10_000;
 
 /** One kind of event's delays, from the delivery sent to A to the copy answering its status. */
 export interface StripeFeedSeries {
@@ -83,38 +82,7 @@ export async function measureStripeFeed(opts: {
     const signingSecret = `whsec_bench${randomBytes(24).toString('hex')}`;
     const patched = await call(agentA, a, 'PATCH', `/admin/v1/tenants/${opts.slug}`, admin, JSON.stringify({ stripe_webhook_secret: signingSecret }));
     if (patched.status !== 200) throw new Error(`stripe signing secret for ${opts.slug}: ${patched.status} ${patched.body.slice(0, 200)}`);
-    const created = await call(
-      agentA,
-      a,
-      'POST',
-      `/admin/v1/tenants/${opts.slug}/keys`,
-      admin,
-      JSON.stringify({ name: 'bench stripe', scopes: ['status:read'] }),
-    );
-    if (created.status !== 201) throw new Error(`secret key for ${opts.slug}: ${created.status} ${created.body.slice(0, 200)}`);
-    const secretKey = (JSON.parse(created.body) as { secret_key: string }).secret_key;
-    const deadline = performance.now() + KEY_READY_MS;
-    for (;;) {
-      const res = await fetch(`${opts.b}/v1/subscribers/cus_bench_probe/status`, {
-        headers: { authorization: `Bearer ${secretKey}` },
-        signal: AbortSignal.timeout(5_000),
-      });
-      await res.arrayBuffer();
-      if (res.status === 200) break;
-      if (performance.now() > deadline) throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    dunwall = createDunwallWith(
-      { baseUrl: opts.b, secretKey, onError: (err) => errors.push(err.message) },
-      {
-        fetch: async (input, init) => {
-          const res = await fetch(input, init);
-          // The copy reads the body and applies the page within this turn's microtasks.
-          setImmediate(() => watch.onAnswer?.());
-          return res;
-        },
-      },
-    );
+    dunwall = await copyFollowing({ a, agentA, admin, b: opts.b, slug: opts.slug, keyName: 'bench stripe', errors, watch });
     await dunwall.ready(30_000);
     const copy = dunwall;
 

@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,6 +14,7 @@ import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } f
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
 import { pruneUntil } from '../helpers/store-fixtures.js';
+import { freePort } from '../helpers/socket.js';
 
 /**
  * `@dunwall/node` following one `dunwall serve` process (B) while the writes go to another
@@ -29,14 +29,6 @@ const SECRET = 'whsec_node_sdk_processes_0123456789abcdef';
 const DAY_MS = 86_400_000;
 const STALE_AFTER_MS = 60_000;
 const WAIT = { timeout: 20_000, interval: 25 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node across two Dunwall processes on one PostgreSQL', () => {
   let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;

@@ -1,7 +1,5 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { serve as serveV1 } from '@hono/node-server-v1';
 import express from 'express';
@@ -18,6 +16,7 @@ import { FakeClock } from '../helpers/harness.js';
 import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
+import { freePort } from '../helpers/socket.js';
 
 /**
  * Each framework's middleware on that framework's own server, on loopback, guarded by one copy
@@ -33,14 +32,6 @@ const TOKEN = 'node-frameworks-token-0123456789abcdefghijkl';
 const STRIPE_SECRET = 'whsec_node_frameworks_0123456789abcdef';
 const STALE_AFTER_MS = 60_000;
 const WAIT = { timeout: 20_000, interval: 25 };
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 interface Running {
   port: number;

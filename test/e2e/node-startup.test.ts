@@ -1,14 +1,13 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { computeHmac } from '../../src/domain/hmac.js';
 import { ADMIN_TOKEN } from '../helpers/harness.js';
 import { httpGet, startService } from '../helpers/dunwall-service.js';
 import type { Service } from '../helpers/dunwall-service.js';
+import { freePort } from '../helpers/socket.js';
 
 /**
  * docs/servers.md's start-up file (docs/examples/server.ts: `await dunwall.ready()`, its
@@ -19,14 +18,6 @@ import type { Service } from '../helpers/dunwall-service.js';
  * for what the process prints.
  */
 const ROOT = resolve(import.meta.dirname, '../..');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((done) => server.close(done));
-  return port;
-}
 
 interface Started {
   child: ChildProcess;

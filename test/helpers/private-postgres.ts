@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './socket.js';
 
 const run = promisify(execFile);
 /** Bounds every pg_ctl and initdb call: a test never waits on a cluster for ever. */
@@ -21,17 +21,6 @@ export interface PrivatePostgres {
   start(): Promise<void>;
   /** Stops the cluster and removes its folder. */
   destroy(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** initdb and the server refuse to run as root: as root, they run as the `postgres` user. */

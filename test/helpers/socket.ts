@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { App } from '../../src/http/app.js';
@@ -45,5 +45,17 @@ export async function socketRequest(
     req.on('timeout', () => req.destroy(new Error(`no answer to ${method} ${path} in 10 s`)));
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** A port free on loopback now, for a process a test starts that must be told its port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
   });
 }
