@@ -26,13 +26,15 @@ export function say(code: string, tenant: string, fallback = ''): void {
   if (said.has(code)) return;
   said.add(code);
   const t = `tenant "${tenant}"`;
+  // React Native and server rendering have no `location`.
+  const origin = typeof location === 'undefined' ? "this app's origin" : location.origin;
   const why: Record<string, string> = {
     invalid_publishable_key: `not a publishable key of ${t}`,
     secret_key_in_browser: 'a secret key is public in an app: rotate it, and use a pk_ key',
     tenant_not_found: `no ${t}`,
     hmac_mismatch: 'the hmac does not match the customer',
     hmac_required: `${t} requires the hmac`,
-    origin_not_allowed: `is ${location.origin} in the allowed_origins of ${t}?`,
+    origin_not_allowed: `is ${origin} in the allowed_origins of ${t}?`,
   };
   console.warn(`[dunwall] ${code}: ${why[code] ?? fallback}; failing open`);
 }
@@ -42,7 +44,11 @@ export function say(code: string, tenant: string, fallback = ''): void {
  * reached without CORS (`probe`, the web's) means it answered, but not to this origin.
  */
 export async function explain(e: DunwallError, tenant: string, probe?: () => Promise<boolean>): Promise<void> {
-  let code = e.code ?? e.kind;
-  if (code === 'network' && probe && (await (answers ??= probe()))) code = 'origin_not_allowed';
-  say(code, tenant, e.message);
+  try {
+    let code = e.code ?? e.kind;
+    if (code === 'network' && probe && (await (answers ??= probe()))) code = 'origin_not_allowed';
+    say(code, tenant, e.message);
+  } catch {
+    // Saying why is a courtesy: it never fails the app.
+  }
 }
