@@ -65,7 +65,7 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
     return (res.json() as { data: { state: string }[] }).data[0]?.state;
   }
 
-  it("delivers a tenant with nothing stuck while 4, 8, 16, then enough tenants to fill every slot, have receivers that hang", async () => {
+  it('delivers a tenant with nothing stuck while 4, 8, 16, then enough tenants to fill every slot, have receivers that hang', async () => {
     await h.createTenant('calm', { tier: 'scale' });
     const calm = await endpoint('calm', healthy.url('/calm'));
     /** Attempts the stuck receivers hold: the first three tenants fill the shared slots, each later one takes one reserved slot. */
