@@ -256,7 +256,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     );
     metrics.observeCounter(
       'dunwall_downstream_webhook_attempts_cut_total',
-      "Downstream webhook attempts cut after 5 s without an answer, every slot being taken, to give the slot to a tenant holding none",
+      'Downstream webhook attempts cut after 5 s without an answer, every slot being taken, to give the slot to a tenant holding none',
       () => deliverer.cuts,
     );
     metrics.observeCounter(
