@@ -53,10 +53,12 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
   }
 
   /** A tenant whose 20 endpoints all hang, with one message queued to each. */
-  async function stuckTenant(slug: string): Promise<void> {
+  async function stuckTenant(slug: string): Promise<string[]> {
     await h.createTenant(slug, { tier: 'scale' });
-    for (let i = 0; i < ENDPOINTS_PER_TENANT; i += 1) await endpoint(slug, stuck.url(`/${slug}`));
+    const ids: string[] = [];
+    for (let i = 0; i < ENDPOINTS_PER_TENANT; i += 1) ids.push(await endpoint(slug, stuck.url(`/${slug}`)));
     await h.setSubscriber(slug, `cus_${slug}`, 'warning', 'payment_failed');
+    return ids;
   }
 
   async function state(slug: string, id: string): Promise<unknown> {
@@ -74,10 +76,11 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
     const full = 3 + RESERVED_SLOTS;
     expect(held(full)).toBe(MAX_IN_FLIGHT);
     let tenants = 0;
+    const endpoints = new Map<string, string[]>();
     for (const target of [4, 8, 16, full]) {
       while (tenants < target) {
         tenants += 1;
-        await stuckTenant(`stuck${tenants}`);
+        endpoints.set(`stuck${tenants}`, await stuckTenant(`stuck${tenants}`));
         deliverer.wake();
       }
       await vi.waitFor(() => expect(stuck.open).toBe(held(tenants)), { timeout: 30_000 });
@@ -102,5 +105,13 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
     expect(stuck.open).toBe(MAX_IN_FLIGHT - 1);
     expect(deliverer.cuts).toBe(1);
     expect(deliverer.counts.failed).toBe(1);
+    // The cut one is the first tenant's (it holds the most, and started first), and says why.
+    const recorded: { outcome: string; error: string | null }[] = [];
+    for (const id of endpoints.get('stuck1') ?? []) {
+      const res = await h.admin('GET', `/tenants/stuck1/webhook-endpoints/${id}/attempts`);
+      recorded.push(...(res.json() as { data: { outcome: string; error: string | null }[] }).data);
+    }
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/^cut after \d+ s without an answer/) as unknown });
   });
 });
