@@ -32,9 +32,21 @@ export const DEFAULT_DELIVERY_SETTINGS: Readonly<DeliverySettings> = Object.free
 /** How often the queue is read when nothing wakes the deliverer. */
 const POLL_MS = 1_000;
 /** Attempts under way at once in one process. */
-const MAX_IN_FLIGHT = 64;
+export const MAX_IN_FLIGHT = 64;
 /** Attempts under way at once for one tenant: a quarter of a process's, whatever its endpoints. */
-const MAX_IN_FLIGHT_PER_TENANT = 16;
+export const MAX_IN_FLIGHT_PER_TENANT = 16;
+/**
+ * Slots of a process that tenants already holding one never take: a tenant with nothing under
+ * way takes one of them (one per claim), so that those holding slots, however many, fill 48
+ * of the 64 at most between them.
+ */
+export const RESERVED_SLOTS = 16;
+/**
+ * When every slot is taken and a tenant holding none has a delivery due, the attempt under
+ * way longest, of the tenant holding the most slots, is cut once it has run this long: it is
+ * recorded as failed and retried later, and its slot goes to the waiting tenant.
+ */
+export const CUT_AFTER_MS = 5_000;
 const USER_AGENT = 'Dunwall-Webhooks/1';
 
 export interface DelivererOptions extends DeliverySettings {
@@ -55,9 +67,15 @@ export function signatureHeader(secrets: readonly string[], messageId: string, a
 export class DownstreamDeliverer {
   /** Attempts by outcome since the start. */
   readonly counts: Record<DeliveryOutcome, number> = zeroDeliveryOutcomeCounts();
+  /** Claims since the start that found every slot taken while a tenant holding none had a delivery due. */
+  waitingSeen = 0;
+  /** Attempts cut since the start to give their slot to such a tenant. */
+  cuts = 0;
   private readonly allowed: AllowedNetworks;
   private readonly now: () => number;
   private inFlight = new Set<Promise<void>>();
+  /** The attempts under way: each one's tenant, start (by `now`) and the means to cut it. */
+  private readonly running = new Map<Promise<void>, { tenantId: number; startedAt: number; cut: AbortController }>();
   private claiming: Promise<void> | null = null;
   private again = false;
   /** The last claim found deliveries due: some may wait for room. */
@@ -141,6 +159,7 @@ export class DownstreamDeliverer {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.stopping.abort();
+    for (const r of this.running.values()) r.cut.abort();
     await this.claiming;
     await Promise.all([...this.inFlight]);
   }
@@ -166,29 +185,66 @@ export class DownstreamDeliverer {
     }
   }
 
+  /** Attempts under way per tenant in this process. */
+  private heldByTenant(): Map<number, number> {
+    const held = new Map<number, number>();
+    for (const r of this.running.values()) held.set(r.tenantId, (held.get(r.tenantId) ?? 0) + 1);
+    return held;
+  }
+
+  /**
+   * A tenant holding no slot waits while every slot is taken: cuts the attempt under way
+   * longest of the tenant holding the most, once it has run `CUT_AFTER_MS`. Its slot frees
+   * when the cut is recorded, and the next claim gives it to the waiting tenant (tenants
+   * holding none come first).
+   */
+  private cutOne(): void {
+    const held = this.heldByTenant();
+    const oldEnough = this.now() - CUT_AFTER_MS;
+    let pick: { tenantId: number; startedAt: number; cut: AbortController } | null = null;
+    for (const r of this.running.values()) {
+      if (r.startedAt > oldEnough || r.cut.signal.aborted) continue;
+      if (
+        pick === null ||
+        (held.get(r.tenantId) ?? 0) > (held.get(pick.tenantId) ?? 0) ||
+        ((held.get(r.tenantId) ?? 0) === (held.get(pick.tenantId) ?? 0) && r.startedAt < pick.startedAt)
+      )
+        pick = r;
+    }
+    if (pick === null) return;
+    this.cuts += 1;
+    pick.cut.abort();
+  }
+
   private async claimBatch(): Promise<number> {
     const room = MAX_IN_FLIGHT - this.inFlight.size;
-    if (room <= 0) {
-      this.backlog = true;
-      return 0;
-    }
     const at = new Date(this.now());
+    const held = this.heldByTenant();
     const {
       deliveries: claimed,
       due,
       unreadable,
+      waiting,
     } = await this.opts.store.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       perTenant: MAX_IN_FLIGHT_PER_TENANT,
-      batch: room,
+      // With no room, the claim takes nothing and says whether a tenant holding none waits.
+      batch: Math.max(room, 0),
+      shared: Math.max(room - RESERVED_SLOTS, 0),
+      busyTenants: [...held.keys()],
       // Long enough that an attempt always ends inside it; an instance killed mid-attempt
       // leaves its deliveries to others once it ends.
       leaseMs: 2 * this.opts.attemptTimeoutMs + 1_000,
     });
     this.backlog = due;
     this.reportUnreadable(unreadable ?? [], claimed);
+    if (waiting === true && claimed.length === 0) {
+      this.waitingSeen += 1;
+      this.cutOne();
+    }
     for (const delivery of claimed) {
-      const p: Promise<void> = this.attempt(delivery)
+      const cut = new AbortController();
+      const p: Promise<void> = this.attempt(delivery, cut.signal)
         .catch((err: unknown) =>
           this.opts.log.warn(
             { err: { message: (err as Error).message }, endpoint: delivery.endpointId, message: delivery.messageId },
@@ -197,16 +253,18 @@ export class DownstreamDeliverer {
         )
         .finally(() => {
           this.inFlight.delete(p);
+          this.running.delete(p);
           // Room freed: claim again at once if the last claim found deliveries due (a cap or
           // a lock may have held some back); otherwise the next commit or poll does.
           if (!this.stopped && this.backlog) this.wake();
         });
       this.inFlight.add(p);
+      this.running.set(p, { tenantId: delivery.tenantId, startedAt: this.now(), cut });
     }
     return claimed.length;
   }
 
-  private async attempt(d: ClaimedDelivery): Promise<void> {
+  private async attempt(d: ClaimedDelivery, cut: AbortSignal): Promise<void> {
     const at = new Date(this.now());
     const headers = {
       'content-type': 'application/json',
@@ -219,10 +277,15 @@ export class DownstreamDeliverer {
       timeoutMs: this.opts.attemptTimeoutMs,
       allowed: this.allowed,
       allowHttp: this.opts.allowHttpLoopback,
-      signal: this.stopping.signal,
+      signal: cut,
       ...(this.opts.resolve ? { resolve: this.opts.resolve } : {}),
     });
-    if (sent.aborted) return;
+    // Stopping: nothing is recorded, the lease hands the delivery on. Cut for another
+    // tenant: a failed attempt, retried as any other.
+    if (sent.aborted && this.stopping.signal.aborted) return;
+    const error = sent.aborted
+      ? `cut after ${Math.round((this.now() - at.getTime()) / 1000)} s without an answer: every delivery slot was taken and another tenant's message was waiting`
+      : sent.error;
     const done = new Date(this.now());
     const outcome: AttemptResult['outcome'] =
       sent.statusCode !== null && sent.statusCode >= 200 && sent.statusCode < 300
@@ -233,13 +296,13 @@ export class DownstreamDeliverer {
             ? 'refused'
             : 'failed';
     const retryAt = new Date(done.getTime() + retryDelayMs(d.attempt, this.opts.random));
-    const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, retryAt };
+    const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error, retryAt };
     const recorded = await this.opts.store.complete(d, result, done);
     const counted: DeliveryOutcome = recorded === 'gave_up' && outcome !== 'gone' ? 'gave_up' : outcome;
     this.counts[counted] += 1;
     if (outcome === 'gone') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the endpoint answered 410 Gone; it is disabled');
     else if (counted === 'gave_up')
-      this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error: sent.error }, 'webhooks: a message failed for its whole retry window');
+      this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error }, 'webhooks: a message failed for its whole retry window');
     if (recorded === 'lost')
       this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the delivery was taken again or deleted during the attempt');
   }

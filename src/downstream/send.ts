@@ -29,7 +29,7 @@ export interface SendOptions {
   allowHttp: boolean;
   /** Resolves a host name (tests point names at loopback). */
   resolve?: (host: string, timeoutMs: number) => Promise<LookupAddress[]>;
-  /** Ends the attempt at once (the service is stopping): the result says `aborted`. */
+  /** Ends the attempt at once (the service is stopping, or its slot goes to another tenant): the result says `aborted`. */
   signal?: AbortSignal;
   monotonicNow?: () => number;
 }
@@ -123,7 +123,7 @@ export function sendDownstream(url: string, headers: Record<string, string>, bod
       if (armed.onAbort) opts.signal?.removeEventListener('abort', armed.onAbort);
       resolve({ aborted: false, ...result, latencyMs: elapsed() });
     };
-    if (opts.signal?.aborted) return finish({ statusCode: null, error: 'the service is stopping', refused: false, aborted: true });
+    if (opts.signal?.aborted) return finish({ statusCode: null, error: 'the attempt was ended', refused: false, aborted: true });
     let target: URL;
     try {
       target = new URL(url);
@@ -156,7 +156,7 @@ export function sendDownstream(url: string, headers: Record<string, string>, bod
       req.destroy();
     }, opts.timeoutMs);
     armed.onAbort = () => {
-      finish({ statusCode: null, error: 'the service is stopping', refused: false, aborted: true });
+      finish({ statusCode: null, error: 'the attempt was ended', refused: false, aborted: true });
       req.destroy();
     };
     opts.signal?.addEventListener('abort', armed.onAbort, { once: true });

@@ -255,6 +255,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       },
     );
     metrics.observeCounter(
+      'dunwall_downstream_webhook_attempts_cut_total',
+      'Downstream webhook attempts cut after 5 s without an answer, every slot being taken, to give the slot to a tenant holding none',
+      () => deliverer.cuts,
+    );
+    metrics.observeCounter(
       'dunwall_secret_key_browser_refusals_total',
       "Requests refused because they carried a tenant's secret key from a browser (Origin): the key is to be rotated",
       () => keySightings.refused,

@@ -446,7 +446,12 @@ export class SqlDownstreamStore implements DownstreamStore {
       // Locking an endpoint's row makes its claims one at a time across instances, so that
       // the cap on its attempts under way holds; NO KEY UPDATE leaves the outbox's inserts
       // (which only share the key) free.
-      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number; secrets: string[] }>(
+      // Order: endpoints of tenants with nothing under way in the claiming process first, then
+      // those whose receiver answers (not failing) before those failing, then oldest due: a
+      // tenant that holds no slot is never queued behind the backlog of tenants that hold
+      // them, and a receiver that hangs yields to one that answers.
+      const busy = [...(limits.busyTenants ?? [])];
+      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number; secrets: string[]; busy: boolean }>(
         `WITH leased AS (
            SELECT d.endpoint_id, count(*)::integer AS n FROM webhook_deliveries d
            WHERE d.leased_until IS NOT NULL AND d.leased_until > $1 GROUP BY d.endpoint_id),
@@ -454,6 +459,7 @@ export class SqlDownstreamStore implements DownstreamStore {
            SELECT o.tenant_id, sum(l.n)::integer AS n FROM leased l JOIN webhook_endpoints o ON o.id = l.endpoint_id GROUP BY o.tenant_id),
          candidates AS (
            SELECT e.id, q.due, $4 - coalesce(tl.n, 0) AS tenant_room,
+             e.tenant_id = ANY($5::integer[]) AS busy, e.failing_since IS NOT NULL AS failing,
              row_number() OVER (PARTITION BY e.tenant_id ORDER BY q.due, e.id) AS tenant_rank
            FROM webhook_endpoints e
            JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
@@ -461,18 +467,19 @@ export class SqlDownstreamStore implements DownstreamStore {
            LEFT JOIN tenant_leased tl ON tl.tenant_id = e.tenant_id
            CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
            WHERE e.enabled AND ${ENTITLED} AND q.due <= $1 AND coalesce(l.n, 0) < $3 AND coalesce(tl.n, 0) < $4)
-         SELECT e.id, e.uid, e.url, e.tenant_id,
+         SELECT e.id, e.uid, e.url, e.tenant_id, k.busy,
            (SELECT array_agg(c.secret ORDER BY c.id DESC) FROM tenant_credentials c
             WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $1)) AS secrets
          FROM candidates k JOIN webhook_endpoints e ON e.id = k.id
          WHERE k.tenant_rank <= k.tenant_room
-         ORDER BY k.due, k.id LIMIT $2 FOR NO KEY UPDATE OF e SKIP LOCKED`,
-        [now, limits.batch, limits.perEndpoint, limits.perTenant],
+         ORDER BY k.busy, k.failing, k.due, k.id LIMIT greatest($2, 1) FOR NO KEY UPDATE OF e SKIP LOCKED`,
+        [now, limits.batch, limits.perEndpoint, limits.perTenant, busy],
       );
       // Something was due: once room frees (an attempt ends), it is worth claiming again,
       // whether a cap held it back or another claim had its endpoint locked.
       const claimed: ClaimedDelivery[] = [];
       if (endpoints.length === 0) return { deliveries: claimed, due: true };
+      if (limits.batch <= 0) return { deliveries: claimed, due: true, ...(endpoints[0]?.busy === false ? { waiting: true } : {}) };
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
       // Attempts under way to each endpoint taken and to its tenant's endpoints, counted
       // again now that the endpoints are locked (a claim that committed meanwhile counts).
@@ -490,9 +497,21 @@ export class SqlDownstreamStore implements DownstreamStore {
       /** Attempts under way per tenant, as counted, then kept up to date by this claim. */
       const tenantLeases = new Map<number, number>();
       const unreadable: NonNullable<ClaimResult['unreadable']> = [];
+      /** Tenants holding attempts in the claiming process, this claim's included. */
+      const holding = new Set(busy);
+      const shared = Math.min(limits.shared ?? limits.batch, limits.batch);
+      let waiting = false;
       for (const e of endpoints) {
-        const room = limits.batch - claimed.length;
-        if (room <= 0) break;
+        const fresh = !holding.has(e.tenant_id);
+        // A tenant holding slots takes from the shared part; one holding none may take one
+        // slot beyond it, from the reserve. Candidates of tenants holding none come first:
+        // the first that finds no room says so (the process is full of others' attempts).
+        const room = fresh ? Math.max(shared - claimed.length, Math.min(1, limits.batch - claimed.length)) : shared - claimed.length;
+        if (room <= 0) {
+          if (fresh) waiting = true;
+          if (limits.batch - claimed.length <= 0) break;
+          continue;
+        }
         // Opened before anything is taken: one endpoint whose secret does not open (altered,
         // or copied from another row) must not fail the claim of every other endpoint. Its
         // deliveries stay pending, unattempted, and are looked at again later.
@@ -526,6 +545,7 @@ export class SqlDownstreamStore implements DownstreamStore {
         );
         tenantLeases.set(e.tenant_id, tenantLeased + rows.length);
         if (rows.length === 0) continue;
+        holding.add(e.tenant_id);
         for (const r of rows) {
           claimed.push({
             endpointKey: e.id,
@@ -538,10 +558,11 @@ export class SqlDownstreamStore implements DownstreamStore {
             attempt: r.attempts,
             giveUpAt: new Date(r.give_up_at),
             leaseToken,
+            tenantId: e.tenant_id,
           });
         }
       }
-      return { deliveries: claimed, due: true, ...(unreadable.length > 0 ? { unreadable } : {}) };
+      return { deliveries: claimed, due: true, ...(unreadable.length > 0 ? { unreadable } : {}), ...(waiting ? { waiting } : {}) };
     });
   }
 

@@ -542,6 +542,8 @@ export interface ClaimedDelivery {
   attempt: number;
   giveUpAt: Date;
   leaseToken: string;
+  /** The endpoint's tenant: the deliverer counts each tenant's attempts under way. */
+  tenantId: number;
 }
 
 /** What an attempt came to. */
@@ -563,6 +565,11 @@ export interface ClaimResult {
    * skipped for a while, so that the others are sent. `reason` names the row, never a secret.
    */
   unreadable?: { endpointId: string; tenantId: number; reason: string }[];
+  /**
+   * A tenant with no attempt under way in the claiming process had a delivery due that found
+   * no room: the process is full of other tenants' attempts (the deliverer may cut one).
+   */
+  waiting?: boolean;
 }
 
 export interface ClaimLimits {
@@ -573,8 +580,18 @@ export interface ClaimLimits {
    * receivers cannot take every slot of a process (approximate across instances).
    */
   perTenant: number;
-  /** Deliveries taken by one claim at most. */
+  /** Deliveries taken by one claim at most: the claiming process's free slots (0: only `waiting` is answered). */
   batch: number;
+  /**
+   * Of `batch`, what tenants in `busyTenants` may take together; the rest is kept for
+   * tenants with no attempt under way in the process, one slot each per claim. Default: all.
+   */
+  shared?: number;
+  /**
+   * Tenants with attempts under way in the claiming process: the others' endpoints come
+   * first, so that a slot that frees goes to a tenant that holds none.
+   */
+  busyTenants?: readonly number[];
   /** How long a taken delivery is this instance's. */
   leaseMs: number;
 }
