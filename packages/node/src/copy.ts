@@ -15,6 +15,8 @@ import type { AnswerSource, BillingStatus, BootstrapAnswer, BootstrapEntitlement
 /** Stripe's hosted pages and any link Dunwall keeps: https, no spaces, quotes or backslashes (it goes into pages). */
 const PAY_URL_RE = /^https:\/\/[!#-[\]-~]+$/;
 const MAX_PAY_URL_LENGTH = 2048;
+/** An ISO 8601 instant is 20 to 30 characters; a longer `lockout_at` is not one (Date.parse skips parenthesised text). */
+const MAX_LOCKOUT_AT_LENGTH = 64;
 
 const EMPTY_ENTITLEMENTS: Readonly<Record<string, boolean>> = Object.freeze({});
 
@@ -101,6 +103,20 @@ export class Copy {
     return this.held.size;
   }
 
+  /** How many subscribers the copy would hold once `entries` are applied, in order (nothing is applied). */
+  sizeAfter(entries: readonly Entry[]): number {
+    if (entries.length === 0) return this.held.size;
+    const last = new Map<string, boolean>();
+    for (const entry of entries) last.set(entry.customerId, entry.status !== 'active');
+    let size = this.held.size;
+    for (const [customerId, held] of last) {
+      const was = this.held.has(customerId);
+      if (held && !was) size += 1;
+      else if (!held && was) size -= 1;
+    }
+    return size;
+  }
+
   /** Sets a subscriber as the entry says, or forgets it when `active`. */
   apply(entry: Entry): void {
     if (entry.status === 'active') {
@@ -141,7 +157,7 @@ export function entryOf(value: unknown): Entry | null {
   let lockoutAt: string | null = null;
   let lockoutAtMs: number | null = null;
   if (value.lockout_at !== undefined && value.lockout_at !== null) {
-    if (typeof value.lockout_at !== 'string') return null;
+    if (typeof value.lockout_at !== 'string' || value.lockout_at.length > MAX_LOCKOUT_AT_LENGTH) return null;
     lockoutAtMs = Date.parse(value.lockout_at);
     if (!Number.isFinite(lockoutAtMs)) return null;
     lockoutAt = value.lockout_at;
