@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,7 +27,10 @@ const PAY_URL = `https://invoice.stripe.com/i/acct_1Nv0FGQ9RKHgCVdK/live_${'x'.r
 
 const servers: Server[] = [];
 const open: Dunwall[] = [];
+const children: ChildProcess[] = [];
 afterEach(async () => {
+  // A process still running (a test that failed before it ended) is ended with it.
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await Promise.all(open.splice(0).map((d) => d.close()));
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
@@ -82,6 +86,7 @@ async function runChild(scenario: string, base: string): Promise<{ code: number 
     env: { PATH: process.env.PATH ?? '', SCENARIO: scenario, DUNWALL_URL: base },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
