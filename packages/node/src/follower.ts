@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Copy, STARTING, bootstrapEntitlementsOf, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
-import type { Answer } from './copy.js';
+import type { Answer, Footprint } from './copy.js';
 import type { BootstrapAnswer, DunwallCopy, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
 
 /**
@@ -45,6 +45,12 @@ const MAX_RETRY_AFTER_MS = 300_000;
 const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** Subscribers the copy holds, at most (about 35 MB at 345 bytes each, a pay link and a lockout each). */
 const DEFAULT_MAX_SUBSCRIBERS = 100_000;
+/**
+ * The copy's bytes, at most, per subscriber of `maxSubscribers` (estimated as copy.ts's
+ * `weightOf` does): about 1.3 times the estimate of a subscriber with a Stripe pay link and a
+ * scheduled lockout (about 400), so that only ids and links far longer than Dunwall's reach it.
+ */
+const BYTES_PER_SUBSCRIBER = 512;
 /** A refusal's problem document, or one customer's answer to ask(), is read up to this (each is under 3 KB). */
 const MAX_SMALL_ANSWER_BYTES = 64 * 1024;
 
@@ -384,11 +390,10 @@ class Follower {
       current.pages += 1;
       // A list past the bounds is given up whole (the next attempt starts it again): the
       // copy in use, if any, stays as it was, and a partial list is never swapped in.
-      if (current.copy.sizeAfter(page.entries) > this.maxSubscribers) {
+      const beyond = this.beyond(current.copy.after(page.entries));
+      if (beyond !== null) {
         this.listing = null;
-        throw new DunwallFeedError(
-          `Dunwall: GET /v1/statuses listed more than ${this.maxSubscribers} subscribers (maxSubscribers); the list is given up and the copy stays as it was`,
-        );
+        throw new DunwallFeedError(`Dunwall: GET /v1/statuses listed ${beyond}; the list is given up and the copy stays as it was`);
       }
       if (page.next !== null && current.pages >= this.maxListPages) {
         this.listing = null;
@@ -409,6 +414,15 @@ class Follower {
     }
   }
 
+  /** What a copy of `footprint` holds beyond its bounds, in words; null within them. */
+  private beyond(footprint: Footprint): string | null {
+    if (footprint.size > this.maxSubscribers) return `more than ${this.maxSubscribers} subscribers (maxSubscribers)`;
+    const maxBytes = this.maxSubscribers * BYTES_PER_SUBSCRIBER;
+    if (footprint.bytes > maxBytes)
+      return `subscribers taking more than ${maxBytes} bytes (maxSubscribers x ${BYTES_PER_SUBSCRIBER}: their ids and links are too long)`;
+    return null;
+  }
+
   /**
    * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
    * page moves it too). True when it came back empty long before its wait.
@@ -421,10 +435,8 @@ class Follower {
     const copy = this.copy;
     // Not applied at all, nor counted as a sign of life: asked again from the same cursor
     // after a backoff, the copy goes stale meanwhile (and then never gates).
-    if (copy !== null && copy.sizeAfter(page.entries) > this.maxSubscribers)
-      throw new DunwallFeedError(
-        `Dunwall: GET /v1/status-changes would make the copy hold more than ${this.maxSubscribers} subscribers (maxSubscribers); not applied`,
-      );
+    const beyond = copy === null ? null : this.beyond(copy.after(page.entries));
+    if (beyond !== null) throw new DunwallFeedError(`Dunwall: GET /v1/status-changes would make the copy hold ${beyond}; not applied`);
     this.lastHeardMs = this.now();
     this.lastError = null;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
