@@ -131,6 +131,31 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
     expect(result?.peakHeapGrowth).toBeLessThan(160 * MIB);
   });
 
+  it('gives up a list without end whose ids and links are as long as the contract allows, before the heap fills', async () => {
+    let pages = 0;
+    // A 255-character id outside Latin-1 (two bytes a character in memory), a 2,048-character link.
+    const fat = (n: number) => ({
+      processor_customer_id: `${String(n).padStart(9, '0')}${'ж'.repeat(246)}`,
+      status: 'warning',
+      lockout_at: '2030-01-01T00:00:00Z',
+      pay_url: `https://invoice.stripe.com/i/${'y'.repeat(2048 - 29)}`,
+    });
+    const base = await standIn((path, _req, res) => {
+      if (path !== '/v1/statuses') return json(res, { data: [], next: 'AQ' });
+      pages += 1;
+      const data = Array.from({ length: 1000 }, (_, i) => fat(pages * 1000 + i));
+      json(res, { data, entitlements: {}, next: `page${pages}`, feed_cursor: 'AQ' });
+    });
+    const { code, signal, result, output } = await runChild('fat-pages', base);
+    expect({ code, signal }, output).toEqual({ code: 0, signal: null });
+    expect(result?.errors[0]).toBe(
+      'Dunwall: GET /v1/statuses listed subscribers taking more than 51200000 bytes (maxSubscribers x 512: their ids and links are too long); the list is given up and the copy stays as it was',
+    );
+    expect(result?.status).toMatchObject({ status: 'active', source: 'starting' });
+    expect(pages).toBeLessThan(30);
+    expect(result?.peakHeapGrowth).toBeLessThan(160 * MIB);
+  });
+
   it('gives up a list of empty pages without end: the process lives, onError says why', async () => {
     let pages = 0;
     const base = await standIn((path, _req, res) => {
