@@ -152,6 +152,8 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
       'Dunwall: GET /v1/statuses listed subscribers taking more than 51200000 bytes (maxSubscribers x 512: their ids and links are too long); the list is given up and the copy stays as it was',
     );
     expect(result?.status).toMatchObject({ status: 'active', source: 'starting' });
+    // Given up at the 19th page: 18,457 subscribers of about 2,774 estimated bytes fill 51,200,000.
+    expect(pages).toBeGreaterThanOrEqual(19);
     expect(pages).toBeLessThan(30);
     expect(result?.peakHeapGrowth).toBeLessThan(160 * MIB);
   });
@@ -168,7 +170,8 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
     expect(result?.errors[0]).toBe(
       'Dunwall: GET /v1/statuses gave 210 pages without an end (at most 210 with maxSubscribers 100000); the list is given up and the copy stays as it was',
     );
-    expect(pages).toBe(210);
+    // 210 asked before the list was given up (the list asked again after a backoff may add some).
+    expect(pages).toBeGreaterThanOrEqual(210);
     expect(result?.status).toMatchObject({ status: 'active', source: 'starting' });
   });
 

@@ -41,7 +41,8 @@ export interface DunwallOptions {
   maxAnswerBytes?: number;
   /**
    * The most subscribers the copy holds (default 100 000; only those in `warning` or `lockout`
-   * are held). A list that would hold more, or that runs to more pages than it can fill, is
+   * are held), and 512 bytes each of them at most, estimated (about 400 with a Stripe pay link
+   * and a scheduled lockout). A list that would hold more, or that runs to more pages than it can fill, is
    * given up (`onError`); a page of changes that would is not applied (the copy goes stale).
    */
   maxSubscribers?: number;
