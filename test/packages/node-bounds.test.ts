@@ -262,6 +262,33 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     expect(dunwall.status('cus_1')).toMatchObject({ status: 'warning', source: 'stale' });
   });
 
+  it('reads not a byte of an answer whose Content-Length is past maxAnswerBytes', async () => {
+    const sent = { bytes: 0 };
+    let closed = false;
+    const base = await standIn((_path, _req, res) => {
+      res.on('close', () => (closed = true));
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(32 * MIB) });
+      const chunk = Buffer.alloc(65_536, 0x20);
+      const pump = (): void => {
+        while (sent.bytes < 32 * MIB && !res.destroyed) {
+          sent.bytes += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        if (!res.destroyed) res.end();
+      };
+      pump();
+    });
+    const errors: Error[] = [];
+    const dunwall = createDunwallWith({ baseUrl: base, secretKey: KEY, maxAnswerBytes: 65_536, onError: (e) => errors.push(e) }, QUICK);
+    open.push(dunwall);
+    await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
+    expect(errors[0]?.message).toBe('Dunwall: GET /v1/statuses answered more than 65536 bytes (maxAnswerBytes); not read further, nothing of it applied');
+    await vi.waitFor(() => expect(closed).toBe(true), WAIT);
+    // What the sockets' buffers took before the client ended the answer, far from 32 MiB.
+    expect(sent.bytes).toBeLessThan(8 * MIB);
+    expect(dunwall.status('cus_1').source).toBe('starting');
+  });
+
   it('applies no page of changes that would hold more than maxSubscribers, and goes stale', async () => {
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses')
