@@ -131,7 +131,7 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
     expect(result?.peakHeapGrowth).toBeLessThan(160 * MIB);
   });
 
-  it('gives up a list without end whose ids and links are as long as the contract allows, before the heap fills', async () => {
+  it('gives up a list without end whose ids and links are as long as the copy takes, before the heap fills', async () => {
     let pages = 0;
     // A 255-character id outside Latin-1 (two bytes a character in memory), a 2,048-character link.
     const fat = (n: number) => ({

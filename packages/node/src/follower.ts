@@ -41,7 +41,7 @@ const REFUSED_KEY_RETRY_MS = 60_000;
 const EARLY_EMPTY_MS = 1000;
 /** The longest Retry-After honoured (a 429 or a 503 asks for seconds). */
 const MAX_RETRY_AFTER_MS = 300_000;
-/** One answer's bytes, at most (a full page of 1,000 subscribers at the contract's longest fields is under 4 MB). */
+/** One answer's bytes, at most (a full page of 1,000 subscribers at the longest fields the copy takes is under 4 MB). */
 const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
 /** Subscribers the copy holds, at most (about 35 MB at 345 bytes each, a pay link and a lockout each). */
 const DEFAULT_MAX_SUBSCRIBERS = 100_000;
