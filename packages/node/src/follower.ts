@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Copy, STARTING, bootstrapEntitlementsOf, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
-import type { Answer } from './copy.js';
+import type { Answer, Footprint } from './copy.js';
 import type { BootstrapAnswer, DunwallCopy, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
 
 /**
@@ -41,6 +41,18 @@ const REFUSED_KEY_RETRY_MS = 60_000;
 const EARLY_EMPTY_MS = 1000;
 /** The longest Retry-After honoured (a 429 or a 503 asks for seconds). */
 const MAX_RETRY_AFTER_MS = 300_000;
+/** One answer's bytes, at most (a full page of 1,000 subscribers at the longest fields the copy takes is under 4 MB). */
+const DEFAULT_MAX_ANSWER_BYTES = 8 * 1024 * 1024;
+/** Subscribers the copy holds, at most (about 35 MB at 345 bytes each, a pay link and a lockout each). */
+const DEFAULT_MAX_SUBSCRIBERS = 100_000;
+/**
+ * The copy's bytes, at most, per subscriber of `maxSubscribers` (estimated as copy.ts's
+ * `weightOf` does): about 1.3 times the estimate of a subscriber with a Stripe pay link and a
+ * scheduled lockout (about 400), so that only ids and links far longer than Dunwall's reach it.
+ */
+const BYTES_PER_SUBSCRIBER = 512;
+/** A refusal's problem document, or one customer's answer to ask(), is read up to this (each is under 3 KB). */
+const MAX_SMALL_ANSWER_BYTES = 64 * 1024;
 
 /** Knobs the tests turn; not part of the public options. */
 export interface Internals {
@@ -113,6 +125,12 @@ function positive(value: number | undefined, name: string, fallback: number): nu
   return value;
 }
 
+function whole(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`createDunwall: ${name} must be a positive whole number`);
+  return value;
+}
+
 function baseOf(raw: unknown): string {
   if (typeof raw !== 'string') throw new TypeError('createDunwall: baseUrl must be the URL of the Dunwall service');
   let url: URL;
@@ -134,6 +152,35 @@ function secretOf(raw: unknown): string {
     );
   }
   return raw;
+}
+
+/**
+ * The body of `res` as text, read as a stream up to `maxBytes`; null past it (a declared
+ * Content-Length too, before reading a byte), the stream cancelled. The caller's signal and
+ * timer bound the time it takes.
+ */
+async function boundedText(res: Response, maxBytes: number): Promise<string | null> {
+  const body = res.body;
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await body?.cancel().catch(() => undefined);
+    return null;
+  }
+  if (body === null) return '';
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, total).toString('utf8');
 }
 
 /** Sleeps `ms` unless woken; the timer never keeps the process alive. */
@@ -163,6 +210,8 @@ interface Listing {
   copy: Copy;
   feedCursor: string;
   next: string | null;
+  /** Pages read so far. */
+  pages: number;
 }
 
 class Follower {
@@ -177,6 +226,10 @@ class Follower {
   private readonly headers: Record<string, string>;
   private readonly hmacSecret: string | null;
   private readonly requestTimeoutMs: number;
+  private readonly maxAnswerBytes: number;
+  private readonly maxSubscribers: number;
+  /** A list of more pages than this is given up: twice what `maxSubscribers` fills, and ten more. */
+  private readonly maxListPages: number;
   private readonly waitS: number;
   private readonly onError: ((err: Error) => void) | null;
   private readonly pageLimit: number;
@@ -200,6 +253,8 @@ class Follower {
     this.headers = { authorization: `Bearer ${secretOf(options.secretKey)}`, accept: 'application/json', 'user-agent': 'dunwall-node' };
     this.staleAfterMs = positive(options.staleAfterMs, 'staleAfterMs', DEFAULT_STALE_AFTER_MS);
     this.requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
+    this.maxAnswerBytes = whole(options.maxAnswerBytes, 'maxAnswerBytes', DEFAULT_MAX_ANSWER_BYTES);
+    this.maxSubscribers = whole(options.maxSubscribers, 'maxSubscribers', DEFAULT_MAX_SUBSCRIBERS);
     if (options.now !== undefined && typeof options.now !== 'function')
       throw new TypeError('createDunwall: now must be a function returning epoch milliseconds');
     this.now = options.now ?? Date.now;
@@ -210,6 +265,7 @@ class Follower {
     // A healthy copy hears from the service at least twice within staleAfterMs.
     this.waitS = Math.max(1, Math.min(MAX_WAIT_S, Math.floor(this.staleAfterMs / 2000)));
     this.pageLimit = internals.pageLimit ?? PAGE_LIMIT;
+    this.maxListPages = 2 * Math.ceil(this.maxSubscribers / this.pageLimit) + 10;
     this.backoff = internals.backoff ?? BACKOFF;
     this.refusedKeyRetryMs = internals.refusedKeyRetryMs ?? REFUSED_KEY_RETRY_MS;
     this.fetch = internals.fetch ?? ((input, init) => fetch(input, init));
@@ -330,7 +386,21 @@ class Follower {
       if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
       this.lastHeardMs = this.now();
       this.lastError = null;
-      const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null };
+      const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null, pages: 0 };
+      current.pages += 1;
+      // A list past the bounds is given up whole (the next attempt starts it again): the
+      // copy in use, if any, stays as it was, and a partial list is never swapped in.
+      const beyond = this.beyond(current.copy.after(page.entries));
+      if (beyond !== null) {
+        this.listing = null;
+        throw new DunwallFeedError(`Dunwall: GET /v1/statuses listed ${beyond}; the list is given up and the copy stays as it was`);
+      }
+      if (page.next !== null && current.pages >= this.maxListPages) {
+        this.listing = null;
+        throw new DunwallFeedError(
+          `Dunwall: GET /v1/statuses gave ${current.pages} pages without an end (at most ${this.maxListPages} with maxSubscribers ${this.maxSubscribers}); the list is given up and the copy stays as it was`,
+        );
+      }
       for (const entry of page.entries) current.copy.apply(entry);
       current.next = page.next;
       this.listing = current;
@@ -344,6 +414,15 @@ class Follower {
     }
   }
 
+  /** What a copy of `footprint` holds beyond its bounds, in words; null within them. */
+  private beyond(footprint: Footprint): string | null {
+    if (footprint.size > this.maxSubscribers) return `more than ${this.maxSubscribers} subscribers (maxSubscribers)`;
+    const maxBytes = this.maxSubscribers * BYTES_PER_SUBSCRIBER;
+    if (footprint.bytes > maxBytes)
+      return `subscribers taking more than ${maxBytes} bytes (maxSubscribers x ${BYTES_PER_SUBSCRIBER}: their ids and links are too long)`;
+    return null;
+  }
+
   /**
    * One long poll from `cursor`: its changes applied in order, the cursor moved on (an empty
    * page moves it too). True when it came back empty long before its wait.
@@ -353,9 +432,13 @@ class Follower {
     const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${waitS}&limit=${this.pageLimit}`, waitS * 1000);
     const page = changesPageOf(body);
     if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
+    const copy = this.copy;
+    // Not applied at all, nor counted as a sign of life: asked again from the same cursor
+    // after a backoff, the copy goes stale meanwhile (and then never gates).
+    const beyond = copy === null ? null : this.beyond(copy.after(page.entries));
+    if (beyond !== null) throw new DunwallFeedError(`Dunwall: GET /v1/status-changes would make the copy hold ${beyond}; not applied`);
     this.lastHeardMs = this.now();
     this.lastError = null;
-    const copy = this.copy;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
     this.cursor = page.next;
     return page.entries.length === 0 && performance.now() - startedMs < Math.min(EARLY_EMPTY_MS, (waitS * 1000) / 2);
@@ -376,21 +459,33 @@ class Follower {
     }, boundMs);
     timer.unref();
     this.inflight = controller;
-    let res: Response;
-    let text: string;
+    let res: Response | null = null;
+    let text: string | null;
     try {
       res = await this.fetch(`${this.base}${path}?${query}`, { headers: this.headers, signal: controller.signal, redirect: 'error' });
-      text = await res.text();
+      // The timer bounds the whole answer, its body too (a body that drips is cut).
+      text = await boundedText(res, res.status === 200 ? this.maxAnswerBytes : Math.min(this.maxAnswerBytes, MAX_SMALL_ANSWER_BYTES));
     } catch (err) {
       const cause = err as Error & { cause?: { code?: unknown; message?: unknown } };
       const inner = cause?.cause;
       const code = typeof inner?.code === 'string' ? ` (${inner.code})` : typeof inner?.message === 'string' ? ` (${inner.message.slice(0, 200)})` : '';
-      const what = timedOut ? `no answer within ${boundMs} ms` : `${cause?.message ?? String(err)}${code}`;
+      const what = !timedOut
+        ? `${cause?.message ?? String(err)}${code}`
+        : res === null
+          ? `no answer within ${boundMs} ms`
+          : `the answer (${res.status}) was not whole within ${boundMs} ms`;
       throw new DunwallFeedError(`Dunwall: GET ${path} failed: ${what}`, null, null, null, true);
     } finally {
       clearTimeout(timer);
+      // Whatever was not read of the answer is not waited for: its connection is ended.
+      controller.abort();
       if (this.inflight === controller) this.inflight = null;
     }
+    if (text === null && res.status === 200)
+      throw new DunwallFeedError(
+        `Dunwall: GET ${path} answered more than ${this.maxAnswerBytes} bytes (maxAnswerBytes); not read further, nothing of it applied`,
+      );
+    text ??= '';
     if (res.status !== 200) {
       let code: string | null = null;
       let detail = '';
@@ -440,9 +535,17 @@ class Follower {
         signal: controller.signal,
         redirect: 'error',
       });
-      const text = await res.text();
+      const text = await boundedText(res, Math.min(this.maxAnswerBytes, MAX_SMALL_ANSWER_BYTES));
       if (res.status !== 200) {
         this.report(new DunwallFeedError(`Dunwall: GET /v1/subscribers/:id/status answered ${res.status}`, res.status));
+        return null;
+      }
+      if (text === null) {
+        this.report(
+          new DunwallFeedError(
+            `Dunwall: GET /v1/subscribers/:id/status answered more than ${Math.min(this.maxAnswerBytes, MAX_SMALL_ANSWER_BYTES)} bytes; not read further`,
+          ),
+        );
         return null;
       }
       return bootstrapOf(JSON.parse(text) as unknown, this.now());
@@ -459,6 +562,7 @@ class Follower {
       return null;
     } finally {
       clearTimeout(timer);
+      controller.abort();
     }
   }
 }

@@ -31,8 +31,21 @@ export interface DunwallOptions {
   secretKey: string;
   /** After this long without hearing from Dunwall, the copy never gates (default 60 000). */
   staleAfterMs?: number;
-  /** Each request to Dunwall is bounded by this (default 10 000; a long poll adds its wait). */
+  /** Each request to Dunwall, its whole answer read, is bounded by this (default 10 000; a long poll adds its wait). */
   requestTimeoutMs?: number;
+  /**
+   * The most bytes one answer of Dunwall may have (default 8 388 608, 8 MiB: a full page of
+   * 1,000 subscribers is under 4 MB). A longer answer is not read further: its request is
+   * ended, `onError` hears of it, and the copy stays as it was.
+   */
+  maxAnswerBytes?: number;
+  /**
+   * The most subscribers the copy holds (default 100 000; only those in `warning` or `lockout`
+   * are held), and 512 bytes each of them at most, estimated (about 400 with a Stripe pay link
+   * and a scheduled lockout). A list that would hold more, or that runs to more pages than it can fill, is
+   * given up (`onError`); a page of changes that would is not applied (the copy goes stale).
+   */
+  maxSubscribers?: number;
   /** The clock, for tests (default `Date.now`). */
   now?: () => number;
   /** Errors the copy recovers from (a refused list, a cut feed), for logging; default none. */
