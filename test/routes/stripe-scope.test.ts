@@ -106,7 +106,7 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
     expect(put.json()).toEqual({
       stripe_webhook_secret_set: true,
       // The replaced secret verifies for the overlap (the service's default, 24 h).
-      previous_expires_at: expect.any(String),
+      previous_expires_at: new Date(h.clock.ms + 86_400_000).toISOString(),
       changes: [change, { at: new Date(T0).toISOString(), by: 'operator', key: null }],
     });
     // It needs nothing else: stripe:write alone reads no settings.
