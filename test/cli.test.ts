@@ -467,6 +467,8 @@ describe('dunwall tenant', () => {
         kind: 'stripe_webhook_secret',
         material: WEBHOOK_SECRET,
         overlapS: expect.any(Number),
+        // The CLI acts as the operator, and the change is recorded as the operator's.
+        by: { kind: 'operator' },
       });
     } finally {
       spy.mockRestore();

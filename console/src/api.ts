@@ -5,7 +5,7 @@
  * page back to the sign-in.
  */
 
-export type Scope = 'status:read' | 'subscribers:read' | 'subscribers:write' | 'settings:write' | 'webhooks:write' | 'keys:write';
+export type Scope = 'status:read' | 'subscribers:read' | 'subscribers:write' | 'settings:write' | 'webhooks:write' | 'keys:write' | 'stripe:write';
 
 export interface Session {
   kind: 'operator' | 'tenant';

@@ -67,9 +67,11 @@ export function sha256(value: string): Buffer {
 
 /**
  * What a tenant's secret key may do (CONTRACT.md section 7): the one list the schemas, the
- * checks and the CLI derive from.
+ * checks and the CLI derive from. `stripe:write` guards what can decide a status as an
+ * override does (the Stripe webhook signing secret): `settings:write` never reaches it, and
+ * a key holds it only when it was given it by name.
  */
-export const SCOPES = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write'] as const;
+export const SCOPES = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write', 'stripe:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function isScope(value: string): value is Scope {

@@ -350,6 +350,29 @@ export const Settings = Type.Object({
   livemode: Livemode,
   stripe_webhook_secret_set: Type.Boolean(),
 });
+/** `PUT /v1/settings/stripe-webhook-secret` (`stripe:write`). */
+export const StripeWebhookSecretBody = Type.Object(
+  { secret: Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...); write-only" }) },
+  { additionalProperties: false },
+);
+/** Who changed a credential that decides statuses: the operator, or a secret key as it was then. */
+export const CredentialChangeView = Type.Object({
+  at: Timestamp,
+  by: Type.Union([Type.Literal('operator'), Type.Literal('key')]),
+  key: Type.Union([Type.Object({ id: Type.String(), prefix: Type.String(), name: Type.String() }), Type.Null()], {
+    description: 'The secret key that made the change (kept once the key is revoked); null: the operator',
+  }),
+});
+export const STRIPE_SECRET_CHANGES_SHOWN = 10;
+export const StripeWebhookSecretState = Type.Object({
+  stripe_webhook_secret_set: Type.Boolean(),
+  previous_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'When the secret this one replaced stops verifying (the overlap); null: none was set',
+  }),
+  changes: Type.Array(CredentialChangeView, {
+    description: `The latest changes of the signing secret, the latest first (${STRIPE_SECRET_CHANGES_SHOWN} at most)`,
+  }),
+});
 export const SecretKeyHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <secret key> (sk_live_... or sk_test_...)' })) });
 export const SubscriberParams = Type.Object({ slug: Slug, customerId: CustomerId });
 
@@ -752,6 +775,13 @@ export const TenantHealth = Type.Object({
       disabled_endpoints: Count,
     },
     { description: "The tenant's downstream webhook deliveries" },
+  ),
+  stripe_webhook_secret: Type.Object(
+    {
+      set: Type.Boolean(),
+      changes: Type.Array(CredentialChangeView, { description: `The latest first, ${STRIPE_SECRET_CHANGES_SHOWN} at most` }),
+    },
+    { description: 'Whether a Stripe signing secret is set, and who changed it: the operator, or which secret key (with stripe:write)' },
   ),
   secret_keys: Type.Object(
     {

@@ -26,7 +26,7 @@ import type { Policy } from '../domain/policy.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
 import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './status-feed.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import { rotateIn } from './credentials.js';
+import { credentialChanges, rotateIn } from './credentials.js';
 import { SqlDownstreamStore } from './downstream.js';
 import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
 import type { TenantRow } from './tenants.js';
@@ -35,6 +35,7 @@ import type {
   ChangePosition,
   ChangeCause,
   CreateTenantResult,
+  CredentialChange,
   CredentialKind,
   CredentialRotation,
   CredentialSummary,
@@ -656,6 +657,10 @@ export class SqlStore implements Store {
       [tenantId, now],
     );
     return rows.map((r) => ({ kind: r.kind, createdAt: new Date(r.created_at), expiresAt: r.expires_at === null ? null : new Date(r.expires_at) }));
+  }
+
+  credentialChanges(tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]> {
+    return credentialChanges(this.db, tenantId, kind, limit);
   }
 
   async createSecretKey(tenantId: number, key: NewSecretKey, now: Date): Promise<SecretKeyRecord | 'limit'> {

@@ -22,6 +22,18 @@ export interface CredentialRotation {
   /** A SHA-256 hex digest for publishable keys, the secret itself otherwise. */
   material: string;
   overlapS: number;
+  /** Who made it: recorded beside it (tenant_credential_changes, migration 021) when given. */
+  by?: CredentialActor;
+}
+
+/** The operator, or the tenant's secret key (by its id) that made a change. */
+export type CredentialActor = { kind: 'operator' } | { kind: 'key'; keyId: string };
+
+/** One recorded change of a credential: when, and the operator or the key (as it was then) that made it. */
+export interface CredentialChange {
+  kind: CredentialKind;
+  at: Date;
+  by: { kind: 'operator' } | { kind: 'key'; id: string; prefix: string; name: string };
 }
 
 export interface TenantRecord {
@@ -323,6 +335,8 @@ export interface TenantStore {
   rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
   /** The tenant's credentials still in force at `now` (expired ones are left out). */
   listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
+  /** The tenant's recorded changes of credentials of `kind`, the latest first, `limit` at most. */
+  credentialChanges(tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]>;
   /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */
   deleteTenant(tenantId: number): Promise<boolean>;
   listTiers(): Promise<TierRecord[]>;

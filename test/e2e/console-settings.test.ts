@@ -13,13 +13,14 @@ import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
 /**
  * The console's settings in Chromium: branding saved through the form, its preview (the
  * snippet itself, in a frame) showing what the snippet shows a real customer, the policy
- * with what it would change on a known state, a key created and shown once, scope hiding,
- * and a webhook endpoint created, its failed message retried through the page until the
+ * with what it would change on a known state, a key created and shown once, scope hiding
+ * (the Stripe signing secret needs stripe:write, never settings:write alone), the signing
+ * secret's changes named on the health page, and a webhook endpoint created, its failed message retried through the page until the
  * receiver has it.
  */
 
 const DAY_S = 86_400;
-const ALL = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write'];
+const ALL = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write', 'stripe:write'];
 
 /** The banner's sentence and accent, the gate's title and accent, as the snippet drew them. */
 async function drawn(root: Page | FrameLocator, state: 'warning' | 'lockout'): Promise<{ text: string; accent: string }> {
@@ -214,10 +215,39 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
           .map((id) => document.getElementById(id)?.textContent ?? '')
           .join(' '),
       );
-      expect(reason).toContain('Setting the Stripe signing secret needs the settings:write scope, which the key this session was opened with does not hold.');
+      expect(reason).toContain('Setting the Stripe signing secret needs the stripe:write scope, which the key this session was opened with does not hold.');
       // Nothing wider than the phone: tables scroll inside their regions.
       expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
       await shot(page, 'settings');
+      await noSeriousViolation(page);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('shows a settings:write key without stripe:write the signing secret disabled, with the scope it needs, beside the settings it may change', async () => {
+    const settingsKey = await service.key('acme', ['settings:write']);
+    const { page, problems, close } = await consolePage(browser);
+    try {
+      await signIn(page, service.url, settingsKey);
+      await page.goto(`${service.url}/console/t/acme/settings`);
+      await page.getByRole('heading', { name: 'Integration' }).waitFor();
+      // The settings it holds the scope for are there to change.
+      expect(await page.getByRole('textbox', { name: 'Card update URL' }).isDisabled()).toBe(false);
+      await page.getByRole('button', { name: 'Save integration settings' }).waitFor();
+      // The signing secret decides statuses: disabled, no button, and the reason names stripe:write.
+      const secret = page.getByLabel(/Stripe signing secret/);
+      expect(await secret.isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: /signing secret/ }).count()).toBe(0);
+      const reason = await secret.evaluate((e) =>
+        (e.getAttribute('aria-describedby') ?? '')
+          .split(' ')
+          .map((id) => document.getElementById(id)?.textContent ?? '')
+          .join(' '),
+      );
+      expect(reason).toContain('needs the stripe:write scope, which the key this session was opened with does not hold');
+      expect(reason).toContain('settings:write does not reach it');
       await noSeriousViolation(page);
       expect(problems).toEqual([]);
     } finally {
@@ -342,8 +372,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await page.getByRole('button', { name: 'Set signing secret' }).click();
       const secretError = page.locator('#stripe_webhook_secret-error');
       await secretError.waitFor();
-      expect(await secretError.innerText()).toMatch(/^stripe_webhook_secret: /);
-      expect(await description(stripeSecret)).toMatch(/stripe_webhook_secret: /);
+      // Its own route (PUT .../settings/stripe-webhook-secret, stripe:write) names the body's field `secret`.
+      expect(await secretError.innerText()).toMatch(/^secret: /);
+      expect(await description(stripeSecret)).toMatch(/secret: /);
       // Nothing of a refused change was kept.
       expect(await settings()).toMatchObject({ card_update_url: null, allowed_origins: null, stripe_webhook_secret_set: false });
 
@@ -372,6 +403,18 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       expect(await page.getByRole('button', { name: 'Replace signing secret' }).isDisabled()).toBe(true);
       const everything = await page.evaluate(() => document.documentElement.outerHTML + JSON.stringify({ ...sessionStorage, ...localStorage }));
       expect(everything).not.toContain(secret);
+
+      // The health page names the key that set it (and no key for the operator's changes).
+      await page.goto(`${service.url}/console/t/initech/health`);
+      const card = page.getByRole('region', { name: 'Stripe signing secret', exact: true });
+      await card.waitFor();
+      await card
+        .getByText(`(${key.slice(0, 12)}…)`)
+        .first()
+        .waitFor();
+      expect(await card.getByRole('row').count()).toBe(2);
+      expect(await card.innerText()).toContain('Last changed');
+      await page.goto(`${service.url}/console/t/initech/settings`);
 
       // A fresh page shows what the service holds; then each is cleared through it.
       await page.reload();

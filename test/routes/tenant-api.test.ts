@@ -131,7 +131,7 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     expect(status.json().history.at(-1)).toMatchObject({ source: 'admin', secret_key_id: key.id, admin_action: 'clear_override', effect: 'removed' });
   });
 
-  it('changes its own settings with settings:write, never its tier or suspension', async () => {
+  it('changes its own settings with settings:write, never its tier, suspension or Stripe signing secret', async () => {
     const key = await createKey('acme', ['settings:write']);
     const patched = await v1(key.secret_key, 'PATCH', '/settings', { card_update_url: 'https://acme.test/card', policy: { grace_days: 3 } });
     expect(patched.statusCode, patched.body).toBe(200);
@@ -146,7 +146,11 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
       expect(refused.statusCode).toBe(400);
       expect(refused.json().detail).toContain('is not a known field');
     }
-    const secret = await v1(key.secret_key, 'PATCH', '/settings', { stripe_webhook_secret: 'whsec_abcdefghijklmnop' });
+    // The Stripe signing secret decides statuses: settings:write alone does not reach it.
+    const refused = await v1(key.secret_key, 'PATCH', '/settings', { stripe_webhook_secret: 'whsec_abcdefghijklmnop' });
+    expect([refused.statusCode, refused.json().code]).toEqual([403, 'insufficient_scope']);
+    const both = await createKey('acme', ['settings:write', 'stripe:write']);
+    const secret = await v1(both.secret_key, 'PATCH', '/settings', { stripe_webhook_secret: 'whsec_abcdefghijklmnop' });
     expect(secret.json().stripe_webhook_secret_set).toBe(true);
     expect(secret.body).not.toContain('whsec_abcdefghijklmnop');
   });

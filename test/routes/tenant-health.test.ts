@@ -168,6 +168,8 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
           { day: '2026-01-01', received: 2, refused_signature: 1, refused_livemode: 1 },
         ],
       },
+      // Set by the operator (beforeAll): the change names no key.
+      stripe_webhook_secret: { set: true, changes: [{ at: iso(T0 - 10 * DAY), by: 'operator', key: null }] },
       read_model: { serving: true, lag_ms: 1_234 },
       deliveries: { pending: 0, oldest_pending_at: null, failed_7d: 0, endpoints: 0, disabled_endpoints: 0 },
       secret_keys: { seen_in_browser: [] },

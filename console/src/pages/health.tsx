@@ -22,10 +22,18 @@ export interface HealthAnswer {
     last_sync_at: string | null;
     days: { day: string; received: number; refused_signature: number; refused_livemode: number }[];
   };
+  stripe_webhook_secret: { set: boolean; changes: SecretChange[] };
   read_model: { serving: boolean; lag_ms: number | null };
   deliveries: { pending: number; oldest_pending_at: string | null; failed_7d: number; endpoints: number; disabled_endpoints: number };
   secret_keys: { seen_in_browser: { id: string; name: string; prefix: string; seen_in_browser_at: string }[] };
   at: string;
+}
+
+/** A change of the Stripe signing secret: by the operator, or by a secret key (with stripe:write). */
+export interface SecretChange {
+  at: string;
+  by: 'operator' | 'key';
+  key: { id: string; prefix: string; name: string } | null;
 }
 
 type Level = 'ok' | 'warn' | 'bad' | 'info';
@@ -129,6 +137,67 @@ function SecretKeysCard(props: { keys: HealthAnswer['secret_keys'] }) {
   );
 }
 
+/** Who made a change: the operator, or the key by name and prefix (kept once it is revoked). */
+function ChangedBy(props: { change: SecretChange }) {
+  const k = props.change.key;
+  if (k === null) return <>the operator</>;
+  return (
+    <>
+      the secret key {k.name} (<code>{k.prefix}…</code>)
+    </>
+  );
+}
+
+/**
+ * Who set the Stripe signing secret, the latest first: whoever holds it can sign events that
+ * lock a customer out or let one in, so each change is named, by the operator or by a key.
+ */
+function SigningSecretCard(props: { secret: HealthAnswer['stripe_webhook_secret'] }) {
+  const { set, changes } = props.secret;
+  const latest = changes[0];
+  return (
+    <section class="card" aria-labelledby="signing-secret-title">
+      <h2 id="signing-secret-title">Stripe signing secret</h2>
+      {!set ? (
+        <Verdict level="bad">No signing secret is set: Stripe's deliveries are refused until one is.</Verdict>
+      ) : latest === undefined ? (
+        <Verdict level="info">A signing secret is set; no change of it is recorded (it was set before changes were recorded).</Verdict>
+      ) : (
+        <Verdict level={latest.by === 'key' ? 'warn' : 'info'}>
+          Last changed {when(latest.at)} by <ChangedBy change={latest} />. It decides who is locked out: if you did not make this change, set the secret again
+          from Stripe's dashboard and revoke the key.
+        </Verdict>
+      )}
+      {changes.length > 0 ? (
+        <TableWrap label="Signing secret changes" class="panel">
+          <table class="secret-changes">
+            <caption class="sr-only">Changes of the Stripe signing secret, the latest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">By</th>
+              </tr>
+            </thead>
+            <tbody>
+              {changes.map((c, i) => (
+                <tr key={`${c.at}-${i}`}>
+                  <td>{when(c.at)}</td>
+                  <td>
+                    <ChangedBy change={c} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      ) : null}
+      <p class="hint">
+        Setting it needs the <code>stripe:write</code> scope; <code>settings:write</code> does not reach it.
+      </p>
+    </section>
+  );
+}
+
 export function Health() {
   const { session, base } = useConsole();
   const allowed = holds(session, 'subscribers:read');
@@ -218,6 +287,7 @@ export function Health() {
               </dd>
             </dl>
           </section>
+          <SigningSecretCard secret={h.stripe_webhook_secret} />
           <div class="grid-2">
             <section class="card" aria-labelledby="model-title">
               <h2 id="model-title">Read model</h2>

@@ -33,6 +33,7 @@ function pickIntegration(s: Integration): Integration {
 export function Settings() {
   const { session, base } = useConsole();
   const canWrite = holds(session, 'settings:write');
+  const canSetStripe = holds(session, 'stripe:write');
   // GET /settings needs settings:write: a key without it sees the sections its scopes allow.
   const loaded = useLoad(() => (canWrite ? api.get<SettingsAnswer>(`${base}/settings`) : Promise.resolve(null)), [base, canWrite]);
   const [settings, setSettings] = useState<SettingsAnswer | null>(null);
@@ -51,10 +52,10 @@ export function Settings() {
             canWrite={canWrite}
             onSaved={(policy) => setSettings((s) => s && { ...s, policy })}
           />
-          <IntegrationSection saved={settings} onSaved={(next) => setSettings((s) => s && { ...s, ...pickIntegration(next) })} />
+          <IntegrationSection saved={settings} canSetStripe={canSetStripe} onSaved={(next) => setSettings((s) => s && { ...s, ...pickIntegration(next) })} />
         </>
       ) : null}
-      {!canWrite ? <IntegrationSection saved={null} onSaved={() => undefined} /> : null}
+      {!canWrite ? <IntegrationSection saved={null} canSetStripe={canSetStripe} onSaved={() => undefined} /> : null}
       {/* Keyed: the sections above arrive later, and these keep what is typed in them meanwhile. */}
       <KeysSection key="keys" />
       <EndpointsSection key="endpoints" />

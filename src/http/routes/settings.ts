@@ -1,12 +1,14 @@
 import type { FastifyRequest } from 'fastify';
 import { brandingProblem } from '../../domain/branding.js';
 import { cardUpdateUrlProblem, originProblem } from '../../domain/validation.js';
-import type { TenantRecord, TenantSettings, TenantStore } from '../../store/store.js';
+import type { CredentialActor, CredentialChange, TenantRecord, TenantSettings, TenantStore } from '../../store/store.js';
 
-type SettingsStore = Pick<TenantStore, 'getTenant' | 'updateTenant' | 'listCredentials'>;
+type SettingsStore = Pick<TenantStore, 'getTenant' | 'updateTenant' | 'listCredentials' | 'credentialChanges'>;
 import type { App } from '../app-instance.js';
+import { holds } from '../principal.js';
+import type { Principal } from '../principal.js';
 import { AppError } from '../problems.js';
-import { Settings, UpdateSettingsBody } from '../schemas.js';
+import { Settings, STRIPE_SECRET_CHANGES_SHOWN, StripeWebhookSecretBody, StripeWebhookSecretState, UpdateSettingsBody } from '../schemas.js';
 import type { UpdateTenantBody } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
@@ -15,6 +17,9 @@ import type { Audience } from './common.js';
  * A tenant's own settings (CONTRACT.md section 7): what the tenant may change of itself,
  * for the tenant (`settings:write`) and the operator alike. Never its tier, suspension,
  * slug, mode or quota: those are the operator's, through PATCH /admin/v1/tenants/:slug.
+ * The Stripe webhook signing secret decides statuses as an override does: it needs
+ * `stripe:write` (PUT /settings/stripe-webhook-secret, or the field on PATCH with both
+ * scopes), and each change is recorded with the key or the operator that made it.
  */
 export interface SettingsRoutesOptions {
   audience: Audience;
@@ -53,8 +58,22 @@ export function settingsPatch(body: UpdateTenantBody): Partial<TenantSettings> {
   };
 }
 
+/** Who a change is recorded as made by: the operator, or the request's secret key. */
+function actorOf(principal: Principal | null): CredentialActor {
+  return principal?.kind === 'key' ? { kind: 'key', keyId: principal.keyId } : { kind: 'operator' };
+}
+
+/** A change of the signing secret as the API shows it: the key by id, prefix and name, or the operator. */
+export function presentCredentialChange(c: CredentialChange) {
+  return c.by.kind === 'key'
+    ? { at: c.at.toISOString(), by: 'key' as const, key: { id: c.by.id, prefix: c.by.prefix, name: c.by.name } }
+    : { at: c.at.toISOString(), by: 'operator' as const, key: null };
+}
+
 /**
- * Applies a tenant's update. A new Stripe signing secret replaces the old one the way
+ * Applies a tenant's update. Setting the Stripe signing secret needs `stripe:write` besides
+ * the route's scope (the operator holds both): whoever holds it can sign events that lock a
+ * customer out or let one in. A new Stripe signing secret replaces the old one the way
  * Stripe's own rolling does: both verify during the overlap, so that no event is refused
  * while the tenant switches.
  */
@@ -66,18 +85,23 @@ export async function updateTenant(
   at: Date,
   overlapS: number,
 ): Promise<TenantRecord> {
+  if (body.stripe_webhook_secret !== undefined && !holds(req.principal, 'stripe:write'))
+    throw new AppError('insufficient_scope', 'Setting stripe_webhook_secret needs the scope stripe:write.');
   checkSettings(body);
   const result = await store.updateTenant(
     slug,
     settingsPatch(body),
     at,
-    body.stripe_webhook_secret === undefined ? undefined : { kind: 'stripe_webhook_secret', material: body.stripe_webhook_secret, overlapS },
+    body.stripe_webhook_secret === undefined
+      ? undefined
+      : { kind: 'stripe_webhook_secret', material: body.stripe_webhook_secret, overlapS, by: actorOf(req.principal) },
   );
   if (!result.ok) {
     if (result.error === 'not_found') throw new AppError('tenant_not_found');
     throw invalid('tier', `no tier is named '${body.tier ?? ''}'`);
   }
-  req.log.info({ tenant: slug, fields: Object.keys(body) }, 'tenant updated');
+  const by = req.principal?.kind === 'key' ? req.principal.keyId : 'operator';
+  req.log.info({ tenant: slug, fields: Object.keys(body), ...(body.stripe_webhook_secret !== undefined ? { by } : {}) }, 'tenant updated');
   return result.tenant;
 }
 
@@ -129,5 +153,35 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
       },
     },
     async (req) => present(await updateTenant(store, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS)),
+  );
+
+  app.put(
+    '/settings/stripe-webhook-secret',
+    {
+      config: { scope: 'stripe:write' },
+      schema: {
+        ...doc(
+          audience,
+          'setStripeWebhookSecret',
+          'Set the Stripe webhook signing secret (stripe:write): the one it replaces keeps verifying for the overlap; the change is recorded with the key that made it',
+          tag,
+        ),
+        params: paramsOf(audience, {}),
+        body: StripeWebhookSecretBody,
+        response: { 200: StripeWebhookSecretState, ...ERRORS },
+      },
+    },
+    async (req) => {
+      const at = new Date(opts.now());
+      const tenant = await updateTenant(store, req, tenantOf(req).slug, { stripe_webhook_secret: req.body.secret }, at, opts.rotationOverlapS);
+      const credentials = await store.listCredentials(tenant.id, at);
+      const replaced = credentials.find((c) => c.kind === 'stripe_webhook_secret' && c.expiresAt !== null);
+      const changes = await store.credentialChanges(tenant.id, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
+      return {
+        stripe_webhook_secret_set: true,
+        previous_expires_at: replaced?.expiresAt?.toISOString() ?? null,
+        changes: changes.map(presentCredentialChange),
+      };
+    },
   );
 }

@@ -1,22 +1,24 @@
 import { utcDayStart } from '../../domain/stripe/intake.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
-import type { DeliveryHealth, EndpointStore, StripeIntakeStore, StripeIntakeSummary } from '../../store/store.js';
+import type { DeliveryHealth, EndpointStore, StripeIntakeStore, StripeIntakeSummary, TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
-import { TENANT_HEALTH_DAYS, TenantHealth } from '../schemas.js';
+import { STRIPE_SECRET_CHANGES_SHOWN, TENANT_HEALTH_DAYS, TenantHealth } from '../schemas.js';
 import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
 import type { Audience } from './common.js';
+import { presentCredentialChange } from './settings.js';
 
 /**
  * A tenant's health (docs/tenant-api.md), for the operator (/admin/v1/tenants/:slug/health)
  * and the tenant (/v1/health, with `subscribers:read`): what reached its Stripe webhook over
  * the last 7 UTC days (the intake counters, migration 016), how far behind the store the
- * answering process's read model may be, the state of its downstream deliveries, and the
- * secret keys seen from a browser (to rotate).
+ * answering process's read model may be, the state of its downstream deliveries, who last
+ * changed its Stripe signing secret (the operator, or which key), and the secret keys seen
+ * from a browser (to rotate).
  */
 export interface TenantHealthRoutesOptions {
   audience: Audience;
-  store: Pick<StripeIntakeStore, 'stripeIntake'> & Pick<SecretKeyStore, 'listSecretKeys'>;
+  store: Pick<StripeIntakeStore, 'stripeIntake'> & Pick<SecretKeyStore, 'listSecretKeys'> & Pick<TenantStore, 'listCredentials' | 'credentialChanges'>;
   deliveries: Pick<EndpointStore, 'deliveryHealth'>;
   model: Pick<ReadModel, 'serving' | 'lagMs'>;
   now: () => number;
@@ -72,7 +74,7 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
         ...doc(
           audience,
           'getHealth',
-          "The tenant's health: Stripe deliveries received and refused over 7 days, the read model's lag, downstream deliveries, secret keys seen from a browser",
+          "The tenant's health: Stripe deliveries received and refused over 7 days, who changed the Stripe signing secret, the read model's lag, downstream deliveries, secret keys seen from a browser",
           'health',
         ),
         params: paramsOf(audience, {}),
@@ -86,8 +88,14 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
       const intake = await store.stripeIntake(tenantId, since);
       const waiting = await deliveries.deliveryHealth(tenantId, new Date(nowMs - TENANT_HEALTH_DAYS * DAY_MS));
       const keys = await store.listSecretKeys(tenantId);
+      const credentials = await store.listCredentials(tenantId, new Date(nowMs));
+      const changes = await store.credentialChanges(tenantId, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
       return {
         stripe: presentStripe(since, intake),
+        stripe_webhook_secret: {
+          set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
+          changes: changes.map(presentCredentialChange),
+        },
         read_model: { serving: model.serving(nowMs), lag_ms: model.lagMs(nowMs) },
         deliveries: presentDeliveries(waiting),
         secret_keys: { seen_in_browser: presentSeenKeys(keys) },

@@ -18,13 +18,15 @@ const FIELDS: readonly Field[] = ['card_update_url', 'hmac_required', 'allowed_o
 
 /**
  * The field a refusal names: the service's validation details start with it
- * (`card_update_url: must be an https URL`, `allowed_origins[1]: must be an origin ...`).
+ * (`card_update_url: must be an https URL`, `allowed_origins[1]: must be an origin ...`,
+ * `secret: ...` for the signing secret's own route).
  * Null: the refusal is not about one field, and the form shows it as a whole.
  */
 export function fieldOf(error: ApiError | null): Field | null {
   if (error === null || error.code !== 'invalid_request') return null;
   const name = /^([a-z_]+)(?:\[\d+\])?:/.exec(error.detail)?.[1];
-  return FIELDS.find((f) => f === name) ?? null;
+  // The signing secret is set by its own route, whose body names it `secret`.
+  return FIELDS.find((f) => f === (name === 'secret' ? 'stripe_webhook_secret' : name)) ?? null;
 }
 
 /** The line of the origins' box a refusal names (`allowed_origins[1]` is the second), if it names one. */
@@ -175,8 +177,12 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
   );
 }
 
-/** Stripe's signing secret: written, never shown back; a new one replaces the old with an overlap. */
-function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: (s: Integration) => void }) {
+/**
+ * Stripe's signing secret: written, never shown back; a new one replaces the old with an
+ * overlap. It decides statuses as an override does, so it needs `stripe:write`
+ * (`PUT .../settings/stripe-webhook-secret`), which `settings:write` does not reach.
+ */
+function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: () => void }) {
   const { base, announce } = useConsole();
   const [secret, setSecret] = useState('');
   const [error, setError] = useState<ApiError | null>(null);
@@ -187,10 +193,10 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
     setBusy(true);
     setError(null);
     try {
-      const settings = await api.patch<Integration>(`${base}/settings`, { stripe_webhook_secret: secret.trim() });
+      await api.put(`${base}/settings/stripe-webhook-secret`, { secret: secret.trim() });
       // Not kept by the page once the service has it.
       setSecret('');
-      props.onSaved(settings);
+      props.onSaved();
       announce(props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.');
     } catch (err) {
       setError(asApiError(err));
@@ -237,7 +243,8 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
           </p>
         ) : (
           <p id="stripe_webhook_secret-scope" class="hint">
-            Setting the Stripe signing secret needs the <code>settings:write</code> scope, which the key this session was opened with does not hold.
+            Setting the Stripe signing secret needs the <code>stripe:write</code> scope, which the key this session was opened with does not hold. The secret
+            decides who is locked out, as an override does, so <code>settings:write</code> does not reach it.
           </p>
         )}
         <FieldError id="stripe_webhook_secret-error" error={error} field="stripe_webhook_secret" />
@@ -256,14 +263,20 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
  * The tenant object's settings besides branding and policy: the card update page, the hmac
  * requirement, the allowed origins and Stripe's signing secret, each refused as the API
  * refuses it, the refusal shown at its field. `saved` null: the session may not read them
- * (no settings:write), and the secret's field says why it is disabled.
+ * (no settings:write). The secret's field needs `stripe:write` (`canSetStripe`), and says
+ * why it is disabled without it.
  */
-export function IntegrationSection(props: { saved: Integration | null; onSaved: (s: Integration) => void }) {
+export function IntegrationSection(props: { saved: Integration | null; canSetStripe: boolean; onSaved: (s: Integration) => void }) {
+  const { saved, onSaved } = props;
   return (
     <section class="card settings-section" aria-labelledby="integration-title">
       <h2 id="integration-title">Integration</h2>
-      {props.saved !== null ? <AppSettings saved={props.saved} onSaved={props.onSaved} /> : null}
-      <StripeSecret set={props.saved?.stripe_webhook_secret_set ?? null} canWrite={props.saved !== null} onSaved={props.onSaved} />
+      {saved !== null ? <AppSettings saved={saved} onSaved={onSaved} /> : null}
+      <StripeSecret
+        set={saved?.stripe_webhook_secret_set ?? null}
+        canWrite={props.canSetStripe}
+        onSaved={() => (saved !== null ? onSaved({ ...saved, stripe_webhook_secret_set: true }) : undefined)}
+      />
     </section>
   );
 }

@@ -22,6 +22,7 @@ const SCOPES: [Scope, string][] = [
   ['settings:write', 'branding, policy and the other settings'],
   ['webhooks:write', 'webhook endpoints (write), retries'],
   ['keys:write', 'secret keys'],
+  ['stripe:write', 'the Stripe signing secret (it decides statuses, as an override does)'],
 ];
 
 export function KeysSection() {
