@@ -491,14 +491,13 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     /** Every byte this stream holds in the process: its own buffers, the response's and the socket's. */
     const queued = () => out.writableLength + out.readableLength + reply.raw.writableLength;
     const write = (text: string) => {
-      if (out.destroyed || out.writableEnded) return;
+      if (out.destroyed || out.writableEnded || reply.raw.destroyed) return;
       out.write(text);
       // A client that does not read: its connection goes (it resumes from its last id), not our memory.
       const held = queued();
       if (held > limits.maxBufferedBytes) {
         req.log.warn({ queued_bytes: held, bound_bytes: limits.maxBufferedBytes }, 'status feed stream: its client reads too slowly; the stream is closed');
         wait.close();
-        out.destroy();
         reply.raw.destroy();
       }
     };
@@ -524,10 +523,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       stopHeartbeat();
       if (!wait.revoked || out.destroyed) return;
       if (queued() === 0 && !out.writableEnded) out.end();
-      else {
-        out.destroy();
-        reply.raw.destroy();
-      }
+      else reply.raw.destroy();
     });
     const run = async () => {
       send(first.changes);
