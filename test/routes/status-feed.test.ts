@@ -527,7 +527,10 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await expect.poll(() => s.timers.pending.size).toBe(5);
     const replacement = await createKey(s.app, 'expiry-a');
     // The expiring key holds the tenant's one stream slot.
-    expect((await socketRequest(s.app, 'GET', `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}`, accept: 'text/event-stream' })).statusCode).toBe(429);
+    expect(
+      (await socketRequest(s.app, 'GET', `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}`, accept: 'text/event-stream' }))
+        .statusCode,
+    ).toBe(429);
     // Just before its expiry nothing ends; at it, both do.
     const [wall0, timers0] = [clock.ms, s.timers.ms];
     const untilExpiry = Date.parse(expiresAt) - wall0;
@@ -705,7 +708,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across
     const signedOutPoll = socketRequest(b.app, 'GET', `${path}&wait=30`, { cookie: first.cookie });
     // A heartbeat, a safety poll, an expiry and a sign-out check for the stream; the same but the heartbeat for the poll.
     await expect.poll(() => b.timers.pending.size).toBe(7);
-    const out = await a.app.inject({ method: 'DELETE', url: '/console/api/session', headers: { host: '127.0.0.1', cookie: first.cookie, [CSRF_HEADER]: first.csrf } });
+    const out = await a.app.inject({
+      method: 'DELETE',
+      url: '/console/api/session',
+      headers: { host: '127.0.0.1', cookie: first.cookie, [CSRF_HEADER]: first.csrf },
+    });
     expect(out.statusCode).toBe(204);
     // B learns the sign-out at its next check of the store (every 500 ms).
     expect(signedOut.state.ended).toBe(false);
