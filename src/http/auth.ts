@@ -230,9 +230,13 @@ function sessionCredential(
     refusal: 'invalid_session',
     endsAt(nowMs) {
       if (sessionEndsMs <= nowMs) return 'ended';
-      const key = model.tenantById(session.tenant.id)?.secretKeys.find((k) => k.id === session.keyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs));
-      if (key === undefined) return 'ended';
-      return key.expiresAtMs === null ? sessionEndsMs : Math.min(key.expiresAtMs, sessionEndsMs);
+      // A rotated key is listed once per digest in force: it lasts as long as the last of them.
+      const current = (model.tenantById(session.tenant.id)?.secretKeys ?? []).filter(
+        (k) => k.id === session.keyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs),
+      );
+      if (current.length === 0) return 'ended';
+      const keyEndsMs = current.some((k) => k.expiresAtMs === null) ? Infinity : Math.max(...current.map((k) => k.expiresAtMs ?? 0));
+      return Math.min(keyEndsMs, sessionEndsMs);
     },
     stillSignedIn,
   };

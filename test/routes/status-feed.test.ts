@@ -552,6 +552,26 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await expect.poll(() => s.timers.pending.size).toBe(0);
   });
 
+  it("a stream opened with a rotated key's old secret goes on through the overlap and ends at its end", async () => {
+    await admin('POST', '/tenants', { slug: 'rotated-a' });
+    const key = await createKey(s.app, 'rotated-a');
+    const from = ((await get('rotated-a', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
+    const stream = openStream(s.app, `/v1/status-changes?after=${from}`, auth('rotated-a'));
+    await stream.opened;
+    expect(stream.state.status).toBe(200);
+    // A heartbeat and a safety poll; the key never expires, so no expiry yet.
+    await expect.poll(() => s.timers.pending.size).toBe(2);
+    const rotated = await admin('POST', `/tenants/rotated-a/keys/${key.id}/rotate`, { overlap_seconds: 10 });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    // The rotation reaches the stream with the change log: its old secret now ends in 10 s.
+    await expect.poll(() => s.timers.pending.size).toBe(3);
+    expect(stream.state.ended).toBe(false);
+    clock.ms += 10_000;
+    s.timers.advance(10_000);
+    await expect.poll(() => stream.state.ended).toBe(true);
+    await expect.poll(() => s.timers.pending.size).toBe(0);
+  });
+
   it('cuts a stream whose client never reads once the bytes the process holds for it pass the bound, logs it, and frees the slot', async () => {
     const log = new Capture();
     const bound = 64 * 1024;
