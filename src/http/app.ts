@@ -403,7 +403,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null, keySightings: deps.keySightings ?? null, sessions });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
-        await statusFeedRoutes(v1, { feed: deps.store, model, ...deps.statusFeed });
+        await statusFeedRoutes(v1, { feed: deps.store, model, now, ...deps.statusFeed });
       },
       { prefix: '/v1' },
     );

@@ -7,7 +7,7 @@ import { findSecretKey } from '../domain/secret-keys.js';
 import type { ReadModel } from '../readmodel/index.js';
 import type { App } from './app-instance.js';
 import { holds } from './principal.js';
-import type { ResolvedTenant } from './principal.js';
+import type { Credential, ResolvedTenant } from './principal.js';
 import { AppError, sendProblem } from './problems.js';
 import type { RateLimiter } from './rate-limit.js';
 import { countFailures, guardAddress, guardKey, remaining, setRateLimitFields } from './rate-limit.js';
@@ -34,6 +34,7 @@ declare module 'fastify' {
 export function decorateRequests(app: App): void {
   app.decorateRequest('tenant', null);
   app.decorateRequest('principal', null);
+  app.decorateRequest('credential', null);
 }
 
 export interface OperatorAuthOptions {
@@ -160,6 +161,9 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
       opts.keyUsage?.used(session.keyId, opts.now());
       req.tenant = session.tenant;
       req.principal = { kind: 'key', keyId: session.keyId, scopes: session.scopes };
+      const sessionId = readCookie(req.headers.cookie, SESSION_COOKIE) ?? '';
+      const sessions = opts.sessions as SessionAuth;
+      req.credential = sessionCredential(model, session, () => sessions(sessionId).then((s) => s !== null));
       return;
     }
     const bearer = checkBearer(headers.authorization, 'invalid_secret_key', 'invalid_secret_key');
@@ -192,7 +196,50 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
     opts.keyUsage?.used(key.id, nowMs);
     req.tenant = { id: tenant.id, slug: tenant.slug };
     req.principal = { kind: 'key', keyId: key.id, scopes: key.scopes };
+    req.credential = keyCredential(model, tenant.id, digest);
   });
+}
+
+/**
+ * A secret key as the read model shows it, looked up again by its digest each time: a
+ * revocation, an expiry set by a rotation or the tenant's deletion reach it with the change
+ * log, on every instance.
+ */
+function keyCredential(model: Pick<ReadModel, 'tenantById'>, tenantId: number, digest: Buffer): Credential {
+  return {
+    refusal: 'invalid_secret_key',
+    endsAt(nowMs) {
+      const tenant = model.tenantById(tenantId);
+      const key = tenant === null ? null : findSecretKey(tenant.secretKeys, digest, nowMs);
+      return key === null ? 'ended' : key.expiresAtMs;
+    },
+  };
+}
+
+/**
+ * A tenant's console session: it ends at its own expiry, with the key it was opened with
+ * (revoked or expired, as the read model shows it), or when it is signed out (the store).
+ */
+function sessionCredential(
+  model: Pick<ReadModel, 'tenantById'>,
+  session: Extract<SessionPrincipal, { kind: 'key' }>,
+  stillSignedIn: () => Promise<boolean>,
+): Credential {
+  const sessionEndsMs = session.expiresAt.getTime();
+  return {
+    refusal: 'invalid_session',
+    endsAt(nowMs) {
+      if (sessionEndsMs <= nowMs) return 'ended';
+      // A rotated key is listed once per digest in force: it lasts as long as the last of them.
+      const current = (model.tenantById(session.tenant.id)?.secretKeys ?? []).filter(
+        (k) => k.id === session.keyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs),
+      );
+      if (current.length === 0) return 'ended';
+      const keyEndsMs = current.some((k) => k.expiresAtMs === null) ? Infinity : Math.max(...current.map((k) => k.expiresAtMs ?? 0));
+      return Math.min(keyEndsMs, sessionEndsMs);
+    },
+    stillSignedIn,
+  };
 }
 
 /** The route's scope, checked once the principal is known: 403 `insufficient_scope` without it. */

@@ -13,11 +13,30 @@ export interface ResolvedTenant {
   readonly slug: string;
 }
 
+/**
+ * The credential a tenant's request was let in with (a secret key, or a console session
+ * opened with one), asked again for as long as a connection it opened stays open: a long
+ * poll or an event stream ends when its credential is revoked or expires.
+ */
+export interface Credential {
+  /** The problem a request with it answers once it has ended. */
+  readonly refusal: 'invalid_secret_key' | 'invalid_session';
+  /**
+   * When it ends as this process's read model shows it at `nowMs` (milliseconds since the
+   * epoch; null: never), or 'ended': revoked, expired, or its tenant gone.
+   */
+  endsAt(nowMs: number): number | null | 'ended';
+  /** A console session: whether the store still holds it (a sign-out on any instance deletes it). Absent: nothing to ask. */
+  stillSignedIn?: () => Promise<boolean>;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the tenant-resolving hook on the routes of a tenant's resources; null elsewhere. */
     tenant: ResolvedTenant | null;
     principal: Principal | null;
+    /** Set by the secret key's hook (src/http/auth.ts); null for the operator and elsewhere. */
+    credential: Credential | null;
   }
 }
 

@@ -1,4 +1,7 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
+import pino from 'pino';
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
@@ -12,6 +15,8 @@ import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
+import { Capture } from '../helpers/log-capture.js';
+import { CSRF_HEADER, csrfTokenOf, SESSION_COOKIE } from '../../src/console/session.js';
 import { portOf, socketRequest } from '../helpers/socket.js';
 import type { SocketAnswer } from '../helpers/socket.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
@@ -65,10 +70,17 @@ interface Instance {
 }
 
 /** An instance as the server wires one: the feed under /v1, behind each tenant's secret key. */
-async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFeedLimits> = {}): Promise<Instance> {
+async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFeedLimits> = {}, log?: Capture): Promise<Instance> {
   const model = await ReadModel.open(store, { now: clock.now });
   const timers = new ManualTimers();
-  const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now, statusFeed: { timers, limits } });
+  const app = await buildApp({
+    store,
+    model,
+    adminToken: ADMIN_TOKEN,
+    now: clock.now,
+    statusFeed: { timers, limits },
+    ...(log === undefined ? {} : { logger: pino({ level: 'warn' }, log) }),
+  });
   await app.ready();
   return {
     app,
@@ -85,10 +97,47 @@ async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFe
 /** Each tenant's secret key (status:read), by slug: made when the tenant is. */
 const keys = new Map<string, string>();
 
-async function createKey(app: App, slug: string): Promise<void> {
-  const res = await adminRequest(app, 'POST', `/tenants/${slug}/keys`, { name: 'feed', scopes: ['status:read'] });
+async function createKey(app: App, slug: string, fields: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {
+  const res = await adminRequest(app, 'POST', `/tenants/${slug}/keys`, { name: 'feed', scopes: ['status:read'], ...fields });
   expect(res.statusCode, res.body).toBe(201);
-  keys.set(slug, (res.json() as { secret_key: string }).secret_key);
+  const key = res.json() as { id: string; secret_key: string };
+  keys.set(slug, key.secret_key);
+  return { id: key.id, secret: key.secret_key };
+}
+
+/** A console session opened with a tenant's secret key: its cookie, and the CSRF token its writes name. */
+async function signIn(app: App, secret: string): Promise<{ cookie: string; csrf: string }> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/console/api/session',
+    headers: { host: '127.0.0.1', 'content-type': 'application/json' },
+    payload: JSON.stringify({ credential: secret }),
+  });
+  expect(res.statusCode, res.body).toBe(201);
+  const id = /dunwall_session=([^;]+)/.exec(String(res.headers['set-cookie']))?.[1] ?? '';
+  return { cookie: `${SESSION_COOKIE}=${id}`, csrf: csrfTokenOf(id) };
+}
+
+/**
+ * A client that asks for a stream and never reads a byte of it: the server's side of its
+ * connection closes when the server cuts it, which `cut` says.
+ */
+async function neverReading(app: App, path: string, headers: Record<string, string>): Promise<{ socket: Socket; cut: Promise<void> }> {
+  let serverSide: Socket | null = null;
+  const cut = new Promise<void>((resolve) => {
+    app.server.once('connection', (sock: Socket) => {
+      serverSide = sock;
+      sock.once('close', () => resolve());
+    });
+  });
+  const port = await portOf(app);
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  socket.pause();
+  const lines = Object.entries({ host: '127.0.0.1', accept: 'text/event-stream', ...headers }).map(([k, v]) => `${k}: ${v}`);
+  socket.write(`GET ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+  await expect.poll(() => serverSide !== null).toBe(true);
+  return { socket, cut };
 }
 
 /** A tenant's server's request headers: its secret key. */
@@ -465,6 +514,101 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     ]);
   });
 
+  it("ends a stream and a long poll at their key's expiry (a timer on the service's clock), answers the poll 401, and frees the slot", async () => {
+    await admin('POST', '/tenants', { slug: 'expiry-a' });
+    const expiresAt = new Date(clock.ms - (clock.ms % 1000) + 20_000).toISOString();
+    const key = await createKey(s.app, 'expiry-a', { expires_at: expiresAt });
+    const from = ((await get('expiry-a', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
+    const stream = openStream(s.app, `/v1/status-changes?after=${from}`, auth('expiry-a'));
+    await stream.opened;
+    expect(stream.state.status).toBe(200);
+    const poll = get('expiry-a', `/status-changes?after=${from}&wait=30`);
+    // A heartbeat, a safety poll and an expiry for the stream; a safety poll and an expiry for the poll.
+    await expect.poll(() => s.timers.pending.size).toBe(5);
+    const replacement = await createKey(s.app, 'expiry-a');
+    // The expiring key holds the tenant's one stream slot.
+    expect(
+      (await socketRequest(s.app, 'GET', `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}`, accept: 'text/event-stream' }))
+        .statusCode,
+    ).toBe(429);
+    // Just before its expiry nothing ends; at it, both do.
+    const [wall0, timers0] = [clock.ms, s.timers.ms];
+    const untilExpiry = Date.parse(expiresAt) - wall0;
+    clock.ms = wall0 + untilExpiry - 1;
+    s.timers.advance(untilExpiry - 1);
+    expect(stream.state.ended).toBe(false);
+    expect(s.timers.ms - timers0).toBe(untilExpiry - 1);
+    clock.ms += 1;
+    s.timers.advance(1);
+    const answer = await poll;
+    expect(answer.statusCode).toBe(401);
+    expect(answer.json()).toMatchObject({ code: 'invalid_secret_key' });
+    await expect.poll(() => stream.state.ended).toBe(true);
+    expect(key.id).not.toBe(replacement.id);
+    const next = openStream(s.app, `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}` });
+    await next.opened;
+    expect(next.state.status).toBe(200);
+    next.close();
+    await expect.poll(() => s.timers.pending.size).toBe(0);
+  });
+
+  it("a stream opened with a rotated key's old secret goes on through the overlap and ends at its end", async () => {
+    await admin('POST', '/tenants', { slug: 'rotated-a' });
+    const key = await createKey(s.app, 'rotated-a');
+    const from = ((await get('rotated-a', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
+    const stream = openStream(s.app, `/v1/status-changes?after=${from}`, auth('rotated-a'));
+    await stream.opened;
+    expect(stream.state.status).toBe(200);
+    // A heartbeat and a safety poll; the key never expires, so no expiry yet.
+    await expect.poll(() => s.timers.pending.size).toBe(2);
+    const rotated = await admin('POST', `/tenants/rotated-a/keys/${key.id}/rotate`, { overlap_seconds: 10 });
+    expect(rotated.statusCode, rotated.body).toBe(200);
+    // The rotation reaches the stream with the change log: its old secret now ends in 10 s.
+    await expect.poll(() => s.timers.pending.size).toBe(3);
+    expect(stream.state.ended).toBe(false);
+    clock.ms += 10_000;
+    s.timers.advance(10_000);
+    await expect.poll(() => stream.state.ended).toBe(true);
+    await expect.poll(() => s.timers.pending.size).toBe(0);
+  });
+
+  it('cuts a stream whose client never reads once the bytes the process holds for it pass the bound, logs it, and frees the slot', async () => {
+    const log = new Capture();
+    const bound = 64 * 1024;
+    const slow = await instance(opened.store, clock, { maxStreamsPerTenant: 1, maxBufferedBytes: bound }, log);
+    try {
+      await adminRequest(slow.app, 'POST', '/tenants', { slug: 'slow-a' });
+      await createKey(slow.app, 'slow-a');
+      await slow.model.catchUp();
+      const tenantId = slow.model.tenant('slow-a')?.id ?? 0;
+      const from = ((await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }).feed_cursor;
+      // 12 MB of changes, more than the kernel's buffers of both ends take: the rest waits in the process.
+      const payUrl = `https://invoice.stripe.com/i/${'p'.repeat(400)}`;
+      await opened.db.query(
+        `INSERT INTO status_changes (tenant_id, processor_customer_id, status, pay_url, occurred_at)
+         SELECT $1, 'cus_slow_' || g, 'lockout', $2, now() FROM generate_series(1, 24000) AS g`,
+        [tenantId, payUrl],
+      );
+      const reader = await neverReading(slow.app, `/v1/status-changes?after=${from}&limit=1000`, auth('slow-a'));
+      await reader.cut;
+      reader.socket.destroy();
+      const cuts = log.entries().filter((e) => e.msg === 'status feed stream: its client reads too slowly; the stream is closed');
+      expect(cuts).toHaveLength(1);
+      const event = 600;
+      // What the process held for the stream when it was cut: the bound, and the one event that passed it.
+      expect(cuts[0]?.queued_bytes).toBeGreaterThan(bound);
+      expect(cuts[0]?.queued_bytes).toBeLessThanOrEqual(bound + event);
+      // Its slot is free again (a client resumes from where it read; here, past the flood).
+      const now = ((await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }).feed_cursor;
+      const again = openStream(slow.app, `/v1/status-changes?after=${now}`, auth('slow-a'));
+      await again.opened;
+      expect(again.state.status).toBe(200);
+      again.close();
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('ends its long polls and streams when the app closes, instead of holding the shutdown', async () => {
     const other = await instance(opened.store, clock);
     try {
@@ -521,5 +665,94 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across
     expect(answer.json().data.map((c: Change) => [c.processor_customer_id, c.status])).toEqual([['cus_twin', 'lockout']]);
     // No safety poll fired: B's read model woke it.
     expect(b.timers.ms).toBe(0);
+  });
+
+  it("a key revoked through A ends every stream and long poll it opened on A and B, and the tenant's new key gets their slots", async () => {
+    expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'revoked' })).statusCode).toBe(201);
+    const old = await createKey(a.app, 'revoked');
+    const fresh = await createKey(a.app, 'revoked');
+    await expect.poll(() => b.model.tenant('revoked')?.secretKeys.length ?? 0).toBe(2);
+    const oldAuth = { authorization: `Bearer ${old.secret}` };
+    const freshAuth = { authorization: `Bearer ${fresh.secret}` };
+    const from = ((await socketRequest(a.app, 'GET', '/v1/statuses', oldAuth)).json() as { feed_cursor: string }).feed_cursor;
+    const path = `/v1/status-changes?after=${from}`;
+    // Every stream slot of the tenant on both instances, and a long poll on each.
+    const streams = [a, b].flatMap((at) => Array.from({ length: 20 }, () => openStream(at.app, path, oldAuth)));
+    await Promise.all(streams.map((st) => st.opened));
+    expect(streams.every((st) => st.state.status === 200)).toBe(true);
+    for (const at of [a, b]) expect((await socketRequest(at.app, 'GET', path, { ...freshAuth, accept: 'text/event-stream' })).statusCode).toBe(429);
+    // The old key still receives: a change reaches all 40 streams.
+    expect((await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'warning' })).statusCode).toBe(200);
+    await expect.poll(() => streams.every((st) => st.state.events.length === 1)).toBe(true);
+    const after = streams[0]?.state.lastId ?? '';
+    const polls = [a, b].map((at) => socketRequest(at.app, 'GET', `/v1/status-changes?after=${after}&wait=30`, oldAuth));
+    // A heartbeat and a safety poll a stream, a safety poll the long poll.
+    await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([41, 41]);
+
+    const started = performance.now();
+    expect((await adminRequest(a.app, 'DELETE', `/tenants/revoked/keys/${old.id}`)).statusCode).toBe(204);
+    await expect.poll(() => streams.filter((st) => !st.state.ended).length, { timeout: 10_000 }).toBe(0);
+    for (const answer of await Promise.all(polls)) {
+      expect(answer.statusCode).toBe(401);
+      expect(answer.json()).toMatchObject({ code: 'invalid_secret_key' });
+    }
+    const endedMs = performance.now() - started;
+    console.info(`40 streams and 2 long polls on two instances ended ${endedMs.toFixed(0)} ms after the revocation was answered`);
+    // Ended by the change log, not by a timer: neither instance's time moved.
+    expect([a.timers.ms, b.timers.ms]).toEqual([0, 0]);
+    // A change after the revocation reaches none of them.
+    expect((await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'lockout' })).statusCode).toBe(200);
+    expect(streams.every((st) => st.state.events.length === 1)).toBe(true);
+    // The slots are free: the new key streams on both instances, and gets the change.
+    for (const at of [a, b]) {
+      const next = openStream(at.app, path, freshAuth);
+      await next.opened;
+      expect(next.state.status).toBe(200);
+      await expect.poll(() => next.state.events.length).toBe(2);
+      next.close();
+    }
+    await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([0, 0]);
+  });
+
+  it("a console session's stream on B ends when the session signs out on A, and when its key is revoked", async () => {
+    expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'session-feed' })).statusCode).toBe(201);
+    const key = await createKey(a.app, 'session-feed');
+    await expect.poll(() => b.model.tenant('session-feed')?.secretKeys.length ?? 0).toBe(1);
+    const from = ((await socketRequest(a.app, 'GET', '/v1/statuses', auth('session-feed'))).json() as { feed_cursor: string }).feed_cursor;
+    const path = `/v1/status-changes?after=${from}`;
+
+    const first = await signIn(a.app, key.secret);
+    const signedOut = openStream(b.app, path, { cookie: first.cookie });
+    await signedOut.opened;
+    expect(signedOut.state.status).toBe(200);
+    const signedOutPoll = socketRequest(b.app, 'GET', `${path}&wait=30`, { cookie: first.cookie });
+    // A heartbeat, a safety poll, an expiry and a sign-out check for the stream; the same but the heartbeat for the poll.
+    await expect.poll(() => b.timers.pending.size).toBe(7);
+    const out = await a.app.inject({
+      method: 'DELETE',
+      url: '/console/api/session',
+      headers: { host: '127.0.0.1', cookie: first.cookie, [CSRF_HEADER]: first.csrf },
+    });
+    expect(out.statusCode).toBe(204);
+    // B learns the sign-out at its next check of the store (every 500 ms).
+    expect(signedOut.state.ended).toBe(false);
+    b.timers.advance(500);
+    await expect.poll(() => signedOut.state.ended).toBe(true);
+    const polled = await signedOutPoll;
+    expect(polled.statusCode).toBe(401);
+    expect(polled.json()).toMatchObject({ code: 'invalid_session' });
+    await expect.poll(() => b.timers.pending.size).toBe(0);
+
+    // A session whose key is revoked ends with the change log, no check of the store needed.
+    const second = await signIn(a.app, key.secret);
+    const keyRevoked = openStream(b.app, path, { cookie: second.cookie });
+    await keyRevoked.opened;
+    expect(keyRevoked.state.status).toBe(200);
+    await expect.poll(() => b.timers.pending.size).toBe(4);
+    const before = b.timers.ms;
+    expect((await adminRequest(a.app, 'DELETE', `/tenants/session-feed/keys/${key.id}`)).statusCode).toBe(204);
+    await expect.poll(() => keyRevoked.state.ended, { timeout: 10_000 }).toBe(true);
+    expect(b.timers.ms).toBe(before);
+    await expect.poll(() => b.timers.pending.size).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { formatLockoutAt } from '../../domain/policy.js';
 import type { ChangedTenants, ReadModel } from '../../readmodel/index.js';
 import type { StatusChange, StatusChanges, StatusEntry, StatusFeed } from '../../store/store.js';
 import type { App } from '../app-instance.js';
-import type { ResolvedTenant } from '../principal.js';
+import type { Credential, ResolvedTenant } from '../principal.js';
 import { AppError } from '../problems.js';
 import { Entitlements, ProblemRef, Status } from '../schemas.js';
 
@@ -37,8 +37,13 @@ export interface StatusFeedLimits {
   heartbeatMs: number;
   /** A wait reads the feed at least this often, woken or not: the net under the wake-ups. */
   safetyPollMs: number;
-  /** A stream whose client reads slower than its changes come is closed past this many unsent bytes (it resumes from its last id). */
+  /**
+   * A stream whose client reads slower than its changes come is closed once more than this
+   * many bytes wait in the process to be sent to it (it resumes from its last id).
+   */
   maxBufferedBytes: number;
+  /** A console session's stream or long poll asks the store this often whether it was signed out. */
+  sessionRecheckMs: number;
 }
 
 export const DEFAULT_STATUS_FEED_LIMITS: Readonly<StatusFeedLimits> = Object.freeze({
@@ -46,8 +51,12 @@ export const DEFAULT_STATUS_FEED_LIMITS: Readonly<StatusFeedLimits> = Object.fre
   maxWaitsPerTenant: 100,
   heartbeatMs: 15_000,
   safetyPollMs: 5_000,
-  maxBufferedBytes: 1024 * 1024,
+  maxBufferedBytes: 256 * 1024,
+  sessionRecheckMs: 500,
 });
+
+/** An expiry further away than this is looked at again then (timers hold at most about 24 days). */
+const LONGEST_EXPIRY_TIMER_MS = 3_600_000;
 
 /** The Retry-After of a 429 `too_many_streams`. */
 const TOO_MANY_RETRY_AFTER_S = 5;
@@ -76,6 +85,9 @@ export interface StatusFeedOptions {
   model: Pick<ReadModel, 'tenant' | 'onChanged'>;
   limits?: Partial<StatusFeedLimits>;
   timers?: FeedTimers;
+  /** The wall clock the credentials' expiries are read on (milliseconds since the epoch); default Date.now. */
+  now?: () => number;
+
   /**
    * The routes' OpenAPI security requirement; default `[{ secretKey: ['status:read'] }]`, which
    * needs a `secretKey` security scheme in the document.
@@ -167,11 +179,21 @@ class Wait {
   private woken = false;
   private closed = false;
   private settle: ((why: Woken) => void) | null = null;
+  private readonly ends: (() => void)[] = [];
+  private revokedFlag = false;
 
   constructor(
     private readonly timers: FeedTimers,
     private readonly onClose: () => void,
+    /** What let the request in; null: the operator's, which nothing revokes. */
+    readonly credential: Credential | null,
   ) {}
+
+  /** `fn` runs once when the wait closes (at once if it has). */
+  onEnd(fn: () => void): void {
+    if (this.closed) fn();
+    else this.ends.push(fn);
+  }
 
   /** A change of the tenant was applied: the current or the next `next` resolves at once. */
   wake(): void {
@@ -200,12 +222,25 @@ class Wait {
     return this.closed;
   }
 
+  /** Closed because its credential was revoked, expired or signed out. */
+  get revoked(): boolean {
+    return this.revokedFlag;
+  }
+
   /** The request ended, its client left, or the app closes: idempotent. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.settle?.('closed');
     this.onClose();
+    for (const fn of this.ends.splice(0)) fn();
+  }
+
+  /** Its credential ended: it closes, and its request is answered as one with that credential would be. */
+  revoke(): void {
+    if (this.closed) return;
+    this.revokedFlag = true;
+    this.close();
   }
 }
 
@@ -220,14 +255,23 @@ class Waits {
   private unlisten: (() => void) | null = null;
   private closing = false;
 
+  /** The expiry timer of each open wait with a credential: set again whenever its end is looked up. */
+  private readonly expiries = new Map<Wait, (cancel: () => void) => void>();
+
   constructor(
     private readonly model: StatusFeedOptions['model'],
     private readonly timers: FeedTimers,
     private readonly limits: StatusFeedLimits,
+    private readonly now: () => number,
   ) {}
 
-  /** A wait for the tenant's changes; too_many_streams past the kind's bound. */
-  take(tenantId: number, kind: 'stream' | 'poll'): Wait {
+  /**
+   * A wait for the tenant's changes, held for as long as `credential` holds: revoked when the
+   * read model shows it ended (every catch-up that changed the tenant asks again), at its
+   * expiry (a timer), or, for a console session, once the store no longer has it (asked every
+   * `sessionRecheckMs`). too_many_streams past the kind's bound.
+   */
+  take(tenantId: number, kind: 'stream' | 'poll', credential: Credential | null): Wait {
     const counts = this.counts[kind];
     const held = counts.get(tenantId) ?? 0;
     const bound = kind === 'stream' ? this.limits.maxStreamsPerTenant : this.limits.maxWaitsPerTenant;
@@ -238,25 +282,74 @@ class Waits {
       set = new Set();
       this.open.set(tenantId, set);
     }
-    const wait: Wait = new Wait(this.timers, () => {
-      set.delete(wait);
-      if (set.size === 0 && this.open.get(tenantId) === set) this.open.delete(tenantId);
-      const left = (counts.get(tenantId) ?? 1) - 1;
-      if (left > 0) counts.set(tenantId, left);
-      else counts.delete(tenantId);
-    });
+    let stopExpiry = () => {};
+    let stopRecheck = () => {};
+    const wait: Wait = new Wait(
+      this.timers,
+      () => {
+        stopExpiry();
+        stopRecheck();
+        this.expiries.delete(wait);
+        set.delete(wait);
+        if (set.size === 0 && this.open.get(tenantId) === set) this.open.delete(tenantId);
+        const left = (counts.get(tenantId) ?? 1) - 1;
+        if (left > 0) counts.set(tenantId, left);
+        else counts.delete(tenantId);
+      },
+      credential,
+    );
     set.add(wait);
     counts.set(tenantId, held + 1);
-    if (this.closing) wait.close();
+    if (this.closing) {
+      wait.close();
+      return wait;
+    }
+    if (credential === null) return wait;
+    this.expiries.set(wait, (cancel) => {
+      stopExpiry();
+      stopExpiry = cancel;
+    });
+    this.checkCredential(wait);
+    const stillSignedIn = credential.stillSignedIn;
+    if (stillSignedIn !== undefined) {
+      const recheck = () => {
+        stopRecheck = this.timers.after(this.limits.sessionRecheckMs, () => {
+          // A store that cannot answer keeps the session (it fails open); the read model still ends its key.
+          void stillSignedIn()
+            .catch(() => true)
+            .then((yes) => {
+              if (!yes) wait.revoke();
+              else if (!wait.isClosed) recheck();
+            });
+        });
+      };
+      if (!wait.isClosed) recheck();
+    }
     return wait;
   }
 
-  private wake(tenants: ChangedTenants): void {
-    if (tenants === null) {
-      for (const set of this.open.values()) for (const wait of set) wait.wake();
+  /** Revokes a wait whose credential has ended; else sets its timer to the credential's end. */
+  private checkCredential(wait: Wait): void {
+    const credential = wait.credential;
+    const setTimer = this.expiries.get(wait);
+    if (credential === null || wait.isClosed || setTimer === undefined) return;
+    const nowMs = this.now();
+    const ends = credential.endsAt(nowMs);
+    if (ends === 'ended' || (ends !== null && ends <= nowMs)) {
+      wait.revoke();
       return;
     }
-    for (const id of tenants) for (const wait of this.open.get(id) ?? []) wait.wake();
+    setTimer(ends === null ? () => {} : this.timers.after(Math.min(ends - nowMs, LONGEST_EXPIRY_TIMER_MS), () => this.checkCredential(wait)));
+  }
+
+  private wake(tenants: ChangedTenants): void {
+    const sets = tenants === null ? [...this.open.values()] : [...tenants].map((id) => this.open.get(id) ?? new Set<Wait>());
+    for (const set of sets)
+      for (const wait of [...set]) {
+        // A key revoked or rotated, a session's key gone, a tenant deleted: each change of the tenant asks again.
+        this.checkCredential(wait);
+        wait.wake();
+      }
   }
 
   /** The app closes: every long poll answers what it has, every stream ends. */
@@ -295,6 +388,11 @@ function feedCursorOf(value: string, parameter: string): FeedCursor {
   return cursor;
 }
 
+/** A wait whose credential ended is answered as a request with that credential now is. */
+function refuseRevoked(wait: Wait | null): void {
+  if (wait?.revoked === true) throw new AppError(wait.credential?.refusal ?? 'invalid_secret_key');
+}
+
 function wantsEventStream(accept: string | undefined): boolean {
   if (accept === undefined) return false;
   return accept.split(',').some((range) => range.split(';')[0]?.trim().toLowerCase() === 'text/event-stream');
@@ -310,7 +408,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
   const { feed, model } = opts;
   const limits: StatusFeedLimits = { ...DEFAULT_STATUS_FEED_LIMITS, ...opts.limits };
   const timers = opts.timers ?? REAL_FEED_TIMERS;
-  const waits = new Waits(model, timers, limits);
+  const waits = new Waits(model, timers, limits, opts.now ?? Date.now);
   app.addHook('preClose', (done) => {
     waits.closeAll();
     done();
@@ -390,11 +488,15 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     const out = new PassThrough();
     let lastId: string | null = null;
     let position = first.next;
+    /** Every byte this stream holds in the process: its own buffers, the response's and the socket's. */
+    const queued = () => out.writableLength + out.readableLength + reply.raw.writableLength;
     const write = (text: string) => {
-      if (out.destroyed || out.writableEnded) return;
+      if (out.destroyed || out.writableEnded || reply.raw.destroyed) return;
       out.write(text);
       // A client that does not read: its connection goes (it resumes from its last id), not our memory.
-      if (out.writableLength > limits.maxBufferedBytes) {
+      const held = queued();
+      if (held > limits.maxBufferedBytes) {
+        req.log.warn({ queued_bytes: held, bound_bytes: limits.maxBufferedBytes }, 'status feed stream: its client reads too slowly; the stream is closed');
         wait.close();
         reply.raw.destroy();
       }
@@ -415,6 +517,14 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     };
     // Fastify destroys the body stream when the response fails.
     out.on('close', () => wait.close());
+    // The credential ended (or the app closes): nothing more is sent. What is sent ends the
+    // response; a client that had not read it all loses the connection instead.
+    wait.onEnd(() => {
+      stopHeartbeat();
+      if (!wait.revoked || out.destroyed) return;
+      if (queued() === 0 && !out.writableEnded) out.end();
+      else reply.raw.destroy();
+    });
     const run = async () => {
       send(first.changes);
       let full = first.changes.length === limit;
@@ -436,7 +546,7 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       .finally(() => {
         stopHeartbeat();
         wait.close();
-        out.end();
+        if (!out.destroyed && !out.writableEnded) out.end();
       });
     // The headers and a first comment at once: the client knows the stream is open.
     out.write(': stream open\n\n');
@@ -482,7 +592,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       const cursor =
         events && typeof lastEventId === 'string' && lastEventId !== '' ? feedCursorOf(lastEventId, 'Last-Event-ID') : feedCursorOf(req.query.after, 'after');
       const waitMs = events ? 0 : Number(req.query.wait ?? '0') * 1000;
-      const wait = events || waitMs > 0 ? waits.take(tenant.id, events ? 'stream' : 'poll') : null;
+      const wait = events || waitMs > 0 ? waits.take(tenant.id, events ? 'stream' : 'poll', req.credential) : null;
+      refuseRevoked(wait);
       if (wait !== null) {
         // The client left: its wait ends (a long poll's answer then goes nowhere).
         reply.raw.on('close', () => wait.close());
@@ -491,6 +602,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       try {
         const result =
           wait !== null && waitMs > 0 ? await follow(tenant.id, cursor, limit, waitMs, wait) : await feed.statusChangesAfter(tenant.id, cursor, limit);
+        // Revoked, expired or signed out while it waited: answered as the request would be now.
+        refuseRevoked(wait);
         if (result.expired) throw new AppError('cursor_expired');
         if (events && wait !== null) return stream(req, reply, tenant.id, result, limit, wait);
         reply.header('cache-control', 'no-store');
