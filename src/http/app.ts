@@ -22,6 +22,7 @@ import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../downstream/index.js';
 import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
+import type { ClockSkewReading } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { packageRoutes } from './routes/packages.js';
 import { brandingRoutes } from './routes/branding.js';
@@ -91,6 +92,8 @@ export interface AppDeps {
   now?: () => number;
   /** A monotonic clock in milliseconds (how long a /readyz check is reused); default performance.now. */
   monotonicNow?: () => number;
+  /** How this instance's clock stands against the database's, shown by /readyz. */
+  clockSkew?: () => ClockSkewReading;
   /**
    * The SHA-256 digest of the admin token: the app never holds the token itself. null, or
    * absent with no `adminToken` either: the admin API is off.
@@ -351,7 +354,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   }
 
-  await app.register(healthRoutes, { store: deps.store, model, now, ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}) });
+  await app.register(healthRoutes, {
+    store: deps.store,
+    model,
+    now,
+    ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}),
+    ...(deps.clockSkew ? { clockSkew: deps.clockSkew } : {}),
+  });
   await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(packageRoutes, { packages: deps.packages ?? null, limiter });

@@ -168,8 +168,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     // A secret key sent from a browser: logged and marked once a minute per key, every refusal counted.
     const keySightings = new SecretKeySightings({ log, write: (seen) => store.markSecretKeysSeenInBrowser(seen) });
     const stripeIntake = new StripeIntake();
+    // Made before the app so that /readyz shows its clock; started once the app listens.
+    const policyClock = new PolicyClock({ store, log });
     const app = await buildApp({
       store,
+      clockSkew: () => policyClock.skew(),
       keyUsage,
       keySightings,
       stripeIntake,
@@ -224,7 +227,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     }).start();
     const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.webhooks, log }).start();
     // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
-    const policyClock = new PolicyClock({ store, log }).start();
+    policyClock.start();
     // A change this instance commits is sent at once; others' within the poll interval.
     const stopWaking = store.onCommit(() => deliverer.wake());
     // Secret keys' last use, written about once a minute, never per request.
@@ -263,6 +266,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       'dunwall_policy_lockouts_recorded_total',
       'Scheduled lockouts (a grace ended, an escalation) recorded by this instance',
       () => policyClock.counts.lockoutsRecorded,
+    );
+    metrics.observeGauge(
+      'dunwall_clock_skew_seconds',
+      "This instance's clock minus the database's, in seconds (time-driven changes follow the database's)",
+      () => policyClock.skew().skewSeconds,
     );
     metrics.observeCounter(
       'dunwall_policy_subscribers_reanswered_total',
