@@ -34,7 +34,7 @@ import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
-import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
+import { CursorNotIssuedError, isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
 import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
 import { boundStoreCalls } from './store-bound.js';
 import { awaitWritesApplied } from './write-visibility.js';
@@ -312,6 +312,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return sendProblem(reply, err.code, err.detail);
     }
     if (err.validation) return sendProblem(reply, 'invalid_request', describeValidationError(err));
+    if (err instanceof CursorNotIssuedError) return sendProblem(reply, 'invalid_cursor', 'The cursor names a position this service never handed out: list again.');
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendProblem(reply, 'payload_too_large');
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
     if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');
