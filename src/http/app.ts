@@ -28,7 +28,7 @@ import { packageRoutes } from './routes/packages.js';
 import { brandingRoutes } from './routes/branding.js';
 import { consoleRoutes } from './routes/console.js';
 import type { ConsoleAssets } from '../console/assets.js';
-import { DEFAULT_CONSOLE_SESSION_TTL_MS, resolveSession } from '../console/session.js';
+import { DEFAULT_CONSOLE_SESSION_TTL_MS, isLoopbackAddress, resolveSession } from '../console/session.js';
 import type { SessionAuth } from './auth.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
@@ -43,6 +43,7 @@ import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
 import type { PackageTarballs } from './package-tarballs.js';
 import type { Metrics } from '../metrics/index.js';
+import { FORWARDING_HEADERS } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
 import { RateLimiter } from './rate-limit.js';
 import type { RateLimits } from './rate-limit.js';
@@ -376,6 +377,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const proto = req.headers['x-forwarded-proto'];
     return proto === 'https' || /(^|[;,\s])proto=https\b/i.test(String(req.headers.forwarded ?? ''));
   };
+  // Straight from this machine: the socket's peer is loopback, and no proxy stands between
+  // (a proxy on this machine passes on other machines' requests; a forwarding header says one
+  // did). Never the Host header, which the client writes.
+  const fromLoopback = (req: FastifyRequest) => {
+    const peer = req.socket.remoteAddress;
+    if (!isLoopbackAddress(peer)) return false;
+    if (trusted !== null && trusted.trusts(peer ?? '')) return false;
+    return FORWARDING_HEADERS.every((h) => req.headers[h] === undefined) && req.headers['x-forwarded-proto'] === undefined;
+  };
   await app.register(consoleRoutes, {
     assets: deps.console?.assets ?? null,
     store: deps.store,
@@ -385,6 +395,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     limiter,
     sessionTtlMs: deps.console?.sessionTtlMs ?? DEFAULT_CONSOLE_SESSION_TTL_MS,
     viaHttps,
+    fromLoopback,
   });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
   const intake = deps.stripeIntake ?? null;
