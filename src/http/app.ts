@@ -313,7 +313,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return sendProblem(reply, err.code, err.detail);
     }
     if (err.validation) return sendProblem(reply, 'invalid_request', describeValidationError(err));
-    if (err instanceof CursorNotIssuedError) return sendProblem(reply, 'invalid_cursor', 'The cursor names a position this service never handed out: list again.');
+    if (err instanceof CursorNotIssuedError)
+      return sendProblem(reply, 'invalid_cursor', 'The cursor names a position this service never handed out: list again.');
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendProblem(reply, 'payload_too_large');
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
     if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');

@@ -120,7 +120,8 @@ export class PolicyClock {
         { skew_seconds: skew.skewSeconds, bound_seconds: skew.boundSeconds },
         "clock: this instance's clock is off from the database's by more than the bound; time-driven changes follow the database's",
       );
-    else if (skew.ok && !wasOk) this.opts.log.info({ skew_seconds: skew.skewSeconds }, "clock: this instance's clock is back within the bound of the database's");
+    else if (skew.ok && !wasOk)
+      this.opts.log.info({ skew_seconds: skew.skewSeconds }, "clock: this instance's clock is back within the bound of the database's");
     return skew;
   }
 

@@ -482,9 +482,7 @@ export class SqlStore implements Store {
     // One short transaction per customer, under its lock: a racing instance that took the
     // same customer finds the lockout written and records nothing more.
     for (const row of due) {
-      const done = await this.db.transaction(async (tx) =>
-        recordDueLockout(tx, row.tenant_id, row.processor_customer_id, await databaseNow(tx, notAfter)),
-      );
+      const done = await this.db.transaction(async (tx) => recordDueLockout(tx, row.tenant_id, row.processor_customer_id, await databaseNow(tx, notAfter)));
       if (done) recorded += 1;
     }
     if (recorded > 0) this.emit();

@@ -39,7 +39,14 @@ describe.each(engines)('Console loopback rule ($name)', (engine) => {
     const body = JSON.stringify({ credential: key });
     return new Promise((resolve, reject) => {
       const req = request(
-        { host: address, port, method: 'POST', path: '/console/api/session', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers }, timeout: 10_000 },
+        {
+          host: address,
+          port,
+          method: 'POST',
+          path: '/console/api/session',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+          timeout: 10_000,
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8');

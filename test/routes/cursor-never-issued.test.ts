@@ -4,7 +4,6 @@ import { buildApp } from '../../src/http/app.js';
 import type { App } from '../../src/http/app.js';
 import { encodeFeedCursor, encodeListCursor } from '../../src/domain/feed-cursor.js';
 import { availableEngines } from '../helpers/engines.js';
-import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
 
@@ -47,7 +46,11 @@ describe.each(engines)('Cursors never issued ($name)', (engine) => {
   const get = (path: string, headers: Record<string, string> = {}) => socketRequest(app, 'GET', path, { authorization: `Bearer ${key}`, ...headers });
   // Far ahead of any transaction this database has run: 2^33, and just below PostgreSQL's bound.
   const far = ['8589934592:8589934592:', '9223372036854775000:9223372036854775000:'];
-  const feedCursors = ['AYCAgICAIAAA', ...far.map((since) => encodeFeedCursor({ since, within: null })), encodeFeedCursor({ since: '3:3:', within: { upto: far[0] as string, afterSeq: '5' } })];
+  const feedCursors = [
+    'AYCAgICAIAAA',
+    ...far.map((since) => encodeFeedCursor({ since, within: null })),
+    encodeFeedCursor({ since: '3:3:', within: { upto: far[0] as string, afterSeq: '5' } }),
+  ];
   const listCursors = far.map((feed) => encodeListCursor({ feed, after: 'cus_a' }));
 
   it.each(feedCursors)('the feed refuses %s with 400 invalid_cursor', async (cursor) => {
@@ -69,7 +72,11 @@ describe.each(engines)('Cursors never issued ($name)', (engine) => {
   });
 
   it('the other lists refuse a cursor they never handed out with 400 invalid_cursor', async () => {
-    for (const path of ['/v1/subscribers?cursor=AYCAgICAIAAA', '/v1/subscribers?status=lockout&cursor=AYCAgICAIAAA', '/v1/webhook-endpoints?cursor=AYCAgICAIAAA']) {
+    for (const path of [
+      '/v1/subscribers?cursor=AYCAgICAIAAA',
+      '/v1/subscribers?status=lockout&cursor=AYCAgICAIAAA',
+      '/v1/webhook-endpoints?cursor=AYCAgICAIAAA',
+    ]) {
       const res = await get(path);
       expect(res.statusCode, `${path} ${res.body}`).toBeLessThan(500);
       if (res.statusCode === 400) expect(res.json()).toMatchObject({ code: expect.stringMatching(/invalid_cursor|invalid_request/) });

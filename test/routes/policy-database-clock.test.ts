@@ -73,7 +73,11 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
   async function failedAt(customerId: string, receivedMs: number): Promise<string> {
     s.clock.ms = receivedMs;
     const created = Math.floor(receivedMs / 1000);
-    const { payload, signature } = signed(event('invoice.payment_failed', invoice(customerId, { ids: paymentIds(), next_payment_attempt: null }), { created }), SECRET, created);
+    const { payload, signature } = signed(
+      event('invoice.payment_failed', invoice(customerId, { ids: paymentIds(), next_payment_attempt: null }), { created }),
+      SECRET,
+      created,
+    );
     const res = await s.app.inject({
       method: 'POST',
       url: '/webhooks/stripe/clock',
@@ -111,7 +115,9 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
     const lockoutAt = await failedAt('cus_clock_due', Date.now() - DAY_MS - 1_000);
     await Promise.all([s.fast.tick(), ...s.stores.map((store) => store.recordDueLockouts(null, 100))]);
     expect(await policyEntries('cus_clock_due')).toEqual([expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' })]);
-    const history = ((await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_due')).json() as { history: { source: string; occurred_at: string }[] }).history;
+    const history = (
+      (await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_due')).json() as { history: { source: string; occurred_at: string }[] }
+    ).history;
     expect(history.find((h) => h.source === 'policy')?.occurred_at).toBe(new Date(lockoutAt).toISOString());
     // The early one is still not recorded.
     expect(await policyEntries('cus_clock_early')).toEqual([]);

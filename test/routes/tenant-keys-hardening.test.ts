@@ -30,7 +30,13 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
   }
 
   const call = (key: string, method: string, path: string, body?: unknown) =>
-    socketRequest(h.app, method, `/v1${path}`, { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body === undefined ? undefined : JSON.stringify(body));
+    socketRequest(
+      h.app,
+      method,
+      `/v1${path}`,
+      { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body === undefined ? undefined : JSON.stringify(body),
+    );
 
   it('a key created by an expiring key expires no later than its creator, and the answer says so', async () => {
     const creatorExpiry = new Date(h.clock.ms + HOUR_MS).toISOString();
@@ -40,7 +46,11 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
     expect(unbounded.statusCode, unbounded.body).toBe(201);
     expect(unbounded.json()).toMatchObject({ expires_at: creatorExpiry, expires_at_clamped_by: creator.id });
     // A later one: the creator's.
-    const later = await call(creator.secret_key, 'POST', '/keys', { name: 'child later', scopes: ['status:read'], expires_at: new Date(h.clock.ms + 48 * HOUR_MS).toISOString() });
+    const later = await call(creator.secret_key, 'POST', '/keys', {
+      name: 'child later',
+      scopes: ['status:read'],
+      expires_at: new Date(h.clock.ms + 48 * HOUR_MS).toISOString(),
+    });
     expect(later.statusCode, later.body).toBe(201);
     expect(later.json()).toMatchObject({ expires_at: creatorExpiry, expires_at_clamped_by: creator.id });
     // An earlier one: as asked, nothing said.
@@ -143,11 +153,10 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
        VALUES ($1, $2, 'failed', 1, now(), now(), now(), 302, $3, now())`,
       [ep?.id, ev?.id, error],
     );
-    await db.query(`INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error) VALUES ($1, $2, now(), 302, 5, 'failed', $3)`, [
-      ep?.id,
-      ev?.id,
-      error,
-    ]);
+    await db.query(
+      `INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error) VALUES ($1, $2, now(), 302, 5, 'failed', $3)`,
+      [ep?.id, ev?.id, error],
+    );
     const reader = await operatorKey({ name: 'attempts', scopes: ['subscribers:read'] });
     for (const [path, field] of [
       [`/webhook-endpoints/${endpoint}/attempts`, 'error'],
