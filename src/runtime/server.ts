@@ -126,6 +126,11 @@ export interface StartOptions {
   metricsText?: () => Promise<string>;
   /** In a cluster worker: the other workers, whose read models a write's answer waits for too. */
   siblings?: WorkerSiblings;
+  /**
+   * This instance's clock as the policy clock reads it (tests move it ahead); default Date.now.
+   * Time-driven writes follow the database's clock whatever it says.
+   */
+  clock?: () => number;
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Running> {
@@ -169,7 +174,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const keySightings = new SecretKeySightings({ log, write: (seen) => store.markSecretKeysSeenInBrowser(seen) });
     const stripeIntake = new StripeIntake();
     // Made before the app so that /readyz shows its clock; started once the app listens.
-    const policyClock = new PolicyClock({ store, log });
+    const policyClock = new PolicyClock({ store, log, ...(options.clock ? { now: options.clock } : {}) });
     const app = await buildApp({
       store,
       clockSkew: () => policyClock.skew(),
