@@ -81,6 +81,15 @@ function snapshotText({ xmin, xmax, xip }: Snapshot): SnapshotText {
   return `${xmin}:${xmax}:${xip.join(',')}`;
 }
 
+/**
+ * True when snapshot `text` has seen transactions `current` has not begun: a position ahead
+ * of the database (a cursor it never handed out). Both are snapshots as parsed here.
+ */
+export function snapshotAhead(text: SnapshotText, current: SnapshotText): boolean {
+  const xmax = (t: SnapshotText) => BigInt(t.split(':')[1] ?? '0');
+  return xmax(text) > xmax(current);
+}
+
 /** A snapshot that sees less: only what committed before its xmin. What it had not seen is a superset. */
 function coarser(text: SnapshotText): SnapshotText {
   const xmin = text.slice(0, text.indexOf(':'));

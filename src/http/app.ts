@@ -22,18 +22,19 @@ import { DEFAULT_TIER } from '../domain/types.js';
 import type { DeliverySettings } from '../downstream/index.js';
 import { demoRoutes } from './routes/demo.js';
 import { healthRoutes } from './routes/health.js';
+import type { ClockSkewReading } from './routes/health.js';
 import { snippetRoutes } from './routes/snippet.js';
 import { packageRoutes } from './routes/packages.js';
 import { brandingRoutes } from './routes/branding.js';
 import { consoleRoutes } from './routes/console.js';
 import type { ConsoleAssets } from '../console/assets.js';
-import { DEFAULT_CONSOLE_SESSION_TTL_MS, resolveSession } from '../console/session.js';
+import { DEFAULT_CONSOLE_SESSION_TTL_MS, isLoopbackAddress, resolveSession } from '../console/session.js';
 import type { SessionAuth } from './auth.js';
 import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
-import { isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
+import { CursorNotIssuedError, isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
 import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
 import { boundStoreCalls } from './store-bound.js';
 import { awaitWritesApplied } from './write-visibility.js';
@@ -42,6 +43,7 @@ import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
 import type { PackageTarballs } from './package-tarballs.js';
 import type { Metrics } from '../metrics/index.js';
+import { FORWARDING_HEADERS } from './client-address.js';
 import type { TrustedProxies } from './client-address.js';
 import { RateLimiter } from './rate-limit.js';
 import type { RateLimits } from './rate-limit.js';
@@ -91,6 +93,8 @@ export interface AppDeps {
   now?: () => number;
   /** A monotonic clock in milliseconds (how long a /readyz check is reused); default performance.now. */
   monotonicNow?: () => number;
+  /** How this instance's clock stands against the database's, shown by /readyz. */
+  clockSkew?: () => ClockSkewReading;
   /**
    * The SHA-256 digest of the admin token: the app never holds the token itself. null, or
    * absent with no `adminToken` either: the admin API is off.
@@ -309,6 +313,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       return sendProblem(reply, err.code, err.detail);
     }
     if (err.validation) return sendProblem(reply, 'invalid_request', describeValidationError(err));
+    if (err instanceof CursorNotIssuedError)
+      return sendProblem(reply, 'invalid_cursor', 'The cursor names a position this service never handed out: list again.');
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendProblem(reply, 'payload_too_large');
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
     if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');
@@ -351,7 +357,13 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
   }
 
-  await app.register(healthRoutes, { store: deps.store, model, now, ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}) });
+  await app.register(healthRoutes, {
+    store: deps.store,
+    model,
+    now,
+    ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}),
+    ...(deps.clockSkew ? { clockSkew: deps.clockSkew } : {}),
+  });
   await app.register(lookupRoutes, { answerer, model, now, limiter, logLookups });
   await app.register(snippetRoutes, { snippet: deps.snippet ?? null });
   await app.register(packageRoutes, { packages: deps.packages ?? null, limiter });
@@ -366,6 +378,15 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const proto = req.headers['x-forwarded-proto'];
     return proto === 'https' || /(^|[;,\s])proto=https\b/i.test(String(req.headers.forwarded ?? ''));
   };
+  // Straight from this machine: the socket's peer is loopback, and no proxy stands between
+  // (a proxy on this machine passes on other machines' requests; a forwarding header says one
+  // did). Never the Host header, which the client writes.
+  const fromLoopback = (req: FastifyRequest) => {
+    const peer = req.socket.remoteAddress;
+    if (!isLoopbackAddress(peer)) return false;
+    if (trusted !== null && trusted.trusts(peer ?? '')) return false;
+    return FORWARDING_HEADERS.every((h) => req.headers[h] === undefined) && req.headers['x-forwarded-proto'] === undefined;
+  };
   await app.register(consoleRoutes, {
     assets: deps.console?.assets ?? null,
     store: deps.store,
@@ -375,6 +396,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     limiter,
     sessionTtlMs: deps.console?.sessionTtlMs ?? DEFAULT_CONSOLE_SESSION_TTL_MS,
     viaHttps,
+    fromLoopback,
   });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
   const intake = deps.stripeIntake ?? null;

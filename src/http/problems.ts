@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { LookupFailure } from '../domain/lookup.js';
-import { TEXT_PATTERN } from '../domain/validation.js';
+import { NAME_PATTERN, TEXT_PATTERN } from '../domain/validation.js';
 
 /**
  * Every machine `code` the service answers with, and its HTTP status. This table is the
@@ -22,6 +22,7 @@ export const ERRORS = {
   secret_key_in_browser: { status: 401, detail: 'A secret key is never accepted from a browser (a request with Origin): use the publishable key there.' },
   secret_key_not_found: { status: 404, detail: 'This tenant has no secret key with this id.' },
   secret_key_limit: { status: 409, detail: 'The tenant has as many secret keys as allowed; revoke one first.' },
+  secret_key_expired: { status: 409, detail: 'The key has expired: an expired key is never rotated; create a new one.' },
   missing_admin_token: { status: 401, detail: 'The Authorization header with a Bearer admin token is missing.' },
   invalid_admin_token: { status: 401, detail: 'The admin token is not valid.' },
   invalid_credentials: { status: 401, detail: "Sign in with one of the tenant's secret keys or the operator's admin token." },
@@ -189,7 +190,10 @@ export function describeValidationError(err: FastifyError): string {
   if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
   if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
   if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
-  if (first.keyword === 'pattern' && first.params.pattern === TEXT_PATTERN) return `${base || where}: must not contain the character U+0000`;
+  if (first.keyword === 'pattern' && first.params.pattern === TEXT_PATTERN)
+    return `${base || where}: must not contain the character U+0000 or a bidirectional control (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)`;
+  if (first.keyword === 'pattern' && first.params.pattern === NAME_PATTERN)
+    return `${base || where}: must be printable text: no control character (C0, C1) and no bidirectional control (U+200E, U+200F, U+202A-U+202E, U+2066-U+2069)`;
   return `${base || where}: ${first.message ?? 'is not valid'}`;
 }
 

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { Static, TSchemaOptions } from 'typebox';
-import { MAX_URL_LENGTH, TEXT_PATTERN } from '../domain/validation.js';
+import { MAX_URL_LENGTH, NAME_PATTERN, TEXT_PATTERN } from '../domain/validation.js';
 import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
@@ -289,8 +289,8 @@ export const CreateKeyBody = Type.Object(
     name: Type.String({
       minLength: 1,
       maxLength: MAX_KEY_NAME,
-      pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f]+$',
-      description: 'What the key is for (printable text)',
+      pattern: NAME_PATTERN,
+      description: 'What the key is for (printable text: no control or bidirectional-control character)',
     }),
     scopes: Type.Array(ScopeName, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true }),
     expires_at: Type.Optional(
@@ -321,7 +321,18 @@ export const SecretKey = Type.Object({
   }),
   previous_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'After a rotation: when the replaced secret stops working' }),
 });
-export const SecretKeyWithSecret = Type.Intersect([SecretKey, Type.Object({ secret_key: Type.String({ description: 'Shown once, never again' }) })]);
+export const SecretKeyWithSecret = Type.Intersect([
+  SecretKey,
+  Type.Object({
+    secret_key: Type.String({ description: 'Shown once, never again' }),
+    expires_at_clamped_by: Type.Optional(
+      Type.String({
+        description:
+          "Present when the key was created by a key that expires: the creating key's id. The new key's expires_at was asked for later than the creator's, or absent, and is the creator's",
+      }),
+    ),
+  }),
+]);
 export const SecretKeyList = Type.Object({ data: Type.Array(SecretKey) });
 
 /** What a tenant may change of itself: never its tier, suspension, slug, mode or quota. */
@@ -513,7 +524,8 @@ export const MAX_WEBHOOK_PAGE = 500;
 const EventType = oneOf(DOWNSTREAM_EVENT_TYPES);
 const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: DOWNSTREAM_EVENT_TYPES.length, uniqueItems: true });
 const EndpointUrl = Text({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
-const Description = Text({ maxLength: MAX_DESCRIPTION_LENGTH });
+/** Shown in the console beside the endpoint: printable text, as a key's name. */
+const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NAME_PATTERN });
 
 export const WebhookEndpoint = Type.Object({
   id: Type.String({ description: 'ep_...' }),

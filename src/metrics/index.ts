@@ -14,6 +14,8 @@ export interface Metrics {
   observeReadModel(stats: () => ReadModelStats): void;
   /** Reports a figure read at each scrape as a counter (it only grows). */
   observeCounter(name: string, help: string, read: () => number): void;
+  /** Reports a figure read at each scrape as a gauge (across a cluster, the largest worker's); null: not reported. */
+  observeGauge(name: string, help: string, read: () => number | null): void;
   storeQuery(operation: string, seconds: number): void;
   webhookEvent(type: string, outcome: string): void;
   /**
@@ -150,6 +152,18 @@ export function createMetrics(): Metrics {
         collect() {
           this.reset();
           this.inc(read());
+        },
+      }),
+    observeGauge: (name, help, read) =>
+      void new Gauge({
+        name,
+        help,
+        registers: [registry],
+        aggregator: 'max',
+        collect() {
+          this.reset();
+          const value = read();
+          if (value !== null) this.set(value);
         },
       }),
     storeQuery: (operation, seconds) => store.labels(operation).observe(seconds),

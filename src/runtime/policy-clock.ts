@@ -9,9 +9,29 @@ const DUE_BATCH = 100;
 export const POLICY_SWEEP_BATCH = 500;
 /** At most this many batches a tick, so that one tick ends; the next goes on. */
 const MAX_BATCHES_PER_TICK = 200;
+/**
+ * How far an instance's clock may be from the database's before it says so (log, metric,
+ * /readyz). Time-driven writes never depend on it: they are made on the database's clock.
+ */
+export const CLOCK_SKEW_BOUND_MS = 2_000;
+/** The instance's clock is compared with the database's every this many ticks. */
+const SKEW_EVERY_TICKS = 10;
+
+/** How this instance's clock stands against the database's. */
+export interface ClockSkew {
+  /** The instance's clock minus the database's, in seconds (positive: the instance is ahead); null until measured. */
+  skewSeconds: number | null;
+  boundSeconds: number;
+  /** False when the skew is larger than the bound. */
+  ok: boolean;
+}
 
 export interface PolicyClockOptions {
-  store: Pick<Store, 'recordDueLockouts' | 'sweepPolicy'>;
+  store: Pick<Store, 'recordDueLockouts' | 'sweepPolicy' | 'databaseTime'>;
+  /**
+   * The instance's clock (tests pass a fake one). Due lockouts are recorded on the database's
+   * clock whatever this says: an injected clock can only hold a record back.
+   */
   now?: () => number;
   log: Pick<Logger, 'info' | 'warn'>;
   intervalMs?: number;
@@ -24,9 +44,14 @@ export interface PolicyClockOptions {
  * clock; this records it, with its history row and downstream webhook), and a policy change
  * going through a tenant's subscribers batch by batch. Every instance runs one; the store
  * makes each write happen once however many race, and a restart resumes from the table.
+ * Every write is made on the database's clock (`now()`), never on this instance's: one
+ * instance whose clock runs ahead cannot record a lockout early for everyone. It compares
+ * its clock with the database's and says when they are further apart than the bound.
  */
 export class PolicyClock {
   readonly counts = { lockoutsRecorded: 0, subscribersReanswered: 0 };
+  private skewMs: number | null = null;
+  private ticks = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = false;
@@ -54,7 +79,10 @@ export class PolicyClock {
    * answered again under the new one at once, not when the sweep reaches it.
    */
   private async pass(): Promise<void> {
-    const now = () => new Date((this.opts.now ?? Date.now)());
+    if (this.ticks++ % SKEW_EVERY_TICKS === 0) await this.measureSkew();
+    // In service no time is passed: the store takes the database's. A test's clock holds back.
+    const injected = this.opts.now;
+    const now = () => (injected === undefined ? null : new Date(injected()));
     for (let i = 0; i < MAX_BATCHES_PER_TICK && !this.stopped; i += 1) {
       const n = await this.opts.store.recordDueLockouts(now(), DUE_BATCH);
       this.counts.lockoutsRecorded += n;
@@ -66,6 +94,35 @@ export class PolicyClock {
       if (!pending) break;
       this.counts.lockoutsRecorded += await this.opts.store.recordDueLockouts(now(), DUE_BATCH);
     }
+  }
+
+  /** How this instance's clock stands against the database's, as last measured. */
+  skew(): ClockSkew {
+    const boundSeconds = CLOCK_SKEW_BOUND_MS / 1000;
+    if (this.skewMs === null) return { skewSeconds: null, boundSeconds, ok: true };
+    return { skewSeconds: Math.round(this.skewMs) / 1000, boundSeconds, ok: Math.abs(this.skewMs) <= CLOCK_SKEW_BOUND_MS };
+  }
+
+  /**
+   * The instance's clock against the database's, the query's round trip halved; logged when
+   * it crosses the bound, either way.
+   */
+  async measureSkew(): Promise<ClockSkew> {
+    const clock = this.opts.now ?? Date.now;
+    const sent = clock();
+    const database = (await this.opts.store.databaseTime()).getTime();
+    const received = clock();
+    const wasOk = this.skew().ok;
+    this.skewMs = (sent + received) / 2 - database;
+    const skew = this.skew();
+    if (!skew.ok && wasOk)
+      this.opts.log.warn(
+        { skew_seconds: skew.skewSeconds, bound_seconds: skew.boundSeconds },
+        "clock: this instance's clock is off from the database's by more than the bound; time-driven changes follow the database's",
+      );
+    else if (skew.ok && !wasOk)
+      this.opts.log.info({ skew_seconds: skew.skewSeconds }, "clock: this instance's clock is back within the bound of the database's");
+    return skew;
   }
 
   private schedule(): void {

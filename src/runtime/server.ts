@@ -126,6 +126,11 @@ export interface StartOptions {
   metricsText?: () => Promise<string>;
   /** In a cluster worker: the other workers, whose read models a write's answer waits for too. */
   siblings?: WorkerSiblings;
+  /**
+   * This instance's clock as the policy clock reads it (tests move it ahead); default Date.now.
+   * Time-driven writes follow the database's clock whatever it says.
+   */
+  clock?: () => number;
 }
 
 export async function start(config: Config, log: Logger, options: StartOptions = {}): Promise<Running> {
@@ -168,8 +173,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     // A secret key sent from a browser: logged and marked once a minute per key, every refusal counted.
     const keySightings = new SecretKeySightings({ log, write: (seen) => store.markSecretKeysSeenInBrowser(seen) });
     const stripeIntake = new StripeIntake();
+    // Made before the app so that /readyz shows its clock; started once the app listens.
+    const policyClock = new PolicyClock({ store, log, ...(options.clock ? { now: options.clock } : {}) });
     const app = await buildApp({
       store,
+      clockSkew: () => policyClock.skew(),
       keyUsage,
       keySightings,
       stripeIntake,
@@ -224,7 +232,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     }).start();
     const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.webhooks, log }).start();
     // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
-    const policyClock = new PolicyClock({ store, log }).start();
+    policyClock.start();
     // A change this instance commits is sent at once; others' within the poll interval.
     const stopWaking = store.onCommit(() => deliverer.wake());
     // Secret keys' last use, written about once a minute, never per request.
@@ -268,6 +276,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       'dunwall_policy_lockouts_recorded_total',
       'Scheduled lockouts (a grace ended, an escalation) recorded by this instance',
       () => policyClock.counts.lockoutsRecorded,
+    );
+    metrics.observeGauge(
+      'dunwall_clock_skew_seconds',
+      "This instance's clock minus the database's, in seconds (time-driven changes follow the database's)",
+      () => policyClock.skew().skewSeconds,
     );
     metrics.observeCounter(
       'dunwall_policy_subscribers_reanswered_total',

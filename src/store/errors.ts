@@ -16,6 +16,33 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * A cursor that is well formed but was never handed out by this service: it names a position
+ * ahead of anything this database has reached (or one PostgreSQL refuses to read). Answered
+ * 400 `invalid_cursor`, never a 5xx.
+ */
+export class CursorNotIssuedError extends Error {
+  readonly code = 'CURSOR_NOT_ISSUED';
+
+  constructor() {
+    super('the cursor names a position this database has not reached');
+    this.name = 'CursorNotIssuedError';
+  }
+}
+
+/** SQLSTATE 22P02: PostgreSQL refused a value's text (a snapshot it cannot read). */
+const INVALID_TEXT_REPRESENTATION = '22P02';
+
+/** Runs a read that takes a cursor's snapshot: PostgreSQL refusing the snapshot is the cursor's fault. */
+export async function readingCursor<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if ((err as { code?: unknown } | null)?.code === INVALID_TEXT_REPRESENTATION) throw new CursorNotIssuedError();
+    throw err;
+  }
+}
+
+/**
  * True for failures of the store itself (unreachable, shutting down, connection lost, or
  * slower than the request's bound):
  * those answer 503, never a 500, and never with the driver's text.

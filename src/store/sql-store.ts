@@ -233,6 +233,17 @@ async function recordIn(tx: Queryable, tenantId: number, { event, derivation }: 
 }
 
 /** Rolls a dry run's transaction back, carrying what it would have done. */
+/**
+ * The time a time-driven write is made at: the database's `now()`, or `notAfter` when that
+ * is earlier (a test's clock). Never later than the database's: an instance whose clock runs
+ * ahead cannot bring a scheduled lockout forward.
+ */
+async function databaseNow(tx: Queryable, notAfter: Date | null): Promise<Date> {
+  const [row] = await tx.query<{ now: Date }>('SELECT LEAST($1::timestamptz, now()) AS now', [notAfter]);
+  if (!row) throw new Error('the database did not tell its time');
+  return new Date(row.now);
+}
+
 class DryRun extends Error {
   constructor(readonly results: StripeEventResult[]) {
     super('dry run');
@@ -461,23 +472,28 @@ export class SqlStore implements Store {
     );
   }
 
-  async recordDueLockouts(now: Date, limit: number): Promise<number> {
+  async recordDueLockouts(notAfter: Date | null, limit: number): Promise<number> {
+    // Due by the database's clock, never by this instance's alone: a given time only holds
+    // the record back (LEAST ignores a null), it can never bring it forward.
     const due = await this.db.query<{ tenant_id: number; processor_customer_id: string }>(
-      'SELECT tenant_id, processor_customer_id FROM subscribers WHERE lockout_at <= $1 ORDER BY lockout_at LIMIT $2',
-      [now, limit],
+      'SELECT tenant_id, processor_customer_id FROM subscribers WHERE lockout_at <= LEAST($1::timestamptz, now()) ORDER BY lockout_at LIMIT $2',
+      [notAfter, limit],
     );
     let recorded = 0;
     // One short transaction per customer, under its lock: a racing instance that took the
     // same customer finds the lockout written and records nothing more.
     for (const row of due) {
-      if (await this.db.transaction((tx) => recordDueLockout(tx, row.tenant_id, row.processor_customer_id, now))) recorded += 1;
+      const done = await this.db.transaction(async (tx) => recordDueLockout(tx, row.tenant_id, row.processor_customer_id, await databaseNow(tx, notAfter)));
+      if (done) recorded += 1;
     }
     if (recorded > 0) this.emit();
     return recorded;
   }
 
-  async sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }> {
+  async sweepPolicy(notAfter: Date | null, batch: number): Promise<{ seen: number; pending: boolean }> {
     const result = await this.db.transaction(async (tx) => {
+      // Answered again as of the database's time: a fast instance cannot record a lockout early.
+      const now = await databaseNow(tx, notAfter);
       // The sweep's row is held for this batch only: another instance takes the next one.
       const [sweep] = await tx.query<{ tenant_id: number; after: string; started_at: Date }>(
         'SELECT tenant_id, after, started_at FROM policy_sweeps ORDER BY started_at, tenant_id LIMIT 1 FOR UPDATE SKIP LOCKED',
@@ -770,6 +786,12 @@ export class SqlStore implements Store {
 
   async ping(): Promise<void> {
     await this.db.query('SELECT 1');
+  }
+
+  async databaseTime(): Promise<Date> {
+    const [row] = await this.db.query<{ now: Date }>('SELECT clock_timestamp() AS now');
+    if (!row) throw new Error('the database did not tell its time');
+    return new Date(row.now);
   }
 
   async close(): Promise<void> {

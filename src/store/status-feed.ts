@@ -1,6 +1,8 @@
+import { snapshotAhead } from '../domain/feed-cursor.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { SubscriberStatus } from '../domain/types.js';
 import type { Db } from './db.js';
+import { CursorNotIssuedError, readingCursor } from './errors.js';
 import { forgetForeignRows } from './lookup-changes.js';
 import type { StatusChanges, StatusEntry, StatusListPage } from './store.js';
 
@@ -64,6 +66,8 @@ export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor 
   const rows = await db.query<{ position: string } & Nullable<EntryRow>>(LIST_SQL, [tenantId, cursor?.after ?? '', limit + 1]);
   const head = rows[0];
   if (!head) throw new Error('no snapshot');
+  // A list cursor's position ahead of the database's: never handed out here.
+  if (cursor !== null && snapshotAhead(cursor.feed, head.position)) throw new CursorNotIssuedError();
   const feed = cursor?.feed ?? head.position;
   const found = rows.filter((r): r is { position: string } & EntryRow => r.processor_customer_id !== null);
   const entries = found.slice(0, limit).map(toEntry);
@@ -80,9 +84,10 @@ export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor 
  * inside ($3 upto, after $4; only when the cursor says so); set 2, what the position (upto
  * when there is one, else $2 since) had not seen and this statement's snapshot sees. Each
  * set is the changes of transactions its `since` had not seen and its `upto` had, in `seq`
- * order; at most $5 in all, set 1 first. Nothing is read when the cursor expired: pruning
- * deleted changes it had not seen (the horizon reaches its xmin), or it names transactions
- * this database has not begun (a cursor of another database, as after a restore).
+ * order; at most $5 in all, set 1 first. Nothing is read when the cursor expired (pruning
+ * deleted changes it had not seen: the horizon reaches its xmin), nor when it is ahead: it
+ * names transactions this database has not begun, a cursor it never handed out (refused
+ * 400 `invalid_cursor`; a client lists again, as after a restore).
  *
  * The horizon is read as the one row it is (`LIMIT 1`): a table that small is never analyzed,
  * and PostgreSQL then guesses 2,200 rows for it, which multiplied by a page of 1,000 put this
@@ -94,16 +99,17 @@ export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor 
  */
 export const STATUS_CHANGES_SQL = `WITH head AS (
     SELECT pg_current_snapshot() AS now,
-      h.pruned_through >= pg_snapshot_xmin($2::pg_snapshot)
-        OR pg_snapshot_xmax($2::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
-        OR pg_snapshot_xmax(COALESCE($3::pg_snapshot, $2::pg_snapshot)) > pg_snapshot_xmax(pg_current_snapshot()) AS expired
+      h.pruned_through >= pg_snapshot_xmin($2::pg_snapshot) AS expired,
+      pg_snapshot_xmax($2::pg_snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+        OR pg_snapshot_xmax(COALESCE($3::pg_snapshot, $2::pg_snapshot)) > pg_snapshot_xmax(pg_current_snapshot()) AS ahead
     FROM (SELECT pruned_through FROM status_changes_horizon LIMIT 1) h
   ), sets AS (
-    SELECT 1 AS n, $2::pg_snapshot AS since, $3::pg_snapshot AS upto, $4::bigint AS after FROM head WHERE $3::pg_snapshot IS NOT NULL AND NOT head.expired
+    SELECT 1 AS n, $2::pg_snapshot AS since, $3::pg_snapshot AS upto, $4::bigint AS after FROM head
+    WHERE $3::pg_snapshot IS NOT NULL AND NOT head.expired AND NOT head.ahead
     UNION ALL
-    SELECT 2, COALESCE($3::pg_snapshot, $2::pg_snapshot), head.now, 0 FROM head WHERE NOT head.expired
+    SELECT 2, COALESCE($3::pg_snapshot, $2::pg_snapshot), head.now, 0 FROM head WHERE NOT head.expired AND NOT head.ahead
   )
-  SELECT head.now::text AS now, head.expired, c.n, c.seq::text AS seq, c.processor_customer_id, c.status, c.lockout_s, c.pay_url, c.occurred_at
+  SELECT head.now::text AS now, head.expired, head.ahead, c.n, c.seq::text AS seq, c.processor_customer_id, c.status, c.lockout_s, c.pay_url, c.occurred_at
   FROM head LEFT JOIN LATERAL (
     SELECT s.n, x.* FROM sets s CROSS JOIN LATERAL (
       SELECT seq, ${ENTRY_COLUMNS}, occurred_at FROM status_changes
@@ -123,7 +129,7 @@ interface ChangeRow extends EntryRow {
   occurred_at: Date;
 }
 
-type ChangesRow = { now: string; expired: boolean } & Nullable<ChangeRow>;
+type ChangesRow = { now: string; expired: boolean; ahead: boolean } & Nullable<ChangeRow>;
 
 /**
  * What came after `cursor`: first the rest of the set a page ended inside (when the cursor
@@ -133,15 +139,13 @@ type ChangesRow = { now: string; expired: boolean } & Nullable<ChangeRow>;
  * when the changes after the cursor may be gone: the reader lists again.
  */
 export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
-  const rows = await db.query<ChangesRow>(STATUS_CHANGES_SQL, [
-    tenantId,
-    cursor.since,
-    cursor.within?.upto ?? null,
-    cursor.within?.afterSeq ?? null,
-    limit + 1,
-  ]);
+  const rows = await readingCursor(() =>
+    db.query<ChangesRow>(STATUS_CHANGES_SQL, [tenantId, cursor.since, cursor.within?.upto ?? null, cursor.within?.afterSeq ?? null, limit + 1]),
+  );
   const head = rows[0];
   if (!head) throw new Error('status_changes_horizon is empty');
+  // Transaction ids this database has not begun: a cursor it never handed out.
+  if (head.ahead) throw new CursorNotIssuedError();
   if (head.expired) return { expired: true };
   const sets = {
     1: { since: cursor.since, upto: cursor.within?.upto ?? head.now },

@@ -439,19 +439,22 @@ export interface Maintenance {
    */
   pruneOld(table: RetainedTable, before: Date, batch: number): Promise<number>;
   /**
-   * Records, as of their time, at most `limit` scheduled lockouts that fell due by `now`
-   * (a grace that ended, an escalation), each once whichever instances race; returns how
-   * many were recorded.
+   * Records, as of their time, at most `limit` scheduled lockouts that fell due by the
+   * database's `now()` (a grace that ended, an escalation), each once whichever instances
+   * race; returns how many were recorded. `notAfter` (null in service) can only hold a record
+   * back: an instance's clock never brings one forward.
    */
-  recordDueLockouts(now: Date, limit: number): Promise<number>;
+  recordDueLockouts(notAfter: Date | null, limit: number): Promise<number>;
   /**
    * Applies one batch (at most `batch` subscribers, one short transaction) of a tenant's
    * policy change that is still going through its subscribers; returns how many were seen,
    * and whether it took a batch (false: none is left, or each is another instance's now).
    */
-  sweepPolicy(now: Date, batch: number): Promise<{ seen: number; pending: boolean }>;
+  sweepPolicy(notAfter: Date | null, batch: number): Promise<{ seen: number; pending: boolean }>;
   /** Throws when the store cannot answer a trivial query. */
   ping(): Promise<void>;
+  /** The database's clock (`clock_timestamp()`): what an instance's own clock is compared with. */
+  databaseTime(): Promise<Date>;
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Change } from '../../src/domain/stripe/fold.js';
 import { Retention } from '../../src/runtime/retention.js';
 import { openStore } from '../../src/store/index.js';
 import { forgetForeignStatusChanges } from '../../src/store/status-feed.js';
+import { CursorNotIssuedError } from '../../src/store/errors.js';
 import type { ChangeCause, StatusChange, StatusChanges, Store } from '../../src/store/store.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
@@ -186,7 +187,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     expect((await store.listStatuses(a, null, 100)).entries.map((e) => e.customerId)).toEqual(['cus_a1']);
   });
 
-  it('expires a cursor once retention pruned changes it had not seen, and one ahead of the database', async () => {
+  it('expires a cursor once retention pruned changes it had not seen, and refuses one ahead of the database', async () => {
     const t = await tenantId(store, 'expiry');
     const old = await now();
     await store.applyChange(t, 'cus_e1', set('warning'), admin(), T);
@@ -197,11 +198,11 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const fresh = (await store.listStatuses(t, null, 100)).feedCursor;
     await store.applyChange(t, 'cus_e1', set('lockout'), admin(), T);
     expect((await drain(store, t, fresh, 100)).changes.map(brief)).toEqual([['cus_e1', 'lockout']]);
-    // Transaction ids this database has not reached: another database's cursor.
-    expect(await store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100)).toEqual({ expired: true });
-    expect(await store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100)).toEqual({
-      expired: true,
-    });
+    // Transaction ids this database has not reached: a cursor it never handed out (400 invalid_cursor).
+    await expect(store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100)).rejects.toBeInstanceOf(CursorNotIssuedError);
+    await expect(
+      store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100),
+    ).rejects.toBeInstanceOf(CursorNotIssuedError);
   });
 
   it('forgets rows and a horizon no transaction of this database wrote (a restored dump), rather than expire every cursor', async () => {

@@ -5,7 +5,6 @@ import type { ConsoleAssets, ConsoleFile } from '../../console/assets.js';
 import {
   clearedSessionCookie,
   csrfTokenOf,
-  isLoopbackHost,
   newSessionId,
   readCookie,
   resolveSession,
@@ -46,6 +45,8 @@ export interface ConsoleRoutesOptions {
   sessionTtlMs: number;
   /** Whether the request reached the service over HTTPS (itself, or a trusted proxy that says so). */
   viaHttps: (req: FastifyRequest) => boolean;
+  /** Whether the request came straight from this machine's loopback: its socket's peer, never a header. */
+  fromLoopback: (req: FastifyRequest) => boolean;
 }
 
 /**
@@ -176,7 +177,8 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
       const principal = id === null ? null : await resolveSession(store, model, id, opts.now());
       return id === null || principal === null ? null : { id, principal };
     };
-    const secure = (req: FastifyRequest) => !isLoopbackHost(req.headers.host);
+    // Plain http and a cookie without Secure only for a browser on this machine, as its socket says.
+    const secure = (req: FastifyRequest) => !opts.fromLoopback(req);
 
     api.post(
       '/console/api/session',

@@ -13,12 +13,23 @@ export const READY_TIMEOUT_MS = 2_000;
  */
 export const READY_REUSE_MS = 50;
 
+/** This instance's clock against the database's (the policy clock measures it). */
+export interface ClockSkewReading {
+  /** The instance's minus the database's, in seconds; null until measured. */
+  skewSeconds: number | null;
+  boundSeconds: number;
+  /** False when the skew is larger than the bound. */
+  ok: boolean;
+}
+
 export interface HealthOptions {
   store: Pick<Maintenance, 'ping'> & Pick<Store, 'engine'>;
   model: ReadModel;
   now: () => number;
   /** A monotonic clock in milliseconds (tests pass a fake one); default performance.now. */
   monotonicNow?: () => number;
+  /** Shown by /readyz: a clock off from the database's leaves the instance ready, and says so. */
+  clockSkew?: () => ClockSkewReading;
 }
 
 /**
@@ -60,7 +71,9 @@ export async function healthRoutes(app: App, opts: HealthOptions): Promise<void>
     if (!opts.model.serving(opts.now())) return sendProblem(reply, 'store_unavailable', 'The read model has been out of touch with the store for too long.');
     try {
       await storeAnswers();
-      return { status: 'ok', store: opts.store.engine };
+      if (opts.clockSkew === undefined) return { status: 'ok', store: opts.store.engine };
+      const { skewSeconds, boundSeconds, ok } = opts.clockSkew();
+      return { status: 'ok', store: opts.store.engine, clock: { skew_seconds: skewSeconds, bound_seconds: boundSeconds, within_bound: ok } };
     } catch {
       return sendProblem(reply, 'store_unavailable');
     }

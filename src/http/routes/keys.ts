@@ -62,6 +62,21 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
     return key;
   }
 
+  /**
+   * A key created by a key expires no later than its creator: no expiry, or a later one,
+   * becomes the creator's (and the answer names the creator). The operator's keys are bound
+   * by nothing but what is asked.
+   */
+  async function boundByCreator(req: FastifyRequest, asked: Date | null): Promise<{ expiresAt: Date | null; clampedBy: string | null }> {
+    const p = req.principal;
+    if (p === null || p.kind !== 'key') return { expiresAt: asked, clampedBy: null };
+    const creator = await store.getSecretKey(tenantOf(req).id, p.keyId);
+    // Revoked since the request was let in: it creates nothing.
+    if (creator === null) throw new AppError('invalid_secret_key');
+    if (creator.expiresAt === null || (asked !== null && asked.getTime() <= creator.expiresAt.getTime())) return { expiresAt: asked, clampedBy: null };
+    return { expiresAt: creator.expiresAt, clampedBy: creator.id };
+  }
+
   /** A new secret of the tenant's mode: sk_test_ for a test tenant. */
   async function newSecret(req: FastifyRequest): Promise<{ secret: string; digest: Buffer; prefix: string }> {
     const tenant = await tenantRecord(store, req);
@@ -85,8 +100,9 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       if (!parsed.ok) throw invalid('scopes', `'${parsed.bad}' is not a scope`);
       mayManage(req, parsed.scopes);
       const nowMs = opts.now();
-      const expiresAt = req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
-      if (expiresAt !== null && expiresAt.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
+      const asked = req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
+      if (asked !== null && asked.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
+      const { expiresAt, clampedBy } = await boundByCreator(req, asked);
       const { secret, digest, prefix } = await newSecret(req);
       const created = await store.createSecretKey(
         tenantOf(req).id,
@@ -94,8 +110,8 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
         new Date(nowMs),
       );
       if (created === 'limit') throw new AppError('secret_key_limit');
-      req.log.info({ tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes }, 'secret key created');
-      return reply.code(201).send({ ...presentKey(created), secret_key: secret });
+      req.log.info({ tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes, expiresAtClampedBy: clampedBy }, 'secret key created');
+      return reply.code(201).send({ ...presentKey(created), secret_key: secret, ...(clampedBy === null ? {} : { expires_at_clamped_by: clampedBy }) });
     },
   );
 
@@ -139,12 +155,14 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
         ...doc(audience, 'rotateSecretKey', 'A new secret for the key; the replaced one keeps working for the overlap', tag),
         params: one,
         body: Type.Union([RotateKeyBody, Type.Null()]),
-        response: { 200: SecretKeyWithSecret, ...ERRORS },
+        response: { 200: SecretKeyWithSecret, 409: ProblemRef, ...ERRORS },
       },
     },
     async (req) => {
       const key = await found(req, req.params.id);
       mayManage(req, key.scopes);
+      // A new secret for a dead key would be refused at once: say so instead of answering one.
+      if (key.expiresAt !== null && key.expiresAt.getTime() <= opts.now()) throw new AppError('secret_key_expired');
       const overlapS = req.body?.overlap_seconds ?? opts.rotationOverlapS;
       const { secret, digest, prefix } = await newSecret(req);
       const rotated = await store.rotateSecretKey(tenantOf(req).id, key.id, { digest, prefix }, overlapS, new Date(opts.now()));

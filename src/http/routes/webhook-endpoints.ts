@@ -12,6 +12,8 @@ import {
 import type { EndpointStore, TenantRecord, TenantStore, DownstreamEndpointRecord } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
+import { holds } from '../principal.js';
+import { escapeControls } from '../../domain/validation.js';
 import {
   CreateWebhookEndpointBody,
   MAX_REPLAY_MESSAGES,
@@ -61,7 +63,7 @@ export function presentEndpoint(e: DownstreamEndpointRecord) {
     event_types: e.eventTypes,
     enabled: e.enabled,
     disabled_reason: e.disabledReason,
-    disabled_detail: e.disabledDetail,
+    disabled_detail: e.disabledDetail === null ? null : escapeControls(e.disabledDetail),
     disabled_at: e.disabledAt?.toISOString() ?? null,
     failing_since: e.failingSince?.toISOString() ?? null,
     signing_secrets: e.secrets.map((s) => ({ created_at: s.createdAt.toISOString(), expires_at: s.expiresAt?.toISOString() ?? null })),
@@ -269,7 +271,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
           status_code: a.statusCode,
           latency_ms: a.latencyMs,
           outcome: a.outcome,
-          error: a.error,
+          // A receiver's redirect target or error text is its own: answered as data, controls escaped.
+          error: a.error === null ? null : escapeControls(a.error),
         })),
       };
     },
@@ -307,7 +310,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
           next_attempt_at: m.nextAttemptAt?.toISOString() ?? null,
           last_attempt_at: m.lastAttemptAt?.toISOString() ?? null,
           last_status: m.lastStatus,
-          last_error: m.lastError,
+          last_error: m.lastError === null ? null : escapeControls(m.lastError),
         })),
       };
     },
@@ -339,7 +342,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       config: { scope: 'webhooks:write' },
       schema: {
         ...common('replayWebhookMessages'),
-        summary: 'Send the messages of a time range to the endpoint again (those of its event types), oldest first',
+        summary: 'Send the messages of a time range to the endpoint again (those of its event types), oldest first (webhooks:write and subscribers:read)',
         description: `At most ${MAX_REPLAY_MESSAGES} a call; next says where the next call goes on. Each message is queued as new (a new retry window). Receivers drop what they had by webhook-id.`,
         params: endpointParams,
         body: WebhookReplayBody,
@@ -347,6 +350,10 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req, reply) => {
+      // A replay delivers the tenant's status changes to a receiver the caller chose: reading
+      // them, which takes subscribers:read besides the route's webhooks:write.
+      if (!holds(req.principal, 'subscribers:read'))
+        throw new AppError('insufficient_scope', 'A replay delivers status changes: it needs the scope subscribers:read besides webhooks:write.');
       const tenant = await entitled(req);
       const at = now();
       const since = new Date(req.body.since);
