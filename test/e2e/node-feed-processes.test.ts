@@ -10,9 +10,8 @@ import { dunwallExpress } from '../../packages/node/src/index.js';
 import type { Dunwall } from '../../packages/node/src/index.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { FakeClock } from '../helpers/harness.js';
-import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
+import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, postPaymentFailed, startServiceProcess } from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
-import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
 import { pruneUntil } from '../helpers/store-fixtures.js';
 import { freePort } from '../helpers/socket.js';
 
@@ -59,21 +58,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('@dunwall/node acro
   }
 
   /** A signed invoice.payment_failed (no retry left) posted to A, as Stripe sends it. */
-  async function paymentFailedOnA(customer: string, created = Math.floor(Date.now() / 1000)): Promise<string> {
-    const ids = paymentIds();
-    const { payload, signature } = signed(
-      event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
-      SECRET,
-      created,
-    );
-    const res = await fetch(`${a.base}/webhooks/stripe/acme`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
-      body: payload,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    expect(res.status).toBe(200);
-    return hostedInvoiceUrl(ids.invoice);
+  async function paymentFailedOnA(customer: string, created?: number): Promise<string> {
+    const { status, payUrl } = await postPaymentFailed(a.base, 'acme', customer, SECRET, created);
+    expect(status).toBe(200);
+    return payUrl;
   }
 
   async function restartB(): Promise<void> {

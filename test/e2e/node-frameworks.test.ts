@@ -13,9 +13,8 @@ import { closeServer, httpGet, listening } from '../helpers/dunwall-service.js';
 import type { Answer } from '../helpers/dunwall-service.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { FakeClock } from '../helpers/harness.js';
-import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
+import { adminCall, killAllServices, postPaymentFailed, startServiceProcess } from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
-import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
 import { freePort } from '../helpers/socket.js';
 
 /**
@@ -121,21 +120,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('every framework on
 
   /** A signed invoice.payment_failed with no retry left, as Stripe sends it: a lockout, with the invoice's pay link. */
   async function paymentFailed(customer: string): Promise<string> {
-    const ids = paymentIds();
-    const created = Math.floor(Date.now() / 1000);
-    const { payload, signature } = signed(
-      event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
-      STRIPE_SECRET,
-      created,
-    );
-    const res = await fetch(`${service.base}/webhooks/stripe/acme`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'stripe-signature': signature },
-      body: payload,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    expect(res.status).toBe(200);
-    return hostedInvoiceUrl(ids.invoice);
+    const { status, payUrl } = await postPaymentFailed(service.base, 'acme', customer, STRIPE_SECRET);
+    expect(status).toBe(200);
+    return payUrl;
   }
 
   beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from './stripe-fixtures.js';
 
 /**
  * `dunwall serve` as its own process (one worker: the pid killed is the one that answers),
@@ -99,4 +100,31 @@ export function adminCall(base: string, token: string, method: string, path: str
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
+}
+
+/**
+ * A signed `invoice.payment_failed` with no retry left (a lockout), posted to a service's Stripe
+ * webhook as Stripe sends it. Answers the service's status and the invoice's pay link.
+ */
+export async function postPaymentFailed(
+  base: string,
+  slug: string,
+  customer: string,
+  secret: string,
+  created = Math.floor(Date.now() / 1000),
+): Promise<{ status: number; payUrl: string }> {
+  const ids = paymentIds();
+  const { payload, signature } = signed(
+    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
+    secret,
+    created,
+  );
+  const res = await fetch(`${base}/webhooks/stripe/${slug}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+    body: payload,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  await res.arrayBuffer();
+  return { status: res.status, payUrl: hostedInvoiceUrl(ids.invoice) };
 }
