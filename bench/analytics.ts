@@ -142,7 +142,9 @@ export async function seedAnalytics(target: StoreTarget, log: (line: string) => 
   const started = performance.now();
   const { anchor, seeded } = await withDb(target, async (db) => {
     await migrate(db);
-    const [exists] = await db.query<{ created_at: Date }>('SELECT created_at FROM tenants WHERE slug = $1', [ANALYTICS_TENANT]);
+    const [exists] = await db.query<{ created_at: Date }>('SELECT created_at FROM tenants WHERE slug = $1', [
+      ANALYTICS_TENANT,
+    ]);
     if (exists) return { anchor: new Date(exists.created_at), seeded: false };
     const at = today();
     await db.transaction(async (tx) => {
@@ -151,10 +153,10 @@ export async function seedAnalytics(target: StoreTarget, log: (line: string) => 
       if (su?.on) await tx.exec('SET LOCAL session_replication_role = replica');
       const ids: number[] = [];
       for (const t of ANALYTICS_TENANTS) {
-        const [row] = await tx.query<{ id: number }>(`INSERT INTO tenants (slug, tier, created_at, updated_at) VALUES ($1, 'growth', $2, $2) RETURNING id`, [
-          t.slug,
-          at,
-        ]);
+        const [row] = await tx.query<{ id: number }>(
+          `INSERT INTO tenants (slug, tier, created_at, updated_at) VALUES ($1, 'growth', $2, $2) RETURNING id`,
+          [t.slug, at],
+        );
         if (row === undefined) throw new Error(`tenant ${t.slug} not created`);
         ids.push(row.id);
       }
@@ -249,7 +251,14 @@ function quantile(sorted: readonly number[], q: number): number {
 }
 
 /** A call's time, taken `calls` times one after the other after `warmup` untimed ones. */
-async function timeCalls(agent: Agent, base: URL, path: string, headers: Record<string, string>, warmup: number, calls: number) {
+async function timeCalls(
+  agent: Agent,
+  base: URL,
+  path: string,
+  headers: Record<string, string>,
+  warmup: number,
+  calls: number,
+) {
   const times: number[] = [];
   let body = '';
   for (let i = 0; i < warmup + calls; i += 1) {
@@ -281,7 +290,12 @@ const ANSWER_TIMEOUT_MS = 60_000;
  * by month over the 12 months before the anchor, and the impact of a proposed policy (a
  * week's grace, escalation after 14 days), each `calls` times after 2 untimed calls.
  */
-export async function measureAnalytics(opts: { url: string; adminToken: string; seed: AnalyticsSeed; calls: number }): Promise<AnalyticsResult> {
+export async function measureAnalytics(opts: {
+  url: string;
+  adminToken: string;
+  seed: AnalyticsSeed;
+  calls: number;
+}): Promise<AnalyticsResult> {
   const { from, to } = analyticsRange(opts.seed.anchor);
   const base = new URL(opts.url);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -298,18 +312,43 @@ export async function measureAnalytics(opts: { url: string; adminToken: string; 
   };
   try {
     for (const granularity of ['week', 'month'] as const) {
-      const { figures, body } = await timeCalls(agent, base, `${prefix}/recovery?${range}&granularity=${granularity}`, headers, 2, opts.calls);
+      const { figures, body } = await timeCalls(
+        agent,
+        base,
+        `${prefix}/recovery?${range}&granularity=${granularity}`,
+        headers,
+        2,
+        opts.calls,
+      );
       calls.push(figures);
-      const answer = JSON.parse(body) as { at_risk: { count: number }; recovered: { ended: number; periods: unknown[] } };
-      check(`${granularity}: at_risk.count`, answer.at_risk.count, expectedOpen(ANALYTICS_TENANTS[0]?.subscribers ?? 0));
+      const answer = JSON.parse(body) as {
+        at_risk: { count: number };
+        recovered: { ended: number; periods: unknown[] };
+      };
+      check(
+        `${granularity}: at_risk.count`,
+        answer.at_risk.count,
+        expectedOpen(ANALYTICS_TENANTS[0]?.subscribers ?? 0),
+      );
       check(`${granularity}: recovered.ended`, answer.recovered.ended, opts.seed.endedInRange);
       if (granularity === 'month') check('month: periods', answer.recovered.periods.length, monthsOf(from, to));
     }
-    const { figures, body } = await timeCalls(agent, base, `${prefix}/policy-impact?grace_days=7&escalate_after_days=14`, headers, 2, opts.calls);
+    const { figures, body } = await timeCalls(
+      agent,
+      base,
+      `${prefix}/policy-impact?grace_days=7&escalate_after_days=14`,
+      headers,
+      2,
+      opts.calls,
+    );
     calls.push(figures);
     const impact = JSON.parse(body) as { current: { warning: number; lockout: number } };
     // Every open run's customer, and the admins' lockouts, are answered other than active now.
-    check('policy-impact: current warning + lockout', impact.current.warning + impact.current.lockout >= opts.seed.open, true);
+    check(
+      'policy-impact: current warning + lockout',
+      impact.current.warning + impact.current.lockout >= opts.seed.open,
+      true,
+    );
   } finally {
     agent.destroy();
   }
@@ -331,7 +370,9 @@ export function analyticsLines(a: AnalyticsResult | { skipped: string } | null):
         `(min ${c.minMs.toFixed(1)}, max ${c.maxMs.toFixed(1)}; ${c.calls} calls, ${fmt(c.bytes)} bytes)`,
     );
   }
-  lines.push(`  load average ${a.loadAverage.toFixed(1)} before the calls (above the cores, other work shared the machine)`);
+  lines.push(
+    `  load average ${a.loadAverage.toFixed(1)} before the calls (above the cores, other work shared the machine)`,
+  );
   lines.push(`  checked: ${a.failures.length === 0 ? a.checks.join('; ') : `WRONG ${a.failures.join('; ')}`}`);
   return lines;
 }

@@ -28,7 +28,13 @@ export interface DunningSet {
  * `count` known subscribers seeded warning or lockout, none of them in `exclude`, each
  * signed: their answers carry the pay link, and a warning's its scheduled lockout.
  */
-export function dunningSet(factory: RequestFactory, tiers: Entitlements, count: number, exclude: ReadonlySet<string>, nowMs: number): DunningSet {
+export function dunningSet(
+  factory: RequestFactory,
+  tiers: Entitlements,
+  count: number,
+  exclude: ReadonlySet<string>,
+  nowMs: number,
+): DunningSet {
   const lockoutAtS = Math.floor(nowMs / 1000) + 30 * 86_400;
   const requests: BenchRequest[] = [];
   for (const r of factory.hot(factory.total, 11)) {
@@ -37,7 +43,11 @@ export function dunningSet(factory: RequestFactory, tiers: Entitlements, count: 
     const status = seededStatus(n);
     if (status === 'active' || exclude.has(r.customerId)) continue;
     const plain = JSON.parse(expectedBody(benchTenant(r.tenant), status, tiers)) as Record<string, unknown>;
-    const body = { ...plain, ...(status === 'warning' ? { lockout_at: formatLockoutAt(lockoutAtS * 1000) } : {}), pay_url: benchPayUrl(r.customerId) };
+    const body = {
+      ...plain,
+      ...(status === 'warning' ? { lockout_at: formatLockoutAt(lockoutAtS * 1000) } : {}),
+      pay_url: benchPayUrl(r.customerId),
+    };
     requests.push({ ...r, expected: JSON.stringify(body) });
   }
   return { requests, lockoutAtS };
@@ -47,7 +57,9 @@ export function dunningSet(factory: RequestFactory, tiers: Entitlements, count: 
 const BENCH_QUERY_TIMEOUT_MS = 600_000;
 
 async function withDb<T>(target: StoreTarget, fn: (db: Db) => Promise<T>): Promise<T> {
-  const db = await openDb(target.engine === 'postgres' ? { ...target, queryTimeoutMs: BENCH_QUERY_TIMEOUT_MS } : target);
+  const db = await openDb(
+    target.engine === 'postgres' ? { ...target, queryTimeoutMs: BENCH_QUERY_TIMEOUT_MS } : target,
+  );
   try {
     return await fn(db);
   } finally {
@@ -56,7 +68,11 @@ async function withDb<T>(target: StoreTarget, fn: (db: Db) => Promise<T>): Promi
 }
 
 /** Gives the set's subscribers their pay link and scheduled lockout (`set` null: takes them away again). */
-export async function setDunningExtras(target: StoreTarget, requests: readonly BenchRequest[], set: DunningSet | null): Promise<void> {
+export async function setDunningExtras(
+  target: StoreTarget,
+  requests: readonly BenchRequest[],
+  set: DunningSet | null,
+): Promise<void> {
   await withDb(target, async (db) => {
     await db.query(
       `UPDATE subscribers s SET pay_url = x.pay_url,
@@ -107,7 +123,10 @@ export async function seedPolicyTenant(target: StoreTarget): Promise<{ subscribe
     } else {
       // A reused store: the policy as the seed left it.
       await db.query(`UPDATE tenants SET policy_enforcement = 'gate' WHERE id = $1`, [exists.id]);
-      await db.query(`UPDATE subscribers SET status = derived_status WHERE tenant_id = $1 AND status <> derived_status`, [exists.id]);
+      await db.query(
+        `UPDATE subscribers SET status = derived_status WHERE tenant_id = $1 AND status <> derived_status`,
+        [exists.id],
+      );
     }
     const [row] = await db.query<{ n: number; gated: number }>(
       `SELECT count(*)::int AS n, count(*) FILTER (WHERE status = 'lockout')::int AS gated FROM subscribers s JOIN tenants t ON t.id = s.tenant_id WHERE t.slug = $1`,

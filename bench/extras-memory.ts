@@ -32,7 +32,8 @@ async function main(): Promise<void> {
     urls: ids.map((id) => Buffer.from(benchPayUrl(id), 'latin1').toString('latin1')),
     extras: new SubscriberExtras(),
   };
-  for (let i = 0; i < COUNT; i += 1) held.extras?.set(1 + (i % 1000), ids[i] ?? '', { lockoutAtS: 1_800_000_000 + i, payUrl: held.urls?.[i] ?? null });
+  for (let i = 0; i < COUNT; i += 1)
+    held.extras?.set(1 + (i % 1000), ids[i] ?? '', { lockoutAtS: 1_800_000_000 + i, payUrl: held.urls?.[i] ?? null });
   const size = held.extras?.size ?? 0;
   const withAll = await settled();
   held.extras = null;

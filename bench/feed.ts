@@ -65,7 +65,14 @@ export async function measureFeed(opts: {
       const slug = opts.slugOf(subject.tenant);
       let secret = keys.get(slug);
       if (secret === undefined) {
-        const created = await call(agentA, a, 'POST', `/admin/v1/tenants/${slug}/keys`, admin, JSON.stringify({ name: 'bench feed', scopes: ['status:read'] }));
+        const created = await call(
+          agentA,
+          a,
+          'POST',
+          `/admin/v1/tenants/${slug}/keys`,
+          admin,
+          JSON.stringify({ name: 'bench feed', scopes: ['status:read'] }),
+        );
         if (created.status !== 201) {
           errors.push(`trial ${i}: POST keys on A answered ${created.status} ${created.body.slice(0, 200)}`);
           continue;
@@ -102,7 +109,14 @@ export async function measureFeed(opts: {
       }));
       await sleep(PARK_MS);
       const sent = performance.now();
-      const put = await call(agentA, a, 'PUT', `/admin/v1/tenants/${slug}/subscribers/${subject.customerId}`, admin, JSON.stringify({ status: next }));
+      const put = await call(
+        agentA,
+        a,
+        'PUT',
+        `/admin/v1/tenants/${slug}/subscribers/${subject.customerId}`,
+        admin,
+        JSON.stringify({ status: next }),
+      );
       const answered = performance.now();
       if (put.status !== 200) {
         errors.push(`trial ${i}: PUT on A answered ${put.status} ${put.body.slice(0, 200)}`);
@@ -120,12 +134,15 @@ export async function measureFeed(opts: {
         }
         const page = JSON.parse(answer.body) as Page;
         cursor = page.next;
-        if (page.data.some((c) => c.processor_customer_id === subject.customerId && c.status === next)) seen = performance.now();
+        if (page.data.some((c) => c.processor_customer_id === subject.customerId && c.status === next))
+          seen = performance.now();
         else
-          answer = await call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch((err: unknown) => ({
-            status: 0,
-            body: (err as Error).message,
-          }));
+          answer = await call(agentB, b, 'GET', `/v1/status-changes?after=${cursor}&wait=30`, feed).catch(
+            (err: unknown) => ({
+              status: 0,
+              body: (err as Error).message,
+            }),
+          );
       }
       cursors.set(slug, cursor);
       if (seen === null) {
@@ -138,7 +155,14 @@ export async function measureFeed(opts: {
     }
     // Put the statuses back, so that a kept database answers as seeded next time.
     for (const r of restore) {
-      await call(agentA, a, 'PUT', `/admin/v1/tenants/${r.slug}/subscribers/${r.customerId}`, admin, JSON.stringify({ status: r.status }));
+      await call(
+        agentA,
+        a,
+        'PUT',
+        `/admin/v1/tenants/${r.slug}/subscribers/${r.customerId}`,
+        admin,
+        JSON.stringify({ status: r.status }),
+      );
     }
   } finally {
     agentA.destroy();

@@ -24,7 +24,10 @@ export function call(
         port: base.port,
         method,
         path,
-        headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        headers:
+          body === undefined
+            ? headers
+            : { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
       },
       (res) => {
         let text = '';
@@ -34,7 +37,9 @@ export function call(
         res.on('error', reject);
       },
     );
-    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs / 1000} s`)));
+    req.setTimeout(timeoutMs, () =>
+      req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs / 1000} s`)),
+    );
     req.on('error', reject);
     req.end(body);
   });

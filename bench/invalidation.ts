@@ -113,7 +113,14 @@ export async function measureInvalidation(opts: {
     }
     // Put the statuses back, so that a kept database answers as seeded next time.
     for (const { subject, status } of restore) {
-      await call(agentA, a, 'PUT', `/admin/v1/tenants/${opts.slugOf(subject.tenant)}/subscribers/${subject.customerId}`, admin, JSON.stringify({ status }));
+      await call(
+        agentA,
+        a,
+        'PUT',
+        `/admin/v1/tenants/${opts.slugOf(subject.tenant)}/subscribers/${subject.customerId}`,
+        admin,
+        JSON.stringify({ status }),
+      );
     }
   } finally {
     agentA.destroy();

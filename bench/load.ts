@@ -52,7 +52,9 @@ const run = promisify(execFile);
 async function wrkVersion(): Promise<string | null> {
   try {
     // `wrk --version` prints its banner and exits 1.
-    const { stdout } = await run('wrk', ['--version']).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+    const { stdout } = await run('wrk', ['--version']).catch((err: { stdout?: string }) => ({
+      stdout: err.stdout ?? '',
+    }));
     const match = /wrk (\S+)/.exec(stdout);
     return match?.[1] ?? null;
   } catch {
@@ -62,7 +64,9 @@ async function wrkVersion(): Promise<string | null> {
 
 function autocannonVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../node_modules/autocannon/package.json', import.meta.url), 'utf8')) as { version: string };
+    const pkg = JSON.parse(
+      readFileSync(new URL('../node_modules/autocannon/package.json', import.meta.url), 'utf8'),
+    ) as { version: string };
     return pkg.version;
   } catch {
     return 'unknown';
@@ -71,7 +75,8 @@ function autocannonVersion(): string {
 
 export async function detectGenerator(forced?: GeneratorKind): Promise<Generator> {
   const wrk = forced === 'autocannon' ? null : await wrkVersion();
-  if (wrk !== null) return { kind: 'wrk', version: wrk, detail: `wrk ${wrk}, 1 thread, Lua script cycling the request list` };
+  if (wrk !== null)
+    return { kind: 'wrk', version: wrk, detail: `wrk ${wrk}, 1 thread, Lua script cycling the request list` };
   if (forced === 'wrk') throw new Error('wrk is not installed (apt-get install -y wrk)');
   const version = autocannonVersion();
   return { kind: 'autocannon', version, detail: `autocannon ${version} in the bench process (wrk is not installed)` };
@@ -140,7 +145,18 @@ function parseWrk(stdout: string): Record<string, number> {
 async function runWrk(opts: LoadOptions): Promise<LoadResult> {
   const script = join(opts.workDir, 'cycle.lua');
   writeFileSync(script, WRK_SCRIPT);
-  const args = ['-t1', `-c${opts.connections}`, `-d${opts.durationS}s`, '--timeout', '5s', '-s', script, opts.baseUrl, '--', opts.linesFile];
+  const args = [
+    '-t1',
+    `-c${opts.connections}`,
+    `-d${opts.durationS}s`,
+    '--timeout',
+    '5s',
+    '-s',
+    script,
+    opts.baseUrl,
+    '--',
+    opts.linesFile,
+  ];
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   trackHelper(child);
   let stdout = '';

@@ -44,7 +44,9 @@ function nsPerInsert(entries: number, inserts: number): number {
 
 for (const entries of [10_000, 100_000]) {
   const hot = median(Array.from({ length: ROUNDS }, () => nsPerGet(entries, 20_000, () => 'cus_7')));
-  const rotating = median(Array.from({ length: ROUNDS }, () => nsPerGet(entries, 200_000, (i) => `cus_${i % entries}`)));
+  const rotating = median(
+    Array.from({ length: ROUNDS }, () => nsPerGet(entries, 200_000, (i) => `cus_${i % entries}`)),
+  );
   const insert = median(Array.from({ length: ROUNDS }, () => nsPerInsert(entries, 50_000)));
   console.log(
     `${entries.toLocaleString('en')} entries: one hot key ${hot.toFixed(0)} ns/get, keys in turn ${rotating.toFixed(0)} ns/get, ` +

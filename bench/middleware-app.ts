@@ -23,7 +23,13 @@ export const isBenchWarning = (n: number): boolean => n % 10 === 0;
 /** An in-memory stand-in of the copy: a map of the non-active customers, as the copy keeps them. */
 class MemoryCopy implements Dunwall {
   private readonly held = new Map<string, StatusAnswer>();
-  private readonly active: StatusAnswer = Object.freeze({ status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'feed' });
+  private readonly active: StatusAnswer = Object.freeze({
+    status: 'active',
+    lockout_at: null,
+    pay_url: null,
+    entitlements: {},
+    source: 'feed',
+  });
 
   constructor(customers: number) {
     for (let n = 1; n <= customers; n += 1) {
@@ -48,7 +54,8 @@ class MemoryCopy implements Dunwall {
 }
 
 const OPTIONS = {
-  customer: (req: { headers: { authorization?: string | undefined } }) => req.headers.authorization?.slice('Bearer '.length),
+  customer: (req: { headers: { authorization?: string | undefined } }) =>
+    req.headers.authorization?.slice('Bearer '.length),
   exempt: ['/billing', '/billing/*', '/logout'],
   redirectTo: '/billing',
 };

@@ -43,7 +43,8 @@ async function connect(): Promise<{ query: Query; ping(): Promise<void>; close()
     const pool = new pg.Pool({ connectionString: url, max: 10 });
     pool.on('error', () => {});
     return {
-      query: async (slug, customerId) => (await pool.query<Row>({ name: 'peer_lookup', text: SQL, values: [slug, customerId] })).rows[0],
+      query: async (slug, customerId) =>
+        (await pool.query<Row>({ name: 'peer_lookup', text: SQL, values: [slug, customerId] })).rows[0],
       ping: async () => void (await pool.query('SELECT 1')),
       close: () => pool.end(),
     };

@@ -74,7 +74,8 @@ export interface Target {
 }
 
 const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US');
-const fmt = (n: number | null | undefined, digits = 2) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits));
+const fmt = (n: number | null | undefined, digits = 2) =>
+  n === null || n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 
 function pad(cells: string[], widths: number[], right: boolean[]): string {
   return cells.map((c, i) => (right[i] ? c.padStart(widths[i] ?? 0) : c.padEnd(widths[i] ?? 0))).join('  ');
@@ -115,7 +116,11 @@ export function table(rows: RowResult[]): string {
     r.check.sampled === 0 ? '-' : `${r.check.ok}/${r.check.sampled}`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
-  return [pad(header, widths, right), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map((b) => pad(b, widths, right))].join('\n');
+  return [
+    pad(header, widths, right),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...body.map((b) => pad(b, widths, right)),
+  ].join('\n');
 }
 
 export function invalidationLine(inv: InvalidationResult | { skipped: string }): string {
@@ -179,7 +184,8 @@ export function sdkFeedLine(feed: FeedResult | { skipped: string }): string {
 
 export function sdkTargets(sdk: SdkResult | null, feed: FeedResult | { skipped: string } | null): Target[] {
   const out: Target[] = [];
-  const worst = sdk === null ? null : Math.max(sdk.plain.hitNs, sdk.plain.missNs, sdk.dunning.hitNs, sdk.dunning.missNs);
+  const worst =
+    sdk === null ? null : Math.max(sdk.plain.hitNs, sdk.plain.missNs, sdk.dunning.hitNs, sdk.dunning.missNs);
   out.push({
     figure: '@dunwall/node status(), 100k non-active subscribers, slowest of hit / miss',
     target: '< 1000 ns',
@@ -226,7 +232,11 @@ export function feedTarget(feed: FeedResult | { skipped: string } | null): Targe
   };
 }
 
-export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: string } | null, memory: MemoryResult | null): Target[] {
+export function targets(
+  rows: RowResult[],
+  inv: InvalidationResult | { skipped: string } | null,
+  memory: MemoryResult | null,
+): Target[] {
   const get = (name: RowName) => rows.find((r) => r.row === name);
   const hot = get('hot');
   const zipf = get('zipf');
@@ -257,27 +267,44 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
     hooks && writes && writes.load.rps > 0 ? hooks.load.rps / writes.load.rps : null,
   );
   const drip = get('drip');
-  const served = drip ? (drip.load.requests - drip.load.non2xx - drip.load.socketErrors) / Math.max(1, drip.load.requests) : null;
+  const served = drip
+    ? (drip.load.requests - drip.load.non2xx - drip.load.socketErrors) / Math.max(1, drip.load.requests)
+    : null;
   out.push({
     figure: '1,100 dripping connections from one address: others served',
     target: '100%',
     value: served === null ? '-' : `${(served * 100).toFixed(3)}%`,
-    met: served === null ? null : drip !== undefined && drip.load.non2xx + drip.load.socketErrors === 0 && drip.load.requests > 0,
+    met:
+      served === null
+        ? null
+        : drip !== undefined && drip.load.non2xx + drip.load.socketErrors === 0 && drip.load.requests > 0,
   });
   ratio('hot lookup throughput, all workers / baseline node:http', 0.8, hot?.vsBaseline);
   ratio('Zipf mix / baseline', 0.7, zipf?.vsBaseline);
   ratio('hot lookup / peer (query per request)', 4, hot?.vsPeer, 'x');
   const hotkey = get('hotkey');
   const zipfcold = get('zipfcold');
-  const per = (a: RowResult | undefined, b: RowResult | undefined) => (a && b && b.load.rps > 0 ? a.load.rps / b.load.rps : null);
+  const per = (a: RowResult | undefined, b: RowResult | undefined) =>
+    a && b && b.load.rps > 0 ? a.load.rps / b.load.rps : null;
   ratio('one hot customer / hot lookup (10k customers)', 0.95, per(hotkey, hot));
   ratio('Zipf mix right after a start / Zipf mix', 0.9, per(zipfcold, zipf));
   // @dunwall/node's middleware in front of a bare Express route: what it costs a request it lets through.
-  ratio('Express route behind the @dunwall/node middleware / the bare route', 0.95, per(get('middleware'), get('express')));
+  ratio(
+    'Express route behind the @dunwall/node middleware / the bare route',
+    0.95,
+    per(get('middleware'), get('express')),
+  );
   const p99 = hot?.load.p99Ms;
-  out.push({ figure: 'p99 latency, hot', target: '<= 5 ms', value: p99 === undefined ? '-' : `${fmt(p99)} ms`, met: p99 === undefined ? null : p99 <= 5 });
+  out.push({
+    figure: 'p99 latency, hot',
+    target: '<= 5 ms',
+    value: p99 === undefined ? '-' : `${fmt(p99)} ms`,
+    met: p99 === undefined ? null : p99 <= 5,
+  });
   const rss = Math.max(
-    ...rows.filter((r) => ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row)).map((r) => r.rssMb / Math.max(1, r.workers)),
+    ...rows
+      .filter((r) => ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row))
+      .map((r) => r.rssMb / Math.max(1, r.workers)),
     -1,
   );
   out.push({
@@ -315,7 +342,11 @@ export function targets(rows: RowResult[], inv: InvalidationResult | { skipped: 
 }
 
 export function targetsTable(list: Target[]): string {
-  const widths = [Math.max(...list.map((t) => t.figure.length)), Math.max(...list.map((t) => t.target.length)), Math.max(...list.map((t) => t.value.length))];
+  const widths = [
+    Math.max(...list.map((t) => t.figure.length)),
+    Math.max(...list.map((t) => t.target.length)),
+    Math.max(...list.map((t) => t.value.length)),
+  ];
   return list
     .map(
       (t) =>
@@ -352,10 +383,17 @@ export function stripeFeedLines(rounds: readonly StripeFeedResult[] | { skipped:
 }
 
 export function stripeFeedTarget(rounds: readonly StripeFeedResult[] | { skipped: string } | null): Target {
-  const figure = 'Stripe events to @dunwall/node across instances (delivery on A, copy following B), p99 (median of rounds)';
-  if (rounds === null || 'skipped' in rounds || rounds.length === 0) return { figure, target: '< 100 ms', value: '-', met: null };
+  const figure =
+    'Stripe events to @dunwall/node across instances (delivery on A, copy following B), p99 (median of rounds)';
+  if (rounds === null || 'skipped' in rounds || rounds.length === 0)
+    return { figure, target: '< 100 ms', value: '-', met: null };
   const p99 = medianOf(rounds.map((r) => r.p99Ms));
   const timeouts = rounds.reduce((n, r) => n + r.timeouts, 0);
   const bad = timeouts > 0 || p99 === null;
-  return { figure, target: '< 100 ms', value: bad ? `${fmt(p99)} ms, ${timeouts} timeouts` : `${fmt(p99)} ms`, met: !bad && (p99 ?? Infinity) < 100 };
+  return {
+    figure,
+    target: '< 100 ms',
+    value: bad ? `${fmt(p99)} ms, ${timeouts} timeouts` : `${fmt(p99)} ms`,
+    met: !bad && (p99 ?? Infinity) < 100,
+  };
 }

@@ -186,8 +186,10 @@ function options() {
   const rows = parsed.rows === undefined ? [...ALL_ROWS] : parsed.rows.split(',').map((r) => r.trim());
   for (const r of rows) if (!(ALL_ROWS as readonly string[]).includes(r)) fail(`unknown row ${r}`);
   const generator = parsed.generator;
-  if (generator !== undefined && generator !== 'wrk' && generator !== 'autocannon') fail('--generator is wrk or autocannon');
-  if (parsed['skip-seed'] && parsed.reuse === undefined) fail('--skip-seed needs --reuse NAME|DIR: the store to measure');
+  if (generator !== undefined && generator !== 'wrk' && generator !== 'autocannon')
+    fail('--generator is wrk or autocannon');
+  if (parsed['skip-seed'] && parsed.reuse === undefined)
+    fail('--skip-seed needs --reuse NAME|DIR: the store to measure');
   const workers = parsed.workers === undefined ? null : Math.round(positive(parsed.workers, '--workers', 1));
   const sizes: Sizes = quick ? { tenants: 100, perTenant: 200 } : { tenants: 1_000, perTenant: 1_000 };
   if (sizes.tenants > MAX_TENANTS) fail('too many tenants');
@@ -209,7 +211,8 @@ function options() {
 
 const opts = options();
 const started = Date.now();
-const log = (line: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+const log = (line: string) =>
+  process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
 const notes: string[] = [];
 const note = (line: string) => {
   notes.push(line);
@@ -292,7 +295,9 @@ function sameAnswer(actual: string, expected: string): boolean {
   try {
     const a = JSON.parse(actual) as Record<string, unknown>;
     const e = JSON.parse(expected) as Record<string, unknown>;
-    return Object.keys(a).join() === Object.keys(e).join() && JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(e));
+    return (
+      Object.keys(a).join() === Object.keys(e).join() && JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(e))
+    );
   } catch {
     return false;
   }
@@ -308,7 +313,10 @@ async function checkAnswers(baseUrl: string, requests: readonly BenchRequest[]):
     if (!req) break;
     sampled += 1;
     try {
-      const res = await fetch(baseUrl + req.path, { headers: { authorization: req.authorization }, signal: AbortSignal.timeout(10_000) });
+      const res = await fetch(baseUrl + req.path, {
+        headers: { authorization: req.authorization },
+        signal: AbortSignal.timeout(10_000),
+      });
       const body = await res.text();
       if (res.status !== 200 || !sameAnswer(body, req.expected)) {
         mismatches.push(`${req.customerId}: got ${res.status} ${body.slice(0, 200)}; expected ${req.expected}`);
@@ -326,7 +334,12 @@ async function checkAnswers(baseUrl: string, requests: readonly BenchRequest[]):
  * worker, each the whole list, when `workers` > 0). Stops after `budgetMs`. Returns how many
  * requests were sent, and how many not answered 200.
  */
-async function prime(baseUrl: string, requests: readonly BenchRequest[], workers: number, budgetMs: number): Promise<{ sent: number; failed: number }> {
+async function prime(
+  baseUrl: string,
+  requests: readonly BenchRequest[],
+  workers: number,
+  budgetMs: number,
+): Promise<{ sent: number; failed: number }> {
   const base = new URL(baseUrl);
   const deadline = Date.now() + budgetMs;
   const lanes = workers > 0 ? 2 * workers : 50;
@@ -360,7 +373,11 @@ async function prime(baseUrl: string, requests: readonly BenchRequest[], workers
  * until `stop`.
  */
 /** One secret key (status:read) per tenant, through the admin API: the seed holds none. */
-async function createSecretKeys(url: string, adminToken: string, tenants: readonly number[]): Promise<Map<number, string>> {
+async function createSecretKeys(
+  url: string,
+  adminToken: string,
+  tenants: readonly number[],
+): Promise<Map<number, string>> {
   const keys = new Map<number, string>();
   for (const num of tenants) {
     const res = await fetch(`${url}/admin/v1/tenants/${slugOf(num)}/keys`, {
@@ -395,7 +412,14 @@ async function startHookTraffic(
   const base = new URL(url);
   const headers = { authorization: `Bearer ${adminToken}` };
   const slug = `bench-hooks-${randomBytes(3).toString('hex')}`;
-  const created = await call(agent, base, 'POST', '/admin/v1/tenants', headers, JSON.stringify({ slug, tier: 'scale' }));
+  const created = await call(
+    agent,
+    base,
+    'POST',
+    '/admin/v1/tenants',
+    headers,
+    JSON.stringify({ slug, tier: 'scale' }),
+  );
   if (created.status !== 201) throw new Error(`hooks: tenant not created: ${created.status} ${created.body}`);
   if (withEndpoint) {
     const endpoint = await call(
@@ -415,7 +439,14 @@ async function startHookTraffic(
     const i = n;
     n += 1;
     const status = Math.floor(i / 100) % 2 === 0 ? 'warning' : 'active';
-    call(agent, base, 'PUT', `/admin/v1/tenants/${slug}/subscribers/cus_hook${i % 100}`, headers, JSON.stringify({ status }))
+    call(
+      agent,
+      base,
+      'PUT',
+      `/admin/v1/tenants/${slug}/subscribers/cus_hook${i % 100}`,
+      headers,
+      JSON.stringify({ status }),
+    )
       .then((a) => (a.status === 200 ? (changes += 1) : (failedChanges += 1)))
       .catch(() => (failedChanges += 1));
   }, 1000 / perSecond);
@@ -437,7 +468,11 @@ async function startHookTraffic(
  * of a request and then one header byte a second, never finishing; a connection the
  * service closes is opened again (a determined attacker). `ready`: all opened once.
  */
-function startDrippers(url: URL, count: number, from: string): { ready: Promise<void>; stop(): { opened: number; closedByServer: number; maxOpen: number } } {
+function startDrippers(
+  url: URL,
+  count: number,
+  from: string,
+): { ready: Promise<void>; stop(): { opened: number; closedByServer: number; maxOpen: number } } {
   const sockets = new Set<Socket>();
   const seen = { opened: 0, closedByServer: 0, maxOpen: 0 };
   let stopped = false;
@@ -485,7 +520,10 @@ function extrasLine(e: { count: number; payUrlLength: number; bytesPerCustomer: 
 }
 
 function policyLine(
-  p: { subscribers: number; gated: number; seconds: number; during: { rps: number; p99Ms: number; non2xx: number } } | { skipped: string } | null,
+  p:
+    | { subscribers: number; gated: number; seconds: number; during: { rps: number; p99Ms: number; non2xx: number } }
+    | { skipped: string }
+    | null,
 ): string {
   if (p === null) return 'policy change: not run (--rows)';
   if ('skipped' in p) return `policy change: skipped (${p.skipped})`;
@@ -582,7 +620,9 @@ async function main(): Promise<void> {
   if (!needsMainSeed) {
     // No bench subscribers: the request lists below are empty (the rows asked for seed their own).
   } else if (opts.reuse === null) {
-    log(`seeding ${opts.sizes.tenants.toLocaleString('en-US')} tenants, ${(opts.sizes.tenants * opts.sizes.perTenant).toLocaleString('en-US')} subscribers`);
+    log(
+      `seeding ${opts.sizes.tenants.toLocaleString('en-US')} tenants, ${(opts.sizes.tenants * opts.sizes.perTenant).toLocaleString('en-US')} subscribers`,
+    );
     const seeded = await seed(target, opts.sizes, (l) => log(`seed: ${l}`));
     ({ sizes, tiers } = seeded);
     seedSeconds = seeded.seconds;
@@ -597,20 +637,31 @@ async function main(): Promise<void> {
   const total = factory.total;
   const hot = factory.hot(HOT_COUNT);
   const unknown = needsStore ? factory.unknown(UNKNOWN_COUNT) : [];
-  const zipf = opts.rows.has('zipf') || opts.rows.has('zipfcold') ? factory.zipf(opts.zipfLength, ZIPF_S) : { requests: [], distinct: 0 };
+  const zipf =
+    opts.rows.has('zipf') || opts.rows.has('zipfcold')
+      ? factory.zipf(opts.zipfLength, ZIPF_S)
+      : { requests: [], distinct: 0 };
   // One popular customer asked over and over: the hot-key case of a map or a counter.
   const hotkey = hot.slice(0, 1);
-  const files = { hot: join(workDir, 'hot.txt'), unknown: join(workDir, 'unknown.txt'), zipf: join(workDir, 'zipf.txt'), hotkey: join(workDir, 'hotkey.txt') };
+  const files = {
+    hot: join(workDir, 'hot.txt'),
+    unknown: join(workDir, 'unknown.txt'),
+    zipf: join(workDir, 'zipf.txt'),
+    hotkey: join(workDir, 'hotkey.txt'),
+  };
   writeLines(files.hot, hot);
   writeLines(files.unknown, unknown);
   writeLines(files.zipf, zipf.requests);
   writeLines(files.hotkey, hotkey);
-  log(`request lists: ${hot.length} hot, ${unknown.length} unknown, ${zipf.requests.length} Zipf (${zipf.distinct} distinct subscribers)`);
+  log(
+    `request lists: ${hot.length} hot, ${unknown.length} unknown, ${zipf.requests.length} Zipf (${zipf.distinct} distinct subscribers)`,
+  );
 
   // The baseline answers the body of a hot answer of the hot set's mean size.
   const meanSize = hot.reduce((sum, r) => sum + Buffer.byteLength(r.expected), 0) / Math.max(1, hot.length);
   const baselineBody =
-    [...hot].sort((x, y) => Math.abs(x.expected.length - meanSize) - Math.abs(y.expected.length - meanSize))[0]?.expected ?? '{"status":"active"}';
+    [...hot].sort((x, y) => Math.abs(x.expected.length - meanSize) - Math.abs(y.expected.length - meanSize))[0]
+      ?.expected ?? '{"status":"active"}';
 
   // ---- the processes
   // The load comes from one address for one tenant: the limits stay on (their cost is part
@@ -623,12 +674,19 @@ async function main(): Promise<void> {
   };
   const adminToken = randomBytes(36).toString('base64url');
   const baseEnv = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !/^(DATABASE_URL|DATABASE_READ_URL|DUNWALL_.*|PORT|HOST|LOG_LEVEL|NODE_OPTIONS)$/.test(k)),
+    Object.entries(process.env).filter(
+      ([k]) => !/^(DATABASE_URL|DATABASE_READ_URL|DUNWALL_.*|PORT|HOST|LOG_LEVEL|NODE_OPTIONS)$/.test(k),
+    ),
   );
   // An object: TypeScript does not follow assignments made inside the functions below.
-  const state: { workersFlag: 'not given' | 'passed' | 'rejected' } = { workersFlag: opts.workers === null ? 'not given' : 'passed' };
+  const state: { workersFlag: 'not given' | 'passed' | 'rejected' } = {
+    workersFlag: opts.workers === null ? 'not given' : 'passed',
+  };
 
-  async function startService(name: string, overrides: { env?: Record<string, string>; workers?: number } = {}): Promise<{ child: Child; url: string }> {
+  async function startService(
+    name: string,
+    overrides: { env?: Record<string, string>; workers?: number } = {},
+  ): Promise<{ child: Child; url: string }> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     const env = {
@@ -645,7 +703,11 @@ async function main(): Promise<void> {
     const flag = workers !== null ? ['--workers', String(workers)] : [];
     log(`starting ${name}: node ${SEMI_SPACE_FLAG} dist/src/cli/main.js serve ${flag.join(' ')}`.trimEnd());
     // As `npm start` runs it (a cluster's workers get the flag from their primary).
-    const child = spawnChild(name, process.execPath, [SEMI_SPACE_FLAG, CLI, 'serve', ...flag], { env, cwd: ROOT, logPath: join(workDir, `${name}.log`) });
+    const child = spawnChild(name, process.execPath, [SEMI_SPACE_FLAG, CLI, 'serve', ...flag], {
+      env,
+      cwd: ROOT,
+      logPath: join(workDir, `${name}.log`),
+    });
     try {
       await waitReady(child, `${url}/readyz`, 120_000);
     } catch (err) {
@@ -661,7 +723,11 @@ async function main(): Promise<void> {
     return { child, url };
   }
 
-  async function startScript(name: string, script: string, env: Record<string, string>): Promise<{ child: Child; url: string }> {
+  async function startScript(
+    name: string,
+    script: string,
+    env: Record<string, string>,
+  ): Promise<{ child: Child; url: string }> {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
     log(`starting ${name}: node --import tsx bench/${script}`);
@@ -690,8 +756,12 @@ async function main(): Promise<void> {
   ): Promise<void> {
     // Right after a start: no check, no priming, no warm-up; the load starts at once.
     const cold = row === 'zipfcold';
-    const check = row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
-    if (check.mismatches.length > 0) note(`${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`);
+    const check =
+      row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
+    if (check.mismatches.length > 0)
+      note(
+        `${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`,
+      );
     // The service holds every subscriber from its start: its rows get their warm-up only,
     // as in life. The peer's questions are asked once before, to warm the database's buffers.
     if (row === 'peer') {
@@ -726,13 +796,17 @@ async function main(): Promise<void> {
         `${row}: other processes used ${Math.round(otherCpuPct)}% of a core during the run (load average ${loadAverage.toFixed(1)} before it): the machine was busy`,
       );
     const rss = procs.pids.reduce((sum, pid) => sum + rssMb(pid), 0);
-    if (server.child.hasExited()) note(`${row}: ${server.child.name} exited during the run:\n${tail(server.child.logPath)}`);
+    if (server.child.hasExited())
+      note(`${row}: ${server.child.name} exited during the run:\n${tail(server.child.logPath)}`);
     results.push({
       row,
       what,
       load: result,
       rssMb: rss,
-      rssNote: procs.workers > 0 ? `sum of ${procs.workers} workers (the primary, not counted: ${rssMb(server.child.pid).toFixed(1)} MB)` : 'one process',
+      rssNote:
+        procs.workers > 0
+          ? `sum of ${procs.workers} workers (the primary, not counted: ${rssMb(server.child.pid).toFixed(1)} MB)`
+          : 'one process',
       primaryRssMb: procs.workers > 0 ? rssMb(server.child.pid) : null,
       workers: procs.workers,
       serverCpuPct: pct(cpu),
@@ -763,7 +837,13 @@ async function main(): Promise<void> {
     await phase('baseline', async () => {
       const server = await startScript('baseline', 'baseline.ts', { BENCH_BODY: baselineBody });
       try {
-        await measure('baseline', `node:http, fixed ${Buffer.byteLength(baselineBody)}-byte JSON body`, server, hot, files.hot);
+        await measure(
+          'baseline',
+          `node:http, fixed ${Buffer.byteLength(baselineBody)}-byte JSON body`,
+          server,
+          hot,
+          files.hot,
+        );
       } finally {
         await stopChild(server.child);
       }
@@ -777,7 +857,13 @@ async function main(): Promise<void> {
       // kept, so that a moment of other work on the machine does not decide the ratio.
       const requests: BenchRequest[] = Array.from({ length: MIDDLEWARE_CUSTOMERS }, (_, i) => {
         const customerId = benchCustomer(i + 1);
-        return { path: '/api/projects', authorization: `Bearer ${customerId}`, expected: MIDDLEWARE_BODY, tenant: 0, customerId };
+        return {
+          path: '/api/projects',
+          authorization: `Bearer ${customerId}`,
+          expected: MIDDLEWARE_BODY,
+          tenant: 0,
+          customerId,
+        };
       });
       const file = join(workDir, 'middleware.txt');
       writeLines(file, requests);
@@ -792,7 +878,11 @@ async function main(): Promise<void> {
             const rps: number[] = [];
             for (const [row, server, what] of [
               ['express', bare, 'Express 5, one JSON route'],
-              ['middleware', guarded, `the same behind dunwallExpress, ${fmtN(MIDDLEWARE_CUSTOMERS)} customers (1 in 10 warning, held), in-memory copy`],
+              [
+                'middleware',
+                guarded,
+                `the same behind dunwallExpress, ${fmtN(MIDDLEWARE_CUSTOMERS)} customers (1 in 10 warning, held), in-memory copy`,
+              ],
             ] as const) {
               await measure(row, what, server, requests, file);
               const result = results.pop();
@@ -835,10 +925,21 @@ async function main(): Promise<void> {
       // One process, as the baseline and the peer are: the figures compare like with like.
       // Downstream webhooks may go to loopback, for the hooks row's receiver.
       // The writes and hooks rows' status changes go through the admin API, unlimited here.
-      const hooksEnv = { DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8', DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0' };
+      const hooksEnv = {
+        DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+        DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+        DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
+      };
       const server = await startService('service-1', { workers: 1, env: hooksEnv });
       try {
-        if (opts.rows.has('hot1')) await measure('hot1', `service, one process, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        if (opts.rows.has('hot1'))
+          await measure(
+            'hot1',
+            `service, one process, ${fmtN(hot.length)} known subscribers, hmac`,
+            server,
+            hot,
+            files.hot,
+          );
         // The same lookups while the process also applies status changes (writes), and while
         // it also sends each to a tenant's endpoint (hooks): hooks / writes is the deliverer's
         // cost to the lookup, writes / hot1 the cost of the changes themselves.
@@ -846,11 +947,20 @@ async function main(): Promise<void> {
           if (!opts.rows.has(row)) continue;
           const traffic = await startHookTraffic(server.url, adminToken, HOOK_CHANGES_PER_S, row === 'hooks');
           try {
-            const what = row === 'hooks' ? 'status changes/s, each sent as a webhook' : 'status changes/s, no webhook endpoint';
-            await measure(row, `service, one process, hot list, while ${HOOK_CHANGES_PER_S} ${what}`, server, hot, files.hot);
+            const what =
+              row === 'hooks' ? 'status changes/s, each sent as a webhook' : 'status changes/s, no webhook endpoint';
+            await measure(
+              row,
+              `service, one process, hot list, while ${HOOK_CHANGES_PER_S} ${what}`,
+              server,
+              hot,
+              files.hot,
+            );
           } finally {
             const seen = await traffic.stop();
-            note(`${row}: ${fmtN(seen.changes)} status changes made (${fmtN(seen.failedChanges)} failed), ${fmtN(seen.delivered)} webhooks received`);
+            note(
+              `${row}: ${fmtN(seen.changes)} status changes made (${fmtN(seen.failedChanges)} failed), ${fmtN(seen.delivered)} webhooks received`,
+            );
           }
         }
       } finally {
@@ -864,25 +974,52 @@ async function main(): Promise<void> {
     await phase('service', async () => {
       const server = await startService('service');
       try {
-        if (opts.rows.has('hot')) await measure('hot', `service, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
+        if (opts.rows.has('hot'))
+          await measure('hot', `service, ${fmtN(hot.length)} known subscribers, hmac`, server, hot, files.hot);
         if (opts.rows.has('secretkey')) {
           // The same questions from a tenant's server: a secret key of each tenant instead of
           // its publishable key and hmac (the key stands in for both).
           const secretKeys = await createSecretKeys(server.url, adminToken, [...new Set(hot.map((r) => r.tenant))]);
-          const keyed = hot.map((r) => ({ ...r, path: r.path.replace(/&hmac=[^&]*/, ''), authorization: `Bearer ${secretKeys.get(r.tenant) ?? ''}` }));
+          const keyed = hot.map((r) => ({
+            ...r,
+            path: r.path.replace(/&hmac=[^&]*/, ''),
+            authorization: `Bearer ${secretKeys.get(r.tenant) ?? ''}`,
+          }));
           const keyedFile = join(workDir, 'secretkey.txt');
           writeLines(keyedFile, keyed);
-          await measure('secretkey', `service, the hot list with each tenant's secret key, no hmac`, server, keyed, keyedFile);
+          await measure(
+            'secretkey',
+            `service, the hot list with each tenant's secret key, no hmac`,
+            server,
+            keyed,
+            keyedFile,
+          );
           const hotRow = results.find((r) => r.row === 'hot');
           const row = results.find((r) => r.row === 'secretkey');
           if (hotRow && row)
-            note(`secretkey: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (publishable key and hmac; target at least 0.9)`);
+            note(
+              `secretkey: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (publishable key and hmac; target at least 0.9)`,
+            );
         }
-        if (opts.rows.has('unknown')) await measure('unknown', `service, ${fmtN(unknown.length)} unknown customers, hmac`, server, unknown, files.unknown);
+        if (opts.rows.has('unknown'))
+          await measure(
+            'unknown',
+            `service, ${fmtN(unknown.length)} unknown customers, hmac`,
+            server,
+            unknown,
+            files.unknown,
+          );
         if (opts.rows.has('zipf')) {
-          await measure('zipf', `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`, server, zipf.requests, files.zipf);
+          await measure(
+            'zipf',
+            `service, Zipf s=${ZIPF_S} over ${fmtN(total)} (${fmtN(zipf.distinct)} distinct)`,
+            server,
+            zipf.requests,
+            files.zipf,
+          );
         }
-        if (opts.rows.has('hotkey')) await measure('hotkey', 'service, one hot customer, hmac', server, hotkey, files.hotkey);
+        if (opts.rows.has('hotkey'))
+          await measure('hotkey', 'service, one hot customer, hmac', server, hotkey, files.hotkey);
         if (opts.rows.has('drip')) {
           // A slow-loris host: many connections from one address, each dripping a byte a
           // second and reopened when closed; the load generator, from another address, is
@@ -938,7 +1075,10 @@ async function main(): Promise<void> {
       }
       const hotRow = results.find((r) => r.row === 'hot');
       const row = results.find((r) => r.row === 'dunning');
-      if (hotRow && row) note(`dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers built per request; target at least 0.9)`);
+      if (hotRow && row)
+        note(
+          `dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers built per request; target at least 0.9)`,
+        );
     });
   }
 
@@ -948,7 +1088,13 @@ async function main(): Promise<void> {
       // restart costs the first users.
       const server = await startService('service-cold');
       try {
-        await measure('zipfcold', `service, Zipf mix in the first ${opts.durationS} s after a start`, server, zipf.requests, files.zipf);
+        await measure(
+          'zipfcold',
+          `service, Zipf mix in the first ${opts.durationS} s after a start`,
+          server,
+          zipf.requests,
+          files.zipf,
+        );
       } finally {
         await stopChild(server.child);
       }
@@ -960,7 +1106,13 @@ async function main(): Promise<void> {
       // Embedded: the service has stopped, so the peer may open the folder.
       const server = await startScript('peer', 'peer.ts', peerEnv);
       try {
-        await measure('peer', `peer: node:http + ${serverUrl ? 'pg' : 'PGlite'}, 1 query/request, hot set`, server, hot, files.hot);
+        await measure(
+          'peer',
+          `peer: node:http + ${serverUrl ? 'pg' : 'PGlite'}, 1 query/request, hot set`,
+          server,
+          hot,
+          files.hot,
+        );
       } finally {
         await stopChild(server.child);
       }
@@ -1020,11 +1172,15 @@ async function main(): Promise<void> {
   if (opts.rows.has('extras')) {
     await phase('extras', async () => {
       // In a process of its own, with collections it can force: what one customer in dunning adds.
-      const res = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'extras-memory.ts')], {
-        cwd: ROOT,
-        encoding: 'utf8',
-        timeout: 300_000,
-      });
+      const res = spawnSync(
+        process.execPath,
+        ['--expose-gc', '--import', 'tsx', join(ROOT, 'bench', 'extras-memory.ts')],
+        {
+          cwd: ROOT,
+          encoding: 'utf8',
+          timeout: 300_000,
+        },
+      );
       if (res.status !== 0) throw new Error(`extras-memory.ts: ${res.stderr.trim().split('\n').slice(-3).join(' ')}`);
       extras = JSON.parse(res.stdout.trim()) as { count: number; payUrlLength: number; bytesPerCustomer: number };
       log(
@@ -1049,15 +1205,25 @@ async function main(): Promise<void> {
       };
       const plain = run('plain');
       const dunning = run('dunning');
-      sdk = { count: SDK_COUNT, payUrlLength: dunning.payUrlLength ?? 0, payUrlBytes: dunning.payUrlBytes ?? 0, plain, dunning };
+      sdk = {
+        count: SDK_COUNT,
+        payUrlLength: dunning.payUrlLength ?? 0,
+        payUrlBytes: dunning.payUrlBytes ?? 0,
+        plain,
+        dunning,
+      };
       log(sdkLine(sdk));
     });
   }
 
-  let policy: { subscribers: number; gated: number; seconds: number; during: RowResult['load'] } | { skipped: string } | null = null;
+  let policy:
+    { subscribers: number; gated: number; seconds: number; during: RowResult['load'] } | { skipped: string } | null =
+    null;
   if (opts.rows.has('policy')) {
     if (serverUrl === null) {
-      policy = { skipped: 'embedded store: the million-subscriber policy change is measured on PostgreSQL (DATABASE_URL)' };
+      policy = {
+        skipped: 'embedded store: the million-subscriber policy change is measured on PostgreSQL (DATABASE_URL)',
+      };
     } else {
       await phase('policy', async () => {
         // A tenant of a million subscribers goes from gate to banner_only while the hot list is
@@ -1068,7 +1234,13 @@ async function main(): Promise<void> {
         const server = await startService('service-policy');
         try {
           const durationS = Math.max(opts.durationS, 30);
-          const load = runLoad(generator, { baseUrl: server.url, linesFile: files.hot, connections: opts.connections, workDir, durationS });
+          const load = runLoad(generator, {
+            baseUrl: server.url,
+            linesFile: files.hot,
+            connections: opts.connections,
+            workDir,
+            durationS,
+          });
           await new Promise((resolve) => setTimeout(resolve, 1_000));
           const startedMs = performance.now();
           const patched = await fetch(`${server.url}/admin/v1/tenants/${POLICY_TENANT}`, {
@@ -1083,7 +1255,8 @@ async function main(): Promise<void> {
             progress = await policyProgress(target);
           }
           const seconds = (performance.now() - startedMs) / 1000;
-          if (progress.lockout > 0) note(`policy: ${fmtN(progress.lockout)} subscribers still recorded lockout after ${seconds.toFixed(0)} s`);
+          if (progress.lockout > 0)
+            note(`policy: ${fmtN(progress.lockout)} subscribers still recorded lockout after ${seconds.toFixed(0)} s`);
           const during = await load;
           policy = { subscribers: seeded.subscribers, gated: seeded.gated, seconds, during };
           log(
@@ -1099,7 +1272,9 @@ async function main(): Promise<void> {
   let analytics: AnalyticsResult | { skipped: string } | null = null;
   if (opts.rows.has('analytics')) {
     if (serverUrl === null) {
-      analytics = { skipped: 'embedded store: the million-subscriber analytics are measured on PostgreSQL (DATABASE_URL)' };
+      analytics = {
+        skipped: 'embedded store: the million-subscriber analytics are measured on PostgreSQL (DATABASE_URL)',
+      };
     } else {
       await phase('analytics', async () => {
         // A tenant of a million subscribers with a year of runs, beside smaller tenants in the
@@ -1163,7 +1338,15 @@ async function main(): Promise<void> {
           const b = await startService('feed-b');
           try {
             log(`feed: ${FEED_TRIALS} changes through ${a.url}, each awaited by a long poll on ${b.url}`);
-            feed = await measureFeed({ a: a.url, b: b.url, adminToken, subjects: factory.hot(FEED_TRIALS, 11), slugOf, trials: FEED_TRIALS, log });
+            feed = await measureFeed({
+              a: a.url,
+              b: b.url,
+              adminToken,
+              subjects: factory.hot(FEED_TRIALS, 11),
+              slugOf,
+              trials: FEED_TRIALS,
+              log,
+            });
             for (const e of feed.errors.slice(0, 3)) note(`feed: ${e}`);
             log(feedLine(feed));
           } finally {
@@ -1193,7 +1376,15 @@ async function main(): Promise<void> {
               status: seededStatus(i + 1),
             }));
             log(`sdkfeed: ${FEED_TRIALS} changes through ${a.url}, each awaited in a copy following ${b.url}`);
-            sdkfeed = await measureSdkFeed({ a: a.url, b: b.url, adminToken, slug: slugOf(1), subjects, trials: FEED_TRIALS, log });
+            sdkfeed = await measureSdkFeed({
+              a: a.url,
+              b: b.url,
+              adminToken,
+              slug: slugOf(1),
+              subjects,
+              trials: FEED_TRIALS,
+              log,
+            });
             for (const e of sdkfeed.errors.slice(0, 3)) note(`sdkfeed: ${e}`);
             log(sdkFeedLine(sdkfeed));
           } finally {
@@ -1231,13 +1422,21 @@ async function main(): Promise<void> {
               { authorization: `Bearer ${adminToken}` },
               JSON.stringify({ slug }),
             );
-            if (made.status !== 201) throw new Error(`stripefeed: tenant not created: ${made.status} ${made.body.slice(0, 200)}`);
+            if (made.status !== 201)
+              throw new Error(`stripefeed: tenant not created: ${made.status} ${made.body.slice(0, 200)}`);
             const rounds: StripeFeedResult[] = [];
             for (let r = 0; r < STRIPE_FEED_ROUNDS; r += 1) {
               log(
                 `stripefeed: round ${r + 1}/${STRIPE_FEED_ROUNDS}, ${STRIPE_FEED_CUSTOMERS} customers through ${a.url}, each awaited in a copy following ${b.url}`,
               );
-              const round = await measureStripeFeed({ a: a.url, b: b.url, adminToken, slug, trials: STRIPE_FEED_CUSTOMERS, log });
+              const round = await measureStripeFeed({
+                a: a.url,
+                b: b.url,
+                adminToken,
+                slug,
+                trials: STRIPE_FEED_CUSTOMERS,
+                log,
+              });
               for (const e of round.errors.slice(0, 3)) note(`stripefeed: ${e}`);
               rounds.push(round);
             }
@@ -1258,9 +1457,13 @@ async function main(): Promise<void> {
   const peer = results.find((r) => r.row === 'peer');
   for (const r of results) {
     r.vsBaseline = baseline ? r.load.rps / baseline.load.rps : null;
-    r.vsPeer = peer && ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row) ? r.load.rps / peer.load.rps : null;
+    r.vsPeer =
+      peer && ['hot1', 'hot', 'unknown', 'zipf', 'hotkey', 'drip', 'zipfcold'].includes(r.row)
+        ? r.load.rps / peer.load.rps
+        : null;
   }
-  if (opts.quick && needsStore) note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
+  if (opts.quick && needsStore)
+    note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
   if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
 
   const model = cpus()[0]?.model ?? 'unknown CPU';
@@ -1281,7 +1484,12 @@ async function main(): Promise<void> {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = [...targets(results, invalidation, memory), feedTarget(feed), ...sdkTargets(sdk, sdkfeed), stripeFeedTarget(stripefeed)];
+  const targetList = [
+    ...targets(results, invalidation, memory),
+    feedTarget(feed),
+    ...sdkTargets(sdk, sdkfeed),
+    stripeFeedTarget(stripefeed),
+  ];
   const output = [
     ...header,
     '',
@@ -1295,7 +1503,9 @@ async function main(): Promise<void> {
     feed ? feedLine(feed) : 'status feed across instances: not run (--rows)',
     sdk ? sdkLine(sdk) : '@dunwall/node copy: not run (--rows)',
     sdkfeed ? sdkFeedLine(sdkfeed) : '@dunwall/node across instances: not run (--rows)',
-    ...(stripefeed ? stripeFeedLines(stripefeed) : ['Stripe events to @dunwall/node across instances: not run (--rows)']),
+    ...(stripefeed
+      ? stripeFeedLines(stripefeed)
+      : ['Stripe events to @dunwall/node across instances: not run (--rows)']),
     '',
     'targets (issues 5, 11 and 12):',
     targetsTable(targetList),
@@ -1311,7 +1521,13 @@ async function main(): Promise<void> {
     finished_at: new Date().toISOString(),
     quick: opts.quick,
     commit: gitCommit(),
-    store: { engine: target.engine, label: storeLabel, tenants: sizes.tenants, subscribers: total, seed_seconds: seedSeconds },
+    store: {
+      engine: target.engine,
+      label: storeLabel,
+      tenants: sizes.tenants,
+      subscribers: total,
+      seed_seconds: seedSeconds,
+    },
     generator,
     connections: opts.connections,
     duration_s: opts.durationS,

@@ -43,7 +43,16 @@ export async function measureSdkFeed(opts: {
   /** Looks at the copy after each answer of B: the trial in progress's check. */
   const watch: { onAnswer: (() => void) | null } = { onAnswer: null };
   try {
-    dunwall = await copyFollowing({ a, agentA, admin, b: opts.b, slug: opts.slug, keyName: 'bench sdk', errors, watch });
+    dunwall = await copyFollowing({
+      a,
+      agentA,
+      admin,
+      b: opts.b,
+      slug: opts.slug,
+      keyName: 'bench sdk',
+      errors,
+      watch,
+    });
     await dunwall.ready(30_000);
     const copy = dunwall;
 
@@ -54,7 +63,9 @@ export async function measureSdkFeed(opts: {
       let next = ROTATION[i % ROTATION.length] ?? 'active';
       if (next === before) next = ROTATION[(i + 1) % ROTATION.length] ?? 'lockout';
       if (copy.status(subject.customerId).status !== before) {
-        errors.push(`trial ${i}: the copy answered ${copy.status(subject.customerId).status} for ${subject.customerId} before the change, not ${before}`);
+        errors.push(
+          `trial ${i}: the copy answered ${copy.status(subject.customerId).status} for ${subject.customerId} before the change, not ${before}`,
+        );
       }
       const seen: { at: number | null } = { at: null };
       const applied = new Promise<void>((resolve) => {
@@ -67,7 +78,14 @@ export async function measureSdkFeed(opts: {
         };
       });
       const sent = performance.now();
-      const put = await call(agentA, a, 'PUT', `/admin/v1/tenants/${opts.slug}/subscribers/${subject.customerId}`, admin, JSON.stringify({ status: next }));
+      const put = await call(
+        agentA,
+        a,
+        'PUT',
+        `/admin/v1/tenants/${opts.slug}/subscribers/${subject.customerId}`,
+        admin,
+        JSON.stringify({ status: next }),
+      );
       const answered = performance.now();
       if (put.status !== 200) {
         errors.push(`trial ${i}: PUT on A answered ${put.status} ${put.body.slice(0, 200)}`);
@@ -90,7 +108,14 @@ export async function measureSdkFeed(opts: {
     // Put the statuses back, so that a kept database answers as seeded next time.
     for (const s of opts.subjects) {
       if (statuses.has(s.customerId))
-        await call(agentA, a, 'PUT', `/admin/v1/tenants/${opts.slug}/subscribers/${s.customerId}`, admin, JSON.stringify({ status: s.status }));
+        await call(
+          agentA,
+          a,
+          'PUT',
+          `/admin/v1/tenants/${opts.slug}/subscribers/${s.customerId}`,
+          admin,
+          JSON.stringify({ status: s.status }),
+        );
     }
   } finally {
     watch.onAnswer = null;
@@ -133,7 +158,8 @@ export async function copyFollowing(opts: {
     opts.admin,
     JSON.stringify({ name: opts.keyName, scopes: ['status:read'] }),
   );
-  if (created.status !== 201) throw new Error(`secret key for ${opts.slug}: ${created.status} ${created.body.slice(0, 200)}`);
+  if (created.status !== 201)
+    throw new Error(`secret key for ${opts.slug}: ${created.status} ${created.body.slice(0, 200)}`);
   const secretKey = (JSON.parse(created.body) as { secret_key: string }).secret_key;
   const deadline = performance.now() + KEY_READY_MS;
   for (;;) {
@@ -143,7 +169,8 @@ export async function copyFollowing(opts: {
     });
     await res.arrayBuffer();
     if (res.status === 200) break;
-    if (performance.now() > deadline) throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
+    if (performance.now() > deadline)
+      throw new Error(`B did not take the new key within ${KEY_READY_MS} ms (${res.status})`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return createDunwallWith(

@@ -49,12 +49,22 @@ function pages(mix: Mix): string[] {
       data.push(
         mix === 'plain'
           ? { processor_customer_id: id, status: warning ? 'warning' : 'lockout' }
-          : { processor_customer_id: id, status: warning ? 'warning' : 'lockout', ...(warning ? { lockout_at: LOCKOUT_AT } : {}), pay_url: benchPayUrl(id) },
+          : {
+              processor_customer_id: id,
+              status: warning ? 'warning' : 'lockout',
+              ...(warning ? { lockout_at: LOCKOUT_AT } : {}),
+              pay_url: benchPayUrl(id),
+            },
       );
     }
     const next = start + PAGE < COUNT ? `page${start + PAGE}` : null;
     out.push(
-      JSON.stringify({ data, entitlements: { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true }, next, feed_cursor: 'AQEB' }),
+      JSON.stringify({
+        data,
+        entitlements: { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true },
+        next,
+        feed_cursor: 'AQEB',
+      }),
     );
   }
   return out;
@@ -100,7 +110,9 @@ function timeBoth(held: { dunwall: Dunwall | null }, hits: readonly string[], mi
 function bareMap(text: readonly string[], hits: readonly string[], misses: readonly string[]) {
   const map = new Map<string, { status: string }>();
   const value = { status: 'warning' };
-  for (const page of text) for (const e of (JSON.parse(page) as { data: { processor_customer_id: string }[] }).data) map.set(e.processor_customer_id, value);
+  for (const page of text)
+    for (const e of (JSON.parse(page) as { data: { processor_customer_id: string }[] }).data)
+      map.set(e.processor_customer_id, value);
   const time = (ids: readonly string[]) => {
     let check = 0;
     for (const id of ids) check += map.get(id)?.status.length ?? 6;
@@ -116,12 +128,19 @@ function bareMap(text: readonly string[], hits: readonly string[], misses: reado
 async function measure(mix: Mix) {
   const text = pages(mix);
   // Ids as a server gets them: strings of their own, not the copy's keys.
-  const hits = Array.from({ length: COUNT }, (_, i) => Buffer.from(`cus_sdk${String(i).padStart(10, '0')}`, 'latin1').toString('latin1'));
-  const misses = Array.from({ length: COUNT }, (_, i) => Buffer.from(`cus_unknown${String(i).padStart(10, '0')}`, 'latin1').toString('latin1'));
+  const hits = Array.from({ length: COUNT }, (_, i) =>
+    Buffer.from(`cus_sdk${String(i).padStart(10, '0')}`, 'latin1').toString('latin1'),
+  );
+  const misses = Array.from({ length: COUNT }, (_, i) =>
+    Buffer.from(`cus_unknown${String(i).padStart(10, '0')}`, 'latin1').toString('latin1'),
+  );
   const fetch = serving(text);
   await settled();
   const held: { dunwall: Dunwall | null } = {
-    dunwall: createDunwallWith({ baseUrl: 'http://dunwall.invalid', secretKey: 'sk_live_bench0000000000000000000000000000000000' }, { fetch }),
+    dunwall: createDunwallWith(
+      { baseUrl: 'http://dunwall.invalid', secretKey: 'sk_live_bench0000000000000000000000000000000000' },
+      { fetch },
+    ),
   };
   const startedMs = performance.now();
   await held.dunwall?.ready(120_000);
@@ -145,7 +164,9 @@ async function measure(mix: Mix) {
 async function payUrlBytes(): Promise<number> {
   const held: { urls: string[] | null } = { urls: null };
   const before = await settled();
-  held.urls = Array.from({ length: COUNT }, (_, i) => Buffer.from(benchPayUrl(`cus_sdk${String(i).padStart(10, '0')}`), 'latin1').toString('latin1'));
+  held.urls = Array.from({ length: COUNT }, (_, i) =>
+    Buffer.from(benchPayUrl(`cus_sdk${String(i).padStart(10, '0')}`), 'latin1').toString('latin1'),
+  );
   const withUrls = await settled();
   const count = held.urls.length;
   held.urls = null;
@@ -157,5 +178,6 @@ async function payUrlBytes(): Promise<number> {
 // with the first one's compiled code and shapes, not as a server's one copy runs.
 const mix: Mix = process.env.BENCH_SDK_MIX === 'plain' ? 'plain' : 'dunning';
 const result = await measure(mix);
-const payUrl = mix === 'dunning' ? { payUrlLength: benchPayUrl('cus_sdk0000000000').length, payUrlBytes: await payUrlBytes() } : {};
+const payUrl =
+  mix === 'dunning' ? { payUrlLength: benchPayUrl('cus_sdk0000000000').length, payUrlBytes: await payUrlBytes() } : {};
 process.stdout.write(`${JSON.stringify({ ...result, ...payUrl })}\n`);

@@ -46,8 +46,12 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
 }
 
 async function readTiers(db: Db): Promise<Entitlements> {
-  const rows = await db.query<{ name: string; entitlements: Record<string, boolean> | string }>('SELECT name, entitlements FROM tiers');
-  return Object.fromEntries(rows.map((r) => [r.name, typeof r.entitlements === 'string' ? JSON.parse(r.entitlements) : r.entitlements]));
+  const rows = await db.query<{ name: string; entitlements: Record<string, boolean> | string }>(
+    'SELECT name, entitlements FROM tiers',
+  );
+  return Object.fromEntries(
+    rows.map((r) => [r.name, typeof r.entitlements === 'string' ? JSON.parse(r.entitlements) : r.entitlements]),
+  );
 }
 
 export interface SeedResult {
@@ -106,7 +110,9 @@ export async function seed(target: StoreTarget, sizes: Sizes, log: (line: string
            CROSS JOIN generate_series(1, $3::int) AS n(n)`,
           [from, to, sizes.perTenant],
         );
-        log(`subscribers: ${(to * sizes.perTenant).toLocaleString('en-US')} / ${(sizes.tenants * sizes.perTenant).toLocaleString('en-US')}`);
+        log(
+          `subscribers: ${(to * sizes.perTenant).toLocaleString('en-US')} / ${(sizes.tenants * sizes.perTenant).toLocaleString('en-US')}`,
+        );
       }
     });
     // Fresh statistics and no autovacuum or checkpoint in the middle of a measured run.
@@ -146,7 +152,10 @@ export async function inspect(target: StoreTarget): Promise<{ sizes: Sizes; tier
 /** The server processes (backends) connected to the bench database: their CPU is the database's work. */
 export async function backendPids(serverUrl: string, database: string): Promise<number[]> {
   return onServer(serverUrl, async (c) => {
-    const res = await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+    const res = await c.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [database],
+    );
     return res.rows.map((r) => r.pid);
   });
 }

@@ -72,7 +72,13 @@ export async function measureStripeFeed(opts: {
   const a = new URL(opts.a);
   const agentA = new Agent({ keepAlive: true, maxSockets: 1 });
   const admin = { authorization: `Bearer ${opts.adminToken}` };
-  const series = STEPS.map((s) => ({ event: s.event, status: s.status, delays: [] as number[], afterAnswer: [] as number[], timeouts: 0 }));
+  const series = STEPS.map((s) => ({
+    event: s.event,
+    status: s.status,
+    delays: [] as number[],
+    afterAnswer: [] as number[],
+    timeouts: 0,
+  }));
   const errors: string[] = [];
   const run = randomBytes(4).toString('hex');
   let dunwall: Dunwall | null = null;
@@ -80,9 +86,26 @@ export async function measureStripeFeed(opts: {
   try {
     // The tenant's signing secret: set through A, as the tenant sets it.
     const signingSecret = `whsec_bench${randomBytes(24).toString('hex')}`;
-    const patched = await call(agentA, a, 'PATCH', `/admin/v1/tenants/${opts.slug}`, admin, JSON.stringify({ stripe_webhook_secret: signingSecret }));
-    if (patched.status !== 200) throw new Error(`stripe signing secret for ${opts.slug}: ${patched.status} ${patched.body.slice(0, 200)}`);
-    dunwall = await copyFollowing({ a, agentA, admin, b: opts.b, slug: opts.slug, keyName: 'bench stripe', errors, watch });
+    const patched = await call(
+      agentA,
+      a,
+      'PATCH',
+      `/admin/v1/tenants/${opts.slug}`,
+      admin,
+      JSON.stringify({ stripe_webhook_secret: signingSecret }),
+    );
+    if (patched.status !== 200)
+      throw new Error(`stripe signing secret for ${opts.slug}: ${patched.status} ${patched.body.slice(0, 200)}`);
+    dunwall = await copyFollowing({
+      a,
+      agentA,
+      admin,
+      b: opts.b,
+      slug: opts.slug,
+      keyName: 'bench stripe',
+      errors,
+      watch,
+    });
     await dunwall.ready(30_000);
     const copy = dunwall;
 
@@ -94,9 +117,15 @@ export async function measureStripeFeed(opts: {
         if (s === undefined) continue;
         // The failure a second before its payment: events of one second rank a payment first.
         const nowS = Math.floor(Date.now() / 1000) + k;
-        const event = sampleEvents({ scenario: step.scenario, shape: 'basil', tenant: opts.slug, customer, ids, nowS, newId: randomId }).find(
-          (e) => e.type === step.event,
-        );
+        const event = sampleEvents({
+          scenario: step.scenario,
+          shape: 'basil',
+          tenant: opts.slug,
+          customer,
+          ids,
+          nowS,
+          newId: randomId,
+        }).find((e) => e.type === step.event);
         if (event === undefined) throw new Error(`no ${step.event} among the ${step.scenario} sample's events`);
         const payload = JSON.stringify(event);
         const signature = signStripePayload(payload, signingSecret, Math.floor(Date.now() / 1000));
@@ -111,7 +140,14 @@ export async function measureStripeFeed(opts: {
           };
         });
         const sent = performance.now();
-        const res = await call(agentA, a, 'POST', `/webhooks/stripe/${opts.slug}`, { 'stripe-signature': signature }, payload);
+        const res = await call(
+          agentA,
+          a,
+          'POST',
+          `/webhooks/stripe/${opts.slug}`,
+          { 'stripe-signature': signature },
+          payload,
+        );
         const answered = performance.now();
         if (res.status !== 200) {
           errors.push(`trial ${i}: ${step.event} on A answered ${res.status} ${res.body.slice(0, 200)}`);

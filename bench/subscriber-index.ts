@@ -48,4 +48,6 @@ const hot = median(() => nsPerRead(1_000_000, () => [7, 'cus_b7_6']));
 console.log(
   `${n.toLocaleString('en')} subscribers: arrays ${(index.byteLength / n).toFixed(1)} B each, RSS +${((after - before) / n).toFixed(1)} B each (${((after - before) / 1e6).toFixed(1)} MB), built in ${loadMs.toFixed(0)} ms`,
 );
-console.log(`read: known ${known.toFixed(0)} ns, unknown ${unknown.toFixed(0)} ns, one hot customer ${hot.toFixed(0)} ns (median of 5 x 1,000,000)`);
+console.log(
+  `read: known ${known.toFixed(0)} ns, unknown ${unknown.toFixed(0)} ns, one hot customer ${hot.toFixed(0)} ns (median of 5 x 1,000,000)`,
+);

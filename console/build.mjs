@@ -18,7 +18,14 @@ const out = join(root, 'dist', 'console');
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, 'assets'), { recursive: true });
 
-const common = { bundle: true, minify: true, legalComments: 'none', write: false, outdir: join(out, 'assets'), metafile: false };
+const common = {
+  bundle: true,
+  minify: true,
+  legalComments: 'none',
+  write: false,
+  outdir: join(out, 'assets'),
+  metafile: false,
+};
 const app = await build({
   ...common,
   entryPoints: { console: join(root, 'console', 'src', 'main.tsx') },
@@ -29,7 +36,11 @@ const app = await build({
   jsxImportSource: 'preact',
   define: { 'process.env.NODE_ENV': '"production"' },
 });
-const preview = await build({ ...common, entryPoints: { preview: join(root, 'console', 'src', 'preview.css') }, entryNames: '[name]-[hash]' });
+const preview = await build({
+  ...common,
+  entryPoints: { preview: join(root, 'console', 'src', 'preview.css') },
+  entryNames: '[name]-[hash]',
+});
 
 let total = 0;
 const names = {};

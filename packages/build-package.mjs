@@ -36,13 +36,19 @@ await build({ ...common, outfile: join(dir, 'dist', 'index.js') });
 const minified = await build({ ...common, minify: true, write: false });
 const gzipped = gzipSync(minified.outputFiles[0].contents, { level: 9 }).length;
 // On stderr: `npm pack` keeps its stdout for the tarball's name.
-console.error(`@dunwall/${name}: ${minified.outputFiles[0].contents.length} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGETS[name]})`);
+console.error(
+  `@dunwall/${name}: ${minified.outputFiles[0].contents.length} bytes minified, ${gzipped} bytes gzipped (budget ${BUDGETS[name]})`,
+);
 if (gzipped > BUDGETS[name]) {
   console.error(`@dunwall/${name}: over its gzip budget by ${gzipped - BUDGETS[name]} bytes`);
   process.exit(1);
 }
 execFileSync(
   process.execPath,
-  [join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.json')],
+  [
+    join(dirname(fileURLToPath(import.meta.url)), '..', 'node_modules', 'typescript', 'bin', 'tsc'),
+    '-p',
+    join(dir, 'tsconfig.json'),
+  ],
   { stdio: 'inherit' },
 );

@@ -48,11 +48,13 @@ const layerOf = (file) => {
 /** Every folder of src/ has its place in the layers: a new one must be given it here. */
 const PLACED = new Set([...Object.keys(FORBIDDEN), 'runtime', 'cli', '']);
 
-const IMPORT_RE = /(?:^|[^\w.])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const IMPORT_RE =
+  /(?:^|[^\w.])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
 const graph = new Map();
 const problems = [];
 for (const file of files(src)) {
-  if (!PLACED.has(layerOf(file))) problems.push(`${relative(root, file)}: src/${layerOf(file)}/ is in no layer of scripts/check-imports.mjs`);
+  if (!PLACED.has(layerOf(file)))
+    problems.push(`${relative(root, file)}: src/${layerOf(file)}/ is in no layer of scripts/check-imports.mjs`);
   const text = readFileSync(file, 'utf8');
   const targets = [];
   for (const m of text.matchAll(IMPORT_RE)) {
@@ -64,7 +66,9 @@ for (const file of files(src)) {
     const from = layerOf(file);
     const to = layerOf(target);
     if (from !== to && FORBIDDEN[from]?.(to))
-      problems.push(`${relative(root, file)} imports ${relative(root, target)}: ${from}/ must not import ${to === '' ? 'the top of src/' : `${to}/`}`);
+      problems.push(
+        `${relative(root, file)} imports ${relative(root, target)}: ${from}/ must not import ${to === '' ? 'the top of src/' : `${to}/`}`,
+      );
   }
   graph.set(file, targets);
 }

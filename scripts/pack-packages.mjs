@@ -30,14 +30,18 @@ for (const folder of readdirSync(join(root, 'packages')).sort()) {
   if (!existsSync(manifest)) continue;
   const pkg = readJson(manifest);
   if (pkg.private === true) continue;
-  if (!FOLDER_NAME.test(folder)) throw new Error(`packages/${folder}: a package folder's name must match ${FOLDER_NAME} (it becomes /packages/${folder}.tgz)`);
+  if (!FOLDER_NAME.test(folder))
+    throw new Error(
+      `packages/${folder}: a package folder's name must match ${FOLDER_NAME} (it becomes /packages/${folder}.tgz)`,
+    );
   packages.push({ folder, name: pkg.name, version: pkg.version });
 }
 
 // The service serves these as its own version's packages: every one must be that version.
 const stale = packages.filter((p) => p.version !== version);
 if (stale.length > 0) {
-  for (const p of stale) process.stderr.write(`packages: ${p.name} (packages/${p.folder}) is ${p.version}, the service is ${version}\n`);
+  for (const p of stale)
+    process.stderr.write(`packages: ${p.name} (packages/${p.folder}) is ${p.version}, the service is ${version}\n`);
   process.stderr.write('packages: set every package to the version of the root package.json\n');
   process.exit(1);
 }
@@ -54,7 +58,9 @@ function pack(folder, dir) {
   } catch (err) {
     // On success stdout holds the tarball's name only; on a failure, the package's build errors (tsc writes them there).
     process.stderr.write(String(err.stdout ?? ''));
-    process.stderr.write(`packages: npm pack of packages/${folder} failed (${err.signal ?? `exit code ${err.status}`})\n`);
+    process.stderr.write(
+      `packages: npm pack of packages/${folder} failed (${err.signal ?? `exit code ${err.status}`})\n`,
+    );
     return false;
   }
 }
@@ -75,7 +81,9 @@ for (const { folder, name } of packages) {
     const target = join(out, `${folder}.tgz`);
     renameSync(join(staging, tarballs[0]), target);
     const bytes = statSync(target).size;
-    process.stderr.write(`packages: ${relative(root, target)}, ${bytes} bytes (${(bytes / 1024).toFixed(1)} KB), ${name}@${version}\n`);
+    process.stderr.write(
+      `packages: ${relative(root, target)}, ${bytes} bytes (${(bytes / 1024).toFixed(1)} KB), ${name}@${version}\n`,
+    );
   } finally {
     rmSync(staging, { recursive: true, force: true });
   }

@@ -17,7 +17,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 if (!existsSync(join(root, 'node_modules', 'typescript', 'package.json'))) {
-  process.stderr.write('prepare: no dev dependencies (npm ci --omit=dev?): not building; npm start runs dist/ as it is\n');
+  process.stderr.write(
+    'prepare: no dev dependencies (npm ci --omit=dev?): not building; npm start runs dist/ as it is\n',
+  );
   process.exit(0);
 }
 if (process.env.npm_command === 'exec' && existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) {

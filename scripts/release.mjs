@@ -25,14 +25,24 @@ if (!values['no-build']) {
   step('npm run build');
   execFileSync(npm, ['run', 'build'], { cwd: root, stdio: 'inherit' });
 }
-if (!existsSync(join(root, 'dist', 'src', 'runtime', 'server.js'))) throw new Error('dist/ is not built: run npm run build');
+if (!existsSync(join(root, 'dist', 'src', 'runtime', 'server.js')))
+  throw new Error('dist/ is not built: run npm run build');
 const packed = join(root, 'dist', 'packages');
-if (!existsSync(packed) || !readdirSync(packed).some((f) => f.endsWith('.tgz'))) throw new Error('dist/packages holds no package tarball: run npm run build');
+if (!existsSync(packed) || !readdirSync(packed).some((f) => f.endsWith('.tgz')))
+  throw new Error('dist/packages holds no package tarball: run npm run build');
 
 step(`writing ${out}`);
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
-for (const entry of ['dist', 'migrations', 'package-lock.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'SECURITY.md']) {
+for (const entry of [
+  'dist',
+  'migrations',
+  'package-lock.json',
+  'README.md',
+  'LICENSE',
+  'CHANGELOG.md',
+  'SECURITY.md',
+]) {
   cpSync(join(root, entry), join(out, entry), { recursive: true });
 }
 // The release needs no build step: `prepare` (which compiles) and the dev-only scripts go.
@@ -41,5 +51,8 @@ pkg.scripts = { start: pkg.scripts.start };
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
 
 step('npm ci --omit=dev (production dependencies from the lockfile)');
-execFileSync(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: out, stdio: 'inherit' });
+execFileSync(npm, ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--prefer-offline'], {
+  cwd: out,
+  stdio: 'inherit',
+});
 step(`done: cd ${out} && node --max-semi-space-size=8 dist/src/runtime/server.js`);

@@ -14,7 +14,15 @@
 import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
 import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
 import { reachable } from '../packages/react/src/core/explain.js';
-import { countdown, DEFAULT_COLORS, dismissKey as keyOf, fetchBranding, payLinks, safeUrl as safeAt, textsFor } from '../packages/react/src/core/view.js';
+import {
+  countdown,
+  DEFAULT_COLORS,
+  dismissKey as keyOf,
+  fetchBranding,
+  payLinks,
+  safeUrl as safeAt,
+  textsFor,
+} from '../packages/react/src/core/view.js';
 import type { Colors as BaseColors, Link, Texts } from '../packages/react/src/core/view.js';
 
 export type { Texts };
@@ -68,7 +76,8 @@ const HOST_TAG = 'dunwall-enforcement';
 // No answer cache: a customer who has just paid must be let in by the very next check.
 // Concurrent checks still share one request.
 const client = createClient({ cacheTtlMs: 0 });
-let current: { host: HTMLElement; release: () => void; customer: string; sig?: string; tick?: () => void } | null = null;
+let current: { host: HTMLElement; release: () => void; customer: string; sig?: string; tick?: () => void } | null =
+  null;
 /** Bumped by every check and clear: only the latest check may render. */
 let sequence = 0;
 /** The next countdown step, and the question asked again once `lockout_at` has come. */
@@ -138,7 +147,11 @@ function arm(o: CheckOptions, at: number): void {
   step(true);
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string>, text?: string): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string>,
+  text?: string,
+): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
   if (text !== undefined) node.textContent = text;
@@ -159,7 +172,9 @@ a{color:${c.accent};font-weight:600}
 .box:focus{outline:none}
 @media (prefers-reduced-motion:no-preference){.veil:not(.now){animation:dw-in .15s ease-out}@keyframes dw-in{from{opacity:0}to{opacity:1}}}
 @media (prefers-color-scheme:dark){.veil{background:rgba(0,0,0,.96)}${
-    c.auto ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}' : ''
+    c.auto
+      ? '.bar.bar,.box.box{background:#1c2230}*{color:#e7e9ee}a{color:#ff9b8f}.go{background:#ff9b8f;color:#1c2230}.x{color:#e7e9ee}'
+      : ''
   }}
 .veil{position:fixed;inset:0;z-index:2147483647;display:flex;align-items:center;justify-content:center;padding:16px;background:rgba(16,24,40,.96);-webkit-backdrop-filter:blur(12px);backdrop-filter:blur(12px)}
 .box{max-width:440px;width:100%;padding:28px;border-radius:12px;background:#fff;border-top:4px solid ${c.accent};box-shadow:0 20px 40px rgba(0,0,0,.3)}
@@ -178,7 +193,10 @@ a{color:${c.accent};font-weight:600}
  * outside the page's layout; a pushing banner is the first (or last) thing in the page's
  * flow, or right after a sticky header, and a mounted one goes inside the page's own container.
  */
-function mountHost(colors: Colors, place: (host: HTMLElement) => void = (h) => document.body.appendChild(h)): { host: HTMLElement; root: ShadowRoot } {
+function mountHost(
+  colors: Colors,
+  place: (host: HTMLElement) => void = (h) => document.body.appendChild(h),
+): { host: HTMLElement; root: ShadowRoot } {
   const host = document.createElement(HOST_TAG);
   for (const [prop, value] of [
     ['all', 'initial'],
@@ -201,7 +219,9 @@ function mountHost(colors: Colors, place: (host: HTMLElement) => void = (h) => d
 }
 
 function watermark(result: StatusResult): HTMLElement | null {
-  return 'entitlements' in result && result.entitlements.powered_by_watermark ? el('small', { class: 'by' }, 'Powered by Dunwall') : null;
+  return 'entitlements' in result && result.entitlements.powered_by_watermark
+    ? el('small', { class: 'by' }, 'Powered by Dunwall')
+    : null;
 }
 
 /** The same key as @dunwall/react's: a banner dismissed in one is dismissed in the other. */
@@ -288,7 +308,13 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   const below = pin && !pin[1] ? pin[0] : undefined;
   const { host, root } = mountHost(
     colors,
-    container ? (h) => container.appendChild(h) : pin?.[1] ? (h) => pin[0].after(h) : fixed ? undefined : (h) => document.body.prepend(h),
+    container
+      ? (h) => container.appendChild(h)
+      : pin?.[1]
+        ? (h) => pin[0].after(h)
+        : fixed
+          ? undefined
+          : (h) => document.body.prepend(h),
   );
   const bar = el('div', { class: fixed ? `bar fixed ${position}` : below ? 'bar fixed' : 'bar', role: 'alert' });
   const text = bar.appendChild(el('p', {}, texts.warning));
@@ -352,7 +378,14 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View, no
   const { host, root } = mountHost(colors);
   // Over a page that was hidden until now, the gate is there at once: a fade-in would show the app.
   const veil = el('div', { class: now ? 'veil now' : 'veil' });
-  const box = el('div', { class: 'box', role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'dw-title', 'aria-describedby': 'dw-text', tabindex: '-1' });
+  const box = el('div', {
+    class: 'box',
+    role: 'dialog',
+    'aria-modal': 'true',
+    'aria-labelledby': 'dw-title',
+    'aria-describedby': 'dw-text',
+    tabindex: '-1',
+  });
   box.appendChild(el('h2', { id: 'dw-title' }, texts.lockoutTitle));
   box.appendChild(el('p', { id: 'dw-text' }, texts.lockout));
   if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
@@ -472,7 +505,8 @@ async function explain(o: FromTag, e?: DunwallError, tookMs = 0): Promise<void> 
   if (code === 'network' && tookMs >= ms) code = 'timeout';
   // A browser hides why a cross-origin call failed. The service reached without CORS (an
   // opaque request does not need its headers) means it answered, but not to this origin.
-  if (code === 'network' && (await (answers ??= reachable(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`)))) code = 'origin_not_allowed';
+  if (code === 'network' && (await (answers ??= reachable(`${o.baseUrl ?? DEFAULT_BASE}/snippet.js`))))
+    code = 'origin_not_allowed';
   const t = `tenant "${o.tenant}"`;
   const why: Record<string, string> = {
     invalid_publishable_key: `the key is not a publishable key of ${t}`,
@@ -602,7 +636,8 @@ export async function check(o: FromTag): Promise<StatusResult> {
   }
 }
 
-const script = (document.currentScript ?? document.querySelector('script[data-tenant][data-key]')) as HTMLScriptElement | null;
+const script = (document.currentScript ??
+  document.querySelector('script[data-tenant][data-key]')) as HTMLScriptElement | null;
 
 /** The folder a script was served from: the service, or a tenant's proxy path to it. */
 function baseOf(s: HTMLScriptElement | null): string {

@@ -119,7 +119,11 @@ async function createTenant(slug: string, extra: string[] = []): Promise<TenantJ
   return parseJson<TenantJson>(created.stdout);
 }
 
-async function lookup(slug: string, key: string, customer: string): Promise<{ status: number; body: { status?: string; code?: string } }> {
+async function lookup(
+  slug: string,
+  key: string,
+  customer: string,
+): Promise<{ status: number; body: { status?: string; code?: string } }> {
   const res = await fetch(`${url}/api/subscriber-status/${slug}?processor_customer_id=${customer}`, {
     headers: { authorization: `Bearer ${key}` },
   });
@@ -165,10 +169,14 @@ describe('dunwall as a child process', () => {
   it('reads --stripe-webhook-secret - from the process stdin, and reports errors on one line', async () => {
     const spy = vi.spyOn(store, 'updateTenant');
     try {
-      const updated = await spawnCli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], { stdin: `${WEBHOOK_SECRET}\n` });
+      const updated = await spawnCli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], {
+        stdin: `${WEBHOOK_SECRET}\n`,
+      });
       expect(updated.stderr).toBe('');
       expect(updated.code).toBe(0);
-      expect(spy.mock.calls.some((call) => call[3]?.kind === 'stripe_webhook_secret' && call[3].material === WEBHOOK_SECRET)).toBe(true);
+      expect(
+        spy.mock.calls.some((call) => call[3]?.kind === 'stripe_webhook_secret' && call[3].material === WEBHOOK_SECRET),
+      ).toBe(true);
     } finally {
       spy.mockRestore();
     }
@@ -236,7 +244,11 @@ describe('dunwall tenant', () => {
     expect(columns.size).toBe(1);
 
     const showJson = await cli(['tenant', 'show', 'initech', '--json']);
-    expect(parseJson<TenantJson>(showJson.stdout)).toMatchObject({ slug: 'initech', tier: 'starter', suspended: false });
+    expect(parseJson<TenantJson>(showJson.stdout)).toMatchObject({
+      slug: 'initech',
+      tier: 'starter',
+      suspended: false,
+    });
   });
 
   it('shows a tenant with its subscribers by status and its credentials in force, never their values', async () => {
@@ -266,15 +278,26 @@ describe('dunwall tenant', () => {
       const file = join(dir, 'branding.json');
       writeFileSync(
         file,
-        JSON.stringify({ payment_url: 'https://pay.branded.test/', texts: { default: { gate_action: 'Pay' }, fr: { gate_action: 'Payer' } } }),
+        JSON.stringify({
+          payment_url: 'https://pay.branded.test/',
+          texts: { default: { gate_action: 'Pay' }, fr: { gate_action: 'Payer' } },
+        }),
       );
       const set = await cli(['tenant', 'update', 'branded-co', '--branding-file', file]);
       expect([set.code, set.stderr]).toEqual([0, '']);
       expect(set.stdout).toMatch(/^branding:\s+payment link, texts: default, fr$/m);
-      const bad = await cli(['tenant', 'update', 'branded-co', '--branding-file', '-'], { stdin: '{"payment_url":"http://x.test/"}' });
-      expect([bad.code, bad.stderr]).toEqual([1, expect.stringContaining('branding.payment_url: must be an https URL')]);
+      const bad = await cli(['tenant', 'update', 'branded-co', '--branding-file', '-'], {
+        stdin: '{"payment_url":"http://x.test/"}',
+      });
+      expect([bad.code, bad.stderr]).toEqual([
+        1,
+        expect.stringContaining('branding.payment_url: must be an https URL'),
+      ]);
       const notJson = await cli(['tenant', 'update', 'branded-co', '--branding-file', '-'], { stdin: 'nope' });
-      expect([notJson.code, notJson.stderr]).toEqual([2, expect.stringContaining('--branding-file: stdin is not JSON')]);
+      expect([notJson.code, notJson.stderr]).toEqual([
+        2,
+        expect.stringContaining('--branding-file: stdin is not JSON'),
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -282,26 +305,37 @@ describe('dunwall tenant', () => {
 
   it('lists subscribers by status a page at a time, or every page with --all', async () => {
     await createTenant('listed-co');
-    for (let i = 0; i < 5; i += 1) await cli(['subscriber', 'set', '--tenant', 'listed-co', `cus_l${i}`, i < 3 ? 'lockout' : 'warning']);
+    for (let i = 0; i < 5; i += 1)
+      await cli(['subscriber', 'set', '--tenant', 'listed-co', `cus_l${i}`, i < 3 ? 'lockout' : 'warning']);
     const first = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2']);
     expect(first.code).toBe(0);
     const [header, ...rows] = lines(first.stdout);
     expect(header).toMatch(/^CUSTOMER\s+STATUS\s+DERIVED\s+REASON\s+UPDATED$/);
     expect(rows[0]).toMatch(/^cus_l0\s+lockout\s+lockout\s+manual\s+\d{4}-/);
     expect(rows.at(-1)).toBe('(more: --cursor cus_l1, or --all)');
-    const rest = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'lockout', '--limit', '2', '--cursor', 'cus_l1', '--json']);
-    expect(parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout)).toMatchObject({
+    const rest = await cli([
+      'subscriber',
+      'list',
+      '--tenant',
+      'listed-co',
+      '--status',
+      'lockout',
+      '--limit',
+      '2',
+      '--cursor',
+      'cus_l1',
+      '--json',
+    ]);
+    expect(
+      parseJson<{ data: { processor_customer_id: string }[]; next_cursor: string | null }>(rest.stdout),
+    ).toMatchObject({
       data: [{ processor_customer_id: 'cus_l2' }],
       next_cursor: null,
     });
     const all = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--limit', '2', '--all', '--json']);
-    expect(parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id)).toEqual([
-      'cus_l0',
-      'cus_l1',
-      'cus_l2',
-      'cus_l3',
-      'cus_l4',
-    ]);
+    expect(
+      parseJson<{ data: { processor_customer_id: string }[] }>(all.stdout).data.map((r) => r.processor_customer_id),
+    ).toEqual(['cus_l0', 'cus_l1', 'cus_l2', 'cus_l3', 'cus_l4']);
     expect(all.stderr).toContain('subscribers so far');
     const bad = await cli(['subscriber', 'list', '--tenant', 'listed-co', '--status', 'late']);
     expect([bad.code, bad.stderr]).toEqual([
@@ -322,15 +356,17 @@ describe('dunwall tenant', () => {
         await cli(['subscriber', 'set', '--tenant', slug, id, status]);
     }
     const ids = async (args: string[]) =>
-      parseJson<{ data: { processor_customer_id: string }[] }>((await cli(['subscriber', 'list', ...args, '--json'])).stdout).data.map(
-        (r) => r.processor_customer_id,
-      );
+      parseJson<{ data: { processor_customer_id: string }[] }>(
+        (await cli(['subscriber', 'list', ...args, '--json'])).stdout,
+      ).data.map((r) => r.processor_customer_id);
     expect(await ids(['--tenant', 'gated-co', '--status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
     expect(await ids(['--tenant', 'gated-co', '--status', 'lockout, active,lockout'])).toEqual(['cus_w1', 'cus_w3']);
     // monitor answers active whatever is derived: the derived status is what it would enforce.
     expect(await ids(['--tenant', 'watched-co', '--status', 'warning,lockout'])).toEqual([]);
     expect(await ids(['--tenant', 'watched-co', '--derived-status', 'warning,lockout'])).toEqual(['cus_w1', 'cus_w2']);
-    expect(await ids(['--tenant', 'watched-co', '--status', 'active', '--derived-status', 'lockout'])).toEqual(['cus_w1']);
+    expect(await ids(['--tenant', 'watched-co', '--status', 'active', '--derived-status', 'lockout'])).toEqual([
+      'cus_w1',
+    ]);
     const table = await cli(['subscriber', 'list', '--tenant', 'watched-co', '--derived-status', 'lockout']);
     expect(lines(table.stdout)[1]).toMatch(/^cus_w1\s+active\s+lockout\s+manual\s/);
     for (const value of ['warning,late', ',', 'Lockout']) {
@@ -355,7 +391,18 @@ describe('dunwall tenant', () => {
     await createTenant('gone-co');
     expect((await cli(['tenant', 'delete', 'gone-co', '--yes'])).code).toBe(0);
 
-    expect((await cli(['tier', 'set', 'temp', 'powered_by_watermark=true', 'custom_domain=false', 'downstream_webhooks=false'])).code).toBe(0);
+    expect(
+      (
+        await cli([
+          'tier',
+          'set',
+          'temp',
+          'powered_by_watermark=true',
+          'custom_domain=false',
+          'downstream_webhooks=false',
+        ])
+      ).code,
+    ).toBe(0);
     await createTenant('temp-co', ['--tier', 'temp']);
     const inUse = await cli(['tier', 'delete', 'temp']);
     expect([inUse.code, inUse.stderr]).toEqual([1, expect.stringContaining('tier_in_use')]);
@@ -364,7 +411,12 @@ describe('dunwall tenant', () => {
   });
 
   it('updates fields, with none for null, and refuses an update with no field', async () => {
-    await createTenant('hooli', ['--card-update-url', 'https://hooli.example/card', '--allowed-origins', 'https://hooli.example']);
+    await createTenant('hooli', [
+      '--card-update-url',
+      'https://hooli.example/card',
+      '--allowed-origins',
+      'https://hooli.example',
+    ]);
 
     const updated = await cli([
       'tenant',
@@ -387,7 +439,16 @@ describe('dunwall tenant', () => {
       allowed_origins: ['https://a.hooli.example', 'https://b.hooli.example'],
     });
 
-    const cleared = await cli(['tenant', 'update', 'hooli', '--card-update-url', 'none', '--allowed-origins', 'none', '--json']);
+    const cleared = await cli([
+      'tenant',
+      'update',
+      'hooli',
+      '--card-update-url',
+      'none',
+      '--allowed-origins',
+      'none',
+      '--json',
+    ]);
     expect(cleared.code).toBe(0);
     expect(parseJson<TenantJson>(cleared.stdout)).toMatchObject({ card_update_url: null, allowed_origins: null });
 
@@ -432,7 +493,9 @@ describe('dunwall tenant', () => {
 
     const both = await cli(['tenant', 'create', 'both-cli', '--live', '--test']);
     expect(both.code).toBe(2);
-    expect(both.stderr).toMatch(/^dunwall: tenant create: give only one of --live, --test\. Run 'dunwall help' for usage\.\n$/);
+    expect(both.stderr).toMatch(
+      /^dunwall: tenant create: give only one of --live, --test\. Run 'dunwall help' for usage\.\n$/,
+    );
     expect((await cli(['tenant', 'show', 'both-cli'])).code).toBe(1);
     const unknown = await cli(['tenant', 'create', 'both-cli', '--either-mode']);
     expect(unknown.code).toBe(2);
@@ -459,7 +522,9 @@ describe('dunwall tenant', () => {
     await createTenant('stark');
     const spy = vi.spyOn(store, 'updateTenant');
     try {
-      const updated = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], { stdin: `  ${WEBHOOK_SECRET}\n` });
+      const updated = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], {
+        stdin: `  ${WEBHOOK_SECRET}\n`,
+      });
       expect(updated.stderr).toBe('');
       expect(updated.code).toBe(0);
       expect(updated.stdout).toMatch(/^slug:\s+stark$/m);
@@ -552,7 +617,16 @@ describe('dunwall subscriber', () => {
   it('sets, shows with history, and clears a subscriber', async () => {
     const tenant = await createTenant('cyberdyne', ['--card-update-url', 'https://cyberdyne.example/card']);
 
-    const warning = await cli(['subscriber', 'set', '--tenant', 'cyberdyne', 'cus_42', 'warning', '--reason', 'soft_decline']);
+    const warning = await cli([
+      'subscriber',
+      'set',
+      '--tenant',
+      'cyberdyne',
+      'cus_42',
+      'warning',
+      '--reason',
+      'soft_decline',
+    ]);
     expect(warning.stderr).toBe('');
     expect(warning.code).toBe(0);
     expect(warning.stdout).toMatch(/^processor_customer_id:\s+cus_42$/m);
@@ -561,7 +635,10 @@ describe('dunwall subscriber', () => {
 
     const lockout = await cli(['subscriber', 'set', 'cus_42', 'lockout', '--tenant', 'cyberdyne', '--json']);
     expect(lockout.code).toBe(0);
-    expect(parseJson<{ status: string; reason: string }>(lockout.stdout)).toMatchObject({ status: 'lockout', reason: 'manual' });
+    expect(parseJson<{ status: string; reason: string }>(lockout.stdout)).toMatchObject({
+      status: 'lockout',
+      reason: 'manual',
+    });
 
     const show = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42']);
     expect(show.code).toBe(0);
@@ -582,7 +659,10 @@ describe('dunwall subscriber', () => {
     expect(clear.stderr).toBe('');
     expect(clear.code).toBe(0);
     expect(clear.stdout).toContain('cus_42');
-    expect(await lookup('cyberdyne', tenant.publishable_key ?? '', 'cus_42')).toEqual({ status: 200, body: { status: 'active' } });
+    expect(await lookup('cyberdyne', tenant.publishable_key ?? '', 'cus_42')).toEqual({
+      status: 200,
+      body: { status: 'active' },
+    });
 
     // Cleared: no record, the history kept.
     const gone = await cli(['subscriber', 'show', '--tenant', 'cyberdyne', 'cus_42']);
@@ -599,7 +679,9 @@ describe('dunwall subscriber', () => {
     const key = tenant.publishable_key ?? '';
     const at = Math.floor(Date.now() / 1000) - 60;
     // A Stripe episode puts the customer in warning; the operator overrides it to lockout.
-    const failed = event('invoice.payment_failed', invoice('cus_ov', { next_payment_attempt: at + 86_400 }), { created: at });
+    const failed = event('invoice.payment_failed', invoice('cus_ov', { next_payment_attempt: at + 86_400 }), {
+      created: at,
+    });
     const replayed = await app.inject({
       method: 'POST',
       url: '/admin/v1/tenants/overridden-co/stripe-events',
@@ -615,7 +697,9 @@ describe('dunwall subscriber', () => {
     expect([cleared.code, cleared.stderr]).toEqual([0, '']);
     expect(cleared.stdout).toMatch(/^cus_ov: override cleared on overridden-co; /);
     expect((await lookup('overridden-co', key, 'cus_ov')).body.status).toBe('warning');
-    expect((await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov', '--json'])).stdout).toBe('');
+    expect((await cli(['subscriber', 'clear-override', '--tenant', 'overridden-co', 'cus_ov', '--json'])).stdout).toBe(
+      '',
+    );
     const missing = await cli(['subscriber', 'clear-override', 'cus_ov']);
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('missing --tenant SLUG')]);
   });
@@ -661,7 +745,10 @@ async function v1(
   path: string,
   init: { method?: string; headers?: Record<string, string> } = {},
 ): Promise<{ status: number; body: { status?: string; code?: string; data?: unknown[] } | null }> {
-  const res = await fetch(`${url}/v1${path}`, { method: init.method ?? 'GET', headers: { authorization: `Bearer ${key}`, ...init.headers } });
+  const res = await fetch(`${url}/v1${path}`, {
+    method: init.method ?? 'GET',
+    headers: { authorization: `Bearer ${key}`, ...init.headers },
+  });
   const text = await res.text();
   return { status: res.status, body: text === '' ? null : (JSON.parse(text) as { status?: string; code?: string }) };
 }
@@ -670,7 +757,15 @@ describe('dunwall key', () => {
   it('creates a key whose secret is shown once, under a banner, and answers the tenant API', async () => {
     await createTenant('keyed-co');
     await cli(['subscriber', 'set', '--tenant', 'keyed-co', 'cus_k1', 'warning']);
-    const created = await cli(['key', 'create', 'keyed-co', '--name', 'billing backend', '--scopes', 'status:read, subscribers:read']);
+    const created = await cli([
+      'key',
+      'create',
+      'keyed-co',
+      '--name',
+      'billing backend',
+      '--scopes',
+      'status:read, subscribers:read',
+    ]);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     expect(created.stdout).toMatch(/^id:\s+key_[A-Za-z0-9]{20}$/m);
@@ -698,23 +793,60 @@ describe('dunwall key', () => {
     expect(quiet.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
     expect((await v1(quiet.stdout.trim(), '/subscribers/cus_q/status')).status).toBe(200);
     // As a real process writing into a pipe.
-    const piped = await spawnCli(['key', 'create', 'quiet-co', '--name', 'piped', '--scopes', 'status:read', '--quiet']);
+    const piped = await spawnCli([
+      'key',
+      'create',
+      'quiet-co',
+      '--name',
+      'piped',
+      '--scopes',
+      'status:read',
+      '--quiet',
+    ]);
     expect(piped.stderr).toBe('');
     expect(piped.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
-    const both = await cli(['key', 'create', 'quiet-co', '--name', 'x', '--scopes', 'status:read', '--quiet', '--json']);
+    const both = await cli([
+      'key',
+      'create',
+      'quiet-co',
+      '--name',
+      'x',
+      '--scopes',
+      'status:read',
+      '--quiet',
+      '--json',
+    ]);
     expect([both.code, both.stdout]).toEqual([2, '']);
     expect(both.stderr).toContain('give only one of --quiet, --json');
 
-    const json = await cli(['key', 'create', 'quiet-co', '--name', 'scripted', '--scopes', 'status:read', '--expires-at', '2099-01-01T00:00:00Z', '--json']);
+    const json = await cli([
+      'key',
+      'create',
+      'quiet-co',
+      '--name',
+      'scripted',
+      '--scopes',
+      'status:read',
+      '--expires-at',
+      '2099-01-01T00:00:00Z',
+      '--json',
+    ]);
     expect(json.code).toBe(0);
     const key = parseJson<KeyJson>(json.stdout);
-    expect(key).toMatchObject({ name: 'scripted', scopes: ['status:read'], expires_at: '2099-01-01T00:00:00.000Z', last_used_at: null });
+    expect(key).toMatchObject({
+      name: 'scripted',
+      scopes: ['status:read'],
+      expires_at: '2099-01-01T00:00:00.000Z',
+      last_used_at: null,
+    });
     expect(key.secret_key).toMatch(/^sk_test_/);
   });
 
   it('checks scopes against the known list before calling the API, naming the bad one', async () => {
     const offline = { DUNWALL_URL: 'http://127.0.0.1:9', DUNWALL_ADMIN_TOKEN: TOKEN };
-    const bad = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read,subscribers:delete'], { env: offline });
+    const bad = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read,subscribers:delete'], {
+      env: offline,
+    });
     expect(bad.code).toBe(2);
     expect(lines(bad.stderr)).toHaveLength(1);
     expect(bad.stderr).toContain(`--scopes: unknown scope 'subscribers:delete' (known: ${SCOPES.join(', ')})`);
@@ -735,14 +867,26 @@ describe('dunwall key', () => {
       expect(result.stderr, args.join(' ')).toMatch(/dunwall help/);
     }
     // What only the service knows is its answer: a time already past.
-    const past = await cli(['key', 'create', 'base', '--name', 'x', '--scopes', 'status:read', '--expires-at', '2020-01-01T00:00:00Z']);
+    const past = await cli([
+      'key',
+      'create',
+      'base',
+      '--name',
+      'x',
+      '--scopes',
+      'status:read',
+      '--expires-at',
+      '2020-01-01T00:00:00Z',
+    ]);
     expect([past.code, past.stderr]).toEqual([1, 'dunwall: invalid_request: expires_at: must be in the future\n']);
   });
 
   it('lists keys as a table without their secrets, with their last use once recorded', async () => {
     await createTenant('listed-keys');
     expect((await cli(['key', 'list', 'listed-keys'])).stdout).toBe('no secret keys\n');
-    const a = parseJson<KeyJson>((await cli(['key', 'create', 'listed-keys', '--name', 'api server', '--scopes', 'status:read', '--json'])).stdout);
+    const a = parseJson<KeyJson>(
+      (await cli(['key', 'create', 'listed-keys', '--name', 'api server', '--scopes', 'status:read', '--json'])).stdout,
+    );
     const b = parseJson<KeyJson>(
       (
         await cli([
@@ -767,10 +911,16 @@ describe('dunwall key', () => {
     const [header, ...rows] = lines(list.stdout);
     expect(header).toMatch(/^ID\s+NAME\s+SCOPES\s+PREFIX\s+CREATED\s+EXPIRES\s+LAST USED$/);
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toMatch(new RegExp(`^${a.id}\\s+api server\\s+status:read\\s+${a.prefix}\\s+\\d{4}-\\S+\\s+never\\s+\\d{4}-\\d\\d-\\d\\dT\\S+$`));
+    expect(rows[0]).toMatch(
+      new RegExp(
+        `^${a.id}\\s+api server\\s+status:read\\s+${a.prefix}\\s+\\d{4}-\\S+\\s+never\\s+\\d{4}-\\d\\d-\\d\\dT\\S+$`,
+      ),
+    );
     // Scopes in the contract's order, whatever the order given.
     expect(rows[1]).toMatch(
-      new RegExp(`^${b.id}\\s+ops\\s+subscribers:write,keys:write\\s+${b.prefix}\\s+\\d{4}-\\S+\\s+2099-06-01T12:00:00\\.000Z\\s+never$`),
+      new RegExp(
+        `^${b.id}\\s+ops\\s+subscribers:write,keys:write\\s+${b.prefix}\\s+\\d{4}-\\S+\\s+2099-06-01T12:00:00\\.000Z\\s+never$`,
+      ),
     );
     for (const secret of [a.secret_key ?? '', b.secret_key ?? '']) {
       expect(list.stdout).not.toContain(secret);
@@ -783,7 +933,9 @@ describe('dunwall key', () => {
 
   it('rotates with an overlap, the replaced secret working until then; revokes at once', async () => {
     await createTenant('rotated-keys');
-    const key = parseJson<KeyJson>((await cli(['key', 'create', 'rotated-keys', '--name', 'web', '--scopes', 'status:read', '--json'])).stdout);
+    const key = parseJson<KeyJson>(
+      (await cli(['key', 'create', 'rotated-keys', '--name', 'web', '--scopes', 'status:read', '--json'])).stdout,
+    );
     const old = key.secret_key ?? '';
 
     const rotated = await cli(['key', 'rotate', 'rotated-keys', key.id, '--overlap-seconds', '3600']);
@@ -793,7 +945,8 @@ describe('dunwall key', () => {
     const next = /^secret_key:\s+(sk_live_\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
     expect(next).not.toBe('');
     expect(next).not.toBe(old);
-    const until = /^previous_expires_at:\s+(\S+) \(the replaced secret works until then\)$/m.exec(rotated.stdout)?.[1] ?? '';
+    const until =
+      /^previous_expires_at:\s+(\S+) \(the replaced secret works until then\)$/m.exec(rotated.stdout)?.[1] ?? '';
     expect(Date.parse(until) - Date.now()).toBeGreaterThan(3_500_000);
     expect((await v1(old, '/subscribers/cus_1/status')).status).toBe(200);
     expect((await v1(next, '/subscribers/cus_1/status')).status).toBe(200);
@@ -807,7 +960,9 @@ describe('dunwall key', () => {
 
     const revoked = await cli(['key', 'revoke', 'rotated-keys', key.id]);
     expect([revoked.code, revoked.stderr]).toEqual([0, '']);
-    expect(revoked.stdout).toBe(`secret key ${key.id} of rotated-keys revoked: every instance refuses it within a second\n`);
+    expect(revoked.stdout).toBe(
+      `secret key ${key.id} of rotated-keys revoked: every instance refuses it within a second\n`,
+    );
     expect((await v1(newest, '/subscribers/cus_1/status')).body?.code).toBe('invalid_secret_key');
     const again = await cli(['key', 'revoke', 'rotated-keys', key.id]);
     expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/^dunwall: secret_key_not_found: /)]);
@@ -821,7 +976,8 @@ describe('dunwall key', () => {
     expect(help.stdout).toContain('dunwall help [tenant|key|subscriber|tier|webhook|stripe|secrets]');
     const group = await cli(['help', 'key']);
     expect(group.code).toBe(0);
-    for (const command of ['create', 'list', 'revoke', 'rotate']) expect(group.stdout).toContain(`dunwall key ${command} SLUG`);
+    for (const command of ['create', 'list', 'revoke', 'rotate'])
+      expect(group.stdout).toContain(`dunwall key ${command} SLUG`);
     expect(group.stdout).toContain(SCOPES.join(', '));
     const own = await cli(['key', 'rotate', '--help']);
     expect(own.stdout).toMatch(/^Usage: dunwall key rotate SLUG KEY_ID \[--overlap-seconds N\] \[--quiet\]/);
@@ -855,42 +1011,88 @@ describe('dunwall webhook', () => {
     expect(created.stdout).toMatch(/^events:\s+subscriber\.status_changed$/m);
 
     const listed = await cli(['webhook', 'list', '--tenant', 'hooked']);
-    expect(listed.stdout).toMatch(new RegExp(`^${id}\\s+yes\\s+0\\s+subscriber\\.status_changed\\s+https://hooks\\.example\\.com/dunwall$`, 'm'));
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${id}\\s+yes\\s+0\\s+subscriber\\.status_changed\\s+https://hooks\\.example\\.com/dunwall$`, 'm'),
+    );
     const shown = await cli(['webhook', 'show', '--tenant', 'hooked', id]);
     expect(shown.stdout).not.toContain(secret);
     expect(shown.stdout).toMatch(/^signing_secrets:\s+current since /m);
 
-    const disabled = await cli(['webhook', 'update', '--tenant', 'hooked', id, '--enabled', 'false', '--events', 'all']);
+    const disabled = await cli([
+      'webhook',
+      'update',
+      '--tenant',
+      'hooked',
+      id,
+      '--enabled',
+      'false',
+      '--events',
+      'all',
+    ]);
     expect(disabled.stdout).toMatch(/^enabled:\s+no: admin \(disabled through the admin API\)/m);
     expect(disabled.stdout).toMatch(/^events:\s+all$/m);
-    expect((await cli(['webhook', 'update', '--tenant', 'hooked', id, '--enabled', 'true'])).stdout).toMatch(/^enabled:\s+yes$/m);
+    expect((await cli(['webhook', 'update', '--tenant', 'hooked', id, '--enabled', 'true'])).stdout).toMatch(
+      /^enabled:\s+yes$/m,
+    );
 
-    const rotated = await cli(['webhook', 'rotate-secret', '--tenant', 'hooked', id, '--overlap-seconds', '60', '--json']);
+    const rotated = await cli([
+      'webhook',
+      'rotate-secret',
+      '--tenant',
+      'hooked',
+      id,
+      '--overlap-seconds',
+      '60',
+      '--json',
+    ]);
     const next = parseJson<{ secret: string; previous_expires_at: string; signing_secrets: unknown[] }>(rotated.stdout);
     expect(next.secret).not.toBe(secret);
     expect(next.signing_secrets).toHaveLength(2);
 
     expect((await cli(['subscriber', 'set', '--tenant', 'hooked', 'cus_hook1', 'lockout'])).code).toBe(0);
     const messages = await cli(['webhook', 'messages', '--tenant', 'hooked', id, '--state', 'pending']);
-    expect(messages.stdout).toMatch(/^\S+\s+msg_[a-z2-7]{24}\s+subscriber\.status_changed\s+cus_hook1\s+1\s+pending\s+0\s/m);
+    expect(messages.stdout).toMatch(
+      /^\S+\s+msg_[a-z2-7]{24}\s+subscriber\.status_changed\s+cus_hook1\s+1\s+pending\s+0\s/m,
+    );
     const messageId = /(msg_[a-z2-7]{24})/.exec(messages.stdout)?.[1] ?? '';
     expect((await cli(['webhook', 'attempts', '--tenant', 'hooked', id])).stdout.trim()).toBe('no attempts');
-    expect((await cli(['webhook', 'retry', '--tenant', 'hooked', id, messageId])).stdout.trim()).toBe(`message ${messageId} queued for ${id}`);
-    const replayed = await cli(['webhook', 'replay', '--tenant', 'hooked', id, '--since', '2020-01-01T00:00:00Z', '--json']);
+    expect((await cli(['webhook', 'retry', '--tenant', 'hooked', id, messageId])).stdout.trim()).toBe(
+      `message ${messageId} queued for ${id}`,
+    );
+    const replayed = await cli([
+      'webhook',
+      'replay',
+      '--tenant',
+      'hooked',
+      id,
+      '--since',
+      '2020-01-01T00:00:00Z',
+      '--json',
+    ]);
     expect(parseJson(replayed.stdout)).toEqual({ queued: 1 });
 
-    expect((await cli(['webhook', 'delete', '--tenant', 'hooked', id])).stdout.trim()).toBe(`webhook endpoint ${id} deleted`);
+    expect((await cli(['webhook', 'delete', '--tenant', 'hooked', id])).stdout.trim()).toBe(
+      `webhook endpoint ${id} deleted`,
+    );
     expect((await cli(['webhook', 'list', '--tenant', 'hooked'])).stdout.trim()).toBe('no webhook endpoints');
   });
 
   it("prints a receiver's redirect with control characters in its Location as escapes, never raw, as text and as JSON", async () => {
     // A real receiver on loopback answering every delivery with a redirect whose Location holds
     // C1 controls (U+009B is CSI), and UTF-8 that Node reads as Latin-1 bytes (U+202E becomes U+0080 among others).
-    const location = Buffer.concat([Buffer.from('https://evil.test/'), Buffer.from([0x9b, 0x33, 0x31, 0x6d, 0x85, 0x9d]), Buffer.from('pay\u202eme', 'utf8')]);
+    const location = Buffer.concat([
+      Buffer.from('https://evil.test/'),
+      Buffer.from([0x9b, 0x33, 0x31, 0x6d, 0x85, 0x9d]),
+      Buffer.from('pay\u202eme', 'utf8'),
+    ]);
     const receiver = createServer((socket) => {
       socket.once('data', () =>
         socket.end(
-          Buffer.concat([Buffer.from('HTTP/1.1 302 Found\r\nLocation: '), location, Buffer.from('\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')]),
+          Buffer.concat([
+            Buffer.from('HTTP/1.1 302 Found\r\nLocation: '),
+            location,
+            Buffer.from('\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'),
+          ]),
         ),
       );
     });
@@ -901,9 +1103,14 @@ describe('dunwall webhook', () => {
     try {
       const env = { DUNWALL_URL: await hookApp.listen({ port: 0, host: '127.0.0.1' }), DUNWALL_ADMIN_TOKEN: TOKEN };
       expect((await cli(['tenant', 'create', 'redirected', '--tier', 'scale'], { env })).code).toBe(0);
-      const created = await cli(['webhook', 'create', '--tenant', 'redirected', `http://127.0.0.1:${port}/hook`, '--json'], { env });
+      const created = await cli(
+        ['webhook', 'create', '--tenant', 'redirected', `http://127.0.0.1:${port}/hook`, '--json'],
+        { env },
+      );
       const id = parseJson<{ id: string }>(created.stdout).id;
-      expect((await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code).toBe(0);
+      expect(
+        (await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code,
+      ).toBe(0);
       const deliverer = new DownstreamDeliverer({
         store: store.downstream,
         attemptTimeoutMs: 5_000,
@@ -927,7 +1134,9 @@ describe('dunwall webhook', () => {
       const json = await cli(['webhook', 'attempts', '--tenant', 'redirected', id, '--json'], { env });
       expect(json.stdout).not.toMatch(CONTROL);
       // Still JSON, for the value the API answers: the stored one with its controls escaped.
-      expect(parseJson<{ data: { error: string }[] }>(json.stdout).data[0]?.error).toBe(escapeControls(raw[0]?.error ?? ''));
+      expect(parseJson<{ data: { error: string }[] }>(json.stdout).data[0]?.error).toBe(
+        escapeControls(raw[0]?.error ?? ''),
+      );
     } finally {
       await hookApp.close();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
@@ -938,8 +1147,19 @@ describe('dunwall webhook', () => {
     const refused = await cli(['webhook', 'create', '--tenant', 'base', 'https://hooks.example.com/x']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('downstream_webhooks_not_entitled');
-    const badType = await cli(['webhook', 'create', '--tenant', 'base', 'https://hooks.example.com/x', '--events', 'subscriber.created']);
-    expect([badType.code, badType.stderr]).toEqual([2, expect.stringContaining("unknown event type 'subscriber.created'")]);
+    const badType = await cli([
+      'webhook',
+      'create',
+      '--tenant',
+      'base',
+      'https://hooks.example.com/x',
+      '--events',
+      'subscriber.created',
+    ]);
+    expect([badType.code, badType.stderr]).toEqual([
+      2,
+      expect.stringContaining("unknown event type 'subscriber.created'"),
+    ]);
     const nothing = await cli(['webhook', 'update', '--tenant', 'base', `ep_${'a'.repeat(24)}`]);
     expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining('give at least one of')]);
   });
@@ -955,22 +1175,43 @@ describe('dunwall tier', () => {
 
     const json = await cli(['tier', 'list', '--json']);
     const tiers = parseJson<{ data: { name: string; entitlements: Record<string, boolean> }[] }>(json.stdout).data;
-    expect(tiers.find((t) => t.name === 'growth')?.entitlements).toMatchObject({ custom_domain: true, powered_by_watermark: false });
+    expect(tiers.find((t) => t.name === 'growth')?.entitlements).toMatchObject({
+      custom_domain: true,
+      powered_by_watermark: false,
+    });
   });
 
   it('creates or replaces a tier from flag=value arguments', async () => {
-    const set = await cli(['tier', 'set', 'enterprise', 'powered_by_watermark=false', 'custom_domain=true', 'downstream_webhooks=true', 'sso=true']);
+    const set = await cli([
+      'tier',
+      'set',
+      'enterprise',
+      'powered_by_watermark=false',
+      'custom_domain=true',
+      'downstream_webhooks=true',
+      'sso=true',
+    ]);
     expect(set.stderr).toBe('');
     expect(set.code).toBe(0);
     expect(set.stdout).toMatch(/^name:\s+enterprise$/m);
-    expect(set.stdout).toMatch(/^entitlements:\s+powered_by_watermark=false custom_domain=true downstream_webhooks=true sso=true$/m);
+    expect(set.stdout).toMatch(
+      /^entitlements:\s+powered_by_watermark=false custom_domain=true downstream_webhooks=true sso=true$/m,
+    );
 
     const list = await cli(['tier', 'list']);
     expect(list.stdout).toMatch(/\s+SSO$/m);
     expect(list.stdout).toMatch(/^enterprise\s+false\s+true\s+true\s+true$/m);
     expect(list.stdout).toMatch(/^starter\s+true\s+false\s+false\s+-$/m);
 
-    const json = await cli(['tier', 'set', 'enterprise', 'powered_by_watermark=false', 'custom_domain=true', 'downstream_webhooks=false', '--json']);
+    const json = await cli([
+      'tier',
+      'set',
+      'enterprise',
+      'powered_by_watermark=false',
+      'custom_domain=true',
+      'downstream_webhooks=false',
+      '--json',
+    ]);
     expect(parseJson<{ entitlements: Record<string, boolean> }>(json.stdout).entitlements).toEqual({
       powered_by_watermark: false,
       custom_domain: true,
@@ -1040,7 +1281,14 @@ describe('dunwall and the rate limits', () => {
     expect([wrong.code, wrong.stdout, wrong.stderr]).toEqual([1, '', 'dunwall: rate limited; retry in 60 s\n']);
     const json = await cli(['tenant', 'list', '--json'], { env: { ...env, DUNWALL_ADMIN_TOKEN: `${TOKEN}x` } });
     expect(JSON.parse(json.stderr)).toEqual({
-      error: { kind: 'api', status: 429, code: 'rate_limited', message: 'rate limited; retry in 60 s', retry_after_s: 60, exit: 1 },
+      error: {
+        kind: 'api',
+        status: 429,
+        code: 'rate_limited',
+        message: 'rate limited; retry in 60 s',
+        retry_after_s: 60,
+        exit: 1,
+      },
     });
     // The admin API's own quota (4 a minute, three used above) refuses the token too, saying the same.
     expect((await cli(['tenant', 'show', 'base'], { env })).code).toBe(0);
@@ -1104,13 +1352,19 @@ describe('dunwall errors and environment', () => {
     const api = await cli(['tenant', 'show', 'no-such-co', '--json']);
     expect(api.code).toBe(1);
     expect(api.stdout).toBe('');
-    expect(JSON.parse(api.stderr)).toMatchObject({ error: { kind: 'api', status: 404, code: 'tenant_not_found', exit: 1 } });
+    expect(JSON.parse(api.stderr)).toMatchObject({
+      error: { kind: 'api', status: 404, code: 'tenant_not_found', exit: 1 },
+    });
     const usage = await cli(['--json', 'tenant', 'create']);
     expect(usage.code).toBe(2);
-    expect(JSON.parse(usage.stderr)).toMatchObject({ error: { kind: 'usage', exit: 2, message: expect.stringContaining('missing SLUG') } });
+    expect(JSON.parse(usage.stderr)).toMatchObject({
+      error: { kind: 'usage', exit: 2, message: expect.stringContaining('missing SLUG') },
+    });
     // The API's field names are the user's: a path parameter is named as the docs name it.
     const bad = await cli(['subscriber', 'show', '--tenant', 'acme', 'user_1', '--json']);
-    expect(JSON.parse(bad.stderr)).toMatchObject({ error: { code: 'invalid_request', message: expect.stringContaining('processor_customer_id') } });
+    expect(JSON.parse(bad.stderr)).toMatchObject({
+      error: { code: 'invalid_request', message: expect.stringContaining('processor_customer_id') },
+    });
     expect(bad.stderr).not.toContain('customerId');
   });
 
@@ -1119,7 +1373,9 @@ describe('dunwall errors and environment', () => {
     expect(bash.code).toBe(0);
     expect(bash.stdout).toContain('complete -F _dunwall dunwall');
     expect(bash.stdout).toContain('opts="tenant key subscriber tier webhook stripe secrets');
-    expect(bash.stdout).toMatch(/create\) opts="--tier --card-update-url --hmac-required --allowed-origins --lookups-per-minute/);
+    expect(bash.stdout).toMatch(
+      /create\) opts="--tier --card-update-url --hmac-required --allowed-origins --lookups-per-minute/,
+    );
     const zsh = await cli(['completion', 'zsh']);
     expect(zsh.stdout).toContain('bashcompinit');
     expect((await cli(['completion', 'fish'])).code).toBe(2);
@@ -1145,14 +1401,18 @@ describe('dunwall errors and environment', () => {
 
   it('reports a server that is down on one line, exit 1', async () => {
     const port = await closedPort();
-    const result = await cli(['tenant', 'list'], { env: { DUNWALL_URL: `http://127.0.0.1:${port}/`, DUNWALL_ADMIN_TOKEN: TOKEN } });
+    const result = await cli(['tenant', 'list'], {
+      env: { DUNWALL_URL: `http://127.0.0.1:${port}/`, DUNWALL_ADMIN_TOKEN: TOKEN },
+    });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toBe(`dunwall: cannot reach http://127.0.0.1:${port} (connection refused)\n`);
   });
 
   it('tolerates a trailing slash on DUNWALL_URL', async () => {
-    const result = await cli(['tenant', 'show', 'base', '--json'], { env: { DUNWALL_URL: `${url}/`, DUNWALL_ADMIN_TOKEN: TOKEN } });
+    const result = await cli(['tenant', 'show', 'base', '--json'], {
+      env: { DUNWALL_URL: `${url}/`, DUNWALL_ADMIN_TOKEN: TOKEN },
+    });
     expect(result.stderr).toBe('');
     expect(parseJson<TenantJson>(result.stdout).slug).toBe('base');
   });
@@ -1189,7 +1449,9 @@ describe('dunwall errors and environment', () => {
   });
 
   it('refuses a DUNWALL_URL that is not http(s)', async () => {
-    const result = await cli(['tenant', 'list'], { env: { DUNWALL_URL: 'ftp://example.com', DUNWALL_ADMIN_TOKEN: TOKEN } });
+    const result = await cli(['tenant', 'list'], {
+      env: { DUNWALL_URL: 'ftp://example.com', DUNWALL_ADMIN_TOKEN: TOKEN },
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toBe('dunwall: DUNWALL_URL must be an http:// or https:// URL\n');
   });
@@ -1230,13 +1492,17 @@ describe('dunwall stripe replay', () => {
   it('backfills statuses from an export, in batches, whatever the order, and lists the lines it refused', async () => {
     const tenant = await createTenant('replay-co');
     const t = nowS() - 3600;
-    const lockedOut = event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), { created: t });
+    const lockedOut = event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), {
+      created: t,
+    });
     const recovered = [
       event('invoice.paid', invoice('cus_r2', {}), { created: t + 60 }),
       event('charge.failed', charge('cus_r2', { outcome_reason: 'insufficient_funds' }), { created: t }),
     ];
     // More than one batch of events that change nothing.
-    const noise = Array.from({ length: 620 }, (_, i) => event('customer.created', { id: `cus_n${i}`, object: 'customer' }, { created: t }));
+    const noise = Array.from({ length: 620 }, (_, i) =>
+      event('customer.created', { id: `cus_n${i}`, object: 'customer' }, { created: t }),
+    );
     const file = writeJsonl([
       JSON.stringify(lockedOut),
       ...recovered.map((e) => JSON.stringify(e)),
@@ -1253,7 +1519,9 @@ describe('dunwall stripe replay', () => {
     expect(lines(res.stderr)).toEqual([
       'stripe replay: 499 events · 2 customers',
       'stripe replay: 624 events · 2 customers',
-      JSON.stringify({ error: { kind: 'failure', message: `2 line(s) of ${file} were not replayed (listed above)`, exit: 1 } }),
+      JSON.stringify({
+        error: { kind: 'failure', message: `2 line(s) of ${file} were not replayed (listed above)`, exit: 1 },
+      }),
     ]);
     expect(parseJson(res.stdout)).toEqual({
       tenant: 'replay-co',
@@ -1279,9 +1547,17 @@ describe('dunwall stripe replay', () => {
     expect((await lookup('replay-co', key, 'cus_r2')).body.status).toBe('active');
 
     // Replaying the same export again changes nothing.
-    const again = await cli(['stripe', 'replay', '--tenant', 'replay-co', writeJsonl(recovered.map((e) => JSON.stringify(e)))]);
+    const again = await cli([
+      'stripe',
+      'replay',
+      '--tenant',
+      'replay-co',
+      writeJsonl(recovered.map((e) => JSON.stringify(e))),
+    ]);
     expect(again.code).toBe(0);
-    expect(again.stdout).toMatch(/^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0, livemode_mismatch 0$/m);
+    expect(again.stdout).toMatch(
+      /^events:\s+applied 0, stale 0, ignored 0, pending 0, duplicate 2, irrelevant 0, livemode_mismatch 0$/m,
+    );
     expect(again.stdout).toMatch(/^episodes created:\s+0$/m);
     expect(again.stdout).toMatch(/^statuses:\s+lockout 0, warning 0, active 1, unknown 0$/m);
   });
@@ -1291,14 +1567,22 @@ describe('dunwall stripe replay', () => {
     const file = writeJsonl([
       'null',
       '[]',
-      JSON.stringify(event('invoice.payment_failed', invoice('cus_ahead', { next_payment_attempt: null }), { created: nowS() + 10 * 86_400 })),
-      JSON.stringify(event('invoice.payment_failed', invoice('cus_now', { next_payment_attempt: null }), { created: nowS() })),
+      JSON.stringify(
+        event('invoice.payment_failed', invoice('cus_ahead', { next_payment_attempt: null }), {
+          created: nowS() + 10 * 86_400,
+        }),
+      ),
+      JSON.stringify(
+        event('invoice.payment_failed', invoice('cus_now', { next_payment_attempt: null }), { created: nowS() }),
+      ),
       JSON.stringify({ ...event('invoice.paid', invoice('cus_ms', {}), { created: nowS() }), created: Date.now() }),
       `"${'é'.repeat(10)}"`,
     ]);
     const res = await cli(['stripe', 'replay', '--tenant', 'replay-odd', file, '--json']);
     expect(res.code).toBe(1);
-    const summary = parseJson<{ outcomes: { applied: number }; invalid: { line: number; detail: string }[] }>(res.stdout);
+    const summary = parseJson<{ outcomes: { applied: number }; invalid: { line: number; detail: string }[] }>(
+      res.stdout,
+    );
     expect(summary.outcomes.applied).toBe(1);
     expect(summary.invalid).toEqual([
       { line: 1, detail: 'the event must be a JSON object' },
@@ -1333,7 +1617,9 @@ describe('dunwall stripe send-sample', () => {
 
   beforeAll(async () => {
     key = (await createTenant('sample-co')).publishable_key ?? '';
-    const set = await cli(['tenant', 'update', 'sample-co', '--stripe-webhook-secret', '-'], { stdin: `${SAMPLE_SECRET}\n` });
+    const set = await cli(['tenant', 'update', 'sample-co', '--stripe-webhook-secret', '-'], {
+      stdin: `${SAMPLE_SECRET}\n`,
+    });
     expect(set.code).toBe(0);
   });
 
@@ -1347,12 +1633,33 @@ describe('dunwall stripe send-sample', () => {
     derived: { status: string; reason: string };
   }
 
-  async function send(scenario: string, customer: string, extra: string[] = [], secret = SAMPLE_SECRET): Promise<Result> {
+  async function send(
+    scenario: string,
+    customer: string,
+    extra: string[] = [],
+    secret = SAMPLE_SECRET,
+  ): Promise<Result> {
     // The service's URL from --url: send-sample needs no admin token.
-    return cli(['stripe', 'send-sample', scenario, '--tenant', 'sample-co', '--customer', customer, '--secret', '-', '--url', url, ...extra], {
-      env: {},
-      stdin: `${secret}\n`,
-    });
+    return cli(
+      [
+        'stripe',
+        'send-sample',
+        scenario,
+        '--tenant',
+        'sample-co',
+        '--customer',
+        customer,
+        '--secret',
+        '-',
+        '--url',
+        url,
+        ...extra,
+      ],
+      {
+        env: {},
+        stdin: `${secret}\n`,
+      },
+    );
   }
   async function sent(scenario: string, customer: string, extra: string[] = []): Promise<SentJson> {
     const result = await send(scenario, customer, ['--json', ...extra]);
@@ -1361,42 +1668,58 @@ describe('dunwall stripe send-sample', () => {
     return parseJson<SentJson>(result.stdout);
   }
   async function reasonOf(customer: string): Promise<[string | undefined, string]> {
-    const shown = parseJson<{ status: string; reason: string }>((await cli(['subscriber', 'show', '--tenant', 'sample-co', customer, '--json'])).stdout);
+    const shown = parseJson<{ status: string; reason: string }>(
+      (await cli(['subscriber', 'show', '--tenant', 'sample-co', customer, '--json'])).stdout,
+    );
     const looked = await lookup('sample-co', key, customer);
     expect(looked.body.status).toBe(shown.status);
     return [looked.body.status, shown.reason];
   }
 
-  it.each(['basil', 'legacy'])('drives a customer through warning, lockout and back to active (%s shape), as each scenario says', async (shape) => {
-    const customer = `cus_sample_${shape}`;
-    const failed = await sent('payment_failed', customer, ['--shape', shape]);
-    expect(failed).toMatchObject({ url: `${url}/webhooks/stripe/sample-co`, shape, derived: { status: 'warning', reason: 'soft_decline' } });
-    expect(failed.events.map((e) => [e.type, e.http_status])).toEqual([
-      ['payment_intent.payment_failed', 200],
-      ['invoice.payment_failed', 200],
-    ]);
-    expect(failed.events.at(-1)?.outcome).toBe('applied');
-    expect(await reasonOf(customer)).toEqual(['warning', 'soft_decline']);
+  it.each(['basil', 'legacy'])(
+    'drives a customer through warning, lockout and back to active (%s shape), as each scenario says',
+    async (shape) => {
+      const customer = `cus_sample_${shape}`;
+      const failed = await sent('payment_failed', customer, ['--shape', shape]);
+      expect(failed).toMatchObject({
+        url: `${url}/webhooks/stripe/sample-co`,
+        shape,
+        derived: { status: 'warning', reason: 'soft_decline' },
+      });
+      expect(failed.events.map((e) => [e.type, e.http_status])).toEqual([
+        ['payment_intent.payment_failed', 200],
+        ['invoice.payment_failed', 200],
+      ]);
+      expect(failed.events.at(-1)?.outcome).toBe('applied');
+      expect(await reasonOf(customer)).toEqual(['warning', 'soft_decline']);
 
-    const hard = await sent('hard_decline', customer, ['--shape', shape]);
-    // The same customer's runs speak of the same subscription and invoice.
-    expect([hard.subscription, hard.invoice]).toEqual([failed.subscription, failed.invoice]);
-    expect(await reasonOf(customer)).toEqual(['lockout', 'hard_decline']);
+      const hard = await sent('hard_decline', customer, ['--shape', shape]);
+      // The same customer's runs speak of the same subscription and invoice.
+      expect([hard.subscription, hard.invoice]).toEqual([failed.subscription, failed.invoice]);
+      expect(await reasonOf(customer)).toEqual(['lockout', 'hard_decline']);
 
-    const paid = await sent('paid', customer, ['--shape', shape]);
-    expect(paid.events).toMatchObject([{ type: 'invoice.paid', http_status: 200, outcome: 'applied' }]);
-    expect(await reasonOf(customer)).toEqual(['active', 'paid']);
+      const paid = await sent('paid', customer, ['--shape', shape]);
+      expect(paid.events).toMatchObject([{ type: 'invoice.paid', http_status: 200, outcome: 'applied' }]);
+      expect(await reasonOf(customer)).toEqual(['active', 'paid']);
 
-    const exhausted = `cus_sample_exhausted_${shape}`;
-    await sent('retries_exhausted', exhausted, ['--shape', shape]);
-    expect(await reasonOf(exhausted)).toEqual(['lockout', 'retries_exhausted']);
-    await sent('subscription_deleted', exhausted, ['--shape', shape]);
-    expect(await reasonOf(exhausted)).toEqual(['active', 'subscription_ended']);
+      const exhausted = `cus_sample_exhausted_${shape}`;
+      await sent('retries_exhausted', exhausted, ['--shape', shape]);
+      expect(await reasonOf(exhausted)).toEqual(['lockout', 'retries_exhausted']);
+      await sent('subscription_deleted', exhausted, ['--shape', shape]);
+      expect(await reasonOf(exhausted)).toEqual(['active', 'subscription_ended']);
 
-    const confirming = `cus_sample_3ds_${shape}`;
-    await sent('action_required', confirming, ['--shape', shape, '--subscription', 'sub_Given3ds', '--invoice', 'in_Given3ds']);
-    expect(await reasonOf(confirming)).toEqual(['warning', 'payment_action_required']);
-  });
+      const confirming = `cus_sample_3ds_${shape}`;
+      await sent('action_required', confirming, [
+        '--shape',
+        shape,
+        '--subscription',
+        'sub_Given3ds',
+        '--invoice',
+        'in_Given3ds',
+      ]);
+      expect(await reasonOf(confirming)).toEqual(['warning', 'payment_action_required']);
+    },
+  );
 
   it('prints what it sent and the answers, and never the secret', async () => {
     const result = await send('payment_failed', 'cus_sample_text');
@@ -1418,13 +1741,19 @@ describe('dunwall stripe send-sample', () => {
     );
     expect(result.stderr).not.toContain(wrong);
     const json = await send('payment_failed', 'cus_sample_wrong', ['--json'], wrong);
-    expect(parseJson<{ error: Record<string, unknown> }>(json.stderr).error).toMatchObject({ kind: 'api', status: 400, code: 'invalid_signature', exit: 1 });
+    expect(parseJson<{ error: Record<string, unknown> }>(json.stderr).error).toMatchObject({
+      kind: 'api',
+      status: 400,
+      code: 'invalid_signature',
+      exit: 1,
+    });
     // Nothing reached the customer.
     expect((await lookup('sample-co', key, 'cus_sample_wrong')).body).toEqual({ status: 'active' });
   });
 
   it('checks its arguments before sending anything', async () => {
-    const usage = async (args: string[], stdin = `${SAMPLE_SECRET}\n`) => cli(['stripe', 'send-sample', ...args], { env: {}, stdin });
+    const usage = async (args: string[], stdin = `${SAMPLE_SECRET}\n`) =>
+      cli(['stripe', 'send-sample', ...args], { env: {}, stdin });
     const base = ['--tenant', 'sample-co', '--customer', 'cus_x', '--url', url];
     const cases: [string[], RegExp, string?][] = [
       [
@@ -1433,7 +1762,10 @@ describe('dunwall stripe send-sample', () => {
       ],
       [['paid', ...base, '--secret', SAMPLE_SECRET], /give --secret - and the tenant's Stripe signing secret/],
       [['paid', ...base, '--secret', '-'], /no secret on stdin/, ''],
-      [['paid', '--tenant', 'sample-co', '--customer', 'nope', '--secret', '-'], /--customer must be a Stripe customer id/],
+      [
+        ['paid', '--tenant', 'sample-co', '--customer', 'nope', '--secret', '-'],
+        /--customer must be a Stripe customer id/,
+      ],
       [['paid', ...base, '--secret', '-', '--shape', 'v2'], /--shape must be one of basil, legacy/],
       [['paid', ...base, '--secret', '-', '--invoice', 'inv_1'], /--invoice must look like in_/],
       [['paid', '--customer', 'cus_x', '--secret', '-'], /missing --tenant SLUG/],
@@ -1446,22 +1778,56 @@ describe('dunwall stripe send-sample', () => {
     }
     const port = await closedPort();
     const down = await cli(
-      ['stripe', 'send-sample', 'paid', '--tenant', 'sample-co', '--customer', 'cus_x', '--secret', '-', '--url', `http://127.0.0.1:${port}`],
+      [
+        'stripe',
+        'send-sample',
+        'paid',
+        '--tenant',
+        'sample-co',
+        '--customer',
+        'cus_x',
+        '--secret',
+        '-',
+        '--url',
+        `http://127.0.0.1:${port}`,
+      ],
       { env: {}, stdin: SAMPLE_SECRET },
     );
-    expect(down).toMatchObject({ code: 1, stderr: `dunwall: cannot reach http://127.0.0.1:${port}/webhooks/stripe/sample-co (connection refused)\n` });
-    const unknown = await cli(['stripe', 'send-sample', 'paid', '--tenant', 'nobody-here', '--customer', 'cus_x', '--secret', '-', '--url', url], {
-      env: {},
-      stdin: SAMPLE_SECRET,
+    expect(down).toMatchObject({
+      code: 1,
+      stderr: `dunwall: cannot reach http://127.0.0.1:${port}/webhooks/stripe/sample-co (connection refused)\n`,
     });
+    const unknown = await cli(
+      [
+        'stripe',
+        'send-sample',
+        'paid',
+        '--tenant',
+        'nobody-here',
+        '--customer',
+        'cus_x',
+        '--secret',
+        '-',
+        '--url',
+        url,
+      ],
+      {
+        env: {},
+        stdin: SAMPLE_SECRET,
+      },
+    );
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/^dunwall: tenant_not_found: .*Create it with: dunwall tenant create nobody-here\n$/);
+    expect(unknown.stderr).toMatch(
+      /^dunwall: tenant_not_found: .*Create it with: dunwall tenant create nobody-here\n$/,
+    );
   });
 
   it('is in the help and the completion script', async () => {
     expect((await cli(['help', 'stripe'])).stdout).toContain(
       'dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted --tenant SLUG',
     );
-    expect((await cli(['completion', 'bash'])).stdout).toMatch(/send-sample\) opts="--tenant --customer --secret --shape --url --subscription --invoice/);
+    expect((await cli(['completion', 'bash'])).stdout).toMatch(
+      /send-sample\) opts="--tenant --customer --secret --shape --url --subscription --invoice/,
+    );
   });
 });

@@ -5,7 +5,14 @@
  * page back to the sign-in.
  */
 
-export type Scope = 'status:read' | 'subscribers:read' | 'subscribers:write' | 'settings:write' | 'webhooks:write' | 'keys:write' | 'stripe:write';
+export type Scope =
+  | 'status:read'
+  | 'subscribers:read'
+  | 'subscribers:write'
+  | 'settings:write'
+  | 'webhooks:write'
+  | 'keys:write'
+  | 'stripe:write';
 
 export interface Session {
   kind: 'operator' | 'tenant';
@@ -54,7 +61,11 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   } catch {
-    throw new ApiError(0, 'network', controller.signal.aborted ? 'The service took too long to answer.' : 'The service could not be reached.');
+    throw new ApiError(
+      0,
+      'network',
+      controller.signal.aborted ? 'The service took too long to answer.' : 'The service could not be reached.',
+    );
   } finally {
     clearTimeout(timer);
   }

@@ -33,7 +33,10 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
       width: Math.max(el.clientWidth, 280),
       height: props.height ?? 220,
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true, range: () => xRange }, ...(hasRate ? { rate: { range: [0, 1] as [number, number] } } : {}) },
+      scales: {
+        x: { time: true, range: () => xRange },
+        ...(hasRate ? { rate: { range: [0, 1] as [number, number] } } : {}),
+      },
       axes: [
         { stroke: '#475467', grid: { stroke: '#eaecf0' } },
         { stroke: '#475467', grid: { stroke: '#eaecf0' } },
@@ -61,7 +64,9 @@ export function TimeChart(props: { title: string; times: number[]; series: Serie
       ],
     };
     const chart = new uPlot(opts, [times, ...props.series.map((s) => s.values)] as uPlot.AlignedData, el);
-    const resize = new ResizeObserver(() => chart.setSize({ width: Math.max(el.clientWidth, 280), height: opts.height }));
+    const resize = new ResizeObserver(() =>
+      chart.setSize({ width: Math.max(el.clientWidth, 280), height: opts.height }),
+    );
     resize.observe(el);
     return () => {
       resize.disconnect();

@@ -5,7 +5,18 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'prea
 import { LocationProvider, Router, Route, useLocation, useRoute } from 'preact-iso';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
-import { Ctx, asApiError, contextFor, ErrorNote, Loading, NeedsTenant, Page as UiPage, SLUG_RE, tenantPath, useConsole } from './ui.js';
+import {
+  Ctx,
+  asApiError,
+  contextFor,
+  ErrorNote,
+  Loading,
+  NeedsTenant,
+  Page as UiPage,
+  SLUG_RE,
+  tenantPath,
+  useConsole,
+} from './ui.js';
 import type { ApiError } from './api.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
@@ -74,8 +85,9 @@ function NotYourTenant(props: { wanted: string }) {
   return (
     <UiPage title="Not your tenant">
       <p class="note" role="status">
-        This address is a page of the tenant <code>{props.wanted}</code>, and this session was opened with a key of <code>{own}</code>: a key sees its own
-        tenant only. Sign in with a key of <code>{props.wanted}</code>, or with the operator's admin token, to see it.
+        This address is a page of the tenant <code>{props.wanted}</code>, and this session was opened with a key of{' '}
+        <code>{own}</code>: a key sees its own tenant only. Sign in with a key of <code>{props.wanted}</code>, or with
+        the operator's admin token, to see it.
       </p>
       <p>
         <a href={tenantPath(own)}>The overview of {own}</a>
@@ -110,7 +122,10 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
     <main id="main" class="signin">
       <form class="card signin-card" onSubmit={submit} aria-labelledby="signin-title">
         <h1 id="signin-title">Dunwall console</h1>
-        <p>Sign in with one of your secret keys (what it may do is what its scopes allow), or with the operator's admin token.</p>
+        <p>
+          Sign in with one of your secret keys (what it may do is what its scopes allow), or with the operator's admin
+          token.
+        </p>
         <label for="credential">Secret key or admin token</label>
         <input
           id="credential"
@@ -158,7 +173,9 @@ function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) 
             {t.slug}
           </option>
         ))}
-        {props.slug !== null && tenants !== null && !tenants.some((t) => t.slug === props.slug) ? <option value={props.slug}>{props.slug}</option> : null}
+        {props.slug !== null && tenants !== null && !tenants.some((t) => t.slug === props.slug) ? (
+          <option value={props.slug}>{props.slug}</option>
+        ) : null}
       </select>
     </label>
   );
@@ -172,7 +189,8 @@ const NAV: { rest: string; label: string; operatorOnly?: boolean }[] = [
 function Nav(props: { session: Session }) {
   const { path } = useLocation();
   const { href } = useConsole();
-  const current = (to: string, rest: string) => (rest === '' ? path === to || path === '/console' : path === to || path.startsWith(`${to}/`));
+  const current = (to: string, rest: string) =>
+    rest === '' ? path === to || path === '/console' : path === to || path.startsWith(`${to}/`);
   const links = NAV.map((n) => ({ to: href(n.rest), rest: n.rest, label: n.label }));
   if (props.session.kind === 'operator') links.push({ to: '/console/tenants', rest: '/tenants', label: 'Tenants' });
   return (
@@ -222,8 +240,18 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
         <a class="brand" href={ctx.href()}>
           Dunwall
         </a>
-        {session.kind === 'operator' ? <TenantPicker slug={slug} setSlug={setSlug} /> : <span class="who">{session.tenant?.slug}</span>}
-        <span class="role">{session.kind === 'operator' ? 'operator' : holds(session, 'settings:write') ? 'tenant' : 'tenant (limited key)'}</span>
+        {session.kind === 'operator' ? (
+          <TenantPicker slug={slug} setSlug={setSlug} />
+        ) : (
+          <span class="who">{session.tenant?.slug}</span>
+        )}
+        <span class="role">
+          {session.kind === 'operator'
+            ? 'operator'
+            : holds(session, 'settings:write')
+              ? 'tenant'
+              : 'tenant (limited key)'}
+        </span>
         <button type="button" class="button secondary" onClick={props.onSignOut}>
           Sign out
         </button>

@@ -40,7 +40,12 @@ export function useConsole(): ConsoleContext {
   return ctx;
 }
 
-export function contextFor(session: Session, slug: string | null, setSlug: (s: string | null) => void, announce: (m: string) => void): ConsoleContext {
+export function contextFor(
+  session: Session,
+  slug: string | null,
+  setSlug: (s: string | null) => void,
+  announce: (m: string) => void,
+): ConsoleContext {
   return {
     session,
     slug,
@@ -60,7 +65,11 @@ export interface Loaded<T> {
 
 /** Loads `fn` whenever a key changes; a later answer replaces an earlier one, never the reverse. */
 export function useLoad<T>(fn: () => Promise<T>, keys: readonly unknown[]): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: true,
+  });
   const [tick, setTick] = useState(0);
   const seq = useRef(0);
   useEffect(() => {
@@ -180,7 +189,9 @@ const MINOR_UNITS: Record<string, number> = {
 export function money(amount: number, currency: string): string {
   const digits = MINOR_UNITS[currency.toLowerCase()] ?? 2;
   try {
-    return new Intl.NumberFormat(undefined, { style: 'currency', currency: currency.toUpperCase() }).format(amount / 10 ** digits);
+    return new Intl.NumberFormat(undefined, { style: 'currency', currency: currency.toUpperCase() }).format(
+      amount / 10 ** digits,
+    );
   } catch {
     return `${(amount / 10 ** digits).toFixed(digits)} ${currency.toUpperCase()}`;
   }
@@ -215,7 +226,12 @@ export function duration(seconds: number | null): string {
 /** A table that scrolls sideways on a narrow screen: a labelled region a keyboard can reach and scroll. */
 export function TableWrap(props: { label: string; class?: string; children: ComponentChildren }) {
   return (
-    <div class={`table-wrap${props.class ? ` ${props.class}` : ''}`} role="region" aria-label={props.label} tabIndex={0}>
+    <div
+      class={`table-wrap${props.class ? ` ${props.class}` : ''}`}
+      role="region"
+      aria-label={props.label}
+      tabIndex={0}
+    >
       {props.children}
     </div>
   );
@@ -225,7 +241,13 @@ export function TableWrap(props: { label: string; class?: string; children: Comp
  * A destructive action asked twice: the first press shows the confirmation, which takes the
  * focus; Escape or Cancel goes back.
  */
-export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => void | Promise<void>; disabled?: boolean; subject?: string }) {
+export function ConfirmButton(props: {
+  label: string;
+  confirm: string;
+  onConfirm: () => void | Promise<void>;
+  disabled?: boolean;
+  subject?: string;
+}) {
   const [asking, setAsking] = useState(false);
   const yes = useRef<HTMLButtonElement>(null);
   useEffect(() => {
@@ -240,7 +262,12 @@ export function ConfirmButton(props: { label: string; confirm: string; onConfirm
     );
   }
   return (
-    <span class="confirm-inline" role="group" aria-label={props.confirm} onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}>
+    <span
+      class="confirm-inline"
+      role="group"
+      aria-label={props.confirm}
+      onKeyDown={(e) => e.key === 'Escape' && setAsking(false)}
+    >
       <button
         type="button"
         class="button danger"

@@ -8,7 +8,9 @@
 import { randomBytes } from 'node:crypto';
 
 const sessions = new Map<string, string>();
-for (const [token, customerId] of Object.entries(JSON.parse(process.env.EXAMPLE_SESSIONS ?? '{}') as Record<string, unknown>)) {
+for (const [token, customerId] of Object.entries(
+  JSON.parse(process.env.EXAMPLE_SESSIONS ?? '{}') as Record<string, unknown>,
+)) {
   if (typeof customerId === 'string') sessions.set(token, customerId);
 }
 

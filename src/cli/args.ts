@@ -76,7 +76,8 @@ export function wholeNumberOption(values: OptionValues, name: string, min: numbe
   const raw = stringOption(values, name);
   if (raw === undefined) return undefined;
   const value = Number(raw);
-  if (!/^\d{1,15}$/.test(raw) || value < min || value > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got '${raw}')`);
+  if (!/^\d{1,15}$/.test(raw) || value < min || value > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got '${raw}')`);
   return value;
 }
 
@@ -101,7 +102,8 @@ export function instantOption(values: OptionValues, name: string): string | unde
   const raw = stringOption(values, name);
   if (raw === undefined) return undefined;
   const ms = Date.parse(raw);
-  if (Number.isNaN(ms)) throw new UsageError(`--${name} must be a date and time such as 2026-11-20T00:00:00Z (got '${raw}')`);
+  if (Number.isNaN(ms))
+    throw new UsageError(`--${name} must be a date and time such as 2026-11-20T00:00:00Z (got '${raw}')`);
   return new Date(ms).toISOString();
 }
 

@@ -97,7 +97,8 @@ export function networkReason(err: unknown, timeoutMs: number): string {
   if (err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')) {
     return `no answer within ${timeoutMs / 1000} s`;
   }
-  const cause = (err as { cause?: unknown } | null)?.cause as { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | undefined;
+  const cause = (err as { cause?: unknown } | null)?.cause as
+    { code?: unknown; message?: unknown; errors?: { code?: unknown }[] } | undefined;
   const code = cause?.code ?? cause?.errors?.[0]?.code;
   if (typeof code === 'string' && NETWORK_REASONS[code]) return NETWORK_REASONS[code];
   if (typeof cause?.message === 'string' && cause.message !== '') return cause.message;
@@ -186,7 +187,11 @@ export class AdminClient {
 
   /** A new secret; the replaced one keeps working for the overlap (the service's default when not given). */
   rotateSecretKey(slug: string, id: string, overlapSeconds?: number): Promise<SecretKeyWithSecretView> {
-    return this.#json('POST', `${keyPath(slug, id)}/rotate`, overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds });
+    return this.#json(
+      'POST',
+      `${keyPath(slug, id)}/rotate`,
+      overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds },
+    );
   }
 
   listTiers(): Promise<TierListView> {
@@ -203,7 +208,10 @@ export class AdminClient {
 
   /** `dryRun`: applied in a transaction that is rolled back; the answer says what would change. */
   replayStripeEvents(slug: string, events: unknown[], options: { dryRun?: boolean } = {}): Promise<ReplayAnswerView> {
-    return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, { events, ...(options.dryRun === true ? { dry_run: true } : {}) });
+    return this.#json('POST', `/tenants/${enc(slug)}/stripe-events`, {
+      events,
+      ...(options.dryRun === true ? { dry_run: true } : {}),
+    });
   }
 
   createEndpoint(slug: string, body: Static<typeof CreateWebhookEndpointBody>): Promise<EndpointWithSecretView> {
@@ -227,7 +235,11 @@ export class AdminClient {
   }
 
   rotateEndpointSecret(slug: string, id: string, overlapSeconds?: number): Promise<EndpointWithSecretView> {
-    return this.#json('POST', `${endpointPath(slug, id)}/rotate-secret`, overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds });
+    return this.#json(
+      'POST',
+      `${endpointPath(slug, id)}/rotate-secret`,
+      overlapSeconds === undefined ? {} : { overlap_seconds: overlapSeconds },
+    );
   }
 
   listAttempts(slug: string, id: string, limit?: number): Promise<AttemptListView> {
@@ -246,7 +258,11 @@ export class AdminClient {
     await this.request('POST', `${endpointPath(slug, id)}/messages/${enc(messageId)}/retry`);
   }
 
-  replayMessages(slug: string, id: string, range: { since: string; until: string; after?: string }): Promise<DownstreamReplayView> {
+  replayMessages(
+    slug: string,
+    id: string,
+    range: { since: string; until: string; after?: string },
+  ): Promise<DownstreamReplayView> {
     return this.#json('POST', `${endpointPath(slug, id)}/replay`, range);
   }
 
@@ -274,7 +290,9 @@ export class AdminClient {
       });
       text = await response.text();
     } catch (err) {
-      throw new NetworkError(`cannot reach ${displayUrl(this.baseUrl)} (${this.#redact(networkReason(err, this.#timeoutMs))})`);
+      throw new NetworkError(
+        `cannot reach ${displayUrl(this.baseUrl)} (${this.#redact(networkReason(err, this.#timeoutMs))})`,
+      );
     }
 
     let parsed: unknown = null;
@@ -290,16 +308,25 @@ export class AdminClient {
     if (!response.ok) {
       const problem = parsed as { code?: unknown; detail?: unknown } | null;
       // Refused for a while (this address's rate limit): how long, from Retry-After.
-      const retryAfterS = response.status === 429 ? retryAfterSeconds(response.headers.get('retry-after'), Date.now()) : null;
+      const retryAfterS =
+        response.status === 429 ? retryAfterSeconds(response.headers.get('retry-after'), Date.now()) : null;
       if (isJson && typeof problem?.code === 'string') {
         const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
         throw new ApiError(response.status, oneLine(problem.code), oneLine(this.#redact(detail)), retryAfterS);
       }
       if (response.status === 429) throw new ApiError(429, 'rate_limited', response.statusText, retryAfterS);
-      throw new ApiError(response.status, `http_${response.status}`, `${method} ${displayUrl(url)} answered ${response.status} ${response.statusText}`.trim());
+      throw new ApiError(
+        response.status,
+        `http_${response.status}`,
+        `${method} ${displayUrl(url)} answered ${response.status} ${response.statusText}`.trim(),
+      );
     }
     if (text !== '' && !isJson) {
-      throw new ApiError(response.status, 'unexpected_answer', `${method} ${displayUrl(url)} did not answer with JSON; is DUNWALL_URL a Dunwall service?`);
+      throw new ApiError(
+        response.status,
+        'unexpected_answer',
+        `${method} ${displayUrl(url)} did not answer with JSON; is DUNWALL_URL a Dunwall service?`,
+      );
     }
     return parsed;
   }

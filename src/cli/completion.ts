@@ -13,12 +13,17 @@ export function completionScript(shell: 'bash' | 'zsh'): string {
     const subs = COMMANDS.filter((c) => c.name.startsWith(`${group} `));
     const words = subs.map((c) => c.name.split(' ')[1] ?? '').join(' ');
     const flagCases = subs
-      .map((c) => `        ${c.name.split(' ')[1] ?? ''}) opts="${[...Object.keys(c.options).map((o) => `--${o}`), ...GLOBAL_FLAGS].join(' ')}" ;;`)
+      .map(
+        (c) =>
+          `        ${c.name.split(' ')[1] ?? ''}) opts="${[...Object.keys(c.options).map((o) => `--${o}`), ...GLOBAL_FLAGS].join(' ')}" ;;`,
+      )
       .join('\n');
     return `    ${group})\n      if [ "$COMP_CWORD" -eq 2 ]; then opts="${words}"; else\n      case "\${COMP_WORDS[2]}" in\n${flagCases}\n        *) opts="${GLOBAL_FLAGS.join(' ')}" ;;\n      esac; fi ;;`;
   }).join('\n');
   const singleCases = COMMANDS.filter((c) => !c.name.includes(' '))
-    .map((c) => `    ${c.name}) opts="${[...Object.keys(c.options).map((o) => `--${o}`), ...GLOBAL_FLAGS].join(' ')}" ;;`)
+    .map(
+      (c) => `    ${c.name}) opts="${[...Object.keys(c.options).map((o) => `--${o}`), ...GLOBAL_FLAGS].join(' ')}" ;;`,
+    )
     .join('\n');
   const bash = `# dunwall completion for bash: source <(dunwall completion bash)
 _dunwall() {

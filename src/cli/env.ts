@@ -20,7 +20,8 @@ export function baseUrlFrom(env: Env): string {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigurationError('DUNWALL_URL must be an http:// or https:// URL');
   }
-  if (url.search !== '' || url.hash !== '') throw new ConfigurationError('DUNWALL_URL must not have a query or a fragment');
+  if (url.search !== '' || url.hash !== '')
+    throw new ConfigurationError('DUNWALL_URL must not have a query or a fragment');
   return url.toString().replace(/\/+$/, '');
 }
 
@@ -34,7 +35,8 @@ const TOKEN_RE = /^[\x21-\x7e]+$/;
 export function adminTokenFrom(env: Env): string {
   const fromEnv = env.DUNWALL_ADMIN_TOKEN?.trim();
   if (fromEnv) {
-    if (!TOKEN_RE.test(fromEnv)) throw new ConfigurationError('DUNWALL_ADMIN_TOKEN holds characters not allowed in an HTTP header');
+    if (!TOKEN_RE.test(fromEnv))
+      throw new ConfigurationError('DUNWALL_ADMIN_TOKEN holds characters not allowed in an HTTP header');
     return fromEnv;
   }
   const dataDir = resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR);
@@ -43,12 +45,15 @@ export function adminTokenFrom(env: Env): string {
     fromFile = readAdminTokenFile(dataDir);
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    throw new ConfigurationError(`cannot read ${adminTokenPath(dataDir)} (${typeof code === 'string' ? code : 'unreadable'}); set DUNWALL_ADMIN_TOKEN`);
+    throw new ConfigurationError(
+      `cannot read ${adminTokenPath(dataDir)} (${typeof code === 'string' ? code : 'unreadable'}); set DUNWALL_ADMIN_TOKEN`,
+    );
   }
   if (fromFile === null) {
     throw new ConfigurationError(`no admin token: set DUNWALL_ADMIN_TOKEN (no ${adminTokenPath(dataDir)} file either)`);
   }
-  if (!TOKEN_RE.test(fromFile)) throw new ConfigurationError(`${adminTokenPath(dataDir)} holds characters not allowed in an HTTP header`);
+  if (!TOKEN_RE.test(fromFile))
+    throw new ConfigurationError(`${adminTokenPath(dataDir)} holds characters not allowed in an HTTP header`);
   return fromFile;
 }
 

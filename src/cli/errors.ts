@@ -41,7 +41,12 @@ export class ApiError extends CliError {
   readonly retryAfterS: number | null;
 
   constructor(status: number, code: string, detail: string, retryAfterS: number | null = null) {
-    super(status === 429 ? `rate limited; retry ${retryAfterS === null ? 'later' : `in ${retryAfterS} s`}` : `${code}: ${detail}`, EXIT_FAILURE);
+    super(
+      status === 429
+        ? `rate limited; retry ${retryAfterS === null ? 'later' : `in ${retryAfterS} s`}`
+        : `${code}: ${detail}`,
+      EXIT_FAILURE,
+    );
     this.name = 'ApiError';
     this.status = status;
     this.code = code;

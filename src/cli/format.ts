@@ -71,7 +71,10 @@ function brandingSummary(b: TenantView['branding']): string {
 
 export function policySummary(p: TenantView['policy']): string {
   const grace = p.grace_days === 0 ? 'no grace' : `grace ${p.grace_days} day${p.grace_days === 1 ? '' : 's'}`;
-  const escalate = p.escalate_after_days === null ? 'no escalation' : `escalate after ${p.escalate_after_days} day${p.escalate_after_days === 1 ? '' : 's'}`;
+  const escalate =
+    p.escalate_after_days === null
+      ? 'no escalation'
+      : `escalate after ${p.escalate_after_days} day${p.escalate_after_days === 1 ? '' : 's'}`;
   return `${p.enforcement}, ${grace}, ${escalate}`;
 }
 
@@ -87,7 +90,14 @@ function tenantRows(t: TenantView): [string, string][] {
     ['lookups_per_minute', t.lookups_per_minute === null ? '(default)' : String(t.lookups_per_minute)],
     ['branding', brandingSummary(t.branding)],
     ['policy', policySummary(t.policy)],
-    ['livemode', t.livemode === null ? 'null (live and test events)' : t.livemode ? 'true (live events only)' : 'false (test events only)'],
+    [
+      'livemode',
+      t.livemode === null
+        ? 'null (live and test events)'
+        : t.livemode
+          ? 'true (live events only)'
+          : 'false (test events only)',
+    ],
     ['created_at', t.created_at],
     ['updated_at', t.updated_at],
   ];
@@ -123,7 +133,14 @@ export function formatTenantList(tenants: readonly TenantView[]): string {
   if (tenants.length === 0) return 'no tenants';
   return table(
     ['SLUG', 'TIER', 'SUSPENDED', 'HMAC_REQUIRED', 'CARD_UPDATE_URL', 'CREATED_AT'],
-    tenants.map((t) => [t.slug, t.tier, String(t.suspended), String(t.hmac_required), orNone(t.card_update_url, '-'), t.created_at]),
+    tenants.map((t) => [
+      t.slug,
+      t.tier,
+      String(t.suspended),
+      String(t.hmac_required),
+      orNone(t.card_update_url, '-'),
+      t.created_at,
+    ]),
   );
 }
 
@@ -132,7 +149,9 @@ function subscriberRows(s: SubscriberView): [string, string][] {
     ['processor_customer_id', s.processor_customer_id],
     ['status', s.status ?? '(no record: unknown, so the lookup answers active)'],
     ['reason', orNone(s.reason, '-')],
-    ...(s.overridden_at !== null ? [['overridden_at', `${s.overridden_at} (set by hand; a later Stripe event ends it)`] as [string, string]] : []),
+    ...(s.overridden_at !== null
+      ? [['overridden_at', `${s.overridden_at} (set by hand; a later Stripe event ends it)`] as [string, string]]
+      : []),
     ['updated_at', orNone(s.updated_at, '-')],
   ];
 }
@@ -146,15 +165,24 @@ const CREDENTIAL_LABELS: Record<TenantDetailView['credentials'][number]['kind'],
 /** `tenant show`: the tenant, its subscribers by status, and its credentials in force (never their values). */
 export function formatTenantDetail(t: TenantDetailView): string {
   const counts = t.subscriber_counts;
-  const credentials = t.credentials.map((c) => `${CREDENTIAL_LABELS[c.kind]} (${c.expires_at === null ? 'current' : `replaced, works until ${c.expires_at}`})`);
+  const credentials = t.credentials.map(
+    (c) =>
+      `${CREDENTIAL_LABELS[c.kind]} (${c.expires_at === null ? 'current' : `replaced, works until ${c.expires_at}`})`,
+  );
   return keyValues([
     ...tenantRows(t),
-    ['subscribers', `${counts.active + counts.warning + counts.lockout} (active ${counts.active}, warning ${counts.warning}, lockout ${counts.lockout})`],
+    [
+      'subscribers',
+      `${counts.active + counts.warning + counts.lockout} (active ${counts.active}, warning ${counts.warning}, lockout ${counts.lockout})`,
+    ],
     [
       'derived',
       `before the policy: active ${t.derived_subscriber_counts.active}, warning ${t.derived_subscriber_counts.warning}, lockout ${t.derived_subscriber_counts.lockout}`,
     ],
-    ['stripe_webhook', t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature'],
+    [
+      'stripe_webhook',
+      t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature',
+    ],
     ['credentials', credentials.join(', ')],
   ]);
 }
@@ -211,7 +239,10 @@ export function formatTierList(tiers: readonly TierView[]): string {
   const flags = flagOrder(tiers.flatMap((t) => Object.keys(t.entitlements)));
   return table(
     ['NAME', ...flags.map((f) => f.toUpperCase())],
-    tiers.map((t) => [t.name, ...flags.map((f) => (t.entitlements[f] === undefined ? '-' : String(t.entitlements[f])))]),
+    tiers.map((t) => [
+      t.name,
+      ...flags.map((f) => (t.entitlements[f] === undefined ? '-' : String(t.entitlements[f]))),
+    ]),
   );
 }
 
@@ -222,12 +253,19 @@ export function formatEndpoint(e: EndpointView | EndpointWithSecretView): string
     ['url', e.url],
     ['description', orNone(e.description, '(none)')],
     ['events', e.event_types === null ? 'all' : e.event_types.join(', ')],
-    ['enabled', e.enabled ? 'yes' : `no: ${e.disabled_reason ?? ''}${e.disabled_detail ? ` (${e.disabled_detail})` : ''} since ${e.disabled_at ?? '?'}`],
+    [
+      'enabled',
+      e.enabled
+        ? 'yes'
+        : `no: ${e.disabled_reason ?? ''}${e.disabled_detail ? ` (${e.disabled_detail})` : ''} since ${e.disabled_at ?? '?'}`,
+    ],
     ['failing_since', orNone(e.failing_since, '-')],
     ['pending', String(e.pending)],
     [
       'signing_secrets',
-      e.signing_secrets.map((s) => (s.expires_at === null ? `current since ${s.created_at}` : `replaced, signs until ${s.expires_at}`)).join('; '),
+      e.signing_secrets
+        .map((s) => (s.expires_at === null ? `current since ${s.created_at}` : `replaced, signs until ${s.expires_at}`))
+        .join('; '),
     ],
   ];
   if ('secret' in e) rows.push(['secret', `${e.secret}  (shown once: give it to the receiver now)`]);
@@ -252,7 +290,14 @@ export function formatAttempts(list: AttemptListView): string {
   if (list.data.length === 0) return 'no attempts';
   return table(
     ['AT', 'MESSAGE', 'OUTCOME', 'STATUS', 'MS', 'ERROR'],
-    list.data.map((a) => [a.attempted_at, a.message_id, a.outcome, a.status_code === null ? '-' : String(a.status_code), String(a.latency_ms), a.error ?? '']),
+    list.data.map((a) => [
+      a.attempted_at,
+      a.message_id,
+      a.outcome,
+      a.status_code === null ? '-' : String(a.status_code),
+      String(a.latency_ms),
+      a.error ?? '',
+    ]),
   );
 }
 
@@ -301,13 +346,26 @@ export function formatKeyWithSecret(k: SecretKeyWithSecretView, rotated: boolean
             : `${k.previous_expires_at} (the replaced secret works until then)`,
         ],
       ];
-  return [keyValues(secretKeyRows(k)), '', KEY_ONCE_BANNER, keyValues([['secret_key', k.secret_key], ...replaced])].join('\n');
+  return [
+    keyValues(secretKeyRows(k)),
+    '',
+    KEY_ONCE_BANNER,
+    keyValues([['secret_key', k.secret_key], ...replaced]),
+  ].join('\n');
 }
 
 export function formatKeyList(keys: readonly SecretKeyView[]): string {
   if (keys.length === 0) return 'no secret keys';
   return table(
     ['ID', 'NAME', 'SCOPES', 'PREFIX', 'CREATED', 'EXPIRES', 'LAST USED'],
-    keys.map((k) => [k.id, k.name, k.scopes.join(','), k.prefix, k.created_at, orNone(k.expires_at, 'never'), orNone(k.last_used_at, 'never')]),
+    keys.map((k) => [
+      k.id,
+      k.name,
+      k.scopes.join(','),
+      k.prefix,
+      k.created_at,
+      orNone(k.expires_at, 'never'),
+      orNone(k.last_used_at, 'never'),
+    ]),
   );
 }

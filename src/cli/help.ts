@@ -34,7 +34,9 @@ Exit status: 0 done, 1 API or network error, 2 usage or configuration error.`;
 
 /** One command's help: its usage, what it does, and its options. */
 export function commandHelp(command: Command): string {
-  const options = Object.entries(command.options).map(([name, spec]) => `  --${name}${spec.type === 'string' ? ' VALUE' : ''}`);
+  const options = Object.entries(command.options).map(
+    ([name, spec]) => `  --${name}${spec.type === 'string' ? ' VALUE' : ''}`,
+  );
   return [
     `Usage: dunwall ${command.name}${command.usage ? ` ${command.usage}` : ''}`,
     '',

@@ -47,7 +47,8 @@ export interface Command {
 
 export async function readAll(stream: AsyncIterable<string | Uint8Array>): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk));
+  for await (const chunk of stream)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, 'utf8') : Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');
 }
 

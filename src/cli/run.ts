@@ -31,7 +31,9 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     }
     const message = oneLine(err instanceof Error ? err.message : String(err));
     io.stderr.write(
-      json ? `${terminalJson({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n` : `dunwall: unexpected error: ${terminalText(message)}\n`,
+      json
+        ? `${terminalJson({ error: { kind: 'unexpected', message, exit: EXIT_FAILURE } })}\n`
+        : `dunwall: unexpected error: ${terminalText(message)}\n`,
     );
     return EXIT_FAILURE;
   }
@@ -49,7 +51,14 @@ function errorJson(err: CliError): Record<string, unknown> {
       exit: err.exitCode,
     };
   }
-  const kind = err instanceof UsageError ? 'usage' : err instanceof NetworkError ? 'network' : err.exitCode === EXIT_USAGE ? 'configuration' : 'failure';
+  const kind =
+    err instanceof UsageError
+      ? 'usage'
+      : err instanceof NetworkError
+        ? 'network'
+        : err.exitCode === EXIT_USAGE
+          ? 'configuration'
+          : 'failure';
   return { kind, message: oneLine(err.message), exit: err.exitCode };
 }
 
@@ -98,7 +107,8 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   }
   if (first === 'help') {
     const topic = rest[0];
-    if (topic !== undefined && !GROUPS.includes(topic) && !findCommand(topic)) throw new UsageError(`no help on '${topic}'`);
+    if (topic !== undefined && !GROUPS.includes(topic) && !findCommand(topic))
+      throw new UsageError(`no help on '${topic}'`);
     print(helpText(topic));
     return EXIT_OK;
   }
@@ -122,7 +132,8 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   const missing = command.positionals[positionals.length];
   if (missing !== undefined) throw new UsageError(`${command.name}: missing ${missing}`);
   if (command.variadic !== undefined) {
-    if (positionals.length === command.positionals.length) throw new UsageError(`${command.name}: missing ${command.variadic}`);
+    if (positionals.length === command.positionals.length)
+      throw new UsageError(`${command.name}: missing ${command.variadic}`);
   } else if (positionals.length > command.positionals.length) {
     throw new UsageError(`${command.name}: unexpected argument '${positionals[command.positionals.length] ?? ''}'`);
   }

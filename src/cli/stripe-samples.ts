@@ -14,14 +14,24 @@ import type { SubscriberView } from './client.js';
  * Pure: the clock and the random ids are the caller's.
  */
 
-export const SAMPLE_SCENARIOS = ['payment_failed', 'retries_exhausted', 'hard_decline', 'action_required', 'paid', 'subscription_deleted'] as const;
+export const SAMPLE_SCENARIOS = [
+  'payment_failed',
+  'retries_exhausted',
+  'hard_decline',
+  'action_required',
+  'paid',
+  'subscription_deleted',
+] as const;
 export type SampleScenario = (typeof SAMPLE_SCENARIOS)[number];
 
 export const SAMPLE_SHAPES = ['basil', 'legacy'] as const;
 export type SampleShape = (typeof SAMPLE_SHAPES)[number];
 
 /** The API version each shape's events carry: the last one before basil, and basil. */
-export const SAMPLE_API_VERSIONS: Readonly<Record<SampleShape, string>> = { legacy: '2025-02-24.acacia', basil: '2025-03-31.basil' };
+export const SAMPLE_API_VERSIONS: Readonly<Record<SampleShape, string>> = {
+  legacy: '2025-02-24.acacia',
+  basil: '2025-03-31.basil',
+};
 
 /** What each scenario should leave the customer at (docs/stripe.md), as a check for the reader. */
 export const SAMPLE_DERIVED: Readonly<Record<SampleScenario, { status: SubscriberStatus; reason: string }>> = {
@@ -67,7 +77,11 @@ export function randomId(prefix: string): string {
  * tenant and customer unless given, so that every run for that customer speaks of the same
  * objects. A new `--invoice` starts a new billing period of the same subscription.
  */
-export function sampleIds(tenant: string, customer: string, given: { subscription?: string; invoice?: string } = {}): SampleIds {
+export function sampleIds(
+  tenant: string,
+  customer: string,
+  given: { subscription?: string; invoice?: string } = {},
+): SampleIds {
   const subscription = given.subscription ?? stableId('sub', 'dunwall-sample', tenant, customer);
   const invoice = given.invoice ?? stableId('in', 'dunwall-sample', tenant, customer, subscription);
   return {
@@ -103,7 +117,13 @@ const DECLINES: Partial<Record<SampleScenario, { code: string; message: string }
   hard_decline: { code: 'lost_card', message: 'Your card was declined.' },
 };
 
-function envelope(req: SampleRequest, newId: (prefix: string) => string, type: string, object: Obj, created: number): Obj {
+function envelope(
+  req: SampleRequest,
+  newId: (prefix: string) => string,
+  type: string,
+  object: Obj,
+  created: number,
+): Obj {
   return {
     id: newId('evt'),
     object: 'event',
@@ -118,7 +138,11 @@ function envelope(req: SampleRequest, newId: (prefix: string) => string, type: s
 }
 
 /** The invoice as Stripe sends it in an invoice event: open while in dunning, paid once paid. */
-function invoiceObject(req: SampleRequest, charge: string | null, state: { status: 'open' | 'paid'; attemptCount: number; nextAttempt: number | null }): Obj {
+function invoiceObject(
+  req: SampleRequest,
+  charge: string | null,
+  state: { status: 'open' | 'paid'; attemptCount: number; nextAttempt: number | null },
+): Obj {
   const { ids, customer, nowS } = req;
   const paid = state.status === 'paid';
   const periodEnd = nowS - 3600;
@@ -149,7 +173,12 @@ function invoiceObject(req: SampleRequest, charge: string | null, state: { statu
     period_end: periodEnd,
     period_start: periodEnd - 30 * DAY_S,
     status: state.status,
-    status_transitions: { finalized_at: periodEnd, marked_uncollectible_at: null, paid_at: paid ? nowS : null, voided_at: null },
+    status_transitions: {
+      finalized_at: periodEnd,
+      marked_uncollectible_at: null,
+      paid_at: paid ? nowS : null,
+      voided_at: null,
+    },
     subtotal: AMOUNT,
     total: AMOUNT,
   };
@@ -158,7 +187,11 @@ function invoiceObject(req: SampleRequest, charge: string | null, state: { statu
   }
   return {
     ...base,
-    parent: { type: 'subscription_details', quote_details: null, subscription_details: { metadata: {}, subscription: ids.subscription } },
+    parent: {
+      type: 'subscription_details',
+      quote_details: null,
+      subscription_details: { metadata: {}, subscription: ids.subscription },
+    },
     payments: {
       object: 'list',
       data: [
@@ -244,7 +277,11 @@ export function sampleEvents(req: SampleRequest): Obj[] {
     // Stripe stops retrying after a hard decline, and after the last attempt of its schedule.
     const retrying = req.scenario === 'payment_failed';
     const attemptCount = req.scenario === 'retries_exhausted' ? 4 : 1;
-    const invoice = invoiceObject(req, charge, { status: 'open', attemptCount, nextAttempt: retrying ? now + 3 * DAY_S : null });
+    const invoice = invoiceObject(req, charge, {
+      status: 'open',
+      attemptCount,
+      nextAttempt: retrying ? now + 3 * DAY_S : null,
+    });
     return [
       envelope(req, newId, 'payment_intent.payment_failed', failedPaymentIntent(req, charge, decline), now - 1),
       envelope(req, newId, 'invoice.payment_failed', invoice, now),
@@ -253,9 +290,25 @@ export function sampleEvents(req: SampleRequest): Obj[] {
   switch (req.scenario) {
     case 'action_required':
       // 3-D Secure: the customer must confirm the payment on the hosted invoice page.
-      return [envelope(req, newId, 'invoice.payment_action_required', invoiceObject(req, null, { status: 'open', attemptCount: 1, nextAttempt: null }), now)];
+      return [
+        envelope(
+          req,
+          newId,
+          'invoice.payment_action_required',
+          invoiceObject(req, null, { status: 'open', attemptCount: 1, nextAttempt: null }),
+          now,
+        ),
+      ];
     case 'paid':
-      return [envelope(req, newId, 'invoice.paid', invoiceObject(req, newId('ch'), { status: 'paid', attemptCount: 2, nextAttempt: null }), now)];
+      return [
+        envelope(
+          req,
+          newId,
+          'invoice.paid',
+          invoiceObject(req, newId('ch'), { status: 'paid', attemptCount: 2, nextAttempt: null }),
+          now,
+        ),
+      ];
     default:
       return [envelope(req, newId, 'customer.subscription.deleted', subscriptionObject(req, 'canceled'), now)];
   }
@@ -285,8 +338,14 @@ export function sampleAnswer(
 ): SampleAnswer {
   const override = subscriber !== null && subscriber.overridden_at !== null ? subscriber.derived_status : null;
   const episodes = (subscriber?.episodes ?? []).flatMap((e) =>
-    e.state === 'resolved' ? [] : [{ state: e.state, dunningStartMs: e.dunning_started_at === null ? null : Date.parse(e.dunning_started_at) }],
+    e.state === 'resolved'
+      ? []
+      : [{ state: e.state, dunningStartMs: e.dunning_started_at === null ? null : Date.parse(e.dunning_started_at) }],
   );
   const answer = answerCustomer(episodes, override, policy, nowMs);
-  return { status: answer.status, lockout_at: answer.lockoutAtMs === null ? null : formatLockoutAt(answer.lockoutAtMs), rule: answer.rule };
+  return {
+    status: answer.status,
+    lockout_at: answer.lockoutAtMs === null ? null : formatLockoutAt(answer.lockoutAtMs),
+    rule: answer.rule,
+  };
 }

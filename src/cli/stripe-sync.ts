@@ -112,13 +112,18 @@ export function stripeClient(apiKey: string, apiUrl: string | undefined, version
     } catch {
       throw new ConfigurationError('DUNWALL_STRIPE_API_URL must be an http:// or https:// URL');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigurationError('DUNWALL_STRIPE_API_URL must be an http:// or https:// URL');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new ConfigurationError('DUNWALL_STRIPE_API_URL must be an http:// or https:// URL');
     const protocol = url.protocol === 'http:' ? 'http' : 'https';
     // The key travels in every request: in clear only to this machine.
     if (protocol === 'http' && !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) {
       throw new ConfigurationError('DUNWALL_STRIPE_API_URL may use http:// only for localhost; use https://');
     }
-    target = { host: url.hostname.replace(/^\[|\]$/g, ''), port: url.port === '' ? (protocol === 'http' ? 80 : 443) : Number(url.port), protocol };
+    target = {
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port === '' ? (protocol === 'http' ? 80 : 443) : Number(url.port),
+      protocol,
+    };
   }
   return new Stripe(apiKey, {
     maxNetworkRetries: 2,
@@ -133,12 +138,18 @@ const KEY_RE = /^(rk|sk)_(live|test)_[A-Za-z0-9_]{8,}$/;
 
 /** Checks a Stripe key's form without ever echoing it. */
 export function checkStripeKey(key: string): 'restricted' | 'secret' {
-  if (!KEY_RE.test(key)) throw new ConfigurationError('the Stripe API key must be a restricted key (rk_live_... or rk_test_...) or a secret key (sk_...)');
+  if (!KEY_RE.test(key))
+    throw new ConfigurationError(
+      'the Stripe API key must be a restricted key (rk_live_... or rk_test_...) or a secret key (sk_...)',
+    );
   return key.startsWith('rk_') ? 'restricted' : 'secret';
 }
 
 function isRateLimit(err: unknown): err is Stripe.errors.StripeError {
-  return err instanceof Stripe.errors.StripeRateLimitError || (err instanceof Stripe.errors.StripeError && err.statusCode === 429);
+  return (
+    err instanceof Stripe.errors.StripeRateLimitError ||
+    (err instanceof Stripe.errors.StripeError && err.statusCode === 429)
+  );
 }
 
 /** Stripe's Retry-After, in ms, bounded: a missing or absurd value waits a sensible time. */
@@ -150,7 +161,8 @@ function retryAfterMs(err: Stripe.errors.StripeError): number {
 
 /** A Stripe failure as one line that says what to do; never the key. */
 function describeStripeError(err: unknown): string {
-  if (err instanceof Stripe.errors.StripeAuthenticationError) return 'Stripe refused the API key (401): check the key and that it belongs to this account';
+  if (err instanceof Stripe.errors.StripeAuthenticationError)
+    return 'Stripe refused the API key (401): check the key and that it belongs to this account';
   if (err instanceof Stripe.errors.StripePermissionError) {
     return 'the API key lacks a permission (403): a restricted key needs read access to Subscriptions, Invoices and PaymentIntents';
   }
@@ -166,7 +178,10 @@ async function loadState(file: string, tenant: string): Promise<SyncState | null
     text = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ENOENT') return null;
-    throw new CliError(`cannot read the import state ${file} (${String((err as { code?: unknown }).code ?? 'unreadable')})`, EXIT_FAILURE);
+    throw new CliError(
+      `cannot read the import state ${file} (${String((err as { code?: unknown }).code ?? 'unreadable')})`,
+      EXIT_FAILURE,
+    );
   }
   let state: SyncState;
   try {
@@ -175,9 +190,16 @@ async function loadState(file: string, tenant: string): Promise<SyncState | null
     throw new CliError(`the import state ${file} is not JSON; remove it or pass --restart`, EXIT_FAILURE);
   }
   if (state.version !== STATE_VERSION || typeof state.phase !== 'number' || typeof state.tally !== 'object') {
-    throw new CliError(`the import state ${file} is not one this version wrote; remove it or pass --restart`, EXIT_FAILURE);
+    throw new CliError(
+      `the import state ${file} is not one this version wrote; remove it or pass --restart`,
+      EXIT_FAILURE,
+    );
   }
-  if (state.tenant !== tenant) throw new CliError(`the import state ${file} belongs to tenant ${state.tenant}; pass --state-file or --restart`, EXIT_FAILURE);
+  if (state.tenant !== tenant)
+    throw new CliError(
+      `the import state ${file} belongs to tenant ${state.tenant}; pass --state-file or --restart`,
+      EXIT_FAILURE,
+    );
   return state;
 }
 
@@ -202,7 +224,9 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   };
   const tally = new ImportTally(state.tally);
   if (saved !== null) {
-    deps.note(`resuming the import of ${opts.tenant} at ${SYNC_PHASES[saved.phase]?.label ?? 'the end'} (${saved.objects} objects done before)`);
+    deps.note(
+      `resuming the import of ${opts.tenant} at ${SYNC_PHASES[saved.phase]?.label ?? 'the end'} (${saved.objects} objects done before)`,
+    );
   }
   let rateLimitWaits = 0;
   // Invoices already sent by this run (a subscription's latest invoice is also listed as open).
@@ -246,7 +270,11 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
     if (id === null || !isDunningInvoice(invoice) || sentInvoices.has(id)) return null;
     sentInvoices.add(id);
     const payments = await waitOut(() =>
-      stripe.invoicePayments.list({ invoice: id, limit: PAYMENTS_PER_INVOICE, expand: ['data.payment.payment_intent.latest_charge'] }),
+      stripe.invoicePayments.list({
+        invoice: id,
+        limit: PAYMENTS_PER_INVOICE,
+        expand: ['data.payment.payment_intent.latest_charge'],
+      }),
     );
     return invoiceSyncEvent(invoice, payments.data as unknown as Obj[]);
   }
@@ -254,7 +282,9 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   async function eventsOf(object: Obj): Promise<StripeEventLike[]> {
     if (object.object === 'subscription') {
       const latest = obj(object.latest_invoice);
-      return [subscriptionSyncEvent(object), latest === null ? null : await invoiceEvent(latest)].filter((e): e is StripeEventLike => e !== null);
+      return [subscriptionSyncEvent(object), latest === null ? null : await invoiceEvent(latest)].filter(
+        (e): e is StripeEventLike => e !== null,
+      );
     }
     const e = await invoiceEvent(object);
     return e === null ? [] : [e];
@@ -301,8 +331,14 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   } catch (err) {
     progress.done();
     if (err instanceof CliError) throw err;
-    const where = opts.stateFile === null ? 'nothing was kept (dry run)' : `progress is saved in ${opts.stateFile}: run the same command again to resume`;
-    throw new CliError(`stripe sync stopped at ${SYNC_PHASES[state.phase]?.label ?? 'the end'}: ${describeStripeError(err)}; ${where}`, EXIT_FAILURE);
+    const where =
+      opts.stateFile === null
+        ? 'nothing was kept (dry run)'
+        : `progress is saved in ${opts.stateFile}: run the same command again to resume`;
+    throw new CliError(
+      `stripe sync stopped at ${SYNC_PHASES[state.phase]?.label ?? 'the end'}: ${describeStripeError(err)}; ${where}`,
+      EXIT_FAILURE,
+    );
   }
   progress.report(1, text(), true);
   progress.done();

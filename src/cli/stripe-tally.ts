@@ -45,7 +45,8 @@ function episodeOf(event: unknown): string | null {
   if (derivation.kind !== 'change') return null;
   const change = derivation.change;
   if (change.kind === 'episode') return `${derivation.customerId} ${change.episode}`;
-  if (change.kind === 'decline') return `${derivation.customerId} ${change.decline.invoiceId ?? change.decline.paymentIds[0] ?? ''}`;
+  if (change.kind === 'decline')
+    return `${derivation.customerId} ${change.decline.invoiceId ?? change.decline.paymentIds[0] ?? ''}`;
   return null;
 }
 
@@ -55,12 +56,15 @@ export class ImportTally {
 
   constructor(from?: TallyState) {
     // A state saved before an outcome existed counts it from zero.
-    this.state = from ? { ...from, outcomes: { ...zeroOutcomeCounts(), ...from.outcomes } } : { outcomes: zeroOutcomeCounts(), customers: {}, episodes: [] };
+    this.state = from
+      ? { ...from, outcomes: { ...zeroOutcomeCounts(), ...from.outcomes } }
+      : { outcomes: zeroOutcomeCounts(), customers: {}, episodes: [] };
   }
 
   /** One batch: the events sent, in order, and the service's answer (an older service's lacks the newer outcomes). */
   add(events: readonly unknown[], answer: ReplayAnswerView): void {
-    for (const key of STRIPE_EVENT_OUTCOMES) this.state.outcomes[key] += (answer.outcomes as Partial<Outcomes>)[key] ?? 0;
+    for (const key of STRIPE_EVENT_OUTCOMES)
+      this.state.outcomes[key] += (answer.outcomes as Partial<Outcomes>)[key] ?? 0;
     const episodes = new Set(this.state.episodes);
     answer.results.forEach((outcome, i) => {
       const episode = outcome === 'applied' ? episodeOf(events[i]) : null;
@@ -69,7 +73,11 @@ export class ImportTally {
     this.state.episodes = [...episodes];
     for (const c of answer.customers) {
       const seen = this.state.customers[c.processor_customer_id];
-      this.state.customers[c.processor_customer_id] = { from: seen ? seen.from : c.status_before, to: c.status, reason: c.reason };
+      this.state.customers[c.processor_customer_id] = {
+        from: seen ? seen.from : c.status_before,
+        to: c.status,
+        reason: c.reason,
+      };
     }
   }
 
@@ -88,7 +96,13 @@ export class ImportTally {
       statuses[c.to ?? 'unknown'] += 1;
       if (c.from !== c.to) changes.push({ processor_customer_id: id, from: c.from, to: c.to, reason: c.reason });
     }
-    return { customers_seen: this.customersSeen, episodes_created: this.state.episodes.length, outcomes: { ...this.state.outcomes }, statuses, changes };
+    return {
+      customers_seen: this.customersSeen,
+      episodes_created: this.state.episodes.length,
+      outcomes: { ...this.state.outcomes },
+      statuses,
+      changes,
+    };
   }
 }
 
@@ -106,7 +120,9 @@ export function formatTally(s: TallySummary, dryRun: boolean): string[] {
     lines.push(`${dryRun ? 'would change' : 'changed'}:`);
     const name = (st: string | null) => st ?? 'unknown';
     for (const c of s.changes.slice(0, 50))
-      lines.push(`  ${c.processor_customer_id}: ${name(c.from)} -> ${name(c.to)}${c.reason === null ? '' : ` (${c.reason})`}`);
+      lines.push(
+        `  ${c.processor_customer_id}: ${name(c.from)} -> ${name(c.to)}${c.reason === null ? '' : ` (${c.reason})`}`,
+      );
     if (s.changes.length > 50) lines.push(`  ... and ${s.changes.length - 50} more (--json lists them all)`);
   }
   return lines;

@@ -29,7 +29,12 @@ export function terminalSafe<T>(value: T): T {
   if (typeof value === 'object' && value !== null) {
     const safe: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value))
-      Object.defineProperty(safe, terminalText(key), { value: terminalSafe(item), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(safe, terminalText(key), {
+        value: terminalSafe(item),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return safe as T;
   }
   return value;

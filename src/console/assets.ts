@@ -36,7 +36,12 @@ export function consoleDir(): string {
 
 function file(body: Buffer, name: string): ConsoleFile {
   const tag = createHash('sha256').update(body).digest('base64url').slice(0, 22);
-  return { body, gzipped: gzipSync(body, { level: 9 }), contentType: TYPES[extname(name)] ?? 'application/octet-stream', etag: `"${tag}"` };
+  return {
+    body,
+    gzipped: gzipSync(body, { level: 9 }),
+    contentType: TYPES[extname(name)] ?? 'application/octet-stream',
+    etag: `"${tag}"`,
+  };
 }
 
 /** The built console, or null when it has not been built. */
@@ -46,7 +51,8 @@ export function loadConsoleAssets(dir = consoleDir()): ConsoleAssets | null {
   const files = new Map<string, ConsoleFile>();
   const assets = join(dir, 'assets');
   if (existsSync(assets)) {
-    for (const name of readdirSync(assets)) if (TYPES[extname(name)] !== undefined) files.set(name, file(readFileSync(join(assets, name)), name));
+    for (const name of readdirSync(assets))
+      if (TYPES[extname(name)] !== undefined) files.set(name, file(readFileSync(join(assets, name)), name));
   }
   return { page: file(readFileSync(index), index), files };
 }

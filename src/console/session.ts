@@ -83,7 +83,8 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 
 /** Who a live session acts for. */
 export type SessionPrincipal =
-  { kind: 'operator'; expiresAt: Date } | { kind: 'key'; tenant: { id: number; slug: string }; keyId: string; scopes: ReadonlySet<Scope>; expiresAt: Date };
+  | { kind: 'operator'; expiresAt: Date }
+  | { kind: 'key'; tenant: { id: number; slug: string }; keyId: string; scopes: ReadonlySet<Scope>; expiresAt: Date };
 
 /**
  * A session's principal as of now: its row (not ended, not signed out), and for a tenant's
@@ -102,7 +103,15 @@ export async function resolveSession(
   if (row.tenantId === null) return { kind: 'operator', expiresAt: row.expiresAt };
   const tenant = model.tenantById(row.tenantId);
   // A rotated key is listed once per digest in force: any of them, not expired, will do.
-  const key = tenant?.secretKeys.find((k) => k.id === row.secretKeyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs));
+  const key = tenant?.secretKeys.find(
+    (k) => k.id === row.secretKeyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs),
+  );
   if (tenant == null || key === undefined) return null;
-  return { kind: 'key', tenant: { id: tenant.id, slug: tenant.slug }, keyId: key.id, scopes: key.scopes, expiresAt: row.expiresAt };
+  return {
+    kind: 'key',
+    tenant: { id: tenant.id, slug: tenant.slug },
+    keyId: key.id,
+    scopes: key.scopes,
+    expiresAt: row.expiresAt,
+  };
 }

@@ -51,7 +51,8 @@ export async function seedDemo(store: Store, now: Date): Promise<DemoPage | null
     );
   }
   const hmacs: Record<string, string> = {};
-  for (const customer of [...DEMO_CUSTOMERS.map(([id]) => id), UNKNOWN_CUSTOMER]) hmacs[customer] = computeHmac(hmacSecret, customer);
+  for (const customer of [...DEMO_CUSTOMERS.map(([id]) => id), UNKNOWN_CUSTOMER])
+    hmacs[customer] = computeHmac(hmacSecret, customer);
   return { publishableKey, hmacs };
 }
 

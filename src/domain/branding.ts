@@ -75,14 +75,16 @@ export function brandingProblem(value: unknown): string | null {
       for (const [name, color] of Object.entries(v)) {
         if (!(BRANDING_COLOR_KEYS as readonly string[]).includes(name))
           return `branding.colors.${name}: is not a known color (${BRANDING_COLOR_KEYS.join(', ')})`;
-        if (typeof color !== 'string' || !COLOR_RE.test(color)) return `branding.colors.${name}: must be a color such as #1a2b3c`;
+        if (typeof color !== 'string' || !COLOR_RE.test(color))
+          return `branding.colors.${name}: must be a color such as #1a2b3c`;
       }
     } else if (key === 'texts') {
       if (!isObject(v)) return 'branding.texts: must be an object of locales';
       const locales = Object.entries(v);
       if (locales.length > MAX_BRANDING_LOCALES) return `branding.texts: at most ${MAX_BRANDING_LOCALES} locales`;
       for (const [locale, texts] of locales) {
-        if (!LOCALE_RE.test(locale)) return `branding.texts.${locale}: is not a locale tag such as fr or fr-CA (or default)`;
+        if (!LOCALE_RE.test(locale))
+          return `branding.texts.${locale}: is not a locale tag such as fr or fr-CA (or default)`;
         if (!isObject(texts)) return `branding.texts.${locale}: must be an object of texts`;
         for (const [name, text] of Object.entries(texts)) {
           if (!(BRANDING_TEXT_KEYS as readonly string[]).includes(name))
@@ -128,7 +130,11 @@ export function resolveTexts(branding: Branding, languages: readonly string[]): 
 }
 
 /** One text and the locale of the chain it came from (`default` included); undefined: none. */
-export function resolveText(branding: Branding, languages: readonly string[], key: BrandingTextKey): [string, string] | undefined {
+export function resolveText(
+  branding: Branding,
+  languages: readonly string[],
+  key: BrandingTextKey,
+): [string, string] | undefined {
   const texts = branding.texts ?? {};
   for (const locale of localeChain(languages)) {
     const text = texts[locale]?.[key];

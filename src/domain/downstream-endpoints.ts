@@ -91,7 +91,8 @@ export function endpointUrlProblem(value: string, allowHttpLoopback: boolean): s
   if (url.protocol === 'https:') return null;
   if (url.protocol === 'http:') {
     if (!isLoopbackHost(url.hostname)) return 'must be an https URL (http is allowed for loopback addresses only)';
-    if (!allowHttpLoopback) return 'must be an https URL (http to a loopback address needs DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK=true)';
+    if (!allowHttpLoopback)
+      return 'must be an https URL (http to a loopback address needs DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK=true)';
     return null;
   }
   return 'must be an https URL';
@@ -228,7 +229,8 @@ export type DownstreamPayload =
 export function eventTypesProblem(types: readonly string[]): string | null {
   if (types.length === 0) return 'must name at least one event type (leave it out for all)';
   for (const t of types) {
-    if (!(DOWNSTREAM_EVENT_TYPES as readonly string[]).includes(t)) return `unknown event type '${t}' (known: ${DOWNSTREAM_EVENT_TYPES.join(', ')})`;
+    if (!(DOWNSTREAM_EVENT_TYPES as readonly string[]).includes(t))
+      return `unknown event type '${t}' (known: ${DOWNSTREAM_EVENT_TYPES.join(', ')})`;
   }
   if (new Set(types).size !== types.length) return 'must not repeat an event type';
   return null;

@@ -56,17 +56,35 @@ export interface OutboxMessage {
 
 /** A change's cause as a message tells it. */
 export function webhookCause(cause: ChangeCause): DownstreamCause {
-  if (cause.source === 'stripe') return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
+  if (cause.source === 'stripe')
+    return { source: 'stripe', stripe_event_id: cause.eventId, stripe_event_type: cause.eventType };
   if (cause.source === 'policy') return { source: 'policy', rule: cause.policyRule ?? 'policy_changed' };
   const action = { source: 'admin' as const, action: cause.adminAction ?? 'set_status' };
   return cause.secretKeyId === undefined ? action : { ...action, secret_key_id: cause.secretKeyId };
 }
 
-function payloadOf(id: string, slug: string, customerId: string, sequence: number, change: DownstreamChange, cause: ChangeCause, now: Date): DownstreamPayload {
-  const common = { processor_customer_id: customerId, sequence, cause: webhookCause(cause), occurred_at: cause.occurredAt.toISOString() };
+function payloadOf(
+  id: string,
+  slug: string,
+  customerId: string,
+  sequence: number,
+  change: DownstreamChange,
+  cause: ChangeCause,
+  now: Date,
+): DownstreamPayload {
+  const common = {
+    processor_customer_id: customerId,
+    sequence,
+    cause: webhookCause(cause),
+    occurred_at: cause.occurredAt.toISOString(),
+  };
   const envelope = { id, tenant: slug, timestamp: now.toISOString() };
   if (change.type === 'subscriber.deleted') {
-    return { ...envelope, type: change.type, data: { ...common, from: change.before.status, previous_reason: change.before.reason } };
+    return {
+      ...envelope,
+      type: change.type,
+      data: { ...common, from: change.before.status, previous_reason: change.before.reason },
+    };
   }
   return {
     ...envelope,
@@ -101,6 +119,8 @@ export function downstreamMessage(
     type: change.type,
     sequence,
     payload: payloadOf(target.messageId, target.slug, customerId, sequence, change, cause, now),
-    endpointKeys: target.endpoints.filter((e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(change.type))).map((e) => e.key),
+    endpointKeys: target.endpoints
+      .filter((e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(change.type)))
+      .map((e) => e.key),
   };
 }

@@ -133,7 +133,15 @@ export interface Decision<O> extends Settled {
 export type ApplyOutcome = Extract<StripeEventOutcomeName, 'applied' | 'stale'>;
 
 export function noEffect(): Effect {
-  return { episodes: [], removedEpisodes: [], tombstone: null, subscriber: null, history: null, message: null, runs: [] };
+  return {
+    episodes: [],
+    removedEpisodes: [],
+    tombstone: null,
+    subscriber: null,
+    history: null,
+    message: null,
+    runs: [],
+  };
 }
 
 export function statusOf(row: StoredSubscriber | null): CustomerStatus | null {
@@ -147,7 +155,9 @@ export function unchanged<O>(state: CustomerState, outcome: O): Decision<O> {
 
 /** An override stands with the derived status of the record (section 5). */
 export function overrideOf(row: StoredSubscriber | null): Override | null {
-  return row !== null && row.overriddenAtMs !== null ? { status: row.derivedStatus, reason: row.reason, atMs: row.overriddenAtMs } : null;
+  return row !== null && row.overriddenAtMs !== null
+    ? { status: row.derivedStatus, reason: row.reason, atMs: row.overriddenAtMs }
+    : null;
 }
 
 /** The history entry of an action that changed nothing: the record as it is. */
@@ -166,7 +176,9 @@ export function unchangedEntry(row: StoredSubscriber | null, episode: string | n
 /** The hosted page of an invoice Stripe still waits on; null when it is paid, void or unknown. */
 export function payUrlOf(page: InvoicePage | undefined): string | null {
   if (page === undefined || page.hostedInvoiceUrl === null) return null;
-  return page.status === null || page.status === 'open' || page.status === 'uncollectible' ? page.hostedInvoiceUrl : null;
+  return page.status === null || page.status === 'open' || page.status === 'uncollectible'
+    ? page.hostedInvoiceUrl
+    : null;
 }
 
 /**
@@ -174,14 +186,25 @@ export function payUrlOf(page: InvoicePage | undefined): string | null {
  * behind its worst answered episode. The unresolved episodes go to the policy derived worst
  * first (most severe, then latest): among equally severe answers the derived worst is shown.
  */
-function answerNow(state: CustomerState, episodes: readonly StoredEpisode[], override: Override | null, now: Date): { answer: Answer; payUrl: string | null } {
+function answerNow(
+  state: CustomerState,
+  episodes: readonly StoredEpisode[],
+  override: Override | null,
+  now: Date,
+): { answer: Answer; payUrl: string | null } {
   const unresolved = episodes
     .filter((e) => e.state !== 'resolved')
     .sort((a, b) => EPISODE_SEVERITY[b.state] - EPISODE_SEVERITY[a.state] || comparePositions(b.position, a.position));
-  const asked: PolicyEpisode[] = unresolved.map((e) => ({ state: e.state as UnresolvedState, dunningStartMs: e.dunningStartedAtMs }));
+  const asked: PolicyEpisode[] = unresolved.map((e) => ({
+    state: e.state as UnresolvedState,
+    dunningStartMs: e.dunningStartedAtMs,
+  }));
   const answer = answerCustomer(asked, override === null ? null : override.status, state.policy, now.getTime());
   const behind = unresolved[answer.worst ?? 0];
-  const payUrl = answer.status === 'active' || behind === undefined || behind.invoiceId === null ? null : payUrlOf(state.invoices.get(behind.invoiceId));
+  const payUrl =
+    answer.status === 'active' || behind === undefined || behind.invoiceId === null
+      ? null
+      : payUrlOf(state.invoices.get(behind.invoiceId));
   return { answer, payUrl };
 }
 
@@ -208,12 +231,26 @@ export function settle(
   );
   if (derived === null) {
     if (before === null)
-      return { before: null, after: null, subscriber: null, history: cause.source === 'admin' ? unchangedEntry(null, episode, cause) : null, message: null };
+      return {
+        before: null,
+        after: null,
+        subscriber: null,
+        history: cause.source === 'admin' ? unchangedEntry(null, episode, cause) : null,
+        message: null,
+      };
     return {
       before: previous,
       after: null,
       subscriber: { kind: 'delete' },
-      history: { status: null, derivedStatus: null, reason: null, lockoutAtMs: null, effect: 'removed', episode, cause },
+      history: {
+        status: null,
+        derivedStatus: null,
+        reason: null,
+        lockoutAtMs: null,
+        effect: 'removed',
+        episode,
+        cause,
+      },
       message: downstreamMessage(
         state.downstream,
         state.customerId,
@@ -238,7 +275,11 @@ export function settle(
     cause,
   };
   const history = changed ? entry : cause.source === 'admin' ? { ...entry, effect: 'none' as const } : null;
-  const same = !changed && before.overriddenAtMs === overriddenAtMs && before.lockoutAtMs === answer.lockoutAtMs && before.payUrl === payUrl;
+  const same =
+    !changed &&
+    before.overriddenAtMs === overriddenAtMs &&
+    before.lockoutAtMs === answer.lockoutAtMs &&
+    before.payUrl === payUrl;
   if (same) return { before: previous, after, subscriber: null, history, message: null };
   const row: SubscriberWrite = {
     status: after.status,
@@ -269,7 +310,12 @@ export function settle(
  * older events from bringing anything back. Episodes set by later events stay, so the
  * result does not depend on whether they arrived before the removal.
  */
-export function decideRemoval(state: CustomerState, position: Position, cause: ChangeCause, now: Date): Decision<ApplyOutcome> {
+export function decideRemoval(
+  state: CustomerState,
+  position: Position,
+  cause: ChangeCause,
+  now: Date,
+): Decision<ApplyOutcome> {
   if (!supersedes(position, state.tombstone)) return unchanged(state, 'stale');
   const older = state.episodes.filter((e) => comparePositions(e.position, position) < 0).map((e) => e.key);
   const remaining = state.episodes.filter((e) => comparePositions(e.position, position) >= 0);
@@ -277,7 +323,12 @@ export function decideRemoval(state: CustomerState, position: Position, cause: C
   const standing = override !== null && override.atMs > position.atMs ? override : null;
   const { before, after, ...written } = settle(state, remaining, standing, cause, null, now);
   const runs = runChanges(state.episodes, [], older, position.atMs);
-  return { outcome: 'applied', before, after, effect: { ...noEffect(), removedEpisodes: older, tombstone: position, ...written, runs } };
+  return {
+    outcome: 'applied',
+    before,
+    after,
+    effect: { ...noEffect(), removedEpisodes: older, tombstone: position, ...written, runs },
+  };
 }
 
 /**
@@ -286,8 +337,16 @@ export function decideRemoval(state: CustomerState, position: Position, cause: C
  * like customer.deleted. Stale when an event dated later than now has already spoken (a
  * clock ahead of ours).
  */
-export function decideAdminChange(state: CustomerState, change: Change, given: ChangeCause, now: Date): Decision<ApplyOutcome> {
-  const cause: ChangeCause = { ...given, adminAction: change.kind === 'delete' ? 'delete' : change.kind === 'clear' ? 'clear_override' : 'set_status' };
+export function decideAdminChange(
+  state: CustomerState,
+  change: Change,
+  given: ChangeCause,
+  now: Date,
+): Decision<ApplyOutcome> {
+  const cause: ChangeCause = {
+    ...given,
+    adminAction: change.kind === 'delete' ? 'delete' : change.kind === 'clear' ? 'clear_override' : 'set_status',
+  };
   const atMs = cause.occurredAt.getTime();
   if (change.kind === 'delete') {
     const position: Position = { atMs, rank: RANKS.removed, eventId: cause.eventId ?? '' };

@@ -71,7 +71,15 @@ export function sha256(value: string): Buffer {
  * override does (the Stripe webhook signing secret): `settings:write` never reaches it, and
  * a key holds it only when it was given it by name.
  */
-export const SCOPES = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write', 'stripe:write'] as const;
+export const SCOPES = [
+  'status:read',
+  'subscribers:read',
+  'subscribers:write',
+  'settings:write',
+  'webhooks:write',
+  'keys:write',
+  'stripe:write',
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function isScope(value: string): value is Scope {

@@ -105,7 +105,11 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
       const key = findSecretKey(tenant.secretKeys, sha256(req.token), nowMs);
       return key === null
         ? { ok: false, code: 'secret_key_in_browser' }
-        : { ok: false, code: 'secret_key_in_browser', leaked: { id: key.id, prefix: req.token.slice(0, SECRET_KEY_PREFIX_CHARS) } };
+        : {
+            ok: false,
+            code: 'secret_key_in_browser',
+            leaked: { id: key.id, prefix: req.token.slice(0, SECRET_KEY_PREFIX_CHARS) },
+          };
     }
     const key = checkSecretKey(tenant.secretKeys, req.token, 'status:read', nowMs);
     if (!key.ok) return key;
@@ -124,9 +128,12 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
   const hmac = req.query.hmac;
   if (hmac === undefined) {
     // A preview shows sample data only: it needs no hmac.
-    return tenant.hmacRequired && preview === null ? { ok: false, code: 'hmac_required' } : { ok: true, customerId, signed: false, preview, keyId: null };
+    return tenant.hmacRequired && preview === null
+      ? { ok: false, code: 'hmac_required' }
+      : { ok: true, customerId, signed: false, preview, keyId: null };
   }
-  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs)) return { ok: false, code: 'hmac_mismatch' };
+  if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs))
+    return { ok: false, code: 'hmac_mismatch' };
   return { ok: true, customerId, signed: true, preview, keyId: null };
 }
 
@@ -183,7 +190,10 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning, lockout },
     // The same bodies without their closing brace: `lockout_at` and `pay_url` follow.
-    knownPrefixes: { warning: warning.subarray(0, warning.length - 1), lockout: lockout.subarray(0, lockout.length - 1) },
+    knownPrefixes: {
+      warning: warning.subarray(0, warning.length - 1),
+      lockout: lockout.subarray(0, lockout.length - 1),
+    },
     brandingBody,
     brandingEtag: brandingTag(brandingBody),
     acceptedKeys: new Map(),
@@ -206,7 +216,8 @@ export function lookupBody(tenant: TenantAuth, status: SubscriberStatus | null):
 export function previewBody(tenant: TenantAuth, preview: PreviewStatus, nowMs: number): Buffer {
   const prefix = preview === 'lockout' ? tenant.knownPrefixes.lockout : tenant.knownPrefixes.warning;
   const lockoutAt = preview === 'warning' ? `,"lockout_at":"${formatLockoutAt(nowMs + PREVIEW_LOCKOUT_AHEAD_MS)}"` : '';
-  const payUrl = tenant.branding.payment_url === undefined ? '' : `,"pay_url":${JSON.stringify(tenant.branding.payment_url)}`;
+  const payUrl =
+    tenant.branding.payment_url === undefined ? '' : `,"pay_url":${JSON.stringify(tenant.branding.payment_url)}`;
   return Buffer.concat([prefix, Buffer.from(`${lockoutAt}${payUrl}}`)]);
 }
 
@@ -223,7 +234,13 @@ export interface AnswerExtra {
  * change of it reaches every answer at once. `lockout_at` while a lockout is scheduled;
  * `pay_url` only for a signed lookup. Without either, the prebuilt bytes.
  */
-export function answerBody(tenant: TenantAuth, status: SubscriberStatus, extra: AnswerExtra | null, signed: boolean, nowMs: number): Buffer {
+export function answerBody(
+  tenant: TenantAuth,
+  status: SubscriberStatus,
+  extra: AnswerExtra | null,
+  signed: boolean,
+  nowMs: number,
+): Buffer {
   const enforcement = tenant.enforcement;
   if (status === 'active' || enforcement === 'monitor') return tenant.knownBodies.active;
   let answered = status;

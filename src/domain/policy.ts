@@ -23,7 +23,11 @@ export interface Policy {
   escalate_after_days: number | null;
 }
 
-export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({ enforcement: 'gate', grace_days: 0, escalate_after_days: null });
+export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
+  enforcement: 'gate',
+  grace_days: 0,
+  escalate_after_days: null,
+});
 
 /** Why a scheduled lockout happens: a grace that ends, or an escalation that falls due. */
 export const POLICY_RULES = ['grace_ended', 'escalated', 'policy_changed'] as const;
@@ -36,7 +40,8 @@ export function policyProblem(value: unknown): string | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'policy: must be an object';
   for (const [key, v] of Object.entries(value)) {
     if (key === 'enforcement') {
-      if (typeof v !== 'string' || !(ENFORCEMENTS as readonly string[]).includes(v)) return `policy.enforcement: must be one of ${ENFORCEMENTS.join(', ')}`;
+      if (typeof v !== 'string' || !(ENFORCEMENTS as readonly string[]).includes(v))
+        return `policy.enforcement: must be one of ${ENFORCEMENTS.join(', ')}`;
     } else if (key === 'grace_days') {
       if (!Number.isInteger(v) || (v as number) < 0 || (v as number) > MAX_GRACE_DAYS)
         return `policy.grace_days: must be a whole number from 0 to ${MAX_GRACE_DAYS}`;
@@ -114,8 +119,14 @@ function enforce(status: SubscriberStatus, enforcement: Enforcement): Subscriber
  * worst first), with the earliest scheduled lockout. Only `gate` schedules lockouts: under
  * `banner_only` and `monitor` none ever comes.
  */
-export function answerCustomer(episodes: readonly PolicyEpisode[], override: SubscriberStatus | null, policy: Policy, nowMs: number): Answer {
-  if (override !== null) return { status: enforce(override, policy.enforcement), lockoutAtMs: null, rule: null, worst: null };
+export function answerCustomer(
+  episodes: readonly PolicyEpisode[],
+  override: SubscriberStatus | null,
+  policy: Policy,
+  nowMs: number,
+): Answer {
+  if (override !== null)
+    return { status: enforce(override, policy.enforcement), lockoutAtMs: null, rule: null, worst: null };
   let status: SubscriberStatus = 'active';
   let worst: number | null = null;
   let lockoutAtMs: number | null = null;
@@ -132,7 +143,8 @@ export function answerCustomer(episodes: readonly PolicyEpisode[], override: Sub
     }
   });
   const answered = enforce(status, policy.enforcement);
-  if (answered !== 'warning' || policy.enforcement !== 'gate') return { status: answered, lockoutAtMs: null, rule: null, worst };
+  if (answered !== 'warning' || policy.enforcement !== 'gate')
+    return { status: answered, lockoutAtMs: null, rule: null, worst };
   return { status: answered, lockoutAtMs, rule, worst };
 }
 
@@ -193,14 +205,21 @@ export interface EpisodeInterval {
 export class PolicyImpactTally {
   /** Both policies' cutoffs, ascending, each once. */
   readonly cutoffs: readonly number[];
-  private readonly counts: PolicyImpactCounts = { current: { warning: 0, lockout: 0 }, proposed: { warning: 0, lockout: 0 }, newlyGated: 0, released: 0 };
+  private readonly counts: PolicyImpactCounts = {
+    current: { warning: 0, lockout: 0 },
+    proposed: { warning: 0, lockout: 0 },
+    newlyGated: 0,
+    released: 0,
+  };
 
   constructor(
     private readonly current: Policy,
     private readonly proposed: Policy,
     private readonly nowMs: number,
   ) {
-    this.cutoffs = [...new Set([...dunningStartCutoffs(current, nowMs), ...dunningStartCutoffs(proposed, nowMs)])].sort((a, b) => a - b);
+    this.cutoffs = [...new Set([...dunningStartCutoffs(current, nowMs), ...dunningStartCutoffs(proposed, nowMs)])].sort(
+      (a, b) => a - b,
+    );
   }
 
   /** Where a dunning start falls among `cutoffs`: how many lie before it (null: unknown). */
@@ -217,7 +236,8 @@ export class PolicyImpactTally {
   addAlike(override: SubscriberStatus | null, episodes: readonly EpisodeInterval[], n: number): void {
     const last = this.cutoffs.at(-1) ?? this.nowMs;
     // A start of each interval: its upper cutoff, or just after the last one.
-    const start = (k: number | null): number | null => (k === null ? null : k < this.cutoffs.length ? (this.cutoffs[k] ?? last) : last + 1);
+    const start = (k: number | null): number | null =>
+      k === null ? null : k < this.cutoffs.length ? (this.cutoffs[k] ?? last) : last + 1;
     this.count(
       episodes.map((e) => ({ state: e.state, dunningStartMs: start(e.interval) })),
       override,

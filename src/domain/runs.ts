@@ -61,7 +61,14 @@ export function outcomeOf(reason: string): RunOutcome {
  */
 export type RunChange =
   | { kind: 'open'; episode: string; startedAtMs: number; invoiceId: string | null; declineClass: RunDeclineClass }
-  | { kind: 'close'; episode: string; startedAtMs: number; endedAtMs: number; outcome: RunOutcome; invoiceId: string | null };
+  | {
+      kind: 'close';
+      episode: string;
+      startedAtMs: number;
+      endedAtMs: number;
+      outcome: RunOutcome;
+      invoiceId: string | null;
+    };
 
 /** What a run change reads of an episode (domain/effect.ts, StoredEpisode). */
 export interface RunEpisode {
@@ -97,7 +104,14 @@ export function runChanges(
   for (const key of removed) {
     const b = was.get(key);
     if (unresolved(b) && removedAtMs !== null)
-      out.push({ kind: 'close', episode: key, startedAtMs: startOf(b), endedAtMs: removedAtMs, outcome: 'removed', invoiceId: b.invoiceId });
+      out.push({
+        kind: 'close',
+        episode: key,
+        startedAtMs: startOf(b),
+        endedAtMs: removedAtMs,
+        outcome: 'removed',
+        invoiceId: b.invoiceId,
+      });
   }
   for (const a of changed) {
     const b = was.get(a.key);
@@ -105,9 +119,22 @@ export function runChanges(
       const reason = endedBy.get(a.key);
       if (unresolved(b) && reason !== undefined && a.resolvedAtMs !== null && a.resolvedAtMs !== b.resolvedAtMs) {
         // An older resolution split the run: the first part ended then.
-        out.push({ kind: 'close', episode: a.key, startedAtMs: startOf(b), endedAtMs: a.resolvedAtMs, outcome: outcomeOf(reason), invoiceId: b.invoiceId });
+        out.push({
+          kind: 'close',
+          episode: a.key,
+          startedAtMs: startOf(b),
+          endedAtMs: a.resolvedAtMs,
+          outcome: outcomeOf(reason),
+          invoiceId: b.invoiceId,
+        });
       }
-      out.push({ kind: 'open', episode: a.key, startedAtMs: startOf(a), invoiceId: a.invoiceId, declineClass: declineClassOf(a.reason) });
+      out.push({
+        kind: 'open',
+        episode: a.key,
+        startedAtMs: startOf(a),
+        invoiceId: a.invoiceId,
+        declineClass: declineClassOf(a.reason),
+      });
     } else if (unresolved(b)) {
       out.push({
         kind: 'close',

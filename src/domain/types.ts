@@ -36,9 +36,12 @@ const FLAG_NAME_SHAPE = '[a-z][a-z0-9_]{0,62}';
  * a flag by such a name would be dropped or shadowed on its way (it was dropped, silently).
  * Derived from Object.prototype, so that a name a later runtime adds there is refused too.
  */
-const OBJECT_NAMES = Object.getOwnPropertyNames(Object.prototype).filter((name) => new RegExp(`^${FLAG_NAME_SHAPE}$`).test(name));
+const OBJECT_NAMES = Object.getOwnPropertyNames(Object.prototype).filter((name) =>
+  new RegExp(`^${FLAG_NAME_SHAPE}$`).test(name),
+);
 /** A tier's flag (entitlement) name: the one rule, for the API's schemas, the CLI and the store. */
-export const FLAG_NAME_PATTERN = OBJECT_NAMES.length === 0 ? `^${FLAG_NAME_SHAPE}$` : `^(?!(?:${OBJECT_NAMES.join('|')})$)${FLAG_NAME_SHAPE}$`;
+export const FLAG_NAME_PATTERN =
+  OBJECT_NAMES.length === 0 ? `^${FLAG_NAME_SHAPE}$` : `^(?!(?:${OBJECT_NAMES.join('|')})$)${FLAG_NAME_SHAPE}$`;
 export const FLAG_NAME_RULE = `a lowercase letter, then up to 62 lowercase letters, digits or underscores${OBJECT_NAMES.length === 0 ? '' : `, and none of ${OBJECT_NAMES.join(', ')}`}`;
 const FLAG_NAME_RE = new RegExp(FLAG_NAME_PATTERN);
 

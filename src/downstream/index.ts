@@ -112,7 +112,10 @@ export class DownstreamDeliverer {
     }
     this.serialize(
       this.claimBatch().catch((err: unknown) =>
-        this.opts.log.warn({ err: { message: (err as Error).message } }, 'webhooks: reading the queue failed; trying again shortly'),
+        this.opts.log.warn(
+          { err: { message: (err as Error).message } },
+          'webhooks: reading the queue failed; trying again shortly',
+        ),
       ),
     );
   }
@@ -169,7 +172,10 @@ export class DownstreamDeliverer {
    * it, and says so again once one of its deliveries is claimed (its secret was fixed or
    * rotated). The reason names the row, never the secret.
    */
-  private reportUnreadable(unreadable: readonly { endpointId: string; tenantId: number; reason: string }[], claimed: readonly ClaimedDelivery[]): void {
+  private reportUnreadable(
+    unreadable: readonly { endpointId: string; tenantId: number; reason: string }[],
+    claimed: readonly ClaimedDelivery[],
+  ): void {
     for (const bad of unreadable) {
       if (this.unreadableEndpoints.get(bad.endpointId) === bad.reason) continue;
       this.unreadableEndpoints.set(bad.endpointId, bad.reason);
@@ -181,7 +187,10 @@ export class DownstreamDeliverer {
     if (this.unreadableEndpoints.size === 0) return;
     for (const delivery of claimed) {
       if (this.unreadableEndpoints.delete(delivery.endpointId))
-        this.opts.log.info({ endpoint: delivery.endpointId }, "webhooks: an endpoint's signing secret is readable again");
+        this.opts.log.info(
+          { endpoint: delivery.endpointId },
+          "webhooks: an endpoint's signing secret is readable again",
+        );
     }
   }
 
@@ -300,10 +309,20 @@ export class DownstreamDeliverer {
     const recorded = await this.opts.store.complete(d, result, done);
     const counted: DeliveryOutcome = recorded === 'gave_up' && outcome !== 'gone' ? 'gave_up' : outcome;
     this.counts[counted] += 1;
-    if (outcome === 'gone') this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the endpoint answered 410 Gone; it is disabled');
+    if (outcome === 'gone')
+      this.opts.log.warn(
+        { endpoint: d.endpointId, message: d.messageId },
+        'webhooks: the endpoint answered 410 Gone; it is disabled',
+      );
     else if (counted === 'gave_up')
-      this.opts.log.warn({ endpoint: d.endpointId, message: d.messageId, error }, 'webhooks: a message failed for its whole retry window');
+      this.opts.log.warn(
+        { endpoint: d.endpointId, message: d.messageId, error },
+        'webhooks: a message failed for its whole retry window',
+      );
     if (recorded === 'lost')
-      this.opts.log.info({ endpoint: d.endpointId, message: d.messageId }, 'webhooks: the delivery was taken again or deleted during the attempt');
+      this.opts.log.info(
+        { endpoint: d.endpointId, message: d.messageId },
+        'webhooks: the delivery was taken again or deleted during the attempt',
+      );
   }
 }

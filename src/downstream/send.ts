@@ -61,7 +61,9 @@ async function resolveAll(host: string, timeoutMs: number): Promise<LookupAddres
     ];
     if (addresses.length === 0) {
       const reason = v4.status === 'rejected' ? (v4.reason as NodeJS.ErrnoException) : null;
-      throw Object.assign(new Error(`${host} does not resolve${reason?.code ? ` (${reason.code})` : ''}`), { code: reason?.code ?? 'ENOTFOUND' });
+      throw Object.assign(new Error(`${host} does not resolve${reason?.code ? ` (${reason.code})` : ''}`), {
+        code: reason?.code ?? 'ENOTFOUND',
+      });
     }
     return addresses;
   } finally {
@@ -74,7 +76,11 @@ async function resolveAll(host: string, timeoutMs: number): Promise<LookupAddres
  * an address it checked: a name that resolves to a public address when Dunwall checks it and
  * to a private one when the socket connects (DNS rebinding) cannot get through.
  */
-function guardedLookup(allowed: AllowedNetworks, resolve: NonNullable<SendOptions['resolve']>, timeoutMs: number): LookupFunction {
+function guardedLookup(
+  allowed: AllowedNetworks,
+  resolve: NonNullable<SendOptions['resolve']>,
+  timeoutMs: number,
+): LookupFunction {
   return (hostname, options, callback) => {
     const answer = async (): Promise<void> => {
       let addresses: LookupAddress[];
@@ -84,12 +90,14 @@ function guardedLookup(allowed: AllowedNetworks, resolve: NonNullable<SendOption
         return callback(err as NodeJS.ErrnoException, '', 0);
       }
       const first = addresses[0];
-      if (first === undefined) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+      if (first === undefined)
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
       for (const a of addresses) {
         const why = addressProblem(a.address, allowed);
         if (why !== null) return callback(new Refused(`refused: ${hostname} resolves to ${why}`), '', 0);
       }
-      if ((options as { all?: boolean }).all === true) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      if ((options as { all?: boolean }).all === true)
+        return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       callback(null, first.address, first.family);
     };
     void answer();
@@ -108,7 +116,12 @@ function printable(body: Buffer): string {
  * its status line, another status's body is read up to a few hundred bytes for the admin,
  * all within the timeout. Never throws.
  */
-export function sendDownstream(url: string, headers: Record<string, string>, body: string, opts: SendOptions): Promise<SendResult> {
+export function sendDownstream(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  opts: SendOptions,
+): Promise<SendResult> {
   const clock = opts.monotonicNow ?? (() => performance.now());
   const started = clock();
   const elapsed = () => Math.max(0, clock() - started);
@@ -123,7 +136,8 @@ export function sendDownstream(url: string, headers: Record<string, string>, bod
       if (armed.onAbort) opts.signal?.removeEventListener('abort', armed.onAbort);
       resolve({ aborted: false, ...result, latencyMs: elapsed() });
     };
-    if (opts.signal?.aborted) return finish({ statusCode: null, error: 'the attempt was ended', refused: false, aborted: true });
+    if (opts.signal?.aborted)
+      return finish({ statusCode: null, error: 'the attempt was ended', refused: false, aborted: true });
     let target: URL;
     try {
       target = new URL(url);
@@ -162,7 +176,11 @@ export function sendDownstream(url: string, headers: Record<string, string>, bod
     opts.signal?.addEventListener('abort', armed.onAbort, { once: true });
     req.on('error', (err: Error) => {
       if (err instanceof Refused) return finish({ statusCode: null, error: err.message, refused: true });
-      finish({ statusCode: null, error: err.message || (err as NodeJS.ErrnoException).code || 'connection failed', refused: false });
+      finish({
+        statusCode: null,
+        error: err.message || (err as NodeJS.ErrnoException).code || 'connection failed',
+        refused: false,
+      });
     });
     req.on('response', (res: IncomingMessage) => {
       const status = res.statusCode ?? 0;

@@ -158,8 +158,10 @@ const SHA256_BYTES = 32;
 /** The admin token's digest; a clear token (tests) is hashed here and goes no further. */
 function adminTokenDigest(deps: AppDeps): Buffer | null {
   const given = deps.adminTokenSha256;
-  if (given === undefined) return deps.adminToken === undefined || deps.adminToken === null ? null : sha256(deps.adminToken);
-  if (given !== null && given.length !== SHA256_BYTES) throw new Error(`adminTokenSha256 must be a SHA-256 digest (${SHA256_BYTES} bytes)`);
+  if (given === undefined)
+    return deps.adminToken === undefined || deps.adminToken === null ? null : sha256(deps.adminToken);
+  if (given !== null && given.length !== SHA256_BYTES)
+    throw new Error(`adminTokenSha256 must be a SHA-256 digest (${SHA256_BYTES} bytes)`);
   return given;
 }
 
@@ -244,7 +246,10 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     frameworkErrors: (err, req, reply) => {
       reply.header('x-request-id', req.id);
       if (!req.url.startsWith(LOOKUP_PREFIX))
-        return sendProblem(reply, err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request');
+        return sendProblem(
+          reply,
+          err.code === 'FST_ERR_BAD_URL' || err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'not_found' : 'invalid_request',
+        );
       reply.header('access-control-allow-origin', '*').header('cache-control', 'no-store');
       const bearer = checkBearer(authorizationOf(req.raw));
       return sendProblem(reply, bearer.ok ? 'tenant_not_found' : bearer.code);
@@ -265,7 +270,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     // RFC 9112 section 3.2: an HTTP/1.1 request must name its Host.
-    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined) return sendProblem(reply, 'bad_request', 'The Host header is required.');
+    if (req.raw.httpVersion === '1.1' && req.headers.host === undefined)
+      return sendProblem(reply, 'bad_request', 'The Host header is required.');
   });
   boundStoreCalls(app, deps.storeRequestTimeoutMs ?? DEFAULT_STORE_REQUEST_TIMEOUT_MS);
   // A write's answer leaves once every worker of this instance shows it, whatever its route.
@@ -288,18 +294,29 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         { name: 'lookup', description: "A subscriber's status, for the tenant's pages, apps and backend" },
         { name: 'webhooks', description: "The tenant's Stripe events" },
         { name: 'admin', description: 'The operator' },
-        { name: 'packages', description: "This service's npm packages at its own version, as tarballs to install from" },
-        { name: 'tenant', description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's" },
+        {
+          name: 'packages',
+          description: "This service's npm packages at its own version, as tarballs to install from",
+        },
+        {
+          name: 'tenant',
+          description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's",
+        },
         {
           name: 'downstream-webhooks',
-          description: "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)",
+          description:
+            "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)",
         },
       ],
       components: {
         securitySchemes: {
           publishableKey: { type: 'http', scheme: 'bearer', description: "The tenant's publishable key" },
           adminToken: { type: 'http', scheme: 'bearer', description: 'DUNWALL_ADMIN_TOKEN' },
-          secretKey: { type: 'http', scheme: 'bearer', description: "A tenant's secret key (sk_live_... or sk_test_...), from a server only" },
+          secretKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: "A tenant's secret key (sk_live_... or sk_test_...), from a server only",
+          },
         },
       },
     },
@@ -314,14 +331,20 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     }
     if (err.validation) return sendProblem(reply, 'invalid_request', describeValidationError(err));
     if (err instanceof CursorNotIssuedError)
-      return sendProblem(reply, 'invalid_cursor', 'The cursor names a position this service never handed out: list again.');
+      return sendProblem(
+        reply,
+        'invalid_cursor',
+        'The cursor names a position this service never handed out: list again.',
+      );
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendProblem(reply, 'payload_too_large');
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return sendProblem(reply, 'unsupported_media_type');
-    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return sendProblem(reply, 'invalid_request', 'body: must not be empty');
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY')
+      return sendProblem(reply, 'invalid_request', 'body: must not be empty');
     if (isStoreUnavailable(err)) {
       // A lookup refused without trying the store follows a failure that was logged: in an
       // outage the lookups log the one read a second that tries again, not every request.
-      if (!(err instanceof StoreUnavailableError)) req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+      if (!(err instanceof StoreUnavailableError))
+        req.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
       return sendProblem(reply, 'store_unavailable');
     }
     const status = err.statusCode ?? 500;
@@ -385,7 +408,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     const peer = req.socket.remoteAddress;
     if (!isLoopbackAddress(peer)) return false;
     if (trusted !== null && trusted.trusts(peer ?? '')) return false;
-    return FORWARDING_HEADERS.every((h) => req.headers[h] === undefined) && req.headers['x-forwarded-proto'] === undefined;
+    return (
+      FORWARDING_HEADERS.every((h) => req.headers[h] === undefined) && req.headers['x-forwarded-proto'] === undefined
+    );
   };
   await app.register(consoleRoutes, {
     assets: deps.console?.assets ?? null,
@@ -400,15 +425,34 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   });
   const rotationOverlapS = deps.rotationOverlapS ?? 86_400;
   const intake = deps.stripeIntake ?? null;
-  const resources = { store: deps.store, model, now, rotationOverlapS, webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS, intake };
+  const resources = {
+    store: deps.store,
+    model,
+    now,
+    rotationOverlapS,
+    webhooks: deps.webhooks ?? DEFAULT_DELIVERY_SETTINGS,
+    intake,
+  };
   // A write's answer leaves once every worker's read model shows it (awaitWritesApplied, at
   // the root), so that its writer's next lookup on this instance reads what it wrote.
   await app.register(async (writes: App) => {
-    await writes.register(stripeWebhookRoutes, { store: deps.store, model, now, limiter, intake, ...(metrics ? { metrics } : {}) });
+    await writes.register(stripeWebhookRoutes, {
+      store: deps.store,
+      model,
+      now,
+      limiter,
+      intake,
+      ...(metrics ? { metrics } : {}),
+    });
     await writes.register(
       async (admin: App) => {
         operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter, sessions });
-        await tenantRoutes(admin, { store: deps.store, now, rotationOverlapS, defaultTier: deps.defaultTier ?? DEFAULT_TIER });
+        await tenantRoutes(admin, {
+          store: deps.store,
+          now,
+          rotationOverlapS,
+          defaultTier: deps.defaultTier ?? DEFAULT_TIER,
+        });
         await tierRoutes(admin, { store: deps.store, now });
         await admin.register(
           async (scoped: App) => {
@@ -422,7 +466,14 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     );
     await writes.register(
       async (v1: App) => {
-        keyAuth(v1, { model, now, limiter, keyUsage: deps.keyUsage ?? null, keySightings: deps.keySightings ?? null, sessions });
+        keyAuth(v1, {
+          model,
+          now,
+          limiter,
+          keyUsage: deps.keyUsage ?? null,
+          keySightings: deps.keySightings ?? null,
+          sessions,
+        });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
         await statusFeedRoutes(v1, { feed: deps.store, model, now, ...deps.statusFeed });

@@ -103,7 +103,11 @@ export function operatorAuth(app: App, opts: OperatorAuthOptions): void {
     if (typeof session === 'string') return sendProblem(reply, session);
     if (session !== null) {
       if (session.kind !== 'operator')
-        return sendProblem(reply, 'invalid_session', "This is a tenant's console session: the operator's API needs the operator's.");
+        return sendProblem(
+          reply,
+          'invalid_session',
+          "This is a tenant's console session: the operator's API needs the operator's.",
+        );
       req.principal = OPERATOR;
       return;
     }
@@ -156,7 +160,12 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
     const session = await sessionOf(req, opts.sessions, headers.authorization);
     if (typeof session === 'string') return sendProblem(reply, session);
     if (session !== null) {
-      if (session.kind !== 'key') return sendProblem(reply, 'invalid_session', "This is the operator's console session: a tenant's API needs a tenant's.");
+      if (session.kind !== 'key')
+        return sendProblem(
+          reply,
+          'invalid_session',
+          "This is the operator's console session: a tenant's API needs a tenant's.",
+        );
       if (limiter && (await guardKey(limiter, session.keyId, reply))) return reply;
       opts.keyUsage?.used(session.keyId, opts.now());
       req.tenant = session.tenant;
@@ -175,7 +184,15 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
       const tenant = model.serving(nowMs) ? model.tenantBySecretKey(digest) : null;
       const key = tenant === null ? null : findSecretKey(tenant.secretKeys, digest, nowMs);
       if (tenant !== null && key !== null) {
-        opts.keySightings?.seen({ tenant: tenant.slug, keyId: key.id, prefix: bearer.token.slice(0, SECRET_KEY_PREFIX_CHARS), origin: headers.origin }, nowMs);
+        opts.keySightings?.seen(
+          {
+            tenant: tenant.slug,
+            keyId: key.id,
+            prefix: bearer.token.slice(0, SECRET_KEY_PREFIX_CHARS),
+            origin: headers.origin,
+          },
+          nowMs,
+        );
       }
       return sendProblem(reply, 'secret_key_in_browser');
     }
@@ -235,7 +252,9 @@ function sessionCredential(
         (k) => k.id === session.keyId && (k.expiresAtMs === null || k.expiresAtMs > nowMs),
       );
       if (current.length === 0) return 'ended';
-      const keyEndsMs = current.some((k) => k.expiresAtMs === null) ? Infinity : Math.max(...current.map((k) => k.expiresAtMs ?? 0));
+      const keyEndsMs = current.some((k) => k.expiresAtMs === null)
+        ? Infinity
+        : Math.max(...current.map((k) => k.expiresAtMs ?? 0));
       return Math.min(keyEndsMs, sessionEndsMs);
     },
     stillSignedIn,
@@ -246,6 +265,7 @@ function sessionCredential(
 export function requireScopes(app: App): void {
   app.addHook('preHandler', async (req) => {
     const scope = req.routeOptions.config.scope;
-    if (scope !== undefined && !holds(req.principal, scope)) throw new AppError('insufficient_scope', `This call needs the scope ${scope}.`);
+    if (scope !== undefined && !holds(req.principal, scope))
+      throw new AppError('insufficient_scope', `This call needs the scope ${scope}.`);
   });
 }

@@ -29,19 +29,24 @@ function stripMapped(address: string): string {
  * Parses TRUST_PROXY: a comma-separated list of addresses, CIDR ranges and the names
  * `loopback` and `private`. Returns the problem with the value as a string, never throws.
  */
-export function parseTrustedProxies(value: string, header: ForwardingHeader = 'x-forwarded-for'): TrustedProxies | string {
+export function parseTrustedProxies(
+  value: string,
+  header: ForwardingHeader = 'x-forwarded-for',
+): TrustedProxies | string {
   const list = new BlockList();
   const add = (entry: string): string | null => {
     const [address = '', bits, extra] = entry.split('/');
     const family = isIP(address);
-    if (family === 0 || extra !== undefined) return `TRUST_PROXY: ${JSON.stringify(entry)} is not an address or CIDR range`;
+    if (family === 0 || extra !== undefined)
+      return `TRUST_PROXY: ${JSON.stringify(entry)} is not an address or CIDR range`;
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (bits === undefined) {
       list.addAddress(address, type);
       return null;
     }
     const prefix = Number(bits);
-    if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128)) return `TRUST_PROXY: ${JSON.stringify(entry)} has an invalid prefix length`;
+    if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128))
+      return `TRUST_PROXY: ${JSON.stringify(entry)} has an invalid prefix length`;
     list.addSubnet(address, prefix, type);
     return null;
   };
@@ -131,7 +136,12 @@ export function clientAddress(req: AddressedRequest, trusted: TrustedProxies | n
   let address = stripMapped(req.socket.remoteAddress ?? '');
   if (trusted !== null && trusted.trusts(address)) {
     const value = headerValue(req.headers[trusted.header]);
-    const chain = value === undefined ? [] : trusted.header === 'forwarded' ? forwardedFor(value) : value.split(',').map(withoutPort);
+    const chain =
+      value === undefined
+        ? []
+        : trusted.header === 'forwarded'
+          ? forwardedFor(value)
+          : value.split(',').map(withoutPort);
     for (let i = chain.length - 1; i >= 0; i -= 1) {
       address = stripMapped(chain[i] ?? '');
       if (!trusted.trusts(address)) break;

@@ -17,10 +17,15 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
     return;
   }
   const code: ErrorCode =
-    err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : 'bad_request';
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? 'headers_too_large'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? 'request_timeout'
+        : 'bad_request';
   const answer = problemAnswer(code);
   let head = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status] ?? ''}\r\n`;
-  for (let i = 0; i < answer.headers.length; i += 2) head += `${answer.headers[i] ?? ''}: ${answer.headers[i + 1] ?? ''}\r\n`;
+  for (let i = 0; i < answer.headers.length; i += 2)
+    head += `${answer.headers[i] ?? ''}: ${answer.headers[i + 1] ?? ''}\r\n`;
   const body = Buffer.from(answer.body);
   socket.end(Buffer.concat([Buffer.from(`${head}Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`), body]));
   // end() only half-closes: a peer that keeps its side open and drips bytes (slow loris)

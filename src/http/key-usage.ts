@@ -85,13 +85,21 @@ export class SecretKeySightings {
     }
     this.lastRecorded.set(sighting.keyId, nowMs);
     this.opts.log.warn(
-      { tenant: sighting.tenant, keyId: sighting.keyId, keyPrefix: sighting.prefix, origin: sighting.origin.slice(0, MAX_LOGGED_ORIGIN_CHARS) },
+      {
+        tenant: sighting.tenant,
+        keyId: sighting.keyId,
+        keyPrefix: sighting.prefix,
+        origin: sighting.origin.slice(0, MAX_LOGGED_ORIGIN_CHARS),
+      },
       'a secret key was sent from a browser and refused: treat it as leaked, rotate it and keep it on servers',
     );
     // The process's write, never bounded by (nor failing) the request that was refused.
     const write = outsideRequestBounds(() => this.opts.write(new Map([[sighting.keyId, new Date(nowMs)]])))
       .catch((err: unknown) =>
-        this.opts.log.warn({ err: { message: (err as Error).message }, keyId: sighting.keyId }, 'secret key seen in a browser: the mark was not written'),
+        this.opts.log.warn(
+          { err: { message: (err as Error).message }, keyId: sighting.keyId },
+          'secret key seen in a browser: the mark was not written',
+        ),
       )
       .finally(() => this.writes.delete(write));
     this.writes.add(write);

@@ -1,7 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from './app-instance.js';
-import { allowedOrigin, answerBody, checkBearer, checkLookup, isValidSlug, lookupBody, previewBody } from '../domain/lookup.js';
+import {
+  allowedOrigin,
+  answerBody,
+  checkBearer,
+  checkLookup,
+  isValidSlug,
+  lookupBody,
+  previewBody,
+} from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
 import type { RouteMetrics } from '../metrics/index.js';
@@ -77,12 +85,14 @@ export function lookupParameters(search: string): LookupParameters {
       const eq = search.indexOf('=', start);
       const nameEnd = eq >= 0 && eq < end ? eq : end;
       const rawName = search.slice(start, nameEnd);
-      const name = plain || rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
+      const name =
+        plain || rawName === 'processor_customer_id' || rawName === 'hmac' ? rawName : decodeComponent(rawName);
       if (name === 'processor_customer_id' || name === 'hmac' || name === 'preview') {
         const rawValue = nameEnd === end ? '' : search.slice(nameEnd + 1, end);
         const value = plain ? rawValue : decodeComponent(rawValue);
         const previous = found[name];
-        found[name] = previous === undefined ? value : typeof previous === 'string' ? [previous, value] : [...previous, value];
+        found[name] =
+          previous === undefined ? value : typeof previous === 'string' ? [previous, value] : [...previous, value];
       }
     }
     start = end + 1;
@@ -131,9 +141,28 @@ export class LookupAnswerer {
    * Answers a lookup of `slug` (decoded) with `search` (the raw query, without `?`).
    * `record`: count it in the metrics here (Fastify's hook counts the lookups it routes).
    */
-  answer(req: IncomingMessage, res: ServerResponse, slug: string, search: string, requestId: string, record: boolean, headers = seenHeaders(req)): void {
+  answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    slug: string,
+    search: string,
+    requestId: string,
+    record: boolean,
+    headers = seenHeaders(req),
+  ): void {
     const startedMs = record && this.opts.metrics !== null ? performance.now() : 0;
-    const call: Call = { req, res, slug, search, requestId, record, startedMs, headers, address: '', arrival: NO_ARRIVAL };
+    const call: Call = {
+      req,
+      res,
+      slug,
+      search,
+      requestId,
+      record,
+      startedMs,
+      headers,
+      address: '',
+      arrival: NO_ARRIVAL,
+    };
     const limiter = this.opts.limiter;
     if (limiter === null) {
       this.check(call);
@@ -191,10 +220,17 @@ export class LookupAnswerer {
         this.problem(call, 'store_unavailable', null, undefined, null);
         return;
       }
-      const check = checkLookup({ token: bearer.token, query: lookupParameters(call.search), origin: headers.origin }, tenant, nowMs);
+      const check = checkLookup(
+        { token: bearer.token, query: lookupParameters(call.search), origin: headers.origin },
+        tenant,
+        nowMs,
+      );
       if (!check.ok || tenant === null) {
         if (!check.ok && check.leaked !== undefined && tenant !== null) {
-          this.opts.keySightings?.seen({ tenant: tenant.slug, keyId: check.leaked.id, prefix: check.leaked.prefix, origin: headers.origin ?? '' }, nowMs);
+          this.opts.keySightings?.seen(
+            { tenant: tenant.slug, keyId: check.leaked.id, prefix: check.leaked.prefix, origin: headers.origin ?? '' },
+            nowMs,
+          );
         }
         this.fail(call, check.ok ? 'tenant_not_found' : check.code, tenant, headers.origin);
         return;
@@ -214,7 +250,12 @@ export class LookupAnswerer {
       // secret key's, against the key's).
       const limiter = this.opts.limiter;
       if (check.keyId !== null) this.opts.keyUsage?.used(check.keyId, nowMs);
-      const counted = limiter === null ? null : check.keyId !== null ? limiter.key(check.keyId) : limiter.tenant(tenant.id, tenant.lookupsPerMinute);
+      const counted =
+        limiter === null
+          ? null
+          : check.keyId !== null
+            ? limiter.key(check.keyId)
+            : limiter.tenant(tenant.id, tenant.lookupsPerMinute);
       if (counted instanceof Promise) {
         counted.then(
           (c) => this.ok(call, tenant, headers.origin, body, c),
@@ -326,7 +367,10 @@ export interface LookupRoutesOptions {
   logLookups: boolean;
 }
 
-const Type200 = { anyOf: [LookupKnown, LookupUnknown], description: 'Known subscriber, or {"status":"active"} when unknown' };
+const Type200 = {
+  anyOf: [LookupKnown, LookupUnknown],
+  description: 'Known subscriber, or {"status":"active"} when unknown',
+};
 
 /**
  * The lookup's Fastify routes: the GET, documented in the OpenAPI document and answering
@@ -350,7 +394,16 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
         params: LookupParams,
         querystring: LookupQuery,
         headers: LookupHeaders,
-        response: { 200: Type200, 400: ProblemRef, 401: ProblemRef, 402: ProblemRef, 403: ProblemRef, 404: ProblemRef, 429: ProblemRef, 503: ProblemRef },
+        response: {
+          200: Type200,
+          400: ProblemRef,
+          401: ProblemRef,
+          402: ProblemRef,
+          403: ProblemRef,
+          404: ProblemRef,
+          429: ProblemRef,
+          503: ProblemRef,
+        },
       },
       // The checks run in the contract's order in the domain (a 401 before a 400), so the
       // schemas document the route and Fastify does not validate it first.
@@ -378,7 +431,10 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
         security: [],
         params: LookupParams,
         response: {
-          204: { description: 'Allowed: Access-Control-Allow-Methods, -Headers and -Max-Age, and the origin allowed', type: 'null' },
+          204: {
+            description: 'Allowed: Access-Control-Allow-Methods, -Headers and -Max-Age, and the origin allowed',
+            type: 'null',
+          },
           429: ProblemRef,
           503: ProblemRef,
         },
@@ -387,7 +443,8 @@ export async function lookupRoutes(app: App, opts: LookupRoutesOptions): Promise
     },
     async (req: FastifyRequest<{ Params: { tenantSlug: string } }>, reply) => {
       reply.header('cache-control', 'no-store');
-      if (!model.serving(now())) return sendProblem(reply.header('access-control-allow-origin', '*'), 'store_unavailable');
+      if (!model.serving(now()))
+        return sendProblem(reply.header('access-control-allow-origin', '*'), 'store_unavailable');
       const slug = req.params.tenantSlug;
       const tenant = isValidSlug(slug) ? model.tenant(slug) : null;
       const cors: string[] = [];

@@ -21,22 +21,25 @@ export async function serveMetrics(opts: {
   text: () => Promise<string>;
   onError(err: unknown): void;
 }): Promise<MetricsServer> {
-  const server: Server = createServer({ requestTimeout: SCRAPE_TIMEOUT_MS, headersTimeout: SCRAPE_TIMEOUT_MS }, (req, res) => {
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res
-        .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain; charset=utf-8' })
-        .end(path === '/metrics' ? 'method not allowed\n' : 'not found: this listener serves /metrics only\n');
-      return;
-    }
-    opts.text().then(
-      (body) => res.writeHead(200, { 'content-type': opts.contentType, 'cache-control': 'no-store' }).end(body),
-      (err: unknown) => {
-        opts.onError(err);
-        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics unavailable\n');
-      },
-    );
-  });
+  const server: Server = createServer(
+    { requestTimeout: SCRAPE_TIMEOUT_MS, headersTimeout: SCRAPE_TIMEOUT_MS },
+    (req, res) => {
+      const path = (req.url ?? '').split('?')[0];
+      if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+        res
+          .writeHead(path === '/metrics' ? 405 : 404, { 'content-type': 'text/plain; charset=utf-8' })
+          .end(path === '/metrics' ? 'method not allowed\n' : 'not found: this listener serves /metrics only\n');
+        return;
+      }
+      opts.text().then(
+        (body) => res.writeHead(200, { 'content-type': opts.contentType, 'cache-control': 'no-store' }).end(body),
+        (err: unknown) => {
+          opts.onError(err);
+          res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics unavailable\n');
+        },
+      );
+    },
+  );
   server.setTimeout(SCRAPE_TIMEOUT_MS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -19,7 +19,12 @@ function inert<T extends object>(name: string): T {
  * app built with no store (`npm run build` writes it to `dist/openapi.json`).
  */
 export async function openApiDocument(): Promise<Record<string, unknown>> {
-  const app = await buildApp({ store: inert<Store>('store'), model: inert<ReadModel>('model'), logger: false, adminToken: null });
+  const app = await buildApp({
+    store: inert<Store>('store'),
+    model: inert<ReadModel>('model'),
+    logger: false,
+    adminToken: null,
+  });
   try {
     await app.ready();
     return app.swagger() as unknown as Record<string, unknown>;

@@ -43,7 +43,8 @@ export function loadPackageTarballs(dir = packagesDir()): PackageTarballs | null
     const path = join(dir, entry.name);
     // Not a file the build wrote: the service does not start on it rather than serve it.
     const bytes = statSync(path).size;
-    if (bytes > MAX_TARBALL_BYTES) throw new Error(`${path}: ${bytes} bytes, more than a package tarball may be (${MAX_TARBALL_BYTES})`);
+    if (bytes > MAX_TARBALL_BYTES)
+      throw new Error(`${path}: ${bytes} bytes, more than a package tarball may be (${MAX_TARBALL_BYTES})`);
     tarballs.set(entry.name, packageTarball(readFileSync(path)));
   }
   return tarballs;

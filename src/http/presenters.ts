@@ -82,5 +82,10 @@ export function presentSubscriber(s: SubscriberRecord) {
 }
 
 export function presentTier(t: TierRecord) {
-  return { name: t.name, entitlements: t.entitlements, created_at: t.createdAt.toISOString(), updated_at: t.updatedAt.toISOString() };
+  return {
+    name: t.name,
+    entitlements: t.entitlements,
+    created_at: t.createdAt.toISOString(),
+    updated_at: t.updatedAt.toISOString(),
+  };
 }

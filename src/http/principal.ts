@@ -5,7 +5,8 @@ import type { Scope } from '../domain/keys.js';
  * the operator (admin token, every scope, the tenant named by its slug in the path) or a
  * tenant's secret key (its scopes, the tenant being the key's).
  */
-export type Principal = { readonly kind: 'operator' } | { readonly kind: 'key'; readonly keyId: string; readonly scopes: ReadonlySet<Scope> };
+export type Principal =
+  { readonly kind: 'operator' } | { readonly kind: 'key'; readonly keyId: string; readonly scopes: ReadonlySet<Scope> };
 
 /** The tenant a request acts on. */
 export interface ResolvedTenant {

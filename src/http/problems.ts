@@ -8,46 +8,81 @@ import { NAME_PATTERN, TEXT_PATTERN } from '../domain/validation.js';
  * only place statuses of errors live; the codes are stable and documented in docs/api.md.
  */
 export const ERRORS = {
-  missing_publishable_key: { status: 401, detail: 'The Authorization header with a Bearer publishable key is missing.' },
-  invalid_publishable_key: { status: 401, detail: 'The publishable key is malformed or is not a current key of this tenant.' },
+  missing_publishable_key: {
+    status: 401,
+    detail: 'The Authorization header with a Bearer publishable key is missing.',
+  },
+  invalid_publishable_key: {
+    status: 401,
+    detail: 'The publishable key is malformed or is not a current key of this tenant.',
+  },
   tenant_not_found: { status: 404, detail: 'No tenant has this slug.' },
   tenant_suspended: { status: 402, detail: "The tenant's subscription to Dunwall is suspended." },
   missing_processor_customer_id: { status: 400, detail: 'The processor_customer_id query parameter is required.' },
-  invalid_processor_customer_id: { status: 400, detail: 'processor_customer_id must be one value matching ^cus_[A-Za-z0-9_]{1,251}$.' },
+  invalid_processor_customer_id: {
+    status: 400,
+    detail: 'processor_customer_id must be one value matching ^cus_[A-Za-z0-9_]{1,251}$.',
+  },
   hmac_mismatch: { status: 403, detail: 'The hmac does not match processor_customer_id.' },
   hmac_required: { status: 403, detail: 'This tenant requires the hmac query parameter.' },
-  invalid_signature: { status: 400, detail: 'The Stripe-Signature header does not verify with any signing secret of this tenant, or is too old.' },
+  invalid_signature: {
+    status: 400,
+    detail: 'The Stripe-Signature header does not verify with any signing secret of this tenant, or is too old.',
+  },
   invalid_secret_key: { status: 401, detail: 'The secret key is malformed, unknown, revoked or expired.' },
   insufficient_scope: { status: 403, detail: 'The secret key does not hold the scope this call needs.' },
-  secret_key_in_browser: { status: 401, detail: 'A secret key is never accepted from a browser (a request with Origin): use the publishable key there.' },
+  secret_key_in_browser: {
+    status: 401,
+    detail: 'A secret key is never accepted from a browser (a request with Origin): use the publishable key there.',
+  },
   secret_key_not_found: { status: 404, detail: 'This tenant has no secret key with this id.' },
   secret_key_limit: { status: 409, detail: 'The tenant has as many secret keys as allowed; revoke one first.' },
-  secret_key_expired: { status: 409, detail: 'The key has expired: an expired key is never rotated; create a new one.' },
+  secret_key_expired: {
+    status: 409,
+    detail: 'The key has expired: an expired key is never rotated; create a new one.',
+  },
   missing_admin_token: { status: 401, detail: 'The Authorization header with a Bearer admin token is missing.' },
   invalid_admin_token: { status: 401, detail: 'The admin token is not valid.' },
-  invalid_credentials: { status: 401, detail: "Sign in with one of the tenant's secret keys or the operator's admin token." },
+  invalid_credentials: {
+    status: 401,
+    detail: "Sign in with one of the tenant's secret keys or the operator's admin token.",
+  },
   invalid_session: { status: 401, detail: 'The console session is missing, signed out or expired: sign in again.' },
-  csrf_token_invalid: { status: 403, detail: "A console write must carry its session's token in the X-CSRF-Token header." },
-  insecure_transport: { status: 403, detail: 'The console signs in over HTTPS only (plain HTTP on loopback alone): open it at its https:// address.' },
+  csrf_token_invalid: {
+    status: 403,
+    detail: "A console write must carry its session's token in the X-CSRF-Token header.",
+  },
+  insecure_transport: {
+    status: 403,
+    detail: 'The console signs in over HTTPS only (plain HTTP on loopback alone): open it at its https:// address.',
+  },
   admin_disabled: { status: 404, detail: 'The admin API is disabled: set DUNWALL_ADMIN_TOKEN to enable it.' },
   invalid_request: { status: 400, detail: 'The request is not valid.' },
   tenant_exists: { status: 409, detail: 'A tenant with this slug exists already.' },
   tier_in_use: { status: 409, detail: 'Tenants are on this tier: move them to another first.' },
   tier_not_found: { status: 404, detail: 'No tier has this name.' },
-  stale_change: { status: 409, detail: 'An event dated later than now has set this subscriber; the change was not applied.' },
+  stale_change: {
+    status: 409,
+    detail: 'An event dated later than now has set this subscriber; the change was not applied.',
+  },
   subscriber_not_found: { status: 404, detail: 'This tenant has no record of this subscriber.' },
   downstream_webhooks_not_entitled: { status: 403, detail: "The tenant's tier does not include downstream_webhooks." },
   webhook_endpoint_not_found: { status: 404, detail: 'This tenant has no webhook endpoint with this id.' },
   webhook_message_not_found: { status: 404, detail: 'This tenant has no webhook message with this id.' },
-  webhook_endpoint_limit: { status: 409, detail: 'The tenant has as many webhook endpoints as allowed; delete one first.' },
+  webhook_endpoint_limit: {
+    status: 409,
+    detail: 'The tenant has as many webhook endpoints as allowed; delete one first.',
+  },
   invalid_cursor: { status: 400, detail: 'The cursor is not one this service handed out.' },
   cursor_expired: {
     status: 410,
-    detail: 'The changes after this cursor are no longer kept: list the statuses again and follow the feed from their feed_cursor.',
+    detail:
+      'The changes after this cursor are no longer kept: list the statuses again and follow the feed from their feed_cursor.',
   },
   too_many_streams: {
     status: 429,
-    detail: 'The tenant holds as many open status feed streams and long polls as allowed; close one, or retry after the number of seconds in Retry-After.',
+    detail:
+      'The tenant holds as many open status feed streams and long polls as allowed; close one, or retry after the number of seconds in Retry-After.',
   },
   not_found: { status: 404, detail: 'No such route.' },
   method_not_allowed: { status: 405, detail: 'This method is not allowed on this route.' },
@@ -56,7 +91,10 @@ export const ERRORS = {
   bad_request: { status: 400, detail: 'The request is not valid HTTP.' },
   request_timeout: { status: 408, detail: 'The request did not arrive in time.' },
   headers_too_large: { status: 431, detail: 'The request line and headers are too large.' },
-  rate_limited: { status: 429, detail: 'Too many requests from this address or for this tenant; retry after the number of seconds in Retry-After.' },
+  rate_limited: {
+    status: 429,
+    detail: 'Too many requests from this address or for this tenant; retry after the number of seconds in Retry-After.',
+  },
   store_unavailable: { status: 503, detail: 'The store is unavailable; retry shortly.' },
   internal_error: { status: 500, detail: 'An internal error occurred.' },
 } as const satisfies Record<string, { status: number; detail: string }>;
@@ -150,7 +188,11 @@ function fieldName(instancePath: string): string {
 }
 
 /** Path parameters by the names the API's users know them by, not the routes' own. */
-const PARAM_NAMES: Record<string, string> = { customerId: 'processor_customer_id', tenantSlug: 'slug', name: 'tier name' };
+const PARAM_NAMES: Record<string, string> = {
+  customerId: 'processor_customer_id',
+  tenantSlug: 'slug',
+  name: 'tier name',
+};
 
 /** How a JSON type is named to a person; a boolean by its two values. */
 const TYPE_WORDS: Record<string, string[]> = {
@@ -184,10 +226,12 @@ export function describeValidationError(err: FastifyError): string {
   const field = fieldName(first.instancePath);
   const base = where === 'params' ? (PARAM_NAMES[field] ?? field) : field;
   const join = (name: string) => (base ? `${base}.${name}` : name);
-  const alternatives = first.keyword === 'type' ? typeAlternatives((err.validation ?? []) as AjvError[], first.instancePath) : null;
+  const alternatives =
+    first.keyword === 'type' ? typeAlternatives((err.validation ?? []) as AjvError[], first.instancePath) : null;
   if (alternatives !== null) return `${base || where}: ${alternatives}`;
   if (first.keyword === 'required') return `${join(String(first.params.missingProperty))}: is required`;
-  if (first.keyword === 'additionalProperties') return `${join(String(first.params.additionalProperty))}: is not a known field`;
+  if (first.keyword === 'additionalProperties')
+    return `${join(String(first.params.additionalProperty))}: is not a known field`;
   if (first.keyword === 'minProperties') return `${base || where}: must name at least one field`;
   if (first.keyword === 'type' && base === '') return `${where}: must be a JSON ${String(first.params.type)}`;
   if (first.keyword === 'pattern' && first.params.pattern === TEXT_PATTERN)

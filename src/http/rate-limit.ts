@@ -76,7 +76,13 @@ export interface RateLimitOptions {
 }
 
 /** Counts (or, with `increment` false, reads) `key` under a policy; null: not counted (Redis away). */
-type Counter = (name: PolicyName, key: string | number, quota: number, policy: string, increment: boolean) => Maybe<Count | null>;
+type Counter = (
+  name: PolicyName,
+  key: string | number,
+  quota: number,
+  policy: string,
+  increment: boolean,
+) => Maybe<Count | null>;
 
 function policyText(name: string, quota: number): string {
   return `"${name}";q=${quota};w=${RATE_LIMIT_WINDOW_S}`;
@@ -106,7 +112,15 @@ function memoryCounter(now: () => number): Counter {
     const nowMs = now();
     // Chosen by a branch, not `windows[name]`: a read by a varying key is a slow lookup in V8.
     const lru =
-      name === 'ip' ? windows.ip : name === 'tenant' ? windows.tenant : name === 'failures' ? windows.failures : name === 'key' ? windows.key : windows.admin;
+      name === 'ip'
+        ? windows.ip
+        : name === 'tenant'
+          ? windows.tenant
+          : name === 'failures'
+            ? windows.failures
+            : name === 'key'
+              ? windows.key
+              : windows.admin;
     let window = lru.get(key, nowMs);
     if (window === undefined) {
       if (!increment) return null;
@@ -156,14 +170,22 @@ function redisCounter(redis: Redis, prefix: string, now: () => number, log: Rate
   return async (name, key, quota, policy, increment) => {
     if (down && now() < retryAtMs) return null;
     try {
-      const [current, ttlMs] = await counting.dunwallRateCount(`${prefix}${name}:${key}`, RATE_LIMIT_WINDOW_MS, increment ? '1' : '0');
+      const [current, ttlMs] = await counting.dunwallRateCount(
+        `${prefix}${name}:${key}`,
+        RATE_LIMIT_WINDOW_MS,
+        increment ? '1' : '0',
+      );
       if (down) log.info('rate limit store available again');
       down = false;
       if (!increment && current === 0) return null;
       return { name, policy, quota, current, endMs: now() + ttlMs };
     } catch (err) {
       retryAtMs = now() + REDIS_RETRY_INTERVAL_MS;
-      if (!down) log.warn({ err: { message: (err as Error).message } }, 'rate limit store unavailable: requests go uncounted until it is back');
+      if (!down)
+        log.warn(
+          { err: { message: (err as Error).message } },
+          'rate limit store unavailable: requests go uncounted until it is back',
+        );
       down = true;
       return null;
     }
@@ -209,7 +231,9 @@ export class RateLimiter {
     this.limits = opts.limits;
     this.trusted = opts.trustedProxies;
     this.now = opts.now;
-    this.count = opts.redis ? redisCounter(opts.redis, opts.redisPrefix ?? DEFAULT_REDIS_PREFIX, opts.now, opts.log) : memoryCounter(opts.now);
+    this.count = opts.redis
+      ? redisCounter(opts.redis, opts.redisPrefix ?? DEFAULT_REDIS_PREFIX, opts.now, opts.log)
+      : memoryCounter(opts.now);
     this.policies = {
       ip: policyText('ip', opts.limits.lookupPerIp),
       admin: policyText('admin', opts.limits.adminPerIp),
@@ -249,8 +273,14 @@ export class RateLimiter {
    */
   arrive(address: string, own: 'ip' | 'admin' | null, failures = true): Maybe<Arrival> {
     const quota = own === 'ip' ? this.limits.lookupPerIp : own === 'admin' ? this.limits.adminPerIp : 0;
-    const mine = own !== null && quota > 0 ? this.count(own, address, quota, own === 'ip' ? this.policies.ip : this.policies.admin, true) : null;
-    const failed = failures && this.limits.failuresPerIp > 0 ? this.count('failures', address, this.limits.failuresPerIp, this.policies.failures, false) : null;
+    const mine =
+      own !== null && quota > 0
+        ? this.count(own, address, quota, own === 'ip' ? this.policies.ip : this.policies.admin, true)
+        : null;
+    const failed =
+      failures && this.limits.failuresPerIp > 0
+        ? this.count('failures', address, this.limits.failuresPerIp, this.policies.failures, false)
+        : null;
     if (mine instanceof Promise || failed instanceof Promise) {
       return Promise.all([mine, failed]).then(
         ([m, f]) => arrival(m, f),
@@ -308,7 +338,8 @@ export class RateLimiter {
     const extra = over !== null && over !== own && over !== f && over !== tenant ? over : null;
     if (own !== null && f === null && tenant !== null && extra === null) {
       // The usual answer's pair, joined once per pair of policies rather than per request.
-      if (own.policy !== this.lastPair[0] || tenant.policy !== this.lastPair[1]) this.lastPair = [own.policy, tenant.policy, `${own.policy}, ${tenant.policy}`];
+      if (own.policy !== this.lastPair[0] || tenant.policy !== this.lastPair[1])
+        this.lastPair = [own.policy, tenant.policy, `${own.policy}, ${tenant.policy}`];
       policy = this.lastPair[2];
     } else {
       policy = own === null ? '' : own.policy;
@@ -317,12 +348,17 @@ export class RateLimiter {
       if (extra !== null) policy = policy === '' ? extra.policy : `${policy}, ${extra.policy}`;
     }
     const resetS = resetSeconds(tightest, this.now());
-    return { policy, limit: `"${tightest.name}";r=${tightest === over ? 0 : remaining(tightest)};t=${resetS}`, retryAfterS: over === null ? null : resetS };
+    return {
+      policy,
+      limit: `"${tightest.name}";r=${tightest === over ? 0 : remaining(tightest)};t=${resetS}`,
+      retryAfterS: over === null ? null : resetS,
+    };
   }
 }
 
 function arrival(own: Count | null, failures: Count | null): Arrival {
-  const over = own !== null && own.current > own.quota ? own : failures !== null && remaining(failures) === 0 ? failures : null;
+  const over =
+    own !== null && own.current > own.quota ? own : failures !== null && remaining(failures) === 0 ? failures : null;
   return { own, failures, over };
 }
 

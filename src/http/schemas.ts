@@ -1,14 +1,26 @@
 import { Type } from 'typebox';
 import type { Static, TSchemaOptions } from 'typebox';
 import { MAX_URL_LENGTH, NAME_PATTERN, TEXT_PATTERN } from '../domain/validation.js';
-import { BRANDING_COLOR_KEYS, BRANDING_TEXT_KEYS, LOCALE_RE, MAX_BRANDING_LOCALES, MAX_BRANDING_TEXT, MAX_BRANDING_URL } from '../domain/branding.js';
+import {
+  BRANDING_COLOR_KEYS,
+  BRANDING_TEXT_KEYS,
+  LOCALE_RE,
+  MAX_BRANDING_LOCALES,
+  MAX_BRANDING_TEXT,
+  MAX_BRANDING_URL,
+} from '../domain/branding.js';
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
 import { ADMIN_ACTIONS, HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
 import { PREVIEW_STATUSES } from '../domain/lookup.js';
 import { EPISODE_STATES } from '../domain/stripe/fold.js';
-import { ANALYTICS_GRANULARITIES, MAX_ANALYTICS_RANGE_DAYS, RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
+import {
+  ANALYTICS_GRANULARITIES,
+  MAX_ANALYTICS_RANGE_DAYS,
+  RUN_DECLINE_CLASSES,
+  RUN_OUTCOMES,
+} from '../domain/runs.js';
 import {
   DELIVERY_OUTCOMES,
   DELIVERY_STATES,
@@ -20,7 +32,14 @@ import {
 } from '../domain/downstream-endpoints.js';
 import { STRIPE_EVENT_OUTCOME_DESCRIPTIONS, STRIPE_EVENT_OUTCOMES } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
-import { CUSTOMER_ID_PATTERN, FLAG_NAME_PATTERN, REASON_PATTERN, SLUG_PATTERN, STATUSES, TIER_NAME_PATTERN } from '../domain/types.js';
+import {
+  CUSTOMER_ID_PATTERN,
+  FLAG_NAME_PATTERN,
+  REASON_PATTERN,
+  SLUG_PATTERN,
+  STATUSES,
+  TIER_NAME_PATTERN,
+} from '../domain/types.js';
 import { SCOPES } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
 
@@ -70,37 +89,57 @@ export const Entitlements = Type.Unsafe<Record<string, boolean>>({
   type: 'object',
   patternProperties: { [FLAG_NAME_PATTERN]: { type: 'boolean' } },
   additionalProperties: false,
-  description: 'Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present.',
+  description:
+    'Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present.',
 });
 
 export const Status = oneOf(STATUSES);
 export const Slug = Type.String({ pattern: SLUG_PATTERN, description: 'Tenant slug' });
-export const CustomerId = Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The payment processor's customer ID" });
+export const CustomerId = Type.String({
+  pattern: CUSTOMER_ID_PATTERN,
+  description: "The payment processor's customer ID",
+});
 export const TierName = Type.String({ pattern: TIER_NAME_PATTERN });
 const Timestamp = Type.String({ format: 'date-time' });
 const NullableUrl = Type.Union([Text({ maxLength: MAX_URL_LENGTH }), Type.Null()], {
   description: 'An https URL, or null',
 });
 export const MAX_LOOKUPS_PER_MINUTE = 1_000_000_000;
-const NullableLookupsPerMinute = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_LOOKUPS_PER_MINUTE }), Type.Null()], {
-  description: "This tenant's lookup rate limit, all addresses together; null: the service's default",
-});
+const NullableLookupsPerMinute = Type.Union(
+  [Type.Integer({ minimum: 1, maximum: MAX_LOOKUPS_PER_MINUTE }), Type.Null()],
+  {
+    description: "This tenant's lookup rate limit, all addresses together; null: the service's default",
+  },
+);
 const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
-  description: 'The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)',
+  description:
+    'The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)',
 });
-const NullableOrigins = Type.Union([Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }), Type.Null()], {
-  description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any',
-});
+const NullableOrigins = Type.Union(
+  [
+    Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }),
+    Type.Null(),
+  ],
+  {
+    description: 'Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any',
+  },
+);
 
 // --- lookup ------------------------------------------------------------------------------
 
 export const LookupParams = Type.Object({ tenantSlug: Type.String({ description: 'Tenant slug' }) });
 export const LookupQuery = Type.Object({
-  processor_customer_id: Type.String({ pattern: CUSTOMER_ID_PATTERN, description: "The subscriber's customer ID (cus_...)" }),
-  hmac: Type.Optional(Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" })),
+  processor_customer_id: Type.String({
+    pattern: CUSTOMER_ID_PATTERN,
+    description: "The subscriber's customer ID (cus_...)",
+  }),
+  hmac: Type.Optional(
+    Type.String({ description: "Lowercase hex HMAC-SHA256 of processor_customer_id under the tenant's HMAC secret" }),
+  ),
   preview: Type.Optional(
     oneOf(PREVIEW_STATUSES, {
-      description: "A test tenant's (livemode false) lookup answers that status with sample data (no hmac needed); ignored for any other tenant",
+      description:
+        "A test tenant's (livemode false) lookup answers that status with sample data (no hmac needed); ignored for any other tenant",
     }),
   ),
 });
@@ -113,16 +152,28 @@ export const LookupKnown = Type.Object({
   card_update_url: Type.Union([Type.String(), Type.Null()]),
   entitlements: Entitlements,
   lockout_at: Type.Optional(
-    Type.String({ format: 'date-time', description: "While warning and the tenant's policy schedules a lockout: when (RFC 3339, UTC, seconds)" }),
+    Type.String({
+      format: 'date-time',
+      description: "While warning and the tenant's policy schedules a lockout: when (RFC 3339, UTC, seconds)",
+    }),
   ),
-  pay_url: Type.Optional(Type.String({ description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged" })),
+  pay_url: Type.Optional(
+    Type.String({
+      description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged",
+    }),
+  ),
 });
 
 // --- admin -------------------------------------------------------------------------------
 
-const BrandingTexts = Type.Object(Object.fromEntries(BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Text({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))])), {
-  additionalProperties: false,
-});
+const BrandingTexts = Type.Object(
+  Object.fromEntries(
+    BRANDING_TEXT_KEYS.map((k) => [k, Type.Optional(Text({ minLength: 1, maxLength: MAX_BRANDING_TEXT }))]),
+  ),
+  {
+    additionalProperties: false,
+  },
+);
 export const Branding = Type.Unsafe<BrandingValue>(
   Type.Object(
     {
@@ -130,9 +181,14 @@ export const Branding = Type.Unsafe<BrandingValue>(
       support_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A link to the support (https)' })),
       logo_url: Type.Optional(Text({ maxLength: MAX_BRANDING_URL, description: 'A logo image (https)' })),
       colors: Type.Optional(
-        Type.Object(Object.fromEntries(BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))])), {
-          additionalProperties: false,
-        }),
+        Type.Object(
+          Object.fromEntries(
+            BRANDING_COLOR_KEYS.map((k) => [k, Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' }))]),
+          ),
+          {
+            additionalProperties: false,
+          },
+        ),
       ),
       texts: Type.Optional(
         Type.Record(Type.String({ pattern: LOCALE_RE.source }), BrandingTexts, {
@@ -161,9 +217,14 @@ const policyFields = {
     description: 'A warning still unresolved this many days after its dunning start is answered lockout; null: never',
   }),
 };
-export const Policy = Type.Object(policyFields, { additionalProperties: false, description: 'How derived statuses are enforced (docs/policy.md)' });
+export const Policy = Type.Object(policyFields, {
+  additionalProperties: false,
+  description: 'How derived statuses are enforced (docs/policy.md)',
+});
 /** Any subset of the policy's fields: the others keep their values. */
-export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalProperties: false }), { additionalProperties: false });
+export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalProperties: false }), {
+  additionalProperties: false,
+});
 
 export const Tenant = Type.Object({
   slug: Type.String(),
@@ -182,33 +243,52 @@ export const Tenant = Type.Object({
 });
 export type TenantBody = Static<typeof Tenant>;
 
-export const TenantWithKeys = Type.Intersect([Tenant, Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() })]);
+export const TenantWithKeys = Type.Intersect([
+  Tenant,
+  Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() }),
+]);
 
 export const RotatedTenant = Type.Intersect([
   Tenant,
   Type.Object({
     publishable_key: Type.Optional(Type.String()),
     hmac_secret: Type.Optional(Type.String()),
-    previous_expires_at: Type.String({ format: 'date-time', description: 'When the keys this one replaces stop working' }),
+    previous_expires_at: Type.String({
+      format: 'date-time',
+      description: 'When the keys this one replaces stop working',
+    }),
   }),
 ]);
 
 export const TenantList = Type.Object({ data: Type.Array(Tenant) });
 
 const CredentialSummary = Type.Object({
-  kind: Type.Union([Type.Literal('publishable_key'), Type.Literal('hmac_secret'), Type.Literal('stripe_webhook_secret')]),
+  kind: Type.Union([
+    Type.Literal('publishable_key'),
+    Type.Literal('hmac_secret'),
+    Type.Literal('stripe_webhook_secret'),
+  ]),
   created_at: Timestamp,
-  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'null: current; else a replaced one, working until then (the overlap)' }),
+  expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'null: current; else a replaced one, working until then (the overlap)',
+  }),
 });
-const statusCounts = () => Object.fromEntries(STATUSES.map((s) => [s, Type.Integer()])) as Record<(typeof STATUSES)[number], ReturnType<typeof Type.Integer>>;
+const statusCounts = () =>
+  Object.fromEntries(STATUSES.map((s) => [s, Type.Integer()])) as Record<
+    (typeof STATUSES)[number],
+    ReturnType<typeof Type.Integer>
+  >;
 export const TenantDetail = Type.Intersect([
   Tenant,
   Type.Object({
-    stripe_webhook_secret_set: Type.Boolean({ description: 'A Stripe signing secret is set, so the webhook can verify deliveries' }),
+    stripe_webhook_secret_set: Type.Boolean({
+      description: 'A Stripe signing secret is set, so the webhook can verify deliveries',
+    }),
     credentials: Type.Array(CredentialSummary, { description: 'Keys and secrets in force now: never their values' }),
     subscriber_counts: Type.Object(statusCounts(), { description: "By answered status (after the tenant's policy)" }),
     derived_subscriber_counts: Type.Object(statusCounts(), {
-      description: "By derived status (Stripe's events and overrides, before the policy): what the policy would enforce",
+      description:
+        "By derived status (Stripe's events and overrides, before the policy): what the policy would enforce",
     }),
   }),
 ]);
@@ -226,22 +306,44 @@ export const SubscriberListQuery = Type.Object(
     status: Type.Optional(StatusList),
     derived_status: Type.Optional(StatusList),
     reason: Type.Optional(Type.String({ pattern: REASON_PATTERN })),
-    updated_since: Type.Optional(Type.String({ format: 'date-time', description: 'Only records changed at or after this instant' })),
-    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$', description: `Rows per page, 1 to ${MAX_SUBSCRIBERS_PAGE} (default 100)` })),
-    cursor: Type.Optional(Type.String({ pattern: CUSTOMER_ID_PATTERN, description: 'next_cursor of the previous page' })),
+    updated_since: Type.Optional(
+      Type.String({ format: 'date-time', description: 'Only records changed at or after this instant' }),
+    ),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^[1-9][0-9]{0,3}$',
+        description: `Rows per page, 1 to ${MAX_SUBSCRIBERS_PAGE} (default 100)`,
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({ pattern: CUSTOMER_ID_PATTERN, description: 'next_cursor of the previous page' }),
+    ),
   },
   { additionalProperties: false },
 );
 export const SubscriberPage = Type.Object({
-  data: Type.Array(Type.Object({ processor_customer_id: Type.String(), status: Status, derived_status: Status, reason: Type.String(), updated_at: Timestamp })),
-  next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null: this was the last' }),
+  data: Type.Array(
+    Type.Object({
+      processor_customer_id: Type.String(),
+      status: Status,
+      derived_status: Status,
+      reason: Type.String(),
+      updated_at: Timestamp,
+    }),
+  ),
+  next_cursor: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as cursor for the next page; null: this was the last',
+  }),
 });
 
 export const CreateTenantBody = Type.Object(
   {
     slug: Slug,
     tier: Type.Optional(
-      Type.String({ pattern: TIER_NAME_PATTERN, description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)" }),
+      Type.String({
+        pattern: TIER_NAME_PATTERN,
+        description: "The tenant's tier; absent: the service's DUNWALL_DEFAULT_TIER (starter unless set)",
+      }),
     ),
     card_update_url: Type.Optional(NullableUrl),
     hmac_required: Type.Optional(Type.Boolean()),
@@ -267,20 +369,30 @@ export const UpdateTenantBody = Type.Object(
     policy: Type.Optional(PolicyPatch),
     livemode: Type.Optional(Livemode),
     stripe_webhook_secret: Type.Optional(
-      Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...)" }),
+      Type.String({
+        pattern: STRIPE_WEBHOOK_SECRET_PATTERN,
+        description: "The Stripe endpoint's signing secret (whsec_...)",
+      }),
     ),
   },
   { additionalProperties: false, minProperties: 1 },
 );
 export type UpdateTenantBody = Static<typeof UpdateTenantBody>;
 
-export const RotateBody = Type.Object({ key: Type.Union([Type.Literal('publishable'), Type.Literal('hmac')]) }, { additionalProperties: false });
+export const RotateBody = Type.Object(
+  { key: Type.Union([Type.Literal('publishable'), Type.Literal('hmac')]) },
+  { additionalProperties: false },
+);
 
 export const TenantParams = Type.Object({ slug: Slug });
 
 // --- tenant secret keys and settings (CONTRACT.md section 7) -------------------------------
 
-export const ScopeName = Type.Unsafe<Scope>({ type: 'string', enum: [...SCOPES], description: 'A scope of a secret key' });
+export const ScopeName = Type.Unsafe<Scope>({
+  type: 'string',
+  enum: [...SCOPES],
+  description: 'A scope of a secret key',
+});
 export const KEY_ID_PATTERN = '^key_[A-Za-z0-9]{20}$';
 export const KeyId = Type.String({ pattern: KEY_ID_PATTERN, description: 'A secret key id' });
 export const MAX_KEY_NAME = 100;
@@ -294,7 +406,9 @@ export const CreateKeyBody = Type.Object(
     }),
     scopes: Type.Array(ScopeName, { minItems: 1, maxItems: SCOPES.length, uniqueItems: true }),
     expires_at: Type.Optional(
-      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When the key stops working; null or absent: never' }),
+      Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+        description: 'When the key stops working; null or absent: never',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -302,7 +416,11 @@ export const CreateKeyBody = Type.Object(
 export const RotateKeyBody = Type.Object(
   {
     overlap_seconds: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 30 * 86_400, description: 'How long the replaced secret keeps working (default DUNWALL_ROTATION_OVERLAP_S)' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 30 * 86_400,
+        description: 'How long the replaced secret keeps working (default DUNWALL_ROTATION_OVERLAP_S)',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -319,7 +437,9 @@ export const SecretKey = Type.Object({
     description:
       'When the key was last sent from a browser (a lookup carrying Origin), which is refused: treat the key as leaked and rotate it. Null: never, or not since its last rotation',
   }),
-  previous_expires_at: Type.Union([Timestamp, Type.Null()], { description: 'After a rotation: when the replaced secret stops working' }),
+  previous_expires_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'After a rotation: when the replaced secret stops working',
+  }),
 });
 export const SecretKeyWithSecret = Type.Intersect([
   SecretKey,
@@ -344,7 +464,10 @@ export const UpdateSettingsBody = Type.Object(
     branding: Type.Optional(Branding),
     policy: Type.Optional(PolicyPatch),
     stripe_webhook_secret: Type.Optional(
-      Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...); write-only" }),
+      Type.String({
+        pattern: STRIPE_WEBHOOK_SECRET_PATTERN,
+        description: "The Stripe endpoint's signing secret (whsec_...); write-only",
+      }),
     ),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -363,7 +486,12 @@ export const Settings = Type.Object({
 });
 /** `PUT /v1/settings/stripe-webhook-secret` (`stripe:write`). */
 export const StripeWebhookSecretBody = Type.Object(
-  { secret: Type.String({ pattern: STRIPE_WEBHOOK_SECRET_PATTERN, description: "The Stripe endpoint's signing secret (whsec_...); write-only" }) },
+  {
+    secret: Type.String({
+      pattern: STRIPE_WEBHOOK_SECRET_PATTERN,
+      description: "The Stripe endpoint's signing secret (whsec_...); write-only",
+    }),
+  },
   { additionalProperties: false },
 );
 /** Who changed a credential that decides statuses: the operator, or a secret key as it was then. */
@@ -384,7 +512,9 @@ export const StripeWebhookSecretState = Type.Object({
     description: `The latest changes of the signing secret, the latest first (${STRIPE_SECRET_CHANGES_SHOWN} at most)`,
   }),
 });
-export const SecretKeyHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <secret key> (sk_live_... or sk_test_...)' })) });
+export const SecretKeyHeaders = Type.Object({
+  authorization: Type.Optional(Type.String({ description: 'Bearer <secret key> (sk_live_... or sk_test_...)' })),
+});
 export const SubscriberParams = Type.Object({ slug: Slug, customerId: CustomerId });
 
 export const PutSubscriberBody = Type.Object(
@@ -393,15 +523,23 @@ export const PutSubscriberBody = Type.Object(
 );
 
 export const HistoryEntry = Type.Object({
-  status: Type.Union([Status, Type.Null()], { description: 'The answered status after this entry; null: no record (removed, or never known)' }),
-  derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
-  lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'The lockout the policy scheduled after this entry, if any' }),
+  status: Type.Union([Status, Type.Null()], {
+    description: 'The answered status after this entry; null: no record (removed, or never known)',
+  }),
+  derived_status: Type.Union([Status, Type.Null()], {
+    description: "The status Stripe's events (or an override) derive, before the tenant's policy",
+  }),
+  lockout_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'The lockout the policy scheduled after this entry, if any',
+  }),
   reason: Type.Union([Type.String(), Type.Null()]),
   effect: oneOf(HISTORY_EFFECTS, {
     description:
       'changed: the status or its reason changed; removed: the record was removed; none: kept for the record (a decline of a one-off payment, or one not linked to an invoice yet)',
   }),
-  episode: Type.Union([Type.String(), Type.Null()], { description: 'The subscription (sub_...) or invoice (in_...) the change came through' }),
+  episode: Type.Union([Type.String(), Type.Null()], {
+    description: 'The subscription (sub_...) or invoice (in_...) the change came through',
+  }),
   source: oneOf(HISTORY_SOURCES),
   policy_rule: oneOfOrNull(POLICY_RULES, {
     description: 'For source policy: a grace that ended, an escalation that fell due, or a change of the policy',
@@ -423,7 +561,9 @@ export const HistoryEntry = Type.Object({
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 
 export const Episode = Type.Object({
-  episode: Type.String({ description: 'A subscription id, or the id of an automatically collected invoice of no subscription' }),
+  episode: Type.String({
+    description: 'A subscription id, or the id of an automatically collected invoice of no subscription',
+  }),
   state: oneOf(EPISODE_STATES),
   reason: Type.String(),
   decline_code: Type.Union([Type.String(), Type.Null()]),
@@ -452,26 +592,41 @@ export const Episode = Type.Object({
 export const Subscriber = Type.Object({
   processor_customer_id: Type.String(),
   status: Type.Union([Status, Type.Null()], {
-    description: "The answered status (after the tenant's policy); null: no record (cleared or deleted); the history is kept",
+    description:
+      "The answered status (after the tenant's policy); null: no record (cleared or deleted); the history is kept",
   }),
-  derived_status: Type.Union([Status, Type.Null()], { description: "The status Stripe's events (or an override) derive, before the tenant's policy" }),
-  lockout_at: Type.Union([Timestamp, Type.Null()], { description: 'While warning: when the policy schedules the lockout' }),
-  pay_url: Type.Union([Type.String(), Type.Null()], { description: 'The hosted page of the open invoice behind the worst unresolved episode' }),
+  derived_status: Type.Union([Status, Type.Null()], {
+    description: "The status Stripe's events (or an override) derive, before the tenant's policy",
+  }),
+  lockout_at: Type.Union([Timestamp, Type.Null()], {
+    description: 'While warning: when the policy schedules the lockout',
+  }),
+  pay_url: Type.Union([Type.String(), Type.Null()], {
+    description: 'The hosted page of the open invoice behind the worst unresolved episode',
+  }),
   reason: Type.Union([Type.String(), Type.Null()]),
   overridden_at: Type.Union([Timestamp, Type.Null()], {
-    description: "Set while an admin's status overrides the episodes, until a Stripe event dated in a later second changes one",
+    description:
+      "Set while an admin's status overrides the episodes, until a Stripe event dated in a later second changes one",
   }),
   updated_at: NullableTimestamp,
   episodes: Type.Array(Episode, { description: 'Its dunning episodes, newest first' }),
   history: Type.Array(HistoryEntry, { description: 'The newest 100 changes, oldest first' }),
 });
 
-export const Tier = Type.Object({ name: Type.String(), entitlements: Entitlements, created_at: Timestamp, updated_at: Timestamp });
+export const Tier = Type.Object({
+  name: Type.String(),
+  entitlements: Entitlements,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
 export const TierList = Type.Object({ data: Type.Array(Tier) });
 export const TierParams = Type.Object({ name: TierName });
 export const PutTierBody = Type.Object({ entitlements: Entitlements }, { additionalProperties: false });
 
-export const AdminHeaders = Type.Object({ authorization: Type.Optional(Type.String({ description: 'Bearer <admin token>' })) });
+export const AdminHeaders = Type.Object({
+  authorization: Type.Optional(Type.String({ description: 'Bearer <admin token>' })),
+});
 
 export const MAX_REPLAY_EVENTS = 500;
 export const ReplayBody = Type.Object(
@@ -481,7 +636,11 @@ export const ReplayBody = Type.Object(
       minItems: 1,
       maxItems: MAX_REPLAY_EVENTS,
     }),
-    dry_run: Type.Optional(Type.Boolean({ description: 'Apply the batch in a transaction that is rolled back: the answer says what would change' })),
+    dry_run: Type.Optional(
+      Type.Boolean({
+        description: 'Apply the batch in a transaction that is rolled back: the answer says what would change',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -489,12 +648,19 @@ const Count = Type.Integer({ minimum: 0 });
 export const ReplayAnswer = Type.Object({
   received: Count,
   dry_run: Type.Boolean(),
-  outcomes: Type.Object(Object.fromEntries(STRIPE_EVENT_OUTCOMES.map((o) => [o, Count])) as Record<StripeEventOutcomeName, typeof Count>, {
-    description: 'How many events had each outcome',
+  outcomes: Type.Object(
+    Object.fromEntries(STRIPE_EVENT_OUTCOMES.map((o) => [o, Count])) as Record<StripeEventOutcomeName, typeof Count>,
+    {
+      description: 'How many events had each outcome',
+    },
+  ),
+  invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), {
+    description: 'Events refused, by position in the batch',
   }),
-  invalid: Type.Array(Type.Object({ index: Count, detail: Type.String() }), { description: 'Events refused, by position in the batch' }),
   results: Type.Array(
-    Type.Unsafe<StripeEventOutcomeName | 'invalid'>(Type.Union([...STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)), Type.Literal('invalid')])),
+    Type.Unsafe<StripeEventOutcomeName | 'invalid'>(
+      Type.Union([...STRIPE_EVENT_OUTCOMES.map((o) => Type.Literal(o)), Type.Literal('invalid')]),
+    ),
     {
       description: 'The outcome of each event, in the order sent (invalid: refused, see invalid)',
     },
@@ -523,7 +689,11 @@ export const StripeEventOutcome = Type.Unsafe<StripeEventOutcomeName>(
 export const MAX_WEBHOOK_PAGE = 500;
 const EventType = oneOf(DOWNSTREAM_EVENT_TYPES);
 const EventTypes = Type.Array(EventType, { minItems: 1, maxItems: DOWNSTREAM_EVENT_TYPES.length, uniqueItems: true });
-const EndpointUrl = Text({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'https URL the events are POSTed to' });
+const EndpointUrl = Text({
+  minLength: 1,
+  maxLength: MAX_URL_LENGTH,
+  description: 'https URL the events are POSTed to',
+});
 /** Shown in the console beside the endpoint: printable text, as a key's name. */
 const Description = Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, pattern: NAME_PATTERN });
 
@@ -534,13 +704,17 @@ export const WebhookEndpoint = Type.Object({
   event_types: Type.Union([Type.Array(Type.String()), Type.Null()], { description: 'null: every event type' }),
   enabled: Type.Boolean(),
   disabled_reason: oneOfOrNull(ENDPOINT_DISABLED_REASONS, {
-    description: 'admin: disabled through the API; gone: the endpoint answered 410; failing: every attempt failed for days',
+    description:
+      'admin: disabled through the API; gone: the endpoint answered 410; failing: every attempt failed for days',
   }),
   disabled_detail: Type.Union([Type.String(), Type.Null()]),
   disabled_at: NullableTimestamp,
-  failing_since: Type.Union([Timestamp, Type.Null()], { description: 'Since when every attempt failed; null after a success' }),
+  failing_since: Type.Union([Timestamp, Type.Null()], {
+    description: 'Since when every attempt failed; null after a success',
+  }),
   signing_secrets: Type.Array(Type.Object({ created_at: Timestamp, expires_at: NullableTimestamp }), {
-    description: 'The secrets in force (never their values): the current one, and the one it replaced until its overlap ends',
+    description:
+      'The secrets in force (never their values): the current one, and the one it replaced until its overlap ends',
   }),
   pending: Type.Integer({ description: 'Messages waiting for delivery' }),
   created_at: Timestamp,
@@ -570,20 +744,35 @@ export const UpdateWebhookEndpointBody = Type.Object(
 export const RotateWebhookSecretBody = Type.Object(
   {
     overlap_seconds: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 31_536_000, description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 31_536_000,
+        description: 'How long the current secret keeps signing too (default DUNWALL_ROTATION_OVERLAP_S)',
+      }),
     ),
   },
   { additionalProperties: false },
 );
-export const WebhookEndpointParams = Type.Object({ slug: Slug, endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }) });
+export const WebhookEndpointParams = Type.Object({
+  slug: Slug,
+  endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }),
+});
 export const WebhookMessageParams = Type.Object({
   slug: Slug,
   endpointId: Type.String({ pattern: ENDPOINT_ID_RE.source }),
   messageId: Type.String({ pattern: MESSAGE_ID_RE.source }),
 });
-const PageLimit = Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_WEBHOOK_PAGE} (default 50)` }));
+const PageLimit = Type.Optional(
+  Type.String({
+    pattern: '^[1-9][0-9]{0,2}$',
+    description: `At most this many, 1 to ${MAX_WEBHOOK_PAGE} (default 50)`,
+  }),
+);
 export const WebhookAttemptsQuery = Type.Object({ limit: PageLimit }, { additionalProperties: false });
-export const WebhookMessagesQuery = Type.Object({ limit: PageLimit, state: Type.Optional(oneOf(DELIVERY_STATES)) }, { additionalProperties: false });
+export const WebhookMessagesQuery = Type.Object(
+  { limit: PageLimit, state: Type.Optional(oneOf(DELIVERY_STATES)) },
+  { additionalProperties: false },
+);
 export const WebhookAttemptList = Type.Object({
   data: Type.Array(
     Type.Object({
@@ -616,7 +805,12 @@ export const WebhookMessageList = Type.Object({
 export const MAX_CUSTOMER_WEBHOOKS = 100;
 export const CustomerWebhooksQuery = Type.Object(
   {
-    limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,2}$', description: `At most this many, 1 to ${MAX_CUSTOMER_WEBHOOKS} (default 50)` })),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^[1-9][0-9]{0,2}$',
+        description: `At most this many, 1 to ${MAX_CUSTOMER_WEBHOOKS} (default 50)`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -632,7 +826,9 @@ export const CustomerWebhookList = Type.Object({
           endpoint_id: Type.String({ description: 'ep_...' }),
           state: oneOf(DELIVERY_STATES),
           attempts: Type.Integer(),
-          last_status: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's last HTTP status; null: none yet, or no answer" }),
+          last_status: Type.Union([Type.Integer(), Type.Null()], {
+            description: "The receiver's last HTTP status; null: none yet, or no answer",
+          }),
           last_attempt_at: NullableTimestamp,
         }),
         { description: 'One per endpoint the message was queued for (none when the tenant had no endpoint then)' },
@@ -646,14 +842,20 @@ export const WebhookReplayBody = Type.Object(
   {
     since: Timestamp,
     until: Type.Optional(Timestamp),
-    after: Type.Optional(Type.String({ pattern: MESSAGE_ID_RE.source, description: "The previous answer's next.after: go on after this message" })),
+    after: Type.Optional(
+      Type.String({
+        pattern: MESSAGE_ID_RE.source,
+        description: "The previous answer's next.after: go on after this message",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 export const WebhookReplayAnswer = Type.Object({
   queued: Type.Integer({ description: `Messages queued again (at most ${MAX_REPLAY_MESSAGES} a call)` }),
   next: Type.Union([Type.Object({ since: Timestamp, after: Type.String() }), Type.Null()], {
-    description: 'Where the next call goes on (send since and after as given, with the same until); null: the range is done',
+    description:
+      'Where the next call goes on (send since and after as given, with the same until); null: the range is done',
   }),
 });
 export const WebhookRetryAnswer = Type.Object({ queued: Type.Literal(true) });
@@ -661,23 +863,36 @@ export const WebhookRetryAnswer = Type.Object({ queued: Type.Literal(true) });
 // Recovery analytics (docs/api.md): figures over the tenant's dunning runs.
 
 /** A day (`2026-01-31`, midnight UTC) or an instant with its offset (`2026-01-31T12:00:00Z`). */
-export const ANALYTICS_DATE_PATTERN = '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$';
+export const ANALYTICS_DATE_PATTERN =
+  '^[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]{1,9})?)?(Z|[+-][0-9]{2}:[0-9]{2}))?$';
 export const RecoveryQuery = Type.Object(
   {
     from: Type.Optional(
-      Type.String({ pattern: ANALYTICS_DATE_PATTERN, description: 'Start of the range, included (ISO 8601 date or date-time); default: 365 days before `to`' }),
+      Type.String({
+        pattern: ANALYTICS_DATE_PATTERN,
+        description: 'Start of the range, included (ISO 8601 date or date-time); default: 365 days before `to`',
+      }),
     ),
-    to: Type.Optional(Type.String({ pattern: ANALYTICS_DATE_PATTERN, description: 'End of the range, excluded; default: now' })),
-    granularity: Type.Optional(oneOf(ANALYTICS_GRANULARITIES, { description: 'Periods of `recovered.periods` (UTC; weeks start on Monday); default month' })),
+    to: Type.Optional(
+      Type.String({ pattern: ANALYTICS_DATE_PATTERN, description: 'End of the range, excluded; default: now' }),
+    ),
+    granularity: Type.Optional(
+      oneOf(ANALYTICS_GRANULARITIES, {
+        description: 'Periods of `recovered.periods` (UTC; weeks start on Monday); default month',
+      }),
+    ),
   },
   { additionalProperties: false, description: `The range is at most ${MAX_ANALYTICS_RANGE_DAYS} days` },
 );
 const Rate = Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], {
   description: 'A fraction from 0 to 1; null when there is nothing to divide by',
 });
-const Amounts = Type.Array(Type.Object({ currency: Type.String(), amount: Type.Integer({ description: "In the currency's smallest unit" }) }), {
-  description: 'Invoice amounts (amount_due) by currency, in currency order',
-});
+const Amounts = Type.Array(
+  Type.Object({ currency: Type.String(), amount: Type.Integer({ description: "In the currency's smallest unit" }) }),
+  {
+    description: 'Invoice amounts (amount_due) by currency, in currency order',
+  },
+);
 const Seconds = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
 export const RecoveryAnalytics = Type.Object({
   from: Timestamp,
@@ -690,9 +905,12 @@ export const RecoveryAnalytics = Type.Object({
       recovered: Count,
       rate: Rate,
       amounts: Amounts,
-      periods: Type.Array(Type.Object({ period_start: Timestamp, ended: Count, recovered: Count, rate: Rate, amounts: Amounts }), {
-        description: 'Every period of the range, empty ones included',
-      }),
+      periods: Type.Array(
+        Type.Object({ period_start: Timestamp, ended: Count, recovered: Count, rate: Rate, amounts: Amounts }),
+        {
+          description: 'Every period of the range, empty ones included',
+        },
+      ),
     },
     { description: 'Runs ended in the range: by payment (recovered) against all that ended' },
   ),
@@ -723,7 +941,10 @@ export const PolicyImpactQuery = Type.Object(
       }),
     ),
     grace_days: Type.Optional(
-      Type.String({ pattern: '^[0-9]{1,3}$', description: `The proposed grace, a whole number of days from 0 to ${MAX_GRACE_DAYS}; absent: the current one` }),
+      Type.String({
+        pattern: '^[0-9]{1,3}$',
+        description: `The proposed grace, a whole number of days from 0 to ${MAX_GRACE_DAYS}; absent: the current one`,
+      }),
     ),
     escalate_after_days: Type.Optional(
       Type.String({
@@ -737,11 +958,20 @@ export const PolicyImpactQuery = Type.Object(
 /** Customers answered warning and lockout (the others are answered active). */
 const gateCounts = (description: string) => Type.Object({ warning: Count, lockout: Count }, { description });
 export const PolicyImpact = Type.Object({
-  policy: Type.Object(policyFields, { additionalProperties: false, description: "The proposed policy: the fields given over the tenant's current ones" }),
+  policy: Type.Object(policyFields, {
+    additionalProperties: false,
+    description: "The proposed policy: the fields given over the tenant's current ones",
+  }),
   current: gateCounts('Customers answered warning and lockout under the current policy, now'),
   proposed: gateCounts('Customers answered warning and lockout under the proposed policy, now'),
-  newly_gated: Type.Integer({ minimum: 0, description: 'Answered lockout under the proposed policy and not under the current one' }),
-  released: Type.Integer({ minimum: 0, description: 'Answered lockout under the current policy and not under the proposed one' }),
+  newly_gated: Type.Integer({
+    minimum: 0,
+    description: 'Answered lockout under the proposed policy and not under the current one',
+  }),
+  released: Type.Integer({
+    minimum: 0,
+    description: 'Answered lockout under the current policy and not under the proposed one',
+  }),
   at: Timestamp,
 });
 
@@ -755,16 +985,39 @@ export const TenantHealth = Type.Object({
         format: 'date-time',
         description: `Midnight UTC ${TENANT_HEALTH_DAYS - 1} days before today: the counts are of the ${TENANT_HEALTH_DAYS} UTC days from it`,
       }),
-      received: Type.Integer({ minimum: 0, description: 'Webhook deliveries whose signature verified, whatever came of them (refused_livemode included)' }),
-      refused_signature: Type.Integer({ minimum: 0, description: 'Webhook deliveries refused 400 invalid_signature' }),
-      refused_livemode: Type.Integer({ minimum: 0, description: "Verified deliveries of the other mode than the tenant's (outcome livemode_mismatch)" }),
-      replayed: Type.Integer({ minimum: 0, description: "Events taken by the operator's replay (dunwall stripe sync), dry runs aside" }),
-      last_received_at: Type.Union([Timestamp, Type.Null()], { description: 'The last verified delivery, within the counters kept (90 days)' }),
-      last_refused_at: Type.Union([Timestamp, Type.Null()], { description: 'The last refused delivery (signature or livemode), within the counters kept' }),
-      last_sync_at: Type.Union([Timestamp, Type.Null()], { description: 'The last replayed event, within the counters kept' }),
-      days: Type.Array(Type.Object({ day: Type.String({ format: 'date' }), received: Count, refused_signature: Count, refused_livemode: Count }), {
-        description: 'Oldest first, only the days with a delivery',
+      received: Type.Integer({
+        minimum: 0,
+        description: 'Webhook deliveries whose signature verified, whatever came of them (refused_livemode included)',
       }),
+      refused_signature: Type.Integer({ minimum: 0, description: 'Webhook deliveries refused 400 invalid_signature' }),
+      refused_livemode: Type.Integer({
+        minimum: 0,
+        description: "Verified deliveries of the other mode than the tenant's (outcome livemode_mismatch)",
+      }),
+      replayed: Type.Integer({
+        minimum: 0,
+        description: "Events taken by the operator's replay (dunwall stripe sync), dry runs aside",
+      }),
+      last_received_at: Type.Union([Timestamp, Type.Null()], {
+        description: 'The last verified delivery, within the counters kept (90 days)',
+      }),
+      last_refused_at: Type.Union([Timestamp, Type.Null()], {
+        description: 'The last refused delivery (signature or livemode), within the counters kept',
+      }),
+      last_sync_at: Type.Union([Timestamp, Type.Null()], {
+        description: 'The last replayed event, within the counters kept',
+      }),
+      days: Type.Array(
+        Type.Object({
+          day: Type.String({ format: 'date' }),
+          received: Count,
+          refused_signature: Count,
+          refused_livemode: Count,
+        }),
+        {
+          description: 'Oldest first, only the days with a delivery',
+        },
+      ),
     },
     { description: 'Counted by each process and written every 10 s: a delivery shows here within that' },
   ),
@@ -791,9 +1044,14 @@ export const TenantHealth = Type.Object({
   stripe_webhook_secret: Type.Object(
     {
       set: Type.Boolean(),
-      changes: Type.Array(CredentialChangeView, { description: `The latest first, ${STRIPE_SECRET_CHANGES_SHOWN} at most` }),
+      changes: Type.Array(CredentialChangeView, {
+        description: `The latest first, ${STRIPE_SECRET_CHANGES_SHOWN} at most`,
+      }),
     },
-    { description: 'Whether a Stripe signing secret is set, and who changed it: the operator, or which secret key (with stripe:write)' },
+    {
+      description:
+        'Whether a Stripe signing secret is set, and who changed it: the operator, or which secret key (with stripe:write)',
+    },
   ),
   secret_keys: Type.Object(
     {
@@ -804,7 +1062,10 @@ export const TenantHealth = Type.Object({
           prefix: Type.String({ description: 'The first 12 characters of the key in force' }),
           seen_in_browser_at: Timestamp,
         }),
-        { description: 'Keys sent from a browser (and refused) since their last rotation, the latest first: treat each as leaked and rotate it' },
+        {
+          description:
+            'Keys sent from a browser (and refused) since their last rotation, the latest first: treat each as leaked and rotate it',
+        },
       ),
     },
     { description: "The tenant's secret keys that need attention" },

@@ -63,7 +63,15 @@ export class StripeIntake {
     const taken = this.pending;
     this.pending = new Map();
     try {
-      await write([...taken.values()].map((p) => ({ tenantId: p.tenantId, day: p.day, kind: p.kind, count: p.count, lastAt: new Date(p.lastAtMs) })));
+      await write(
+        [...taken.values()].map((p) => ({
+          tenantId: p.tenantId,
+          day: p.day,
+          kind: p.kind,
+          count: p.count,
+          lastAt: new Date(p.lastAtMs),
+        })),
+      );
     } catch (err) {
       for (const p of taken.values()) this.add(p.tenantId, p.day, p.kind, p.count, p.lastAtMs);
       throw err;

@@ -22,7 +22,10 @@ export interface Metrics {
    * Downstream webhooks, read at each scrape: attempts by outcome, and the age of the oldest
    * message still waiting (a query; across a cluster, the largest worker's answer).
    */
-  observeDownstreamWebhooks(attempts: () => Readonly<Record<string, number>>, oldestPendingSeconds: () => Promise<number>): void;
+  observeDownstreamWebhooks(
+    attempts: () => Readonly<Record<string, number>>,
+    oldestPendingSeconds: () => Promise<number>,
+  ): void;
 }
 
 /** One route, method and status: a count, a sum and the latency buckets, each a plain number. */
@@ -77,7 +80,9 @@ export class HttpMetrics {
   constructor(registry: Registry) {
     const all = this.all;
     registry.registerMetric(
-      customMetric('dunwall_http_requests_total', 'HTTP requests answered', 'counter', () => all.map((s) => ({ labels: s.labels, value: s.count }))),
+      customMetric('dunwall_http_requests_total', 'HTTP requests answered', 'counter', () =>
+        all.map((s) => ({ labels: s.labels, value: s.count })),
+      ),
     );
     registry.registerMetric(
       customMetric('dunwall_http_request_duration_seconds', 'Time to answer an HTTP request', 'histogram', () =>
@@ -85,9 +90,17 @@ export class HttpMetrics {
           let cumulative = 0;
           const values: MetricValue[] = LATENCY_BUCKETS_S.map((le, i) => {
             cumulative += s.buckets[i] as number;
-            return { metricName: 'dunwall_http_request_duration_seconds_bucket', labels: { ...s.labels, le }, value: cumulative };
+            return {
+              metricName: 'dunwall_http_request_duration_seconds_bucket',
+              labels: { ...s.labels, le },
+              value: cumulative,
+            };
           });
-          values.push({ metricName: 'dunwall_http_request_duration_seconds_bucket', labels: { ...s.labels, le: '+Inf' }, value: s.count });
+          values.push({
+            metricName: 'dunwall_http_request_duration_seconds_bucket',
+            labels: { ...s.labels, le: '+Inf' },
+            value: s.count,
+          });
           return [
             ...values,
             { metricName: 'dunwall_http_request_duration_seconds_sum', labels: s.labels, value: s.sum },
@@ -116,9 +129,16 @@ type MetricValue = { labels: Record<string, string | number>; value: number; met
  * A metric prom-client's registry reads through `get()`, as its cluster aggregator builds
  * them; the values are made at scrape time from numbers kept elsewhere.
  */
-function customMetric(name: string, help: string, type: 'counter' | 'histogram', values: () => MetricValue[]): Parameters<Registry['registerMetric']>[0] {
+function customMetric(
+  name: string,
+  help: string,
+  type: 'counter' | 'histogram',
+  values: () => MetricValue[],
+): Parameters<Registry['registerMetric']>[0] {
   const read = () => ({ name, help, type, aggregator: 'sum' as const, values: values() });
-  return { name, help, type, aggregator: 'sum', get: async () => read(), reset: () => {} } as unknown as Parameters<Registry['registerMetric']>[0];
+  return { name, help, type, aggregator: 'sum', get: async () => read(), reset: () => {} } as unknown as Parameters<
+    Registry['registerMetric']
+  >[0];
 }
 
 export function createMetrics(): Metrics {
@@ -239,14 +259,30 @@ function observeReadModel(registry: Registry, stats: () => ReadModelStats): void
   });
   gauge('dunwall_readmodel_subscribers', 'Known subscribers held in memory', (s) => s.subscribers);
   gauge('dunwall_readmodel_index_bytes', "Bytes of the subscriber index's arrays", (s) => s.indexBytes);
-  gauge('dunwall_readmodel_seconds_since_sync', 'Seconds since the read model last read the database', (s) => s.sinceSyncMs / 1000);
+  gauge(
+    'dunwall_readmodel_seconds_since_sync',
+    'Seconds since the read model last read the database',
+    (s) => s.sinceSyncMs / 1000,
+  );
   gauge('dunwall_readmodel_last_load_seconds', 'Duration of the last full load', (s) => s.lastLoad?.seconds ?? 0);
   gauge('dunwall_readmodel_listening', '1 while the change notifications flow', (s) => (s.listening ? 1 : 0), 'sum');
   counter('dunwall_readmodel_loads_total', 'Full loads of the read model', (s) => s.loads);
-  counter('dunwall_readmodel_catchups_total', 'Reads of the change log, failed ones included', (s) => s.catchUps.ok + s.catchUps.failed);
+  counter(
+    'dunwall_readmodel_catchups_total',
+    'Reads of the change log, failed ones included',
+    (s) => s.catchUps.ok + s.catchUps.failed,
+  );
   counter('dunwall_readmodel_catchup_failures_total', 'Reads of the change log that failed', (s) => s.catchUps.failed);
-  counter('dunwall_readmodel_changes_applied_total', 'Tenant and subscriber changes applied from the change log', (s) => s.changesApplied);
-  counter('dunwall_write_waits_total', "Writes whose answer waited for every worker's read model to show them", (s) => s.writeWaits.total);
+  counter(
+    'dunwall_readmodel_changes_applied_total',
+    'Tenant and subscriber changes applied from the change log',
+    (s) => s.changesApplied,
+  );
+  counter(
+    'dunwall_write_waits_total',
+    "Writes whose answer waited for every worker's read model to show them",
+    (s) => s.writeWaits.total,
+  );
   counter(
     'dunwall_write_wait_timeouts_total',
     "Writes answered at the wait's bound (1 s) before every worker's read model showed them: a lookup on another worker may have read the state before",

@@ -122,7 +122,12 @@ class Copy {
     }
   }
 
-  putSubscriber(tenantId: number, customerId: string, status: SubscriberStatus | null, extra: SubscriberExtra | null): void {
+  putSubscriber(
+    tenantId: number,
+    customerId: string,
+    status: SubscriberStatus | null,
+    extra: SubscriberExtra | null,
+  ): void {
     if (status === null) this.index.delete(tenantId, customerId);
     else this.index.set(tenantId, customerId, status);
     this.extras.set(tenantId, customerId, status === null || status === 'active' ? null : extra);
@@ -346,7 +351,9 @@ export class ReadModel {
     });
     try {
       // Any catch-up that starts after a commit reads it: the one the commit set off, or this one.
-      const own = this.appliedCommits >= target || (await Promise.race([this.catchUp().then(() => this.appliedCommits >= target), bound]));
+      const own =
+        this.appliedCommits >= target ||
+        (await Promise.race([this.catchUp().then(() => this.appliedCommits >= target), bound]));
       let all = own;
       if (this.options.siblings) {
         // Caught up, this copy's position is past the commit: each sibling reads up to it (or,
@@ -452,7 +459,11 @@ export class ReadModel {
       if (commits > this.appliedCommits) this.appliedCommits = commits;
       return true;
     } catch (err) {
-      if (!this.down) this.options.log?.warn({ err: { message: (err as Error).message } }, 'read model cannot read the database: answering from memory');
+      if (!this.down)
+        this.options.log?.warn(
+          { err: { message: (err as Error).message } },
+          'read model cannot read the database: answering from memory',
+        );
       this.down = true;
       this.lastError = err;
       this.stats.failed += 1;
@@ -473,7 +484,10 @@ export class ReadModel {
         await this.loadFrom(replica, reason);
         return;
       } catch (err) {
-        this.options.log?.warn({ err: { message: (err as Error).message } }, 'the read model could not load from the replica: loading from the primary');
+        this.options.log?.warn(
+          { err: { message: (err as Error).message } },
+          'the read model could not load from the replica: loading from the primary',
+        );
       }
     }
     await this.loadFrom(this.store, reason);
@@ -499,7 +513,13 @@ export class ReadModel {
     this.stats.lastLoad = { seconds, reason };
     const loaded: Copy = copy;
     this.options.log?.info(
-      { reason, seconds: Number(seconds.toFixed(3)), tenants: loaded.tenants.size, unreadableTenants: loaded.unreadable.size, subscribers: loaded.index.size },
+      {
+        reason,
+        seconds: Number(seconds.toFixed(3)),
+        tenants: loaded.tenants.size,
+        unreadableTenants: loaded.unreadable.size,
+        subscribers: loaded.index.size,
+      },
       'read model loaded',
     );
   }
@@ -522,7 +542,11 @@ export class ReadModel {
       );
     }
     for (const [id, was] of this.reported) {
-      if (!now.has(id)) this.options.log?.info({ tenant: was.slug, tenantId: id }, 'a tenant that could not be read is readable again, or gone');
+      if (!now.has(id))
+        this.options.log?.info(
+          { tenant: was.slug, tenantId: id },
+          'a tenant that could not be read is readable again, or gone',
+        );
     }
     this.reported = now;
   }
@@ -531,7 +555,8 @@ export class ReadModel {
   private schedulePoll(): void {
     clearTimeout(this.pollTimer);
     if (this.stopped || this.copy === null) return;
-    const interval = this.down || !this.listening ? Math.min(DOWN_POLL_INTERVAL_MS, this.pollIntervalMs) : this.pollIntervalMs;
+    const interval =
+      this.down || !this.listening ? Math.min(DOWN_POLL_INTERVAL_MS, this.pollIntervalMs) : this.pollIntervalMs;
     this.pollTimer = setTimeout(() => {
       void this.catchUp().finally(() => this.schedulePoll());
     }, interval);

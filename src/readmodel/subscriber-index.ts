@@ -27,7 +27,9 @@ const EMPTY = 0;
 const DELETED = 1;
 /** A slot's state byte: EMPTY, DELETED, then each status in the order of `STATUSES`. */
 const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, ...STATUSES];
-const STATE_OF = Object.fromEntries(STATUSES.map((s) => [s, STATUS_OF.indexOf(s)])) as Readonly<Record<SubscriberStatus, number>>;
+const STATE_OF = Object.fromEntries(STATUSES.map((s) => [s, STATUS_OF.indexOf(s)])) as Readonly<
+  Record<SubscriberStatus, number>
+>;
 const MIN_SLOTS = 16;
 const MAX_LOAD = 0.75;
 /** How full a table sized up front may start: room for growth before the first rebuild. */
@@ -82,7 +84,13 @@ export function fingerprint(tenantId: number, id: string, out: Uint32Array): boo
 }
 
 /** The same fingerprint of an id given as bytes (`bytes[start..end)`), as a load streams them. */
-export function fingerprintBytes(tenantId: number, bytes: Uint8Array, start: number, end: number, out: Uint32Array): boolean {
+export function fingerprintBytes(
+  tenantId: number,
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  out: Uint32Array,
+): boolean {
   const len = end - start;
   if (len > MAX_ID_BYTES || len < 0) return false;
   let wide = 0;
@@ -101,10 +109,26 @@ function hash(tenantId: number, bytes: Uint8Array, o: number, len: number, out: 
   let h4 = seed;
   const blocks = len - (len & 15);
   for (let i = 0; i < blocks; i += 16) {
-    let k1 = byte(bytes, o + i) | (byte(bytes, o + i + 1) << 8) | (byte(bytes, o + i + 2) << 16) | (byte(bytes, o + i + 3) << 24);
-    let k2 = byte(bytes, o + i + 4) | (byte(bytes, o + i + 5) << 8) | (byte(bytes, o + i + 6) << 16) | (byte(bytes, o + i + 7) << 24);
-    let k3 = byte(bytes, o + i + 8) | (byte(bytes, o + i + 9) << 8) | (byte(bytes, o + i + 10) << 16) | (byte(bytes, o + i + 11) << 24);
-    let k4 = byte(bytes, o + i + 12) | (byte(bytes, o + i + 13) << 8) | (byte(bytes, o + i + 14) << 16) | (byte(bytes, o + i + 15) << 24);
+    let k1 =
+      byte(bytes, o + i) |
+      (byte(bytes, o + i + 1) << 8) |
+      (byte(bytes, o + i + 2) << 16) |
+      (byte(bytes, o + i + 3) << 24);
+    let k2 =
+      byte(bytes, o + i + 4) |
+      (byte(bytes, o + i + 5) << 8) |
+      (byte(bytes, o + i + 6) << 16) |
+      (byte(bytes, o + i + 7) << 24);
+    let k3 =
+      byte(bytes, o + i + 8) |
+      (byte(bytes, o + i + 9) << 8) |
+      (byte(bytes, o + i + 10) << 16) |
+      (byte(bytes, o + i + 11) << 24);
+    let k4 =
+      byte(bytes, o + i + 12) |
+      (byte(bytes, o + i + 13) << 8) |
+      (byte(bytes, o + i + 14) << 16) |
+      (byte(bytes, o + i + 15) << 24);
     k1 = Math.imul(rotl(Math.imul(k1, C1), 15), C2);
     h1 ^= k1;
     h1 = (Math.imul(rotl(h1, 19) + h2, 5) + 0x561ccd1b) | 0;

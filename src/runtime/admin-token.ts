@@ -26,7 +26,9 @@ export function ensureAdminTokenFile(dataDir: string): { token: string; path: st
   const existing = readAdminTokenFile(dataDir);
   if (existing !== null) {
     if (existing.length < MIN_ADMIN_TOKEN_LENGTH) {
-      throw new Error(`${path} holds a token shorter than ${MIN_ADMIN_TOKEN_LENGTH} characters: delete the file to have a new one generated`);
+      throw new Error(
+        `${path} holds a token shorter than ${MIN_ADMIN_TOKEN_LENGTH} characters: delete the file to have a new one generated`,
+      );
     }
     chmodSync(path, 0o600);
     return { token: existing, path, created: false };

@@ -79,7 +79,8 @@ export interface Config {
 export const DEFAULT_PORT = 3000;
 export const DEFAULT_HOST = '127.0.0.1';
 /** A DNS name: labels of letters, digits and inner hyphens, dot-separated (RFC 1123). */
-const HOSTNAME_RE = /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const HOSTNAME_RE =
+  /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 export const DEFAULT_DATA_DIR = './.dunwall';
 export const DEFAULT_ROTATION_OVERLAP_S = 86_400;
 const TIER_NAME_RE = new RegExp(TIER_NAME_PATTERN);
@@ -150,7 +151,10 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
 const ENCRYPTION_KEY_FORMAT = `${ENCRYPTION_KEY_BYTES} bytes, as 64 hex characters or in base64 / base64url (generate one with: openssl rand -hex 32)`;
 
 /** Never echoed in a problem: a key in a log line is a key given away. */
-function encryptionKeys(env: Env, problems: string[]): { encryptionKey: KeyObject | null; encryptionKeysOld: KeyObject[] } {
+function encryptionKeys(
+  env: Env,
+  problems: string[],
+): { encryptionKey: KeyObject | null; encryptionKeysOld: KeyObject[] } {
   const raw = env.DUNWALL_ENCRYPTION_KEY?.trim() || null;
   const encryptionKey = raw === null ? null : parseEncryptionKey(raw);
   if (raw !== null && encryptionKey === null) problems.push(`DUNWALL_ENCRYPTION_KEY must be ${ENCRYPTION_KEY_FORMAT}`);
@@ -161,11 +165,13 @@ function encryptionKeys(env: Env, problems: string[]): { encryptionKey: KeyObjec
   const encryptionKeysOld: KeyObject[] = [];
   oldTexts.forEach((text, i) => {
     const key = parseEncryptionKey(text);
-    if (key === null) problems.push(`DUNWALL_ENCRYPTION_KEYS_OLD: key ${i + 1} of ${oldTexts.length} must be ${ENCRYPTION_KEY_FORMAT}`);
+    if (key === null)
+      problems.push(`DUNWALL_ENCRYPTION_KEYS_OLD: key ${i + 1} of ${oldTexts.length} must be ${ENCRYPTION_KEY_FORMAT}`);
     else encryptionKeysOld.push(key);
   });
   // Old keys alone would leave new secrets in clear beside sealed ones: a half-done setup.
-  if (oldTexts.length > 0 && raw === null) problems.push('DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY (the key new secrets are encrypted under)');
+  if (oldTexts.length > 0 && raw === null)
+    problems.push('DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY (the key new secrets are encrypted under)');
   return { encryptionKey, encryptionKeysOld };
 }
 
@@ -201,13 +207,35 @@ function webhookSettings(env: Env, problems: string[]): DeliverySettings {
     .map((text) => text.trim())
     .filter((text) => text !== '');
   for (const cidr of allowedNetworks) {
-    if (parseCidr(cidr) === null) problems.push(`DUNWALL_WEBHOOK_ALLOWED_NETWORKS: ${JSON.stringify(cidr)} is not a network such as 10.0.0.0/8 or fd00::/8`);
+    if (parseCidr(cidr) === null)
+      problems.push(
+        `DUNWALL_WEBHOOK_ALLOWED_NETWORKS: ${JSON.stringify(cidr)} is not a network such as 10.0.0.0/8 or fd00::/8`,
+      );
   }
   return {
-    attemptTimeoutMs: integer(env, 'DUNWALL_WEBHOOK_TIMEOUT_MS', DEFAULT_DELIVERY_SETTINGS.attemptTimeoutMs, 100, 60_000, problems),
-    concurrencyPerEndpoint: integer(env, 'DUNWALL_WEBHOOK_CONCURRENCY', DEFAULT_DELIVERY_SETTINGS.concurrencyPerEndpoint, 1, 64, problems),
+    attemptTimeoutMs: integer(
+      env,
+      'DUNWALL_WEBHOOK_TIMEOUT_MS',
+      DEFAULT_DELIVERY_SETTINGS.attemptTimeoutMs,
+      100,
+      60_000,
+      problems,
+    ),
+    concurrencyPerEndpoint: integer(
+      env,
+      'DUNWALL_WEBHOOK_CONCURRENCY',
+      DEFAULT_DELIVERY_SETTINGS.concurrencyPerEndpoint,
+      1,
+      64,
+      problems,
+    ),
     allowedNetworks: Object.freeze(allowedNetworks),
-    allowHttpLoopback: boolean(env, 'DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK', DEFAULT_DELIVERY_SETTINGS.allowHttpLoopback, problems),
+    allowHttpLoopback: boolean(
+      env,
+      'DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK',
+      DEFAULT_DELIVERY_SETTINGS.allowHttpLoopback,
+      problems,
+    ),
   };
 }
 
@@ -215,7 +243,14 @@ function webhookSettings(env: Env, problems: string[]): DeliverySettings {
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const port = integer(env, 'PORT', DEFAULT_PORT, 0, 65_535, problems);
-  const rotationOverlapS = integer(env, 'DUNWALL_ROTATION_OVERLAP_S', DEFAULT_ROTATION_OVERLAP_S, 0, 31_536_000, problems);
+  const rotationOverlapS = integer(
+    env,
+    'DUNWALL_ROTATION_OVERLAP_S',
+    DEFAULT_ROTATION_OVERLAP_S,
+    0,
+    31_536_000,
+    problems,
+  );
 
   const host = env.HOST?.trim() || DEFAULT_HOST;
   if (isIP(host) === 0 && !HOSTNAME_RE.test(host))
@@ -223,22 +258,94 @@ export function loadConfig(env: Env = process.env): Config {
 
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
-  if (databaseReadUrl !== null && databaseUrl === null) problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
-  const staleIfErrorMs = integer(env, 'DUNWALL_STALE_IF_ERROR_MS', DEFAULT_STALE_IF_ERROR_MS, 0, MAX_STALE_IF_ERROR_MS, problems);
-  const dbQueryTimeoutMs = integer(env, 'DUNWALL_DB_QUERY_TIMEOUT_MS', DEFAULT_DB_QUERY_TIMEOUT_MS, 100, 600_000, problems);
-  const dbConnectTimeoutMs = integer(env, 'DUNWALL_DB_CONNECT_TIMEOUT_MS', DEFAULT_DB_CONNECT_TIMEOUT_MS, 100, 600_000, problems);
+  if (databaseReadUrl !== null && databaseUrl === null)
+    problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
+  const staleIfErrorMs = integer(
+    env,
+    'DUNWALL_STALE_IF_ERROR_MS',
+    DEFAULT_STALE_IF_ERROR_MS,
+    0,
+    MAX_STALE_IF_ERROR_MS,
+    problems,
+  );
+  const dbQueryTimeoutMs = integer(
+    env,
+    'DUNWALL_DB_QUERY_TIMEOUT_MS',
+    DEFAULT_DB_QUERY_TIMEOUT_MS,
+    100,
+    600_000,
+    problems,
+  );
+  const dbConnectTimeoutMs = integer(
+    env,
+    'DUNWALL_DB_CONNECT_TIMEOUT_MS',
+    DEFAULT_DB_CONNECT_TIMEOUT_MS,
+    100,
+    600_000,
+    problems,
+  );
   // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
-  const consoleSessionTtlMs = integer(env, 'DUNWALL_CONSOLE_SESSION_TTL_MS', DEFAULT_CONSOLE_SESSION_TTL_MS, 900_000, 7 * 86_400_000, problems);
-  const storeRequestTimeoutMs = integer(env, 'DUNWALL_STORE_REQUEST_TIMEOUT_MS', DEFAULT_STORE_REQUEST_TIMEOUT_MS, 100, MAX_STORE_REQUEST_TIMEOUT_MS, problems);
+  const consoleSessionTtlMs = integer(
+    env,
+    'DUNWALL_CONSOLE_SESSION_TTL_MS',
+    DEFAULT_CONSOLE_SESSION_TTL_MS,
+    900_000,
+    7 * 86_400_000,
+    problems,
+  );
+  const storeRequestTimeoutMs = integer(
+    env,
+    'DUNWALL_STORE_REQUEST_TIMEOUT_MS',
+    DEFAULT_STORE_REQUEST_TIMEOUT_MS,
+    100,
+    MAX_STORE_REQUEST_TIMEOUT_MS,
+    problems,
+  );
   const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
-  if (!['0', '1', ''].includes(logLookupsRaw)) problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
+  if (!['0', '1', ''].includes(logLookupsRaw))
+    problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
 
   const rateLimits: RateLimits = {
-    lookupPerIp: integer(env, 'DUNWALL_RATE_LIMIT_LOOKUP_PER_IP', DEFAULT_RATE_LIMITS.lookupPerIp, 0, MAX_RATE_LIMIT, problems),
-    lookupPerTenant: integer(env, 'DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT', DEFAULT_RATE_LIMITS.lookupPerTenant, 0, MAX_RATE_LIMIT, problems),
-    failuresPerIp: integer(env, 'DUNWALL_RATE_LIMIT_FAILURES_PER_IP', DEFAULT_RATE_LIMITS.failuresPerIp, 0, MAX_RATE_LIMIT, problems),
-    adminPerIp: integer(env, 'DUNWALL_RATE_LIMIT_ADMIN_PER_IP', DEFAULT_RATE_LIMITS.adminPerIp, 0, MAX_RATE_LIMIT, problems),
-    perSecretKey: integer(env, 'DUNWALL_RATE_LIMIT_PER_SECRET_KEY', DEFAULT_PER_SECRET_KEY, 0, MAX_RATE_LIMIT, problems),
+    lookupPerIp: integer(
+      env,
+      'DUNWALL_RATE_LIMIT_LOOKUP_PER_IP',
+      DEFAULT_RATE_LIMITS.lookupPerIp,
+      0,
+      MAX_RATE_LIMIT,
+      problems,
+    ),
+    lookupPerTenant: integer(
+      env,
+      'DUNWALL_RATE_LIMIT_LOOKUP_PER_TENANT',
+      DEFAULT_RATE_LIMITS.lookupPerTenant,
+      0,
+      MAX_RATE_LIMIT,
+      problems,
+    ),
+    failuresPerIp: integer(
+      env,
+      'DUNWALL_RATE_LIMIT_FAILURES_PER_IP',
+      DEFAULT_RATE_LIMITS.failuresPerIp,
+      0,
+      MAX_RATE_LIMIT,
+      problems,
+    ),
+    adminPerIp: integer(
+      env,
+      'DUNWALL_RATE_LIMIT_ADMIN_PER_IP',
+      DEFAULT_RATE_LIMITS.adminPerIp,
+      0,
+      MAX_RATE_LIMIT,
+      problems,
+    ),
+    perSecretKey: integer(
+      env,
+      'DUNWALL_RATE_LIMIT_PER_SECRET_KEY',
+      DEFAULT_PER_SECRET_KEY,
+      0,
+      MAX_RATE_LIMIT,
+      problems,
+    ),
   };
   const metricsPortRaw = env.METRICS_PORT?.trim() || null;
   const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
@@ -255,11 +362,39 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const historyRetentionDays = integer(env, 'DUNWALL_HISTORY_RETENTION_DAYS', DEFAULT_HISTORY_RETENTION_DAYS, 0, 36_500, problems);
-  const webhookRetentionDays = integer(env, 'DUNWALL_WEBHOOK_RETENTION_DAYS', DEFAULT_WEBHOOK_RETENTION_DAYS, MIN_WEBHOOK_RETENTION_DAYS, 36_500, problems);
-  const statusFeedRetentionDays = integer(env, 'DUNWALL_STATUS_FEED_RETENTION_DAYS', DEFAULT_STATUS_FEED_RETENTION_DAYS, 1, 36_500, problems);
+  const historyRetentionDays = integer(
+    env,
+    'DUNWALL_HISTORY_RETENTION_DAYS',
+    DEFAULT_HISTORY_RETENTION_DAYS,
+    0,
+    36_500,
+    problems,
+  );
+  const webhookRetentionDays = integer(
+    env,
+    'DUNWALL_WEBHOOK_RETENTION_DAYS',
+    DEFAULT_WEBHOOK_RETENTION_DAYS,
+    MIN_WEBHOOK_RETENTION_DAYS,
+    36_500,
+    problems,
+  );
+  const statusFeedRetentionDays = integer(
+    env,
+    'DUNWALL_STATUS_FEED_RETENTION_DAYS',
+    DEFAULT_STATUS_FEED_RETENTION_DAYS,
+    1,
+    36_500,
+    problems,
+  );
   const webhooks = webhookSettings(env, problems);
-  const maxConnectionsPerAddress = integer(env, 'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, 0, 1_000_000, problems);
+  const maxConnectionsPerAddress = integer(
+    env,
+    'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    0,
+    1_000_000,
+    problems,
+  );
   const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
   let trustProxy: TrustedProxies | null = null;
   const trustRaw = env.TRUST_PROXY?.trim() || null;
@@ -279,14 +414,18 @@ export function loadConfig(env: Env = process.env): Config {
   const { encryptionKey, encryptionKeysOld } = encryptionKeys(env, problems);
 
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
+  if (!LOG_LEVELS.includes(logLevel))
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
 
   const defaultTier = env.DUNWALL_DEFAULT_TIER?.trim() || DEFAULT_TIER;
   if (!TIER_NAME_RE.test(defaultTier))
-    problems.push(`DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`);
+    problems.push(
+      `DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`,
+    );
 
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
-  if (!['0', '1', ''].includes(demoRaw)) problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
+  if (!['0', '1', ''].includes(demoRaw))
+    problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({

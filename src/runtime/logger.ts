@@ -42,7 +42,10 @@ export function createLogger(level: LogLevel, destination?: pino.DestinationStre
   return pino(
     {
       level,
-      redact: { paths: ['req.headers.authorization', 'headers.authorization', '*.authorization'], censor: '[redacted]' },
+      redact: {
+        paths: ['req.headers.authorization', 'headers.authorization', '*.authorization'],
+        censor: '[redacted]',
+      },
       serializers: {
         req: (req: LoggedRequest) => ({ id: req.id, method: req.method, url: redactUrl(req.url ?? ''), ip: req.ip }),
         res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),

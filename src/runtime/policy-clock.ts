@@ -66,7 +66,12 @@ export class PolicyClock {
   /** One pass: every due lockout, then the pending policy changes (bounded); joined when one runs. */
   tick(): Promise<void> {
     this.running ??= this.pass()
-      .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'policy: recording due changes failed; trying again'))
+      .catch((err: unknown) =>
+        this.opts.log.warn(
+          { err: { message: (err as Error).message } },
+          'policy: recording due changes failed; trying again',
+        ),
+      )
       .finally(() => {
         this.running = null;
       });
@@ -100,7 +105,11 @@ export class PolicyClock {
   skew(): ClockSkew {
     const boundSeconds = CLOCK_SKEW_BOUND_MS / 1000;
     if (this.skewMs === null) return { skewSeconds: null, boundSeconds, ok: true };
-    return { skewSeconds: Math.round(this.skewMs) / 1000, boundSeconds, ok: Math.abs(this.skewMs) <= CLOCK_SKEW_BOUND_MS };
+    return {
+      skewSeconds: Math.round(this.skewMs) / 1000,
+      boundSeconds,
+      ok: Math.abs(this.skewMs) <= CLOCK_SKEW_BOUND_MS,
+    };
   }
 
   /**
@@ -121,7 +130,10 @@ export class PolicyClock {
         "clock: this instance's clock is off from the database's by more than the bound; time-driven changes follow the database's",
       );
     else if (skew.ok && !wasOk)
-      this.opts.log.info({ skew_seconds: skew.skewSeconds }, "clock: this instance's clock is back within the bound of the database's");
+      this.opts.log.info(
+        { skew_seconds: skew.skewSeconds },
+        "clock: this instance's clock is back within the bound of the database's",
+      );
     return skew;
   }
 

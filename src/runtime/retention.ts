@@ -40,7 +40,14 @@ export interface RetentionOptions extends RetentionSettings {
 export type RetentionRun = Record<RetainedTable, number>;
 
 function emptyRun(): RetentionRun {
-  return { stripe_events: 0, subscriber_history: 0, webhook_events: 0, webhook_attempts: 0, status_changes: 0, stripe_intake: 0 };
+  return {
+    stripe_events: 0,
+    subscriber_history: 0,
+    webhook_events: 0,
+    webhook_attempts: 0,
+    status_changes: 0,
+    stripe_intake: 0,
+  };
 }
 
 /**
@@ -62,7 +69,12 @@ export class Retention {
       if (this.stopped) return;
       this.timer = setTimeout(() => {
         this.runOnce()
-          .catch((err: unknown) => this.opts.log.warn({ err: { message: (err as Error).message } }, 'retention: pruning failed; trying again at the next run'))
+          .catch((err: unknown) =>
+            this.opts.log.warn(
+              { err: { message: (err as Error).message } },
+              'retention: pruning failed; trying again at the next run',
+            ),
+          )
           .finally(() => schedule(RETENTION_INTERVAL_MS));
       }, delayMs);
       this.timer.unref();
@@ -106,7 +118,10 @@ export class Retention {
       }
     }
     if (Object.values(run).some((n) => n > 0))
-      this.opts.log.info({ deleted: run }, 'retention: pruned old Stripe events, history, webhook messages, status changes and intake counters');
+      this.opts.log.info(
+        { deleted: run },
+        'retention: pruned old Stripe events, history, webhook messages, status changes and intake counters',
+      );
     return run;
   }
 }

@@ -43,7 +43,12 @@ export function secretBoxFor(config: Config): SecretBox {
 
 export function storeTarget(config: Config): StoreTarget {
   return config.databaseUrl !== null
-    ? { engine: 'postgres', url: config.databaseUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs }
+    ? {
+        engine: 'postgres',
+        url: config.databaseUrl,
+        queryTimeoutMs: config.dbQueryTimeoutMs,
+        connectTimeoutMs: config.dbConnectTimeoutMs,
+      }
     : { engine: 'embedded', dataDir: join(config.dataDir, 'pgdata') };
 }
 
@@ -62,7 +67,12 @@ async function openLookupModel(
     config.databaseReadUrl === null
       ? null
       : await openReadStore(
-          { engine: 'postgres', url: config.databaseReadUrl, queryTimeoutMs: config.dbQueryTimeoutMs, connectTimeoutMs: config.dbConnectTimeoutMs },
+          {
+            engine: 'postgres',
+            url: config.databaseReadUrl,
+            queryTimeoutMs: config.dbQueryTimeoutMs,
+            connectTimeoutMs: config.dbConnectTimeoutMs,
+          },
           { secrets },
         );
   try {
@@ -138,9 +148,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const target = storeTarget(config);
   const secrets = secretBoxFor(config);
   const store = await openStore(target, { secrets });
-  log.info({ store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) }, 'store ready');
+  log.info(
+    { store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) },
+    'store ready',
+  );
   if (secrets.currentKeyId === null) {
-    log.warn('DUNWALL_ENCRYPTION_KEY is not set: HMAC, Stripe and webhook signing secrets are stored in clear; set it in production');
+    log.warn(
+      'DUNWALL_ENCRYPTION_KEY is not set: HMAC, Stripe and webhook signing secrets are stored in clear; set it in production',
+    );
   } else {
     log.info({ keyId: secrets.currentKeyId }, 'secrets encrypted at rest');
   }
@@ -152,7 +167,10 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     await checkDefaultTier(store, config.defaultTier);
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
-    const seeded = store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0 ? await seedDemo(store, new Date()) : null;
+    const seeded =
+      store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0
+        ? await seedDemo(store, new Date())
+        : null;
     if (seeded) writeDemoPage(config.dataDir, seeded);
     const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
@@ -160,9 +178,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const consoleAssets = loadConsoleAssets();
     if (consoleAssets === null) log.warn('the console is not built: /console answers 404 until npm run build');
     const packages = loadPackageTarballs();
-    if (packages === null || packages.size === 0) log.warn('no package tarball is built: /packages/*.tgz answers 404 until npm run build');
+    if (packages === null || packages.size === 0)
+      log.warn('no package tarball is built: /packages/*.tgz answers 404 until npm run build');
     const metrics = options.metrics ?? createMetrics();
-    for (const name of config.retiredVariables) log.warn({ variable: name }, 'this variable is no longer used: every process holds the whole read model');
+    for (const name of config.retiredVariables)
+      log.warn({ variable: name }, 'this variable is no longer used: every process holds the whole read model');
     const opened = await openLookupModel(config, store, secrets, log, options.siblings);
     lookupPath = opened;
     // Asked about the other workers' writes from now on, and past any it was not asked about.
@@ -219,7 +239,8 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       });
       log.info({ url: `${metricsServer.url}/metrics` }, 'metrics listener');
     }
-    if (seeded) for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
+    if (seeded)
+      for (const { customer, curl } of demoCurlCommands(url, seeded)) log.info({ customer, curl }, 'demo lookup');
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
     const metricsListener = metricsServer;
     const retention = new Retention({
@@ -239,7 +260,9 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const flushKeyUsage = () =>
       keyUsage
         .flush((uses) => store.touchSecretKeys(uses))
-        .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'));
+        .catch((err: unknown) =>
+          log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'),
+        );
     const keyUsageTimer = setInterval(() => void flushKeyUsage(), KEY_USAGE_FLUSH_INTERVAL_MS);
     keyUsageTimer.unref();
     // The tenants' Stripe intake counters, one statement every few seconds, never per delivery.
@@ -249,10 +272,15 @@ export async function start(config: Config, log: Logger, options: StartOptions =
         .flush((counts) => store.addStripeIntake(counts))
         .then(() => {
           if (stripeIntake.dropped === droppedReported) return;
-          log.warn({ dropped: stripeIntake.dropped - droppedReported }, 'stripe intake: counts dropped, too many tenants and days between two flushes');
+          log.warn(
+            { dropped: stripeIntake.dropped - droppedReported },
+            'stripe intake: counts dropped, too many tenants and days between two flushes',
+          );
           droppedReported = stripeIntake.dropped;
         })
-        .catch((err: unknown) => log.warn({ err: { message: (err as Error).message } }, 'stripe intake: counts not recorded; trying again'));
+        .catch((err: unknown) =>
+          log.warn({ err: { message: (err as Error).message } }, 'stripe intake: counts not recorded; trying again'),
+        );
     const intakeTimer = setInterval(() => void flushIntake(), STRIPE_INTAKE_FLUSH_INTERVAL_MS);
     intakeTimer.unref();
     metrics.observeDownstreamWebhooks(
@@ -287,8 +315,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       'Subscribers answered again under a changed policy by this instance',
       () => policyClock.counts.subscribersReanswered,
     );
-    metrics.observeCounter('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', () => retention.deleted.stripe_events);
-    metrics.observeCounter('dunwall_retention_history_deleted_total', 'History entries pruned by age', () => retention.deleted.subscriber_history);
+    metrics.observeCounter(
+      'dunwall_retention_stripe_events_deleted_total',
+      'Processed Stripe events pruned by age',
+      () => retention.deleted.stripe_events,
+    );
+    metrics.observeCounter(
+      'dunwall_retention_history_deleted_total',
+      'History entries pruned by age',
+      () => retention.deleted.subscriber_history,
+    );
     metrics.observeCounter(
       'dunwall_retention_webhook_messages_deleted_total',
       'Downstream webhook messages pruned by age',
@@ -299,8 +335,16 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       'Downstream webhook attempts pruned by age',
       () => retention.deleted.webhook_attempts,
     );
-    metrics.observeCounter('dunwall_retention_status_changes_deleted_total', "The status feed's changes pruned by age", () => retention.deleted.status_changes);
-    metrics.observeCounter('dunwall_retention_stripe_intake_deleted_total', 'Stripe intake counter rows pruned by age', () => retention.deleted.stripe_intake);
+    metrics.observeCounter(
+      'dunwall_retention_status_changes_deleted_total',
+      "The status feed's changes pruned by age",
+      () => retention.deleted.status_changes,
+    );
+    metrics.observeCounter(
+      'dunwall_retention_stripe_intake_deleted_total',
+      'Stripe intake counter rows pruned by age',
+      () => retention.deleted.stripe_intake,
+    );
     metrics.observeCounter(
       'dunwall_stripe_intake_dropped_total',
       'Stripe intake counts this process dropped: its in-memory map was full between two flushes',
@@ -385,7 +429,12 @@ const PUBLIC_LISTENER: ListenVariables = { host: 'HOST', port: 'PORT' };
 const METRICS_LISTENER: ListenVariables = { host: 'METRICS_HOST', port: 'METRICS_PORT' };
 
 /** Why the service cannot listen on HOST:PORT, in the operator's terms; null when it can. */
-export function listenProblem(err: NodeJS.ErrnoException, host: string, port: number, names: ListenVariables = PUBLIC_LISTENER): string | null {
+export function listenProblem(
+  err: NodeJS.ErrnoException,
+  host: string,
+  port: number,
+  names: ListenVariables = PUBLIC_LISTENER,
+): string | null {
   const { host: H, port: P } = names;
   switch (err.code) {
     case 'EADDRINUSE':
@@ -406,11 +455,17 @@ export function listenProblem(err: NodeJS.ErrnoException, host: string, port: nu
  * Binds HOST:PORT for a moment, before the store starts and before any worker is forked: a
  * port in use or a host that is not this machine's is reported at once, naming the variable.
  */
-export async function checkListen(host: string, port: number, names: ListenVariables = PUBLIC_LISTENER): Promise<string | null> {
+export async function checkListen(
+  host: string,
+  port: number,
+  names: ListenVariables = PUBLIC_LISTENER,
+): Promise<string | null> {
   if (port === 0) return null;
   return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) => resolve(listenProblem(err, host, port, names) ?? `cannot listen on ${host}:${port}: ${err.message}`));
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      resolve(listenProblem(err, host, port, names) ?? `cannot listen on ${host}:${port}: ${err.message}`),
+    );
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(null)));
   });
 }
@@ -435,7 +490,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
   if (cluster.isPrimary) {
     const problem =
       (await checkListen(config.host, config.port)) ??
-      (config.metricsPort === null ? null : await checkListen(config.metricsHost, config.metricsPort, METRICS_LISTENER));
+      (config.metricsPort === null
+        ? null
+        : await checkListen(config.metricsHost, config.metricsPort, METRICS_LISTENER));
     if (problem !== null) {
       process.stderr.write(`dunwall: ${problem}\n`);
       process.exit(2);
@@ -455,7 +512,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env, options: { work
     const running = await start(
       config,
       log,
-      cluster.isWorker ? { metrics, metricsText: workerMetricsText(metrics), siblings: new WorkerSiblings() } : { metrics },
+      cluster.isWorker
+        ? { metrics, metricsText: workerMetricsText(metrics), siblings: new WorkerSiblings() }
+        : { metrics },
     );
     closeOnSignals(running, log);
   } catch (err) {

@@ -81,7 +81,11 @@ export function parseEncryptionKey(text: string): KeyObject | null {
  * of the key; a few bytes of a digest of 32 random bytes tell nothing about them.
  */
 export function encryptionKeyId(key: KeyObject): string {
-  return createHash('sha256').update('dunwall encryption key id\0').update(key.export()).digest('hex').slice(0, KEY_ID_HEX_CHARS);
+  return createHash('sha256')
+    .update('dunwall encryption key id\0')
+    .update(key.export())
+    .digest('hex')
+    .slice(0, KEY_ID_HEX_CHARS);
 }
 
 /** The key id of a stored value; null: a clear (legacy) value. Throws on an `enc:` value of unknown shape. */

@@ -54,7 +54,12 @@ const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => '
  * every other event is kept with the fields its derivation used, and its effect applied
  * in the same transaction.
  */
-export async function ingestStripeEvent(store: StripeIngestion, tenant: IngestTenant, event: StripeEventLike, now: Date): Promise<IngestResult> {
+export async function ingestStripeEvent(
+  store: StripeIngestion,
+  tenant: IngestTenant,
+  event: StripeEventLike,
+  now: Date,
+): Promise<IngestResult> {
   const prepared = prepare(tenant, event);
   return isInput(prepared) ? store.recordStripeEvent(tenant.id, prepared, now) : prepared;
 }

@@ -43,25 +43,33 @@ export async function createConsoleSession(db: Queryable, s: NewConsoleSession):
     `DELETE FROM console_sessions WHERE digest IN (SELECT digest FROM console_sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT ${PRUNE_BATCH})`,
     [s.createdAt],
   );
-  await db.query('INSERT INTO console_sessions (digest, tenant_id, secret_key_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
-    s.digest,
-    s.tenantId,
-    s.secretKeyId,
-    s.createdAt,
-    s.expiresAt,
-  ]);
+  await db.query(
+    'INSERT INTO console_sessions (digest, tenant_id, secret_key_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+    [s.digest, s.tenantId, s.secretKeyId, s.createdAt, s.expiresAt],
+  );
 }
 
-export async function findConsoleSession(db: Queryable, digest: Buffer, now: Date): Promise<ConsoleSessionRecord | null> {
+export async function findConsoleSession(
+  db: Queryable,
+  digest: Buffer,
+  now: Date,
+): Promise<ConsoleSessionRecord | null> {
   const [row] = await db.query<SessionRow>(
     'SELECT tenant_id, secret_key_id, created_at, expires_at FROM console_sessions WHERE digest = $1 AND expires_at > $2',
     [digest, now],
   );
   if (row === undefined) return null;
-  return { tenantId: row.tenant_id, secretKeyId: row.secret_key_id, createdAt: new Date(row.created_at), expiresAt: new Date(row.expires_at) };
+  return {
+    tenantId: row.tenant_id,
+    secretKeyId: row.secret_key_id,
+    createdAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+  };
 }
 
 export async function deleteConsoleSession(db: Queryable, digest: Buffer): Promise<boolean> {
-  const gone = await db.query<{ digest: Buffer }>('DELETE FROM console_sessions WHERE digest = $1 RETURNING digest', [digest]);
+  const gone = await db.query<{ digest: Buffer }>('DELETE FROM console_sessions WHERE digest = $1 RETURNING digest', [
+    digest,
+  ]);
   return gone.length > 0;
 }

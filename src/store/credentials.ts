@@ -3,7 +3,8 @@ import type { Queryable } from './db.js';
 import type { CredentialChange, CredentialKind, CredentialRotation } from './store.js';
 
 /** A rotation of a tenant credential, or of one downstream webhook endpoint's signing secret. */
-export type Rotation = CredentialRotation | { kind: 'webhook_signing_secret'; material: string; overlapS: number; endpointId: number };
+export type Rotation =
+  CredentialRotation | { kind: 'webhook_signing_secret'; material: string; overlapS: number; endpointId: number };
 
 /**
  * Adds a credential, in the caller's transaction, and makes every current one it replaces
@@ -11,7 +12,13 @@ export type Rotation = CredentialRotation | { kind: 'webhook_signing_secret'; ma
  * Two at most are in force during a rotation: the new one, and the one it replaces for the
  * overlap; one already on its way out (a rotation in progress) ends now.
  */
-export async function rotateIn(tx: Queryable, tenantId: number, rotation: Rotation, now: Date, secrets: SecretBox): Promise<void> {
+export async function rotateIn(
+  tx: Queryable,
+  tenantId: number,
+  rotation: Rotation,
+  now: Date,
+  secrets: SecretBox,
+): Promise<void> {
   const endpointId = 'endpointId' in rotation ? rotation.endpointId : null;
   await tx.query(
     `UPDATE tenant_credentials
@@ -21,14 +28,17 @@ export async function rotateIn(tx: Queryable, tenantId: number, rotation: Rotati
   );
   // Publishable keys are kept as their digests; the other kinds must stay usable: sealed.
   const isHash = rotation.kind === 'publishable_key';
-  await tx.query('INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)', [
-    tenantId,
-    rotation.kind,
-    isHash ? rotation.material : null,
-    rotation.kind === 'publishable_key' ? null : secrets.seal(rotation.material, { tenantId, kind: rotation.kind }),
-    endpointId,
-    now,
-  ]);
+  await tx.query(
+    'INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [
+      tenantId,
+      rotation.kind,
+      isHash ? rotation.material : null,
+      rotation.kind === 'publishable_key' ? null : secrets.seal(rotation.material, { tenantId, kind: rotation.kind }),
+      endpointId,
+      now,
+    ],
+  );
   if ('by' in rotation && rotation.by !== undefined) await recordChange(tx, tenantId, rotation.kind, rotation.by, now);
 }
 
@@ -37,7 +47,13 @@ export async function rotateIn(tx: Queryable, tenantId: number, rotation: Rotati
  * or the key with its prefix and name as they are now (a revoked key is deleted; its record
  * stays). A key revoked while its request was under way is still named by its id.
  */
-async function recordChange(tx: Queryable, tenantId: number, kind: CredentialKind, by: NonNullable<CredentialRotation['by']>, now: Date): Promise<void> {
+async function recordChange(
+  tx: Queryable,
+  tenantId: number,
+  kind: CredentialKind,
+  by: NonNullable<CredentialRotation['by']>,
+  now: Date,
+): Promise<void> {
   const keyId = by.kind === 'key' ? by.keyId : null;
   await tx.query(
     `INSERT INTO tenant_credential_changes (tenant_id, kind, at, by_operator, secret_key_id, secret_key_prefix, secret_key_name)
@@ -58,7 +74,12 @@ interface ChangeRow {
 }
 
 /** A tenant's recorded changes of one kind of credential, the latest first. */
-export async function credentialChanges(db: Queryable, tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]> {
+export async function credentialChanges(
+  db: Queryable,
+  tenantId: number,
+  kind: CredentialKind,
+  limit: number,
+): Promise<CredentialChange[]> {
   const rows = await db.query<ChangeRow>(
     `SELECT kind, at, secret_key_id, secret_key_prefix, secret_key_name FROM tenant_credential_changes
      WHERE tenant_id = $1 AND kind = $2 ORDER BY at DESC, id DESC LIMIT $3`,
@@ -68,6 +89,8 @@ export async function credentialChanges(db: Queryable, tenantId: number, kind: C
     kind: r.kind,
     at: new Date(r.at),
     by:
-      r.secret_key_id === null ? { kind: 'operator' } : { kind: 'key', id: r.secret_key_id, prefix: r.secret_key_prefix ?? '', name: r.secret_key_name ?? '' },
+      r.secret_key_id === null
+        ? { kind: 'operator' }
+        : { kind: 'key', id: r.secret_key_id, prefix: r.secret_key_prefix ?? '', name: r.secret_key_name ?? '' },
   }));
 }

@@ -44,7 +44,11 @@ export const UNREADABLE_SECRET_RETRY_MS = 60_000;
  * deleted meanwhile waits for this commit, rather than failing the deliveries' foreign key
  * and, with it, the status change.
  */
-export async function downstreamTarget(tx: Queryable, tenantId: number, customerId: string): Promise<DownstreamTarget | null> {
+export async function downstreamTarget(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+): Promise<DownstreamTarget | null> {
   const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
     `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
      JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
@@ -53,10 +57,10 @@ export async function downstreamTarget(tx: Queryable, tenantId: number, customer
   );
   const slug = endpoints[0]?.slug;
   if (slug === undefined) return null;
-  const [seq] = await tx.query<{ last_sequence: string }>('SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2', [
-    tenantId,
-    customerId,
-  ]);
+  const [seq] = await tx.query<{ last_sequence: string }>(
+    'SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2',
+    [tenantId, customerId],
+  );
   return {
     slug,
     endpoints: endpoints.map((e) => ({ key: e.id, enabled: e.enabled, eventTypes: e.event_types })),
@@ -69,7 +73,13 @@ export async function downstreamTarget(tx: Queryable, tenantId: number, customer
  * Writes a message of the outbox in the caller's transaction: its sequence number as the
  * customer's last, the message, and a delivery for each of its endpoints.
  */
-export async function writeOutboxMessage(tx: Queryable, tenantId: number, customerId: string, message: OutboxMessage, now: Date): Promise<void> {
+export async function writeOutboxMessage(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  message: OutboxMessage,
+  now: Date,
+): Promise<void> {
   await tx.query(
     `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, $3)
      ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence`,
@@ -133,7 +143,10 @@ function toEndpoint(row: EndpointRow): DownstreamEndpointRecord {
 
 /** The endpoint's key, when the tenant has it. */
 async function endpointKey(q: Queryable, tenantId: number, uid: string): Promise<number | null> {
-  const [row] = await q.query<{ id: number }>('SELECT id FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2', [tenantId, uid]);
+  const [row] = await q.query<{ id: number }>('SELECT id FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2', [
+    tenantId,
+    uid,
+  ]);
   return row?.id ?? null;
 }
 
@@ -182,7 +195,12 @@ export class SqlDownstreamStore implements DownstreamStore {
     return row ? toEndpoint(row) : null;
   }
 
-  async createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult> {
+  async createEndpoint(
+    tenantId: number,
+    endpoint: NewDownstreamEndpoint,
+    now: Date,
+    maxPerTenant: number,
+  ): Promise<CreateEndpointResult> {
     return this.db.transaction(async (tx) => {
       // The count and the insert under the tenant row's lock: creations for one tenant take
       // their turn, so that parallel ones cannot each see room for one more. NO KEY UPDATE
@@ -192,7 +210,10 @@ export class SqlDownstreamStore implements DownstreamStore {
       // would read the snapshot taken before the wait).
       const locked = await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE', [tenantId]);
       if (locked.length === 0) return 'tenant_not_found';
-      const [count] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM webhook_endpoints WHERE tenant_id = $1', [tenantId]);
+      const [count] = await tx.query<{ n: number }>(
+        'SELECT count(*)::integer AS n FROM webhook_endpoints WHERE tenant_id = $1',
+        [tenantId],
+      );
       if ((count?.n ?? 0) >= maxPerTenant) return 'limit_reached';
       const [row] = await tx.query<{ id: number }>(
         `INSERT INTO webhook_endpoints (uid, tenant_id, url, description, event_types, enabled, created_at, updated_at)
@@ -200,7 +221,13 @@ export class SqlDownstreamStore implements DownstreamStore {
         [publicId('ep'), tenantId, endpoint.url, endpoint.description, endpoint.eventTypes, now],
       );
       if (!row) throw new Error('endpoint insert returned no row');
-      await rotateIn(tx, tenantId, { kind: KIND, material: endpoint.secret, overlapS: 0, endpointId: row.id }, now, this.secrets);
+      await rotateIn(
+        tx,
+        tenantId,
+        { kind: KIND, material: endpoint.secret, overlapS: 0, endpointId: row.id },
+        now,
+        this.secrets,
+      );
       const created = await this.endpointById(tx, row.id, now);
       if (!created) throw new Error('endpoint vanished inside its own transaction');
       return created;
@@ -208,16 +235,28 @@ export class SqlDownstreamStore implements DownstreamStore {
   }
 
   async listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]> {
-    const rows = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 ORDER BY e.id`, [tenantId, now]);
+    const rows = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 ORDER BY e.id`, [
+      tenantId,
+      now,
+    ]);
     return rows.map(toEndpoint);
   }
 
   async getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null> {
-    const [row] = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 AND e.uid = $3`, [tenantId, now, id]);
+    const [row] = await this.db.query<EndpointRow>(`${ENDPOINT_SELECT} WHERE e.tenant_id = $1 AND e.uid = $3`, [
+      tenantId,
+      now,
+      id,
+    ]);
     return row ? toEndpoint(row) : null;
   }
 
-  async updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null> {
+  async updateEndpoint(
+    tenantId: number,
+    id: string,
+    patch: DownstreamEndpointPatch,
+    now: Date,
+  ): Promise<DownstreamEndpointRecord | null> {
     const fields = Object.keys(patch).filter((k) => patch[k as keyof DownstreamEndpointPatch] !== undefined);
     return this.db.transaction(async (tx) => {
       const [row] = await tx.query<{ id: number }>(
@@ -232,7 +271,16 @@ export class SqlDownstreamStore implements DownstreamStore {
            failing_since = CASE WHEN 'enabled' = ANY($3::text[]) AND $7 THEN NULL ELSE failing_since END,
            updated_at = $8
          WHERE tenant_id = $1 AND uid = $2 RETURNING id`,
-        [tenantId, id, fields, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null, now],
+        [
+          tenantId,
+          id,
+          fields,
+          patch.url ?? null,
+          patch.description ?? null,
+          patch.eventTypes ?? null,
+          patch.enabled ?? null,
+          now,
+        ],
       );
       if (!row) return null;
       await parkIfDisabled(tx, row.id);
@@ -249,11 +297,20 @@ export class SqlDownstreamStore implements DownstreamStore {
   }
 
   async deleteEndpoint(tenantId: number, id: string): Promise<boolean> {
-    const rows = await this.db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2 RETURNING id', [tenantId, id]);
+    const rows = await this.db.query('DELETE FROM webhook_endpoints WHERE tenant_id = $1 AND uid = $2 RETURNING id', [
+      tenantId,
+      id,
+    ]);
     return rows.length > 0;
   }
 
-  async rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean> {
+  async rotateEndpointSecret(
+    tenantId: number,
+    id: string,
+    secret: string,
+    overlapS: number,
+    now: Date,
+  ): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const key = await endpointKey(tx, tenantId, id);
       if (key === null) return false;
@@ -339,7 +396,14 @@ export class SqlDownstreamStore implements DownstreamStore {
       sequence: string;
       created_at: Date;
       deliveries:
-        { endpoint_id: string; state: DownstreamMessageRecord['state']; attempts: number; last_status: number | null; last_attempt_at: string | null }[] | null;
+        | {
+            endpoint_id: string;
+            state: DownstreamMessageRecord['state'];
+            attempts: number;
+            last_status: number | null;
+            last_attempt_at: string | null;
+          }[]
+        | null;
     }>(
       `SELECT ev.uid, ev.type, ev.sequence, ev.created_at,
          (SELECT json_agg(json_build_object('endpoint_id', e.uid, 'state', d.state, 'attempts', d.attempts,
@@ -365,11 +429,19 @@ export class SqlDownstreamStore implements DownstreamStore {
     }));
   }
 
-  async retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'> {
+  async retryMessage(
+    tenantId: number,
+    id: string,
+    messageId: string,
+    now: Date,
+  ): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'> {
     return this.db.transaction(async (tx) => {
       const key = await endpointKey(tx, tenantId, id);
       if (key === null) return 'endpoint_not_found';
-      const [event] = await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, messageId]);
+      const [event] = await tx.query<{ id: string }>(
+        'SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2',
+        [tenantId, messageId],
+      );
       if (!event) return 'message_not_found';
       await requeue(tx, key, [Number(event.id)], now);
       return 'queued';
@@ -379,7 +451,13 @@ export class SqlDownstreamStore implements DownstreamStore {
   async deliveryHealth(tenantId: number, failedSince: Date): Promise<DeliveryHealth> {
     // A tenant has a few endpoints (20 at most by the API), each read through its partial indexes:
     // the pending rows (webhook_deliveries_due) and the failed ones (webhook_deliveries_failed).
-    const [row] = await this.db.query<{ endpoints: number; disabled: number; pending: number; oldest: Date | null; failed: number }>(
+    const [row] = await this.db.query<{
+      endpoints: number;
+      disabled: number;
+      pending: number;
+      oldest: Date | null;
+      failed: number;
+    }>(
       `SELECT count(*)::int AS endpoints, (count(*) FILTER (WHERE NOT e.enabled))::int AS disabled,
          COALESCE(sum(p.n), 0)::int AS pending, min(p.oldest) AS oldest, COALESCE(sum(f.n), 0)::int AS failed
        FROM webhook_endpoints e
@@ -410,13 +488,23 @@ export class SqlDownstreamStore implements DownstreamStore {
       const [after] =
         range.after === undefined
           ? []
-          : await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [tenantId, range.after]);
+          : await tx.query<{ id: string }>('SELECT id FROM webhook_events WHERE tenant_id = $1 AND uid = $2', [
+              tenantId,
+              range.after,
+            ]);
       const events = await tx.query<{ id: string; uid: string; created_at: Date }>(
         `SELECT id, uid, created_at FROM webhook_events
          WHERE tenant_id = $1 AND (created_at, id) >= ($2::timestamptz, $6::bigint) AND created_at < $3
            AND ($4::text[] IS NULL OR type = ANY($4::text[]))
          ORDER BY created_at, id LIMIT $5`,
-        [tenantId, range.since, range.until, endpoint.event_types, limit + 1, after === undefined ? 0 : Number(after.id) + 1],
+        [
+          tenantId,
+          range.since,
+          range.until,
+          endpoint.event_types,
+          limit + 1,
+          after === undefined ? 0 : Number(after.id) + 1,
+        ],
       );
       const page = events.slice(0, limit);
       const queued = await requeue(
@@ -426,7 +514,10 @@ export class SqlDownstreamStore implements DownstreamStore {
         now,
       );
       const last = page.at(-1);
-      return { queued, next: events.length > limit && last ? { since: new Date(last.created_at), after: last.uid } : null };
+      return {
+        queued,
+        next: events.length > limit && last ? { since: new Date(last.created_at), after: last.uid } : null,
+      };
     });
   }
 
@@ -451,7 +542,14 @@ export class SqlDownstreamStore implements DownstreamStore {
       // tenant that holds no slot is never queued behind the backlog of tenants that hold
       // them, and a receiver that hangs yields to one that answers.
       const busy = [...(limits.busyTenants ?? [])];
-      const endpoints = await tx.query<{ id: number; uid: string; url: string; tenant_id: number; secrets: string[]; busy: boolean }>(
+      const endpoints = await tx.query<{
+        id: number;
+        uid: string;
+        url: string;
+        tenant_id: number;
+        secrets: string[];
+        busy: boolean;
+      }>(
         `WITH leased AS (
            SELECT d.endpoint_id, count(*)::integer AS n FROM webhook_deliveries d
            WHERE d.leased_until IS NOT NULL AND d.leased_until > $1 GROUP BY d.endpoint_id),
@@ -479,7 +577,8 @@ export class SqlDownstreamStore implements DownstreamStore {
       // whether a cap held it back or another claim had its endpoint locked.
       const claimed: ClaimedDelivery[] = [];
       if (endpoints.length === 0) return { deliveries: claimed, due: true };
-      if (limits.batch <= 0) return { deliveries: claimed, due: true, ...(endpoints[0]?.busy === false ? { waiting: true } : {}) };
+      if (limits.batch <= 0)
+        return { deliveries: claimed, due: true, ...(endpoints[0]?.busy === false ? { waiting: true } : {}) };
       const leasedUntil = new Date(now.getTime() + limits.leaseMs);
       // Attempts under way to each endpoint taken and to its tenant's endpoints, counted
       // again now that the endpoints are locked (a claim that committed meanwhile counts).
@@ -506,7 +605,9 @@ export class SqlDownstreamStore implements DownstreamStore {
         // A tenant holding slots takes from the shared part; one holding none may take one
         // slot beyond it, from the reserve. Candidates of tenants holding none come first:
         // the first that finds no room says so (the process is full of others' attempts).
-        const room = fresh ? Math.max(shared - claimed.length, Math.min(1, limits.batch - claimed.length)) : shared - claimed.length;
+        const room = fresh
+          ? Math.max(shared - claimed.length, Math.min(1, limits.batch - claimed.length))
+          : shared - claimed.length;
         if (room <= 0) {
           if (fresh) waiting = true;
           if (limits.batch - claimed.length <= 0) break;
@@ -519,12 +620,15 @@ export class SqlDownstreamStore implements DownstreamStore {
         try {
           opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
         } catch (err) {
-          await tx.query(`UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`, [
-            e.id,
-            now,
-            new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS),
-          ]);
-          unreadable.push({ endpointId: e.uid, tenantId: e.tenant_id, reason: err instanceof Error ? err.message : 'unreadable' });
+          await tx.query(
+            `UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`,
+            [e.id, now, new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS)],
+          );
+          unreadable.push({
+            endpointId: e.uid,
+            tenantId: e.tenant_id,
+            reason: err instanceof Error ? err.message : 'unreadable',
+          });
           continue;
         }
         const count = leased.get(e.id);
@@ -532,7 +636,13 @@ export class SqlDownstreamStore implements DownstreamStore {
         const take = Math.min(room, limits.perEndpoint - Number(count?.endpoint ?? 0), limits.perTenant - tenantLeased);
         if (take <= 0) continue;
         const leaseToken = randomUUID();
-        const rows = await tx.query<{ event_id: string; attempts: number; give_up_at: Date; uid: string; payload: string }>(
+        const rows = await tx.query<{
+          event_id: string;
+          attempts: number;
+          give_up_at: Date;
+          uid: string;
+          payload: string;
+        }>(
           `WITH taken AS (
              SELECT endpoint_id, event_id FROM webhook_deliveries
              WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2
@@ -562,7 +672,12 @@ export class SqlDownstreamStore implements DownstreamStore {
           });
         }
       }
-      return { deliveries: claimed, due: true, ...(unreadable.length > 0 ? { unreadable } : {}), ...(waiting ? { waiting } : {}) };
+      return {
+        deliveries: claimed,
+        due: true,
+        ...(unreadable.length > 0 ? { unreadable } : {}),
+        ...(waiting ? { waiting } : {}),
+      };
     });
   }
 
@@ -613,7 +728,8 @@ export class SqlDownstreamStore implements DownstreamStore {
         return kept ? 'recorded' : 'lost';
       }
       if (delivered) {
-        if (endpoint.failing) await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [claim.endpointKey]);
+        if (endpoint.failing)
+          await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [claim.endpointKey]);
       } else if (result.outcome === 'gone') {
         await tx.query(
           `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'gone', disabled_at = $2, updated_at = $2,
@@ -635,7 +751,12 @@ export class SqlDownstreamStore implements DownstreamStore {
                THEN 'every attempt failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; the last: ' || $4
                ELSE disabled_detail END
            WHERE id = $1 AND enabled AND (failing_since IS NULL OR failing_since < $3)`,
-          [claim.endpointKey, now, new Date(now.getTime() - DISABLE_FAILING_AFTER_MS), result.error ?? `HTTP ${result.statusCode ?? '?'}`],
+          [
+            claim.endpointKey,
+            now,
+            new Date(now.getTime() - DISABLE_FAILING_AFTER_MS),
+            result.error ?? `HTTP ${result.statusCode ?? '?'}`,
+          ],
         );
       }
       await parkIfDisabled(tx, claim.endpointKey);

@@ -41,7 +41,8 @@ function lockDataDir(dataDir: string): () => void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const owner = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) throw new DataDirInUseError(dataDir, owner);
+    if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner))
+      throw new DataDirInUseError(dataDir, owner);
     writeFileSync(path, String(process.pid), { mode: 0o600 });
   }
   HELD.add(path);

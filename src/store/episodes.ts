@@ -1,5 +1,14 @@
 import { decideAdminChange, decideDueLockout, decideReanswer, statusOf } from '../domain/effect.js';
-import type { ApplyOutcome, CustomerState, Effect, InvoicePage, ScheduledRule, Settled, StoredEpisode, StoredSubscriber } from '../domain/effect.js';
+import type {
+  ApplyOutcome,
+  CustomerState,
+  Effect,
+  InvoicePage,
+  ScheduledRule,
+  Settled,
+  StoredEpisode,
+  StoredSubscriber,
+} from '../domain/effect.js';
 import type { ChangeCause } from '../domain/history.js';
 import { RUN_DECLINE_CLASSES } from '../domain/runs.js';
 import type { RunChange } from '../domain/runs.js';
@@ -124,7 +133,11 @@ async function readSubscriber(tx: Queryable, tenantId: number, customerId: strin
 }
 
 /** The customer's answered status as stored now; null: unknown. */
-export async function storedStatus(tx: Queryable, tenantId: number, customerId: string): Promise<CustomerStatus | null> {
+export async function storedStatus(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+): Promise<CustomerStatus | null> {
   return statusOf(await readSubscriber(tx, tenantId, customerId));
 }
 
@@ -146,7 +159,11 @@ async function readTombstone(tx: Queryable, tenantId: number, customerId: string
 }
 
 /** What Stripe last told of the pages of the given invoices. */
-async function readInvoicePages(tx: Queryable, tenantId: number, invoiceIds: readonly string[]): Promise<Map<string, InvoicePage>> {
+async function readInvoicePages(
+  tx: Queryable,
+  tenantId: number,
+  invoiceIds: readonly string[],
+): Promise<Map<string, InvoicePage>> {
   if (invoiceIds.length === 0) return new Map();
   const rows = await tx.query<{ invoice_id: string; hosted_invoice_url: string | null; status: string | null }>(
     'SELECT invoice_id, hosted_invoice_url, status FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = ANY($2::text[])',
@@ -157,7 +174,11 @@ async function readInvoicePages(tx: Queryable, tenantId: number, invoiceIds: rea
 
 /** The tenant's policy, read in the transaction of the change it applies to. */
 export async function tenantPolicy(tx: Queryable, tenantId: number): Promise<Policy> {
-  const [row] = await tx.query<{ enforcement: Policy['enforcement']; grace_days: number; escalate_after_days: number | null }>(
+  const [row] = await tx.query<{
+    enforcement: Policy['enforcement'];
+    grace_days: number;
+    escalate_after_days: number | null;
+  }>(
     `SELECT policy_enforcement AS enforcement, policy_grace_days AS grace_days, policy_escalate_after_days AS escalate_after_days
      FROM tenants WHERE id = $1`,
     [tenantId],
@@ -186,7 +207,10 @@ async function readCustomerState(
   const episodes = await readEpisodes(tx, tenantId, customerId);
   const tombstone = await readTombstone(tx, tenantId, customerId);
   const policy = options.policy ?? (await tenantPolicy(tx, tenantId));
-  const invoiceIds = new Set([...episodes.flatMap((e) => (e.invoiceId === null ? [] : [e.invoiceId])), ...(options.invoiceIds ?? [])]);
+  const invoiceIds = new Set([
+    ...episodes.flatMap((e) => (e.invoiceId === null ? [] : [e.invoiceId])),
+    ...(options.invoiceIds ?? []),
+  ]);
   const invoices = await readInvoicePages(tx, tenantId, [...invoiceIds]);
   const downstream = await downstreamTarget(tx, tenantId, customerId);
   return { customerId, subscriber, episodes, tombstone, policy, invoices, downstream };
@@ -208,7 +232,15 @@ async function writeRun(tx: Queryable, tenantId: number, customerId: string, run
          amount = COALESCE(EXCLUDED.amount, dunning_runs.amount), currency = COALESCE(EXCLUDED.currency, dunning_runs.currency),
          decline_class = CASE WHEN array_position($7::text[], EXCLUDED.decline_class) > array_position($7::text[], dunning_runs.decline_class)
            THEN EXCLUDED.decline_class ELSE dunning_runs.decline_class END`,
-      [tenantId, customerId, run.episode, new Date(run.startedAtMs), run.invoiceId, run.declineClass, RUN_DECLINE_CLASSES],
+      [
+        tenantId,
+        customerId,
+        run.episode,
+        new Date(run.startedAtMs),
+        run.invoiceId,
+        run.declineClass,
+        RUN_DECLINE_CLASSES,
+      ],
     );
     return;
   }
@@ -230,13 +262,18 @@ async function writeRun(tx: Queryable, tenantId: number, customerId: string, run
 }
 
 /** Writes what a decision decided, as it is, in the caller's transaction. */
-async function writeEffect(tx: Queryable, tenantId: number, customerId: string, effect: Effect, now: Date): Promise<void> {
+async function writeEffect(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  effect: Effect,
+  now: Date,
+): Promise<void> {
   if (effect.removedEpisodes.length > 0) {
-    await tx.query('DELETE FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = ANY($3::text[])', [
-      tenantId,
-      customerId,
-      effect.removedEpisodes,
-    ]);
+    await tx.query(
+      'DELETE FROM subscriber_episodes WHERE tenant_id = $1 AND processor_customer_id = $2 AND episode = ANY($3::text[])',
+      [tenantId, customerId, effect.removedEpisodes],
+    );
   }
   for (const e of effect.episodes) {
     await tx.query(
@@ -275,7 +312,10 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
     );
   }
   if (effect.subscriber?.kind === 'delete') {
-    await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [tenantId, customerId]);
+    await tx.query('DELETE FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [
+      tenantId,
+      customerId,
+    ]);
   } else if (effect.subscriber?.kind === 'write') {
     const r = effect.subscriber.row;
     await tx.query(
@@ -336,9 +376,20 @@ async function writeEffect(tx: Queryable, tenantId: number, customerId: string, 
  * Answers the customer again under `policy` at `now` (a policy change), recording what
  * changed with `cause`. Runs in the caller's transaction.
  */
-export async function reanswerCustomer(tx: Queryable, tenantId: number, customerId: string, cause: ChangeCause, now: Date, policy?: Policy): Promise<Settled> {
+export async function reanswerCustomer(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  cause: ChangeCause,
+  now: Date,
+  policy?: Policy,
+): Promise<Settled> {
   await lockCustomer(tx, tenantId, customerId);
-  const decision = decideReanswer(await readCustomerState(tx, tenantId, customerId, policy === undefined ? {} : { policy }), cause, now);
+  const decision = decideReanswer(
+    await readCustomerState(tx, tenantId, customerId, policy === undefined ? {} : { policy }),
+    cause,
+    now,
+  );
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
   return { before: decision.before, after: decision.after };
 }
@@ -348,7 +399,12 @@ export async function reanswerCustomer(tx: Queryable, tenantId: number, customer
  * when one is still due once the customer is locked: another instance may have written it,
  * or an event may have resolved the episode meanwhile. False: nothing was due any more.
  */
-export async function recordDueLockout(tx: Queryable, tenantId: number, customerId: string, now: Date): Promise<boolean> {
+export async function recordDueLockout(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  now: Date,
+): Promise<boolean> {
   await lockCustomer(tx, tenantId, customerId);
   const decision = decideDueLockout(await readCustomerState(tx, tenantId, customerId), now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
@@ -378,7 +434,13 @@ export async function applyAdminChange(
  * reason are fixed once it is finalized: the first event that names it is as good as any. Its
  * money and status change as it is paid: the latest event (by `created`) tells them.
  */
-async function recordInvoice(tx: Queryable, tenantId: number, customerId: string, invoice: InvoiceLink, observedAt: Date): Promise<void> {
+async function recordInvoice(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoice: InvoiceLink,
+  observedAt: Date,
+): Promise<void> {
   const m = invoice.money;
   await tx.query(
     `INSERT INTO stripe_invoices (tenant_id, invoice_id, processor_customer_id, episode, auto_collected, first_invoice,
@@ -410,7 +472,12 @@ async function recordInvoice(tx: Queryable, tenantId: number, customerId: string
   await linkPayments(tx, tenantId, invoice.paymentIds, invoice.invoiceId);
 }
 
-async function linkPayments(tx: Queryable, tenantId: number, paymentIds: readonly string[], invoiceId: string): Promise<void> {
+async function linkPayments(
+  tx: Queryable,
+  tenantId: number,
+  paymentIds: readonly string[],
+  invoiceId: string,
+): Promise<void> {
   if (paymentIds.length === 0) return;
   await tx.query(
     `INSERT INTO stripe_payment_links (tenant_id, payment_id, invoice_id)
@@ -420,7 +487,13 @@ async function linkPayments(tx: Queryable, tenantId: number, paymentIds: readonl
 }
 
 /** Keeps a decline, one row per payment it names, and links its payments to the invoice it names. */
-async function recordDecline(tx: Queryable, tenantId: number, customerId: string, event: StripeEventFacts, decline: Decline): Promise<void> {
+async function recordDecline(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  event: StripeEventFacts,
+  decline: Decline,
+): Promise<void> {
   const ids = decline.paymentIds;
   await tx.query(
     `INSERT INTO stripe_declines (tenant_id, payment_id, event_id, processor_customer_id, created, hard, decline_code)
@@ -433,12 +506,19 @@ async function recordDecline(tx: Queryable, tenantId: number, customerId: string
 const INVOICE_COLUMNS = 'invoice_id, processor_customer_id, episode, auto_collected, first_invoice';
 
 async function invoiceRow(tx: Queryable, tenantId: number, invoiceId: string): Promise<StoredInvoice | null> {
-  const [row] = await tx.query<InvoiceRow>(`SELECT ${INVOICE_COLUMNS} FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = $2`, [tenantId, invoiceId]);
+  const [row] = await tx.query<InvoiceRow>(
+    `SELECT ${INVOICE_COLUMNS} FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = $2`,
+    [tenantId, invoiceId],
+  );
   return row ? toInvoice(row) : null;
 }
 
 /** The invoice a decline's payments are linked to, when some event has told it. */
-async function invoiceOfPayments(tx: Queryable, tenantId: number, paymentIds: readonly string[]): Promise<StoredInvoice | null> {
+async function invoiceOfPayments(
+  tx: Queryable,
+  tenantId: number,
+  paymentIds: readonly string[],
+): Promise<StoredInvoice | null> {
   const [row] = await tx.query<InvoiceRow>(
     `SELECT i.invoice_id, i.processor_customer_id, i.episode, i.auto_collected, i.first_invoice
      FROM stripe_payment_links l JOIN stripe_invoices i ON i.tenant_id = l.tenant_id AND i.invoice_id = l.invoice_id
@@ -453,7 +533,12 @@ async function invoiceOfPayments(tx: Queryable, tenantId: number, paymentIds: re
  * the latest second only: only the latest can set the episode or end an override, however
  * many a payment collected.
  */
-async function latestLinkedDeclines(tx: Queryable, tenantId: number, customerId: string, invoiceId: string): Promise<StoredDecline[]> {
+async function latestLinkedDeclines(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoiceId: string,
+): Promise<StoredDecline[]> {
   const rows = await tx.query<{ event_id: string; created: Date; hard: boolean; decline_code: string | null }>(
     `WITH linked AS (
        SELECT d.event_id, d.created, d.hard, d.decline_code
@@ -463,7 +548,12 @@ async function latestLinkedDeclines(tx: Queryable, tenantId: number, customerId:
      SELECT DISTINCT event_id, created, hard, decline_code FROM linked WHERE created = (SELECT max(created) FROM linked)`,
     [tenantId, invoiceId, customerId],
   );
-  return rows.map((r) => ({ eventId: r.event_id, createdMs: new Date(r.created).getTime(), hard: r.hard, declineCode: r.decline_code }));
+  return rows.map((r) => ({
+    eventId: r.event_id,
+    createdMs: new Date(r.created).getTime(),
+    hard: r.hard,
+    declineCode: r.decline_code,
+  }));
 }
 
 /**
@@ -475,7 +565,13 @@ async function latestLinkedDeclines(tx: Queryable, tenantId: number, customerId:
  * that is linked each attempt's decline is too, and an older attempt's hard decline does
  * not stand in for a newer soft one.
  */
-async function declineAtFailure(tx: Queryable, tenantId: number, customerId: string, invoiceId: string, at: Date): Promise<DeclineAtFailure | null> {
+async function declineAtFailure(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoiceId: string,
+  at: Date,
+): Promise<DeclineAtFailure | null> {
   const [row] = await tx.query<{ hard: boolean; decline_code: string | null }>(
     `SELECT d.hard, d.decline_code
      FROM stripe_declines d JOIN stripe_payment_links l ON l.tenant_id = d.tenant_id AND l.payment_id = d.payment_id
@@ -492,8 +588,20 @@ async function declineAtFailure(tx: Queryable, tenantId: number, customerId: str
  * `declineAtFailure` reads it): read from stripe_events, so one pruned by retention is no
  * longer there.
  */
-async function storedFailures(tx: Queryable, tenantId: number, customerId: string, invoiceId: string, exceptEventId: string): Promise<StoredFailure[]> {
-  const rows = await tx.query<{ event_id: string; created: Date; facts: Record<string, unknown> | string; hard: boolean | null; decline_code: string | null }>(
+async function storedFailures(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  invoiceId: string,
+  exceptEventId: string,
+): Promise<StoredFailure[]> {
+  const rows = await tx.query<{
+    event_id: string;
+    created: Date;
+    facts: Record<string, unknown> | string;
+    hard: boolean | null;
+    decline_code: string | null;
+  }>(
     `SELECT f.event_id, f.created, f.facts, d.hard, d.decline_code
      FROM (SELECT event_id, created, facts FROM stripe_events
            WHERE tenant_id = $1 AND processor_customer_id = $3 AND event_type = 'invoice.payment_failed'
@@ -521,7 +629,12 @@ async function storedFailures(tx: Queryable, tenantId: number, customerId: strin
  * needs of the invoice it concerns: an invoice event's own, or the one a decline's payments
  * are linked to. Null: none known.
  */
-async function recordInvoiceFacts(tx: Queryable, tenantId: number, customerId: string, event: StripeEvent): Promise<InvoiceContext | null> {
+async function recordInvoiceFacts(
+  tx: Queryable,
+  tenantId: number,
+  customerId: string,
+  event: StripeEvent,
+): Promise<InvoiceContext | null> {
   const d = event.derivation;
   const change = d.kind === 'change' ? d.change : null;
   let invoice: StoredInvoice | null = null;
@@ -539,7 +652,9 @@ async function recordInvoiceFacts(tx: Queryable, tenantId: number, customerId: s
     latestDeclines: d.invoice !== null ? await latestLinkedDeclines(tx, tenantId, customerId, invoice.invoiceId) : [],
     failures: own ? await storedFailures(tx, tenantId, customerId, invoice.invoiceId, event.eventId) : [],
     ownDeclineAtFailure:
-      change?.kind === 'episode' && change.failure !== undefined ? await declineAtFailure(tx, tenantId, customerId, invoice.invoiceId, event.created) : null,
+      change?.kind === 'episode' && change.failure !== undefined
+        ? await declineAtFailure(tx, tenantId, customerId, invoice.invoiceId, event.created)
+        : null,
   };
 }
 
@@ -559,7 +674,9 @@ export async function applyStripeEvent(
   await lockCustomer(tx, tenantId, customerId);
   const event: StripeEvent = { ...facts, derivation };
   const invoice = await recordInvoiceFacts(tx, tenantId, customerId, event);
-  const state = await readCustomerState(tx, tenantId, customerId, { invoiceIds: eventInvoiceIds(event, invoice?.invoice ?? null) });
+  const state = await readCustomerState(tx, tenantId, customerId, {
+    invoiceIds: eventInvoiceIds(event, invoice?.invoice ?? null),
+  });
   const decision = decideStripeEvent({ ...state, invoice }, event, now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
   return { outcome: decision.outcome, before: decision.before, after: decision.after };

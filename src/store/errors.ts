@@ -1,6 +1,13 @@
 import { StoreTimeoutError } from './deadline.js';
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
 
 /**
  * A read not even tried: the store was found unreachable moments ago, and a request that
@@ -58,6 +65,8 @@ export function isStoreUnavailable(err: unknown): boolean {
   }
   return (
     typeof message === 'string' &&
-    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|PGlite is closed/i.test(message)
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|PGlite is closed/i.test(
+      message,
+    )
   );
 }

@@ -9,7 +9,8 @@ import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';
 
 export type StoreTarget =
-  { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number } | { engine: 'embedded'; dataDir: string | null };
+  | { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number }
+  | { engine: 'embedded'; dataDir: string | null };
 
 export async function openDb(target: StoreTarget): Promise<Db> {
   // Loaded only when used: PGlite costs a PostgreSQL deployment's every process memory.
@@ -47,6 +48,9 @@ export async function openStore(target: StoreTarget, options: StoreOptions = {})
 }
 
 /** A read replica: the same queries and bounds, no migrations (the primary applies them). */
-export async function openReadStore(target: Extract<StoreTarget, { engine: 'postgres' }>, options: StoreOptions = {}): Promise<Store> {
+export async function openReadStore(
+  target: Extract<StoreTarget, { engine: 'postgres' }>,
+  options: StoreOptions = {},
+): Promise<Store> {
   return new SqlStore(await openDb(target), options);
 }

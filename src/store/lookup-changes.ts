@@ -14,8 +14,11 @@ const TAB = 9;
 const NEWLINE = 10;
 const BACKSLASH = 92;
 /** Each status starts with a byte of its own: the first byte of the COPY field tells which. */
-const STATUS_BY_FIRST_BYTE: Readonly<Record<number, SubscriberStatus>> = Object.fromEntries(STATUSES.map((s) => [s.charCodeAt(0), s]));
-if (Object.keys(STATUS_BY_FIRST_BYTE).length !== STATUSES.length) throw new Error('two statuses start with the same byte');
+const STATUS_BY_FIRST_BYTE: Readonly<Record<number, SubscriberStatus>> = Object.fromEntries(
+  STATUSES.map((s) => [s.charCodeAt(0), s]),
+);
+if (Object.keys(STATUS_BY_FIRST_BYTE).length !== STATUSES.length)
+  throw new Error('two statuses start with the same byte');
 
 /** A COPY text field (`bytes[start..end)`) that is `\N`: SQL NULL. */
 function isNull(rows: Buffer, start: number, end: number): boolean {
@@ -36,7 +39,8 @@ function parseExtra(rows: Buffer, start: number, lineEnd: number): SubscriberExt
     lockoutAtS = 0;
     for (let i = start; i < tab; i += 1) lockoutAtS = lockoutAtS * 10 + ((rows[i] ?? 48) - 48);
   }
-  const payUrl = tab + 1 >= lineEnd || isNull(rows, tab + 1, lineEnd) ? null : rows.toString('latin1', tab + 1, lineEnd);
+  const payUrl =
+    tab + 1 >= lineEnd || isNull(rows, tab + 1, lineEnd) ? null : rows.toString('latin1', tab + 1, lineEnd);
   return lockoutAtS === null && payUrl === null ? null : { lockoutAtS, payUrl };
 }
 
@@ -149,7 +153,9 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       else if (row.processor_customer_id === null) tenantIds.add(row.tenant_id);
       else {
         const extra =
-          row.lockout_s === null && row.pay_url === null ? null : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
+          row.lockout_s === null && row.pay_url === null
+            ? null
+            : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
         subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status, extra });
       }
     }

@@ -24,7 +24,11 @@ const LISTEN_KEEPALIVE_MS = 5_000;
  * A dedicated connection LISTENing on `channel`, reconnecting with backoff. Every loss is
  * reported (the caller must assume it missed notifications), every success too.
  */
-async function listenOn(opts: PostgresOptions, channel: string, handlers: ListenHandlers): Promise<() => Promise<void>> {
+async function listenOn(
+  opts: PostgresOptions,
+  channel: string,
+  handlers: ListenHandlers,
+): Promise<() => Promise<void>> {
   let stopped = false;
   let client: pg.Client | null = null;
   let retryMs = LISTEN_RETRY_MIN_MS;
@@ -110,7 +114,12 @@ function isClientTimeout(err: unknown): boolean {
  * brings nothing for `idleMs` is destroyed with a client timeout, whose connection the
  * transaction then drops.
  */
-async function copyOut(client: pg.PoolClient, sql: string, onRows: (rows: Buffer) => void, idleMs: number): Promise<void> {
+async function copyOut(
+  client: pg.PoolClient,
+  sql: string,
+  onRows: (rows: Buffer) => void,
+  idleMs: number,
+): Promise<void> {
   const stream = client.query(copyTo(sql));
   let timer: NodeJS.Timeout | undefined;
   const arm = () => {
@@ -172,7 +181,11 @@ export function openPostgres(opts: PostgresOptions): Db {
    */
   const send = async (client: pg.PoolClient, text: string, end: number | null, values?: readonly unknown[]) => {
     if (end === null) return client.query(text, values as unknown[] | undefined);
-    const timed: TimedQuery = { text, values: values as unknown[] | undefined, query_timeout: Math.min(clientTimeoutMs, remainingMs(end)) };
+    const timed: TimedQuery = {
+      text,
+      values: values as unknown[] | undefined,
+      query_timeout: Math.min(clientTimeoutMs, remainingMs(end)),
+    };
     return client.query(timed);
   };
 
@@ -182,7 +195,10 @@ export function openPostgres(opts: PostgresOptions): Db {
    * checked-out one losing its connection would emit an 'error' nobody handles, and that
    * ends the process. A connection `fn` marks lost is destroyed, not reused.
    */
-  const withClient = async <T>(end: number | null, fn: (client: pg.PoolClient, lose: (err: unknown) => void) => Promise<T>): Promise<T> => {
+  const withClient = async <T>(
+    end: number | null,
+    fn: (client: pg.PoolClient, lose: (err: unknown) => void) => Promise<T>,
+  ): Promise<T> => {
     const client = end === null ? await pool.connect() : await raceEnd(pool.connect(), end, (late) => late.release());
     let lost: Error | undefined;
     const onError = (err: Error) => {
@@ -200,7 +216,8 @@ export function openPostgres(opts: PostgresOptions): Db {
   };
 
   /** Failures after which a connection may still be waiting on the server: dropped, never rolled back and reused. */
-  const leavesConnectionBusy = (client: pg.PoolClient, err: unknown) => isClientTimeout(err) || err instanceof StoreTimeoutError || unusable.has(client);
+  const leavesConnectionBusy = (client: pg.PoolClient, err: unknown) =>
+    isClientTimeout(err) || err instanceof StoreTimeoutError || unusable.has(client);
 
   const inTransaction = (client: pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params?: readonly unknown[]) {
@@ -249,7 +266,11 @@ export function openPostgres(opts: PostgresOptions): Db {
           try {
             // Within a request's bound the server stops each statement by the deadline too, so
             // that a slow (not frozen) server does not go on working for nobody.
-            await send(client, end === null ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${remainingMs(end)}`, end);
+            await send(
+              client,
+              end === null ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${remainingMs(end)}`,
+              end,
+            );
             const result = await fn(inTransaction(client));
             await send(client, 'COMMIT', end);
             return result;

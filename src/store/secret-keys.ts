@@ -44,7 +44,13 @@ export interface SecretKeyStore {
   /** Deletes the key: every instance refuses it once its read model has the change (a second at most). */
   revokeSecretKey(tenantId: number, id: string): Promise<boolean>;
   /** A new digest in force; the replaced one works until `now + overlapS` (or the key's own expiry, if sooner). */
-  rotateSecretKey(tenantId: number, id: string, next: { digest: Buffer; prefix: string }, overlapS: number, now: Date): Promise<SecretKeyRecord | null>;
+  rotateSecretKey(
+    tenantId: number,
+    id: string,
+    next: { digest: Buffer; prefix: string },
+    overlapS: number,
+    now: Date,
+  ): Promise<SecretKeyRecord | null>;
   /** Records when keys were last used (only ever later): written in batches, never per request. */
   touchSecretKeys(uses: ReadonlyMap<string, Date>): Promise<void>;
   /** Records that keys were sent from a browser at these times (a use too): at most once a minute per key, never per request. */
@@ -63,7 +69,8 @@ interface KeyRow {
   previous_expires_at: Date | null;
 }
 
-const COLUMNS = 'id, name, scopes, prefix, created_at, expires_at, last_used_at, seen_in_browser_at, previous_expires_at';
+const COLUMNS =
+  'id, name, scopes, prefix, created_at, expires_at, last_used_at, seen_in_browser_at, previous_expires_at';
 const date = (d: Date | string | null): Date | null => (d === null ? null : new Date(d));
 
 function toRecord(row: KeyRow): SecretKeyRecord {
@@ -80,11 +87,18 @@ function toRecord(row: KeyRow): SecretKeyRecord {
   };
 }
 
-export async function createSecretKey(db: Db, tenantId: number, key: NewSecretKey, now: Date): Promise<SecretKeyRecord | 'limit'> {
+export async function createSecretKey(
+  db: Db,
+  tenantId: number,
+  key: NewSecretKey,
+  now: Date,
+): Promise<SecretKeyRecord | 'limit'> {
   return db.transaction(async (tx) => {
     // The tenant's row locked first: two creations at once count one after the other, so the limit holds.
     await tx.query('SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE', [tenantId]);
-    const [count] = await tx.query<{ n: string }>('SELECT count(*) AS n FROM tenant_secret_keys WHERE tenant_id = $1', [tenantId]);
+    const [count] = await tx.query<{ n: string }>('SELECT count(*) AS n FROM tenant_secret_keys WHERE tenant_id = $1', [
+      tenantId,
+    ]);
     if (Number(count?.n ?? 0) >= MAX_SECRET_KEYS_PER_TENANT) return 'limit';
     const [row] = await tx.query<KeyRow>(
       `INSERT INTO tenant_secret_keys (id, tenant_id, name, scopes, prefix, digest, created_at, expires_at)
@@ -97,17 +111,26 @@ export async function createSecretKey(db: Db, tenantId: number, key: NewSecretKe
 }
 
 export async function listSecretKeys(q: Queryable, tenantId: number): Promise<SecretKeyRecord[]> {
-  const rows = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM tenant_secret_keys WHERE tenant_id = $1 ORDER BY created_at, id`, [tenantId]);
+  const rows = await q.query<KeyRow>(
+    `SELECT ${COLUMNS} FROM tenant_secret_keys WHERE tenant_id = $1 ORDER BY created_at, id`,
+    [tenantId],
+  );
   return rows.map(toRecord);
 }
 
 export async function getSecretKey(q: Queryable, tenantId: number, id: string): Promise<SecretKeyRecord | null> {
-  const [row] = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM tenant_secret_keys WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  const [row] = await q.query<KeyRow>(`SELECT ${COLUMNS} FROM tenant_secret_keys WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id,
+  ]);
   return row ? toRecord(row) : null;
 }
 
 export async function revokeSecretKey(q: Queryable, tenantId: number, id: string): Promise<boolean> {
-  const rows = await q.query('DELETE FROM tenant_secret_keys WHERE tenant_id = $1 AND id = $2 RETURNING id', [tenantId, id]);
+  const rows = await q.query('DELETE FROM tenant_secret_keys WHERE tenant_id = $1 AND id = $2 RETURNING id', [
+    tenantId,
+    id,
+  ]);
   return rows.length > 0;
 }
 
@@ -155,7 +178,10 @@ export async function markSecretKeysSeenInBrowser(q: Queryable, seen: ReadonlyMa
 }
 
 /** Every digest of the tenants' keys as the read model holds them: a rotated key's replaced digest until its overlap ends. */
-export async function readSecretKeyAuth(q: Queryable, tenantIds: readonly number[]): Promise<Map<number, SecretKeyAuth[]>> {
+export async function readSecretKeyAuth(
+  q: Queryable,
+  tenantIds: readonly number[],
+): Promise<Map<number, SecretKeyAuth[]>> {
   const rows = await q.query<{
     id: string;
     tenant_id: number;
@@ -164,9 +190,10 @@ export async function readSecretKeyAuth(q: Queryable, tenantIds: readonly number
     previous_digest: Uint8Array | null;
     previous_expires_at: Date | null;
     expires_at: Date | null;
-  }>('SELECT id, tenant_id, scopes, digest, previous_digest, previous_expires_at, expires_at FROM tenant_secret_keys WHERE tenant_id = ANY($1::int[])', [
-    tenantIds,
-  ]);
+  }>(
+    'SELECT id, tenant_id, scopes, digest, previous_digest, previous_expires_at, expires_at FROM tenant_secret_keys WHERE tenant_id = ANY($1::int[])',
+    [tenantIds],
+  );
   const byTenant = new Map<number, SecretKeyAuth[]>();
   for (const row of rows) {
     const scopes = new Set(row.scopes as Scope[]);
@@ -174,7 +201,12 @@ export async function readSecretKeyAuth(q: Queryable, tenantIds: readonly number
     const list = byTenant.get(row.tenant_id) ?? [];
     list.push({ id: row.id, digest: Buffer.from(row.digest), scopes, expiresAtMs });
     if (row.previous_digest !== null && row.previous_expires_at !== null) {
-      list.push({ id: row.id, digest: Buffer.from(row.previous_digest), scopes, expiresAtMs: new Date(row.previous_expires_at).getTime() });
+      list.push({
+        id: row.id,
+        digest: Buffer.from(row.previous_digest),
+        scopes,
+        expiresAtMs: new Date(row.previous_expires_at).getTime(),
+      });
     }
     byTenant.set(row.tenant_id, list);
   }

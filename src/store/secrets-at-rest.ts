@@ -31,7 +31,10 @@ export async function secretCensus(q: Queryable): Promise<SecretCensus> {
  */
 export async function assertSecretKeysKnown(q: Queryable, secrets: SecretBox): Promise<SecretCensus> {
   const census = await secretCensus(q);
-  if (census.unreadable > 0) throw new Error(`${census.unreadable} stored secret(s) are in an unknown format (a newer version of Dunwall wrote them?)`);
+  if (census.unreadable > 0)
+    throw new Error(
+      `${census.unreadable} stored secret(s) are in an unknown format (a newer version of Dunwall wrote them?)`,
+    );
   const unknown = [...census.byKeyId.keys()].filter((id) => !secrets.knows(id)).sort();
   if (unknown.length > 0) throw new UnknownEncryptionKeyError(unknown);
   return census;

@@ -20,7 +20,15 @@ import { policyImpact, recoveryAnalytics } from './analytics.js';
 import type { AnalyticsQuery, PolicyImpact, RecoveryAnalytics } from './analytics.js';
 import { PRUNE_STRIPE_INTAKE_SQL, addStripeIntake, readStripeIntake } from './stripe-intake.js';
 import type { StripeIntakeCount } from '../domain/stripe/intake.js';
-import { applyAdminChange, applyStripeEvent, lockCustomer, reanswerCustomer, recordDueLockout, storedStatus, tenantPolicy } from './episodes.js';
+import {
+  applyAdminChange,
+  applyStripeEvent,
+  lockCustomer,
+  reanswerCustomer,
+  recordDueLockout,
+  storedStatus,
+  tenantPolicy,
+} from './episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
 import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
@@ -132,7 +140,12 @@ interface TierRow {
 }
 
 function toTier(row: TierRow): TierRecord {
-  return { name: row.name, entitlements: orderEntitlements(row.entitlements), createdAt: new Date(row.created_at), updatedAt: new Date(row.updated_at) };
+  return {
+    name: row.name,
+    entitlements: orderEntitlements(row.entitlements),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
 }
 
 function toHistory(row: HistoryRow): HistoryEntry {
@@ -211,7 +224,12 @@ function sameStatus(a: StripeEventResult['before'], b: StripeEventResult['after'
  * Keeps the event and applies it, in the caller's transaction: a redelivery finds the
  * row and changes nothing, so the event and its effect commit together or not at all.
  */
-async function recordIn(tx: Queryable, tenantId: number, { event, derivation }: StripeEventInput, now: Date): Promise<StripeEventResult> {
+async function recordIn(
+  tx: Queryable,
+  tenantId: number,
+  { event, derivation }: StripeEventInput,
+  now: Date,
+): Promise<StripeEventResult> {
   const inserted = await tx.query(
     `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
      VALUES ($1, $2, $3, $4, $5, $6, 'ignored', $7) ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING 1`,
@@ -224,10 +242,19 @@ async function recordIn(tx: Queryable, tenantId: number, { event, derivation }: 
     return { outcome: 'duplicate', customerId, before: current, after: current };
   }
   if (customerId === null) return { outcome: 'ignored', customerId, before: null, after: null };
-  const facts = { eventId: event.eventId, eventType: event.eventType, created: event.created, declineCode: event.declineCode };
+  const facts = {
+    eventId: event.eventId,
+    eventType: event.eventType,
+    created: event.created,
+    declineCode: event.declineCode,
+  };
   const result = await applyStripeEvent(tx, tenantId, customerId, facts, derivation, now);
   if (result.outcome !== 'ignored') {
-    await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [tenantId, event.eventId, result.outcome]);
+    await tx.query('UPDATE stripe_events SET outcome = $3 WHERE tenant_id = $1 AND event_id = $2', [
+      tenantId,
+      event.eventId,
+      result.outcome,
+    ]);
   }
   return { ...result, customerId };
 }
@@ -316,15 +343,22 @@ export class SqlStore implements Store {
   }
 
   async getSubscriberStatus(tenantId: number, customerId: string): Promise<SubscriberStatus | null> {
-    const [row] = await this.db.query<{ status: SubscriberStatus }>('SELECT status FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2', [
-      tenantId,
-      customerId,
-    ]);
+    const [row] = await this.db.query<{ status: SubscriberStatus }>(
+      'SELECT status FROM subscribers WHERE tenant_id = $1 AND processor_customer_id = $2',
+      [tenantId, customerId],
+    );
     return row?.status ?? null;
   }
 
-  async getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null> {
-    const rows = await this.db.query<{ id: number; livemode: boolean | null; secret: string | null; expires_at: Date | null }>(
+  async getStripeSigningSecrets(
+    slug: string,
+  ): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null> {
+    const rows = await this.db.query<{
+      id: number;
+      livemode: boolean | null;
+      secret: string | null;
+      expires_at: Date | null;
+    }>(
       `SELECT t.id, t.livemode, c.secret, c.expires_at FROM tenants t
        LEFT JOIN tenant_credentials c ON c.tenant_id = t.id AND c.kind = 'stripe_webhook_secret'
        WHERE t.slug = $1 ORDER BY c.id`,
@@ -337,7 +371,12 @@ export class SqlStore implements Store {
       livemode: first.livemode,
       secrets: rows
         .filter((r) => r.secret !== null)
-        .map((r) => credential(this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }), r.expires_at)),
+        .map((r) =>
+          credential(
+            this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }),
+            r.expires_at,
+          ),
+        ),
     };
   }
 
@@ -374,7 +413,12 @@ export class SqlStore implements Store {
         await tx.query(
           `INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES
            ($1, 'publishable_key', $2, NULL, $4), ($1, 'hmac_secret', NULL, $3, $4)`,
-          [row.id, t.publishableKeyHash, this.secrets.seal(t.hmacSecret, { tenantId: row.id, kind: 'hmac_secret' }), now],
+          [
+            row.id,
+            t.publishableKeyHash,
+            this.secrets.seal(t.hmacSecret, { tenantId: row.id, kind: 'hmac_secret' }),
+            now,
+          ],
         );
         return { ok: true, tenant: await tenantById(tx, row.id) } as const;
       });
@@ -397,7 +441,12 @@ export class SqlStore implements Store {
     return row ? toTenant(row) : null;
   }
 
-  async updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date, rotation?: CredentialRotation): Promise<UpdateTenantResult> {
+  async updateTenant(
+    slug: string,
+    patch: Partial<TenantSettings>,
+    now: Date,
+    rotation?: CredentialRotation,
+  ): Promise<UpdateTenantResult> {
     const result = await this.db.transaction(async (tx) => {
       if (patch.tier !== undefined) {
         const [tier] = await tx.query('SELECT 1 FROM tiers WHERE name = $1', [patch.tier]);
@@ -457,14 +506,16 @@ export class SqlStore implements Store {
     // The tenant's row is locked by the update before this: two changes at once merge in turn.
     const current = await tenantPolicy(tx, tenantId);
     const policy: Policy = { ...current, ...patch };
-    if (current.enforcement === policy.enforcement && current.grace_days === policy.grace_days && current.escalate_after_days === policy.escalate_after_days)
+    if (
+      current.enforcement === policy.enforcement &&
+      current.grace_days === policy.grace_days &&
+      current.escalate_after_days === policy.escalate_after_days
+    )
       return;
-    await tx.query('UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1', [
-      tenantId,
-      policy.enforcement,
-      policy.grace_days,
-      policy.escalate_after_days,
-    ]);
+    await tx.query(
+      'UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1',
+      [tenantId, policy.enforcement, policy.grace_days, policy.escalate_after_days],
+    );
     await tx.query(
       `INSERT INTO policy_sweeps (tenant_id, after, started_at) VALUES ($1, '', $2)
        ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
@@ -483,7 +534,9 @@ export class SqlStore implements Store {
     // One short transaction per customer, under its lock: a racing instance that took the
     // same customer finds the lockout written and records nothing more.
     for (const row of due) {
-      const done = await this.db.transaction(async (tx) => recordDueLockout(tx, row.tenant_id, row.processor_customer_id, await databaseNow(tx, notAfter)));
+      const done = await this.db.transaction(async (tx) =>
+        recordDueLockout(tx, row.tenant_id, row.processor_customer_id, await databaseNow(tx, notAfter)),
+      );
       if (done) recorded += 1;
     }
     if (recorded > 0) this.emit();
@@ -523,7 +576,11 @@ export class SqlStore implements Store {
       const last = customers.at(-1);
       const done = customers.length < batch || last === undefined;
       if (done) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
-      else await tx.query('UPDATE policy_sweeps SET after = $2 WHERE tenant_id = $1', [sweep.tenant_id, last.processor_customer_id]);
+      else
+        await tx.query('UPDATE policy_sweeps SET after = $2 WHERE tenant_id = $1', [
+          sweep.tenant_id,
+          last.processor_customer_id,
+        ]);
       // Another tenant's sweep may wait: the caller asks again, and finds none when all are done.
       return { seen: customers.length, pending: true };
     });
@@ -531,12 +588,24 @@ export class SqlStore implements Store {
     return result;
   }
 
-  async rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void> {
+  async rotateCredential(
+    tenantId: number,
+    kind: CredentialKind,
+    material: string,
+    overlapS: number,
+    now: Date,
+  ): Promise<void> {
     await this.db.transaction((tx) => rotateIn(tx, tenantId, { kind, material, overlapS }, now, this.secrets));
     this.emit();
   }
 
-  async applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome> {
+  async applyChange(
+    tenantId: number,
+    customerId: string,
+    change: Change,
+    cause: ChangeCause,
+    now: Date,
+  ): Promise<ApplyOutcome> {
     const outcome = await this.db.transaction((tx) => applyAdminChange(tx, tenantId, customerId, change, cause, now));
     if (outcome === 'applied') this.emit();
     return outcome;
@@ -548,7 +617,12 @@ export class SqlStore implements Store {
     return result;
   }
 
-  async recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options: { dryRun?: boolean } = {}): Promise<StripeEventResult[]> {
+  async recordStripeEvents(
+    tenantId: number,
+    inputs: readonly StripeEventInput[],
+    now: Date,
+    options: { dryRun?: boolean } = {},
+  ): Promise<StripeEventResult[]> {
     if (options.dryRun !== true) {
       const results: StripeEventResult[] = [];
       for (const input of inputs) results.push(await this.recordStripeEvent(tenantId, input, now));
@@ -558,7 +632,9 @@ export class SqlStore implements Store {
       await this.db.transaction(async (tx) => {
         // One transaction holds every customer of the batch: their locks are taken up front,
         // in one order, so that two dry runs naming the same customers cannot deadlock.
-        const customers = [...new Set(inputs.flatMap((i) => (i.derivation.customerId === null ? [] : [i.derivation.customerId])))].sort();
+        const customers = [
+          ...new Set(inputs.flatMap((i) => (i.derivation.customerId === null ? [] : [i.derivation.customerId]))),
+        ].sort();
         for (const customerId of customers) await lockCustomer(tx, tenantId, customerId);
         const results: StripeEventResult[] = [];
         for (const input of inputs) results.push(await recordIn(tx, tenantId, input, now));
@@ -617,7 +693,10 @@ export class SqlStore implements Store {
     };
   }
 
-  async listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }> {
+  async listSubscribers(
+    tenantId: number,
+    query: SubscriberListQuery,
+  ): Promise<{ rows: SubscriberListRow[]; more: boolean }> {
     const where = ['tenant_id = $1'];
     const params: unknown[] = [tenantId];
     const add = (clause: (n: string) => string, value: unknown) => {
@@ -652,7 +731,9 @@ export class SqlStore implements Store {
     return { rows: page, more: rows.length > query.limit };
   }
 
-  async countSubscribers(tenantId: number): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }> {
+  async countSubscribers(
+    tenantId: number,
+  ): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }> {
     const rows = await this.db.query<{ status: SubscriberStatus; derived_status: SubscriberStatus; n: number }>(
       'SELECT status, derived_status, count(*)::integer AS n FROM subscribers WHERE tenant_id = $1 GROUP BY status, derived_status',
       [tenantId],
@@ -672,7 +753,11 @@ export class SqlStore implements Store {
        WHERE tenant_id = $1 AND kind <> 'webhook_signing_secret' AND (expires_at IS NULL OR expires_at > $2) ORDER BY kind, created_at`,
       [tenantId, now],
     );
-    return rows.map((r) => ({ kind: r.kind, createdAt: new Date(r.created_at), expiresAt: r.expires_at === null ? null : new Date(r.expires_at) }));
+    return rows.map((r) => ({
+      kind: r.kind,
+      createdAt: new Date(r.created_at),
+      expiresAt: r.expires_at === null ? null : new Date(r.expires_at),
+    }));
   }
 
   credentialChanges(tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]> {
@@ -699,7 +784,13 @@ export class SqlStore implements Store {
     return gone;
   }
 
-  async rotateSecretKey(tenantId: number, id: string, next: { digest: Buffer; prefix: string }, overlapS: number, now: Date): Promise<SecretKeyRecord | null> {
+  async rotateSecretKey(
+    tenantId: number,
+    id: string,
+    next: { digest: Buffer; prefix: string },
+    overlapS: number,
+    now: Date,
+  ): Promise<SecretKeyRecord | null> {
     const rotated = await rotateSecretKey(this.db, tenantId, id, next, overlapS, now);
     if (rotated !== null) this.emit();
     return rotated;
@@ -723,7 +814,9 @@ export class SqlStore implements Store {
     return this.db.transaction(async (tx) => {
       const [tier] = await tx.query<{ name: string }>('SELECT name FROM tiers WHERE name = $1 FOR UPDATE', [name]);
       if (!tier) return 'not_found';
-      const [used] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM tenants WHERE tier = $1', [name]);
+      const [used] = await tx.query<{ n: number }>('SELECT count(*)::integer AS n FROM tenants WHERE tier = $1', [
+        name,
+      ]);
       if (Number(used?.n ?? 0) > 0) return 'in_use';
       await tx.query('DELETE FROM tiers WHERE name = $1', [name]);
       return 'deleted';
@@ -740,7 +833,9 @@ export class SqlStore implements Store {
   }
 
   async listTiers(): Promise<TierRecord[]> {
-    const rows = await this.db.query<TierRow>('SELECT name, entitlements, created_at, updated_at FROM tiers ORDER BY name');
+    const rows = await this.db.query<TierRow>(
+      'SELECT name, entitlements, created_at, updated_at FROM tiers ORDER BY name',
+    );
     return rows.map(toTier);
   }
 

@@ -34,7 +34,8 @@ interface EntryRow {
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** `lockout_at` as the lookup holds it: epoch seconds, rounded up. */
-const ENTRY_COLUMNS = 'processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint::text AS lockout_s, pay_url';
+const ENTRY_COLUMNS =
+  'processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint::text AS lockout_s, pay_url';
 
 function toEntry(row: EntryRow): StatusEntry {
   return {
@@ -62,8 +63,17 @@ const LIST_SQL = `SELECT h.position, s.* FROM (SELECT pg_current_snapshot()::tex
  * a change made meanwhile may show in them already, and comes in the feed too, so a reader
  * that applies the list then every change, in order, ends where the service is.
  */
-export async function listStatuses(db: Db, tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage> {
-  const rows = await db.query<{ position: string } & Nullable<EntryRow>>(LIST_SQL, [tenantId, cursor?.after ?? '', limit + 1]);
+export async function listStatuses(
+  db: Db,
+  tenantId: number,
+  cursor: ListCursor | null,
+  limit: number,
+): Promise<StatusListPage> {
+  const rows = await db.query<{ position: string } & Nullable<EntryRow>>(LIST_SQL, [
+    tenantId,
+    cursor?.after ?? '',
+    limit + 1,
+  ]);
   const head = rows[0];
   if (!head) throw new Error('no snapshot');
   // A list cursor's position ahead of the database's: never handed out here.
@@ -138,9 +148,20 @@ type ChangesRow = { now: string; expired: boolean; ahead: boolean } & Nullable<C
  * the same set on from there; one that does not ends at the current snapshot. `expired`
  * when the changes after the cursor may be gone: the reader lists again.
  */
-export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
+export async function statusChangesAfter(
+  db: Db,
+  tenantId: number,
+  cursor: FeedCursor,
+  limit: number,
+): Promise<StatusChanges> {
   const rows = await readingCursor(() =>
-    db.query<ChangesRow>(STATUS_CHANGES_SQL, [tenantId, cursor.since, cursor.within?.upto ?? null, cursor.within?.afterSeq ?? null, limit + 1]),
+    db.query<ChangesRow>(STATUS_CHANGES_SQL, [
+      tenantId,
+      cursor.since,
+      cursor.within?.upto ?? null,
+      cursor.within?.afterSeq ?? null,
+      limit + 1,
+    ]),
   );
   const head = rows[0];
   if (!head) throw new Error('status_changes_horizon is empty');
@@ -159,7 +180,8 @@ export async function statusChangesAfter(db: Db, tenantId: number, cursor: FeedC
   }));
   const last = found[limit - 1];
   const following = found[limit];
-  if (last === undefined || following === undefined) return { expired: false, changes, next: { since: head.now, within: null } };
+  if (last === undefined || following === undefined)
+    return { expired: false, changes, next: { since: head.now, within: null } };
   // Full: inside the last change's set, the next read takes that set on after it; at a set's
   // very end, it starts the next set.
   return {

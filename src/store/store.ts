@@ -70,7 +70,10 @@ export interface TenantSettings {
   livemode: boolean | null;
 }
 
-export interface NewTenant extends Omit<TenantSettings, 'suspended' | 'lookupsPerMinute' | 'branding' | 'policy' | 'livemode'> {
+export interface NewTenant extends Omit<
+  TenantSettings,
+  'suspended' | 'lookupsPerMinute' | 'branding' | 'policy' | 'livemode'
+> {
   lookupsPerMinute?: number | null;
   branding?: Branding;
   policy?: Policy;
@@ -184,7 +187,14 @@ export interface UnreadableTenant {
 export interface LookupStateSink {
   begin(subscribers: number, tenants: readonly TenantAuth[], unreadable: readonly UnreadableTenant[]): void;
   /** A subscriber, its customer id as the ASCII bytes `bytes[start..end)` of the load's stream: no string per row. */
-  subscriber(tenantId: number, bytes: Uint8Array, start: number, end: number, status: SubscriberStatus, extra: SubscriberExtra | null): void;
+  subscriber(
+    tenantId: number,
+    bytes: Uint8Array,
+    start: number,
+    end: number,
+    status: SubscriberStatus,
+    extra: SubscriberExtra | null,
+  ): void;
 }
 
 /** The changes a reader at some position had not seen, each key with its value now. */
@@ -198,7 +208,12 @@ export interface LookupChanges {
    */
   tenants: { id: number; tenant: TenantAuth | null; unreadable?: UnreadableTenant }[];
   /** Changed subscribers: their status now, or null when they have no record any more. */
-  subscribers: { tenantId: number; customerId: string; status: SubscriberStatus | null; extra: SubscriberExtra | null }[];
+  subscribers: {
+    tenantId: number;
+    customerId: string;
+    status: SubscriberStatus | null;
+    extra: SubscriberExtra | null;
+  }[];
 }
 
 export type ApplyOutcome = Extract<StripeEventOutcomeName, 'applied' | 'stale'>;
@@ -266,7 +281,8 @@ export interface CredentialSummary {
 }
 
 /** The tables that grow with traffic and are pruned by age. */
-export type RetainedTable = 'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes' | 'stripe_intake';
+export type RetainedTable =
+  'stripe_events' | 'subscriber_history' | 'webhook_events' | 'webhook_attempts' | 'status_changes' | 'stripe_intake';
 
 /**
  * A subscriber's answer as the status feed gives it to its tenant (docs/feed.md): what a
@@ -314,7 +330,8 @@ export interface StatusFeed {
 export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
 
 export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
-export type UpdateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
+export type UpdateTenantResult =
+  { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
 
 /**
  * Tenants, their credentials and the tiers they are on: what the operator's API and the
@@ -327,12 +344,23 @@ export interface TenantStore {
   listTenants(): Promise<TenantRecord[]>;
   getTenant(slug: string): Promise<TenantRecord | null>;
   /** Applies the patch and, in the same transaction, the rotation when one is given. */
-  updateTenant(slug: string, patch: Partial<TenantSettings>, now: Date, rotation?: CredentialRotation): Promise<UpdateTenantResult>;
+  updateTenant(
+    slug: string,
+    patch: Partial<TenantSettings>,
+    now: Date,
+    rotation?: CredentialRotation,
+  ): Promise<UpdateTenantResult>;
   /**
    * Adds a credential and makes every current one of the same kind expire `overlapS` seconds
    * from `now` (a rotation). The material is a hash for publishable keys, a secret otherwise.
    */
-  rotateCredential(tenantId: number, kind: CredentialKind, material: string, overlapS: number, now: Date): Promise<void>;
+  rotateCredential(
+    tenantId: number,
+    kind: CredentialKind,
+    material: string,
+    overlapS: number,
+    now: Date,
+  ): Promise<void>;
   /** The tenant's credentials still in force at `now` (expired ones are left out). */
   listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
   /** The tenant's recorded changes of credentials of `kind`, the latest first, `limit` at most. */
@@ -352,11 +380,19 @@ export interface SubscriberStore {
    * An admin's action (docs/stripe.md, statuses from dunning episodes): a status that overrides the episodes as of
    * `cause.occurredAt`, its clearing, or a removal. `stale` when a Stripe event dated later has spoken.
    */
-  applyChange(tenantId: number, customerId: string, change: Change, cause: ChangeCause, now: Date): Promise<ApplyOutcome>;
+  applyChange(
+    tenantId: number,
+    customerId: string,
+    change: Change,
+    cause: ChangeCause,
+    now: Date,
+  ): Promise<ApplyOutcome>;
   /** A page of the tenant's subscribers in customer id order, and whether more follow. */
   listSubscribers(tenantId: number, query: SubscriberListQuery): Promise<{ rows: SubscriberListRow[]; more: boolean }>;
   /** How many subscribers the tenant has in each status. */
-  countSubscribers(tenantId: number): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }>;
+  countSubscribers(
+    tenantId: number,
+  ): Promise<{ answered: Record<SubscriberStatus, number>; derived: Record<SubscriberStatus, number> }>;
   /** Null only when the store holds neither a record nor a history for the customer. */
   getSubscriber(tenantId: number, customerId: string): Promise<SubscriberRecord | null>;
 }
@@ -367,7 +403,9 @@ export interface StripeIngestion {
    * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
    * and the mode of the events it takes; null: no such tenant.
    */
-  getStripeSigningSecrets(slug: string): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
+  getStripeSigningSecrets(
+    slug: string,
+  ): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
   /**
    * Keeps a Stripe event and applies its derivation in one transaction. A redelivered
    * event id is a `duplicate` and changes nothing.
@@ -377,7 +415,12 @@ export interface StripeIngestion {
    * Several events, each in its own transaction, in the order given; with `dryRun`, all of
    * them in one transaction that is rolled back, so that the results say what they would do.
    */
-  recordStripeEvents(tenantId: number, inputs: readonly StripeEventInput[], now: Date, options?: { dryRun?: boolean }): Promise<StripeEventResult[]>;
+  recordStripeEvents(
+    tenantId: number,
+    inputs: readonly StripeEventInput[],
+    now: Date,
+    options?: { dryRun?: boolean },
+  ): Promise<StripeEventResult[]>;
 }
 
 export type { StripeIntakeCount, StripeIntakeKind };
@@ -643,20 +686,39 @@ export interface EndpointStore {
    * A new endpoint, unless the tenant has `maxPerTenant` already (counted and inserted under
    * the tenant's row lock, so that the limit holds whatever runs in parallel).
    */
-  createEndpoint(tenantId: number, endpoint: NewDownstreamEndpoint, now: Date, maxPerTenant: number): Promise<CreateEndpointResult>;
+  createEndpoint(
+    tenantId: number,
+    endpoint: NewDownstreamEndpoint,
+    now: Date,
+    maxPerTenant: number,
+  ): Promise<CreateEndpointResult>;
   listEndpoints(tenantId: number, now: Date): Promise<DownstreamEndpointRecord[]>;
   getEndpoint(tenantId: number, id: string, now: Date): Promise<DownstreamEndpointRecord | null>;
   /** Enabling clears the reason it was disabled and its failing streak. */
-  updateEndpoint(tenantId: number, id: string, patch: DownstreamEndpointPatch, now: Date): Promise<DownstreamEndpointRecord | null>;
+  updateEndpoint(
+    tenantId: number,
+    id: string,
+    patch: DownstreamEndpointPatch,
+    now: Date,
+  ): Promise<DownstreamEndpointRecord | null>;
   deleteEndpoint(tenantId: number, id: string): Promise<boolean>;
   /** A new signing secret; the current one keeps signing for `overlapS` seconds. False: no such endpoint. */
   rotateEndpointSecret(tenantId: number, id: string, secret: string, overlapS: number, now: Date): Promise<boolean>;
   /** The endpoint's latest attempts, newest first. */
   listAttempts(tenantId: number, id: string, limit: number): Promise<DownstreamAttemptRecord[] | null>;
   /** The endpoint's messages, newest first, optionally of one state. */
-  listMessages(tenantId: number, id: string, query: { state?: DownstreamMessageRecord['state']; limit: number }): Promise<DownstreamMessageRecord[] | null>;
+  listMessages(
+    tenantId: number,
+    id: string,
+    query: { state?: DownstreamMessageRecord['state']; limit: number },
+  ): Promise<DownstreamMessageRecord[] | null>;
   /** Queues the message for the endpoint again, now, for a new retry window. */
-  retryMessage(tenantId: number, id: string, messageId: string, now: Date): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
+  retryMessage(
+    tenantId: number,
+    id: string,
+    messageId: string,
+    now: Date,
+  ): Promise<'queued' | 'endpoint_not_found' | 'message_not_found'>;
   /**
    * The state of the tenant's deliveries: what waits (on every endpoint, disabled ones
    * included), what gave up since `failedSince`, and how many endpoints it has.

@@ -14,7 +14,9 @@ export const PRUNE_STRIPE_INTAKE_SQL = `WITH doomed AS (
   DELETE FROM stripe_intake s USING doomed d WHERE s.tenant_id = d.tenant_id AND s.day = d.day AND s.kind = d.kind RETURNING 1 AS n`;
 
 const byKey = (a: StripeIntakeCount, b: StripeIntakeCount): number =>
-  a.tenantId - b.tenantId || (a.day < b.day ? -1 : a.day > b.day ? 1 : 0) || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
+  a.tenantId - b.tenantId ||
+  (a.day < b.day ? -1 : a.day > b.day ? 1 : 0) ||
+  (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0);
 
 /**
  * One upsert for every (tenant, day, kind) given. The rows are taken in key order, so that
@@ -33,11 +35,18 @@ export async function addStripeIntake(q: Queryable, counts: readonly StripeIntak
      ON CONFLICT (tenant_id, day, kind) DO UPDATE SET
        count = stripe_intake.count + EXCLUDED.count,
        last_at = GREATEST(stripe_intake.last_at, EXCLUDED.last_at)`,
-    [rows.map((r) => r.tenantId), rows.map((r) => r.day), rows.map((r) => r.kind), rows.map((r) => r.count), rows.map((r) => r.lastAt)],
+    [
+      rows.map((r) => r.tenantId),
+      rows.map((r) => r.day),
+      rows.map((r) => r.kind),
+      rows.map((r) => r.count),
+      rows.map((r) => r.lastAt),
+    ],
   );
 }
 
-const zeroCounts = (): Record<StripeIntakeKind, number> => Object.fromEntries(STRIPE_INTAKE_KINDS.map((k) => [k, 0])) as Record<StripeIntakeKind, number>;
+const zeroCounts = (): Record<StripeIntakeKind, number> =>
+  Object.fromEntries(STRIPE_INTAKE_KINDS.map((k) => [k, 0])) as Record<StripeIntakeKind, number>;
 
 /**
  * The tenant's days from `since` on, and the latest of each kind among all its rows kept

@@ -171,7 +171,12 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
   return read;
 }
 
-function prepareRow(row: TenantRow, own: readonly CredentialRow[], secrets: SecretBox, secretKeys: readonly SecretKeyAuth[]): TenantAuth {
+function prepareRow(
+  row: TenantRow,
+  own: readonly CredentialRow[],
+  secrets: SecretBox,
+  secretKeys: readonly SecretKeyAuth[],
+): TenantAuth {
   const tenant = toTenant(row);
   return prepareTenant({
     id: tenant.id,

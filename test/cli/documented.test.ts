@@ -18,10 +18,14 @@ import { portOf } from '../helpers/socket.js';
  */
 const ROOT = resolve(import.meta.dirname, '../..');
 const BUILT = existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'));
-if (!BUILT && process.env.CI === 'true') throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
+if (!BUILT && process.env.CI === 'true')
+  throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  scripts: Record<string, string>;
+};
 const pages = [
   'README.md',
   ...readdirSync(join(ROOT, 'docs'))
@@ -65,7 +69,9 @@ describe('the docs run this project’s own command', () => {
     const names = new Set(COMMANDS.map((c) => c.name));
     let seen = 0;
     for (const { path, text } of pages) {
-      for (const m of text.matchAll(/(?:npm run -s dunwall --|node dist\/src\/cli\/main\.js) +([a-z-]+)(?: +([a-z-]+))?/g)) {
+      for (const m of text.matchAll(
+        /(?:npm run -s dunwall --|node dist\/src\/cli\/main\.js) +([a-z-]+)(?: +([a-z-]+))?/g,
+      )) {
         const [one = '', two = ''] = [m[1], m[2]];
         const name = names.has(`${one} ${two}`) ? `${one} ${two}` : one;
         expect(names.has(name) || name === 'help', `${path}: ${m[0]}`).toBe(true);
@@ -97,9 +103,16 @@ describe.skipIf(!BUILT)('npm run -s dunwall -- ..., spawned as the docs write it
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     // JSON alone on stdout: no line of npm's.
-    expect(JSON.parse(created.stdout)).toMatchObject({ slug: 'docs-co', publishable_key: expect.stringMatching(/^pk_/) });
+    expect(JSON.parse(created.stdout)).toMatchObject({
+      slug: 'docs-co',
+      publishable_key: expect.stringMatching(/^pk_/),
+    });
 
-    const key = await spawned(NPM, ['run', '-s', 'dunwall', '--', 'key', 'create', 'docs-co', '--name', 'ci', '--scopes', 'status:read', '--quiet'], env);
+    const key = await spawned(
+      NPM,
+      ['run', '-s', 'dunwall', '--', 'key', 'create', 'docs-co', '--name', 'ci', '--scopes', 'status:read', '--quiet'],
+      env,
+    );
     expect(key.code).toBe(0);
     expect(key.stdout).toMatch(/^sk_(live|test)_[A-Za-z0-9_-]+\n$/);
 
@@ -132,7 +145,10 @@ describe.skipIf(!BUILT)('npx dunwall in a clone', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const prepare = (npmCommand: string) =>
-    spawned(process.execPath, [join(ROOT, 'scripts', 'prepare.mjs')], { PATH: `${dir}:${process.env.PATH ?? ''}`, npm_command: npmCommand });
+    spawned(process.execPath, [join(ROOT, 'scripts', 'prepare.mjs')], {
+      PATH: `${dir}:${process.env.PATH ?? ''}`,
+      npm_command: npmCommand,
+    });
   const calls = () => (existsSync(join(dir, 'calls')) ? readFileSync(join(dir, 'calls'), 'utf8') : '');
 
   it('does not rebuild what npm install built: npm links the folder into its cache and runs prepare there', async () => {

@@ -35,7 +35,12 @@ describe('stripe send-sample events', () => {
         expect(events.length, label).toBeGreaterThan(0);
         expect(events.at(-1)?.created, label).toBe(NOW);
         for (const e of events) {
-          expect(e, label).toMatchObject({ object: 'event', api_version: SAMPLE_API_VERSIONS[shape], livemode: false, id: expect.stringMatching(/^evt_/) });
+          expect(e, label).toMatchObject({
+            object: 'event',
+            api_version: SAMPLE_API_VERSIONS[shape],
+            livemode: false,
+            id: expect.stringMatching(/^evt_/),
+          });
           const object = (e.data as { object: Obj }).object;
           expect(object.livemode, label).toBe(false);
           if (object.object === 'invoice') {
@@ -46,12 +51,17 @@ describe('stripe send-sample events', () => {
               amount_due: 2900,
               collection_method: 'charge_automatically',
             });
-            expect(object.hosted_invoice_url, label).toMatch(/^https:\/\/invoice\.stripe\.com\/i\/acct_[A-Za-z0-9]+\/test_[A-Za-z0-9]+\?s=ap$/);
+            expect(object.hosted_invoice_url, label).toMatch(
+              /^https:\/\/invoice\.stripe\.com\/i\/acct_[A-Za-z0-9]+\/test_[A-Za-z0-9]+\?s=ap$/,
+            );
             expect(typeof object.amount_remaining, label).toBe('number');
             expect(typeof object.attempt_count, label).toBe('number');
             expect(object, label).toHaveProperty('next_payment_attempt');
             if (shape === 'legacy') {
-              expect(object, label).toMatchObject({ subscription: ids.subscription, payment_intent: ids.paymentIntent });
+              expect(object, label).toMatchObject({
+                subscription: ids.subscription,
+                payment_intent: ids.paymentIntent,
+              });
               expect(object, label).not.toHaveProperty('parent');
             } else {
               expect(object, label).toMatchObject({
@@ -73,13 +83,30 @@ describe('stripe send-sample events', () => {
       const events = sampleEvents({ scenario, shape: 'basil', tenant: 'acme', customer: 'cus_1', ids, nowS: NOW });
       return deriveChange(events.at(-1) as unknown as StripeEventLike);
     };
-    expect(last('payment_failed')).toMatchObject({ change: { episode: ids.subscription, outcome: { state: 'warning', reason: 'soft_decline' } } });
-    expect(last('retries_exhausted')).toMatchObject({ change: { outcome: { state: 'lockout', reason: 'retries_exhausted' } } });
-    expect(last('action_required')).toMatchObject({ change: { outcome: { state: 'warning', reason: 'payment_action_required' } } });
-    expect(last('paid')).toMatchObject({ change: { episode: ids.subscription, outcome: { state: 'resolved', reason: 'paid' } } });
-    expect(last('subscription_deleted')).toMatchObject({ change: { episode: ids.subscription, outcome: { state: 'resolved', reason: 'subscription_ended' } } });
+    expect(last('payment_failed')).toMatchObject({
+      change: { episode: ids.subscription, outcome: { state: 'warning', reason: 'soft_decline' } },
+    });
+    expect(last('retries_exhausted')).toMatchObject({
+      change: { outcome: { state: 'lockout', reason: 'retries_exhausted' } },
+    });
+    expect(last('action_required')).toMatchObject({
+      change: { outcome: { state: 'warning', reason: 'payment_action_required' } },
+    });
+    expect(last('paid')).toMatchObject({
+      change: { episode: ids.subscription, outcome: { state: 'resolved', reason: 'paid' } },
+    });
+    expect(last('subscription_deleted')).toMatchObject({
+      change: { episode: ids.subscription, outcome: { state: 'resolved', reason: 'subscription_ended' } },
+    });
     // The hard decline is the payment intent's, linked to the invoice: the store weighs them together.
-    const [decline] = sampleEvents({ scenario: 'hard_decline', shape: 'legacy', tenant: 'acme', customer: 'cus_1', ids, nowS: NOW });
+    const [decline] = sampleEvents({
+      scenario: 'hard_decline',
+      shape: 'legacy',
+      tenant: 'acme',
+      customer: 'cus_1',
+      ids,
+      nowS: NOW,
+    });
     expect(deriveChange(decline as unknown as StripeEventLike)).toMatchObject({
       change: { kind: 'decline', decline: { hard: true, code: 'lost_card', invoiceId: ids.invoice } },
     });
@@ -111,7 +138,12 @@ describe('stripe send-sample in time, against a real service', () => {
     dated: string;
     events: { type: string; created: number; http_status: number; outcome: string }[];
     derived: { status: string; reason: string };
-    answered: { status: string; lockout_at: string | null; rule: string | null; policy: Record<string, unknown> } | null;
+    answered: {
+      status: string;
+      lockout_at: string | null;
+      rule: string | null;
+      policy: Record<string, unknown>;
+    } | null;
     answered_unknown: string | null;
   }
 
@@ -134,8 +166,17 @@ describe('stripe send-sample in time, against a real service', () => {
     expect((await cli(['tenant', 'update', slug, '--stripe-webhook-secret', '-'], { stdin: SECRET })).code).toBe(0);
   }
 
-  async function send(slug: string, scenario: string, customer: string, extra: string[], options: { env?: Record<string, string> } = {}): Promise<Out> {
-    return cli(['stripe', 'send-sample', scenario, '--tenant', slug, '--customer', customer, '--secret', '-', ...extra], { stdin: SECRET, ...options });
+  async function send(
+    slug: string,
+    scenario: string,
+    customer: string,
+    extra: string[],
+    options: { env?: Record<string, string> } = {},
+  ): Promise<Out> {
+    return cli(
+      ['stripe', 'send-sample', scenario, '--tenant', slug, '--customer', customer, '--secret', '-', ...extra],
+      { stdin: SECRET, ...options },
+    );
   }
 
   async function sent(slug: string, scenario: string, customer: string, extra: string[]): Promise<Sent> {
@@ -189,7 +230,10 @@ describe('stripe send-sample in time, against a real service', () => {
     expect(endsMs - datedMs).toBeGreaterThanOrEqual(7 * DAY_MS - 1000);
     expect(endsMs - datedMs).toBeLessThanOrEqual(7 * DAY_MS);
     // What the lookup answers is what the command printed.
-    expect(await lookup('graceful', 'cus_in_grace')).toMatchObject({ status: 'warning', lockout_at: result.answered?.lockout_at });
+    expect(await lookup('graceful', 'cus_in_grace')).toMatchObject({
+      status: 'warning',
+      lockout_at: result.answered?.lockout_at,
+    });
 
     const text = await send('graceful', 'retries_exhausted', 'cus_in_grace_text', ['--days-ago', '2']);
     expect(text.code).toBe(0);
@@ -210,7 +254,10 @@ describe('stripe send-sample in time, against a real service', () => {
     const inMs = Date.parse(soon.answered?.lockout_at ?? '') - Date.now();
     expect(inMs).toBeGreaterThan(0);
     expect(inMs).toBeLessThanOrEqual(30 * 60_000);
-    expect(await lookup('graceful', 'cus_grace_ends_soon')).toMatchObject({ status: 'warning', lockout_at: soon.answered?.lockout_at });
+    expect(await lookup('graceful', 'cus_grace_ends_soon')).toMatchObject({
+      status: 'warning',
+      lockout_at: soon.answered?.lockout_at,
+    });
 
     // Eight days ago: past the grace, the policy answers the lockout itself.
     const over = await sent('graceful', 'retries_exhausted', 'cus_grace_over', ['--days-ago', '8']);
@@ -230,7 +277,10 @@ describe('stripe send-sample in time, against a real service', () => {
     const dueIn = Date.parse(due.answered?.lockout_at ?? '') - Date.parse(due.dated);
     expect(dueIn).toBeGreaterThanOrEqual(3 * DAY_MS - 1000);
     expect(dueIn).toBeLessThanOrEqual(3 * DAY_MS);
-    expect(await lookup('escalating', 'cus_escalates_later')).toMatchObject({ status: 'warning', lockout_at: due.answered?.lockout_at });
+    expect(await lookup('escalating', 'cus_escalates_later')).toMatchObject({
+      status: 'warning',
+      lockout_at: due.answered?.lockout_at,
+    });
 
     const escalated = await sent('escalating', 'payment_failed', 'cus_escalated', ['--days-ago', '3.5']);
     expect(escalated.derived.status).toBe('warning');
@@ -244,7 +294,9 @@ describe('stripe send-sample in time, against a real service', () => {
   });
 
   it('still sends without the admin token, and says why it cannot tell the answer', async () => {
-    const out = await send('graceful', 'payment_failed', 'cus_no_token', ['--url', base, '--json'], { env: { DUNWALL_DATA_DIR: '/nonexistent-dunwall-data' } });
+    const out = await send('graceful', 'payment_failed', 'cus_no_token', ['--url', base, '--json'], {
+      env: { DUNWALL_DATA_DIR: '/nonexistent-dunwall-data' },
+    });
     expect(out.code).toBe(0);
     const result = JSON.parse(out.stdout) as Sent;
     expect(result.events.every((e) => e.http_status === 200)).toBe(true);

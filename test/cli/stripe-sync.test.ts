@@ -59,7 +59,13 @@ function attempt(data: StripeStandinData, customer: string, invoiceId: string, d
 }
 
 function account(): Account {
-  const data: StripeStandinData = { subscriptions: [], invoices: [], invoicePayments: [], paymentIntents: [], charges: [] };
+  const data: StripeStandinData = {
+    subscriptions: [],
+    invoices: [],
+    invoicePayments: [],
+    paymentIntents: [],
+    charges: [],
+  };
   const expected = new Map<string, [string, string] | null>();
   const t = NOW_S - 10 * DAY_S;
 
@@ -81,19 +87,33 @@ function account(): Account {
       finalizedS: at + 60,
     });
     data.invoices.push(invoice);
-    data.subscriptions.push(buildSubscription({ id: sub, customer, status, latestInvoice: invoice.id as string, createdS: at - 30 * DAY_S }));
-    for (let i = 0; i < inv.attempts; i += 1) attempt(data, customer, invoice.id as string, inv.decline, at + 3600 + i * DAY_S);
+    data.subscriptions.push(
+      buildSubscription({ id: sub, customer, status, latestInvoice: invoice.id as string, createdS: at - 30 * DAY_S }),
+    );
+    for (let i = 0; i < inv.attempts; i += 1)
+      attempt(data, customer, invoice.id as string, inv.decline, at + 3600 + i * DAY_S);
     expected.set(customer, expect);
     return { customer, subscription: sub };
   };
 
   // Enough past_due subscriptions for three pages of 100.
   for (let i = 0; i < 230; i += 1)
-    subscribed('past_due', { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 2 }, ['warning', 'soft_decline'], t + i);
+    subscribed(
+      'past_due',
+      { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 2 },
+      ['warning', 'soft_decline'],
+      t + i,
+    );
   subscribed('unpaid', { next: null, decline: 'expired_card', attempts: 4 }, ['lockout', 'hard_decline']);
   subscribed('unpaid', { next: null, decline: 'generic_decline', attempts: 4 }, ['lockout', 'retries_exhausted']);
-  subscribed('incomplete', { billingReason: 'subscription_create', next: null, decline: 'stolen_card', attempts: 1 }, ['warning', 'first_payment_failed']);
-  const paidLater = subscribed('past_due', { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 1 }, ['active', 'paid']);
+  subscribed('incomplete', { billingReason: 'subscription_create', next: null, decline: 'stolen_card', attempts: 1 }, [
+    'warning',
+    'first_payment_failed',
+  ]);
+  const paidLater = subscribed('past_due', { next: NOW_S + DAY_S, decline: 'insufficient_funds', attempts: 1 }, [
+    'active',
+    'paid',
+  ]);
 
   // An invoice of no subscription, collected automatically and retrying.
   const oneOff = buildCustomerId();
@@ -112,10 +132,26 @@ function account(): Account {
 
   // Neither gates: an emailed invoice, and one Stripe has not attempted yet.
   const emailed = buildCustomerId();
-  data.invoices.push(buildInvoice({ customer: emailed, subscription: null, collectionMethod: 'send_invoice', attemptCount: 0, createdS: t }));
+  data.invoices.push(
+    buildInvoice({
+      customer: emailed,
+      subscription: null,
+      collectionMethod: 'send_invoice',
+      attemptCount: 0,
+      createdS: t,
+    }),
+  );
   expected.set(emailed, null);
   const untried = buildCustomerId();
-  data.invoices.push(buildInvoice({ customer: untried, subscription: stripeId('sub'), attemptCount: 0, nextPaymentAttempt: NOW_S + 3600, createdS: t }));
+  data.invoices.push(
+    buildInvoice({
+      customer: untried,
+      subscription: stripeId('sub'),
+      attemptCount: 0,
+      nextPaymentAttempt: NOW_S + 3600,
+      createdS: t,
+    }),
+  );
   expected.set(untried, null);
   return { data, expected, paidLater };
 }
@@ -147,16 +183,25 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
   async function sync(args: string[], opts: { env?: Record<string, string>; tty?: boolean; tenant?: string } = {}) {
     const stdout = new Capture();
     const stderr = new Capture(opts.tty === true);
-    const code = await run(['stripe', 'sync', '--tenant', opts.tenant ?? 'acme', '--state-file', join(dir, 'state.json'), ...args], {
-      stdout,
-      stderr,
-      stdin: Readable.from([]),
-      env: { DUNWALL_URL: url, DUNWALL_ADMIN_TOKEN: ADMIN_TOKEN, STRIPE_API_KEY: KEY, DUNWALL_STRIPE_API_URL: standin.url, ...opts.env },
-      // Time is faked: a Retry-After is recorded, not slept.
-      sleep: async (ms) => {
-        sleeps.push(ms);
+    const code = await run(
+      ['stripe', 'sync', '--tenant', opts.tenant ?? 'acme', '--state-file', join(dir, 'state.json'), ...args],
+      {
+        stdout,
+        stderr,
+        stdin: Readable.from([]),
+        env: {
+          DUNWALL_URL: url,
+          DUNWALL_ADMIN_TOKEN: ADMIN_TOKEN,
+          STRIPE_API_KEY: KEY,
+          DUNWALL_STRIPE_API_URL: standin.url,
+          ...opts.env,
+        },
+        // Time is faked: a Retry-After is recorded, not slept.
+        sleep: async (ms) => {
+          sleeps.push(ms);
+        },
       },
-    });
+    );
     expect(stdout.text + stderr.text).not.toContain(KEY);
     return { code, stdout: stdout.text, stderr: stderr.text };
   }
@@ -196,7 +241,10 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     expect(summary.customers_seen).toBe(235);
     expect(summary.statuses).toEqual({ active: 0, warning: 233, lockout: 2, unknown: 0 });
     expect(summary.changes).toHaveLength(235);
-    expect(summary.changes.find((c) => c.processor_customer_id === acct.paidLater.customer)).toMatchObject({ from: null, to: 'warning' });
+    expect(summary.changes.find((c) => c.processor_customer_id === acct.paidLater.customer)).toMatchObject({
+      from: null,
+      to: 'warning',
+    });
     for (const customer of acct.expected.keys()) expect(await statusOf(customer)).toBeNull();
     expect(existsSync(join(dir, 'state.json'))).toBe(false);
   });
@@ -209,7 +257,12 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
       event(
         'invoice.paid',
         webhookInvoice(acct.paidLater.customer, {
-          ids: { subscription: acct.paidLater.subscription, invoice: stripeId('in'), paymentIntent: stripeId('pi'), charge: stripeId('ch') },
+          ids: {
+            subscription: acct.paidLater.subscription,
+            invoice: stripeId('in'),
+            paymentIntent: stripeId('pi'),
+            charge: stripeId('ch'),
+          },
           status: 'paid',
         }),
         { created: NOW_S - 3600 },
@@ -228,7 +281,9 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     );
     expect(sleeps).toEqual([7000]);
     // Plain progress lines, one a batch, since stderr is not a terminal.
-    expect(first.stderr).toMatch(/^stripe sync: 1\/4 past_due subscriptions · 100 objects · \d+ events · 100 customers$/m);
+    expect(first.stderr).toMatch(
+      /^stripe sync: 1\/4 past_due subscriptions · 100 objects · \d+ events · 100 customers$/m,
+    );
     const saved = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as { phase: number; startingAfter: string };
     expect(saved.phase).toBe(0);
     const imported = [...acct.expected.entries()].filter(([, e]) => e !== null && e[1] === 'soft_decline');
@@ -238,12 +293,19 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     standin.recover();
     standin.requests.length = 0;
     const second = await sync(['--json']);
-    expect(second.stderr).toMatch(/^dunwall: resuming the import of acme at past_due subscriptions \(\d+ objects done before\)$/m);
+    expect(second.stderr).toMatch(
+      /^dunwall: resuming the import of acme at past_due subscriptions \(\d+ objects done before\)$/m,
+    );
     expect(second.code).toBe(0);
     // It picked up after the last object it had sent, not from the start.
     const firstList = standin.requests.find((r) => r.path === '/v1/subscriptions');
     expect(firstList?.query.get('starting_after')).toBe(saved.startingAfter);
-    const result = JSON.parse(second.stdout) as { resumed: boolean; statuses: Record<string, number>; customers_seen: number; episodes_created: number };
+    const result = JSON.parse(second.stdout) as {
+      resumed: boolean;
+      statuses: Record<string, number>;
+      customers_seen: number;
+      episodes_created: number;
+    };
     expect(result.resumed).toBe(true);
     expect(result.customers_seen).toBe(235);
     expect(result.statuses).toEqual({ active: 1, warning: 232, lockout: 2, unknown: 0 });
@@ -254,7 +316,11 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
   it('a second run changes nothing, and a later webhook supersedes what was imported', async () => {
     const again = await sync(['--json'], { tty: true });
     expect(again.code).toBe(0);
-    const result = JSON.parse(again.stdout) as { episodes_created: number; changes: unknown[]; outcomes: { applied: number; duplicate: number } };
+    const result = JSON.parse(again.stdout) as {
+      episodes_created: number;
+      changes: unknown[];
+      outcomes: { applied: number; duplicate: number };
+    };
     expect(result.episodes_created).toBe(0);
     expect(result.changes).toEqual([]);
     expect(result.outcomes.applied).toBe(0);
@@ -266,7 +332,16 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     const [customer] = [...acct.expected.entries()].find(([, e]) => e?.[0] === 'lockout') ?? [];
     if (customer === undefined) throw new Error('no locked-out customer');
     const sub = acct.data.subscriptions.find((s) => s.customer === customer);
-    await deliver(h, 'acme', event('customer.subscription.updated', { ...sub, status: 'active' }, { created: NOW_S, previous: { status: 'unpaid' } }), SECRET);
+    await deliver(
+      h,
+      'acme',
+      event(
+        'customer.subscription.updated',
+        { ...sub, status: 'active' },
+        { created: NOW_S, previous: { status: 'unpaid' } },
+      ),
+      SECRET,
+    );
     expect(await statusOf(customer)).toEqual(['active', 'paid']);
   });
 
@@ -293,7 +368,9 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     expect(result.outcomes).toMatchObject({ applied: 0, livemode_mismatch: result.events_sent });
     expect(result.customers_seen).toBe(0);
     expect(result.statuses).toEqual({ active: 0, warning: 0, lockout: 0, unknown: 0 });
-    expect(live.stderr).toMatch(/^dunwall: \d+ events were skipped as livemode_mismatch: their Stripe mode is not the tenant's/m);
+    expect(live.stderr).toMatch(
+      /^dunwall: \d+ events were skipped as livemode_mismatch: their Stripe mode is not the tenant's/m,
+    );
     const [customer] = acct.expected.keys();
     expect((await h.admin('GET', `/tenants/acme-live/subscribers/${customer ?? ''}`)).statusCode).toBe(404);
 

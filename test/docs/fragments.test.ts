@@ -51,14 +51,16 @@ const PRELUDES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
     useBillingStatus: "typeof import('@dunwall/react').useBillingStatus",
     useBillingFetch: "typeof import('@dunwall/react').useBillingFetch",
     BillingBanner: "typeof import('@dunwall/react').BillingBanner",
-    Callout: "(props: { tone: 'danger' | 'warning'; onClose?: () => void; children?: import('react').ReactNode }) => import('react').ReactNode",
+    Callout:
+      "(props: { tone: 'danger' | 'warning'; onClose?: () => void; children?: import('react').ReactNode }) => import('react').ReactNode",
   },
   'docs/react-native.md': {
     useSafeAreaInsets: '() => { top: number; right: number; bottom: number; left: number }',
     useBillingFetch: "typeof import('@dunwall/react-native').useBillingFetch",
     BillingBanner: "typeof import('@dunwall/react-native').BillingBanner",
     BillingGate: "typeof import('@dunwall/react-native').BillingGate",
-    MyNotice: "(props: { text: string; action?: string; onAction: () => void; onClose: () => void }) => import('react').ReactNode",
+    MyNotice:
+      "(props: { text: string; action?: string; onAction: () => void; onClose: () => void }) => import('react').ReactNode",
   },
 };
 
@@ -117,7 +119,10 @@ function blocksOf(page: Page): Omit<Block, 'prelude' | 'complete'>[] {
         .map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)))
         .join('\n');
       const marker = /^<!-- ((?:docs\/)?examples\/\S+\.(?:tsx?|mjs|js)) -->$/.exec(lines[i - 1] ?? '')?.[1];
-      const file = marker !== undefined ? join(ROOT, marker) : join(ROOT, 'docs', '.fragments', page.path.replace(/\.md$/, ''), `line-${i + 2}${extension}`);
+      const file =
+        marker !== undefined
+          ? join(ROOT, marker)
+          : join(ROOT, 'docs', '.fragments', page.path.replace(/\.md$/, ''), `line-${i + 2}${extension}`);
       blocks.push({ page: page.path, line: i + 2, indent, lang, code, file });
     }
     i = end;
@@ -138,7 +143,8 @@ function declaredNames(source: ts.SourceFile): Set<string> {
       if (clause?.name) names.add(clause.name.text);
       const bindings = clause?.namedBindings;
       if (bindings && ts.isNamespaceImport(bindings)) names.add(bindings.name.text);
-      if (bindings && ts.isNamedImports(bindings)) for (const element of bindings.elements) names.add(element.name.text);
+      if (bindings && ts.isNamedImports(bindings))
+        for (const element of bindings.elements) names.add(element.name.text);
     } else if (ts.isVariableStatement(statement)) {
       for (const declaration of statement.declarationList.declarations) bind(declaration.name);
     } else if (
@@ -156,8 +162,11 @@ function declaredNames(source: ts.SourceFile): Set<string> {
 
 function preludeOf(block: Omit<Block, 'prelude' | 'complete'>, source: ts.SourceFile): string {
   const declared = declaredNames(source);
-  const wanted = Object.entries(PRELUDES[block.page] ?? {}).filter(([name]) => !declared.has(name) && new RegExp(`\\b${name}\\b`).test(block.code));
-  if (block.lang === 'js') return wanted.map(([name, type]) => `/** @type {${type}} */ const ${name} = /** @type {any} */ (null); `).join('');
+  const wanted = Object.entries(PRELUDES[block.page] ?? {}).filter(
+    ([name]) => !declared.has(name) && new RegExp(`\\b${name}\\b`).test(block.code),
+  );
+  if (block.lang === 'js')
+    return wanted.map(([name, type]) => `/** @type {${type}} */ const ${name} = /** @type {any} */ (null); `).join('');
   return wanted.map(([name, type]) => `declare const ${name}: ${type}; `).join('');
 }
 
@@ -190,7 +199,10 @@ const OPTIONS: ts.CompilerOptions = {
 };
 
 /** Declarations of the libraries a React Native app imports, which the repository does not install. */
-const DECLARATIONS = [join(ROOT, 'packages/react-native/types/react-native.d.ts'), join(ROOT, 'test/types/react-native-libraries.d.ts')];
+const DECLARATIONS = [
+  join(ROOT, 'packages/react-native/types/react-native.d.ts'),
+  join(ROOT, 'test/types/react-native-libraries.d.ts'),
+];
 
 /** Type-checks every block of `pages` in one program; the problems as `page:line:column TSxxxx message`. */
 export function checkFragments(pages: readonly Page[]): { blocks: number; problems: string[] } {
@@ -213,7 +225,8 @@ export function checkFragments(pages: readonly Page[]): { blocks: number; proble
   for (const b of blocks) {
     const shown = byFile.get(b.file);
     if (shown === undefined) byFile.set(b.file, b);
-    else if (shown.code !== b.code) problems.push(`${b.page}:${b.line} shows ${b.file.slice(ROOT.length + 1)} unlike ${shown.page}:${shown.line}`);
+    else if (shown.code !== b.code)
+      problems.push(`${b.page}:${b.line} shows ${b.file.slice(ROOT.length + 1)} unlike ${shown.page}:${shown.line}`);
   }
   const globals = join(ROOT, 'docs', '.fragments', 'browser-globals.d.ts');
   const text = (file: string): string | undefined => {
@@ -225,10 +238,14 @@ export function checkFragments(pages: readonly Page[]): { blocks: number; proble
   const { fileExists, readFile, getSourceFile, directoryExists } = host;
   host.fileExists = (file) => byFile.has(resolve(file)) || resolve(file) === globals || fileExists.call(host, file);
   host.readFile = (file) => text(resolve(file)) ?? readFile.call(host, file);
-  host.directoryExists = (dir) => [...byFile.keys(), globals].some((f) => f.startsWith(`${resolve(dir)}/`)) || (directoryExists?.call(host, dir) ?? true);
+  host.directoryExists = (dir) =>
+    [...byFile.keys(), globals].some((f) => f.startsWith(`${resolve(dir)}/`)) ||
+    (directoryExists?.call(host, dir) ?? true);
   host.getSourceFile = (file, language, onError, create) => {
     const own = text(resolve(file));
-    return own !== undefined ? ts.createSourceFile(file, own, language, true) : getSourceFile.call(host, file, language, onError, create);
+    return own !== undefined
+      ? ts.createSourceFile(file, own, language, true)
+      : getSourceFile.call(host, file, language, onError, create);
   };
   const program = ts.createProgram({ rootNames: [...byFile.keys(), globals, ...DECLARATIONS], options: OPTIONS, host });
   for (const d of ts.getPreEmitDiagnostics(program)) {
@@ -245,7 +262,9 @@ export function checkFragments(pages: readonly Page[]): { blocks: number; proble
     if ((!b.complete || inPrelude) && UNUSED.has(d.code)) continue;
     if (b.lang === 'js' && IMPLICIT_ANY.has(d.code)) continue;
     const column = (line === 0 ? Math.max(character - b.prelude.length, 0) : character) + b.indent + 1;
-    problems.push(`${b.page}:${b.line + line}:${column} TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`);
+    problems.push(
+      `${b.page}:${b.line + line}:${column} TS${d.code} ${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`,
+    );
   }
   const where = (p: string) => /^(\S+?):(\d+)/.exec(p) ?? ['', p, '0'];
   problems.sort((x, y) => {
@@ -312,7 +331,9 @@ describe("the docs' code blocks", () => {
     expect(problems).toEqual([
       expect.stringMatching(/^docs\/example\.md:5:7 TS2322 Type 'string' is not assignable to type 'number'/),
       expect.stringMatching(/^docs\/example\.md:12:44 TS2345 Argument of type 'string \| undefined' is not assignable/),
-      expect.stringMatching(/^docs\/example\.md:18:14 TS2322 Type 'Dunwall(?:Copy)?' is not assignable to type 'number'/),
+      expect.stringMatching(
+        /^docs\/example\.md:18:14 TS2322 Type 'Dunwall(?:Copy)?' is not assignable to type 'number'/,
+      ),
       expect.stringMatching(/^docs\/example\.md:21:7 TS6133 'unusedInAFile' is declared but its value is never read/),
       expect.stringMatching(/^docs\/example\.md:22:23 TS2304 Cannot find name 'missingName'/),
     ]);
@@ -342,12 +363,18 @@ describe("the README's hmac example", () => {
       server = app.listen(0, '127.0.0.1');
       const base = `http://127.0.0.1:${await listening(server)}`;
       const me = async (cookie?: string) => {
-        const res = await fetch(`${base}/api/me`, { headers: cookie ? { cookie } : {}, signal: AbortSignal.timeout(10_000) });
+        const res = await fetch(`${base}/api/me`, {
+          headers: cookie ? { cookie } : {},
+          signal: AbortSignal.timeout(10_000),
+        });
         return { status: res.status, body: (await res.json()) as unknown };
       };
       expect(await me()).toEqual({ status: 200, body: { customer: null, hmac: null } });
       expect(await me('session=not-a-session')).toEqual({ status: 200, body: { customer: null, hmac: null } });
-      expect(await me(openSession('cus_readme'))).toEqual({ status: 200, body: { customer: 'cus_readme', hmac: computeHmac(secret, 'cus_readme') } });
+      expect(await me(openSession('cus_readme'))).toEqual({
+        status: 200,
+        body: { customer: 'cus_readme', hmac: computeHmac(secret, 'cus_readme') },
+      });
     } finally {
       if (server) await closeServer(server);
       delete (globalThis as { readmeExample?: unknown }).readmeExample;

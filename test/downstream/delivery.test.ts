@@ -109,7 +109,13 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
         cause: { source: 'admin', action: 'set_status' },
       },
     });
-    expect(second?.data).toMatchObject({ sequence: 2, from: 'warning', to: 'lockout', reason: 'unpaid', previous_reason: 'payment_failed' });
+    expect(second?.data).toMatchObject({
+      sequence: 2,
+      from: 'warning',
+      to: 'lockout',
+      reason: 'unpaid',
+      previous_reason: 'payment_failed',
+    });
     expect(second?.data.occurred_at).toBe(new Date(h.clock.ms).toISOString());
     const r0 = receiver.received[0];
     expect(r0?.headers['webhook-id']).toBe(first?.id);
@@ -124,7 +130,13 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.received).toHaveLength(3);
     expect(verify(ep.secret, receiver.received[2] as never)).toMatchObject({
       type: 'subscriber.deleted',
-      data: { processor_customer_id: 'cus_A', sequence: 3, from: 'lockout', previous_reason: 'unpaid', cause: { source: 'admin', action: 'delete' } },
+      data: {
+        processor_customer_id: 'cus_A',
+        sequence: 3,
+        from: 'lockout',
+        previous_reason: 'unpaid',
+        cause: { source: 'admin', action: 'delete' },
+      },
     });
     const listed = await messages('acme', ep.id);
     expect(listed.map((m) => [m.sequence, m.state, m.attempts])).toEqual([
@@ -141,11 +153,15 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const ep = await endpoint('acme', { event_types: ['subscriber.status_changed'] });
     const ids = paymentIds();
     const nowS = Math.floor(h.clock.ms / 1000);
-    const failed = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: nowS + 86_400 }), { created: nowS });
+    const failed = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: nowS + 86_400 }), {
+      created: nowS,
+    });
     expect((await deliver(h, 'acme', failed, secret)).json()).toMatchObject({ outcome: 'applied' });
     expect((await deliver(h, 'acme', failed, secret)).json()).toMatchObject({ outcome: 'duplicate' }); // a redelivery
     // An older event of the same invoice, arriving late: stale, so no change and no event.
-    const older = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: null }), { created: nowS - 60 });
+    const older = event('invoice.payment_failed', invoice('cus_S', { ids, next_payment_attempt: null }), {
+      created: nowS - 60,
+    });
     expect((await deliver(h, 'acme', older, secret)).json()).toMatchObject({ outcome: 'stale' });
     await deliverer.runOnce();
     expect(receiver.received).toHaveLength(1);
@@ -173,7 +189,9 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       h.clock.advance(1_000);
       expect(await deliverer.runOnce()).toBe(1);
     }
-    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual(Array(4).fill(receiver.received[0]?.headers['webhook-id']));
+    expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual(
+      Array(4).fill(receiver.received[0]?.headers['webhook-id']),
+    );
     const tried = await attempts('acme', ep.id);
     expect(tried.map((a) => [a.status_code, a.outcome])).toEqual([
       [200, 'delivered'],
@@ -190,7 +208,9 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
 
   it('spreads retries with jitter, within a quarter of the wait either way', async () => {
     const { retryDelayMs } = await import('../../src/domain/downstream-endpoints.js');
-    expect([retryDelayMs(1, () => 0), retryDelayMs(1, () => 0.99)].map((ms) => Math.round(ms / 1000))).toEqual([23, 37]);
+    expect([retryDelayMs(1, () => 0), retryDelayMs(1, () => 0.99)].map((ms) => Math.round(ms / 1000))).toEqual([
+      23, 37,
+    ]);
     expect(retryDelayMs(12, () => 0.5)).toBe(8 * 3_600_000);
   });
 
@@ -222,18 +242,31 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', next_attempt_at: null });
     const [waiting] = await messages('acme', ep.id);
-    expect((await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(waiting?.message_id)}/retry`)).statusCode).toBe(202);
+    expect(
+      (await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(waiting?.message_id)}/retry`))
+        .statusCode,
+    ).toBe(202);
     expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
 
-    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { enabled: true })).statusCode).toBe(200);
+    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { enabled: true })).statusCode).toBe(
+      200,
+    );
     await deliverer.runOnce();
     // The message that met the 410 is sent again; cus_G2's change came while it was disabled: a replay sends it.
-    expect(receiver.received.map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual(['cus_G', 'cus_G']);
-    const replayed = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/replay`, { since: new Date(h.clock.ms - 86_400_000).toISOString() });
+    expect(receiver.received.map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual([
+      'cus_G',
+      'cus_G',
+    ]);
+    const replayed = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/replay`, {
+      since: new Date(h.clock.ms - 86_400_000).toISOString(),
+    });
     expect(replayed.statusCode, replayed.body).toBe(202);
     expect(replayed.json()).toEqual({ queued: 2, next: null });
     await deliverer.runOnce();
-    expect(receiver.received.slice(2).map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual(['cus_G', 'cus_G2']);
+    expect(receiver.received.slice(2).map((r) => (JSON.parse(r.body) as Payload).data.processor_customer_id)).toEqual([
+      'cus_G',
+      'cus_G2',
+    ]);
     shown = (await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json() as Record<string, unknown>;
     expect(shown).toMatchObject({ enabled: true, disabled_reason: null, pending: 0, failing_since: null });
   });
@@ -265,7 +298,11 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       await deliverer.runOnce();
     }
     const shown = (await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json() as Record<string, unknown>;
-    expect(shown).toMatchObject({ enabled: false, disabled_reason: 'failing', failing_since: new Date(start).toISOString() });
+    expect(shown).toMatchObject({
+      enabled: false,
+      disabled_reason: 'failing',
+      failing_since: new Date(start).toISOString(),
+    });
     expect(String(shown.disabled_detail)).toMatch(/every attempt failed since .*HTTP 503/);
   });
 
@@ -274,17 +311,25 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.setSubscriber('acme', 'cus_R', 'warning', 'payment_failed');
     await deliverer.runOnce();
     const [m] = await messages('acme', ep.id);
-    const retry = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(m?.message_id)}/retry`);
+    const retry = await h.admin(
+      'POST',
+      `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(m?.message_id)}/retry`,
+    );
     expect(retry.statusCode, retry.body).toBe(202);
     await deliverer.runOnce();
     expect(receiver.received.map((r) => r.headers['webhook-id'])).toEqual([m?.message_id, m?.message_id]);
-    const missing = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/msg_${'a'.repeat(24)}/retry`);
+    const missing = await h.admin(
+      'POST',
+      `/tenants/acme/webhook-endpoints/${ep.id}/messages/msg_${'a'.repeat(24)}/retry`,
+    );
     expect([missing.statusCode, missing.json().code]).toEqual([404, 'webhook_message_not_found']);
   });
 
   it('signs with both secrets during a rotation, and with the new one alone after the overlap', async () => {
     const ep = await endpoint('acme');
-    const rotated = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/rotate-secret`, { overlap_seconds: 3600 });
+    const rotated = await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/rotate-secret`, {
+      overlap_seconds: 3600,
+    });
     expect(rotated.statusCode, rotated.body).toBe(200);
     const { secret: next, signing_secrets } = rotated.json() as { secret: string; signing_secrets: unknown[] };
     expect(next).not.toBe(ep.secret);
@@ -317,7 +362,16 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const first = deliverer.runOnce();
     await vi.waitFor(() => expect(receiver.received).toHaveLength(2));
     // Every claim now finds the endpoint full.
-    expect((await h.store.downstream.claim(new Date(h.clock.ms), { perEndpoint: 2, perTenant: 16, batch: 10, leaseMs: 60_000 })).deliveries).toEqual([]);
+    expect(
+      (
+        await h.store.downstream.claim(new Date(h.clock.ms), {
+          perEndpoint: 2,
+          perTenant: 16,
+          batch: 10,
+          leaseMs: 60_000,
+        })
+      ).deliveries,
+    ).toEqual([]);
     release();
     expect(await first).toBe(2);
     deliverer.start();
@@ -385,10 +439,16 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await vi.waitFor(() => expect(receiver.received).toHaveLength(1));
     const other = await Receiver.start();
     open.push(other);
-    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { url: other.url() })).statusCode).toBe(200);
+    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { url: other.url() })).statusCode).toBe(
+      200,
+    );
     release();
     await run;
-    expect((await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json()).toMatchObject({ enabled: true, disabled_reason: null, pending: 1 });
+    expect((await h.admin('GET', `/tenants/acme/webhook-endpoints/${ep.id}`)).json()).toMatchObject({
+      enabled: true,
+      disabled_reason: null,
+      pending: 1,
+    });
     h.clock.advance(60_000);
     await deliverer.runOnce();
     expect(other.received).toHaveLength(1);
@@ -410,7 +470,13 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     let page = await h.store.downstream.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
     seen.push(page?.queued ?? -1);
     while (page?.next) {
-      page = await h.store.downstream.replay(tenant?.id ?? 0, ep.id, { ...range, ...page.next }, 2, new Date(h.clock.ms));
+      page = await h.store.downstream.replay(
+        tenant?.id ?? 0,
+        ep.id,
+        { ...range, ...page.next },
+        2,
+        new Date(h.clock.ms),
+      );
       seen.push(page?.queued ?? -1);
     }
     expect(seen).toEqual([2, 2, 1]);
@@ -461,7 +527,8 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await crowd(receiver);
     const limits = { perEndpoint: 4, perTenant: 16, batch: 64, leaseMs: 60_000 };
     const first = await h.store.downstream.claim(new Date(h.clock.ms), limits);
-    for (const slug of ['stuck1', 'stuck2', 'stuck3']) expect(first.deliveries.filter((d) => d.url.endsWith(`/${slug}`))).toHaveLength(16);
+    for (const slug of ['stuck1', 'stuck2', 'stuck3'])
+      expect(first.deliveries.filter((d) => d.url.endsWith(`/${slug}`))).toHaveLength(16);
     expect(first.deliveries).toHaveLength(48);
 
     // Later, a fourth tenant's message: the 18 endpoints of the full tenants that are due
@@ -487,7 +554,12 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.createTenant('small', { tier: 'scale' });
     const small = await endpoint('small', { url: receiver.url('/small') });
     await h.setSubscriber('small', 'cus_small', 'warning', 'payment_failed');
-    const { deliveries } = await h.store.downstream.claim(new Date(h.clock.ms), { perEndpoint: 4, perTenant: 2, batch: 3, leaseMs: 60_000 });
+    const { deliveries } = await h.store.downstream.claim(new Date(h.clock.ms), {
+      perEndpoint: 4,
+      perTenant: 2,
+      batch: 3,
+      leaseMs: 60_000,
+    });
     expect(deliveries.filter((d) => d.url.endsWith('/big'))).toHaveLength(2);
     expect(deliveries.filter((d) => d.endpointId === small.id)).toHaveLength(1);
   });
@@ -537,13 +609,21 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       const res = await h.admin('POST', '/tenants/acme/webhook-endpoints', { url });
       return [res.statusCode, (res.json() as { detail: string }).detail];
     };
-    expect(await bad('http://hooks.example.com/x')).toEqual([400, 'url: must be an https URL (http is allowed for loopback addresses only)']);
+    expect(await bad('http://hooks.example.com/x')).toEqual([
+      400,
+      'url: must be an https URL (http is allowed for loopback addresses only)',
+    ]);
     expect(await bad('ftp://hooks.example.com/x')).toEqual([400, 'url: must be an https URL']);
     expect(await bad('https://user:pw@hooks.example.com/x')).toEqual([400, 'url: must not carry credentials']);
-    expect((await bad('https://10.1.2.3/x'))[1]).toMatch(/10\.1\.2\.3 is a loopback, private, link-local or reserved address/);
+    expect((await bad('https://10.1.2.3/x'))[1]).toMatch(
+      /10\.1\.2\.3 is a loopback, private, link-local or reserved address/,
+    );
     expect((await bad('https://[fe80::1]/x'))[1]).toMatch(/reserved address/);
     expect((await bad('https://169.254.169.254/latest'))[1]).toMatch(/link-local/);
-    const unknownType = await h.admin('POST', '/tenants/acme/webhook-endpoints', { url: 'https://hooks.example.com/x', event_types: ['subscriber.created'] });
+    const unknownType = await h.admin('POST', '/tenants/acme/webhook-endpoints', {
+      url: 'https://hooks.example.com/x',
+      event_types: ['subscriber.created'],
+    });
     expect(unknownType.statusCode).toBe(400);
     const notFound = await h.admin('GET', `/tenants/acme/webhook-endpoints/ep_${'b'.repeat(24)}`);
     expect([notFound.statusCode, notFound.json().code]).toEqual([404, 'webhook_endpoint_not_found']);
@@ -557,13 +637,16 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       'mapped.example': ['::ffff:192.168.1.1'],
       'receiver.example': ['127.0.0.1'],
     };
-    const resolve = async (host: string) => (addresses[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const resolve = async (host: string) =>
+      (addresses[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     await deliverer.stop();
     // No network allowed: the loopback receiver itself is refused too.
     deliverer = newDeliverer({ resolve, allowedNetworks: [] });
     const eps: Record<string, string> = {};
     for (const host of Object.keys(addresses)) {
-      const res = await h.admin('POST', '/tenants/acme/webhook-endpoints', { url: `https://${host}:${receiver.port}/x` });
+      const res = await h.admin('POST', '/tenants/acme/webhook-endpoints', {
+        url: `https://${host}:${receiver.port}/x`,
+      });
       expect(res.statusCode, res.body).toBe(201);
       eps[host] = (res.json() as { id: string }).id;
     }
@@ -579,7 +662,9 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       const [a] = await attempts('acme', id);
       expect(a, host).toMatchObject({ outcome: 'refused', status_code: null });
       expect(String(a?.error), host).toMatch(
-        new RegExp(`^refused: ${host.replace('.', '\\.')} resolves to .* is a loopback, private, link-local or reserved address`),
+        new RegExp(
+          `^refused: ${host.replace('.', '\\.')} resolves to .* is a loopback, private, link-local or reserved address`,
+        ),
       );
     }
     expect(deliverer.counts.refused).toBe(6);
@@ -592,17 +677,27 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
   });
 
   it('prunes delivered and failed messages and old attempts after the retention, never one still waiting', async () => {
-    receiver.behaviour = (n, r) => ((JSON.parse(r.body) as Payload).data.processor_customer_id === 'cus_P2' ? 500 : 200);
+    receiver.behaviour = (n, r) =>
+      (JSON.parse(r.body) as Payload).data.processor_customer_id === 'cus_P2' ? 500 : 200;
     const ep = await endpoint('acme');
     await h.setSubscriber('acme', 'cus_P1', 'warning', 'payment_failed');
     await h.setSubscriber('acme', 'cus_P2', 'warning', 'payment_failed');
     await deliverer.runOnce();
     const day = 86_400_000;
     h.clock.advance(31 * day);
-    const retention = new Retention({ store: h.store, stripeEventsDays: 30, historyDays: 0, webhookDays: 30, now: h.clock.now, log: quiet });
+    const retention = new Retention({
+      store: h.store,
+      stripeEventsDays: 30,
+      historyDays: 0,
+      webhookDays: 30,
+      now: h.clock.now,
+      log: quiet,
+    });
     // cus_P2's message is still pending (its retry is due): it stays, with its attempt's message.
     expect(await retention.runOnce()).toMatchObject({ webhook_events: 1, webhook_attempts: 2 });
-    expect((await messages('acme', ep.id)).map((m) => [m.processor_customer_id, m.state])).toEqual([['cus_P2', 'pending']]);
+    expect((await messages('acme', ep.id)).map((m) => [m.processor_customer_id, m.state])).toEqual([
+      ['cus_P2', 'pending'],
+    ]);
     expect(await attempts('acme', ep.id)).toEqual([]);
   });
 
@@ -610,7 +705,9 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await deliverer.stop();
     const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
     deliverer = newDeliverer({ resolve, allowedNetworks: ['127.0.0.1/32'] });
-    const res = await h.admin('POST', '/tenants/acme/webhook-endpoints', { url: `http://localhost:${receiver.port}/x` });
+    const res = await h.admin('POST', '/tenants/acme/webhook-endpoints', {
+      url: `http://localhost:${receiver.port}/x`,
+    });
     expect(res.statusCode, res.body).toBe(201);
     await h.setSubscriber('acme', 'cus_L', 'warning', 'payment_failed');
     await deliverer.runOnce();

@@ -3,7 +3,13 @@ import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
 import { Receiver } from '../helpers/receiver.js';
-import { CUT_AFTER_MS, DownstreamDeliverer, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_TENANT, RESERVED_SLOTS } from '../../src/downstream/index.js';
+import {
+  CUT_AFTER_MS,
+  DownstreamDeliverer,
+  MAX_IN_FLIGHT,
+  MAX_IN_FLIGHT_PER_TENANT,
+  RESERVED_SLOTS,
+} from '../../src/downstream/index.js';
 
 /**
  * Tenants whose receivers hang, more and more of them, each with 20 endpoints: a tenant with
@@ -71,7 +77,8 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
     await h.createTenant('calm', { tier: 'scale' });
     const calm = await endpoint('calm', healthy.url('/calm'));
     /** Attempts the stuck receivers hold: the first three tenants fill the shared slots, each later one takes one reserved slot. */
-    const held = (tenants: number) => Math.min(MAX_IN_FLIGHT, Math.min(tenants, 3) * MAX_IN_FLIGHT_PER_TENANT + Math.max(tenants - 3, 0));
+    const held = (tenants: number) =>
+      Math.min(MAX_IN_FLIGHT, Math.min(tenants, 3) * MAX_IN_FLIGHT_PER_TENANT + Math.max(tenants - 3, 0));
     // 4: what held every slot of the process before; then more, up to as many as fill the reserve too.
     const full = 3 + RESERVED_SLOTS;
     expect(held(full)).toBe(MAX_IN_FLIGHT);
@@ -112,6 +119,9 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
       recorded.push(...(res.json() as { data: { outcome: string; error: string | null }[] }).data);
     }
     expect(recorded).toHaveLength(1);
-    expect(recorded[0]).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/^cut after \d+ s without an answer/) as unknown });
+    expect(recorded[0]).toMatchObject({
+      outcome: 'failed',
+      error: expect.stringMatching(/^cut after \d+ s without an answer/) as unknown,
+    });
   });
 });

@@ -21,7 +21,10 @@ const engines = await availableEngines();
 const KEY = createSecretKey(randomBytes(32));
 const LOOPBACK_OK = { allowHttpLoopback: true, allowedNetworks: ['127.0.0.0/8'] };
 
-function verify(secret: string, r: { headers: Record<string, unknown>; body: string }): { tenant: string; data: { processor_customer_id: string } } {
+function verify(
+  secret: string,
+  r: { headers: Record<string, unknown>; body: string },
+): { tenant: string; data: { processor_customer_id: string } } {
   return verifyDelivery(secret, r);
 }
 
@@ -91,7 +94,10 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
 
     expect(await deliverer.runOnce()).toBe(1);
     expect(receiver.received).toHaveLength(1);
-    expect(verify(endpoints.acme?.secret ?? '', receiver.received[0] as never)).toMatchObject({ tenant: 'acme', data: { processor_customer_id: 'cus_acme' } });
+    expect(verify(endpoints.acme?.secret ?? '', receiver.received[0] as never)).toMatchObject({
+      tenant: 'acme',
+      data: { processor_customer_id: 'cus_acme' },
+    });
     // beta's message waits, unattempted.
     const attempts = await admin('GET', `/tenants/beta/webhook-endpoints/${endpoints.beta?.id}/attempts`);
     expect(attempts.json()).toMatchObject({ data: [] });
@@ -100,7 +106,13 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
     expect(warned[0]?.obj).toMatchObject({ endpoint: endpoints.beta?.id });
     expect(String(warned[0]?.obj.reason)).toContain('webhook_signing_secret');
     const text = JSON.stringify(logged);
-    for (const secret of [betaSealed, await sealedOf('acme'), endpoints.acme?.secret ?? '-', endpoints.beta?.secret ?? '-']) expect(text).not.toContain(secret);
+    for (const secret of [
+      betaSealed,
+      await sealedOf('acme'),
+      endpoints.acme?.secret ?? '-',
+      endpoints.beta?.secret ?? '-',
+    ])
+      expect(text).not.toContain(secret);
 
     // Later changes of the others still go out; the bad endpoint is not logged again.
     clock.advance(1_000);
@@ -114,7 +126,10 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
     await setSealed('beta', betaSealed);
     clock.advance(UNREADABLE_SECRET_RETRY_MS);
     expect(await deliverer.runOnce()).toBe(1);
-    expect(verify(endpoints.beta?.secret ?? '', receiver.received[2] as never)).toMatchObject({ tenant: 'beta', data: { processor_customer_id: 'cus_beta' } });
+    expect(verify(endpoints.beta?.secret ?? '', receiver.received[2] as never)).toMatchObject({
+      tenant: 'beta',
+      data: { processor_customer_id: 'cus_beta' },
+    });
     expect(logged.filter((e) => e.level === 'info' && e.obj.endpoint === endpoints.beta?.id)).toHaveLength(1);
   });
 });

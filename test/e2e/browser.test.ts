@@ -92,21 +92,36 @@ ${tag ?? ''}
     await service?.close();
   });
 
-  function tag(t: Tenant, customer: string, extra: Record<string, string> = {}, src = `${running.url}/snippet.js`): string {
+  function tag(
+    t: Tenant,
+    customer: string,
+    extra: Record<string, string> = {},
+    src = `${running.url}/snippet.js`,
+  ): string {
     return snippetTag(src, t, customer, extra);
   }
 
   /** Opens the host page and waits for the snippet's answer (its dunwall:status event). */
   async function open(
     scriptTag: string,
-    opts: { hostile?: boolean; csp?: boolean; in?: BrowserContext; header?: boolean; before?: (page: Page) => Promise<void> } = {},
+    opts: {
+      hostile?: boolean;
+      csp?: boolean;
+      in?: BrowserContext;
+      header?: boolean;
+      before?: (page: Page) => Promise<void>;
+    } = {},
   ): Promise<{ page: Page; status: { status: string; source: string } }> {
     const page = await (opts.in ?? context).newPage();
     await opts.before?.(page);
     const url = `${pageOrigin}/app?${new URLSearchParams({ tag: scriptTag, ...(opts.hostile ? { hostile: '1' } : {}), ...(opts.csp ? { csp: '1' } : {}), ...(opts.header ? { header: '1' } : {}) })}`;
     await page.goto(url);
-    await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
-    const status = await page.evaluate(() => (window as unknown as { __events: { status: string; source: string }[] }).__events[0]);
+    await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, {
+      timeout: 10_000,
+    });
+    const status = await page.evaluate(
+      () => (window as unknown as { __events: { status: string; source: string }[] }).__events[0],
+    );
     return { page, status: status ?? { status: '', source: '' } };
   }
 
@@ -149,19 +164,29 @@ ${tag ?? ''}
   });
 
   it('gates a lockout: a modal dialog that keeps the focus, locks the scroll and cannot be dismissed', async () => {
-    const { page, status } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }));
+    const { page, status } = await open(
+      tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }),
+    );
     expect(status.status).toBe('lockout');
     const dialog = page.locator('dunwall-enforcement [role="dialog"]');
     expect(await dialog.isVisible()).toBe(true);
     expect(await dialog.getAttribute('aria-modal')).toBe('true');
-    expect(await dialog.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))).toEqual([CARD_URL, 'https://acme.test/support']);
+    expect(await dialog.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')))).toEqual([
+      CARD_URL,
+      'https://acme.test/support',
+    ]);
     expect(await dialog.textContent()).toContain('Powered by Dunwall');
 
     const focusIsInDialog = () =>
       page.evaluate(() => {
         const host = document.querySelector('dunwall-enforcement');
         const inner = host?.shadowRoot?.activeElement;
-        return document.activeElement === host && inner !== null && inner !== undefined && inner.closest('[role="dialog"]') !== null;
+        return (
+          document.activeElement === host &&
+          inner !== null &&
+          inner !== undefined &&
+          inner.closest('[role="dialog"]') !== null
+        );
       });
     expect(await focusIsInDialog()).toBe(true);
     for (let i = 0; i < 6; i += 1) {
@@ -182,13 +207,18 @@ ${tag ?? ''}
 
   const overflow = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).overflow);
   const checkFrom = (page: Page, t: Tenant, customer: string) =>
-    page.evaluate(async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status, {
-      tenant: t.slug,
-      key: t.publishable_key,
-      customer,
-      hmac: computeHmac(t.hmac_secret, customer),
-      baseUrl: running.url,
-    });
+    page.evaluate(
+      async (o) =>
+        (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o))
+          .status,
+      {
+        tenant: t.slug,
+        key: t.publishable_key,
+        customer,
+        hmac: computeHmac(t.hmac_secret, customer),
+        baseUrl: running.url,
+      },
+    );
 
   it('keeps the focus in the gate when the page adds a frame later, or the backdrop is clicked', async () => {
     const { page } = await open(tag(acme, 'cus_lock', { 'data-card-update-url': CARD_URL }));
@@ -201,7 +231,11 @@ ${tag ?? ''}
     const late = page.locator('#late');
     await expect.poll(() => late.evaluate((f) => (f as HTMLElement).inert)).toBe(true);
     await late.evaluate((f) => (f as HTMLIFrameElement).focus());
-    const inDialog = () => page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.closest('[role="dialog"]') != null);
+    const inDialog = () =>
+      page.evaluate(
+        () =>
+          document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.closest('[role="dialog"]') != null,
+      );
     expect(await inDialog()).toBe(true);
     await page.mouse.click(5, 5);
     expect(await inDialog()).toBe(true);
@@ -236,7 +270,10 @@ ${tag ?? ''}
         expect(await dialog.locator('h2').textContent(), locale).toBe(title);
         // The lookup names no link for a lockout: the gate's link is the one the admin set.
         const pay = dialog.locator('a.go');
-        expect([await pay.textContent(), await pay.getAttribute('href')], locale).toEqual([action, 'https://pay.branded.test/now']);
+        expect([await pay.textContent(), await pay.getAttribute('href')], locale).toEqual([
+          action,
+          'https://pay.branded.test/now',
+        ]);
         expect(await dialog.locator('a[href="https://branded.test/help"]').count()).toBe(1);
         await page.screenshot({ path: join(RESULTS, `gate-branded-${locale}.png`) });
         await page.close();
@@ -255,7 +292,10 @@ ${tag ?? ''}
     await page.close();
     // The page's own attributes still win.
     const { page: own } = await open(
-      tag(branded, 'cus_lock', { 'data-lockout-title': 'Page title', 'data-card-update-url': 'https://page.branded.test/card' }),
+      tag(branded, 'cus_lock', {
+        'data-lockout-title': 'Page title',
+        'data-card-update-url': 'https://page.branded.test/card',
+      }),
     );
     const dialog = own.locator('dunwall-enforcement [role="dialog"]');
     expect(await dialog.locator('h2').textContent()).toBe('Page title');
@@ -285,7 +325,8 @@ ${tag ?? ''}
               barScroll: bar ? bar.scrollWidth - bar.clientWidth : -1,
             };
           }) as Promise<{ header: Box; bar: Box; close: Box; inSlot: boolean; barScroll: number }>;
-        const intersects = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+        const intersects = (a: Box, b: Box) =>
+          a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
         for (const [mode, attrs] of [
           ['push', {}],
           ['mount', { 'data-mount': '#slot' }],
@@ -314,19 +355,28 @@ ${tag ?? ''}
   }
 
   it('follows dark mode with its own colours, unless the tenant or the page chose some', async () => {
-    const dark = await browser.newContext({ colorScheme: 'dark', reducedMotion: 'reduce', viewport: { width: 375, height: 667 } });
+    const dark = await browser.newContext({
+      colorScheme: 'dark',
+      reducedMotion: 'reduce',
+      viewport: { width: 375, height: 667 },
+    });
     try {
       const colorsOf = async (page: Page) =>
         page.evaluate(() => {
           const box = document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box');
           const title = box?.querySelector('h2');
-          return { background: box ? getComputedStyle(box).backgroundColor : '', text: title ? getComputedStyle(title).color : '' };
+          return {
+            background: box ? getComputedStyle(box).backgroundColor : '',
+            text: title ? getComputedStyle(title).color : '',
+          };
         });
       const { page } = await open(tag(acme, 'cus_lock'), { in: dark });
       expect(await colorsOf(page)).toEqual({ background: 'rgb(28, 34, 48)', text: 'rgb(231, 233, 238)' });
       // The gate fits the phone's width.
       const width = await page.evaluate(
-        () => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().right ?? 0,
+        () =>
+          document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect()
+            .right ?? 0,
       );
       expect(width).toBeLessThanOrEqual(375);
       await page.screenshot({ path: join(RESULTS, 'gate-dark-375x667.png') });
@@ -343,7 +393,10 @@ ${tag ?? ''}
     const narrow = await browser.newContext({ viewport: { width: 320, height: 568 } });
     try {
       const { page } = await open(
-        tag(acme, 'cus_warn', { 'data-warning-text': 'A rather long warning text that has to wrap onto several lines on a narrow phone screen.' }),
+        tag(acme, 'cus_warn', {
+          'data-warning-text':
+            'A rather long warning text that has to wrap onto several lines on a narrow phone screen.',
+        }),
         { in: narrow, header: true },
       );
       await page.locator('dunwall-enforcement').waitFor();
@@ -368,7 +421,9 @@ ${tag ?? ''}
 
   it('shows a way out on a gate with no links configured', async () => {
     const { page } = await open(tag(acme, 'cus_lock'));
-    expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).toContain('Please contact the support team');
+    expect(await page.locator('dunwall-enforcement [role="dialog"]').textContent()).toContain(
+      'Please contact the support team',
+    );
     await page.close();
   });
 
@@ -385,7 +440,13 @@ ${tag ?? ''}
         const w = window as unknown as { Dunwall: { check(o: unknown): Promise<unknown> }; pending: Promise<unknown> };
         w.pending = w.Dunwall.check(o);
       },
-      { tenant: 'acme', key: acme.publishable_key, customer: 'cus_lock', hmac: computeHmac(acme.hmac_secret, 'cus_lock'), baseUrl: running.url },
+      {
+        tenant: 'acme',
+        key: acme.publishable_key,
+        customer: 'cus_lock',
+        hmac: computeHmac(acme.hmac_secret, 'cus_lock'),
+        baseUrl: running.url,
+      },
     );
     expect(await checkFrom(page, acme, 'cus_ok')).toBe('active');
     release();
@@ -409,7 +470,11 @@ ${tag ?? ''}
     const { page } = await open(tag(acme, 'cus_lock'));
     expect(await overflow(page)).toBe('hidden');
     // As a framework swapping the body on navigation would.
-    await page.evaluate(() => document.body.replaceChildren(Object.assign(document.createElement('button'), { id: 'fresh', textContent: 'fresh' })));
+    await page.evaluate(() =>
+      document.body.replaceChildren(
+        Object.assign(document.createElement('button'), { id: 'fresh', textContent: 'fresh' }),
+      ),
+    );
     await expect.poll(() => overflow(page)).not.toBe('hidden');
     await page.keyboard.press('Tab');
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('fresh');
@@ -427,7 +492,9 @@ ${tag ?? ''}
   it('shows one gate when the snippet is loaded twice', async () => {
     // The service's copy and the page's own copy: whichever runs first serves both tags, each
     // with the base of its own script.
-    const { page } = await open(`${tag(acme, 'cus_lock')}${tag(acme, 'cus_lock', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`)}`);
+    const { page } = await open(
+      `${tag(acme, 'cus_lock')}${tag(acme, 'cus_lock', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`)}`,
+    );
     // Both copies have run once the page is idle; a check superseded by the other renders nothing.
     await page.waitForLoadState('networkidle');
     expect(await page.locator('dunwall-enforcement').count()).toBe(1);
@@ -447,10 +514,18 @@ ${tag ?? ''}
   it.each([
     ['a known active subscriber', () => tag(acme, 'cus_ok'), 'service'],
     ['an unknown subscriber', () => tag(acme, 'cus_nobody'), 'service'],
-    ['a wrong key (401)', () => tag({ ...acme, publishable_key: 'pk_wrongwrongwrongwrongwrong1' }, 'cus_lock'), 'fallback'],
+    [
+      'a wrong key (401)',
+      () => tag({ ...acme, publishable_key: 'pk_wrongwrongwrongwrongwrong1' }, 'cus_lock'),
+      'fallback',
+    ],
     ['a wrong hmac (403)', () => tag(acme, 'cus_lock', { 'data-hmac': 'f'.repeat(64) }), 'fallback'],
     ['a suspended tenant (402)', () => tag(frozen, 'cus_lock'), 'fallback'],
-    ['a service that is down', () => tag(acme, 'cus_lock', { 'data-base-url': 'http://127.0.0.1:9' }, `${pageOrigin}/snippet.js`), 'fallback'],
+    [
+      'a service that is down',
+      () => tag(acme, 'cus_lock', { 'data-base-url': 'http://127.0.0.1:9' }, `${pageOrigin}/snippet.js`),
+      'fallback',
+    ],
   ])('shows nothing for %s', async (_name, makeTag, source) => {
     const { page, status } = await open(makeTag());
     expect(status).toMatchObject({ status: 'active', source });
@@ -460,7 +535,9 @@ ${tag ?? ''}
   });
 
   it("works from the tenant's own domain (a copy of the file), pointed at the service", async () => {
-    const { page, status } = await open(tag(acme, 'cus_warn', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`));
+    const { page, status } = await open(
+      tag(acme, 'cus_warn', { 'data-base-url': running.url }, `${pageOrigin}/snippet.js`),
+    );
     expect(status.status).toBe('warning');
     expect(await page.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
     await page.close();
@@ -469,13 +546,21 @@ ${tag ?? ''}
   it('Dunwall.check for single-page apps: checks again on login, and clears for the next user', async () => {
     const { page } = await open(tag(acme, 'cus_ok'));
     const check = (customer: string) =>
-      page.evaluate(async (o) => (await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(o)).status, {
-        tenant: 'acme',
-        key: acme.publishable_key,
-        customer,
-        hmac: computeHmac(acme.hmac_secret, customer),
-        baseUrl: running.url,
-      });
+      page.evaluate(
+        async (o) =>
+          (
+            await (window as unknown as { Dunwall: { check(o: unknown): Promise<{ status: string }> } }).Dunwall.check(
+              o,
+            )
+          ).status,
+        {
+          tenant: 'acme',
+          key: acme.publishable_key,
+          customer,
+          hmac: computeHmac(acme.hmac_secret, customer),
+          baseUrl: running.url,
+        },
+      );
     expect(await check('cus_lock')).toBe('lockout');
     expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
     expect(await check('cus_ok')).toBe('active');
@@ -497,7 +582,9 @@ ${tag ?? ''}
         slug: 'pays-co',
         branding: {
           payment_url: 'https://pay.pays.test/now',
-          texts: { fr: { banner_countdown: "L'accès sera suspendu {time} (le {date}).", pay_action: 'Payer la facture' } },
+          texts: {
+            fr: { banner_countdown: "L'accès sera suspendu {time} (le {date}).", pay_action: 'Payer la facture' },
+          },
         },
       })) as Tenant;
       for (const [id, status] of [
@@ -536,7 +623,15 @@ ${tag ?? ''}
     const linksOf = (page: Page, selector: string) =>
       page
         .locator(`dunwall-enforcement ${selector} a`)
-        .evaluateAll((as) => as.map((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel'), a.className]));
+        .evaluateAll((as) =>
+          as.map((a) => [
+            a.textContent,
+            a.getAttribute('href'),
+            a.getAttribute('target'),
+            a.getAttribute('rel'),
+            a.className,
+          ]),
+        );
     const lookups = (page: Page) => {
       const seen: string[] = [];
       page.on('request', (r) => {
@@ -551,7 +646,8 @@ ${tag ?? ''}
         const real = w.fetch.bind(window);
         w.__lookups = 0;
         w.fetch = (input, init) => {
-          if (String(input instanceof Request ? input.url : input).includes('/api/subscriber-status/')) w.__lookups += 1;
+          if (String(input instanceof Request ? input.url : input).includes('/api/subscriber-status/'))
+            w.__lookups += 1;
           return real(input, init);
         };
       });
@@ -563,9 +659,12 @@ ${tag ?? ''}
       };
 
     it('leads the gate with "Pay now" to the invoice page, in a new tab, before the card update and support links', async () => {
-      const { page } = await open(tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }), {
-        before: addFields(() => ({ pay_url: PAY_URL })),
-      });
+      const { page } = await open(
+        tag(acme, 'cus_lock', { 'data-support-url': 'https://acme.test/support', 'data-card-update-url': CARD_URL }),
+        {
+          before: addFields(() => ({ pay_url: PAY_URL })),
+        },
+      );
       expect(await linksOf(page, '[role="dialog"]')).toEqual([
         ['Pay now', PAY_URL, '_blank', 'noopener', 'go'],
         ['Update card', CARD_URL, null, 'noopener', ''],
@@ -573,7 +672,11 @@ ${tag ?? ''}
       ]);
       // The first thing the keyboard reaches is the way to pay (the dialog holds the focus on load).
       await page.keyboard.press('Tab');
-      expect(await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent)).toBe('Pay now');
+      expect(
+        await page.evaluate(
+          () => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent,
+        ),
+      ).toBe('Pay now');
       await page.screenshot({ path: join(RESULTS, 'gate-pay-now.png') });
       await page.close();
     });
@@ -592,15 +695,52 @@ ${tag ?? ''}
           ],
         ],
         ['banner: no pay_url', acme, 'cus_warn', {}, null, [['Update card', CARD_URL]]],
-        ['gate: no pay_url, the page attribute', acme, 'cus_lock', { 'data-card-update-url': CARD_URL }, null, [['Update card', CARD_URL]]],
-        ['gate: no pay_url, no card update URL, the branding link', paysCo, 'cus_lock', {}, null, [['Update card', 'https://pay.pays.test/now']]],
+        [
+          'gate: no pay_url, the page attribute',
+          acme,
+          'cus_lock',
+          { 'data-card-update-url': CARD_URL },
+          null,
+          [['Update card', CARD_URL]],
+        ],
+        [
+          'gate: no pay_url, no card update URL, the branding link',
+          paysCo,
+          'cus_lock',
+          {},
+          null,
+          [['Update card', 'https://pay.pays.test/now']],
+        ],
         ['gate: pay_url wins over the branding link', paysCo, 'cus_lock', {}, PAY_URL, [['Pay now', PAY_URL]]],
-        ['gate: http pay_url', paysCo, 'cus_lock', {}, 'http://invoice.stripe.com/i/acct_1/test_x', [['Update card', 'https://pay.pays.test/now']]],
-        ['gate: javascript pay_url', acme, 'cus_lock', { 'data-card-update-url': CARD_URL }, 'javascript:alert(document.domain)', [['Update card', CARD_URL]]],
-        ['banner: data pay_url', acme, 'cus_warn', {}, 'data:text/html,<script>alert(1)</script>', [['Update card', CARD_URL]]],
+        [
+          'gate: http pay_url',
+          paysCo,
+          'cus_lock',
+          {},
+          'http://invoice.stripe.com/i/acct_1/test_x',
+          [['Update card', 'https://pay.pays.test/now']],
+        ],
+        [
+          'gate: javascript pay_url',
+          acme,
+          'cus_lock',
+          { 'data-card-update-url': CARD_URL },
+          'javascript:alert(document.domain)',
+          [['Update card', CARD_URL]],
+        ],
+        [
+          'banner: data pay_url',
+          acme,
+          'cus_warn',
+          {},
+          'data:text/html,<script>alert(1)</script>',
+          [['Update card', CARD_URL]],
+        ],
       ];
       for (const [name, t, customer, attrs, payUrl, expected] of cases) {
-        const { page } = await open(tag(t, customer, attrs), { before: addFields(() => (payUrl ? { pay_url: payUrl } : {})) });
+        const { page } = await open(tag(t, customer, attrs), {
+          before: addFields(() => (payUrl ? { pay_url: payUrl } : {})),
+        });
         const links = await linksOf(page, customer === 'cus_warn' ? '[role="alert"]' : '[role="dialog"]');
         expect(
           links.map(([text, href]) => [text, href]),
@@ -621,7 +761,11 @@ ${tag ?? ''}
         ['fr-FR', acme, 'Access will be paused in 3 days.', 'Dec 3, 2026, 12:00 PM'],
         ['fr-FR', paysCo, "L'accès sera suspendu dans 3 jours (le 3 déc. 2026, 12:00).", '3 déc. 2026, 12:00'],
       ] as const) {
-        const localized = await browser.newContext({ locale, timezoneId: 'UTC', viewport: { width: 1000, height: 700 } });
+        const localized = await browser.newContext({
+          locale,
+          timezoneId: 'UTC',
+          viewport: { width: 1000, height: 700 },
+        });
         try {
           await localized.clock.install({ time: NOW });
           let status = 'warning';
@@ -639,7 +783,9 @@ ${tag ?? ''}
           expect((await time.getAttribute('title'))?.replace(/\s/g, ' '), label).toBe(date);
           expect(await time.getAttribute('datetime')).toBe('2026-12-03T12:00:00.000Z');
           // Text, never markup: the host page's sentence stays one text node.
-          expect(await time.evaluate((n) => n.childNodes.length === 1 && n.firstChild?.nodeType === Node.TEXT_NODE)).toBe(true);
+          expect(
+            await time.evaluate((n) => n.childNodes.length === 1 && n.firstChild?.nodeType === Node.TEXT_NODE),
+          ).toBe(true);
           if (t === paysCo) {
             expect(await linksOf(page, '[role="alert"]').then((l) => l[0]?.[0])).toBe('Payer la facture');
             await page.screenshot({ path: join(RESULTS, 'banner-countdown-fr-FR.png') });
@@ -698,7 +844,11 @@ ${tag ?? ''}
         await back();
         expect(await asked()).toBe(1);
         // Its answer is in (the snippet's event for it) before the payment lands.
-        await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length >= 2, undefined, { timeout: 10_000 });
+        await page.waitForFunction(
+          () => (window as unknown as { __events: unknown[] }).__events.length >= 2,
+          undefined,
+          { timeout: 10_000 },
+        );
         expect(await dialog.evaluate((d, old) => d === old, before)).toBe(true);
 
         // invoice.paid arrives a moment later: the return is followed, without another event.
@@ -719,10 +869,18 @@ ${tag ?? ''}
 
         // A banner goes the same way on visibilitychange alone; an error on return fails open.
         await admin('PUT', '/tenants/acme/subscribers/cus_returning', { status: 'warning' });
-        const { page: bannered } = await open(tag(acme, 'cus_returning'), { in: clocked, before: addFields(() => ({ pay_url: PAY_URL })) });
+        const { page: bannered } = await open(tag(acme, 'cus_returning'), {
+          in: clocked,
+          before: addFields(() => ({ pay_url: PAY_URL })),
+        });
         expect(await bannered.locator('dunwall-enforcement [role="alert"]').isVisible()).toBe(true);
         await bannered.route('**/api/subscriber-status/**', (route) =>
-          route.fulfill({ status: 503, contentType: 'application/problem+json', headers: { 'access-control-allow-origin': '*' }, body: '{}' }),
+          route.fulfill({
+            status: 503,
+            contentType: 'application/problem+json',
+            headers: { 'access-control-allow-origin': '*' },
+            body: '{}',
+          }),
         );
         await clocked.clock.fastForward(1_500);
         await bannered.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
@@ -760,7 +918,9 @@ ${tag ?? ''}
       ] as const) {
         const page = await context.newPage();
         const asked = lookups(page);
-        await page.goto(`${pageOrigin}/app?${new URLSearchParams({ tag: tag(acme, 'cus_ok', { 'data-preview': value }) })}`);
+        await page.goto(
+          `${pageOrigin}/app?${new URLSearchParams({ tag: tag(acme, 'cus_ok', { 'data-preview': value }) })}`,
+        );
         await page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0);
         expect(
           asked.map((u) => new URL(u).searchParams.getAll('preview')),
@@ -781,16 +941,24 @@ ${tag ?? ''}
     try {
       const page = await context.newPage();
       await page.goto(`${demoUrl}/demo`);
-      const frames = ['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout'].map((c) => page.frameLocator(`iframe[title="${c}"]`));
-      await expect.poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible(), { timeout: 15_000 }).toBe(true);
-      await expect.poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible(), { timeout: 15_000 }).toBe(true);
+      const frames = ['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout'].map((c) =>
+        page.frameLocator(`iframe[title="${c}"]`),
+      );
+      await expect
+        .poll(() => frames[1]?.locator('dunwall-enforcement [role="alert"]').isVisible(), { timeout: 15_000 })
+        .toBe(true);
+      await expect
+        .poll(() => frames[2]?.locator('dunwall-enforcement [role="dialog"]').isVisible(), { timeout: 15_000 })
+        .toBe(true);
       expect(await frames[0]?.locator('dunwall-enforcement').count()).toBe(0);
       // Each placement of the banner, in a frame of its own.
       for (const placement of ['push', 'overlay', 'bottom', 'mount']) {
         const f = page.frameLocator(`iframe[title="banner ${placement}"]`);
         await expect.poll(() => f.locator('dunwall-enforcement [role="alert"]').count(), { timeout: 15_000 }).toBe(1);
       }
-      expect(await page.frameLocator('iframe[title="banner mount"]').locator('#billing-notice dunwall-enforcement').count()).toBe(1);
+      expect(
+        await page.frameLocator('iframe[title="banner mount"]').locator('#billing-notice dunwall-enforcement').count(),
+      ).toBe(1);
       await page.setViewportSize({ width: 1000, height: 1400 });
       await page.screenshot({ path: join(RESULTS, 'demo.png'), fullPage: true });
       await page.close();

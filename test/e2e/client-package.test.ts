@@ -37,7 +37,9 @@ describe('the @dunwall/client package', () => {
         headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
         payload: JSON.stringify(body),
       });
-    const created = (await admin('POST', '/tenants', { slug: 'acme', card_update_url: 'https://billing.acme.test/card' })).json() as {
+    const created = (
+      await admin('POST', '/tenants', { slug: 'acme', card_update_url: 'https://billing.acme.test/card' })
+    ).json() as {
       publishable_key: string;
       hmac_secret: string;
     };
@@ -55,20 +57,35 @@ describe('the @dunwall/client package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/client', '--pack-destination', packed], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
+    execFileSync(npm, ['pack', '--workspace', '@dunwall/client', '--pack-destination', packed], {
+      cwd: ROOT,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
     const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
     if (tarball === undefined) throw new Error('npm pack wrote no tarball');
 
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }));
-    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], { cwd: project, stdio: 'pipe', timeout: 120_000 });
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
+    );
+    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], {
+      cwd: project,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
     const installed = join(project, 'node_modules', '@dunwall', 'client');
-    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies?: object; type: string };
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      dependencies?: object;
+      type: string;
+    };
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.type).toBe('module');
     expect(existsSync(join(installed, 'dist', 'index.d.ts'))).toBe(true);
     // Its types name what a known subscriber's body may hold, and the preview option.
     const types = readFileSync(join(installed, 'dist', 'index.d.ts'), 'utf8');
-    for (const declared of ['lockout_at?: string;', 'pay_url?: string;', "preview?: 'warning' | 'lockout' | null;"]) expect(types).toContain(declared);
+    for (const declared of ['lockout_at?: string;', 'pay_url?: string;', "preview?: 'warning' | 'lockout' | null;"])
+      expect(types).toContain(declared);
     // Nothing else came with it.
     expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall']);
 
@@ -97,7 +114,11 @@ describe('the @dunwall/client package', () => {
       preview: string;
       sent: string | null;
     };
-    expect(answer.up).toMatchObject({ status: 'warning', card_update_url: 'https://billing.acme.test/card', source: 'service' });
+    expect(answer.up).toMatchObject({
+      status: 'warning',
+      card_update_url: 'https://billing.acme.test/card',
+      source: 'service',
+    });
     expect(answer.down).toEqual({ status: 'active', source: 'fallback', kind: 'network' });
     expect([answer.preview, answer.sent]).toEqual(['warning', 'lockout']);
   });

@@ -22,15 +22,24 @@ describe('Clock skew, as the service reports it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dunwall-clock-'));
     dirs.push(dir);
     const capture = new Capture();
-    const running = await start(loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(dir), PORT: '0', DUNWALL_DEMO: '0' }), pino({ level: 'info' }, capture), {
-      clock: () => Date.now() + 90_000,
-    });
+    const running = await start(
+      loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(dir), PORT: '0', DUNWALL_DEMO: '0' }),
+      pino({ level: 'info' }, capture),
+      {
+        clock: () => Date.now() + 90_000,
+      },
+    );
     try {
       // The policy clock compares at its first tick, a moment after the start.
       await expect
-        .poll(async () => ((await (await fetch(`${running.url}/readyz`)).json()) as { clock?: { within_bound: boolean } }).clock?.within_bound, {
-          timeout: 15_000,
-        })
+        .poll(
+          async () =>
+            ((await (await fetch(`${running.url}/readyz`)).json()) as { clock?: { within_bound: boolean } }).clock
+              ?.within_bound,
+          {
+            timeout: 15_000,
+          },
+        )
         .toBe(false);
       const ready = await fetch(`${running.url}/readyz`);
       expect(ready.status).toBe(200);
@@ -43,7 +52,9 @@ describe('Clock skew, as the service reports it', () => {
       const line = text.split('\n').find((l) => l.startsWith('dunwall_clock_skew_seconds '));
       expect(Number(line?.split(' ')[1])).toBeGreaterThan(85);
       const warned = capture.entries().filter((e) => String(e.msg).startsWith('clock:'));
-      expect(warned).toEqual([expect.objectContaining({ level: 40, bound_seconds: 2, skew_seconds: expect.any(Number) })]);
+      expect(warned).toEqual([
+        expect.objectContaining({ level: 40, bound_seconds: 2, skew_seconds: expect.any(Number) }),
+      ]);
     } finally {
       await running.close();
     }

@@ -19,7 +19,13 @@ interface Answer {
 }
 
 /** One request on a connection of its own, so that the primary hands it to the next worker in turn. */
-function once(port: number, method: string, path: string, headers: Record<string, string>, body?: string): Promise<Answer> {
+function once(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
@@ -42,14 +48,23 @@ function once(port: number, method: string, path: string, headers: Record<string
 /** `dunwall serve --workers 2`, its output gathered, once both workers listen (on one port: the primary's). */
 async function serveTwoWorkers(databaseUrl: string, extraEnv: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '2'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, DUNWALL_ADMIN_TOKEN: TOKEN, PORT: '0', LOG_LEVEL: 'info', ...extraEnv },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      DUNWALL_ADMIN_TOKEN: TOKEN,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   }) as ChildProcessWithoutNullStreams;
   const state = { out: '' };
   child.stdout.on('data', (d: Buffer) => (state.out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (state.out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  await expect.poll(() => (state.out.match(/Server listening at/g) ?? []).length, { timeout: 45_000, interval: 100 }).toBe(2);
+  await expect
+    .poll(() => (state.out.match(/Server listening at/g) ?? []).length, { timeout: 45_000, interval: 100 })
+    .toBe(2);
   const urls = [...state.out.matchAll(/Server listening at (http:\/\/[^"]+)/g)].map((m) => m[1] ?? '');
   return { child, state, exited, urls };
 }
@@ -67,7 +82,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
       // With PORT=0 each worker would get its own port: read both, and check each answers.
-      await expect.poll(() => (out.match(/Server listening at/g) ?? []).length, { timeout: 45_000, interval: 100 }).toBe(2);
+      await expect
+        .poll(() => (out.match(/Server listening at/g) ?? []).length, { timeout: 45_000, interval: 100 })
+        .toBe(2);
       const urls = [...out.matchAll(/Server listening at (http:\/\/[^"]+)/g)].map((m) => m[1] ?? '');
       const pids = new Set([...out.matchAll(/"pid":(\d+)[^\n]*Server listening/g)].map((m) => m[1]));
       expect(pids.size).toBe(2);
@@ -88,12 +105,16 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
       const key = ((await created.json()) as { publishable_key: string }).publishable_key;
       for (const u of urls) {
         for (let i = 0; i < 5; i += 1) {
-          const res = await fetch(`${u}/api/subscriber-status/acme?processor_customer_id=cus_${i}`, { headers: { authorization: `Bearer ${key}` } });
+          const res = await fetch(`${u}/api/subscriber-status/acme?processor_customer_id=cus_${i}`, {
+            headers: { authorization: `Bearer ${key}` },
+          });
           expect(res.status).toBe(200);
         }
       }
       const metrics = await (await fetch(`${base}/metrics`)).text();
-      expect(metrics).toMatch(/^dunwall_http_requests_total\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} 10$/m);
+      expect(metrics).toMatch(
+        /^dunwall_http_requests_total\{route="\/api\/subscriber-status\/:tenantSlug",method="GET",status_code="200"\} 10$/m,
+      );
       // Each worker holds the whole model: its size is the largest worker's, not the sum.
       expect(metrics).toMatch(/^dunwall_readmodel_tenants 1$/m);
       child.kill('SIGTERM');
@@ -108,7 +129,11 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
   it("a write through one worker is in every worker's read model when it answers: the next lookup, through the other, never reads the state before", async () => {
     const scoped = await schemaScopedUrl('dunwall_cluster_rw');
     // The 402s of the rounds would otherwise count against the test's address.
-    const served = await serveTwoWorkers(scoped.url, { DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0', DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0', DUNWALL_DEMO: '0' });
+    const served = await serveTwoWorkers(scoped.url, {
+      DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0',
+      DUNWALL_RATE_LIMIT_ADMIN_PER_IP: '0',
+      DUNWALL_DEMO: '0',
+    });
     const { child, urls } = served;
     try {
       const port = Number(new URL(urls[0] ?? '').port);
@@ -131,7 +156,13 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
           SECRET,
           nowS,
         );
-        return once(port, 'POST', '/webhooks/stripe/rw', { 'content-type': 'application/json', 'stripe-signature': signature }, payload);
+        return once(
+          port,
+          'POST',
+          '/webhooks/stripe/rw',
+          { 'content-type': 'application/json', 'stripe-signature': signature },
+          payload,
+        );
       };
 
       const stale: string[] = [];
@@ -141,23 +172,44 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
        * than the write (the primary hands connections to the workers in turn): that one
        * must read what was written, and so must any the writer's worker answered on the way.
        */
-      const writeThenRead = async (what: string, write: () => Promise<Answer>, writeStatus: number, customer: string, wanted: string) => {
+      const writeThenRead = async (
+        what: string,
+        write: () => Promise<Answer>,
+        writeStatus: number,
+        customer: string,
+        wanted: string,
+      ) => {
         const written = await write();
         expect(written.status, `${what}: ${written.body}`).toBe(writeStatus);
         workersSeen.add(written.worker);
         for (let tries = 0; tries < 10; tries += 1) {
-          const read = await once(port, 'GET', `/api/subscriber-status/rw?processor_customer_id=${customer}`, { authorization: `Bearer ${key}` });
+          const read = await once(port, 'GET', `/api/subscriber-status/rw?processor_customer_id=${customer}`, {
+            authorization: `Bearer ${key}`,
+          });
           workersSeen.add(read.worker);
           const body = JSON.parse(read.body) as { status?: string; code?: string };
           const got = read.status === 200 ? (body.status ?? '') : `${read.status} ${body.code ?? ''}`;
-          if (got !== wanted) stale.push(`${what}: ${got}, not ${wanted} (${read.worker === written.worker ? 'same' : 'other'} worker)`);
+          if (got !== wanted)
+            stale.push(`${what}: ${got}, not ${wanted} (${read.worker === written.worker ? 'same' : 'other'} worker)`);
           if (read.worker !== written.worker) return;
         }
         throw new Error(`${what}: no lookup reached another worker than the write's`);
       };
       for (let round = 0; round < ROUNDS; round += 1) {
-        await writeThenRead(`round ${round}, suspended`, () => admin('PATCH', '/tenants/rw', { suspended: true }), 200, 'cus_any', '402 tenant_suspended');
-        await writeThenRead(`round ${round}, resumed`, () => admin('PATCH', '/tenants/rw', { suspended: false }), 200, 'cus_any', 'active');
+        await writeThenRead(
+          `round ${round}, suspended`,
+          () => admin('PATCH', '/tenants/rw', { suspended: true }),
+          200,
+          'cus_any',
+          '402 tenant_suspended',
+        );
+        await writeThenRead(
+          `round ${round}, resumed`,
+          () => admin('PATCH', '/tenants/rw', { suspended: false }),
+          200,
+          'cus_any',
+          'active',
+        );
         await writeThenRead(
           `round ${round}, set`,
           () => admin('PUT', `/tenants/rw/subscribers/cus_set${round}`, { status: 'warning' }),
@@ -165,8 +217,20 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('dunwall serve --wor
           `cus_set${round}`,
           'warning',
         );
-        await writeThenRead(`round ${round}, deleted`, () => admin('DELETE', `/tenants/rw/subscribers/cus_set${round}`), 204, `cus_set${round}`, 'active');
-        await writeThenRead(`round ${round}, webhook`, () => webhook(`cus_hook${round}`, `evt_rw_${round}`), 200, `cus_hook${round}`, 'lockout');
+        await writeThenRead(
+          `round ${round}, deleted`,
+          () => admin('DELETE', `/tenants/rw/subscribers/cus_set${round}`),
+          204,
+          `cus_set${round}`,
+          'active',
+        );
+        await writeThenRead(
+          `round ${round}, webhook`,
+          () => webhook(`cus_hook${round}`, `evt_rw_${round}`),
+          200,
+          `cus_hook${round}`,
+          'lockout',
+        );
       }
       expect(workersSeen.size).toBe(2);
       expect(stale).toEqual([]);

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { axeViolations, consolePage, haveBrowser, launchChromium, seedTenant, signIn, signInAt, startConsoleService } from '../helpers/console-browser.js';
+import {
+  axeViolations,
+  consolePage,
+  haveBrowser,
+  launchChromium,
+  seedTenant,
+  signIn,
+  signInAt,
+  startConsoleService,
+} from '../helpers/console-browser.js';
 import type { ConsoleService } from '../helpers/console-browser.js';
 
 /**
@@ -37,7 +46,14 @@ describe.skipIf(!haveBrowser)('the console: the tenant in every address', () => 
     locked = acme.locked;
     open = acme.open;
     acmeKey = await service.key('acme', ['subscribers:read']);
-    globexKey = await service.key('globex', ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write']);
+    globexKey = await service.key('globex', [
+      'status:read',
+      'subscribers:read',
+      'subscribers:write',
+      'settings:write',
+      'webhooks:write',
+      'keys:write',
+    ]);
   });
   afterAll(async () => {
     await browser?.close();
@@ -73,7 +89,9 @@ describe.skipIf(!haveBrowser)('the console: the tenant in every address', () => 
         expect(page.url()).toBe(copied);
         await expect.poll(() => page.locator('.stats').innerText()).toMatch(/Answered status\s+lockout/);
         // The navigation stays with the tenant of the address.
-        expect(await page.getByRole('link', { name: 'Settings' }).getAttribute('href')).toBe('/console/t/acme/settings');
+        expect(await page.getByRole('link', { name: 'Settings' }).getAttribute('href')).toBe(
+          '/console/t/acme/settings',
+        );
         expect(await axeViolations(page)).toEqual([]);
         expect(problems).toEqual([]);
       } finally {
@@ -89,7 +107,9 @@ describe.skipIf(!haveBrowser)('the console: the tenant in every address', () => 
       await signInAt(page, `${service.url}/console/t/acme/subscribers/${locked}`, globexKey);
       await page.getByRole('heading', { name: 'Not your tenant', level: 1 }).waitFor();
       const text = await page.locator('main').innerText();
-      expect(text).toContain('This address is a page of the tenant acme, and this session was opened with a key of globex');
+      expect(text).toContain(
+        'This address is a page of the tenant acme, and this session was opened with a key of globex',
+      );
       expect(text).not.toContain(locked);
       expect(await page.locator('.stats').count()).toBe(0);
       expect(calls).toEqual([]);
@@ -131,7 +151,9 @@ describe.skipIf(!haveBrowser)('the console: the tenant in every address', () => 
       }
       await page.goto(`${service.url}/console/subscribers?status=warning,lockout`);
       await expect.poll(() => page.locator('tbody th[scope="row"] a').allInnerTexts()).toEqual([locked, ...open]);
-      expect(await page.locator('tbody th[scope="row"] a').first().getAttribute('href')).toBe(`/console/t/acme/subscribers/${locked}`);
+      expect(await page.locator('tbody th[scope="row"] a').first().getAttribute('href')).toBe(
+        `/console/t/acme/subscribers/${locked}`,
+      );
       // The history's way back leads to the page shown before, not to the address of before.
       await page.goBack();
       await page.waitForURL(`${service.url}/console/t/acme`);

@@ -3,7 +3,17 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, FrameLocator, Page } from 'playwright-core';
-import { axeViolations, consolePage, haveBrowser, launchChromium, PHONE, seedTenant, shot, signIn, startConsoleService } from '../helpers/console-browser.js';
+import {
+  axeViolations,
+  consolePage,
+  haveBrowser,
+  launchChromium,
+  PHONE,
+  seedTenant,
+  shot,
+  signIn,
+  startConsoleService,
+} from '../helpers/console-browser.js';
 import type { ConsoleService } from '../helpers/console-browser.js';
 import { Receiver } from '../helpers/receiver.js';
 import { snippetTag } from '../helpers/snippet-browser.js';
@@ -20,10 +30,21 @@ import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
  */
 
 const DAY_S = 86_400;
-const ALL = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write', 'stripe:write'];
+const ALL = [
+  'status:read',
+  'subscribers:read',
+  'subscribers:write',
+  'settings:write',
+  'webhooks:write',
+  'keys:write',
+  'stripe:write',
+];
 
 /** The banner's sentence and accent, the gate's title and accent, as the snippet drew them. */
-async function drawn(root: Page | FrameLocator, state: 'warning' | 'lockout'): Promise<{ text: string; accent: string }> {
+async function drawn(
+  root: Page | FrameLocator,
+  state: 'warning' | 'lockout',
+): Promise<{ text: string; accent: string }> {
   if (state === 'warning') {
     const bar = root.locator('dunwall-enforcement .bar');
     await bar.waitFor({ timeout: 10_000 });
@@ -36,7 +57,10 @@ async function drawn(root: Page | FrameLocator, state: 'warning' | 'lockout'): P
   }
   const box = root.locator('dunwall-enforcement .box');
   await box.waitFor({ timeout: 10_000 });
-  return { text: await box.locator('#dw-title').innerText(), accent: await box.evaluate((e) => getComputedStyle(e).borderTopColor) };
+  return {
+    text: await box.locator('#dw-title').innerText(),
+    accent: await box.evaluate((e) => getComputedStyle(e).borderTopColor),
+  };
 }
 
 describe.skipIf(!haveBrowser)('the console: settings', () => {
@@ -57,7 +81,10 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
 
   beforeAll(async () => {
     [service, browser, receiver] = await Promise.all([
-      startConsoleService({ DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }),
+      startConsoleService({
+        DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+        DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      }),
       launchChromium(),
       // The tenant's backend: failing at first (the message waits for its retry, half a minute away), then fine.
       Receiver.start((n) => (n === 0 ? 500 : 200)),
@@ -69,7 +96,11 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     // A warning three days old: an escalation after two days would gate it.
     const now = Math.floor(Date.now() / 1000);
     await service.admin('POST', '/tenants/acme/stripe-events', {
-      events: [event('invoice.payment_failed', invoice('cus_old_warning', { next_payment_attempt: now + DAY_S }), { created: now - 3 * DAY_S })],
+      events: [
+        event('invoice.payment_failed', invoice('cus_old_warning', { next_payment_attempt: now + DAY_S }), {
+          created: now - 3 * DAY_S,
+        }),
+      ],
     });
     fullKey = await service.key('acme', ALL);
     readKey = await service.key('acme', ['subscribers:read']);
@@ -78,7 +109,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       const customer = new URL(req.url ?? '/', 'http://x').searchParams.get('customer') ?? '';
       res
         .writeHead(200, { 'content-type': 'text/html' })
-        .end(`<!doctype html><html><body><h1>App</h1>${snippetTag(`${service.url}/snippet.js`, tenant, customer)}</body></html>`);
+        .end(
+          `<!doctype html><html><body><h1>App</h1>${snippetTag(`${service.url}/snippet.js`, tenant, customer)}</body></html>`,
+        );
     });
     await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
     pagesUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
@@ -159,10 +192,14 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       // Escalation after two days: the warning of three days ago is gated.
       await page.getByRole('spinbutton', { name: /Escalate/ }).fill('2');
       await expect.poll(() => impact.innerText()).toContain('1 customer would be gated now.');
-      expect(await impact.innerText()).toMatch(/Now: 1 customer gated, 4 customers warned\. With this policy: 2 customers gated, 3 customers warned\./);
+      expect(await impact.innerText()).toMatch(
+        /Now: 1 customer gated, 4 customers warned\. With this policy: 2 customers gated, 3 customers warned\./,
+      );
       await page.getByRole('button', { name: 'Save policy' }).click();
       await page.getByRole('status').filter({ hasText: 'Policy saved.' }).waitFor();
-      const settings = (await (await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${fullKey}` } })).json()) as { policy: unknown };
+      const settings = (await (
+        await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${fullKey}` } })
+      ).json()) as { policy: unknown };
       expect(settings.policy).toEqual({ enforcement: 'gate', grace_days: 0, escalate_after_days: 2 });
       expect(problems).toEqual([]);
     } finally {
@@ -203,7 +240,14 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await page.getByText('This needs the settings:write scope').waitFor();
       await page.getByText('This needs the keys:write scope').waitFor();
       await page.getByText('This needs the webhooks:write scope').waitFor();
-      for (const name of ['Save branding', 'Save policy', 'Save integration settings', 'Set signing secret', 'Create key', 'Add endpoint']) {
+      for (const name of [
+        'Save branding',
+        'Save policy',
+        'Save integration settings',
+        'Set signing secret',
+        'Create key',
+        'Add endpoint',
+      ]) {
         expect(await page.getByRole('button', { name }).count(), name).toBe(0);
       }
       // The Stripe signing secret (write-only: nothing to read) is there, disabled, with the reason.
@@ -215,9 +259,13 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
           .map((id) => document.getElementById(id)?.textContent ?? '')
           .join(' '),
       );
-      expect(reason).toContain('Setting the Stripe signing secret needs the stripe:write scope, which the key this session was opened with does not hold.');
+      expect(reason).toContain(
+        'Setting the Stripe signing secret needs the stripe:write scope, which the key this session was opened with does not hold.',
+      );
       // Nothing wider than the phone: tables scroll inside their regions.
-      expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0);
+      expect(
+        await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+      ).toBeLessThanOrEqual(0);
       await shot(page, 'settings');
       await noSeriousViolation(page);
       expect(problems).toEqual([]);
@@ -246,7 +294,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
           .map((id) => document.getElementById(id)?.textContent ?? '')
           .join(' '),
       );
-      expect(reason).toContain('needs the stripe:write scope, which the key this session was opened with does not hold');
+      expect(reason).toContain(
+        'needs the stripe:write scope, which the key this session was opened with does not hold',
+      );
       expect(reason).toContain('settings:write does not reach it');
       await noSeriousViolation(page);
       expect(problems).toEqual([]);
@@ -305,7 +355,10 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     await service.admin('POST', '/tenants', { slug: 'initech', livemode: false });
     const key = await service.key('initech', ALL);
     const settings = async () => {
-      const res = await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) });
+      const res = await fetch(`${service.url}/v1/settings`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: AbortSignal.timeout(10_000),
+      });
       expect(res.status).toBe(200);
       return (await res.json()) as Record<string, unknown>;
     };
@@ -313,7 +366,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
     const stripe = async (secret: string) => {
       const now = Math.floor(Date.now() / 1000);
       const { payload, signature } = signed(
-        event('invoice.payment_failed', invoice('cus_initech_0', { next_payment_attempt: now + DAY_S }), { created: now }),
+        event('invoice.payment_failed', invoice('cus_initech_0', { next_payment_attempt: now + DAY_S }), {
+          created: now,
+        }),
         secret,
         now,
       );
@@ -335,7 +390,12 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
           .join(' '),
       );
     const secret = 'whsec_console_integration_0123456789abcdef';
-    expect(await settings()).toMatchObject({ card_update_url: null, hmac_required: false, allowed_origins: null, stripe_webhook_secret_set: false });
+    expect(await settings()).toMatchObject({
+      card_update_url: null,
+      hmac_required: false,
+      allowed_origins: null,
+      stripe_webhook_secret_set: false,
+    });
     expect(await stripe(secret)).toBe(400);
 
     const { page, problems, close } = await consolePage(browser);
@@ -364,7 +424,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await save.click();
       const originsError = page.locator('#allowed_origins-error');
       await originsError.waitFor();
-      expect(await originsError.innerText()).toContain('Line 2: allowed_origins[1]: must be an origin exactly as a browser sends it (https://app.example.com)');
+      expect(await originsError.innerText()).toContain(
+        'Line 2: allowed_origins[1]: must be an origin exactly as a browser sends it (https://app.example.com)',
+      );
       expect(await origins.getAttribute('aria-invalid')).toBe('true');
       expect(await cardError.count()).toBe(0);
       expect(await cardUrl.getAttribute('aria-invalid')).toBeNull();
@@ -376,7 +438,11 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       expect(await secretError.innerText()).toMatch(/^secret: /);
       expect(await description(stripeSecret)).toMatch(/secret: /);
       // Nothing of a refused change was kept.
-      expect(await settings()).toMatchObject({ card_update_url: null, allowed_origins: null, stripe_webhook_secret_set: false });
+      expect(await settings()).toMatchObject({
+        card_update_url: null,
+        allowed_origins: null,
+        stripe_webhook_secret_set: false,
+      });
 
       // Every setting changed through the page, and read back through the API.
       await origins.fill('https://app.example.com\n\n  http://localhost:5173  \n');
@@ -401,7 +467,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       // Write-only: not kept by the page, never shown back.
       expect(await page.getByLabel('New Stripe signing secret').inputValue()).toBe('');
       expect(await page.getByRole('button', { name: 'Replace signing secret' }).isDisabled()).toBe(true);
-      const everything = await page.evaluate(() => document.documentElement.outerHTML + JSON.stringify({ ...sessionStorage, ...localStorage }));
+      const everything = await page.evaluate(
+        () => document.documentElement.outerHTML + JSON.stringify({ ...sessionStorage, ...localStorage }),
+      );
       expect(everything).not.toContain(secret);
 
       // The health page names the key that set it (and no key for the operator's changes).
@@ -427,7 +495,12 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await origins.fill('');
       await save.click();
       await page.getByRole('status').filter({ hasText: 'Integration settings saved.' }).waitFor();
-      expect(await settings()).toMatchObject({ card_update_url: null, hmac_required: false, allowed_origins: null, stripe_webhook_secret_set: true });
+      expect(await settings()).toMatchObject({
+        card_update_url: null,
+        hmac_required: false,
+        allowed_origins: null,
+        stripe_webhook_secret_set: true,
+      });
       await noSeriousViolation(page);
       expect(problems).toEqual([]);
     } finally {
@@ -441,7 +514,9 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await operator.page.goto(`${service.url}/console/t/initech/settings`);
       await operator.page.getByRole('heading', { name: 'Integration' }).waitFor();
       await operator.page.getByText('A signing secret is set').waitFor();
-      await operator.page.getByRole('textbox', { name: 'Card update URL' }).fill('https://billing.initech.example/card');
+      await operator.page
+        .getByRole('textbox', { name: 'Card update URL' })
+        .fill('https://billing.initech.example/card');
       await operator.page.getByRole('button', { name: 'Save integration settings' }).click();
       await operator.page.getByRole('status').filter({ hasText: 'Integration settings saved.' }).waitFor();
       expect((await settings()).card_update_url).toBe('https://billing.initech.example/card');

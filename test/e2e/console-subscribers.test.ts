@@ -43,13 +43,19 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
   /** The lookup as a tenant's page makes it, on a socket: publishable key and hmac. */
   async function lookup(customer: string): Promise<string> {
     const url = `${service.url}/api/subscriber-status/acme?processor_customer_id=${customer}&hmac=${computeHmac(tenant.hmac_secret, customer)}`;
-    const res = await fetch(url, { headers: { authorization: `Bearer ${tenant.publishable_key}` }, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(url, {
+      headers: { authorization: `Bearer ${tenant.publishable_key}` },
+      signal: AbortSignal.timeout(10_000),
+    });
     expect(res.status).toBe(200);
     return ((await res.json()) as { status: string }).status;
   }
 
   async function v1<T>(path: string): Promise<{ status: number; body: T }> {
-    const res = await fetch(`${service.url}/v1${path}`, { headers: { authorization: `Bearer ${fullKey}` }, signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${service.url}/v1${path}`, {
+      headers: { authorization: `Bearer ${fullKey}` },
+      signal: AbortSignal.timeout(10_000),
+    });
     return { status: res.status, body: (await res.json()) as T };
   }
 
@@ -75,7 +81,10 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
 
   beforeAll(async () => {
     [service, browser, receiver] = await Promise.all([
-      startConsoleService({ DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true', DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }),
+      startConsoleService({
+        DUNWALL_WEBHOOK_ALLOW_HTTP_LOOPBACK: 'true',
+        DUNWALL_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      }),
       launchChromium(),
       Receiver.start(),
     ]);
@@ -86,7 +95,9 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       {
         tier: 'scale',
         beforeEvents: async () => {
-          endpointId = ((await service.admin('POST', '/tenants/acme/webhook-endpoints', { url: receiver.url() })) as { id: string }).id;
+          endpointId = (
+            (await service.admin('POST', '/tenants/acme/webhook-endpoints', { url: receiver.url() })) as { id: string }
+          ).id;
         },
       },
     );
@@ -126,8 +137,18 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       // A reload (or a shared link) keeps the filters.
       await page.reload();
       await expect.poll(() => rows(page)).toEqual([seeded.locked]);
-      expect(await page.getByRole('group', { name: 'Derived status' }).getByRole('checkbox', { name: 'lockout' }).isChecked()).toBe(true);
-      expect(await page.getByRole('group', { name: 'Answered status' }).getByRole('checkbox', { name: 'lockout' }).isChecked()).toBe(false);
+      expect(
+        await page
+          .getByRole('group', { name: 'Derived status' })
+          .getByRole('checkbox', { name: 'lockout' })
+          .isChecked(),
+      ).toBe(true);
+      expect(
+        await page
+          .getByRole('group', { name: 'Answered status' })
+          .getByRole('checkbox', { name: 'lockout' })
+          .isChecked(),
+      ).toBe(false);
 
       // Pages of ten, by the cursor the service gives.
       await page.goto(`${service.url}/console/t/acme/subscribers`);
@@ -155,7 +176,9 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await signIn(phone.page, service.url, fullKey);
       await phone.page.goto(`${service.url}/console/t/acme/subscribers?status=warning,lockout`);
       await expect.poll(() => rows(phone.page)).toHaveLength(1 + seeded.open.length);
-      const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await phone.page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
       expect(overflow).toBeLessThanOrEqual(0);
       await shot(phone.page, 'subscribers');
       await noSeriousViolation(phone.page);
@@ -192,23 +215,33 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
   });
 
   it("shows a customer's timeline: the Stripe event that locked it out with its cause, and the webhook it raised with its delivery", async () => {
-    const shown = (await v1<{ history: { event_id: string | null; event_type: string | null }[] }>(`/subscribers/${seeded.locked}`)).body;
+    const shown = (
+      await v1<{ history: { event_id: string | null; event_type: string | null }[] }>(`/subscribers/${seeded.locked}`)
+    ).body;
     const failed = shown.history.find((h) => h.event_type === 'invoice.payment_failed')?.event_id;
     expect(failed).toMatch(/^evt_/);
     // The receiver got the customer's message: its id is the one the page must show.
     await expect
       .poll(() =>
-        receiver.received.find((r) => (JSON.parse(r.body) as { data: { processor_customer_id: string } }).data.processor_customer_id === seeded.locked),
+        receiver.received.find(
+          (r) =>
+            (JSON.parse(r.body) as { data: { processor_customer_id: string } }).data.processor_customer_id ===
+            seeded.locked,
+        ),
       )
       .toBeDefined();
     const sent = receiver.received.find(
-      (r) => (JSON.parse(r.body) as { data: { processor_customer_id: string } }).data.processor_customer_id === seeded.locked,
+      (r) =>
+        (JSON.parse(r.body) as { data: { processor_customer_id: string } }).data.processor_customer_id ===
+        seeded.locked,
     );
     const messageId = String(sent?.headers['webhook-id']);
     expect(messageId).toMatch(/^msg_/);
     await expect
       .poll(
-        async () => (await v1<{ data: { deliveries: { state: string }[] }[] }>(`/subscribers/${seeded.locked}/webhooks`)).body.data[0]?.deliveries[0]?.state,
+        async () =>
+          (await v1<{ data: { deliveries: { state: string }[] }[] }>(`/subscribers/${seeded.locked}/webhooks`)).body
+            .data[0]?.deliveries[0]?.state,
       )
       .toBe('delivered');
 
@@ -226,7 +259,9 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
         expect(await change.innerText()).toMatch(/Now\s+lockout/);
         const webhook = timeline.locator('li.tl-webhook', { hasText: messageId });
         expect(await webhook.innerText()).toContain('Webhook subscriber.status_changed');
-        expect(await webhook.innerText()).toMatch(new RegExp(`${endpointId}: delivered after 1 attempt, last .+ \\(HTTP 200\\)`));
+        expect(await webhook.innerText()).toMatch(
+          new RegExp(`${endpointId}: delivered after 1 attempt, last .+ \\(HTTP 200\\)`),
+        );
         // Newest first: the webhook the change raised sits above it.
         const order = await timeline.locator(':scope > li').evaluateAll((items) => items.map((li) => li.className));
         expect(order).toEqual(['tl-webhook', 'tl-change']);
@@ -235,7 +270,9 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
         expect(summary).toContain('retries exhausted');
         expect(await page.getByRole('table', { name: /Episodes/ }).innerText()).toContain('$29.00');
         if (viewport === PHONE) {
-          const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+          const overflow = await page.evaluate(
+            () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+          );
           expect(overflow).toBeLessThanOrEqual(0);
         }
         await shot(page, 'subscriber');
@@ -301,8 +338,12 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     const customer = 'cus_future_0';
     const now = Math.floor(Date.now() / 1000);
     // Dated four minutes ahead (a clock ahead of ours; Stripe's tolerance is five).
-    const ahead = event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), { created: now + 240 });
-    const replayed = (await service.admin('POST', '/tenants/acme/stripe-events', { events: [ahead] })) as { invalid: unknown[] };
+    const ahead = event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), {
+      created: now + 240,
+    });
+    const replayed = (await service.admin('POST', '/tenants/acme/stripe-events', { events: [ahead] })) as {
+      invalid: unknown[];
+    };
     expect(replayed.invalid).toEqual([]);
     const { page, problems, close } = await consolePage(browser);
     try {
@@ -311,7 +352,10 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       await page.getByRole('heading', { name: customer, level: 1 }).waitFor();
       await page.getByRole('combobox', { name: 'Status' }).selectOption('active');
       await page.getByRole('button', { name: 'Set override' }).click();
-      await page.getByRole('alert').filter({ hasText: 'Not applied: a Stripe event dated later than now has already set this customer' }).waitFor();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: 'Not applied: a Stripe event dated later than now has already set this customer' })
+        .waitFor();
       expect(await page.getByRole('alert').innerText()).toContain('stale_change');
       expect(await lookup(customer)).toBe('warning');
       expect(problems).toEqual([]);
@@ -359,13 +403,19 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
     // Stripe's deliveries on a socket: one good, one with another secret, one of the other mode.
     const now = Math.floor(Date.now() / 1000);
     const failing = (customer: string, livemode = false) =>
-      event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), { created: now, livemode });
+      event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), {
+        created: now,
+        livemode,
+      });
     expect(await stripe(failing('cus_health_0'), WEBHOOK_SECRET)).toBe(200);
     expect(await stripe(failing('cus_health_1'), 'whsec_not_the_one_0123456789abcdef')).toBe(400);
     expect(await stripe(failing('cus_health_2', true), WEBHOOK_SECRET)).toBe(200);
     // The counts are written every few seconds; this writes them now.
     await service.running.flushCounters();
-    type Answer = { stripe: { received: number; refused_signature: number; refused_livemode: number; days: unknown[] }; deliveries: { endpoints: number } };
+    type Answer = {
+      stripe: { received: number; refused_signature: number; refused_livemode: number; days: unknown[] };
+      deliveries: { endpoints: number };
+    };
     const health = (await v1<Answer>('/health')).body;
     expect(health.stripe.refused_signature).toBeGreaterThanOrEqual(1);
     expect(health.stripe.refused_livemode).toBeGreaterThanOrEqual(1);
@@ -381,7 +431,9 @@ describe.skipIf(!haveBrowser)('the console: subscribers, a customer, health', ()
       expect(stats).toMatch(new RegExp(`Received\\s+${health.stripe.received}\\b`));
       expect(stats).toMatch(new RegExp(`Refused: bad signature\\s+${health.stripe.refused_signature}\\b`));
       expect(stats).toMatch(new RegExp(`Refused: wrong mode\\s+${health.stripe.refused_livemode}\\b`));
-      expect(await page.getByRole('table', { name: 'Stripe events by day' }).locator('tbody tr').count()).toBe(health.stripe.days.length);
+      expect(await page.getByRole('table', { name: 'Stripe events by day' }).locator('tbody tr').count()).toBe(
+        health.stripe.days.length,
+      );
       await page.getByText('dunwall stripe sync').waitFor();
       // With its figures: the desktop screenshot the docs show.
       await shot(page, 'health');

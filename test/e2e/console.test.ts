@@ -34,7 +34,13 @@ function raw(url: string, method: string, headers: Record<string, string>, body?
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method, headers: { ...headers, ...(body ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}) } },
+      {
+        method,
+        headers: {
+          ...headers,
+          ...(body ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}),
+        },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
@@ -48,7 +54,10 @@ function raw(url: string, method: string, headers: Record<string, string>, body?
   });
 }
 
-async function session(url: string, credential: string): Promise<{ cookie: string; csrf: string; setCookie: string; body: Record<string, unknown> }> {
+async function session(
+  url: string,
+  credential: string,
+): Promise<{ cookie: string; csrf: string; setCookie: string; body: Record<string, unknown> }> {
   const res = await raw(`${url}/console/api/session`, 'POST', {}, JSON.stringify({ credential }));
   expect(res.status, res.body).toBe(201);
   const setCookie = String(res.headers['set-cookie']);
@@ -66,7 +75,14 @@ describe.skipIf(!haveBrowser)('the console', () => {
   beforeAll(async () => {
     [service, browser] = await Promise.all([startConsoleService(), launchChromium()]);
     await seedTenant(service, 'acme');
-    fullKey = await service.key('acme', ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write']);
+    fullKey = await service.key('acme', [
+      'status:read',
+      'subscribers:read',
+      'subscribers:write',
+      'settings:write',
+      'webhooks:write',
+      'keys:write',
+    ]);
     statusKey = await service.key('acme', ['status:read']);
   });
   afterAll(async () => {
@@ -105,7 +121,9 @@ describe.skipIf(!haveBrowser)('the console', () => {
       expect(await page.locator('.stat').nth(2).innerText()).toContain('100.0 %');
       expect(await page.getByRole('combobox', { name: 'Tenant' }).count()).toBe(0);
       expect(await page.getByRole('link', { name: 'Tenants' }).count()).toBe(0);
-      const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie);
+      const stored = await page.evaluate(
+        () => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie,
+      );
       expect(stored).not.toContain(fullKey);
       // HttpOnly: the page's script cannot read the session cookie.
       expect(stored).not.toContain('dunwall_session');
@@ -123,7 +141,9 @@ describe.skipIf(!haveBrowser)('the console', () => {
       await signIn(page, service.url, fullKey);
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
       await expect.poll(() => page.locator('.stat').first().innerText()).toContain('$');
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      const overflow = await page.evaluate(
+        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      );
       expect(overflow).toBeLessThanOrEqual(0);
       await shot(page, 'overview');
       expect(JSON.stringify(await axeViolations(page))).toBe('[]');
@@ -181,14 +201,20 @@ describe.skipIf(!haveBrowser)('the console', () => {
   it('refuses a write made with the cookie but without its CSRF token, or with another session’s', async () => {
     const s = await session(service.url, fullKey);
     const other = await session(service.url, fullKey);
-    const patch = (headers: Record<string, string>) => raw(`${service.url}/v1/settings`, 'PATCH', headers, JSON.stringify({ hmac_required: false }));
+    const patch = (headers: Record<string, string>) =>
+      raw(`${service.url}/v1/settings`, 'PATCH', headers, JSON.stringify({ hmac_required: false }));
     const none = await patch({ cookie: s.cookie });
     expect(none.status).toBe(403);
     expect(JSON.parse(none.body).code).toBe('csrf_token_invalid');
     const foreign = await patch({ cookie: s.cookie, 'x-csrf-token': other.csrf });
     expect(foreign.status).toBe(403);
     const admin = await session(service.url, service.adminToken);
-    const operatorWrite = await raw(`${service.url}/admin/v1/tenants/acme`, 'PATCH', { cookie: admin.cookie }, JSON.stringify({ suspended: false }));
+    const operatorWrite = await raw(
+      `${service.url}/admin/v1/tenants/acme`,
+      'PATCH',
+      { cookie: admin.cookie },
+      JSON.stringify({ suspended: false }),
+    );
     expect(operatorWrite.status).toBe(403);
     expect(JSON.parse(operatorWrite.body).code).toBe('csrf_token_invalid');
     const good = await patch({ cookie: s.cookie, 'x-csrf-token': s.csrf });
@@ -213,7 +239,12 @@ describe.skipIf(!haveBrowser)('the console', () => {
     );
     expect(remote.status).toBe(403);
     expect(JSON.parse(remote.body).code).toBe('insecure_transport');
-    const crossSite = await raw(`${service.url}/console/api/session`, 'POST', { origin: 'https://evil.example' }, JSON.stringify({ credential: fullKey }));
+    const crossSite = await raw(
+      `${service.url}/console/api/session`,
+      'POST',
+      { origin: 'https://evil.example' },
+      JSON.stringify({ credential: fullKey }),
+    );
     expect(crossSite.status).toBe(403);
     const wrong = await raw(
       `${service.url}/console/api/session`,
@@ -240,9 +271,13 @@ describe.skipIf(!haveBrowser)('the console', () => {
     const keys = (await service.admin('GET', '/tenants/acme/keys')) as { data: { id: string; prefix: string }[] };
     const id = keys.data.find((k) => doomedKey.startsWith(k.prefix) && k.prefix.length > 8)?.id;
     expect(id).toBeDefined();
-    const revoked = await raw(`${service.url}/admin/v1/tenants/acme/keys/${id}`, 'DELETE', { authorization: `Bearer ${service.adminToken}` });
+    const revoked = await raw(`${service.url}/admin/v1/tenants/acme/keys/${id}`, 'DELETE', {
+      authorization: `Bearer ${service.adminToken}`,
+    });
     expect(revoked.status).toBe(204);
-    await expect.poll(async () => (await raw(`${service.url}/v1/subscribers`, 'GET', { cookie: doomed.cookie })).status).toBe(401);
+    await expect
+      .poll(async () => (await raw(`${service.url}/v1/subscribers`, 'GET', { cookie: doomed.cookie })).status)
+      .toBe(401);
   });
 
   it('sends a page whose session has ended back to the sign-in', async () => {

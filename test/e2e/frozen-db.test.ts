@@ -72,7 +72,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     const admin = (method: string, path: string, body?: unknown) =>
       call(`/admin/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     const created = await admin('POST', '/tenants', { slug: 'frozen' });
@@ -81,7 +84,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     expect((await admin('PATCH', '/tenants/frozen', { stripe_webhook_secret: SECRET })).status).toBe(200);
     expect((await admin('PUT', '/tenants/frozen/subscribers/cus_known', { status: 'lockout' })).status).toBe(200);
     const lookup = (customer: string) =>
-      call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, { headers: { authorization: `Bearer ${key}` } });
+      call(`/api/subscriber-status/frozen?processor_customer_id=${customer}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
     // Remembered before the freeze.
     expect(((await (await lookup('cus_known')).json()) as { status: string }).status).toBe('lockout');
     // Several connections open and idle in the pool, so that the frozen requests below wait
@@ -93,7 +98,13 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     const timed = async (what: string, request: () => Promise<Response>) => {
       const started = Date.now();
       const res = await request();
-      return { what, status: res.status, retryAfter: res.headers.get('retry-after'), ms: Date.now() - started, body: await res.text() };
+      return {
+        what,
+        status: res.status,
+        retryAfter: res.headers.get('retry-after'),
+        ms: Date.now() - started,
+        body: await res.text(),
+      };
     };
     let sent = 0;
     const stripeEvent = () => {
@@ -105,7 +116,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     };
     const webhook = () => {
       const { payload, signature } = signed(stripeEvent(), SECRET, Math.floor(Date.now() / 1000));
-      return call('/webhooks/stripe/frozen', { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': signature }, body: payload });
+      return call('/webhooks/stripe/frozen', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': signature },
+        body: payload,
+      });
     };
     const answers = await Promise.all([
       timed('remembered lookup', () => lookup('cus_known')),
@@ -116,7 +131,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
       timed('admin write', () => admin('PUT', '/tenants/frozen/subscribers/cus_known', { status: 'active' })),
       timed('admin update', () => admin('PATCH', '/tenants/frozen', { suspended: true })),
       // A batch is bounded call by call: the call the freeze meets ends it.
-      timed('admin replay', () => admin('POST', '/tenants/frozen/stripe-events', { events: [stripeEvent(), stripeEvent()] })),
+      timed('admin replay', () =>
+        admin('POST', '/tenants/frozen/stripe-events', { events: [stripeEvent(), stripeEvent()] }),
+      ),
       timed('webhook', webhook),
       timed('readyz', () => call('/readyz')),
     ]);
@@ -129,7 +146,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
         expect([a.status, a.body], a.what).toEqual([200, '{"status":"active"}']);
       } else {
         expect(a.status, `${a.what}: ${a.body}`).toBe(503);
-        expect(JSON.parse(a.body), a.what).toMatchObject({ type: 'about:blank', status: 503, code: 'store_unavailable' });
+        expect(JSON.parse(a.body), a.what).toMatchObject({
+          type: 'about:blank',
+          status: 503,
+          code: 'store_unavailable',
+        });
         expect(Number(a.retryAfter), `${a.what}: Retry-After`).toBeGreaterThan(0);
         // Ended by the request's own bound: not before it (nothing failed), and not by the
         // store's bounds, which are seconds later.
@@ -139,8 +160,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     }
 
     // Still frozen once the read model's own reads have timed out: it answers from memory.
-    const failedCatchUps = async () => Number(/^dunwall_readmodel_catchup_failures_total (\d+)$/m.exec(await (await call('/metrics')).text())?.[1] ?? 0);
-    await expect.poll(failedCatchUps, { timeout: QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS, interval: 100 }).toBeGreaterThan(0);
+    const failedCatchUps = async () =>
+      Number(/^dunwall_readmodel_catchup_failures_total (\d+)$/m.exec(await (await call('/metrics')).text())?.[1] ?? 0);
+    await expect
+      .poll(failedCatchUps, { timeout: QUERY_TIMEOUT_MS + CLIENT_MARGIN_MS + HANG_MS, interval: 100 })
+      .toBeGreaterThan(0);
     const later = await timed('remembered lookup, later', () => lookup('cus_known'));
     expect([later.status, JSON.parse(later.body).status]).toEqual([200, 'lockout']);
 
@@ -158,7 +182,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL frozen'
     const direct = new pg.Client({ connectionString: db.direct });
     await direct.connect();
     try {
-      const { rows } = await direct.query<{ n: number }>("SELECT count(*)::int AS n FROM stripe_events WHERE event_id LIKE 'evt_frozen_%'");
+      const { rows } = await direct.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM stripe_events WHERE event_id LIKE 'evt_frozen_%'",
+      );
       expect(rows[0]?.n).toBe(4);
     } finally {
       await direct.end();

@@ -17,7 +17,13 @@ import { deliver } from '../helpers/webhook.js';
  * timeouts are Node's own timers, which a fake clock does not reach: the limits are tight,
  * so that each case ends in well under a second.
  */
-const LIMITS = { headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 50, keepAliveTimeoutMs: 5_000, maxConnectionsPerAddress: 5 };
+const LIMITS = {
+  headersTimeoutMs: 300,
+  requestTimeoutMs: 600,
+  checkIntervalMs: 50,
+  keepAliveTimeoutMs: 5_000,
+  maxConnectionsPerAddress: 5,
+};
 /** The hostile host: another loopback address, so that the test's own requests come from elsewhere. */
 const HOSTILE = '127.0.0.2';
 
@@ -34,7 +40,9 @@ function hold(port: number, from: string, first = ''): Promise<Held> {
     let text = '';
     socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
     socket.on('error', () => {});
-    const closed = new Promise<{ afterMs: number; text: string }>((done) => socket.on('close', () => done({ afterMs: Date.now() - started, text })));
+    const closed = new Promise<{ afterMs: number; text: string }>((done) =>
+      socket.on('close', () => done({ afterMs: Date.now() - started, text })),
+    );
     socket.once('connect', () => {
       if (first) socket.write(first);
       resolve({ socket, closed });
@@ -68,7 +76,10 @@ describe('hostile connections on a raw socket', () => {
     await store.close();
   });
 
-  const lookup = () => socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_1', { authorization: `Bearer ${key}` });
+  const lookup = () =>
+    socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_1', {
+      authorization: `Bearer ${key}`,
+    });
 
   it('caps the connections one address holds open; other addresses are served, and a freed slot is used again', async () => {
     const held: Held[] = [];
@@ -94,7 +105,11 @@ describe('hostile connections on a raw socket', () => {
     const drippers: Held[] = [];
     const timers: NodeJS.Timeout[] = [];
     for (let i = 0; i < 40; i += 1) {
-      const d = await hold(port, HOSTILE, 'GET /api/subscriber-status/acme?processor_customer_id=cus_1 HTTP/1.1\r\nHost: x\r\nX-Slow: ').catch(() => null);
+      const d = await hold(
+        port,
+        HOSTILE,
+        'GET /api/subscriber-status/acme?processor_customer_id=cus_1 HTTP/1.1\r\nHost: x\r\nX-Slow: ',
+      ).catch(() => null);
       if (d === null) continue;
       drippers.push(d);
       timers.push(setInterval(() => d.socket.writable && d.socket.write('a'), 50));
@@ -132,16 +147,29 @@ describe('hostile connections on a raw socket', () => {
   it('does not cap trusted proxies: every client behind them shares their address', async () => {
     const proxies = parseTrustedProxies('127.0.0.4');
     if (typeof proxies === 'string') throw new Error(proxies);
-    const proxied = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, limits: { maxConnectionsPerAddress: 2 }, trustedProxies: proxies });
+    const proxied = await buildAppWithModel({
+      store,
+      adminToken: ADMIN_TOKEN,
+      limits: { maxConnectionsPerAddress: 2 },
+      trustedProxies: proxies,
+    });
     const proxiedPort = await portOf(proxied);
     try {
       const held = await Promise.all(Array.from({ length: 4 }, () => hold(proxiedPort, '127.0.0.4')));
-      const extra = await hold(proxiedPort, '127.0.0.4', 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const extra = await hold(
+        proxiedPort,
+        '127.0.0.4',
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
       expect((await extra.closed).text).toMatch(/^HTTP\/1\.1 200 /);
       for (const h of held) h.socket.destroy();
       // Another address is capped all the same.
       const others = await Promise.all(Array.from({ length: 2 }, () => hold(proxiedPort, '127.0.0.5')));
-      const third = await hold(proxiedPort, '127.0.0.5', 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      const third = await hold(
+        proxiedPort,
+        '127.0.0.5',
+        'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      );
       expect((await third.closed).text).toBe('');
       for (const o of others) o.socket.destroy();
     } finally {
@@ -178,7 +206,10 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
     });
   const paid = () => {
     n += 1;
-    return event('invoice.paid', invoice('cus_1', { status: 'paid' }), { created: Math.floor(h.clock.ms / 1000) - 1, id: `evt_hostile_${n}` });
+    return event('invoice.paid', invoice('cus_1', { status: 'paid' }), {
+      created: Math.floor(h.clock.ms / 1000) - 1,
+      id: `evt_hostile_${n}`,
+    });
   };
 
   beforeAll(async () => {
@@ -236,6 +267,12 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
 });
 
 /** `deliver`, from a given address. */
-function deliverFrom(h: Harness, slug: string, fixture: Parameters<typeof deliver>[2], secret: string, address: string) {
+function deliverFrom(
+  h: Harness,
+  slug: string,
+  fixture: Parameters<typeof deliver>[2],
+  secret: string,
+  address: string,
+) {
   return deliver(h, slug, fixture, secret, { remoteAddress: address });
 }

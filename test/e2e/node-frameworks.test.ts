@@ -38,7 +38,8 @@ interface Running {
 }
 
 /** The customer is the X-Customer header here; an app takes it from its session. */
-const fromHeader = (value: string | null | undefined) => (value === undefined || value === null || value === '' ? null : value);
+const fromHeader = (value: string | null | undefined) =>
+  value === undefined || value === null || value === '' ? null : value;
 
 async function onNode(server: Server): Promise<Running> {
   return { port: await listening(server), close: () => closeServer(server) };
@@ -75,7 +76,10 @@ const SERVERS: Record<string, (dunwall: DunwallCopy) => Promise<Running>> = {
   },
   async "Fastify's listen"(dunwall) {
     const app = Fastify();
-    await app.register(dunwallFastify, { dunwall, customer: (request) => fromHeader(request.headers['x-customer'] as string | undefined) });
+    await app.register(dunwallFastify, {
+      dunwall,
+      customer: (request) => fromHeader(request.headers['x-customer'] as string | undefined),
+    });
     app.get('/api/projects', async () => ({ projects: [] }));
     await app.listen({ port: 0, host: '127.0.0.1' });
     return { port: await listening(app.server), close: () => app.close() };
@@ -93,110 +97,135 @@ const SERVERS: Record<string, (dunwall: DunwallCopy) => Promise<Running>> = {
     return onNode(serveV1({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }) as Server);
   },
   async 'the Fetch handler on node:http'(dunwall) {
-    const options: MiddlewareOptions<Request> = { customer: (request) => fromHeader(request.headers.get('x-customer')) };
+    const options: MiddlewareOptions<Request> = {
+      customer: (request) => fromHeader(request.headers.get('x-customer')),
+    };
     return onNode(fetchOnNodeHttp(withDunwall(dunwall, options, projects)).listen(0, '127.0.0.1'));
   },
   async 'the Fetch handler on @hono/node-server 1.x'(dunwall) {
-    const handler = withDunwall(dunwall, { customer: (request: Request) => fromHeader(request.headers.get('x-customer')) }, projects);
+    const handler = withDunwall(
+      dunwall,
+      { customer: (request: Request) => fromHeader(request.headers.get('x-customer')) },
+      projects,
+    );
     return onNode(serveV1({ fetch: (request) => handler(request), port: 0, hostname: '127.0.0.1' }) as Server);
   },
 };
 
-describe.skipIf(!engines.some((e) => e.name === 'postgres'))('every framework on its own server, following a Dunwall process that dies and comes back', () => {
-  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
-  let service: ServiceProcess;
-  let port = 0;
-  let dunwall: DunwallCopy | null = null;
-  const servers = new Map<string, Running>();
-  const clock = new FakeClock(Date.now());
-  const errors: Error[] = [];
+describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
+  'every framework on its own server, following a Dunwall process that dies and comes back',
+  () => {
+    let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+    let service: ServiceProcess;
+    let port = 0;
+    let dunwall: DunwallCopy | null = null;
+    const servers = new Map<string, Running>();
+    const clock = new FakeClock(Date.now());
+    const errors: Error[] = [];
 
-  async function admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-    const res = await adminCall(service.base, TOKEN, method, path, body);
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return JSON.parse(text) as Record<string, unknown>;
-  }
+    async function admin(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+      const res = await adminCall(service.base, TOKEN, method, path, body);
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return JSON.parse(text) as Record<string, unknown>;
+    }
 
-  /** A signed invoice.payment_failed with no retry left, as Stripe sends it: a lockout, with the invoice's pay link. */
-  async function paymentFailed(customer: string): Promise<string> {
-    const { status, payUrl } = await postPaymentFailed(service.base, 'acme', customer, STRIPE_SECRET);
-    expect(status).toBe(200);
-    return payUrl;
-  }
+    /** A signed invoice.payment_failed with no retry left, as Stripe sends it: a lockout, with the invoice's pay link. */
+    async function paymentFailed(customer: string): Promise<string> {
+      const { status, payUrl } = await postPaymentFailed(service.base, 'acme', customer, STRIPE_SECRET);
+      expect(status).toBe(200);
+      return payUrl;
+    }
 
-  beforeAll(async () => {
-    scoped = await schemaScopedUrl('dunwall_node_frameworks');
-    port = await freePort();
-    service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
-  }, 120_000);
-  afterAll(async () => {
-    for (const s of servers.values()) await s.close();
-    await dunwall?.close();
-    await killAllServices();
-    await scoped?.drop();
-  });
+    beforeAll(async () => {
+      scoped = await schemaScopedUrl('dunwall_node_frameworks');
+      port = await freePort();
+      service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
+    }, 120_000);
+    afterAll(async () => {
+      for (const s of servers.values()) await s.close();
+      await dunwall?.close();
+      await killAllServices();
+      await scoped?.drop();
+    });
 
-  const ask = (name: string, customer: string): Promise<Answer> => httpGet(servers.get(name)?.port ?? 0, '/api/projects', { 'x-customer': customer });
+    const ask = (name: string, customer: string): Promise<Answer> =>
+      httpGet(servers.get(name)?.port ?? 0, '/api/projects', { 'x-customer': customer });
 
-  async function expectEveryServer(customer: string, status: number, payUrl?: string): Promise<void> {
-    for (const name of servers.keys()) {
-      const res = await ask(name, customer);
-      expect(res.status, `${name}, ${customer}: ${res.body}`).toBe(status);
-      if (status === 402) {
-        expect(res.headers['content-type'], name).toMatch(/^application\/problem\+json/);
-        expect(JSON.parse(res.body), name).toEqual({
-          type: 'about:blank',
-          title: 'Payment Required',
-          status: 402,
-          code: 'billing_lockout',
-          detail: expect.any(String),
-          pay_url: payUrl ?? null,
-          lockout_at: null,
-        });
-      } else {
-        expect(JSON.parse(res.body), name).toEqual({ projects: [] });
+    async function expectEveryServer(customer: string, status: number, payUrl?: string): Promise<void> {
+      for (const name of servers.keys()) {
+        const res = await ask(name, customer);
+        expect(res.status, `${name}, ${customer}: ${res.body}`).toBe(status);
+        if (status === 402) {
+          expect(res.headers['content-type'], name).toMatch(/^application\/problem\+json/);
+          expect(JSON.parse(res.body), name).toEqual({
+            type: 'about:blank',
+            title: 'Payment Required',
+            status: 402,
+            code: 'billing_lockout',
+            detail: expect.any(String),
+            pay_url: payUrl ?? null,
+            lockout_at: null,
+          });
+        } else {
+          expect(JSON.parse(res.body), name).toEqual({ projects: [] });
+        }
       }
     }
-  }
 
-  it(
-    'refuses the locked-out customer with the 402 problem on each, lets everyone in once the copy is stale, and gates again after Dunwall restarts',
-    { timeout: 180_000 },
-    async () => {
-      await admin('POST', '/tenants', { slug: 'acme' });
-      await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET });
-      const { secret_key: secretKey } = (await admin('POST', '/tenants/acme/keys', { name: 'web servers', scopes: ['status:read'] })) as { secret_key: string };
-      dunwall = createDunwallWith(
-        { baseUrl: service.base, secretKey, now: clock.now, staleAfterMs: STALE_AFTER_MS, onError: (err) => errors.push(err) },
-        // Retries in tens of milliseconds, so that the copy is back within moments of the restart.
-        { backoff: { minMs: 50, maxMs: 400 } },
-      );
-      const copy = dunwall;
-      await copy.ready(20_000);
-      for (const [name, start] of Object.entries(SERVERS)) servers.set(name, await start(copy));
+    it(
+      'refuses the locked-out customer with the 402 problem on each, lets everyone in once the copy is stale, and gates again after Dunwall restarts',
+      { timeout: 180_000 },
+      async () => {
+        await admin('POST', '/tenants', { slug: 'acme' });
+        await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET });
+        const { secret_key: secretKey } = (await admin('POST', '/tenants/acme/keys', {
+          name: 'web servers',
+          scopes: ['status:read'],
+        })) as { secret_key: string };
+        dunwall = createDunwallWith(
+          {
+            baseUrl: service.base,
+            secretKey,
+            now: clock.now,
+            staleAfterMs: STALE_AFTER_MS,
+            onError: (err) => errors.push(err),
+          },
+          // Retries in tens of milliseconds, so that the copy is back within moments of the restart.
+          { backoff: { minMs: 50, maxMs: 400 } },
+        );
+        const copy = dunwall;
+        await copy.ready(20_000);
+        for (const [name, start] of Object.entries(SERVERS)) servers.set(name, await start(copy));
 
-      // A signed Stripe event locks a customer out; the copy hears of it through the feed.
-      const payUrl = await paymentFailed('cus_fw_locked');
-      await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
-      await expectEveryServer('cus_fw_locked', 402, payUrl);
-      await expectEveryServer('cus_fw_active', 200);
+        // A signed Stripe event locks a customer out; the copy hears of it through the feed.
+        const payUrl = await paymentFailed('cus_fw_locked');
+        await vi.waitFor(
+          () => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }),
+          WAIT,
+        );
+        await expectEveryServer('cus_fw_locked', 402, payUrl);
+        await expectEveryServer('cus_fw_active', 200);
 
-      // Dunwall dies. Within staleAfterMs the copy's last word holds; past it, nobody is refused.
-      service.child.kill('SIGKILL');
-      await service.exited;
-      await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
-      await expectEveryServer('cus_fw_locked', 402, payUrl);
-      clock.advance(STALE_AFTER_MS + 1);
-      expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'warning', source: 'stale', pay_url: payUrl });
-      await expectEveryServer('cus_fw_locked', 200);
-      await expectEveryServer('cus_fw_active', 200);
+        // Dunwall dies. Within staleAfterMs the copy's last word holds; past it, nobody is refused.
+        service.child.kill('SIGKILL');
+        await service.exited;
+        await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
+        await expectEveryServer('cus_fw_locked', 402, payUrl);
+        clock.advance(STALE_AFTER_MS + 1);
+        expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'warning', source: 'stale', pay_url: payUrl });
+        await expectEveryServer('cus_fw_locked', 200);
+        await expectEveryServer('cus_fw_active', 200);
 
-      // Dunwall again, on its port: the copy hears from it, and every server gates again.
-      service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
-      await vi.waitFor(() => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }), WAIT);
-      await expectEveryServer('cus_fw_locked', 402, payUrl);
-      await expectEveryServer('cus_fw_active', 200);
-    },
-  );
-});
+        // Dunwall again, on its port: the copy hears from it, and every server gates again.
+        service = await startServiceProcess(scoped.url, TOKEN, { PORT: String(port) });
+        await vi.waitFor(
+          () => expect(copy.status('cus_fw_locked')).toMatchObject({ status: 'lockout', source: 'feed' }),
+          WAIT,
+        );
+        await expectEveryServer('cus_fw_locked', 402, payUrl);
+        await expectEveryServer('cus_fw_active', 200);
+      },
+    );
+  },
+);

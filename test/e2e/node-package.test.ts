@@ -39,7 +39,9 @@ describe('the @dunwall/node package', () => {
     base = `http://127.0.0.1:${await portOf(app)}`;
     await admin('POST', '/tenants', { slug: 'acme' });
     await admin('PUT', '/tenants/acme/subscribers/cus_pkg', { status: 'lockout' });
-    secretKey = String((await admin('POST', '/tenants/acme/keys', { name: 'web', scopes: ['status:read'] })).secret_key);
+    secretKey = String(
+      (await admin('POST', '/tenants/acme/keys', { name: 'web', scopes: ['status:read'] })).secret_key,
+    );
   });
   afterAll(async () => {
     await app?.close();
@@ -51,19 +53,35 @@ describe('the @dunwall/node package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-node-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-node-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/node', '--pack-destination', packed], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
+    execFileSync(npm, ['pack', '--workspace', '@dunwall/node', '--pack-destination', packed], {
+      cwd: ROOT,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
     const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
     if (tarball === undefined) throw new Error('npm pack wrote no tarball');
 
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'a-server', version: '1.0.0', private: true, type: 'module' }));
-    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], { cwd: project, stdio: 'pipe', timeout: 120_000 });
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'a-server', version: '1.0.0', private: true, type: 'module' }),
+    );
+    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], {
+      cwd: project,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
     const installed = join(project, 'node_modules', '@dunwall', 'node');
-    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { dependencies?: object; type: string };
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      dependencies?: object;
+      type: string;
+    };
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.type).toBe('module');
     const types = readFileSync(join(installed, 'dist', 'index.d.ts'), 'utf8');
     expect(types).toContain('createDunwall');
-    expect(readFileSync(join(installed, 'dist', 'types.d.ts'), 'utf8')).toContain("export type AnswerSource = 'feed' | 'stale' | 'starting';");
+    expect(readFileSync(join(installed, 'dist', 'types.d.ts'), 'utf8')).toContain(
+      "export type AnswerSource = 'feed' | 'stale' | 'starting';",
+    );
     expect(existsSync(join(installed, 'README.md')) && existsSync(join(installed, 'LICENSE'))).toBe(true);
     expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall']);
 
@@ -131,7 +149,10 @@ describe('the @dunwall/node package', () => {
       encoding: 'utf8',
       timeout: 20_000,
     });
-    expect(JSON.parse(stdout)).toEqual({ status: { status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'starting' }, errors: 1 });
+    expect(JSON.parse(stdout)).toEqual({
+      status: { status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'starting' },
+      errors: 1,
+    });
 
     // The middleware, with no framework installed beside the package: a bare node:http server
     // behind dunwallExpress, and a Fetch API handler behind withDunwall.

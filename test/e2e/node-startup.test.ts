@@ -45,7 +45,9 @@ async function startServer(env: Record<string, string>): Promise<Started> {
       out += d.toString();
       if (out.includes(`listening on port ${port}`)) done();
     });
-    child.on('exit', (code, signal) => fail(new Error(`the server exited (${code ?? signal}) before it listened:\n${out}\n${err}`)));
+    child.on('exit', (code, signal) =>
+      fail(new Error(`the server exited (${code ?? signal}) before it listened:\n${out}\n${err}`)),
+    );
   });
   return { child, port, stderr: () => err };
 }
@@ -111,7 +113,10 @@ describe('docs/examples/server.ts as its own process', () => {
     const res = await httpGet(server.port, '/api/projects', cookie);
     expect(res.status, res.body).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ projects: [] });
-    expect(JSON.parse((await httpGet(server.port, '/api/me', cookie)).body)).toEqual({ customer: service.subscribers.lockout, hmac: null });
+    expect(JSON.parse((await httpGet(server.port, '/api/me', cookie)).body)).toEqual({
+      customer: service.subscribers.lockout,
+      hmac: null,
+    });
     expect(server.child.exitCode).toBeNull();
   });
 

@@ -59,7 +59,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 async function pollUntil(what: string, check: () => Promise<boolean>): Promise<number> {
   const started = Date.now();
   while (!(await check())) {
-    if (Date.now() - started > RECOVERY_TIMEOUT_MS) throw new Error(`not back within ${RECOVERY_TIMEOUT_MS} ms: ${what}`);
+    if (Date.now() - started > RECOVERY_TIMEOUT_MS)
+      throw new Error(`not back within ${RECOVERY_TIMEOUT_MS} ms: ${what}`);
     await sleep(POLL_MS);
   }
   return Date.now() - started;
@@ -114,7 +115,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     const admin = (method: string, path: string, body?: unknown) =>
       fetch(`${base}/admin/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${TOKEN}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
@@ -136,7 +140,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       });
     const webhook = (customer: string, eventId: string) => {
       const nowS = Math.floor(Date.now() / 1000);
-      const fixture = event('invoice.payment_failed', invoice(customer, { next_payment_attempt: null }), { created: nowS - 1, id: eventId });
+      const fixture = event('invoice.payment_failed', invoice(customer, { next_payment_attempt: null }), {
+        created: nowS - 1,
+        id: eventId,
+      });
       const { payload, signature } = signed(fixture, SECRET, nowS);
       return fetch(`${base}/webhooks/stripe/outage`, {
         method: 'POST',
@@ -154,7 +161,10 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       expect(res.status).toBe(200);
       expected.set(customer, await res.text());
     }
-    expect(JSON.parse(expected.get('cus_warn') ?? '')).toMatchObject({ status: 'warning', card_update_url: 'https://outage.test/card' });
+    expect(JSON.parse(expected.get('cus_warn') ?? '')).toMatchObject({
+      status: 'warning',
+      card_update_url: 'https://outage.test/card',
+    });
     expect(expected.get('cus_nobody')).toBe('{"status":"active"}');
 
     // One webhook caught mid-transaction by the cut: another transaction holds its event id,
@@ -205,7 +215,13 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       const kind = kindOf(i);
       const during = i >= CUT_AT;
       const customer =
-        kind === 'known' ? (known[i % known.length] ?? null) : kind === 'unknown' ? `cus_fresh_${i}` : kind === 'webhook' ? `cus_hook_${i}` : null;
+        kind === 'known'
+          ? (known[i % known.length] ?? null)
+          : kind === 'unknown'
+            ? `cus_fresh_${i}`
+            : kind === 'webhook'
+              ? `cus_hook_${i}`
+              : null;
       const eventId = kind === 'webhook' ? `evt_outage_${i}` : null;
       const sent =
         kind === 'readyz'
@@ -220,8 +236,19 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
           .then(
             async (res) => {
               const body = await res.text();
-              const code = res.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(body) as { code: string }).code : null;
-              answers.push({ kind, during, status: res.status, code, retryAfter: res.headers.get('retry-after'), body, customer, eventId });
+              const code = res.headers.get('content-type')?.startsWith('application/problem+json')
+                ? (JSON.parse(body) as { code: string }).code
+                : null;
+              answers.push({
+                kind,
+                during,
+                status: res.status,
+                code,
+                retryAfter: res.headers.get('retry-after'),
+                body,
+                customer,
+                eventId,
+              });
             },
             (err: unknown) => {
               failures.push(`${kind} #${i}: ${(err as Error).message}`);
@@ -252,18 +279,28 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     const restoredAt = Date.now();
     await pollUntil('/readyz 200', async () => (await fetch(`${base}/readyz`)).status === 200);
     const readyMs = Date.now() - restoredAt;
-    const metricNow = async (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? NaN);
-    await pollUntil('the read model listening again', async () => (await metricNow('dunwall_readmodel_listening')) === 1);
+    const metricNow = async (name: string) =>
+      Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? NaN);
+    await pollUntil(
+      'the read model listening again',
+      async () => (await metricNow('dunwall_readmodel_listening')) === 1,
+    );
     const listeningMs = Date.now() - restoredAt;
     // Stripe delivers again what got no 2xx; every status ends as the events say.
-    const refused = [...answers.filter((a) => a.kind === 'webhook' && a.status !== 200), { customer: 'cus_held', eventId: 'evt_outage_held' }];
+    const refused = [
+      ...answers.filter((a) => a.kind === 'webhook' && a.status !== 200),
+      { customer: 'cus_held', eventId: 'evt_outage_held' },
+    ];
     for (const a of refused) {
       const res = await webhook(a.customer ?? '', a.eventId ?? '');
       expect(res.status).toBe(200);
     }
     for (const a of [...answers.filter((x) => x.kind === 'webhook'), { customer: 'cus_held' }]) {
       const res = await lookup(a.customer ?? '');
-      expect({ customer: a.customer, status: ((await res.json()) as { status: string }).status }).toEqual({ customer: a.customer, status: 'lockout' });
+      expect({ customer: a.customer, status: ((await res.json()) as { status: string }).status }).toEqual({
+        customer: a.customer,
+        status: 'lockout',
+      });
     }
     // The read model is kept true again: this instance's own change at once, another
     // instance's through NOTIFY.
@@ -278,7 +315,12 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
       { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: new Date() },
       new Date(),
     );
-    await expect.poll(async () => ((await (await lookup('cus_warn')).json()) as { status: string }).status, { timeout: 2_000, interval: 20 }).toBe('lockout');
+    await expect
+      .poll(async () => ((await (await lookup('cus_warn')).json()) as { status: string }).status, {
+        timeout: 2_000,
+        interval: 20,
+      })
+      .toBe('lockout');
 
     // The figures, then the verdicts.
     const byStatus = new Map<string, number>();
@@ -288,7 +330,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     }
     const other5xx = answers.filter((a) => a.status >= 500 && a.code !== 'store_unavailable');
     const during = (kind: Kind) => answers.filter((a) => a.during && a.kind === kind);
-    const share = (kind: Kind, ok: (a: Answer) => boolean) => `${during(kind).filter(ok).length}/${during(kind).length}`;
+    const share = (kind: Kind, ok: (a: Answer) => boolean) =>
+      `${during(kind).filter(ok).length}/${during(kind).length}`;
     const failedCatchUps = /^dunwall_readmodel_catchup_failures_total (\d+)$/m.exec(metricsDown)?.[1] ?? '0';
     console.log(
       `outage figures: ${REQUESTS} requests tried (${CUT_AT} before the cut, ${REQUESTS - CUT_AT} during), ${failures.length} without an answer; ` +
@@ -318,16 +361,26 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     // Every lookup answered from the read model, as before the cut: known customers their
     // status, customers never seen `active`.
     for (const a of answers.filter((x) => x.kind === 'known')) {
-      expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({ customer: a.customer, status: 200, body: expected.get(a.customer ?? '') });
+      expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({
+        customer: a.customer,
+        status: 200,
+        body: expected.get(a.customer ?? ''),
+      });
     }
     expect(during('unknown').length).toBeGreaterThan(0);
     for (const a of answers.filter((x) => x.kind === 'unknown'))
-      expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({ customer: a.customer, status: 200, body: '{"status":"active"}' });
+      expect({ customer: a.customer, status: a.status, body: a.body }).toEqual({
+        customer: a.customer,
+        status: 200,
+        body: '{"status":"active"}',
+      });
     for (const kind of ['webhook', 'readyz'] as const) {
       expect(during(kind).length).toBeGreaterThan(0);
       expect(during(kind).every((a) => a.status === 503)).toBe(true);
     }
     expect(Number(failedCatchUps)).toBeGreaterThan(0);
-    expect(connectionsDuringCut).toBeLessThanOrEqual(during('webhook').length + during('readyz').length + inFlightAtCut + OTHER_CONNECTIONS_MAX);
+    expect(connectionsDuringCut).toBeLessThanOrEqual(
+      during('webhook').length + during('readyz').length + inFlightAtCut + OTHER_CONNECTIONS_MAX,
+    );
   });
 });

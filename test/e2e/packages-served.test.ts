@@ -21,7 +21,8 @@ const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
  * dist/ is what `npm install` built; rebuilding it here would pull it from under other suites.
  */
 const BUILT = existsSync(join(ROOT, 'dist', 'src', 'runtime', 'server.js'));
-if (!BUILT && process.env.CI === 'true') throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
+if (!BUILT && process.env.CI === 'true')
+  throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
 
 /** One request with its path sent exactly as written (fetch would resolve `..` first), bounded in time. */
 function raw(
@@ -32,12 +33,15 @@ function raw(
 ): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   const { hostname, port } = new URL(base);
   return new Promise((done, fail) => {
-    const req = request({ host: hostname, port, method, path, headers, agent: false, timeout: REQUEST_TIMEOUT_MS }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', fail);
-    });
+    const req = request(
+      { host: hostname, port, method, path, headers, agent: false, timeout: REQUEST_TIMEOUT_MS },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => done({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', fail);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer to ${method} ${path}`)));
     req.on('error', fail);
     req.end();
@@ -55,7 +59,8 @@ describe.skipIf(!BUILT)('the package tarballs of the built service', () => {
 
   beforeAll(async () => {
     for (const file of ['client.tgz', 'node.tgz']) {
-      if (!existsSync(join(ROOT, 'dist', 'packages', file))) throw new Error(`dist/packages/${file} is missing: npm run build packs it`);
+      if (!existsSync(join(ROOT, 'dist', 'packages', file)))
+        throw new Error(`dist/packages/${file} is missing: npm run build packs it`);
     }
     service = await startBuiltServiceProcess(tempDir('dunwall-packages-data-'), TOKEN);
   }, 90_000);
@@ -65,25 +70,45 @@ describe.skipIf(!BUILT)('the package tarballs of the built service', () => {
   });
 
   it("installs @dunwall/client with npm from the service's URL, at the service's version, and it imports", async () => {
-    const served = (await (await fetch(`${service.base}/openapi.json`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })).json()) as {
+    const served = (await (
+      await fetch(`${service.base}/openapi.json`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+    ).json()) as {
       info: { version: string };
     };
     expect(served.info.version).toBe(version);
 
     const project = tempDir('dunwall-packages-app-');
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
+    );
     // A cache of its own: npm fetches the tarball from the service, not from an earlier run.
-    await run(npm, ['install', '--no-audit', '--no-fund', '--cache', tempDir('dunwall-packages-cache-'), `${service.base}/packages/client.tgz`], {
-      cwd: project,
-      env: { ...process.env, npm_config_update_notifier: 'false' },
-      timeout: 60_000,
-    });
-    const installed = JSON.parse(readFileSync(join(project, 'node_modules', '@dunwall', 'client', 'package.json'), 'utf8')) as {
+    await run(
+      npm,
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--cache',
+        tempDir('dunwall-packages-cache-'),
+        `${service.base}/packages/client.tgz`,
+      ],
+      {
+        cwd: project,
+        env: { ...process.env, npm_config_update_notifier: 'false' },
+        timeout: 60_000,
+      },
+    );
+    const installed = JSON.parse(
+      readFileSync(join(project, 'node_modules', '@dunwall', 'client', 'package.json'), 'utf8'),
+    ) as {
       name: string;
       version: string;
     };
     expect([installed.name, installed.version]).toEqual(['@dunwall/client', served.info.version]);
-    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const manifest = JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
     expect(manifest.dependencies['@dunwall/client']).toBe(`${service.base}/packages/client.tgz`);
 
     const { stdout } = await run(
@@ -98,7 +123,11 @@ describe.skipIf(!BUILT)('the package tarballs of the built service', () => {
     for (const file of ['client.tgz', 'node.tgz']) {
       const bytes = readFileSync(join(ROOT, 'dist', 'packages', file));
       const res = await raw(service.base, 'GET', `/packages/${file}`);
-      expect([res.status, res.headers['content-type'], res.headers['cache-control']]).toEqual([200, 'application/gzip', 'public, max-age=300']);
+      expect([res.status, res.headers['content-type'], res.headers['cache-control']]).toEqual([
+        200,
+        'application/gzip',
+        'public, max-age=300',
+      ]);
       expect(res.body.equals(bytes), file).toBe(true);
       const etag = `"${createHash('sha256').update(bytes).digest('base64url')}"`;
       expect(res.headers.etag).toBe(etag);

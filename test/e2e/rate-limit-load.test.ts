@@ -25,12 +25,15 @@ function tally(): Tally {
 
 function get(agent: Agent, port: number, path: string, key: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${key}` }, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, agent, headers: { authorization: `Bearer ${key}` }, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
     req.end();
@@ -41,7 +44,15 @@ function get(agent: Agent, port: number, path: string, key: string): Promise<{ s
  * `count` requests from `from` (an address of the loopback range, so that each client is
  * its own peer), `concurrency` at a time over kept-alive connections.
  */
-async function run(port: number, from: string, count: number, concurrency: number, path: string, key: string, expectBody: string): Promise<Tally> {
+async function run(
+  port: number,
+  from: string,
+  count: number,
+  concurrency: number,
+  path: string,
+  key: string,
+  expectBody: string,
+): Promise<Tally> {
   const agent = new Agent({ keepAlive: true, maxSockets: concurrency, localAddress: from });
   const t = tally();
   let sent = 0;
@@ -102,7 +113,9 @@ describe('rate limits under load on loopback', () => {
     const [flood, guesses, ...legit] = await Promise.all([
       run(port, '127.0.0.2', FLOOD_REQUESTS, FLOOD_CONCURRENCY, path, acme.publishable_key, expected),
       run(port, '127.0.0.3', FLOOD_REQUESTS, FLOOD_CONCURRENCY, path, 'pk_guessguessguessguessguessguess', expected),
-      ...Array.from({ length: LEGIT_CLIENTS }, (_, i) => run(port, `127.0.1.${i + 1}`, LEGIT_REQUESTS_EACH, 1, path, acme.publishable_key, expected)),
+      ...Array.from({ length: LEGIT_CLIENTS }, (_, i) =>
+        run(port, `127.0.1.${i + 1}`, LEGIT_REQUESTS_EACH, 1, path, acme.publishable_key, expected),
+      ),
     ]);
     if (!flood || !guesses) throw new Error('missing tallies');
 

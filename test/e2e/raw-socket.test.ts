@@ -9,7 +9,13 @@ import type { Store } from '../../src/store/store.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
 /** Tight limits, so that the slow-sender cases end in well under a second each. */
-const LIMITS = { headersTimeoutMs: 300, requestTimeoutMs: 600, checkIntervalMs: 50, maxHeaderBytes: 8 * 1024, keepAliveTimeoutMs: 1_000 };
+const LIMITS = {
+  headersTimeoutMs: 300,
+  requestTimeoutMs: 600,
+  checkIntervalMs: 50,
+  maxHeaderBytes: 8 * 1024,
+  keepAliveTimeoutMs: 1_000,
+};
 
 describe('malformed and slow HTTP on a raw socket', () => {
   let store: Store;
@@ -28,7 +34,10 @@ describe('malformed and slow HTTP on a raw socket', () => {
   });
 
   /** Sends raw bytes, then collects what the server answers until it closes (bounded). */
-  function exchange(chunks: string[], opts: { boundMs?: number } = {}): Promise<{ text: string; closedAfterMs: number }> {
+  function exchange(
+    chunks: string[],
+    opts: { boundMs?: number } = {},
+  ): Promise<{ text: string; closedAfterMs: number }> {
     return new Promise((resolve, reject) => {
       const started = Date.now();
       const socket: Socket = connect(port, '127.0.0.1');
@@ -55,7 +64,10 @@ describe('malformed and slow HTTP on a raw socket', () => {
     ['a garbage request line', 'GARBAGE\r\n\r\n'],
     ['a header without a colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n'],
     ['a bad Content-Length', 'POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n'],
-    ['both Content-Length and chunked', 'POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc'],
+    [
+      'both Content-Length and chunked',
+      'POST /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc',
+    ],
     ['a NUL in the path', 'GET /api/subscriber-status/a\u0000b HTTP/1.1\r\nHost: x\r\n\r\n'],
   ])('answers %s with a 400 problem and closes', async (_name, raw) => {
     const { text } = await exchange([raw]);
@@ -71,12 +83,16 @@ describe('malformed and slow HTTP on a raw socket', () => {
   });
 
   it('answers a URL longer than the header budget with 431, not a crash', async () => {
-    const { text } = await exchange([`GET /api/subscriber-status/acme?x=${'a'.repeat(20 * 1024)} HTTP/1.1\r\nHost: x\r\n\r\n`]);
+    const { text } = await exchange([
+      `GET /api/subscriber-status/acme?x=${'a'.repeat(20 * 1024)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    ]);
     expect(statusOf(text)).toBe(431);
   });
 
   it('cuts off a sender too slow with its headers (slow loris), and keeps serving others meanwhile', async () => {
-    const slow = Array.from({ length: 20 }, () => exchange(['GET /healthz HTTP/1.1\r\nHost: x\r\n'], { boundMs: 5_000 }));
+    const slow = Array.from({ length: 20 }, () =>
+      exchange(['GET /healthz HTTP/1.1\r\nHost: x\r\n'], { boundMs: 5_000 }),
+    );
     const res = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(res.status).toBe(200);
     for (const s of await Promise.all(slow)) {
@@ -114,7 +130,9 @@ describe('malformed and slow HTTP on a raw socket', () => {
 
   it('refuses more than one Authorization header, on the lookup and the admin API alike', async () => {
     const twice = (path: string, first: string) =>
-      exchange([`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer pk_second\r\nConnection: close\r\n\r\n`]);
+      exchange([
+        `GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${first}\r\nAuthorization: Bearer pk_second\r\nConnection: close\r\n\r\n`,
+      ]);
     const lookup = await twice('/api/subscriber-status/acme?processor_customer_id=cus_1', 'pk_first');
     expect(statusOf(lookup.text)).toBe(401);
     expect(lookup.text).toContain('"code":"invalid_publishable_key"');
@@ -122,7 +140,9 @@ describe('malformed and slow HTTP on a raw socket', () => {
     expect(statusOf(admin.text)).toBe(401);
     expect(admin.text).toContain('"code":"invalid_admin_token"');
     // One header, the same token: accepted.
-    const once = await exchange([`GET /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`]);
+    const once = await exchange([
+      `GET /admin/v1/tenants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`,
+    ]);
     expect(statusOf(once.text)).toBe(200);
   });
 

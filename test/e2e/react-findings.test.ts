@@ -113,9 +113,15 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
     service = await startService();
     acme = (await service.admin('POST', '/tenants', { slug: 'acme' })) as Tenant;
     strict = (await service.admin('POST', '/tenants', { slug: 'strict-co', hmac_required: true })) as Tenant;
-    guarded = (await service.admin('POST', '/tenants', { slug: 'guarded-co', allowed_origins: ['https://app.guarded.test'] })) as Tenant;
-    secretKey = ((await service.admin('POST', '/tenants/acme/keys', { name: 'shipped by mistake', scopes: ['status:read'] })) as { secret_key: string })
-      .secret_key;
+    guarded = (await service.admin('POST', '/tenants', {
+      slug: 'guarded-co',
+      allowed_origins: ['https://app.guarded.test'],
+    })) as Tenant;
+    secretKey = (
+      (await service.admin('POST', '/tenants/acme/keys', { name: 'shipped by mistake', scopes: ['status:read'] })) as {
+        secret_key: string;
+      }
+    ).secret_key;
     for (const pkg of Object.keys(PACKAGES) as Package[]) bundles.set(pkg, await bundle(pkg));
 
     // The tenant's app: its page, its bundle, and its API, which @dunwall/node's middleware guards.
@@ -124,9 +130,19 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
       if (url.pathname === '/api/projects') {
         apiCalls.push(api);
         if (api === 'refuse') {
-          const problem = lockoutProblem({ status: 'lockout', source: 'feed', lockout_at: null, pay_url: PAY_URL } as Parameters<typeof lockoutProblem>[0]);
-          res.writeHead(402, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' }).end(JSON.stringify(problem));
-        } else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ projects: ['apollo', 'gemini'] }));
+          const problem = lockoutProblem({
+            status: 'lockout',
+            source: 'feed',
+            lockout_at: null,
+            pay_url: PAY_URL,
+          } as Parameters<typeof lockoutProblem>[0]);
+          res
+            .writeHead(402, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' })
+            .end(JSON.stringify(problem));
+        } else
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ projects: ['apollo', 'gemini'] }));
         return;
       }
       const pkg = url.pathname.slice(1).replace(/\.js$/, '') as Package;
@@ -194,7 +210,8 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
         await page.getByRole('button', { name: 'Load projects' }).click();
         await expect.poll(() => gate(page).count(), { timeout: 10_000 }).toBe(1);
         await expect.poll(() => gate(page).getByRole('link', { name: 'Pay now' }).count()).toBe(1);
-        if (pkg === 'react') expect(await gate(page).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(PAY_URL);
+        if (pkg === 'react')
+          expect(await gate(page).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(PAY_URL);
         expect(await billing(page)).toBe('lockout from api');
         // Passed through unchanged: the app read the problem itself.
         await expect.poll(() => page.getByTestId('answer').textContent()).toBe('402 billing_lockout');
@@ -230,7 +247,12 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
     const CASES: [string, () => Config, string, RegExp][] = [
       [
         'a wrong publishable key',
-        () => ({ baseUrl: service.running.url, tenant: 'acme', key: 'pk_live_wrongwrongwrongwrongwrong1', customer: 'cus_said' }),
+        () => ({
+          baseUrl: service.running.url,
+          tenant: 'acme',
+          key: 'pk_live_wrongwrongwrongwrongwrong1',
+          customer: 'cus_said',
+        }),
         'invalid_publishable_key',
         /not a publishable key of tenant "acme"/,
       ],
@@ -248,19 +270,35 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
       ],
       [
         'a wrong hmac',
-        () => ({ baseUrl: service.running.url, tenant: 'acme', key: acme.publishable_key, customer: 'cus_said', hmac: 'f'.repeat(64) }),
+        () => ({
+          baseUrl: service.running.url,
+          tenant: 'acme',
+          key: acme.publishable_key,
+          customer: 'cus_said',
+          hmac: 'f'.repeat(64),
+        }),
         'hmac_mismatch',
         /hmac does not match/,
       ],
       [
         'no hmac for a tenant that requires it',
-        () => ({ baseUrl: service.running.url, tenant: 'strict-co', key: strict.publishable_key, customer: 'cus_said' }),
+        () => ({
+          baseUrl: service.running.url,
+          tenant: 'strict-co',
+          key: strict.publishable_key,
+          customer: 'cus_said',
+        }),
         'hmac_required',
         /tenant "strict-co" requires the hmac/,
       ],
       [
         "an origin not in the tenant's allowed_origins",
-        () => ({ baseUrl: service.running.url, tenant: 'guarded-co', key: guarded.publishable_key, customer: 'cus_said' }),
+        () => ({
+          baseUrl: service.running.url,
+          tenant: 'guarded-co',
+          key: guarded.publishable_key,
+          customer: 'cus_said',
+        }),
         'origin_not_allowed',
         /is http:\/\/localhost:\d+ in the allowed_origins of tenant "guarded-co"/,
       ],
@@ -290,7 +328,15 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
           infos.join('\n'),
         ).toBe(true);
 
-        const secrets = [config.key, acme.hmac_secret, strict.hmac_secret, 'cus_said', 'f'.repeat(64), secretKey, acme.publishable_key];
+        const secrets = [
+          config.key,
+          acme.hmac_secret,
+          strict.hmac_secret,
+          'cus_said',
+          'f'.repeat(64),
+          secretKey,
+          acme.publishable_key,
+        ];
         for (const line of [...warnings, ...infos]) for (const secret of secrets) expect(line).not.toContain(secret);
       });
     }
@@ -299,17 +345,31 @@ describe.skipIf(!haveBrowser)("the React packages in a tenant's app, in Chromium
       const customer = 'cus_well';
       await service.admin('PUT', `/tenants/acme/subscribers/${customer}`, { status: 'warning' });
       const hmac = computeHmac(acme.hmac_secret, customer);
-      const quiet = await open('react', { baseUrl: service.running.url, tenant: 'acme', key: acme.publishable_key, customer, hmac });
+      const quiet = await open('react', {
+        baseUrl: service.running.url,
+        tenant: 'acme',
+        key: acme.publishable_key,
+        customer,
+        hmac,
+      });
       await expect.poll(() => billing(quiet.page)).toBe('warning from service');
       expect(quiet.warnings).toEqual([]);
       expect(quiet.infos).toEqual([]);
       await context?.close();
 
-      const loud = await open('react', { baseUrl: service.running.url, tenant: 'acme', key: acme.publishable_key, customer, hmac, debug: true });
+      const loud = await open('react', {
+        baseUrl: service.running.url,
+        tenant: 'acme',
+        key: acme.publishable_key,
+        customer,
+        hmac,
+        debug: true,
+      });
       await expect.poll(() => billing(loud.page)).toBe('warning from service');
       await expect.poll(() => loud.infos.at(-1)).toBe('[dunwall] warning service');
       expect(loud.warnings).toEqual([]);
-      for (const line of loud.infos) for (const secret of [acme.publishable_key, hmac, customer]) expect(line).not.toContain(secret);
+      for (const line of loud.infos)
+        for (const secret of [acme.publishable_key, hmac, customer]) expect(line).not.toContain(secret);
     });
   });
 });

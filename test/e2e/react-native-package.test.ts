@@ -11,7 +11,8 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 /** Every module a file imports, statically or dynamically, or requires. */
 function importsOf(code: string): string[] {
   const found = new Set<string>();
-  for (const m of code.matchAll(/(?:^|[;\s}])(?:import|export)\s*(?:[\w*{}\s,$]+\s*from\s*)?["']([^"']+)["']/g)) found.add(m[1] ?? '');
+  for (const m of code.matchAll(/(?:^|[;\s}])(?:import|export)\s*(?:[\w*{}\s,$]+\s*from\s*)?["']([^"']+)["']/g))
+    found.add(m[1] ?? '');
   for (const m of code.matchAll(/\b(?:import|require)\s*\(\s*["'`]([^"'`]+)["'`]\s*\)/g)) found.add(m[1] ?? '');
   return [...found].sort();
 }
@@ -31,17 +32,28 @@ describe('the @dunwall/react-native package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-rn-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/react-native', '--pack-destination', packed], { cwd: ROOT, stdio: 'pipe', timeout: 180_000 });
+    execFileSync(npm, ['pack', '--workspace', '@dunwall/react-native', '--pack-destination', packed], {
+      cwd: ROOT,
+      stdio: 'pipe',
+      timeout: 180_000,
+    });
     const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
     if (tarball === undefined) throw new Error('npm pack wrote no tarball');
 
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }));
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
+    );
     // React Native is the app's (an optional peer: npm does not fetch its 175 MB tree for it).
-    execFileSync(npm, ['install', join(packed, tarball), 'react@19', 'react-dom@19', '--no-audit', '--no-fund', '--offline'], {
-      cwd: project,
-      stdio: 'pipe',
-      timeout: 120_000,
-    });
+    execFileSync(
+      npm,
+      ['install', join(packed, tarball), 'react@19', 'react-dom@19', '--no-audit', '--no-fund', '--offline'],
+      {
+        cwd: project,
+        stdio: 'pipe',
+        timeout: 120_000,
+      },
+    );
     const installed = join(project, 'node_modules', '@dunwall', 'react-native');
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
       dependencies?: object;
@@ -55,14 +67,22 @@ describe('the @dunwall/react-native package', () => {
     expect(manifest.peerDependenciesMeta).toEqual({ 'react-native': { optional: true } });
     expect(manifest.type).toBe('module');
     // Nothing came with it but what the app installed.
-    expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall', 'react', 'react-dom', 'scheduler']);
+    expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual([
+      '@dunwall',
+      'react',
+      'react-dom',
+      'scheduler',
+    ]);
     expect(readdirSync(join(project, 'node_modules', '@dunwall'))).toEqual(['react-native']);
 
     const bundle = readFileSync(join(installed, 'dist', 'index.js'), 'utf8');
     expect(importsOf(bundle)).toEqual(['react', 'react-native', 'react/jsx-runtime']);
     // The declarations name React Native's own types; the subset the repository checks against is not published.
     expect(existsSync(join(installed, 'types'))).toBe(false);
-    const components = readFileSync(join(installed, 'dist', 'types', 'packages', 'react-native', 'src', 'components.d.ts'), 'utf8');
+    const components = readFileSync(
+      join(installed, 'dist', 'types', 'packages', 'react-native', 'src', 'components.d.ts'),
+      'utf8',
+    );
     expect(components).toContain("from 'react-native';");
     expect(components).not.toContain('/// <reference');
     expect(existsSync(join(installed, manifest.types))).toBe(true);
@@ -70,7 +90,10 @@ describe('the @dunwall/react-native package', () => {
     // A stand-in for React Native: its primitives as host elements, enough for a server render.
     const stub = join(project, 'node_modules', 'react-native');
     mkdirSync(stub);
-    writeFileSync(join(stub, 'package.json'), JSON.stringify({ name: 'react-native', version: '0.79.0', type: 'module', main: 'index.js' }));
+    writeFileSync(
+      join(stub, 'package.json'),
+      JSON.stringify({ name: 'react-native', version: '0.79.0', type: 'module', main: 'index.js' }),
+    );
     writeFileSync(
       join(stub, 'index.js'),
       `import { createElement } from 'react';
@@ -101,7 +124,10 @@ console.log(JSON.stringify({ warning: renderToString(app('warning')), lockout: r
     const html = JSON.parse(stdout) as { warning: string; lockout: string };
     expect(html.warning).toContain('role="alert"');
     expect(html.warning).toContain('Access will be paused in 3 days.');
-    expect([...html.warning.matchAll(/role="link" aria-label="([^"]+)"/g)].map((m) => m[1])).toEqual(['Pay now', 'Update card']);
+    expect([...html.warning.matchAll(/role="link" aria-label="([^"]+)"/g)].map((m) => m[1])).toEqual([
+      'Pay now',
+      'Update card',
+    ]);
     expect(html.warning).toContain('role="button" aria-label="Dismiss"');
     // A lockout the app did not hear from the service itself: a banner, never the gate.
     expect(html.lockout).toContain('role="alert"');

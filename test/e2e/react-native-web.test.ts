@@ -61,7 +61,10 @@ describe.skipIf(!haveBrowser)('the React Native example on react-native-web, in 
         '@react-native-community/netinfo': here('./react-native-web/netinfo.ts'),
       },
       // What Expo inlines from the app's environment.
-      { 'process.env.EXPO_PUBLIC_DUNWALL_URL': JSON.stringify(standIn.url), 'process.env.EXPO_PUBLIC_DUNWALL_KEY': JSON.stringify(PUBLISHABLE_KEY) },
+      {
+        'process.env.EXPO_PUBLIC_DUNWALL_URL': JSON.stringify(standIn.url),
+        'process.env.EXPO_PUBLIC_DUNWALL_KEY': JSON.stringify(PUBLISHABLE_KEY),
+      },
     );
     standIn.setPage(appPage('Acme'), bundle);
     standIn.answers.set('cus_warn', {
@@ -71,7 +74,10 @@ describe.skipIf(!haveBrowser)('the React Native example on react-native-web, in 
       card_update_url: 'https://billing.acme.test/card',
     });
     standIn.answers.set('cus_lock', { status: 'lockout', pay_url: PAY_URL });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
     mkdirSync(RESULTS, { recursive: true });
   });
   afterEach(async () => {
@@ -86,7 +92,9 @@ describe.skipIf(!haveBrowser)('the React Native example on react-native-web, in 
   async function open(customer: string, locale = 'en-US'): Promise<Page> {
     context = await browser.newContext({ viewport: { width: 375, height: 667 }, locale, timezoneId: 'UTC' });
     // The invoice's page, opened by Linking: answered here, never fetched from the network.
-    await context.route('https://pay.acme.test/**', (route) => route.fulfill({ contentType: 'text/html', body: '<title>Invoice</title>' }));
+    await context.route('https://pay.acme.test/**', (route) =>
+      route.fulfill({ contentType: 'text/html', body: '<title>Invoice</title>' }),
+    );
     const page = await context.newPage();
     page.on('pageerror', (err) => process.stderr.write(`page error: ${err.message}\n`));
     await page.clock.install({ time: T0 });
@@ -108,7 +116,9 @@ describe.skipIf(!haveBrowser)('the React Native example on react-native-web, in 
     expect(await page.getByRole('dialog').count()).toBe(0);
     // The example's AsyncStorage keeps the answer.
     await expect
-      .poll(() => page.evaluate(() => [...(window as unknown as { asyncStorage: Map<string, string> }).asyncStorage.keys()]))
+      .poll(() =>
+        page.evaluate(() => [...(window as unknown as { asyncStorage: Map<string, string> }).asyncStorage.keys()]),
+      )
       .toEqual(['dunwall:v1:acme:cus_warn']);
     await page.screenshot({ path: join(RESULTS, 'react-native-banner.png') });
 
@@ -154,7 +164,9 @@ describe.skipIf(!haveBrowser)('the React Native example on react-native-web, in 
     const page = await open('cus_warn', 'fr-FR');
     const banner = page.getByRole('alert');
     await visible(banner);
-    expect(await banner.textContent()).toContain('Votre dernier paiement n’a pas abouti. Votre accès sera suspendu dans 3 jours.');
+    expect(await banner.textContent()).toContain(
+      'Votre dernier paiement n’a pas abouti. Votre accès sera suspendu dans 3 jours.',
+    );
     expect(await labels(banner.getByRole('link'))).toEqual(['Payer maintenant', 'Changer de carte']);
   });
 });

@@ -31,17 +31,37 @@ describe('the @dunwall/react package', () => {
       const project = mkdtempSync(join(tmpdir(), 'dunwall-react-app-'));
       dirs.push(packed, project);
       // `prepack` builds it (the bundle, its size against the budget, the declarations).
-      const pack = await run(npm, ['pack', '--workspace', '@dunwall/react', '--pack-destination', packed], { cwd: ROOT, timeout: 180_000 });
-      const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
-      if (tarball === undefined) throw new Error('npm pack wrote no tarball');
-      const budgetLine = `${pack.stdout}${pack.stderr}`.split('\n').find((l) => l.startsWith('@dunwall/react:')) ?? '(no size line)';
-      console.log(`${tarball}: ${statSync(join(packed, tarball)).size} bytes packed; ${budgetLine}`);
-
-      writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }));
-      await run(npm, ['install', join(packed, tarball), 'react@19', 'react-dom@19', '@types/react@19', '--no-audit', '--no-fund', '--prefer-offline'], {
-        cwd: project,
+      const pack = await run(npm, ['pack', '--workspace', '@dunwall/react', '--pack-destination', packed], {
+        cwd: ROOT,
         timeout: 180_000,
       });
+      const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
+      if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+      const budgetLine =
+        `${pack.stdout}${pack.stderr}`.split('\n').find((l) => l.startsWith('@dunwall/react:')) ?? '(no size line)';
+      console.log(`${tarball}: ${statSync(join(packed, tarball)).size} bytes packed; ${budgetLine}`);
+
+      writeFileSync(
+        join(project, 'package.json'),
+        JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
+      );
+      await run(
+        npm,
+        [
+          'install',
+          join(packed, tarball),
+          'react@19',
+          'react-dom@19',
+          '@types/react@19',
+          '--no-audit',
+          '--no-fund',
+          '--prefer-offline',
+        ],
+        {
+          cwd: project,
+          timeout: 180_000,
+        },
+      );
       const installed = join(project, 'node_modules', '@dunwall', 'react');
       const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
         dependencies?: object;
@@ -64,11 +84,15 @@ describe('the @dunwall/react package', () => {
 
       // One module, importing React and nothing else; marked for the App Router's client side.
       const bundle = readFileSync(join(installed, 'dist', 'index.js'), 'utf8');
-      const imported = new Set([...bundle.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g)].map((m) => m[1]));
+      const imported = new Set(
+        [...bundle.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g)].map((m) => m[1]),
+      );
       expect([...imported].sort()).toEqual(['react', 'react-dom', 'react/jsx-runtime']);
       expect(bundle).not.toMatch(/\brequire\s*\(/);
       expect(bundle.startsWith("'use client';")).toBe(true);
-      console.log(`dist/index.js: ${bundle.length} bytes, ${gzipSync(bundle, { level: 9 }).length} gzipped (not minified)`);
+      console.log(
+        `dist/index.js: ${bundle.length} bytes, ${gzipSync(bundle, { level: 9 }).length} gzipped (not minified)`,
+      );
 
       // A consumer's TypeScript, both ways an app resolves packages.
       writeFileSync(
@@ -143,14 +167,20 @@ console.log(JSON.stringify({
 }));
 `,
       );
-      const { stdout } = await run(process.execPath, ['render.mjs'], { cwd: project, env: { PATH: process.env.PATH ?? '' }, timeout: 30_000 });
+      const { stdout } = await run(process.execPath, ['render.mjs'], {
+        cwd: project,
+        env: { PATH: process.env.PATH ?? '' },
+        timeout: 30_000,
+      });
       const html = JSON.parse(stdout) as Record<'warning' | 'lockout' | 'active' | 'signedOut', string>;
       console.log(`rendered warning banner: ${html.warning.length} bytes of HTML`);
       expect(html.warning).toMatch(/^<div role="alert" data-status="warning" class="dunwall-banner"><style>/);
       expect(html.warning).toContain('Your last payment did not go through.');
       // React writes the prop's name (`dateTime`); HTML's attribute names ignore case.
       expect(html.warning).toMatch(/<time datetime="2030-01-01T00:00:00Z"><\/time>/i);
-      expect(html.warning).toContain('<a href="https://invoice.stripe.com/i/acct_1/test_in_1" class="dunwall-go" rel="noopener" target="_blank">Pay now</a>');
+      expect(html.warning).toContain(
+        '<a href="https://invoice.stripe.com/i/acct_1/test_in_1" class="dunwall-go" rel="noopener" target="_blank">Pay now</a>',
+      );
       expect(html.warning).toMatch(/<main>app<\/main>$/);
       expect(html.lockout).toContain('data-status="warning"');
       expect(html.lockout).not.toContain('role="dialog"');

@@ -79,7 +79,9 @@ function reactFrom(dir: string | null): Plugin {
     setup(b) {
       if (dir === null) return;
       b.onResolve({ filter: /^react(-dom)?(\/.*)?$/ }, (args) =>
-        args.pluginData === 'react-from' ? undefined : b.resolve(args.path, { kind: args.kind, resolveDir: dir, pluginData: 'react-from' }),
+        args.pluginData === 'react-from'
+          ? undefined
+          : b.resolve(args.path, { kind: args.kind, resolveDir: dir, pluginData: 'react-from' }),
       );
     },
   };
@@ -88,7 +90,9 @@ function reactFrom(dir: string | null): Plugin {
 describe('docs/nextjs.md', () => {
   it('shows every file of docs/examples/nextjs exactly as it is (but the sign-in stand-in), and the middleware of docs/servers.md', () => {
     const doc = readFileSync(join(ROOT, 'docs', 'nextjs.md'), 'utf8');
-    const blocks = [...doc.matchAll(/<!-- (docs\/examples\/\S+) -->\n```tsx?\n([\s\S]*?)```\n/g)].map(([, path = '', code = '']) => [path, code] as const);
+    const blocks = [...doc.matchAll(/<!-- (docs\/examples\/\S+) -->\n```tsx?\n([\s\S]*?)```\n/g)].map(
+      ([, path = '', code = '']) => [path, code] as const,
+    );
     const shown = ['app/billing.tsx', 'app/layout.tsx', 'lib/dunwall.ts'].map((f) => `docs/examples/nextjs/${f}`);
     const files = readdirSync(join(ROOT, 'docs', 'examples', 'nextjs'), { recursive: true, encoding: 'utf8' })
       .filter((f) => /\.tsx?$/.test(f))
@@ -137,10 +141,14 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
   /** A failed invoice as Stripe sends it; returns its pay link. */
   async function failed(customerId: string, nowS: number, nextAttemptS: number | null): Promise<string> {
     const ids = paymentIds();
-    const fixture = event('invoice.payment_failed', invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttemptS }), {
-      created: nowS,
-      api: LEGACY_API,
-    });
+    const fixture = event(
+      'invoice.payment_failed',
+      invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttemptS }),
+      {
+        created: nowS,
+        api: LEGACY_API,
+      },
+    );
     const { payload, signature } = signed(fixture, STRIPE_SECRET, nowS);
     const res = await app.inject({
       method: 'POST',
@@ -156,7 +164,9 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
   async function setStatus(customerId: string, status: 'active' | 'warning' | 'lockout'): Promise<void> {
     await admin('PUT', `/tenants/acme/subscribers/${customerId}`, { status });
     await vi.waitFor(async () => {
-      const res = await fetch(`${serviceUrl}/v1/subscribers/${customerId}/status`, { headers: { authorization: `Bearer ${secretKey}` } });
+      const res = await fetch(`${serviceUrl}/v1/subscribers/${customerId}/status`, {
+        headers: { authorization: `Bearer ${secretKey}` },
+      });
       expect(((await res.json()) as { status: string }).status).toBe(status);
     }, WAIT);
   }
@@ -166,14 +176,20 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     const dir = mkdtempSync(join(tmpdir(), 'dunwall-react18-'));
     dirs.push(dir);
     try {
-      await promisify(execFile)(npm, ['install', 'react@18', 'react-dom@18', '--no-audit', '--no-fund', '--no-save', '--prefer-offline'], {
-        cwd: dir,
-        timeout: 90_000,
-      });
+      await promisify(execFile)(
+        npm,
+        ['install', 'react@18', 'react-dom@18', '--no-audit', '--no-fund', '--no-save', '--prefer-offline'],
+        {
+          cwd: dir,
+          timeout: 90_000,
+        },
+      );
       return dir;
     } catch (err) {
       if (process.env.CI === 'true') throw err;
-      process.stderr.write(`\n*** react@18 could not be installed (${(err as Error).message.split('\n')[0]}): the React 18 run is SKIPPED. ***\n\n`);
+      process.stderr.write(
+        `\n*** react@18 could not be installed (${(err as Error).message.split('\n')[0]}): the React 18 run is SKIPPED. ***\n\n`,
+      );
       return null;
     }
   }
@@ -182,13 +198,23 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     const common = {
       bundle: true,
       jsx: 'automatic' as const,
-      alias: { '@dunwall/react': join(ROOT, 'packages', 'react', 'src', 'index.ts'), '@dunwall/node': join(ROOT, 'packages', 'node', 'src', 'index.ts') },
+      alias: {
+        '@dunwall/react': join(ROOT, 'packages', 'react', 'src', 'index.ts'),
+        '@dunwall/node': join(ROOT, 'packages', 'node', 'src', 'index.ts'),
+      },
       plugins: [reactFrom(reactDir)],
       logLevel: 'error' as const,
     };
     // The server's: a CommonJS module for this process, React bundled in.
     const serverFile = join(workDir, `server-${version}.cjs`);
-    await build({ ...common, entryPoints: [join(APP, 'server.tsx')], platform: 'node', format: 'cjs', target: 'node20', outfile: serverFile });
+    await build({
+      ...common,
+      entryPoints: [join(APP, 'server.tsx')],
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      outfile: serverFile,
+    });
     // The browser's: development React, which reports hydration mismatches; the public settings inlined as Next.js does.
     const client = await build({
       ...common,
@@ -201,7 +227,9 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
         'process.env.NODE_ENV': '"development"',
         'process.env.NEXT_PUBLIC_DUNWALL_URL': JSON.stringify(process.env.NEXT_PUBLIC_DUNWALL_URL),
         'process.env.NEXT_PUBLIC_DUNWALL_TENANT': JSON.stringify(process.env.NEXT_PUBLIC_DUNWALL_TENANT),
-        'process.env.NEXT_PUBLIC_DUNWALL_PUBLISHABLE_KEY': JSON.stringify(process.env.NEXT_PUBLIC_DUNWALL_PUBLISHABLE_KEY),
+        'process.env.NEXT_PUBLIC_DUNWALL_PUBLISHABLE_KEY': JSON.stringify(
+          process.env.NEXT_PUBLIC_DUNWALL_PUBLISHABLE_KEY,
+        ),
       },
     });
     const server = createRequire(import.meta.url)(serverFile) as Pick<Built, 'renderPage' | 'close'>;
@@ -255,7 +283,11 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     pageOrigin = `http://127.0.0.1:${(pageServer.address() as AddressInfo).port}`;
 
     // The tenant: its app's origin only, a warning escalated after 14 days, a secret key to read statuses.
-    const tenant = await admin('POST', '/tenants', { slug: 'acme', policy: { escalate_after_days: 14 }, allowed_origins: [pageOrigin] });
+    const tenant = await admin('POST', '/tenants', {
+      slug: 'acme',
+      policy: { escalate_after_days: 14 },
+      allowed_origins: [pageOrigin],
+    });
     await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET });
     const key = await admin('POST', '/tenants/acme/keys', { name: 'next.js server', scopes: ['status:read'] });
     hmacSecret = String(tenant.hmac_secret);
@@ -290,7 +322,10 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     built.set('19', await buildFor('19', null));
     const dir18 = await react18;
     if (dir18 !== null) built.set('18', await buildFor('18', join(dir18, 'node_modules')));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
     mkdirSync(RESULTS, { recursive: true });
   }, 180_000);
 
@@ -322,7 +357,10 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     customer: string,
     opts: { javaScript?: boolean; query?: string; before?: (page: Page) => Promise<unknown> } = {},
   ): Promise<Opened> {
-    const context = await browser.newContext({ viewport: { width: 1000, height: 700 }, javaScriptEnabled: opts.javaScript ?? true });
+    const context = await browser.newContext({
+      viewport: { width: 1000, height: 700 },
+      javaScriptEnabled: opts.javaScript ?? true,
+    });
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('console', (m) => {
@@ -330,20 +368,29 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
     });
     page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
     await opts.before?.(page);
-    const response = await page.goto(`${pageOrigin}/app?${new URLSearchParams({ react: version, customer })}${opts.query ?? ''}`);
+    const response = await page.goto(
+      `${pageOrigin}/app?${new URLSearchParams({ react: version, customer })}${opts.query ?? ''}`,
+    );
     if (!response || response.status() !== 200) throw new Error(`the app answered ${response?.status()}`);
     const page_ = await response.text();
     const body = page_.slice(page_.indexOf('<div id="root">'), page_.indexOf('<script>'));
     if (opts.javaScript ?? true) {
-      await page.waitForFunction(() => document.documentElement.dataset.hydrated === 'true', undefined, { timeout: 10_000 });
-      expect(await page.evaluate(() => (window as unknown as { __react: string }).__react)).toMatch(new RegExp(`^${version}\\.`));
+      await page.waitForFunction(() => document.documentElement.dataset.hydrated === 'true', undefined, {
+        timeout: 10_000,
+      });
+      expect(await page.evaluate(() => (window as unknown as { __react: string }).__react)).toMatch(
+        new RegExp(`^${version}\\.`),
+      );
     }
     return { page, body, problems, close: () => context.close() };
   }
 
-  const recovered = (page: Page) => page.evaluate(() => (window as unknown as { __recoverable: string[] }).__recoverable);
-  const beforeScripts = (page: Page) => page.evaluate(() => (window as unknown as { __beforeScripts: { banner: boolean; gate: boolean } }).__beforeScripts);
-  const readout = (page: Page) => page.locator('#billing-readout').evaluate((p) => `${p.dataset.status}/${p.dataset.source}`);
+  const recovered = (page: Page) =>
+    page.evaluate(() => (window as unknown as { __recoverable: string[] }).__recoverable);
+  const beforeScripts = (page: Page) =>
+    page.evaluate(() => (window as unknown as { __beforeScripts: { banner: boolean; gate: boolean } }).__beforeScripts);
+  const readout = (page: Page) =>
+    page.locator('#billing-readout').evaluate((p) => `${p.dataset.status}/${p.dataset.source}`);
   const banner = (page: Page) => page.locator('#root [role="alert"]');
   const gate = (page: Page) => page.locator('.dunwall-veil [role="dialog"]');
 
@@ -379,7 +426,9 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
       expect(await beforeScripts(o.page)).toEqual({ banner: true, gate: false });
       // The browser's own answer (the hmac it was given brings the pay link): the same warning, now with its countdown.
       await expect.poll(() => readout(o.page), WAIT).toBe('warning/service');
-      await expect.poll(() => banner(o.page).locator('time').textContent(), WAIT).toBe('Access will be paused in 14 days.');
+      await expect
+        .poll(() => banner(o.page).locator('time').textContent(), WAIT)
+        .toBe('Access will be paused in 14 days.');
       expect(await banner(o.page).locator('a').first().getAttribute('href')).toBe(payUrl);
       await o.page.screenshot({ path: join(RESULTS, `react-ssr-${version}-warning.png`) });
       await expectSilentHydration(o);
@@ -447,7 +496,10 @@ describe.skipIf(!haveBrowser)('docs/examples/nextjs: server rendered, then hydra
       await expect
         .poll(() => o.problems.filter((p) => p.startsWith('warning: [dunwall]')), WAIT)
         .toEqual(['warning: [dunwall] network: Failed to fetch; failing open']);
-      await expectSilentHydration(o, /Failed to load resource: net::ERR_CONNECTION_REFUSED|^warning: \[dunwall\] network: /);
+      await expectSilentHydration(
+        o,
+        /Failed to load resource: net::ERR_CONNECTION_REFUSED|^warning: \[dunwall\] network: /,
+      );
       await o.close();
     });
 

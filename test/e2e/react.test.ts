@@ -33,7 +33,11 @@ const PAY_URL = 'https://billing.acme.test/pay';
 const API_PAY_URL = 'https://billing.acme.test/pay/tok_api';
 /** The customers the app's own API refuses (its copy says lockout), whatever the browser hears from Dunwall. */
 const refusedByApi = new Set<string>();
-const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.css': 'text/css' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+};
 
 interface Tenant {
   slug: string;
@@ -54,21 +58,38 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     const call = () =>
       fetch(`${running.url}/admin/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${readAdminTokenFile(dataDir)}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         ...(body ? { body: JSON.stringify(body) } : {}),
       });
     // A kept-alive connection the service closed while the app was being built: asked again on a new one.
-    const res = await call().catch((err: Error) => ((err.cause as { code?: string } | undefined)?.code === 'ECONNRESET' ? call() : Promise.reject(err)));
+    const res = await call().catch((err: Error) =>
+      (err.cause as { code?: string } | undefined)?.code === 'ECONNRESET' ? call() : Promise.reject(err),
+    );
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json();
   }
-  const setStatus = (customer: string, status: string) => admin('PUT', `/tenants/acme/subscribers/${customer}`, { status });
+  const setStatus = (customer: string, status: string) =>
+    admin('PUT', `/tenants/acme/subscribers/${customer}`, { status });
 
   beforeAll(async () => {
-    running = await start(loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
-    acme = (await admin('POST', '/tenants', { slug: 'acme', tier: 'scale', card_update_url: CARD_URL, livemode: false })) as Tenant;
+    running = await start(
+      loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }),
+      createLogger('silent'),
+    );
+    acme = (await admin('POST', '/tenants', {
+      slug: 'acme',
+      tier: 'scale',
+      card_update_url: CARD_URL,
+      livemode: false,
+    })) as Tenant;
     await admin('PATCH', '/tenants/acme', {
-      branding: { payment_url: PAY_URL, texts: { fr: { banner_body: 'Votre dernier paiement a échoué.', gate_title: 'Votre compte est suspendu' } } },
+      branding: {
+        payment_url: PAY_URL,
+        texts: { fr: { banner_body: 'Votre dernier paiement a échoué.', gate_title: 'Votre compte est suspendu' } },
+      },
     });
 
     // The docs' example, built as a tenant builds it, pointed at this service.
@@ -91,24 +112,41 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
       // The app's API, as @dunwall/node's middleware guards it: the customers this test refuses get its 402 problem.
       if (url.pathname === '/api/projects') {
         const customer = /(?:^|; )user=(cus_[A-Za-z0-9_]+)/.exec(req.headers.cookie ?? '')?.[1] ?? '';
-        if (!refusedByApi.has(customer)) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(['Apollo', 'Gemini']));
-        const problem = lockoutProblem({ status: 'lockout', source: 'feed', lockout_at: null, pay_url: API_PAY_URL } as Parameters<typeof lockoutProblem>[0]);
-        res.writeHead(402, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' }).end(JSON.stringify(problem));
+        if (!refusedByApi.has(customer))
+          return void res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify(['Apollo', 'Gemini']));
+        const problem = lockoutProblem({
+          status: 'lockout',
+          source: 'feed',
+          lockout_at: null,
+          pay_url: API_PAY_URL,
+        } as Parameters<typeof lockoutProblem>[0]);
+        res
+          .writeHead(402, { 'content-type': 'application/problem+json', 'cache-control': 'no-store' })
+          .end(JSON.stringify(problem));
         return;
       }
       if (url.pathname === '/api/me') {
         const customer = /(?:^|; )user=(cus_[A-Za-z0-9_]+)/.exec(req.headers.cookie ?? '')?.[1] ?? 'cus_nobody';
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ customer, hmac: computeHmac(acme.hmac_secret, customer) }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ customer, hmac: computeHmac(acme.hmac_secret, customer) }));
         return;
       }
       const file = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
       const path = join(out, file);
       if (!path.startsWith(out) || !existsSync(path)) return void res.writeHead(404).end();
-      res.writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' }).end(readFileSync(path));
+      res
+        .writeHead(200, { 'content-type': TYPES[extname(path)] ?? 'application/octet-stream' })
+        .end(readFileSync(path));
     });
     await new Promise<void>((done) => app.listen(0, '127.0.0.1', done));
     appOrigin = `http://localhost:${(app.address() as AddressInfo).port}`;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
     mkdirSync(RESULTS, { recursive: true });
   }, 180_000);
 
@@ -120,7 +158,10 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     rmSync(out, { recursive: true, force: true });
   });
 
-  async function signedIn(customer: string, options: { locale?: string; viewport?: { width: number; height: number } } = {}): Promise<BrowserContext> {
+  async function signedIn(
+    customer: string,
+    options: { locale?: string; viewport?: { width: number; height: number } } = {},
+  ): Promise<BrowserContext> {
     const context = await browser.newContext({
       viewport: options.viewport ?? { width: 1100, height: 720 },
       ...(options.locale ? { locale: options.locale } : {}),
@@ -131,7 +172,9 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
   const billing = (page: Page) => page.getByTestId('billing').innerText();
 
   it('type-checks as written', () => {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', EXAMPLE], { stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', EXAMPLE], {
+      stdio: 'pipe',
+    });
   });
 
   it('shows the banner for a warning: the texts, the card update link, dismissed for the browser session', async () => {
@@ -189,7 +232,9 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     // The page behind is inert and does not scroll; its figures cannot be read through the backdrop.
     expect(await page.evaluate(() => (document.getElementById('root') as HTMLElement).inert)).toBe(true);
     expect(await page.evaluate(() => getComputedStyle(document.body).overflow)).toBe('hidden');
-    const veil = await page.evaluate(() => getComputedStyle(document.querySelector('.dunwall-veil') as Element).backgroundColor);
+    const veil = await page.evaluate(
+      () => getComputedStyle(document.querySelector('.dunwall-veil') as Element).backgroundColor,
+    );
     expect(Number(/rgba?\([^)]*,\s*([\d.]+)\)$/.exec(veil)?.[1] ?? '1')).toBeGreaterThanOrEqual(0.95);
     await page.screenshot({ path: join(RESULTS, 'react-gate.png') });
     await context.close();

@@ -100,8 +100,14 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
   }
 
   beforeAll(async () => {
-    running = await start(loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    running = await start(
+      loadConfig({ DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }),
+      createLogger('silent'),
+    );
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -114,18 +120,29 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
     const section = fiveMinutes();
     // The tenant and its Stripe signing secret, as the README's steps say.
     expect(section).toContain('npm run -s dunwall -- tenant create acme');
-    const created = JSON.parse(await dunwall(['--json', 'tenant', 'create', 'acme'])) as { publishable_key: string; hmac_secret: string };
+    const created = JSON.parse(await dunwall(['--json', 'tenant', 'create', 'acme'])) as {
+      publishable_key: string;
+      hmac_secret: string;
+    };
     expect(section).toContain('npm run -s dunwall -- tenant update acme --stripe-webhook-secret -');
     await dunwall(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], STRIPE_SECRET);
     // Step 4's commands, exactly as written: the fallback links, then the policy.
-    const commands = readmeCommands(section).filter((c) => c.args[0] === 'tenant' && c.args[1] === 'update' && !c.args.includes('--stripe-webhook-secret'));
+    const commands = readmeCommands(section).filter(
+      (c) => c.args[0] === 'tenant' && c.args[1] === 'update' && !c.args.includes('--stripe-webhook-secret'),
+    );
     expect(commands.map((c) => c.args.join(' '))).toEqual([
       'tenant update acme --card-update-url https://billing.acme.com/card',
       'tenant update acme --branding-file -',
     ]);
     for (const c of commands) await dunwall(c.args, c.stdin);
-    const tenant = JSON.parse(await dunwall(['--json', 'tenant', 'show', 'acme'])) as { card_update_url: string; branding: { payment_url?: string } };
-    expect(tenant).toMatchObject({ card_update_url: 'https://billing.acme.com/card', branding: { payment_url: 'https://billing.acme.com' } });
+    const tenant = JSON.parse(await dunwall(['--json', 'tenant', 'show', 'acme'])) as {
+      card_update_url: string;
+      branding: { payment_url?: string };
+    };
+    expect(tenant).toMatchObject({
+      card_update_url: 'https://billing.acme.com/card',
+      branding: { payment_url: 'https://billing.acme.com' },
+    });
 
     // The backend's hmac, as step 1 computes it; the page's tag, as step 2 writes it.
     const customer = { stripeId: 'cus_readme1' };
@@ -138,7 +155,9 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
       .replace('<%= dunwall_hmac %>', hmac);
     expect(tag).toContain(`data-hmac="${hmac}"`);
     pageServer = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(`<!doctype html><html><body><h1>Acme app</h1>${tag}</body></html>`);
+      res
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end(`<!doctype html><html><body><h1>Acme app</h1>${tag}</body></html>`);
     });
     await new Promise<void>((resolve) => pageServer.listen(0, '127.0.0.1', resolve));
     const appUrl = `http://localhost:${(pageServer.address() as AddressInfo).port}/app`;
@@ -146,14 +165,21 @@ describe.skipIf(!haveBrowser)("the README's five-minute path ends with a gate th
     // Stripe gives up on the invoice: no next attempt.
     const ids = paymentIds();
     const createdS = Math.floor(Date.now() / 1000) - 5;
-    await stripe(event('invoice.payment_failed', invoice(customer.stripeId, { ids, next_payment_attempt: null }), { created: createdS }));
+    await stripe(
+      event('invoice.payment_failed', invoice(customer.stripeId, { ids, next_payment_attempt: null }), {
+        created: createdS,
+      }),
+    );
 
     const context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
     // The stand-in for Stripe's hosted invoice page (not reachable from here).
     let paidPageOpened = false;
     await context.route('https://invoice.stripe.com/**', async (route) => {
       paidPageOpened = true;
-      await route.fulfill({ contentType: 'text/html', body: "<!doctype html><title>Invoice</title><p>Stand-in for Stripe's hosted invoice page.</p>" });
+      await route.fulfill({
+        contentType: 'text/html',
+        body: "<!doctype html><title>Invoice</title><p>Stand-in for Stripe's hosted invoice page.</p>",
+      });
     });
     const page = await context.newPage();
     await page.goto(appUrl);

@@ -11,7 +11,13 @@ import { startAppProcess } from '../helpers/app-process.js';
 import type { AppProcess } from '../helpers/app-process.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { withMigratedStore } from '../helpers/migrated-data-dir.js';
-import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startBuiltServiceProcess, startServiceProcess } from '../helpers/service-process.js';
+import {
+  REQUEST_TIMEOUT_MS,
+  adminCall,
+  killAllServices,
+  startBuiltServiceProcess,
+  startServiceProcess,
+} from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { event, hostedInvoiceUrl, invoice, paymentIds, signed } from '../helpers/stripe-fixtures.js';
 import type { PaymentIds, StripeEventFixture } from '../helpers/stripe-fixtures.js';
@@ -37,8 +43,10 @@ if (!haveBrowser) process.stderr.write(`\n*** ${CHROMIUM} not found: the referen
 const ROOT = resolve(import.meta.dirname, '../..');
 const APP = join(ROOT, 'examples', 'saas');
 const BUILT = existsSync(join(ROOT, 'dist', 'src', 'runtime', 'server.js'));
-if (!BUILT && process.env.CI === 'true') throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
-if (!BUILT) process.stderr.write('\n*** dist/ is not built (npm run build): the reference app suite is SKIPPED. ***\n\n');
+if (!BUILT && process.env.CI === 'true')
+  throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
+if (!BUILT)
+  process.stderr.write('\n*** dist/ is not built (npm run build): the reference app suite is SKIPPED. ***\n\n');
 
 const engines = await availableEngines();
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -71,19 +79,37 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
   beforeAll(async () => {
     embeddedService = await startBuiltServiceProcess(withMigratedStore(tempDir('dunwall-refapp-data-')), TOKEN);
     project = tempDir('dunwall-refapp-');
-    cpSync(APP, project, { recursive: true, filter: (src) => !/(^|\/)(node_modules|dist|package-lock\.json)$/.test(relative(APP, src)) });
+    cpSync(APP, project, {
+      recursive: true,
+      filter: (src) => !/(^|\/)(node_modules|dist|package-lock\.json)$/.test(relative(APP, src)),
+    });
     // The docs' install: the packages from the Dunwall that serves them, the rest as package.json says.
     const tarballs = ['node', 'react', 'react-native'].map((name) => `${embeddedService.base}/packages/${name}.tgz`);
-    await run(npm, ['install', ...tarballs, '--no-audit', '--no-fund', '--prefer-offline'], { cwd: project, timeout: 240_000 });
-    // `npm run build`, with placeholders for the values each engine's service fills in.
-    await run(process.execPath, [join(project, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'error'], {
+    await run(npm, ['install', ...tarballs, '--no-audit', '--no-fund', '--prefer-offline'], {
       cwd: project,
-      env: { PATH: process.env.PATH ?? '', VITE_DUNWALL_URL: PLACEHOLDER.url, VITE_DUNWALL_TENANT: 'acme', VITE_DUNWALL_KEY: PLACEHOLDER.key },
-      timeout: 120_000,
+      timeout: 240_000,
     });
+    // `npm run build`, with placeholders for the values each engine's service fills in.
+    await run(
+      process.execPath,
+      [join(project, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'error'],
+      {
+        cwd: project,
+        env: {
+          PATH: process.env.PATH ?? '',
+          VITE_DUNWALL_URL: PLACEHOLDER.url,
+          VITE_DUNWALL_TENANT: 'acme',
+          VITE_DUNWALL_KEY: PLACEHOLDER.key,
+        },
+        timeout: 120_000,
+      },
+    );
     built = join(project, 'dist.built');
     renameSync(join(project, 'dist'), built);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
   }, 360_000);
 
   afterAll(async () => {
@@ -104,10 +130,14 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       expect(manifest.dependencies[`@dunwall/${name}`]).toBe(`${embeddedService.base}/packages/${name}.tgz`);
       expect(existsSync(join(project, 'node_modules', '@dunwall', name, 'package.json'))).toBe(true);
     }
-    const checked = await run(process.execPath, [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project], {
-      cwd: project,
-      timeout: 120_000,
-    }).then(
+    const checked = await run(
+      process.execPath,
+      [join(project, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', project],
+      {
+        cwd: project,
+        timeout: 120_000,
+      },
+    ).then(
       () => 'ok',
       (err: { stdout?: string }) => err.stdout ?? String(err),
     );
@@ -141,7 +171,11 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         tenant = (await admin('POST', '/tenants', { slug: 'acme' }, 201)) as typeof tenant;
         await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: STRIPE_SECRET }, 200);
         secretKey = String(
-          ((await admin('POST', '/tenants/acme/keys', { name: 'acme api', scopes: ['status:read'] }, 201)) as { secret_key: string }).secret_key,
+          (
+            (await admin('POST', '/tenants/acme/keys', { name: 'acme api', scopes: ['status:read'] }, 201)) as {
+              secret_key: string;
+            }
+          ).secret_key,
         );
 
         // The built front end, its Dunwall values this engine's.
@@ -150,10 +184,19 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         const assets = join(project, 'dist', 'assets');
         for (const file of readdirSync(assets).filter((f) => f.endsWith('.js'))) {
           const js = readFileSync(join(assets, file), 'utf8');
-          writeFileSync(join(assets, file), js.replaceAll(PLACEHOLDER.url, service.base).replaceAll(PLACEHOLDER.key, tenant.publishable_key));
+          writeFileSync(
+            join(assets, file),
+            js.replaceAll(PLACEHOLDER.url, service.base).replaceAll(PLACEHOLDER.key, tenant.publishable_key),
+          );
         }
         // `npm start`, with the settings the docs name.
-        appEnv = { DUNWALL_URL: service.base, DUNWALL_SECRET_KEY: secretKey, DUNWALL_HMAC_SECRET: tenant.hmac_secret, HOST: '127.0.0.1', PORT: '0' };
+        appEnv = {
+          DUNWALL_URL: service.base,
+          DUNWALL_SECRET_KEY: secretKey,
+          DUNWALL_HMAC_SECRET: tenant.hmac_secret,
+          HOST: '127.0.0.1',
+          PORT: '0',
+        };
         app = await startAppProcess(START, project, appEnv, LISTENING);
         apps.push(app);
       }, 120_000);
@@ -183,12 +226,20 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       }
 
       /** The app's API as the browser's fetch asks it, for the customer `who` (null: signed out). */
-      async function api(path: string, who: string | null, base = app.url): Promise<{ status: number; type: string | null; body: Record<string, unknown> }> {
+      async function api(
+        path: string,
+        who: string | null,
+        base = app.url,
+      ): Promise<{ status: number; type: string | null; body: Record<string, unknown> }> {
         const res = await fetch(`${base}${path}`, {
           headers: who === null ? {} : { cookie: `customer=${who}` },
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
-        return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, unknown> };
+        return {
+          status: res.status,
+          type: res.headers.get('content-type'),
+          body: (await res.json()) as Record<string, unknown>,
+        };
       }
       const apiStatus = async (path: string, who: string) => (await api(path, who)).status;
       /** What Dunwall's lookup answers for `who` (what the page is told when it asks). */
@@ -205,7 +256,9 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
         const context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
         contexts.push(context);
         // Stripe's hosted invoice page is never opened from here.
-        await context.route('https://invoice.stripe.com/**', (route) => route.fulfill({ contentType: 'text/html', body: '<title>Invoice</title>' }));
+        await context.route('https://invoice.stripe.com/**', (route) =>
+          route.fulfill({ contentType: 'text/html', body: '<title>Invoice</title>' }),
+        );
         const page = await context.newPage();
         page.on('pageerror', (err) => process.stderr.write(`page error: ${err.message}\n`));
         await page.goto(`${app.url}/signin?customer=${who}`);
@@ -218,8 +271,14 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
 
       it('active: the page shows nothing, the API serves, /api/me names the customer with its hmac', async () => {
         expect(await api('/api/me', null)).toMatchObject({ status: 200, body: { customer: null, hmac: null } });
-        expect((await api('/api/me', customer)).body).toEqual({ customer, hmac: computeHmac(tenant.hmac_secret, customer) });
-        expect(await api('/api/projects', customer)).toMatchObject({ status: 200, body: { projects: [{ name: 'Website' }, { name: 'Mobile app' }] } });
+        expect((await api('/api/me', customer)).body).toEqual({
+          customer,
+          hmac: computeHmac(tenant.hmac_secret, customer),
+        });
+        expect(await api('/api/projects', customer)).toMatchObject({
+          status: 200,
+          body: { projects: [{ name: 'Website' }, { name: 'Mobile app' }] },
+        });
 
         const page = await signedIn(customer);
         await expect.poll(() => billing(page)).toBe('Billing: active from service');
@@ -234,12 +293,18 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
 
       it('warning: the banner with Pay now to the invoice, on the web and the mobile screen; the API still serving', async () => {
         ids = paymentIds();
-        await stripe(event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: t0 + 3 * DAY_S }), { created: t0 }));
+        await stripe(
+          event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: t0 + 3 * DAY_S }), {
+            created: t0,
+          }),
+        );
         await expect.poll(() => lookup(customer)).toBe('warning');
         const page = await signedIn(customer);
         await expect.poll(() => billing(page)).toBe('Billing: warning from service');
         await expect.poll(() => banner(page).isVisible()).toBe(true);
-        expect(await banner(page).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(hostedInvoiceUrl(ids.invoice));
+        expect(await banner(page).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(
+          hostedInvoiceUrl(ids.invoice),
+        );
         expect(await gate(page).count()).toBe(0);
         await expect.poll(() => apiLine(page)).toBe('API: 2 projects');
         expect(await apiStatus('/api/projects', customer)).toBe(200);
@@ -252,26 +317,36 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
 
       let locked: Page;
       it('lockout: the gate over the app and the mobile screen, every protected API call 402 with the problem, /api/me still answering', async () => {
-        await stripe(event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: null }), { created: t0 + 10 }));
+        await stripe(
+          event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: null }), { created: t0 + 10 }),
+        );
         await expect.poll(() => lookup(customer)).toBe('lockout');
         // The API's copy follows Dunwall's feed.
         await expect.poll(() => apiStatus('/api/projects', customer), { timeout: 10_000 }).toBe(402);
         for (const path of ['/api/projects', '/api/usage']) {
           const refused = await api(path, customer);
           expect(refused.type, path).toMatch(/^application\/problem\+json/);
-          expect(refused.body, path).toMatchObject({ status: 402, code: 'billing_lockout', pay_url: hostedInvoiceUrl(ids.invoice) });
+          expect(refused.body, path).toMatchObject({
+            status: 402,
+            code: 'billing_lockout',
+            pay_url: hostedInvoiceUrl(ids.invoice),
+          });
         }
         expect(await api('/api/me', customer)).toMatchObject({ status: 200, body: { customer } });
 
         const mobile = await signedIn(customer);
         await mobile.goto(`${app.url}/mobile.html`);
-        await expect.poll(() => mobile.getByRole('heading', { name: 'Your account is on hold' }).isVisible()).toBe(true);
+        await expect
+          .poll(() => mobile.getByRole('heading', { name: 'Your account is on hold' }).isVisible())
+          .toBe(true);
 
         locked = await signedIn(customer);
         await expect.poll(() => gate(locked).isVisible()).toBe(true);
         // Dunwall's answer or the API's 402 through useBillingFetch(), whichever the page had first.
         expect(await billing(locked)).toMatch(/^Billing: lockout from (service|api)$/);
-        expect(await gate(locked).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(hostedInvoiceUrl(ids.invoice));
+        expect(await gate(locked).getByRole('link', { name: 'Pay now' }).getAttribute('href')).toBe(
+          hostedInvoiceUrl(ids.invoice),
+        );
         await expect.poll(() => apiLine(locked)).toBe('API: 402 billing_lockout');
       });
 
@@ -310,8 +385,14 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       it("a grace period ending: with grace_days 3, a dunning start 4 days old is the gate, one a day old the banner's countdown", async () => {
         await admin('PATCH', '/tenants/acme', { policy: { grace_days: 3 } }, 200);
         const now = nowS();
-        await stripe(event('invoice.payment_failed', invoice(graceEnded, { next_payment_attempt: null }), { created: now - 4 * DAY_S }));
-        await stripe(event('invoice.payment_failed', invoice(inGrace, { next_payment_attempt: null }), { created: now - DAY_S }));
+        await stripe(
+          event('invoice.payment_failed', invoice(graceEnded, { next_payment_attempt: null }), {
+            created: now - 4 * DAY_S,
+          }),
+        );
+        await stripe(
+          event('invoice.payment_failed', invoice(inGrace, { next_payment_attempt: null }), { created: now - DAY_S }),
+        );
         await expect.poll(() => lookup(graceEnded)).toBe('lockout');
         await expect.poll(() => lookup(inGrace)).toBe('warning');
         await expect.poll(() => apiStatus('/api/projects', graceEnded), { timeout: 10_000 }).toBe(402);
@@ -344,8 +425,12 @@ describe.skipIf(!haveBrowser || !BUILT)('the reference app, examples/saas, as a 
       it("the app's server started while Dunwall is down: it listens and lets everyone through", async () => {
         const second = await startAppProcess(START, project, appEnv, LISTENING);
         apps.push(second);
-        for (const who of [customer, graceEnded, inGrace]) expect((await api('/api/projects', who, second.url)).status, who).toBe(200);
-        expect((await api('/api/me', graceEnded, second.url)).body).toEqual({ customer: graceEnded, hmac: computeHmac(tenant.hmac_secret, graceEnded) });
+        for (const who of [customer, graceEnded, inGrace])
+          expect((await api('/api/projects', who, second.url)).status, who).toBe(200);
+        expect((await api('/api/me', graceEnded, second.url)).body).toEqual({
+          customer: graceEnded,
+          hmac: computeHmac(tenant.hmac_secret, graceEnded),
+        });
         await second.kill();
       });
     });

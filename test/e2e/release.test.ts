@@ -27,7 +27,8 @@ function tempDir(): string {
  * with `node` alone: no build tools, no dev dependencies, no checkout beside it.
  */
 const BUILT = existsSync(join(ROOT, 'dist', 'src', 'runtime', 'server.js'));
-if (!BUILT && process.env.CI === 'true') throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
+if (!BUILT && process.env.CI === 'true')
+  throw new Error('dist/ is not built: CI builds it with npm ci before the tests');
 
 describe.skipIf(!BUILT)('the release folder', () => {
   it('holds the production dependencies only, and serves a lookup, a webhook and the admin API from a clean copy', async () => {
@@ -48,11 +49,14 @@ describe.skipIf(!BUILT)('the release folder', () => {
       devDependencies: Record<string, string>;
     };
     expect(Object.keys(pkg.scripts)).toEqual(['start']);
-    for (const dep of Object.keys(pkg.dependencies)) expect(existsSync(join(copy, 'node_modules', ...dep.split('/'))), dep).toBe(true);
-    for (const dev of ['typescript', 'vitest', 'esbuild', 'tsx', 'playwright-core']) expect(existsSync(join(copy, 'node_modules', dev)), dev).toBe(false);
+    for (const dep of Object.keys(pkg.dependencies))
+      expect(existsSync(join(copy, 'node_modules', ...dep.split('/'))), dep).toBe(true);
+    for (const dev of ['typescript', 'vitest', 'esbuild', 'tsx', 'playwright-core'])
+      expect(existsSync(join(copy, 'node_modules', dev)), dev).toBe(false);
     expect(existsSync(join(copy, 'src'))).toBe(false);
     // The packages of the service's version, which it serves for npm install.
-    for (const file of ['client.tgz', 'node.tgz']) expect(existsSync(join(copy, 'dist', 'packages', file)), file).toBe(true);
+    for (const file of ['client.tgz', 'node.tgz'])
+      expect(existsSync(join(copy, 'dist', 'packages', file)), file).toBe(true);
 
     const child = spawn(process.execPath, ['--max-semi-space-size=8', 'dist/src/runtime/server.js'], {
       cwd: copy,
@@ -95,15 +99,21 @@ describe.skipIf(!BUILT)('the release folder', () => {
     expect((await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: secret })).status).toBe(200);
 
     const lookup = async () => {
-      const r = await fetch(`${base}/api/subscriber-status/acme?processor_customer_id=cus_r1&hmac=${computeHmac(tenant.hmac_secret, 'cus_r1')}`, {
-        headers: { authorization: `Bearer ${tenant.publishable_key}` },
-      });
+      const r = await fetch(
+        `${base}/api/subscriber-status/acme?processor_customer_id=cus_r1&hmac=${computeHmac(tenant.hmac_secret, 'cus_r1')}`,
+        {
+          headers: { authorization: `Bearer ${tenant.publishable_key}` },
+        },
+      );
       return [r.status, ((await r.json()) as { status: string }).status];
     };
     expect(await lookup()).toEqual([200, 'active']);
     const nowS = Math.floor(Date.now() / 1000);
     const { payload, signature } = signed(
-      event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), { created: nowS - 1, id: 'evt_release_1' }),
+      event('invoice.payment_failed', invoice('cus_r1', { next_payment_attempt: null }), {
+        created: nowS - 1,
+        id: 'evt_release_1',
+      }),
       secret,
       nowS,
     );
@@ -119,10 +129,14 @@ describe.skipIf(!BUILT)('the release folder', () => {
     // The console, with the script its page names.
     const consolePage = await fetch(`${base}/console`);
     const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await consolePage.text())?.[1];
-    expect([consolePage.status, (await fetch(`${base}${script ?? '/console/assets/none.js'}`)).status]).toEqual([200, 200]);
+    expect([consolePage.status, (await fetch(`${base}${script ?? '/console/assets/none.js'}`)).status]).toEqual([
+      200, 200,
+    ]);
     const tarball = await fetch(`${base}/packages/client.tgz`);
     expect([tarball.status, tarball.headers.get('content-type')]).toEqual([200, 'application/gzip']);
-    expect(Buffer.from(await tarball.arrayBuffer()).equals(readFileSync(join(copy, 'dist', 'packages', 'client.tgz')))).toBe(true);
+    expect(
+      Buffer.from(await tarball.arrayBuffer()).equals(readFileSync(join(copy, 'dist', 'packages', 'client.tgz'))),
+    ).toBe(true);
     child.kill('SIGTERM');
     expect(await new Promise((done) => child.on('exit', done))).toBe(0);
   });

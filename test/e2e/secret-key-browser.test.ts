@@ -18,7 +18,8 @@ import { Capture } from '../helpers/log-capture.js';
  * refused the same and records nothing.
  */
 
-const MESSAGE = 'a secret key was sent from a browser and refused: treat it as leaked, rotate it and keep it on servers';
+const MESSAGE =
+  'a secret key was sent from a browser and refused: treat it as leaked, rotate it and keep it on servers';
 const ORIGIN = 'https://shop.example';
 const FLOOD = 20;
 
@@ -38,7 +39,10 @@ describe('a secret key sent from a browser', () => {
   let leaked = { id: '', secret: '' };
   let reader = '';
 
-  async function call(path: string, init: { method?: string; token: string; origin?: string; body?: unknown }): Promise<{ status: number; body: unknown }> {
+  async function call(
+    path: string,
+    init: { method?: string; token: string; origin?: string; body?: unknown },
+  ): Promise<{ status: number; body: unknown }> {
     const res = await fetch(`${running.url}${path}`, {
       method: init.method ?? 'GET',
       headers: {
@@ -59,10 +63,16 @@ describe('a secret key sent from a browser', () => {
     const line = (await res.text()).split('\n').find((l) => l.startsWith('dunwall_secret_key_browser_refusals_total '));
     return Number(line?.split(' ')[1]);
   };
-  const keyOf = async (id: string) => ((await call('/admin/v1/tenants/acme/keys', { token: admin })).body as { data: Key[] }).data.find((k) => k.id === id);
+  const keyOf = async (id: string) =>
+    ((await call('/admin/v1/tenants/acme/keys', { token: admin })).body as { data: Key[] }).data.find(
+      (k) => k.id === id,
+    );
   const seenInHealth = async () =>
-    ((await call('/v1/health', { token: reader })).body as { secret_keys: { seen_in_browser: { id: string; prefix: string; name: string }[] } }).secret_keys
-      .seen_in_browser;
+    (
+      (await call('/v1/health', { token: reader })).body as {
+        secret_keys: { seen_in_browser: { id: string; prefix: string; name: string }[] };
+      }
+    ).secret_keys.seen_in_browser;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-key-'));
@@ -70,12 +80,25 @@ describe('a secret key sent from a browser', () => {
     const env = { DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0', DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0' };
     running = await start(loadConfig(env), createLogger('info', logs));
     admin = readAdminTokenFile(dataDir) ?? '';
-    expect((await call('/admin/v1/tenants', { method: 'POST', token: admin, body: { slug: 'acme' } })).status).toBe(201);
-    const made = (await call('/admin/v1/tenants/acme/keys', { method: 'POST', token: admin, body: { name: 'checkout server', scopes: ['status:read'] } }))
-      .body as { id: string; secret_key: string };
+    expect((await call('/admin/v1/tenants', { method: 'POST', token: admin, body: { slug: 'acme' } })).status).toBe(
+      201,
+    );
+    const made = (
+      await call('/admin/v1/tenants/acme/keys', {
+        method: 'POST',
+        token: admin,
+        body: { name: 'checkout server', scopes: ['status:read'] },
+      })
+    ).body as { id: string; secret_key: string };
     leaked = { id: made.id, secret: made.secret_key };
     reader = (
-      (await call('/admin/v1/tenants/acme/keys', { method: 'POST', token: admin, body: { name: 'ops', scopes: ['subscribers:read'] } })).body as {
+      (
+        await call('/admin/v1/tenants/acme/keys', {
+          method: 'POST',
+          token: admin,
+          body: { name: 'ops', scopes: ['subscribers:read'] },
+        })
+      ).body as {
         secret_key: string;
       }
     ).secret_key;
@@ -103,7 +126,13 @@ describe('a secret key sent from a browser', () => {
     expect(await refusals()).toBe(before + FLOOD + 1);
     const lines = sightings();
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 40, tenant: 'acme', keyId: leaked.id, keyPrefix: leaked.secret.slice(0, 12), origin: ORIGIN });
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      tenant: 'acme',
+      keyId: leaked.id,
+      keyPrefix: leaked.secret.slice(0, 12),
+      origin: ORIGIN,
+    });
     // The prefix is what the key list shows; nothing past it is ever written.
     expect(logs.text).not.toContain(leaked.secret.slice(0, 13));
 
@@ -113,14 +142,27 @@ describe('a secret key sent from a browser', () => {
     expect(key?.seen_in_browser_at).not.toBeNull();
     expect(key?.last_used_at).not.toBeNull();
     expect(await seenInHealth()).toEqual([
-      { id: leaked.id, name: 'checkout server', prefix: leaked.secret.slice(0, 12), seen_in_browser_at: key?.seen_in_browser_at },
+      {
+        id: leaked.id,
+        name: 'checkout server',
+        prefix: leaked.secret.slice(0, 12),
+        seen_in_browser_at: key?.seen_in_browser_at,
+      },
     ]);
 
     // From a server (no Origin) the same key answers.
     expect((await call(lookup, { token: leaked.secret })).status).toBe(200);
 
     // Rotated, the leaked secret is replaced: the mark and the flag go.
-    expect((await call(`/admin/v1/tenants/acme/keys/${leaked.id}/rotate`, { method: 'POST', token: admin, body: { overlap_seconds: 0 } })).status).toBe(200);
+    expect(
+      (
+        await call(`/admin/v1/tenants/acme/keys/${leaked.id}/rotate`, {
+          method: 'POST',
+          token: admin,
+          body: { overlap_seconds: 0 },
+        })
+      ).status,
+    ).toBe(200);
     expect((await keyOf(leaked.id))?.seen_in_browser_at).toBeNull();
     expect(await seenInHealth()).toEqual([]);
   });
@@ -128,7 +170,10 @@ describe('a secret key sent from a browser', () => {
   it('records nothing for a key that is no tenant’s', async () => {
     const before = await refusals();
     const logged = sightings().length;
-    const res = await call('/api/subscriber-status/acme?processor_customer_id=cus_1', { token: `sk_test_${'x'.repeat(40)}`, origin: ORIGIN });
+    const res = await call('/api/subscriber-status/acme?processor_customer_id=cus_1', {
+      token: `sk_test_${'x'.repeat(40)}`,
+      origin: ORIGIN,
+    });
     expect((res.body as { code: string }).code).toBe('secret_key_in_browser');
     expect(await refusals()).toBe(before);
     expect(sightings()).toHaveLength(logged);

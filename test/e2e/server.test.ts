@@ -50,7 +50,12 @@ describe('the service on a real socket, embedded store', () => {
       expect(entries.some((e) => e.path === tokenPath)).toBe(true);
 
       const demo = entries.filter((e) => e.msg === 'demo lookup');
-      expect(demo.map((e) => e.customer)).toEqual(['cus_demo_active', 'cus_demo_warning', 'cus_demo_lockout', 'cus_demo_unknown']);
+      expect(demo.map((e) => e.customer)).toEqual([
+        'cus_demo_active',
+        'cus_demo_warning',
+        'cus_demo_lockout',
+        'cus_demo_unknown',
+      ]);
       const answers: unknown[] = [];
       for (const entry of demo) {
         const { url, authorization } = parseCurl(String(entry.curl));
@@ -89,7 +94,11 @@ describe('the service on a real socket, embedded store', () => {
       const base = `${running.url}/api/subscriber-status/acme`;
       const preflight = await fetch(base, {
         method: 'OPTIONS',
-        headers: { origin: 'https://app.acme.test', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+        headers: {
+          origin: 'https://app.acme.test',
+          'access-control-request-method': 'GET',
+          'access-control-request-headers': 'authorization',
+        },
       });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get('access-control-allow-origin')).toBe('*');
@@ -97,7 +106,9 @@ describe('the service on a real socket, embedded store', () => {
       expect(preflight.headers.get('access-control-allow-headers')).toBe('Authorization');
       expect(preflight.headers.get('access-control-max-age')).toBe('7200');
 
-      const missing = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { origin: 'https://app.acme.test' } });
+      const missing = await fetch(`${base}?processor_customer_id=cus_kept`, {
+        headers: { origin: 'https://app.acme.test' },
+      });
       expect(missing.status).toBe(401);
       expect(missing.headers.get('www-authenticate')).toBe('Bearer');
       expect(missing.headers.get('access-control-allow-origin')).toBe('*');
@@ -108,14 +119,18 @@ describe('the service on a real socket, embedded store', () => {
       });
       expect(unknownTenant.status).toBe(404);
 
-      const ok = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}`, origin: 'https://x.test' } });
+      const ok = await fetch(`${base}?processor_customer_id=cus_kept`, {
+        headers: { authorization: `Bearer ${tenantKey}`, origin: 'https://x.test' },
+      });
       expect(ok.status).toBe(200);
       expect(ok.headers.get('cache-control')).toBe('no-store');
       // Request ids: this process's prefix and a counter; a valid presented id is echoed.
       const id = ok.headers.get('x-request-id') ?? '';
       expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
       expect(await ok.json()).toMatchObject({ status: 'lockout', card_update_url: null });
-      const next = await fetch(`${base}?processor_customer_id=cus_kept`, { headers: { authorization: `Bearer ${tenantKey}` } });
+      const next = await fetch(`${base}?processor_customer_id=cus_kept`, {
+        headers: { authorization: `Bearer ${tenantKey}` },
+      });
       const nextId = next.headers.get('x-request-id') ?? '';
       expect(nextId.split('-').slice(0, -1).join('-')).toBe(id.split('-').slice(0, -1).join('-'));
       expect(parseInt(nextId.split('-').at(-1) ?? '', 36)).toBeGreaterThan(parseInt(id.split('-').at(-1) ?? '', 36));
@@ -137,7 +152,9 @@ describe('the service on a real socket, embedded store', () => {
     const running = await start(loadConfig(env), createLogger('info', logs));
     try {
       // A second owner of the same folder is refused while the first one runs.
-      await expect(openStore({ engine: 'embedded', dataDir: join(dataDir, 'pgdata') })).rejects.toThrow(`in use by process ${process.pid}`);
+      await expect(openStore({ engine: 'embedded', dataDir: join(dataDir, 'pgdata') })).rejects.toThrow(
+        `in use by process ${process.pid}`,
+      );
       expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
       expect(await running.store.countTenants()).toBe(2);
       // The demo page is served again from what the first run kept in the data folder.
@@ -155,14 +172,20 @@ describe('the service on a real socket, embedded store', () => {
 
   it('recovers from an unclean stop: a lock naming a dead or reused pid, an empty or loose token file', async () => {
     const dir = withMigratedStore(tempDir());
-    const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    const first = await start(
+      loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }),
+      createLogger('silent'),
+    );
     await first.close();
     // The lock as a killed process leaves it: naming this pid (a container's pid 1 again), or a dead one.
     for (const pid of [process.pid, 2 ** 22 + 17]) {
       writeFileSync(join(dir, 'pgdata.lock'), String(pid));
       writeFileSync(join(dir, 'admin-token'), '');
       chmodSync(join(dir, 'admin-token'), 0o644);
-      const again = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+      const again = await start(
+        loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }),
+        createLogger('silent'),
+      );
       await again.close();
       expect(readFileSync(join(dir, 'admin-token'), 'utf8').trim()).toMatch(/^dwa_[A-Za-z0-9]{48}$/);
       expect(statSync(join(dir, 'admin-token')).mode & 0o777).toBe(0o600);
@@ -171,21 +194,30 @@ describe('the service on a real socket, embedded store', () => {
 
   it('refuses a token file too short to be safe, and releases the folder', async () => {
     const dir = withMigratedStore(tempDir());
-    const first = await start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    const first = await start(
+      loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' }),
+      createLogger('silent'),
+    );
     await first.close();
     writeFileSync(join(dir, 'admin-token'), 'short\n');
-    await expect(start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0' }), createLogger('silent'))).rejects.toThrow('shorter than 32 characters');
+    await expect(start(loadConfig({ DUNWALL_DATA_DIR: dir, PORT: '0' }), createLogger('silent'))).rejects.toThrow(
+      'shorter than 32 characters',
+    );
     expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
   });
 
   it('DUNWALL_DEFAULT_TIER is the tier of a tenant created without one, through the API and the CLI; one that names no tier stops the start', async () => {
     const dir = withMigratedStore(tempDir());
     const base = { DUNWALL_DATA_DIR: dir, PORT: '0', DUNWALL_DEMO: '0' };
-    await expect(start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'platinum' }), createLogger('silent'))).rejects.toThrow(
+    await expect(
+      start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'platinum' }), createLogger('silent')),
+    ).rejects.toThrow(
       "DUNWALL_DEFAULT_TIER names no tier of this store: 'platinum' (its tiers: growth, scale, starter)",
     );
     expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
-    expect(() => loadConfig({ DUNWALL_DEFAULT_TIER: 'Not A Tier' })).toThrow('DUNWALL_DEFAULT_TIER must be a tier name');
+    expect(() => loadConfig({ DUNWALL_DEFAULT_TIER: 'Not A Tier' })).toThrow(
+      'DUNWALL_DEFAULT_TIER must be a tier name',
+    );
     expect(loadConfig({}).defaultTier).toBe('starter');
 
     const running = await start(loadConfig({ ...base, DUNWALL_DEFAULT_TIER: 'growth' }), createLogger('silent'));
@@ -198,9 +230,14 @@ describe('the service on a real socket, embedded store', () => {
           headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
           body: JSON.stringify(body),
         });
-      const viaApi = (await (await post({ slug: 'by-api' })).json()) as { tier: string; entitlements: Record<string, boolean> };
+      const viaApi = (await (await post({ slug: 'by-api' })).json()) as {
+        tier: string;
+        entitlements: Record<string, boolean>;
+      };
       expect(viaApi).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
-      expect(((await (await post({ slug: 'on-starter', tier: 'starter' })).json()) as { tier: string }).tier).toBe('starter');
+      expect(((await (await post({ slug: 'on-starter', tier: 'starter' })).json()) as { tier: string }).tier).toBe(
+        'starter',
+      );
 
       const { run } = await import('../../src/cli/run.js');
       let out = '';
@@ -264,8 +301,16 @@ describe('the service on a real socket, embedded store', () => {
       const created = await running.store.createTenant(newTenant('hooked'), new Date());
       if (!created.ok) throw new Error('tenant');
       tenant.id = created.tenant.id;
-      await running.store.rotateCredential(tenant.id, 'stripe_webhook_secret', 'whsec_e2e_intake_0123456789abcdef', 0, new Date());
-      const fixture = event('invoice.payment_failed', invoice('cus_e2e', { next_payment_attempt: null }), { created: Math.floor(Date.now() / 1000) });
+      await running.store.rotateCredential(
+        tenant.id,
+        'stripe_webhook_secret',
+        'whsec_e2e_intake_0123456789abcdef',
+        0,
+        new Date(),
+      );
+      const fixture = event('invoice.payment_failed', invoice('cus_e2e', { next_payment_attempt: null }), {
+        created: Math.floor(Date.now() / 1000),
+      });
       const { payload, signature } = signed(fixture, 'whsec_not_the_secret_at_all_0000', Math.floor(Date.now() / 1000));
       const post = () =>
         fetch(`${running.url}/webhooks/stripe/hooked`, {
@@ -290,7 +335,10 @@ describe('the service on a real socket, embedded store', () => {
   });
 
   it('DUNWALL_DEMO=0 turns the demo off', async () => {
-    const running = await start(loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(tempDir()), PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+    const running = await start(
+      loadConfig({ DUNWALL_DATA_DIR: withMigratedStore(tempDir()), PORT: '0', DUNWALL_DEMO: '0' }),
+      createLogger('silent'),
+    );
     try {
       expect(await running.store.countTenants()).toBe(0);
     } finally {
@@ -303,12 +351,17 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('the service on Post
   it('never seeds the demo, and keeps the admin API off without DUNWALL_ADMIN_TOKEN', async () => {
     const scoped = await schemaScopedUrl('dunwall_e2e');
     const logs = new Capture();
-    const running = await start(loadConfig({ DATABASE_URL: scoped.url, PORT: '0', DUNWALL_DATA_DIR: tempDir() }), createLogger('info', logs));
+    const running = await start(
+      loadConfig({ DATABASE_URL: scoped.url, PORT: '0', DUNWALL_DATA_DIR: tempDir() }),
+      createLogger('info', logs),
+    );
     try {
       expect(running.store.engine).toBe('postgres');
       expect(await running.store.countTenants()).toBe(0);
       expect(logs.text).toContain('admin API disabled');
-      const res = await fetch(`${running.url}/admin/v1/tenants`, { headers: { authorization: 'Bearer whatever-whatever-whatever-whatever' } });
+      const res = await fetch(`${running.url}/admin/v1/tenants`, {
+        headers: { authorization: 'Bearer whatever-whatever-whatever-whatever' },
+      });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { code: string }).code).toBe('admin_disabled');
       expect((await fetch(`${running.url}/readyz`)).status).toBe(200);
@@ -359,14 +412,24 @@ describe('the process', () => {
     });
     expect(elsewhere.status).toBe(2);
     expect(elsewhere.stderr).toContain('HOST 192.0.2.1 is not an address of this machine');
-    const malformed = spawnSync(process.execPath, serverArgs, { env: { ...process.env, HOST: 'no such host!' }, encoding: 'utf8', timeout: 60_000 });
+    const malformed = spawnSync(process.execPath, serverArgs, {
+      env: { ...process.env, HOST: 'no such host!' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(malformed.status).toBe(2);
     expect(malformed.stderr).toContain('HOST must be an IP address or a host name');
   });
 
   it('shuts down cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, serverArgs, {
-      env: { ...process.env, PORT: '0', DUNWALL_DATA_DIR: withMigratedStore(tempDir()), DUNWALL_DEMO: '0', DATABASE_URL: '' },
+      env: {
+        ...process.env,
+        PORT: '0',
+        DUNWALL_DATA_DIR: withMigratedStore(tempDir()),
+        DUNWALL_DEMO: '0',
+        DATABASE_URL: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -389,6 +452,8 @@ describe('the process', () => {
 describe('hmac helper', () => {
   it('is the lowercase hex HMAC-SHA256 of the customer id under the secret (a known vector)', () => {
     // RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?".
-    expect(computeHmac('Jefe', 'what do ya want for nothing?')).toBe('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
+    expect(computeHmac('Jefe', 'what do ya want for nothing?')).toBe(
+      '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+    );
   });
 });

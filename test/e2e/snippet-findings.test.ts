@@ -18,7 +18,16 @@ const RESULTS = join(process.cwd(), 'test-results');
 const CARD_URL = 'https://billing.acme.test/card';
 const SUPPORT_URL = 'https://acme.test/support';
 const PAY_URL = 'https://invoice.stripe.com/i/acct_1Test/test_YWNjdF8xVGVzdCxfUGF5TWU';
-type Box = { x: number; y: number; width: number; height: number; top: number; bottom: number; left: number; right: number };
+type Box = {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  top: number;
+  bottom: number;
+  left: number;
+  right: number;
+};
 
 describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
   let service: Service;
@@ -73,7 +82,9 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
   }
 
   const answered = (page: Page) =>
-    page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, { timeout: 10_000 });
+    page.waitForFunction(() => (window as unknown as { __events: unknown[] }).__events.length > 0, undefined, {
+      timeout: 10_000,
+    });
 
   async function open(ctx: BrowserContext, url: string, before?: (page: Page) => Promise<void>): Promise<Page> {
     const page = await ctx.newPage();
@@ -146,9 +157,15 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
             const { header, bar, first } = before;
             if (!header || !bar || !first) throw new Error(`${label}: missing ${JSON.stringify(before)}`);
             expect(bar.top, `${label}: the banner starts below the header`).toBeGreaterThanOrEqual(header.bottom - 0.5);
-            expect(first.top, `${label}: the app's first words are below the banner`).toBeGreaterThanOrEqual(bar.bottom - 0.5);
-            expect(first.top, `${label}: the app's first words are below the header`).toBeGreaterThanOrEqual(header.bottom - 0.5);
-            await page.screenshot({ path: join(RESULTS, `banner-under-header-${name.replace(/\W+/g, '-')}-${viewport.width}.png`) });
+            expect(first.top, `${label}: the app's first words are below the banner`).toBeGreaterThanOrEqual(
+              bar.bottom - 0.5,
+            );
+            expect(first.top, `${label}: the app's first words are below the header`).toBeGreaterThanOrEqual(
+              header.bottom - 0.5,
+            );
+            await page.screenshot({
+              path: join(RESULTS, `banner-under-header-${name.replace(/\W+/g, '-')}-${viewport.width}.png`),
+            });
             if (name.startsWith('a fixed')) {
               // It follows the header's size, and the page's flow follows the banner's.
               await page.evaluate(() => ((document.getElementById('hdr') as HTMLElement).style.height = '96px'));
@@ -177,10 +194,14 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
     it('still goes first in the flow with nothing fixed at the top but a small button', async () => {
       const ctx = await browser.newContext({ viewport: VIEWPORTS[0] });
       try {
-        const help = '<a id="help" href="#help" style="position:fixed;top:0;right:0;width:40px;height:40px;z-index:5">?</a>';
+        const help =
+          '<a id="help" href="#help" style="position:fixed;top:0;right:0;width:40px;height:40px;z-index:5">?</a>';
         const page = await open(
           ctx,
-          serve(`${help}<main><p id="first">First words</p>${FILLER}</main>${tag(acme, 'cus_warn')}`, '<style>body{margin:0}</style>'),
+          serve(
+            `${help}<main><p id="first">First words</p>${FILLER}</main>${tag(acme, 'cus_warn')}`,
+            '<style>body{margin:0}</style>',
+          ),
         );
         const { bar, first } = await boxes(page);
         expect(bar?.top).toBe(0);
@@ -194,7 +215,8 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
   });
 
   describe('2-4. the gate', () => {
-    const FIGURES = '<h1 id="figures" style="margin:0;padding:8px;font:bold 48px sans-serif;color:#000;background:#fff">Revenue $1,234,567</h1>';
+    const FIGURES =
+      '<h1 id="figures" style="margin:0;padding:8px;font:bold 48px sans-serif;color:#000;background:#fff">Revenue $1,234,567</h1>';
     const gateTag = () => tag(acme, 'cus_lock', { 'data-support-url': SUPPORT_URL, 'data-card-update-url': CARD_URL });
 
     /** The standard deviation of the luminance of a PNG's pixels (0-255), decoded by a canvas. */
@@ -211,7 +233,8 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           c2d.drawImage(img, 0, 0);
           const { data } = c2d.getImageData(0, 0, img.width, img.height);
           const values: number[] = [];
-          for (let i = 0; i < data.length; i += 4) values.push(0.2126 * (data[i] ?? 0) + 0.7152 * (data[i + 1] ?? 0) + 0.0722 * (data[i + 2] ?? 0));
+          for (let i = 0; i < data.length; i += 4)
+            values.push(0.2126 * (data[i] ?? 0) + 0.7152 * (data[i + 1] ?? 0) + 0.0722 * (data[i + 2] ?? 0));
           const mean = values.reduce((a, b) => a + b, 0) / values.length;
           return Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);
         }, png.toString('base64'));
@@ -242,7 +265,12 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
             const { clip, png } = await figuresOf(p);
             // The figures are outside the dialog's box: what is measured is the veil alone.
             const box = await p.evaluate(
-              () => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.box')?.getBoundingClientRect().toJSON() as Box,
+              () =>
+                document
+                  .querySelector('dunwall-enforcement')
+                  ?.shadowRoot?.querySelector('.box')
+                  ?.getBoundingClientRect()
+                  .toJSON() as Box,
             );
             expect(clip.y + clip.height, scheme).toBeLessThanOrEqual(box.top);
             const veiled = await spread(ctx, png);
@@ -293,7 +321,11 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         const again = await open(ctx, serve(gateTag()), withPayUrl);
         await again.locator('dunwall-enforcement .veil').waitFor();
         await again.keyboard.press('Shift+Tab');
-        expect(await again.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent)).toBe('Contact support');
+        expect(
+          await again.evaluate(
+            () => document.querySelector('dunwall-enforcement')?.shadowRoot?.activeElement?.textContent,
+          ),
+        ).toBe('Contact support');
         await again.close();
       } finally {
         await ctx.close();
@@ -339,7 +371,10 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           const long = await open(
             ctx,
             serve(
-              tag(acme, 'cus_lock', { 'data-support-url': SUPPORT_URL, 'data-support-text': 'Write to the billing team of this service about your account' }),
+              tag(acme, 'cus_lock', {
+                'data-support-url': SUPPORT_URL,
+                'data-support-text': 'Write to the billing team of this service about your account',
+              }),
             ),
           );
           const fit = await long.locator('dunwall-enforcement [role="dialog"]').evaluate((box) => ({
@@ -363,10 +398,14 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       it(`at ${viewport.width}x${viewport.height}: under 15 % of the screen with a countdown and a pay link, nothing cut off`, async () => {
         const ctx = await browser.newContext({ viewport });
         try {
-          const inThreeDays = () => new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
+          const inThreeDays = () =>
+            new Date(Date.now() + 3 * 86_400_000 + 3_600_000).toISOString().replace(/\.\d+Z$/, 'Z');
           const page = await open(
             ctx,
-            serve(`<main><p id="first">First words</p></main>${tag(acme, 'cus_warn')}`, '<style>body{margin:0}</style>'),
+            serve(
+              `<main><p id="first">First words</p></main>${tag(acme, 'cus_warn')}`,
+              '<style>body{margin:0}</style>',
+            ),
             withFields({ lockout_at: inThreeDays }),
           );
           const bar = page.locator('dunwall-enforcement [role="alert"]');
@@ -376,11 +415,21 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
             const inside = Array.from(b.querySelectorAll('p, time, a, small, button'), (e) => {
               const c = e.getBoundingClientRect();
               return (
-                c.top >= r.top - 0.5 && c.bottom <= r.bottom + 0.5 && c.left >= r.left - 0.5 && c.right <= r.right + 0.5 && e.scrollWidth <= e.clientWidth + 1
+                c.top >= r.top - 0.5 &&
+                c.bottom <= r.bottom + 0.5 &&
+                c.left >= r.left - 0.5 &&
+                c.right <= r.right + 0.5 &&
+                e.scrollWidth <= e.clientWidth + 1
               );
             });
             const links = Array.from(b.querySelectorAll('a'), (a) => a.textContent);
-            return { height: r.height, overflow: b.scrollWidth - b.clientWidth, inside, links, mark: b.textContent?.includes('Powered by Dunwall') };
+            return {
+              height: r.height,
+              overflow: b.scrollWidth - b.clientWidth,
+              inside,
+              links,
+              mark: b.textContent?.includes('Powered by Dunwall'),
+            };
           });
           expect(fit.links).toEqual(['Pay now', 'Update card']);
           expect(fit.mark).toBe(true);
@@ -407,7 +456,8 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       await page.clock.install({ time: t });
       await page.clock.pauseAt(t + 1_000);
     };
-    const hidden = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).visibility === 'hidden');
+    const hidden = (page: Page) =>
+      page.evaluate(() => getComputedStyle(document.documentElement).visibility === 'hidden');
     /** Holds every lookup until `release` (or forever); `asked` resolves once one has been made. */
     function holdLookups(page: Page) {
       let release: () => void = () => {};
@@ -441,7 +491,8 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
         expect(await hidden(page)).toBe(false);
         // The gate is there at once, not faded in over the app (as it is on a page never hidden).
-        const fade = (p: Page) => p.locator('dunwall-enforcement .veil').evaluate((v) => getComputedStyle(v).animationName);
+        const fade = (p: Page) =>
+          p.locator('dunwall-enforcement .veil').evaluate((v) => getComputedStyle(v).animationName);
         expect(await fade(page)).toBe('none');
         await page.close();
         const unhidden = await open(ctx, serve(APP, tag(acme, 'cus_lock')));
@@ -470,7 +521,8 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
       try {
         const page = await ctx.newPage();
         await stopTime(page);
-        const header = '<header id="hdr" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223">Nav</header>';
+        const header =
+          '<header id="hdr" style="position:fixed;top:0;left:0;right:0;height:64px;background:#223">Nav</header>';
         await page.goto(
           serve(
             `${header}<main style="padding-top:64px"><p>First words</p></main>`,
@@ -479,7 +531,11 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         );
         await answered(page);
         expect(await hidden(page)).toBe(false);
-        const top = await page.evaluate(() => document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.bar')?.getBoundingClientRect().top);
+        const top = await page.evaluate(
+          () =>
+            document.querySelector('dunwall-enforcement')?.shadowRoot?.querySelector('.bar')?.getBoundingClientRect()
+              .top,
+        );
         expect(top).toBe(64);
         await page.close();
       } finally {
@@ -499,7 +555,9 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           await stopTime(page);
           const lookups = holdLookups(page);
           await lookups.ready;
-          await page.goto(serve(APP, tag(acme, 'cus_lock', { 'data-hide-page': '', 'data-timeout-ms': '10000', ...attrs }, true)));
+          await page.goto(
+            serve(APP, tag(acme, 'cus_lock', { 'data-hide-page': '', 'data-timeout-ms': '10000', ...attrs }, true)),
+          );
           await lookups.seen;
           expect(await hidden(page)).toBe(true);
           await page.clock.runFor(boundMs - 50);
@@ -521,8 +579,12 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
     let guarded: Tenant;
     beforeAll(async () => {
       strict = (await service.admin('POST', '/tenants', { slug: 'strict-co', hmac_required: true })) as Tenant;
-      guarded = (await service.admin('POST', '/tenants', { slug: 'guarded-co', allowed_origins: ['https://app.guarded.test'] })) as Tenant;
-      for (const slug of ['strict-co', 'guarded-co']) await service.admin('PUT', `/tenants/${slug}/subscribers/cus_lock`, { status: 'lockout' });
+      guarded = (await service.admin('POST', '/tenants', {
+        slug: 'guarded-co',
+        allowed_origins: ['https://app.guarded.test'],
+      })) as Tenant;
+      for (const slug of ['strict-co', 'guarded-co'])
+        await service.admin('PUT', `/tenants/${slug}/subscribers/cus_lock`, { status: 'lockout' });
     });
 
     /** The snippet's warnings in the console, as they come. */
@@ -547,10 +609,30 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         /not a publishable key of tenant "acme"/,
       ],
       ['a wrong slug', () => ({ t: acme, attrs: { 'data-tenant': 'acme-typo' } }), 'tenant_not_found', /acme-typo/],
-      ['a wrong hmac', () => ({ t: acme, attrs: { 'data-hmac': 'f'.repeat(64) } }), 'hmac_mismatch', /hmac does not match/],
-      ['a missing hmac the tenant requires', () => ({ t: strict, attrs: { 'data-hmac': '' } }), 'hmac_required', /tenant "strict-co" requires data-hmac/],
-      ["an origin not in the tenant's allowed_origins", () => ({ t: guarded, attrs: {} }), 'origin_not_allowed', /allowed_origins/],
-      ['a service that cannot be reached', () => ({ t: acme, attrs: { 'data-base-url': 'http://127.0.0.1:9' } }), 'network', /could not be reached/],
+      [
+        'a wrong hmac',
+        () => ({ t: acme, attrs: { 'data-hmac': 'f'.repeat(64) } }),
+        'hmac_mismatch',
+        /hmac does not match/,
+      ],
+      [
+        'a missing hmac the tenant requires',
+        () => ({ t: strict, attrs: { 'data-hmac': '' } }),
+        'hmac_required',
+        /tenant "strict-co" requires data-hmac/,
+      ],
+      [
+        "an origin not in the tenant's allowed_origins",
+        () => ({ t: guarded, attrs: {} }),
+        'origin_not_allowed',
+        /allowed_origins/,
+      ],
+      [
+        'a service that cannot be reached',
+        () => ({ t: acme, attrs: { 'data-base-url': 'http://127.0.0.1:9' } }),
+        'network',
+        /could not be reached/,
+      ],
     ];
     for (const [name, make, code, sentence] of CASES) {
       it(`${name}: one console warning with ${code}, data-debug on the tag, nothing shown`, async () => {
@@ -561,7 +643,9 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           const said = warnings(page);
           await page.goto(serve(`<main>App</main>${tag(t, 'cus_lock', attrs)}`));
           await answered(page);
-          expect(await page.evaluate(() => (window as unknown as { __events: { source: string }[] }).__events[0]?.source)).toBe('fallback');
+          expect(
+            await page.evaluate(() => (window as unknown as { __events: { source: string }[] }).__events[0]?.source),
+          ).toBe('fallback');
           // Said once the reason is known (after the answer, which it does not hold up).
           const debugOf = () => page.locator('script[data-tenant]').getAttribute('data-debug');
           await expect.poll(debugOf).not.toBeNull();
@@ -600,7 +684,12 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
         const mark = `<script>const s = document.querySelector('script[data-tenant]'); const fiber = { node: s }; s.__reactFiber$x = fiber;</script>`;
         const page = await open(ctx, serve(`<main>App</main>${tag(acme, 'cus_lock')}${mark}`));
         expect(
-          await page.evaluate(() => (document.querySelector('script[data-tenant]') as unknown as Record<string, unknown>)['__reactFiber$x'] !== undefined),
+          await page.evaluate(
+            () =>
+              (document.querySelector('script[data-tenant]') as unknown as Record<string, unknown>)[
+                '__reactFiber$x'
+              ] !== undefined,
+          ),
         ).toBe(true);
         expect(await page.locator('dunwall-enforcement [role="dialog"]').isVisible()).toBe(true);
         expect(await page.locator('script[data-tenant]').getAttribute('data-debug')).toBeNull();
@@ -635,10 +724,16 @@ describe.skipIf(!haveBrowser)('the snippet on real pages: findings', () => {
           hmac: await page.locator('script[data-tenant]').getAttribute('data-hmac'),
           baseUrl: service.running.url,
         };
-        const again = page.evaluate(async (o) => (window as unknown as { Dunwall: { check(o: unknown): Promise<{ source: string }> } }).Dunwall.check(o), opts);
+        const again = page.evaluate(
+          async (o) =>
+            (window as unknown as { Dunwall: { check(o: unknown): Promise<{ source: string }> } }).Dunwall.check(o),
+          opts,
+        );
         await page.clock.runFor(3_100);
         expect(await again).toMatchObject({ source: 'fallback' });
-        await expect.poll(() => page.evaluate(() => document.documentElement.dataset.dunwallDebug)).toMatch(/^timeout: /);
+        await expect
+          .poll(() => page.evaluate(() => document.documentElement.dataset.dunwallDebug))
+          .toMatch(/^timeout: /);
         expect(said).toHaveLength(1);
         // The service answers again: the note goes.
         hold = false;

@@ -2,7 +2,16 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import { REQUEST_TIMEOUT_MS, adminCall, killAllServices, startServiceProcess } from '../helpers/service-process.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, invoice, signed, subscription } from '../helpers/stripe-fixtures.js';
+import {
+  BASIL_API,
+  LEGACY_API,
+  charge,
+  customer,
+  event,
+  invoice,
+  signed,
+  subscription,
+} from '../helpers/stripe-fixtures.js';
 import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 
 const engines = await availableEngines();
@@ -58,7 +67,11 @@ function build(kind: Kind, cus: string, created: number, random: () => number): 
   const o = { created, api };
   switch (kind) {
     case 'soft_charge':
-      return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api), o);
+      return event(
+        'charge.failed',
+        charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api),
+        o,
+      );
     case 'hard_charge':
       return event('charge.failed', charge(cus, { outcome_reason: 'stolen_card' }, api), o);
     case 'invoice_retrying':
@@ -68,11 +81,20 @@ function build(kind: Kind, cus: string, created: number, random: () => number): 
     case 'paid':
       return event('invoice.paid', invoice(cus, { api }), o);
     case 'past_due':
-      return event('customer.subscription.updated', subscription(cus, 'past_due'), { ...o, previous: { status: 'active' } });
+      return event('customer.subscription.updated', subscription(cus, 'past_due'), {
+        ...o,
+        previous: { status: 'active' },
+      });
     case 'unpaid':
-      return event('customer.subscription.updated', subscription(cus, 'unpaid'), { ...o, previous: { status: 'past_due' } });
+      return event('customer.subscription.updated', subscription(cus, 'unpaid'), {
+        ...o,
+        previous: { status: 'past_due' },
+      });
     case 'reactivated':
-      return event('customer.subscription.updated', subscription(cus, 'active'), { ...o, previous: { status: 'past_due' } });
+      return event('customer.subscription.updated', subscription(cus, 'active'), {
+        ...o,
+        previous: { status: 'past_due' },
+      });
     case 'deleted':
       return event('customer.deleted', customer(cus), o);
   }
@@ -92,8 +114,10 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
 afterAll(killAllServices);
 
 /** The final states are read through the admin API, where unknown customers answer 404: no failure quota. */
-const startService = (databaseUrl: string) => startServiceProcess(databaseUrl, TOKEN, { DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0' });
-const admin = (base: string, method: string, path: string, body?: unknown) => adminCall(base, TOKEN, method, path, body);
+const startService = (databaseUrl: string) =>
+  startServiceProcess(databaseUrl, TOKEN, { DUNWALL_RATE_LIMIT_FAILURES_PER_IP: '0' });
+const admin = (base: string, method: string, path: string, body?: unknown) =>
+  adminCall(base, TOKEN, method, path, body);
 
 async function createTenant(base: string, slug: string, secret: string): Promise<void> {
   expect((await admin(base, 'POST', '/tenants', { slug })).status).toBe(201);
@@ -172,7 +196,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
     const baseS = Math.floor(Date.now() / 1000) - 86_400;
     const customerIds = Array.from({ length: CUSTOMERS }, (_, i) => `cus_crash${i}`);
     const events = customerIds.flatMap((cus) =>
-      Array.from({ length: EVENTS_PER_CUSTOMER }, () => build(pick(random), cus, baseS + Math.floor(random() * CREATED_SPREAD_S), random)),
+      Array.from({ length: EVENTS_PER_CUSTOMER }, () =>
+        build(pick(random), cus, baseS + Math.floor(random() * CREATED_SPREAD_S), random),
+      ),
     );
     const order = shuffled(events, random);
     const eventIds = events.map((e) => e.id);
@@ -201,9 +227,11 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
       expect(unacked.length).toBeGreaterThan(0);
 
       const storedBeforeRestart = new Set(
-        (await db.query<{ event_id: string }>("SELECT e.event_id FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = 'crashed'")).rows.map(
-          (r) => r.event_id,
-        ),
+        (
+          await db.query<{ event_id: string }>(
+            "SELECT e.event_id FROM stripe_events e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = 'crashed'",
+          )
+        ).rows.map((r) => r.event_id),
       );
       const lost = ackedBeforeKill.filter((id) => !storedBeforeRestart.has(id));
       const committedUnacked = unacked.filter((id) => storedBeforeRestart.has(id)).length;
@@ -215,7 +243,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
         random,
       );
       const retried = await burst(second.base, 'crashed', CRASH_SECRET, redelivery);
-      const refused = redelivery.filter((e) => retried.get(e.id)?.acked !== true).map((e) => ({ id: e.id, result: retried.get(e.id) }));
+      const refused = redelivery
+        .filter((e) => retried.get(e.id)?.acked !== true)
+        .map((e) => ({ id: e.id, result: retried.get(e.id) }));
       // An event acknowledged once is stored: its redelivery must change nothing.
       const reapplied = ackedBeforeKill.filter((id) => {
         const r = retried.get(id);
@@ -239,7 +269,10 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('kill -9 during a St
       const mismatches: { customer: string; crashed: string; clean: string }[] = [];
       const finals = new Set<string>();
       for (const cus of customerIds) {
-        const [crashed, clean] = await Promise.all([finalState(second.base, 'crashed', cus), finalState(second.base, 'clean', cus)]);
+        const [crashed, clean] = await Promise.all([
+          finalState(second.base, 'crashed', cus),
+          finalState(second.base, 'clean', cus),
+        ]);
         finals.add(clean);
         if (crashed !== clean) mismatches.push({ customer: cus, crashed, clean });
       }

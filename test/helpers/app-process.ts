@@ -18,8 +18,17 @@ export interface AppProcess {
 
 const STARTUP_TIMEOUT_MS = 60_000;
 
-export function startAppProcess(args: string[], cwd: string, env: Record<string, string>, listening: RegExp): Promise<AppProcess> {
-  const child = spawn(process.execPath, args, { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startAppProcess(
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  listening: RegExp,
+): Promise<AppProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal })),

@@ -37,7 +37,10 @@ export async function startConsoleService(env: Record<string, string> = {}): Pro
     url: service.running.url,
     adminToken,
     async key(slug, scopes) {
-      const created = (await service.admin('POST', `/tenants/${slug}/keys`, { name: scopes.join(' ') || 'none', scopes })) as { secret_key: string };
+      const created = (await service.admin('POST', `/tenants/${slug}/keys`, {
+        name: scopes.join(' ') || 'none',
+        scopes,
+      })) as { secret_key: string };
       return created.secret_key;
     },
   };
@@ -58,7 +61,11 @@ export async function seedTenant(
   counts = { recovered: 4, open: 3 },
   options: { tier?: string; beforeEvents?: () => Promise<void> } = {},
 ): Promise<{ recovered: string[]; open: string[]; locked: string; tenant: Tenant }> {
-  const tenant = (await service.admin('POST', '/tenants', { slug, livemode: false, ...(options.tier ? { tier: options.tier } : {}) })) as Tenant;
+  const tenant = (await service.admin('POST', '/tenants', {
+    slug,
+    livemode: false,
+    ...(options.tier ? { tier: options.tier } : {}),
+  })) as Tenant;
   await options.beforeEvents?.();
   const now = Math.floor(Date.now() / 1000);
   const events = [];
@@ -68,18 +75,30 @@ export async function seedTenant(
     const customer = `cus_recovered_${i}`;
     const ids = paymentIds();
     const failedAt = now - (40 - i * 7) * DAY_S;
-    events.push(event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: failedAt + 3 * DAY_S }), { created: failedAt }));
+    events.push(
+      event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: failedAt + 3 * DAY_S }), {
+        created: failedAt,
+      }),
+    );
     events.push(event('invoice.paid', invoice(customer, { ids, status: 'paid' }), { created: failedAt + 2 * DAY_S }));
     recovered.push(customer);
   }
   for (let i = 0; i < counts.open; i++) {
     const customer = `cus_open_${i}`;
-    events.push(event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), { created: now - (i + 1) * 3600 }));
+    events.push(
+      event('invoice.payment_failed', invoice(customer, { next_payment_attempt: now + 3 * DAY_S }), {
+        created: now - (i + 1) * 3600,
+      }),
+    );
     open.push(customer);
   }
   const locked = 'cus_locked_0';
-  events.push(event('invoice.payment_failed', invoice(locked, { next_payment_attempt: null }), { created: now - 5 * DAY_S }));
-  const replayed = (await service.admin('POST', `/tenants/${slug}/stripe-events`, { events })) as { invalid: unknown[] };
+  events.push(
+    event('invoice.payment_failed', invoice(locked, { next_payment_attempt: null }), { created: now - 5 * DAY_S }),
+  );
+  const replayed = (await service.admin('POST', `/tenants/${slug}/stripe-events`, { events })) as {
+    invalid: unknown[];
+  };
   if (replayed.invalid.length > 0) throw new Error(`seed: invalid events ${JSON.stringify(replayed.invalid)}`);
   return { recovered, open, locked, tenant };
 }
@@ -98,13 +117,20 @@ export async function signInAt(page: Page, address: string, credential: string):
 }
 
 /** A page that records what the browser refused or threw: a CSP violation is a failure. */
-export async function consolePage(browser: Browser, viewport = DESKTOP): Promise<{ page: Page; problems: string[]; close(): Promise<void> }> {
-  const context = await browser.newContext({ viewport, ...(viewport === PHONE ? { isMobile: true, hasTouch: true, deviceScaleFactor: 2 } : {}) });
+export async function consolePage(
+  browser: Browser,
+  viewport = DESKTOP,
+): Promise<{ page: Page; problems: string[]; close(): Promise<void> }> {
+  const context = await browser.newContext({
+    viewport,
+    ...(viewport === PHONE ? { isMobile: true, hasTouch: true, deviceScaleFactor: 2 } : {}),
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) problems.push(`console: ${m.text()}`);
+    if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()))
+      problems.push(`console: ${m.text()}`);
   });
   return { page, problems, close: () => context.close() };
 }
@@ -134,9 +160,18 @@ export interface AxeViolation {
 export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: AxeViolation[] }> } }).axe;
-    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) }));
+    const axe = (
+      window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: AxeViolation[] }> } }
+    ).axe;
+    const result = await axe.run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
+    });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => ({ target: n.target })),
+    }));
   });
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }

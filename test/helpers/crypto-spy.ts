@@ -13,5 +13,9 @@ export const timingSafeEqualSpy: { fn: Mock<typeof Crypto.timingSafeEqual> } = {
 export async function spiedCrypto(importOriginal: () => Promise<typeof Crypto>): Promise<typeof Crypto> {
   const actual = await importOriginal();
   timingSafeEqualSpy.fn = vi.fn(actual.timingSafeEqual);
-  return { ...actual, default: { ...actual, timingSafeEqual: timingSafeEqualSpy.fn }, timingSafeEqual: timingSafeEqualSpy.fn } as typeof Crypto;
+  return {
+    ...actual,
+    default: { ...actual, timingSafeEqual: timingSafeEqualSpy.fn },
+    timingSafeEqual: timingSafeEqualSpy.fn,
+  } as typeof Crypto;
 }

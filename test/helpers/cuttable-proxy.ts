@@ -113,7 +113,9 @@ export async function cuttableProxy(target: { host: string; port: number }): Pro
  * A fresh schema on the test server, reached through a cuttable proxy: `url` goes through
  * the proxy, `direct` does not. `close` closes the proxy and drops the schema.
  */
-export async function proxiedSchema(prefix: string): Promise<{ url: string; direct: string; proxy: CuttableProxy; close(): Promise<void> }> {
+export async function proxiedSchema(
+  prefix: string,
+): Promise<{ url: string; direct: string; proxy: CuttableProxy; close(): Promise<void> }> {
   const scoped = await schemaScopedUrl(prefix);
   const target = new URL(scoped.url);
   const proxy = await cuttableProxy({ host: target.hostname, port: Number(target.port || 5432) });

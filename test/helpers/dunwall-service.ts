@@ -63,7 +63,13 @@ export async function startService(slug = 'acme'): Promise<Service> {
     await admin('POST', '/tenants', { slug, policy: { escalate_after_days: 14 } }, 201);
     await admin('PATCH', `/tenants/${slug}`, { stripe_webhook_secret: STRIPE_SECRET }, 200);
     const key = await admin('POST', `/tenants/${slug}/keys`, { name: 'web servers', scopes: ['status:read'] }, 201);
-    const subscribers: Subscribers = { active: 'cus_active', warning: 'cus_warning', dunning: 'cus_dunning', lockout: 'cus_lockout', locked: 'cus_locked' };
+    const subscribers: Subscribers = {
+      active: 'cus_active',
+      warning: 'cus_warning',
+      dunning: 'cus_dunning',
+      lockout: 'cus_lockout',
+      locked: 'cus_locked',
+    };
     const setStatus = async (customerId: string, status: string) => {
       await admin('PUT', `/tenants/${slug}/subscribers/${customerId}`, { status }, 200);
     };
@@ -72,10 +78,14 @@ export async function startService(slug = 'acme'): Promise<Service> {
     const nowS = Math.floor(Date.now() / 1000);
     const failed = async (customerId: string, nextAttempt: number | null) => {
       const ids = paymentIds();
-      const fixture = event('invoice.payment_failed', invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttempt }), {
-        created: nowS,
-        api: LEGACY_API,
-      });
+      const fixture = event(
+        'invoice.payment_failed',
+        invoice(customerId, { api: LEGACY_API, ids, next_payment_attempt: nextAttempt }),
+        {
+          created: nowS,
+          api: LEGACY_API,
+        },
+      );
       const { payload, signature } = signed(fixture, STRIPE_SECRET, nowS);
       const res = await app.inject({
         method: 'POST',
@@ -86,7 +96,10 @@ export async function startService(slug = 'acme'): Promise<Service> {
       if (res.statusCode !== 200) throw new Error(`Stripe webhook: ${res.statusCode} ${res.body}`);
       return hostedInvoiceUrl(ids.invoice);
     };
-    const payUrls = { dunning: await failed(subscribers.dunning, nowS + (3 * DAY_MS) / 1000), lockout: await failed(subscribers.lockout, null) };
+    const payUrls = {
+      dunning: await failed(subscribers.dunning, nowS + (3 * DAY_MS) / 1000),
+      lockout: await failed(subscribers.lockout, null),
+    };
     const lockoutAt = new Date(nowS * 1000 + 14 * DAY_MS).toISOString().replace('.000Z', 'Z');
     return {
       app,
@@ -118,12 +131,19 @@ export interface Answer {
 /**
  * One request on a fresh socket, the path sent as written (no normalization), bounded at 10 s.
  */
-export function httpGet(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Answer> {
+export function httpGet(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, headers, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }),
+      );
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`no answer to ${method} ${path} in 10 s`)));
@@ -134,7 +154,8 @@ export function httpGet(port: number, path: string, headers: Record<string, stri
 
 /** A node:http server's port, once it listens on loopback. */
 export async function listening(server: Server): Promise<number> {
-  if (!server.listening) await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  if (!server.listening)
+    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   return (server.address() as AddressInfo).port;
 }
 

@@ -18,7 +18,10 @@ export interface Engine {
    * A fresh, migrated, isolated store; `cleanup` drops what it made. `upTo`: apply the
    * migrations up to that version only (a store as an earlier version left it).
    */
-  open(options?: { upTo?: number; fromTemplate?: boolean }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
+  open(options?: {
+    upTo?: number;
+    fromTemplate?: boolean;
+  }): Promise<{ store: Store; db: Db; target: StoreTarget; cleanup(): Promise<void> }>;
 }
 
 function migrationsUpTo(upTo: number | undefined) {
@@ -128,8 +131,11 @@ export function availableEngines(): Promise<Engine[]> {
   cached ??= (async () => {
     const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_DATABASE_URL;
     if (await reachable(url)) return [embedded, postgres(url)];
-    if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI and is not reachable at ${new URL(url).host}`);
-    process.stderr.write(`\n*** PostgreSQL not reachable at ${new URL(url).host}: the PostgreSQL suite is SKIPPED (embedded only). ***\n\n`);
+    if (process.env.CI === 'true')
+      throw new Error(`PostgreSQL is required in CI and is not reachable at ${new URL(url).host}`);
+    process.stderr.write(
+      `\n*** PostgreSQL not reachable at ${new URL(url).host}: the PostgreSQL suite is SKIPPED (embedded only). ***\n\n`,
+    );
     return [embedded];
   })();
   return cached;

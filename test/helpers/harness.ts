@@ -39,7 +39,10 @@ export interface Harness {
   createTenant(slug: string, fields?: Record<string, unknown>): Promise<CreatedTenant>;
   setSubscriber(slug: string, customerId: string, status: string, reason?: string): Promise<void>;
   /** A lookup through a real socket, where the fast path answers it. */
-  lookup(slug: string, opts: { key?: string; customerId?: string; hmac?: string; query?: string; headers?: Record<string, string> }): Promise<SocketAnswer>;
+  lookup(
+    slug: string,
+    opts: { key?: string; customerId?: string; hmac?: string; query?: string; headers?: Record<string, string> },
+  ): Promise<SocketAnswer>;
   close(): Promise<void>;
 }
 
@@ -47,7 +50,10 @@ export interface Harness {
  * `buildApp` with a read model opened on `deps.store` (on the app's clock, with `options`),
  * closed with the app, as the server wires them.
  */
-export async function appWithModel(deps: Omit<AppDeps, 'model'>, options: Omit<ReadModelOptions, 'now'> = {}): Promise<{ app: App; model: ReadModel }> {
+export async function appWithModel(
+  deps: Omit<AppDeps, 'model'>,
+  options: Omit<ReadModelOptions, 'now'> = {},
+): Promise<{ app: App; model: ReadModel }> {
   const model = await ReadModel.open(deps.store, { ...options, ...(deps.now ? { now: deps.now } : {}) });
   try {
     const app = await buildApp({ ...deps, model });
@@ -69,7 +75,10 @@ export function adminRequest(app: App, method: string, url: string, body?: unkno
   return app.inject({
     method: method as 'GET',
     url: `/admin/v1${url}`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN_TOKEN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
   });
 }
@@ -85,7 +94,10 @@ export async function harness(
   const clock = new FakeClock();
   // The lookup answers from the read model, kept true as in production: every route test
   // checks that writes reach the answers.
-  const { app, model } = await appWithModel({ store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps }, modelOptions);
+  const { app, model } = await appWithModel(
+    { store: opened.store, adminToken: ADMIN_TOKEN, now: clock.now, ...deps },
+    modelOptions,
+  );
   await app.ready();
 
   const admin: Harness['admin'] = (method, url, body) => adminRequest(app, method, url, body);
@@ -103,7 +115,10 @@ export async function harness(
       return res.json() as CreatedTenant;
     },
     async setSubscriber(slug, customerId, status, reason) {
-      const res = await admin('PUT', `/tenants/${slug}/subscribers/${customerId}`, { status, ...(reason ? { reason } : {}) });
+      const res = await admin('PUT', `/tenants/${slug}/subscribers/${customerId}`, {
+        status,
+        ...(reason ? { reason } : {}),
+      });
       if (res.statusCode !== 200) throw new Error(`subscriber put failed: ${res.statusCode} ${res.body}`);
     },
     lookup(slug, opts) {

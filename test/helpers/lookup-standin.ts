@@ -18,7 +18,13 @@ import type { Branding } from '../../src/domain/branding.js';
  * status with the branding's payment link as `pay_url` and `lockout_at` a week ahead.
  */
 export type Answer =
-  | { status: 'active' | 'warning' | 'lockout'; lockout_at?: string; pay_url?: string; card_update_url?: string | null; entitlements?: Record<string, boolean> }
+  | {
+      status: 'active' | 'warning' | 'lockout';
+      lockout_at?: string;
+      pay_url?: string;
+      card_update_url?: string | null;
+      entitlements?: Record<string, boolean>;
+    }
   | { fail: number };
 
 export interface StandIn {
@@ -40,12 +46,26 @@ const ENTITLEMENTS = { powered_by_watermark: false, custom_domain: true, downstr
 const CUSTOMER_RE = /^cus_[A-Za-z0-9_]{1,251}$/;
 const WEEK_MS = 7 * 86_400_000;
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  503: 'Service Unavailable',
+};
 
 function problem(res: ServerResponse, status: number, code: string, headers: Record<string, string> = {}): void {
   res
     .writeHead(status, { 'content-type': 'application/problem+json', 'access-control-allow-origin': '*', ...headers })
-    .end(JSON.stringify({ type: 'about:blank', title: REASONS[status] ?? 'Error', status, code, detail: code.replace(/_/g, ' ') }));
+    .end(
+      JSON.stringify({
+        type: 'about:blank',
+        title: REASONS[status] ?? 'Error',
+        status,
+        code,
+        detail: code.replace(/_/g, ' '),
+      }),
+    );
 }
 
 export async function startStandIn(branding: Branding): Promise<StandIn> {
@@ -57,7 +77,8 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
     const auth = req.headers.authorization;
     if (!auth) return problem(res, 401, 'missing_publishable_key', { 'www-authenticate': 'Bearer' });
     if (slug !== TENANT) return problem(res, 404, 'tenant_not_found');
-    if (auth !== `Bearer ${PUBLISHABLE_KEY}`) return problem(res, 401, 'invalid_publishable_key', { 'www-authenticate': 'Bearer' });
+    if (auth !== `Bearer ${PUBLISHABLE_KEY}`)
+      return problem(res, 401, 'invalid_publishable_key', { 'www-authenticate': 'Bearer' });
     const ids = url.searchParams.getAll('processor_customer_id');
     const customer = ids[0] ?? '';
     if (ids.length === 0) return problem(res, 400, 'missing_processor_customer_id');
@@ -65,13 +86,20 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
     asked.push(url.searchParams);
     const preview = url.searchParams.get('preview');
     const hmac = url.searchParams.getAll('hmac');
-    if (preview !== 'warning' && preview !== 'lockout' && hmac.length > 0 && (hmac.length > 1 || hmac[0]?.toLowerCase() !== computeHmac(HMAC_SECRET, customer)))
+    if (
+      preview !== 'warning' &&
+      preview !== 'lockout' &&
+      hmac.length > 0 &&
+      (hmac.length > 1 || hmac[0]?.toLowerCase() !== computeHmac(HMAC_SECRET, customer))
+    )
       return problem(res, 403, 'hmac_mismatch');
     const answer: Answer | undefined =
       preview === 'warning' || preview === 'lockout'
         ? {
             status: preview,
-            ...(preview === 'warning' ? { lockout_at: new Date(Date.now() + WEEK_MS).toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
+            ...(preview === 'warning'
+              ? { lockout_at: new Date(Date.now() + WEEK_MS).toISOString().replace(/\.\d{3}Z$/, 'Z') }
+              : {}),
             ...(branding.payment_url ? { pay_url: branding.payment_url } : {}),
           }
         : answers.get(customer);
@@ -84,9 +112,17 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
           entitlements: answer.entitlements ?? ENTITLEMENTS,
           ...(answer.status === 'warning' && answer.lockout_at ? { lockout_at: answer.lockout_at } : {}),
           // The invoice's page goes only to a signed lookup (or a preview).
-          ...(answer.status !== 'active' && answer.pay_url && (hmac.length === 1 || preview) ? { pay_url: answer.pay_url } : {}),
+          ...(answer.status !== 'active' && answer.pay_url && (hmac.length === 1 || preview)
+            ? { pay_url: answer.pay_url }
+            : {}),
         };
-    res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'access-control-allow-origin': '*' }).end(JSON.stringify(body));
+    res
+      .writeHead(200, {
+        'content-type': 'application/json',
+        'cache-control': 'no-store',
+        'access-control-allow-origin': '*',
+      })
+      .end(JSON.stringify(body));
   };
 
   const server = createServer((req, res) => {
@@ -108,12 +144,18 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
     if (route?.[1] === 'branding') {
       if (route[2] !== TENANT) return problem(res, 404, 'tenant_not_found');
       res
-        .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'public, max-age=60', 'access-control-allow-origin': '*' })
+        .writeHead(200, {
+          'content-type': 'application/json',
+          'cache-control': 'public, max-age=60',
+          'access-control-allow-origin': '*',
+        })
         .end(JSON.stringify(branding));
       return;
     }
-    if (url.pathname === '/') return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page.html);
-    if (url.pathname === '/app.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(page.bundle);
+    if (url.pathname === '/')
+      return void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page.html);
+    if (url.pathname === '/app.js')
+      return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(page.bundle);
     problem(res, 404, 'not_found');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -135,7 +177,11 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
 }
 
 /** An app's entry, bundled for Chromium as a React Native app is for the web: `react-native` is `react-native-web` (or the test's own module). */
-export async function bundleApp(entry: string, alias: Record<string, string>, define: Record<string, string> = {}): Promise<string> {
+export async function bundleApp(
+  entry: string,
+  alias: Record<string, string>,
+  define: Record<string, string> = {},
+): Promise<string> {
   const out = await build({
     entryPoints: [entry],
     bundle: true,

@@ -53,7 +53,21 @@ export async function privatePostgres(from?: PrivatePostgres): Promise<PrivatePo
   const data = join(dir, 'data');
   const port = await freePort();
   if (from === undefined) await pg('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
-  else await pg('pg_basebackup', ['-D', data, '-h', '127.0.0.1', '-p', String(from.port), '-U', 'postgres', '-R', '-X', 'stream', '--no-sync']);
+  else
+    await pg('pg_basebackup', [
+      '-D',
+      data,
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(from.port),
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
   const start = () => pg('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', 'start']);
   const stop = () => pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);

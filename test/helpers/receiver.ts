@@ -46,11 +46,13 @@ export class Receiver {
         });
         const answer = r.behaviour(n, received);
         if (answer === 'hang' || answer === 'endless-200') {
-          if (answer === 'endless-200') res.writeHead(200, { 'content-type': 'text/plain' }).write('ok, and more to come');
+          if (answer === 'endless-200')
+            res.writeHead(200, { 'content-type': 'text/plain' }).write('ok, and more to come');
           r.hung.push(res);
           return;
         }
-        const send = () => res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer >= 300 ? `nope ${answer}` : 'ok');
+        const send = () =>
+          res.writeHead(answer, { 'content-type': 'text/plain' }).end(answer >= 300 ? `nope ${answer}` : 'ok');
         if (r.hold) void r.hold.then(send);
         else if (r.delayMs > 0) setTimeout(send, r.delayMs);
         else send();

@@ -4,7 +4,12 @@ import { Redis } from 'ioredis';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
 
 async function reachable(): Promise<boolean> {
-  const probe = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1_000, enableOfflineQueue: false });
+  const probe = new Redis(TEST_REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1_000,
+    enableOfflineQueue: false,
+  });
   probe.on('error', () => {});
   try {
     await probe.connect();
@@ -22,7 +27,8 @@ async function reachable(): Promise<boolean> {
  */
 export async function redisAvailable(what: string): Promise<boolean> {
   if (await reachable()) return true;
-  if (process.env.CI === 'true') throw new Error(`Redis is required in CI and is not reachable at ${new URL(TEST_REDIS_URL).host}`);
+  if (process.env.CI === 'true')
+    throw new Error(`Redis is required in CI and is not reachable at ${new URL(TEST_REDIS_URL).host}`);
   process.stderr.write(`\n*** Redis not reachable: ${what} SKIPPED. ***\n\n`);
   return false;
 }

@@ -28,7 +28,11 @@ export async function killAllServices(): Promise<void> {
   await Promise.all([...running].map((s) => s.exited));
 }
 
-export async function startServiceProcess(databaseUrl: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  databaseUrl: string,
+  adminToken: string,
+  env: Record<string, string> = {},
+): Promise<ServiceProcess> {
   return launch(['--import', 'tsx', 'src/cli/main.ts', 'serve', '--workers', '1'], {
     DATABASE_URL: databaseUrl,
     DATABASE_READ_URL: '',
@@ -41,7 +45,11 @@ export async function startServiceProcess(databaseUrl: string, adminToken: strin
  * The built service as `npm start` runs it (`dist/src/runtime/server.js`: what `npm run build`
  * wrote, its tarballs included), on the embedded store in `dataDir`.
  */
-export async function startBuiltServiceProcess(dataDir: string, adminToken: string, env: Record<string, string> = {}): Promise<ServiceProcess> {
+export async function startBuiltServiceProcess(
+  dataDir: string,
+  adminToken: string,
+  env: Record<string, string> = {},
+): Promise<ServiceProcess> {
   return launch(
     ['dist/src/runtime/server.js'],
     { DATABASE_URL: '', DATABASE_READ_URL: '', DUNWALL_DATA_DIR: dataDir, DUNWALL_ADMIN_TOKEN: adminToken, ...env },
@@ -49,7 +57,11 @@ export async function startBuiltServiceProcess(dataDir: string, adminToken: stri
   );
 }
 
-async function launch(args: string[], env: Record<string, string>, startupTimeoutMs = STARTUP_TIMEOUT_MS): Promise<ServiceProcess> {
+async function launch(
+  args: string[],
+  env: Record<string, string>,
+  startupTimeoutMs = STARTUP_TIMEOUT_MS,
+): Promise<ServiceProcess> {
   const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
@@ -86,17 +98,27 @@ async function launch(args: string[], env: Record<string, string>, startupTimeou
       );
       if (ready) return service;
     }
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready:\n${out}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`the service exited before it was ready:\n${out}`);
     if (Date.now() > deadline) throw new Error(`the service was not ready within ${startupTimeoutMs} ms:\n${out}`);
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
 }
 
 /** One call to the service's admin API with `token`, bounded in time. */
-export function adminCall(base: string, token: string, method: string, path: string, body?: unknown): Promise<Response> {
+export function adminCall(
+  base: string,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Response> {
   return fetch(`${base}/admin/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
@@ -115,7 +137,10 @@ export async function postPaymentFailed(
 ): Promise<{ status: number; payUrl: string }> {
   const ids = paymentIds();
   const { payload, signature } = signed(
-    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
+    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), {
+      created,
+      api: LEGACY_API,
+    }),
     secret,
     created,
   );

@@ -20,7 +20,10 @@ if (!haveBrowser && process.env.CI === 'true') throw new Error(`${CHROMIUM} is r
 if (!haveBrowser) process.stderr.write(`\n*** ${CHROMIUM} not found: the browser suite is SKIPPED. ***\n\n`);
 
 export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
 }
 
 export interface Tenant {
@@ -39,14 +42,20 @@ export interface Service {
 /** The service on a free port, with an embedded store in a folder of its own; `env`: more settings. */
 export async function startService(env: Record<string, string> = {}): Promise<Service> {
   const dataDir = mkdtempSync(join(tmpdir(), 'dunwall-browser-'));
-  const running = await start(loadConfig({ ...env, DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }), createLogger('silent'));
+  const running = await start(
+    loadConfig({ ...env, DUNWALL_DATA_DIR: dataDir, PORT: '0', DUNWALL_DEMO: '0' }),
+    createLogger('silent'),
+  );
   return {
     running,
     dataDir,
     async admin(method, path, body) {
       const res = await fetch(`${running.url}/admin/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${readAdminTokenFile(dataDir)}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          authorization: `Bearer ${readAdminTokenFile(dataDir)}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         ...(body ? { body: JSON.stringify(body) } : {}),
       });
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
@@ -60,7 +69,13 @@ export async function startService(env: Record<string, string> = {}): Promise<Se
 }
 
 /** The snippet's tag: `async` unless `sync` (a synchronous script, as `data-hide-page` wants). */
-export function snippetTag(src: string, t: Tenant, customer: string, extra: Record<string, string> = {}, sync = false): string {
+export function snippetTag(
+  src: string,
+  t: Tenant,
+  customer: string,
+  extra: Record<string, string> = {},
+  sync = false,
+): string {
   const attrs: Record<string, string> = {
     'data-tenant': t.slug,
     'data-key': t.publishable_key,

@@ -38,7 +38,12 @@ export async function socketRequest(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) as unknown });
+        resolve({
+          statusCode: res.statusCode ?? 0,
+          headers: res.headers,
+          body,
+          json: () => JSON.parse(body) as unknown,
+        });
       });
       res.on('error', reject);
     });

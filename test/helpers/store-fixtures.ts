@@ -21,7 +21,11 @@ export function newTenant(slug: string, extra: Partial<NewTenant> = {}): NewTena
  * Retention keeps what a transaction still open may not see yet (on a shared server, any
  * other test's), so one round does not always prune the newest rows.
  */
-export async function pruneUntil(store: Pick<Maintenance, 'pruneOld'>, table: RetainedTable, gone: () => Promise<boolean>): Promise<number> {
+export async function pruneUntil(
+  store: Pick<Maintenance, 'pruneOld'>,
+  table: RetainedTable,
+  gone: () => Promise<boolean>,
+): Promise<number> {
   let pruned = 0;
   await vi.waitFor(
     async () => {

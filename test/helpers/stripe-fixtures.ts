@@ -55,7 +55,12 @@ export interface PaymentIds {
 }
 
 export function paymentIds(opts: { subscription?: string | null } = {}): PaymentIds {
-  return { subscription: opts.subscription === undefined ? id('sub') : opts.subscription, invoice: id('in'), paymentIntent: id('pi'), charge: id('ch') };
+  return {
+    subscription: opts.subscription === undefined ? id('sub') : opts.subscription,
+    invoice: id('in'),
+    paymentIntent: id('pi'),
+    charge: id('ch'),
+  };
 }
 
 /** Where a payment intent or charge points: its own ids, and its invoice (null: a one-off payment). */
@@ -161,17 +166,31 @@ export function invoice(customer: string, opts: InvoiceOptions): Obj {
     hosted_invoice_url: hostedInvoiceUrl(ids.invoice),
   };
   if ((opts.api ?? BASIL_API) === LEGACY_API) {
-    return { ...base, subscription, payment_intent: opts.expandedPaymentIntent ?? ids.paymentIntent, charge: ids.charge };
+    return {
+      ...base,
+      subscription,
+      payment_intent: opts.expandedPaymentIntent ?? ids.paymentIntent,
+      charge: ids.charge,
+    };
   }
   const payment = opts.expandedPaymentIntent ?? (opts.namePayments === true ? ids.paymentIntent : null);
   return {
     ...base,
-    parent: subscription === null ? null : { type: 'subscription_details', subscription_details: { subscription, metadata: {} }, quote_details: null },
+    parent:
+      subscription === null
+        ? null
+        : { type: 'subscription_details', subscription_details: { subscription, metadata: {} }, quote_details: null },
     ...(payment !== null
       ? {
           payments: {
             object: 'list',
-            data: [{ id: id('inpay'), object: 'invoice_payment', payment: { type: 'payment_intent', payment_intent: payment } }],
+            data: [
+              {
+                id: id('inpay'),
+                object: 'invoice_payment',
+                payment: { type: 'payment_intent', payment_intent: payment },
+              },
+            ],
             has_more: false,
           },
         }
@@ -179,8 +198,18 @@ export function invoice(customer: string, opts: InvoiceOptions): Obj {
   };
 }
 
-export function subscription(customer: string, status: string, opts: { id?: string; collection_method?: string } = {}): Obj {
-  return { id: opts.id ?? id('sub'), object: 'subscription', customer, status, collection_method: opts.collection_method ?? 'charge_automatically' };
+export function subscription(
+  customer: string,
+  status: string,
+  opts: { id?: string; collection_method?: string } = {},
+): Obj {
+  return {
+    id: opts.id ?? id('sub'),
+    object: 'subscription',
+    customer,
+    status,
+    collection_method: opts.collection_method ?? 'charge_automatically',
+  };
 }
 
 export function customer(customerId: string): Obj {
@@ -188,7 +217,11 @@ export function customer(customerId: string): Obj {
 }
 
 /** The body and the Stripe-Signature header, as Stripe would send them, signed at `timestampS`. */
-export function signed(fixture: StripeEventFixture, secret: string, timestampS: number): { payload: string; signature: string } {
+export function signed(
+  fixture: StripeEventFixture,
+  secret: string,
+  timestampS: number,
+): { payload: string; signature: string } {
   const payload = JSON.stringify(fixture, null, 2);
   return { payload, signature: Stripe.webhooks.generateTestHeaderString({ payload, secret, timestamp: timestampS }) };
 }

@@ -168,7 +168,10 @@ function failureOf(code: string | undefined, declineCode: string | null | undefi
   // Stripe reports the decline code alongside every card error code; card_declined without
   // a more precise reason is a generic_decline.
   const d = declineCode === undefined ? (c === 'card_declined' ? 'generic_decline' : c) : declineCode;
-  const message = c === 'card_declined' && d === 'insufficient_funds' ? 'Your card has insufficient funds.' : (CODE_MESSAGES[c] ?? 'Your card was declined.');
+  const message =
+    c === 'card_declined' && d === 'insufficient_funds'
+      ? 'Your card has insufficient funds.'
+      : (CODE_MESSAGES[c] ?? 'Your card was declined.');
   return { code: c, declineCode: d, message };
 }
 
@@ -442,7 +445,9 @@ export function buildInvoice(o: InvoiceOptions): Obj {
   const amount = o.amountDue ?? DEFAULT_AMOUNT;
   const currency = o.currency ?? DEFAULT_CURRENCY;
   const draft = status === 'draft';
-  const finalized = draft ? null : (o.finalizedS ?? (billingReason === 'subscription_create' ? o.createdS : o.createdS + FINALIZE_DELAY_S));
+  const finalized = draft
+    ? null
+    : (o.finalizedS ?? (billingReason === 'subscription_create' ? o.createdS : o.createdS + FINALIZE_DELAY_S));
   const attemptCount = o.attemptCount ?? (status === 'paid' ? 1 : 0);
   const settledAt = finalized === null ? null : finalized + FINALIZE_DELAY_S;
   const nextPaymentAttempt =
@@ -460,7 +465,8 @@ export function buildInvoice(o: InvoiceOptions): Obj {
     object: 'line_item',
     amount,
     currency,
-    description: subscription === null ? 'One-off charge' : `1 × Pro plan (at ${formatAmount(amount, currency)} / month)`,
+    description:
+      subscription === null ? 'One-off charge' : `1 × Pro plan (at ${formatAmount(amount, currency)} / month)`,
     discount_amounts: [],
     discountable: true,
     discounts: [],
@@ -640,7 +646,16 @@ export function buildInvoicePayment(o: InvoicePaymentOptions): Obj {
 // ---------------------------------------------------------------------------------------
 // Subscriptions
 
-const SUBSCRIPTION_STATUSES = ['active', 'canceled', 'incomplete', 'incomplete_expired', 'past_due', 'paused', 'trialing', 'unpaid'] as const;
+const SUBSCRIPTION_STATUSES = [
+  'active',
+  'canceled',
+  'incomplete',
+  'incomplete_expired',
+  'past_due',
+  'paused',
+  'trialing',
+  'unpaid',
+] as const;
 
 export interface SubscriptionOptions {
   id?: string;
@@ -672,7 +687,12 @@ export function buildSubscription(o: SubscriptionOptions): Obj {
   const periodStart = o.currentPeriodStartS ?? o.createdS;
   const periodEnd = trialing ? periodStart + 14 * DAY_S : addMonthsS(periodStart, 1);
   // An incomplete subscription expires 23 hours after creation if its first payment fails.
-  const ended = o.status === 'canceled' ? (o.endedS ?? periodEnd) : o.status === 'incomplete_expired' ? (o.endedS ?? o.createdS + 23 * 3600) : null;
+  const ended =
+    o.status === 'canceled'
+      ? (o.endedS ?? periodEnd)
+      : o.status === 'incomplete_expired'
+        ? (o.endedS ?? o.createdS + 23 * 3600)
+        : null;
   const item: Obj = {
     id: stripeId('si'),
     object: 'subscription_item',
@@ -719,7 +739,13 @@ export function buildSubscription(o: SubscriptionOptions): Obj {
     description: null,
     discounts: [],
     ended_at: ended,
-    invoice_settings: { account_tax_ids: null, custom_fields: null, description: null, footer: null, issuer: { type: 'self' } },
+    invoice_settings: {
+      account_tax_ids: null,
+      custom_fields: null,
+      description: null,
+      footer: null,
+      issuer: { type: 'self' },
+    },
     items: {
       object: 'list',
       data: [item],
@@ -840,9 +866,12 @@ function parseQuery(params: URLSearchParams, implemented: readonly string[], kno
   for (const [key, value] of params) {
     if (/^expand\[\d*\]$/.test(key)) {
       if (value.split('.').length > MAX_EXPAND_DEPTH) {
-        throw invalidRequest(`You cannot expand more than ${MAX_EXPAND_DEPTH} levels of a property. Property: ${value}`, {
-          param: 'expand',
-        });
+        throw invalidRequest(
+          `You cannot expand more than ${MAX_EXPAND_DEPTH} levels of a property. Property: ${value}`,
+          {
+            param: 'expand',
+          },
+        );
       }
       expand.push(value);
       continue;
@@ -889,7 +918,10 @@ const COLLECTION_METHODS = ['charge_automatically', 'send_invoice'] as const;
 const INVOICE_PAYMENT_STATUSES = ['canceled', 'open', 'paid'] as const;
 
 /** Stripe's read routes: one of the five collections, served from the data as it is at each request. */
-export async function startStripeStandin(data: StripeStandinData, opts: { apiKey?: string } = {}): Promise<StripeStandin> {
+export async function startStripeStandin(
+  data: StripeStandinData,
+  opts: { apiKey?: string } = {},
+): Promise<StripeStandin> {
   const apiKey = opts.apiKey ?? 'rk_test_standin';
   const requests: StandinRequest[] = [];
   let seen = 0;
@@ -983,7 +1015,16 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
       const q = parseQuery(
         params,
         ['status', 'customer', 'collection_method', ...PAGINATION],
-        ['automatic_tax', 'created', 'current_period_end', 'current_period_start', 'customer_account', 'plan', 'price', 'test_clock'],
+        [
+          'automatic_tax',
+          'created',
+          'current_period_end',
+          'current_period_start',
+          'customer_account',
+          'plan',
+          'price',
+          'test_clock',
+        ],
       );
       const status = oneOf(q, 'status', SUBSCRIPTION_STATUS_FILTERS);
       const customer = q.params.get('customer');
@@ -996,12 +1037,20 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
           (status === null && st !== 'canceled') ||
           (status === 'ended' && (st === 'canceled' || st === 'incomplete_expired')) ||
           st === status;
-        return statusOk && (customer === null || s.customer === customer) && (collection === null || s.collection_method === collection);
+        return (
+          statusOk &&
+          (customer === null || s.customer === customer) &&
+          (collection === null || s.collection_method === collection)
+        );
       });
     }
 
     if (path === '/v1/invoices') {
-      const q = parseQuery(params, ['status', 'collection_method', 'customer', 'subscription', ...PAGINATION], ['created', 'customer_account', 'due_date']);
+      const q = parseQuery(
+        params,
+        ['status', 'collection_method', 'customer', 'subscription', ...PAGINATION],
+        ['created', 'customer_account', 'due_date'],
+      );
       const status = oneOf(q, 'status', INVOICE_STATUSES);
       const collection = oneOf(q, 'collection_method', COLLECTION_METHODS);
       const customer = q.params.get('customer');
@@ -1047,7 +1096,11 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
   const answer = (req: IncomingMessage, url: URL): Reply => {
     seen += 1;
     if (seen >= failAt) {
-      return stripeError(500, { type: 'api_error', message: 'An unknown error occurred' }, { 'Stripe-Should-Retry': 'false' });
+      return stripeError(
+        500,
+        { type: 'api_error', message: 'An unknown error occurred' },
+        { 'Stripe-Should-Retry': 'false' },
+      );
     }
     if (rateLimited > 0) {
       rateLimited -= 1;
@@ -1100,7 +1153,9 @@ export async function startStripeStandin(data: StripeStandinData, opts: { apiKey
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     // A body is never read; draining it keeps the connection reusable.
     req.resume();
-    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1') ? new URL(req.url ?? '/', 'http://127.0.0.1') : new URL('http://127.0.0.1/');
+    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1')
+      ? new URL(req.url ?? '/', 'http://127.0.0.1')
+      : new URL('http://127.0.0.1/');
     let reply: Reply;
     try {
       reply = answer(req, url);

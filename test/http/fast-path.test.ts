@@ -45,7 +45,10 @@ describe('the lookup on the fast path, in front of Fastify', () => {
       ['walled', { allowed_origins: ['https://app.walled.test'] }],
       ['paused', {}],
     ] as const) {
-      const created = (await admin('POST', '/tenants', { slug, ...fields })).json() as { publishable_key: string; hmac_secret: string };
+      const created = (await admin('POST', '/tenants', { slug, ...fields })).json() as {
+        publishable_key: string;
+        hmac_secret: string;
+      };
       keys[slug] = created.publishable_key;
       secrets[slug] = created.hmac_secret;
     }
@@ -71,7 +74,10 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     ['a warning', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: bearer('acme') })],
     [
       'a lockout with its hmac',
-      () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}`, headers: bearer('strict-co') }),
+      () => ({
+        path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${hmac('strict-co', 'cus_l')}`,
+        headers: bearer('strict-co'),
+      }),
     ],
     [
       'an uppercase hmac, parameters in another order',
@@ -80,10 +86,22 @@ describe('the lookup on the fast path, in front of Fastify', () => {
         headers: bearer('strict-co'),
       }),
     ],
-    ['an unknown subscriber', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_nobody', headers: bearer('acme') })],
-    ['a percent-encoded parameter name and value', () => ({ path: '/api/subscriber-status/acme?processor%5Fcustomer_id=cus%5Fw', headers: bearer('acme') })],
+    [
+      'an unknown subscriber',
+      () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_nobody', headers: bearer('acme') }),
+    ],
+    [
+      'a percent-encoded parameter name and value',
+      () => ({ path: '/api/subscriber-status/acme?processor%5Fcustomer_id=cus%5Fw', headers: bearer('acme') }),
+    ],
     ['no Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: {} })],
-    ['a malformed Authorization', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w', headers: { authorization: 'Basic abc' } })],
+    [
+      'a malformed Authorization',
+      () => ({
+        path: '/api/subscriber-status/acme?processor_customer_id=cus_w',
+        headers: { authorization: 'Basic abc' },
+      }),
+    ],
     [
       'two Authorization headers',
       () => ({
@@ -91,16 +109,37 @@ describe('the lookup on the fast path, in front of Fastify', () => {
         headers: { authorization: [bearer('acme').authorization, bearer('acme').authorization] },
       }),
     ],
-    ['an unknown tenant', () => ({ path: '/api/subscriber-status/nobody-co?processor_customer_id=cus_w', headers: bearer('acme') })],
-    ["another tenant's key", () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_w', headers: bearer('acme') })],
-    ['a suspended tenant', () => ({ path: '/api/subscriber-status/paused?processor_customer_id=cus_w', headers: bearer('paused') })],
+    [
+      'an unknown tenant',
+      () => ({ path: '/api/subscriber-status/nobody-co?processor_customer_id=cus_w', headers: bearer('acme') }),
+    ],
+    [
+      "another tenant's key",
+      () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_w', headers: bearer('acme') }),
+    ],
+    [
+      'a suspended tenant',
+      () => ({ path: '/api/subscriber-status/paused?processor_customer_id=cus_w', headers: bearer('paused') }),
+    ],
     ['no customer id', () => ({ path: '/api/subscriber-status/acme', headers: bearer('acme') })],
     [
       'a repeated customer id',
-      () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_w&processor_customer_id=cus_l', headers: bearer('acme') }),
+      () => ({
+        path: '/api/subscriber-status/acme?processor_customer_id=cus_w&processor_customer_id=cus_l',
+        headers: bearer('acme'),
+      }),
     ],
-    ['a customer id that is not one', () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_%20x', headers: bearer('acme') })],
-    ['a wrong hmac', () => ({ path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${'0'.repeat(64)}`, headers: bearer('strict-co') })],
+    [
+      'a customer id that is not one',
+      () => ({ path: '/api/subscriber-status/acme?processor_customer_id=cus_%20x', headers: bearer('acme') }),
+    ],
+    [
+      'a wrong hmac',
+      () => ({
+        path: `/api/subscriber-status/strict-co?processor_customer_id=cus_l&hmac=${'0'.repeat(64)}`,
+        headers: bearer('strict-co'),
+      }),
+    ],
     [
       'a repeated hmac',
       () => ({
@@ -108,38 +147,74 @@ describe('the lookup on the fast path, in front of Fastify', () => {
         headers: bearer('strict-co'),
       }),
     ],
-    ['a missing required hmac', () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_l', headers: bearer('strict-co') })],
+    [
+      'a missing required hmac',
+      () => ({ path: '/api/subscriber-status/strict-co?processor_customer_id=cus_l', headers: bearer('strict-co') }),
+    ],
     [
       'an allowed origin',
-      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://app.walled.test' } }),
+      () => ({
+        path: '/api/subscriber-status/walled?processor_customer_id=cus_w',
+        headers: { ...bearer('walled'), origin: 'https://app.walled.test' },
+      }),
     ],
     [
       'an origin not allowed',
-      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=cus_w', headers: { ...bearer('walled'), origin: 'https://evil.test' } }),
+      () => ({
+        path: '/api/subscriber-status/walled?processor_customer_id=cus_w',
+        headers: { ...bearer('walled'), origin: 'https://evil.test' },
+      }),
     ],
     [
       'a failure with an origin not allowed',
-      () => ({ path: '/api/subscriber-status/walled?processor_customer_id=nope', headers: { ...bearer('walled'), origin: 'https://evil.test' } }),
+      () => ({
+        path: '/api/subscriber-status/walled?processor_customer_id=nope',
+        headers: { ...bearer('walled'), origin: 'https://evil.test' },
+      }),
     ],
   ];
 
-  it.each(cases)('%s: the same answer on the fast path as through Fastify, and Fastify never saw the socket request', async (_name, make) => {
-    const { path, headers } = make();
-    routed.length = 0;
-    const fast = await socketRequest(app, 'GET', path, headers);
-    expect(routed, 'Fastify routed a lookup the fast path should have answered').toEqual([]);
-    const slow = await app.inject({ method: 'GET', url: path, headers });
-    expect(routed).toEqual([path]);
-    expect(fast.statusCode).toBe(slow.statusCode);
-    expect(fast.body).toBe(slow.body);
-    expect(comparable(fast.headers)).toEqual(comparable(slow.headers));
-    expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
-  });
+  it.each(cases)(
+    '%s: the same answer on the fast path as through Fastify, and Fastify never saw the socket request',
+    async (_name, make) => {
+      const { path, headers } = make();
+      routed.length = 0;
+      const fast = await socketRequest(app, 'GET', path, headers);
+      expect(routed, 'Fastify routed a lookup the fast path should have answered').toEqual([]);
+      const slow = await app.inject({ method: 'GET', url: path, headers });
+      expect(routed).toEqual([path]);
+      expect(fast.statusCode).toBe(slow.statusCode);
+      expect(fast.body).toBe(slow.body);
+      expect(comparable(fast.headers)).toEqual(comparable(slow.headers));
+      expect(fast.headers['x-request-id']).toMatch(/^[0-9a-f]{8}-[0-9a-z]+$/);
+    },
+  );
 
   it('answers generated lookups exactly as the Fastify route does', async () => {
-    const name = fc.constantFrom('processor_customer_id', 'hmac', 'processor%5Fcustomer_id', '%68mac', 'HMAC', 'processor_customer_id+', 'x', '', '%zz');
+    const name = fc.constantFrom(
+      'processor_customer_id',
+      'hmac',
+      'processor%5Fcustomer_id',
+      '%68mac',
+      'HMAC',
+      'processor_customer_id+',
+      'x',
+      '',
+      '%zz',
+    );
     const value = fc.oneof(
-      fc.constantFrom('cus_w', 'cus_l', 'cus_a', 'cus_nobody', 'cus%5Fw', 'cus_w+', 'cus_%zz', '', 'nope', '0'.repeat(64)),
+      fc.constantFrom(
+        'cus_w',
+        'cus_l',
+        'cus_a',
+        'cus_nobody',
+        'cus%5Fw',
+        'cus_w+',
+        'cus_%zz',
+        '',
+        'nope',
+        '0'.repeat(64),
+      ),
       fc.constantFrom('cus_w', 'cus_l', 'cus_a').map((id) => hmac('strict-co', id)),
       fc.constantFrom('cus_w', 'cus_l').map((id) => hmac('strict-co', id).toUpperCase()),
     );
@@ -194,7 +269,9 @@ describe('the lookup on the fast path, in front of Fastify', () => {
       seen.push(req.url);
     });
     try {
-      const created = (await admin('POST', '/tenants', { slug: 'preview-co', livemode: false })).json() as { publishable_key: string };
+      const created = (await admin('POST', '/tenants', { slug: 'preview-co', livemode: false })).json() as {
+        publishable_key: string;
+      };
       keys['preview-co'] = created.publishable_key;
       await admin('PUT', '/tenants/preview-co/subscribers/cus_w', { status: 'warning' });
       const good = hmac('strict-co', 'cus_l');
@@ -242,29 +319,53 @@ describe('the lookup on the fast path, in front of Fastify', () => {
 
   it('leaves to Fastify what it must decode or refuse, with the same answer', async () => {
     routed.length = 0;
-    const encoded = await socketRequest(app, 'GET', '/api/subscriber-status/%61cme?processor_customer_id=cus_w', bearer('acme'));
+    const encoded = await socketRequest(
+      app,
+      'GET',
+      '/api/subscriber-status/%61cme?processor_customer_id=cus_w',
+      bearer('acme'),
+    );
     expect(routed).toEqual(['/api/subscriber-status/%61cme?processor_customer_id=cus_w']);
-    const plain = await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
+    const plain = await socketRequest(
+      app,
+      'GET',
+      '/api/subscriber-status/acme?processor_customer_id=cus_w',
+      bearer('acme'),
+    );
     expect(encoded.statusCode).toBe(200);
     expect(encoded.body).toBe(plain.body);
-    for (const path of ['/api/subscriber-status/acme/extra', '/api/subscriber-status/ACME?processor_customer_id=cus_w', '/api/subscriber-status/']) {
+    for (const path of [
+      '/api/subscriber-status/acme/extra',
+      '/api/subscriber-status/ACME?processor_customer_id=cus_w',
+      '/api/subscriber-status/',
+    ]) {
       const res = await socketRequest(app, 'GET', path, bearer('acme'));
       expect(res.statusCode, path).toBe(404);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     }
     // Other methods and routes are Fastify's.
     routed.length = 0;
-    expect((await socketRequest(app, 'HEAD', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'))).statusCode).toBe(200);
+    expect(
+      (await socketRequest(app, 'HEAD', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme')))
+        .statusCode,
+    ).toBe(200);
     expect((await socketRequest(app, 'GET', '/healthz')).statusCode).toBe(200);
     expect(routed).toHaveLength(2);
   });
 
   it("echoes a valid presented request id, and numbers the others from this process's prefix", async () => {
     const path = '/api/subscriber-status/acme?processor_customer_id=cus_w';
-    expect((await socketRequest(app, 'GET', path, { ...bearer('acme'), 'x-request-id': 'edge-7f3a.1:2' })).headers['x-request-id']).toBe('edge-7f3a.1:2');
+    expect(
+      (await socketRequest(app, 'GET', path, { ...bearer('acme'), 'x-request-id': 'edge-7f3a.1:2' })).headers[
+        'x-request-id'
+      ],
+    ).toBe('edge-7f3a.1:2');
     const ids = [];
     for (const presented of ['has space', 'x'.repeat(129), undefined]) {
-      const res = await socketRequest(app, 'GET', path, { ...bearer('acme'), ...(presented === undefined ? {} : { 'x-request-id': presented }) });
+      const res = await socketRequest(app, 'GET', path, {
+        ...bearer('acme'),
+        ...(presented === undefined ? {} : { 'x-request-id': presented }),
+      });
       ids.push(String(res.headers['x-request-id']));
     }
     const [prefix] = ids.map((id) => id.split('-')[0]);
@@ -281,12 +382,14 @@ describe('the lookup on the fast path, in front of Fastify', () => {
     const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
     const series = (text: string, status: number) =>
       Number(
-        new RegExp(`^dunwall_http_requests_total\\{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="${status}"\\} (\\d+)$`, 'm').exec(
-          text,
-        )?.[1] ?? 0,
+        new RegExp(
+          `^dunwall_http_requests_total\\{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="${status}"\\} (\\d+)$`,
+          'm',
+        ).exec(text)?.[1] ?? 0,
       );
     const before = await scrape();
-    for (let i = 0; i < 3; i += 1) await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
+    for (let i = 0; i < 3; i += 1)
+      await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w', bearer('acme'));
     await socketRequest(app, 'GET', '/api/subscriber-status/acme?processor_customer_id=cus_w');
     const after = await scrape();
     expect(series(after, 200) - series(before, 200)).toBe(3);

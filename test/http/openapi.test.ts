@@ -30,7 +30,10 @@ describe('the OpenAPI document', () => {
 
   it('names every operation once, says how each is authenticated, and documents its refusals', async () => {
     const doc = (await openApiDocument()) as {
-      paths: Record<string, Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, unknown> }>>;
+      paths: Record<
+        string,
+        Record<string, { operationId?: string; security?: unknown[]; responses: Record<string, unknown> }>
+      >;
     };
     const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
       Object.entries(methods).map(([method, op]) => ({ where: `${method.toUpperCase()} ${path}`, ...op })),
@@ -47,13 +50,20 @@ describe('the OpenAPI document', () => {
     const preflight = ops.find((o) => o.where === 'OPTIONS /api/subscriber-status/{tenantSlug}');
     expect(Object.keys(preflight?.responses ?? {})).toContain('204');
     expect(Object.keys(preflight?.responses ?? {})).not.toContain('200');
-    const webhook = ops.find((o) => o.where === 'POST /webhooks/stripe/{tenantSlug}') as { parameters?: { in: string; name: string }[] } | undefined;
+    const webhook = ops.find((o) => o.where === 'POST /webhooks/stripe/{tenantSlug}') as
+      { parameters?: { in: string; name: string }[] } | undefined;
     expect(webhook?.parameters?.some((p) => p.in === 'header' && p.name === 'stripe-signature')).toBe(true);
   });
 
   it('refuses U+0000 in every string the admin API takes (the store cannot hold it), by a pattern, a format or a closed list', async () => {
     const doc = (await openApiDocument()) as {
-      paths: Record<string, Record<string, { tags?: string[]; parameters?: { in: string; name: string; schema: unknown }[]; requestBody?: unknown }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          { tags?: string[]; parameters?: { in: string; name: string; schema: unknown }[]; requestBody?: unknown }
+        >
+      >;
     };
     const open: string[] = [];
     let strings = 0;
@@ -69,12 +79,14 @@ describe('the OpenAPI document', () => {
         const closed = schema.format !== undefined || schema.enum !== undefined || schema.const !== undefined;
         if (!closed && (pattern === null || pattern.test('a\u0000'))) open.push(where);
       }
-      for (const [key, value] of Object.entries(schema)) if (key !== 'examples' && key !== 'example') walk(value, `${where}.${key}`);
+      for (const [key, value] of Object.entries(schema))
+        if (key !== 'examples' && key !== 'example') walk(value, `${where}.${key}`);
     };
     for (const [path, methods] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(methods)) {
         if (!path.startsWith('/admin/')) continue;
-        for (const p of op.parameters ?? []) if (p.in !== 'header') walk(p.schema, `${method} ${path} ${p.in} ${p.name}`);
+        for (const p of op.parameters ?? [])
+          if (p.in !== 'header') walk(p.schema, `${method} ${path} ${p.in} ${p.name}`);
         walk(op.requestBody, `${method} ${path} body`);
       }
     }

@@ -22,7 +22,9 @@ describe('StripeIntake', () => {
     intake.count(7, 'refused_signature', T - 5_000);
     const { writes, write } = recorder();
     await intake.flush(write);
-    expect(writes).toEqual([[{ tenantId: 7, day: '2026-01-01', kind: 'refused_signature', count: 1_001, lastAt: new Date(T - 1) }]]);
+    expect(writes).toEqual([
+      [{ tenantId: 7, day: '2026-01-01', kind: 'refused_signature', count: 1_001, lastAt: new Date(T - 1) }],
+    ]);
     // Nothing since: no write at all.
     await intake.flush(write);
     expect(writes).toHaveLength(1);
@@ -60,7 +62,9 @@ describe('StripeIntake', () => {
     ).rejects.toThrow('store down');
     const { writes, write } = recorder();
     await intake.flush(write);
-    expect(writes).toEqual([[{ tenantId: 1, day: '2026-01-01', kind: 'received', count: 3, lastAt: new Date(T + 500) }]]);
+    expect(writes).toEqual([
+      [{ tenantId: 1, day: '2026-01-01', kind: 'received', count: 3, lastAt: new Date(T + 500) }],
+    ]);
   });
 
   it('holds at most its cap of keys: a new key past it is dropped and counted, a known key still counts', async () => {

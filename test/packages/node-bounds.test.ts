@@ -30,7 +30,8 @@ const open: Dunwall[] = [];
 const children: ChildProcess[] = [];
 afterEach(async () => {
   // A process still running (a test that failed before it ended) is ended with it.
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await Promise.all(open.splice(0).map((d) => d.close()));
   for (const server of servers.splice(0)) {
     server.closeAllConnections();
@@ -46,7 +47,8 @@ async function standIn(answer: (path: string, req: IncomingMessage, res: ServerR
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const json = (res: ServerResponse, body: unknown, status = 200) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+const json = (res: ServerResponse, body: unknown, status = 200) =>
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
 /**
  * A 200 whose body is `prefix` then `unit` over and over, up to `total` bytes, written as the
@@ -68,7 +70,12 @@ function streamed(res: ServerResponse, prefix: string, unit: string, total: numb
 }
 
 /** An entry of the status feed, as big as Dunwall's are in dunning (a Stripe pay link, a scheduled lockout). */
-const entry = (n: number) => ({ processor_customer_id: `cus_${n}`, status: 'warning', lockout_at: '2030-01-01T00:00:00Z', pay_url: PAY_URL });
+const entry = (n: number) => ({
+  processor_customer_id: `cus_${n}`,
+  status: 'warning',
+  lockout_at: '2030-01-01T00:00:00Z',
+  pay_url: PAY_URL,
+});
 
 interface ChildResult {
   errors: string[];
@@ -80,12 +87,19 @@ interface ChildResult {
 }
 
 /** node-bounds-child.ts against `base`, with a 256 MiB heap: its exit and its one JSON line. */
-async function runChild(scenario: string, base: string): Promise<{ code: number | null; signal: string | null; result: ChildResult | null; output: string }> {
-  const child = spawn(process.execPath, ['--max-old-space-size=256', '--expose-gc', '--import', 'tsx', 'test/packages/node-bounds-child.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', SCENARIO: scenario, DUNWALL_URL: base },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function runChild(
+  scenario: string,
+  base: string,
+): Promise<{ code: number | null; signal: string | null; result: ChildResult | null; output: string }> {
+  const child = spawn(
+    process.execPath,
+    ['--max-old-space-size=256', '--expose-gc', '--import', 'tsx', 'test/packages/node-bounds-child.ts'],
+    {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', SCENARIO: scenario, DUNWALL_URL: base },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   children.push(child);
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
@@ -106,7 +120,9 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
     });
     const { code, signal, result, output } = await runChild('list', base);
     expect({ code, signal }, output).toEqual({ code: 0, signal: null });
-    expect(result?.errors[0]).toBe('Dunwall: GET /v1/statuses answered more than 8388608 bytes (maxAnswerBytes); not read further, nothing of it applied');
+    expect(result?.errors[0]).toBe(
+      'Dunwall: GET /v1/statuses answered more than 8388608 bytes (maxAnswerBytes); not read further, nothing of it applied',
+    );
     expect(result?.status).toMatchObject({ status: 'active', source: 'starting' });
     expect(result?.peakHeapGrowth).toBeLessThan(64 * MIB);
     // The client ended the answer: the server wrote far less than 300 MB.
@@ -179,13 +195,20 @@ describe('@dunwall/node: bounded reads, in a process with a 256 MiB heap', () =>
     const sent = { bytes: 0 };
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses')
-        return json(res, { data: [{ processor_customer_id: 'cus_1', status: 'lockout', pay_url: PAY_URL }], entitlements: {}, next: null, feed_cursor: 'AQ' });
+        return json(res, {
+          data: [{ processor_customer_id: 'cus_1', status: 'lockout', pay_url: PAY_URL }],
+          entitlements: {},
+          next: null,
+          feed_cursor: 'AQ',
+        });
       if (path === '/v1/status-changes') return; // the long poll is held
       streamed(res, '{"status":"lockout","pay_url":"', 'x'.repeat(1024), 300 * MIB, sent);
     });
     const { code, signal, result, output } = await runChild('ask', base);
     expect({ code, signal }, output).toEqual({ code: 0, signal: null });
-    expect(result?.errors).toEqual(['Dunwall: GET /v1/subscribers/:id/status answered more than 65536 bytes; not read further']);
+    expect(result?.errors).toEqual([
+      'Dunwall: GET /v1/subscribers/:id/status answered more than 65536 bytes; not read further',
+    ]);
     expect(result?.bootstrap?.bootstrap).toMatchObject({ status: 'lockout', pay_url: PAY_URL });
     expect(result?.peakHeapGrowth).toBeLessThan(64 * MIB);
     expect(sent.bytes).toBeLessThan(64 * MIB);
@@ -199,7 +222,12 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     const drips: NodeJS.Timeout[] = [];
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses' && listing === 'whole')
-        return json(res, { data: [{ processor_customer_id: 'cus_1', status: 'lockout' }], entitlements: {}, next: null, feed_cursor: 'AQ' });
+        return json(res, {
+          data: [{ processor_customer_id: 'cus_1', status: 'lockout' }],
+          entitlements: {},
+          next: null,
+          feed_cursor: 'AQ',
+        });
       if (path === '/v1/status-changes') return;
       // Headers at once, then one byte every 20 ms, never the end.
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -213,7 +241,10 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     });
     try {
       const errors: Error[] = [];
-      const dunwall = createDunwallWith({ baseUrl: base, secretKey: KEY, requestTimeoutMs: 300, onError: (e) => errors.push(e) }, QUICK);
+      const dunwall = createDunwallWith(
+        { baseUrl: base, secretKey: KEY, requestTimeoutMs: 300, onError: (e) => errors.push(e) },
+        QUICK,
+      );
       open.push(dunwall);
       await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
       expect(errors[0]?.message).toBe('Dunwall: GET /v1/statuses failed: the answer (200) was not whole within 300 ms');
@@ -225,7 +256,9 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
       // The lookup drips too: the page gets the copy's answer within its bound.
       const page = await dunwall.pageBootstrap('cus_1', 300);
       expect(page.bootstrap).toMatchObject({ status: 'lockout' });
-      expect(errors.slice(before).map((e) => e.message)).toEqual(['Dunwall: GET /v1/subscribers/:id/status failed: no answer within 300 ms']);
+      expect(errors.slice(before).map((e) => e.message)).toEqual([
+        'Dunwall: GET /v1/subscribers/:id/status failed: no answer within 300 ms',
+      ]);
       await vi.waitFor(() => expect(closed).toContain('/v1/subscribers/cus_1/status'), WAIT);
     } finally {
       for (const drip of drips) clearInterval(drip);
@@ -238,14 +271,23 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses') {
         lists += 1;
-        if (lists === 1) return json(res, { data: [{ processor_customer_id: 'cus_1', status: 'lockout' }], entitlements: {}, next: null, feed_cursor: 'AQ' });
+        if (lists === 1)
+          return json(res, {
+            data: [{ processor_customer_id: 'cus_1', status: 'lockout' }],
+            entitlements: {},
+            next: null,
+            feed_cursor: 'AQ',
+          });
         return streamed(res, '{"data":[', `${JSON.stringify(entry(2))},`, 32 * MIB, sent);
       }
       json(res, { type: 'about:blank', status: 410, code: 'cursor_expired' }, 410);
     });
     const clock = new FakeClock();
     const errors: Error[] = [];
-    const dunwall = createDunwallWith({ baseUrl: base, secretKey: KEY, maxAnswerBytes: 65_536, now: clock.now, onError: (e) => errors.push(e) }, QUICK);
+    const dunwall = createDunwallWith(
+      { baseUrl: base, secretKey: KEY, maxAnswerBytes: 65_536, now: clock.now, onError: (e) => errors.push(e) },
+      QUICK,
+    );
     open.push(dunwall);
     await dunwall.ready(10_000);
     await vi.waitFor(
@@ -279,10 +321,15 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
       pump();
     });
     const errors: Error[] = [];
-    const dunwall = createDunwallWith({ baseUrl: base, secretKey: KEY, maxAnswerBytes: 65_536, onError: (e) => errors.push(e) }, QUICK);
+    const dunwall = createDunwallWith(
+      { baseUrl: base, secretKey: KEY, maxAnswerBytes: 65_536, onError: (e) => errors.push(e) },
+      QUICK,
+    );
     open.push(dunwall);
     await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
-    expect(errors[0]?.message).toBe('Dunwall: GET /v1/statuses answered more than 65536 bytes (maxAnswerBytes); not read further, nothing of it applied');
+    expect(errors[0]?.message).toBe(
+      'Dunwall: GET /v1/statuses answered more than 65536 bytes (maxAnswerBytes); not read further, nothing of it applied',
+    );
     await vi.waitFor(() => expect(closed).toBe(true), WAIT);
     // What the sockets' buffers took before the client ended the answer, far from 32 MiB.
     expect(sent.bytes).toBeLessThan(8 * MIB);
@@ -292,16 +339,29 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
   it('applies no page of changes that would hold more than maxSubscribers, and goes stale', async () => {
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses')
-        return json(res, { data: [entry(1), { processor_customer_id: 'cus_2', status: 'lockout' }], entitlements: {}, next: null, feed_cursor: 'AQ' });
-      json(res, { data: [entry(3), entry(4), { processor_customer_id: 'cus_2', status: 'active' }, entry(5)], next: 'Ag' });
+        return json(res, {
+          data: [entry(1), { processor_customer_id: 'cus_2', status: 'lockout' }],
+          entitlements: {},
+          next: null,
+          feed_cursor: 'AQ',
+        });
+      json(res, {
+        data: [entry(3), entry(4), { processor_customer_id: 'cus_2', status: 'active' }, entry(5)],
+        next: 'Ag',
+      });
     });
     const clock = new FakeClock();
     const errors: Error[] = [];
-    const dunwall = createDunwallWith({ baseUrl: base, secretKey: KEY, maxSubscribers: 3, now: clock.now, onError: (e) => errors.push(e) }, QUICK);
+    const dunwall = createDunwallWith(
+      { baseUrl: base, secretKey: KEY, maxSubscribers: 3, now: clock.now, onError: (e) => errors.push(e) },
+      QUICK,
+    );
     open.push(dunwall);
     await dunwall.ready(10_000);
     await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
-    expect(errors[0]?.message).toBe('Dunwall: GET /v1/status-changes would make the copy hold more than 3 subscribers (maxSubscribers); not applied');
+    expect(errors[0]?.message).toBe(
+      'Dunwall: GET /v1/status-changes would make the copy hold more than 3 subscribers (maxSubscribers); not applied',
+    );
     expect(dunwall.status('cus_2')).toMatchObject({ status: 'lockout', source: 'feed' });
     expect(dunwall.status('cus_3').status).toBe('active');
     clock.advance(60_001);
@@ -312,7 +372,13 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     const base = await standIn((path, _req, res) => {
       if (path === '/v1/statuses')
         return json(res, {
-          data: [{ processor_customer_id: 'cus_1', status: 'warning', lockout_at: `2030-01-01T00:00:00Z (${'x'.repeat(4096)})` }],
+          data: [
+            {
+              processor_customer_id: 'cus_1',
+              status: 'warning',
+              lockout_at: `2030-01-01T00:00:00Z (${'x'.repeat(4096)})`,
+            },
+          ],
           entitlements: {},
           next: null,
           feed_cursor: 'AQ',
@@ -326,6 +392,8 @@ describe('@dunwall/node: what a bounded read leaves the copy', () => {
     expect(errors[0]?.message).toBe('Dunwall: GET /v1/statuses answered a page that is not a status list');
     const ok = { baseUrl: base, secretKey: KEY };
     expect(() => createDunwall({ ...ok, maxAnswerBytes: 0 })).toThrow(/maxAnswerBytes must be a positive whole number/);
-    expect(() => createDunwall({ ...ok, maxSubscribers: 1.5 })).toThrow(/maxSubscribers must be a positive whole number/);
+    expect(() => createDunwall({ ...ok, maxSubscribers: 1.5 })).toThrow(
+      /maxSubscribers must be a positive whole number/,
+    );
   });
 });

@@ -71,10 +71,14 @@ async function tenant(slug: string, fields: Record<string, unknown> = {}): Promi
 }
 
 async function key(slug: string, scopes: string[] = ['status:read']): Promise<{ id: string; secret_key: string }> {
-  return (await admin('POST', `/tenants/${slug}/keys`, { name: 'status copy', scopes })) as { id: string; secret_key: string };
+  return (await admin('POST', `/tenants/${slug}/keys`, { name: 'status copy', scopes })) as {
+    id: string;
+    secret_key: string;
+  };
 }
 
-const put = (slug: string, customer: string, status: string) => admin('PUT', `/tenants/${slug}/subscribers/${customer}`, { status });
+const put = (slug: string, customer: string, status: string) =>
+  admin('PUT', `/tenants/${slug}/subscribers/${customer}`, { status });
 const remove = (slug: string, customer: string) => admin('DELETE', `/tenants/${slug}/subscribers/${customer}`);
 
 /** A signed invoice.payment_failed for `customer` (no retry left), as Stripe sends it, posted to the app. */
@@ -83,7 +87,10 @@ async function paymentFailed(slug: string, customer: string): Promise<{ payUrl: 
   const sentMs = Date.now();
   const created = Math.floor(sentMs / 1000);
   const { payload, signature } = signed(
-    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), { created, api: LEGACY_API }),
+    event('invoice.payment_failed', invoice(customer, { api: LEGACY_API, ids, next_payment_attempt: null }), {
+      created,
+      api: LEGACY_API,
+    }),
     SECRET,
     created,
   );
@@ -98,7 +105,11 @@ async function paymentFailed(slug: string, customer: string): Promise<{ payUrl: 
 }
 
 /** Every request the copy made, by path and query, and the signal each was given. */
-function recording(): { calls: { path: string; query: URLSearchParams; signal: AbortSignal | null }[]; fetch: typeof fetch; count(path: string): number } {
+function recording(): {
+  calls: { path: string; query: URLSearchParams; signal: AbortSignal | null }[];
+  fetch: typeof fetch;
+  count(path: string): number;
+} {
   const calls: { path: string; query: URLSearchParams; signal: AbortSignal | null }[] = [];
   return {
     calls,
@@ -111,9 +122,15 @@ function recording(): { calls: { path: string; query: URLSearchParams; signal: A
   };
 }
 
-function follow(options: Partial<DunwallOptions> & { secretKey: string }, internals: Internals = QUICK): { dunwall: Dunwall; errors: DunwallFeedError[] } {
+function follow(
+  options: Partial<DunwallOptions> & { secretKey: string },
+  internals: Internals = QUICK,
+): { dunwall: Dunwall; errors: DunwallFeedError[] } {
   const errors: DunwallFeedError[] = [];
-  const dunwall = createDunwallWith({ baseUrl: base, onError: (err) => errors.push(err as DunwallFeedError), ...options }, internals);
+  const dunwall = createDunwallWith(
+    { baseUrl: base, onError: (err) => errors.push(err as DunwallFeedError), ...options },
+    internals,
+  );
   open.push(dunwall);
   return { dunwall, errors };
 }
@@ -126,21 +143,44 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     const { secret_key } = await key('list-a');
     const rec = recording();
     const clock = new FakeClock();
-    const { dunwall, errors } = follow({ secretKey: secret_key, now: clock.now }, { ...QUICK, pageLimit: 2, fetch: rec.fetch });
+    const { dunwall, errors } = follow(
+      { secretKey: secret_key, now: clock.now },
+      { ...QUICK, pageLimit: 2, fetch: rec.fetch },
+    );
     // Synchronously, before any answer came back.
     const starting = dunwall.status('cus_l1');
-    expect(starting).toEqual({ status: 'active', lockout_at: null, pay_url: null, entitlements: {}, source: 'starting' });
+    expect(starting).toEqual({
+      status: 'active',
+      lockout_at: null,
+      pay_url: null,
+      entitlements: {},
+      source: 'starting',
+    });
     expect(Object.isFrozen(starting)).toBe(true);
     await dunwall.ready(10_000);
     // Three pages of two, the next two following the first one's cursor.
-    expect(rec.calls.filter((c) => c.path === '/v1/statuses').map((c) => [c.query.get('limit'), c.query.has('cursor')])).toEqual([
+    expect(
+      rec.calls.filter((c) => c.path === '/v1/statuses').map((c) => [c.query.get('limit'), c.query.has('cursor')]),
+    ).toEqual([
       ['2', false],
       ['2', true],
       ['2', true],
     ]);
     const entitlements = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true };
-    expect(dunwall.status('cus_l0')).toEqual({ status: 'warning', lockout_at: null, pay_url: null, entitlements, source: 'feed' });
-    expect(dunwall.status('cus_l1')).toEqual({ status: 'lockout', lockout_at: null, pay_url: null, entitlements, source: 'feed' });
+    expect(dunwall.status('cus_l0')).toEqual({
+      status: 'warning',
+      lockout_at: null,
+      pay_url: null,
+      entitlements,
+      source: 'feed',
+    });
+    expect(dunwall.status('cus_l1')).toEqual({
+      status: 'lockout',
+      lockout_at: null,
+      pay_url: null,
+      entitlements,
+      source: 'feed',
+    });
     expect(dunwall.status('cus_l4').status).toBe('warning');
     // An unknown customer, and one who paid: one frozen answer, the same object every time.
     const unknown = dunwall.status('cus_nobody');
@@ -148,7 +188,13 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     expect(dunwall.status('cus_paid')).toBe(unknown);
     expect(Object.isFrozen(unknown) && Object.isFrozen(unknown.entitlements)).toBe(true);
     expect(Object.keys(unknown)).toEqual(['status', 'lockout_at', 'pay_url', 'entitlements', 'source']);
-    expect(JSON.parse(JSON.stringify(dunwall.status('cus_l1')))).toEqual({ status: 'lockout', lockout_at: null, pay_url: null, entitlements, source: 'feed' });
+    expect(JSON.parse(JSON.stringify(dunwall.status('cus_l1')))).toEqual({
+      status: 'lockout',
+      lockout_at: null,
+      pay_url: null,
+      entitlements,
+      source: 'feed',
+    });
     // Then it follows the feed from the list's position, as a long poll.
     await vi.waitFor(() => expect(rec.count('/v1/status-changes')).toBeGreaterThan(0), WAIT);
     const poll = rec.calls.find((c) => c.path === '/v1/status-changes');
@@ -190,14 +236,26 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     const warning = dunwall.status('cus_due');
     const lockoutAt = warning.lockout_at ?? '';
     expect(Date.parse(lockoutAt) - sentMs).toBeGreaterThan(3 * DAY_MS - 2_000);
-    expect(warning).toEqual({ status: 'warning', lockout_at: lockoutAt, pay_url: payUrl, entitlements: expect.any(Object), source: 'feed' });
+    expect(warning).toEqual({
+      status: 'warning',
+      lockout_at: lockoutAt,
+      pay_url: payUrl,
+      entitlements: expect.any(Object),
+      source: 'feed',
+    });
     // The same object while nothing changes: precomputed when the change was applied.
     expect(dunwall.status('cus_due')).toBe(warning);
     clock.ms = Date.parse(lockoutAt) - 1;
     expect(dunwall.status('cus_due')).toBe(warning);
     // At that instant, as the service's lookup answers it, before any change says so.
     clock.ms = Date.parse(lockoutAt);
-    expect(dunwall.status('cus_due')).toEqual({ status: 'lockout', lockout_at: null, pay_url: payUrl, entitlements: warning.entitlements, source: 'feed' });
+    expect(dunwall.status('cus_due')).toEqual({
+      status: 'lockout',
+      lockout_at: null,
+      pay_url: payUrl,
+      entitlements: warning.entitlements,
+      source: 'feed',
+    });
     // Stale: never a gate, the scheduled lockout and the pay link kept.
     clock.ms += staleAfterMs;
     expect(dunwall.status('cus_due')).toEqual({ ...warning, source: 'stale' });
@@ -236,7 +294,10 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     const proxy = await cuttableProxy({ host: '127.0.0.1', port: await portOf(app) });
     proxies.push(proxy);
     const rec = recording();
-    const { dunwall, errors } = follow({ secretKey: secret_key, baseUrl: `http://127.0.0.1:${proxy.port}` }, { ...QUICK, fetch: rec.fetch });
+    const { dunwall, errors } = follow(
+      { secretKey: secret_key, baseUrl: `http://127.0.0.1:${proxy.port}` },
+      { ...QUICK, fetch: rec.fetch },
+    );
     await dunwall.ready();
     await vi.waitFor(() => expect(rec.count('/v1/status-changes')).toBe(1), WAIT);
     proxy.cut();
@@ -281,7 +342,10 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
       }
       return rec.fetch(input, init);
     };
-    const { dunwall, errors } = follow({ secretKey: secret_key, baseUrl: `http://127.0.0.1:${proxy.port}` }, { ...QUICK, pageLimit: 1, fetch: gated });
+    const { dunwall, errors } = follow(
+      { secretKey: secret_key, baseUrl: `http://127.0.0.1:${proxy.port}` },
+      { ...QUICK, pageLimit: 1, fetch: gated },
+    );
     await dunwall.ready();
     const firstList = rec.count('/v1/statuses');
     await vi.waitFor(() => expect(rec.count('/v1/status-changes')).toBe(1), WAIT);
@@ -294,17 +358,26 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     expect(await store.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(0);
     hold = new Promise((resolve) => (release = resolve));
     proxy.restore();
-    await vi.waitFor(() => expect(errors.some((e) => e.status === 410 && e.code === 'cursor_expired')).toBe(true), WAIT);
+    await vi.waitFor(
+      () => expect(errors.some((e) => e.status === 410 && e.code === 'cursor_expired')).toBe(true),
+      WAIT,
+    );
     try {
       await vi.waitFor(() => expect(holding).toBe(true), WAIT);
       // The new list's first page is read, not the rest: the old copy still answers, whole.
       expect(rec.count('/v1/statuses')).toBe(firstList + 1);
-      expect([dunwall.status('cus_e1').status, dunwall.status('cus_e2').status, dunwall.status('cus_e3').status]).toEqual(['lockout', 'warning', 'active']);
+      expect([
+        dunwall.status('cus_e1').status,
+        dunwall.status('cus_e2').status,
+        dunwall.status('cus_e3').status,
+      ]).toEqual(['lockout', 'warning', 'active']);
     } finally {
       release();
     }
     await vi.waitFor(() => expect(dunwall.status('cus_e1').status).toBe('active'), WAIT);
-    expect([dunwall.status('cus_e2').status, dunwall.status('cus_e3').status, dunwall.status('cus_e4').status]).toEqual(['warning', 'lockout', 'warning']);
+    expect([dunwall.status('cus_e2').status, dunwall.status('cus_e3').status, dunwall.status('cus_e4').status]).toEqual(
+      ['warning', 'lockout', 'warning'],
+    );
     // And it follows again, from the new list's position.
     await put('expired-a', 'cus_e5', 'lockout');
     await vi.waitFor(() => expect(dunwall.status('cus_e5').status).toBe('lockout'), WAIT);
@@ -344,8 +417,15 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     const { secret_key } = await key('keys-a', ['subscribers:read']);
     const scopeless = follow({ secretKey: secret_key });
     // Pending when the refusal comes: rejected by it, with Dunwall's problem code.
-    await expect(scopeless.dunwall.ready(600_000)).rejects.toMatchObject({ reason: 'refused_key', status: 403, code: 'insufficient_scope' });
-    await vi.waitFor(() => expect(scopeless.errors.map((e) => [e.status, e.code])).toEqual([[403, 'insufficient_scope']]), WAIT);
+    await expect(scopeless.dunwall.ready(600_000)).rejects.toMatchObject({
+      reason: 'refused_key',
+      status: 403,
+      code: 'insufficient_scope',
+    });
+    await vi.waitFor(
+      () => expect(scopeless.errors.map((e) => [e.status, e.code])).toEqual([[403, 'insufficient_scope']]),
+      WAIT,
+    );
     expect(scopeless.errors[0]?.message).not.toContain(secret_key);
     expect(wrong.errors.map((e) => e.message).join()).not.toContain('sk_test_');
   });
@@ -359,7 +439,10 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     await dunwall.ready();
     // The revocation wakes the parked long poll (a change of the tenant); the next one is refused.
     await admin('DELETE', `/tenants/revoke-a/keys/${created.id}`);
-    await vi.waitFor(() => expect(errors.map((e) => [e.status, e.code])).toContainEqual([401, 'invalid_secret_key']), WAIT);
+    await vi.waitFor(
+      () => expect(errors.map((e) => [e.status, e.code])).toContainEqual([401, 'invalid_secret_key']),
+      WAIT,
+    );
     expect(dunwall.status('cus_r1')).toMatchObject({ status: 'lockout', source: 'feed' });
     clock.advance(60_001);
     expect(dunwall.status('cus_r1')).toMatchObject({ status: 'warning', source: 'stale' });
@@ -371,7 +454,10 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     const { secret_key } = await key('close-a');
     const rec = recording();
     const clock = new FakeClock();
-    const { dunwall, errors } = follow({ secretKey: secret_key, now: clock.now, staleAfterMs: 60_000 }, { ...QUICK, fetch: rec.fetch });
+    const { dunwall, errors } = follow(
+      { secretKey: secret_key, now: clock.now, staleAfterMs: 60_000 },
+      { ...QUICK, fetch: rec.fetch },
+    );
     await dunwall.ready();
     await vi.waitFor(() => expect(rec.count('/v1/status-changes')).toBe(1), WAIT);
     const parked = rec.calls.at(-1)?.signal;
@@ -390,7 +476,10 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
   });
 
   it('before its first list, close() rejects a pending ready() at once', async () => {
-    const { dunwall } = follow({ secretKey: 'sk_test_unreachable0123456789abcdef', baseUrl: `http://127.0.0.1:${await closedPort()}` });
+    const { dunwall } = follow({
+      secretKey: 'sk_test_unreachable0123456789abcdef',
+      baseUrl: `http://127.0.0.1:${await closedPort()}`,
+    });
     const waiting = dunwall.ready(60_000);
     await dunwall.close();
     await expect(waiting).rejects.toThrow('closed before the first list completed');
@@ -416,7 +505,12 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
       {
         data: [
           { processor_customer_id: 'cus_1', status: 'lockout', pay_url: 'javascript:alert(1)' },
-          { processor_customer_id: 'cus_2', status: 'warning', lockout_at: '2030-01-01T00:00:00Z', pay_url: 'https://invoice.stripe.com/i/acct_1/test_2?s=ap' },
+          {
+            processor_customer_id: 'cus_2',
+            status: 'warning',
+            lockout_at: '2030-01-01T00:00:00Z',
+            pay_url: 'https://invoice.stripe.com/i/acct_1/test_2?s=ap',
+          },
         ],
         entitlements: { custom_domain: true },
         next: null,
@@ -426,15 +520,26 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     const served: typeof fetch = async (input) => {
       const path = new URL(String(input)).pathname;
       if (path === '/v1/statuses') return new Response(JSON.stringify(pages.shift()), { status: 200 });
-      return new Response(JSON.stringify({ data: [{ processor_customer_id: 'cus_1', status: 'active' }], next: 7 }), { status: 200 });
+      return new Response(JSON.stringify({ data: [{ processor_customer_id: 'cus_1', status: 'active' }], next: 7 }), {
+        status: 200,
+      });
     };
     const errors: Error[] = [];
     const dunwall = createDunwallWith({ ...ok, onError: (e) => errors.push(e) }, { ...QUICK, fetch: served });
     open.push(dunwall);
     await dunwall.ready();
     expect(errors[0]?.message).toBe('Dunwall: GET /v1/statuses answered a page that is not a status list');
-    expect(dunwall.status('cus_1')).toEqual({ status: 'lockout', lockout_at: null, pay_url: null, entitlements: { custom_domain: true }, source: 'feed' });
-    expect(dunwall.status('cus_2')).toMatchObject({ lockout_at: '2030-01-01T00:00:00Z', pay_url: 'https://invoice.stripe.com/i/acct_1/test_2?s=ap' });
+    expect(dunwall.status('cus_1')).toEqual({
+      status: 'lockout',
+      lockout_at: null,
+      pay_url: null,
+      entitlements: { custom_domain: true },
+      source: 'feed',
+    });
+    expect(dunwall.status('cus_2')).toMatchObject({
+      lockout_at: '2030-01-01T00:00:00Z',
+      pay_url: 'https://invoice.stripe.com/i/acct_1/test_2?s=ap',
+    });
     // A page of changes with a bad `next` is applied not at all.
     await vi.waitFor(() => expect(errors.length).toBeGreaterThanOrEqual(2), WAIT);
     expect(errors[1]?.message).toBe('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
@@ -464,17 +569,26 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     const held: ServerResponse[] = [];
     const { server, base: standInBase } = await standIn((_path, res) => {
       if (mode === 'slow') return void held.push(res);
-      res.writeHead(503, { 'content-type': 'application/problem+json' }).end(JSON.stringify({ status: 503, code: 'store_unavailable', detail: 'starting' }));
+      res
+        .writeHead(503, { 'content-type': 'application/problem+json' })
+        .end(JSON.stringify({ status: 503, code: 'store_unavailable', detail: 'starting' }));
     });
     try {
       const failing = createDunwallWith({ ...ok, baseUrl: standInBase }, QUICK);
       open.push(failing);
-      await expect(failing.ready(300)).rejects.toMatchObject({ reason: 'unavailable', status: 503, code: 'store_unavailable' });
+      await expect(failing.ready(300)).rejects.toMatchObject({
+        reason: 'unavailable',
+        status: 503,
+        code: 'store_unavailable',
+      });
       await failing.close();
       mode = 'slow';
       const slow = createDunwallWith({ ...ok, baseUrl: standInBase }, QUICK);
       open.push(slow);
-      await expect(slow.ready(300)).rejects.toMatchObject({ reason: 'timeout', message: expect.stringMatching(/first list did not complete within 300 ms/) });
+      await expect(slow.ready(300)).rejects.toMatchObject({
+        reason: 'timeout',
+        message: expect.stringMatching(/first list did not complete within 300 ms/),
+      });
       await expect(slow.ready(0)).rejects.toThrow(TypeError);
     } finally {
       for (const res of held) res.destroy();
@@ -484,7 +598,9 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
   });
 
   /** A bare HTTP server standing in for Dunwall's transport, answering each feed request as `answer` says. */
-  async function standIn(answer: (path: string, res: ServerResponse) => void): Promise<{ server: Server; base: string; polls: () => number }> {
+  async function standIn(
+    answer: (path: string, res: ServerResponse) => void,
+  ): Promise<{ server: Server; base: string; polls: () => number }> {
     let polls = 0;
     const server = createHttpServer((req, res) => {
       const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -494,7 +610,8 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, polls: () => polls };
   }
-  const json = (res: ServerResponse, body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const json = (res: ServerResponse, body: unknown) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 
   it("bounds each request by requestTimeoutMs plus the long poll's wait", async () => {
     const stand = await standIn((path, res) => {
@@ -504,7 +621,10 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
     try {
       const errors: Error[] = [];
       // staleAfterMs 2 s: a wait of 1 s, so each long poll is given 300 + 1,000 ms.
-      const dunwall = createDunwallWith({ ...ok, baseUrl: stand.base, requestTimeoutMs: 300, staleAfterMs: 2_000, onError: (e) => errors.push(e) }, QUICK);
+      const dunwall = createDunwallWith(
+        { ...ok, baseUrl: stand.base, requestTimeoutMs: 300, staleAfterMs: 2_000, onError: (e) => errors.push(e) },
+        QUICK,
+      );
       open.push(dunwall);
       await dunwall.ready();
       await vi.waitFor(() => expect(errors.length).toBeGreaterThan(0), WAIT);
@@ -517,7 +637,9 @@ describe('@dunwall/node: what it takes and what it refuses', () => {
 
   it('paces a service that answers every long poll empty at once, instead of spinning on it', async () => {
     const stand = await standIn((path, res) =>
-      path === '/v1/statuses' ? json(res, { data: [], entitlements: {}, next: null, feed_cursor: 'AQ' }) : json(res, { data: [], next: 'AQ' }),
+      path === '/v1/statuses'
+        ? json(res, { data: [], entitlements: {}, next: null, feed_cursor: 'AQ' })
+        : json(res, { data: [], next: 'AQ' }),
     );
     try {
       const dunwall = createDunwallWith({ ...ok, baseUrl: stand.base }, QUICK);

@@ -55,7 +55,11 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
   let dunwall: DunwallCopy;
   let openSession: (customerId: string) => string;
   const apps = new Map<string, Running>();
-  const saved = { url: process.env.DUNWALL_URL, key: process.env.DUNWALL_SECRET_KEY, hmac: process.env.DUNWALL_HMAC_SECRET };
+  const saved = {
+    url: process.env.DUNWALL_URL,
+    key: process.env.DUNWALL_SECRET_KEY,
+    hmac: process.env.DUNWALL_HMAC_SECRET,
+  };
   let hmacSecret = '';
 
   beforeAll(async () => {
@@ -94,7 +98,8 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
       const path = new URL(request.url).pathname;
       if (path === '/api/projects' && request.method === 'GET') return GET(request);
       // app/api/me/route.ts, not wrapped: who is signed in.
-      if (path === '/api/me' && request.method === 'GET') return Response.json(dunwall.identity(signedInCustomer(request.headers.get('cookie'))));
+      if (path === '/api/me' && request.method === 'GET')
+        return Response.json(dunwall.identity(signedInCustomer(request.headers.get('cookie'))));
       if (path === '/billing') return new Response('Billing: pay the overdue invoice here.');
       return new Response('not found', { status: 404 });
     };
@@ -112,7 +117,10 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
 
   const BROWSER = { accept: 'text/html,application/xhtml+xml,*/*;q=0.8', 'sec-fetch-mode': 'navigate' };
   const ask = (name: string, path: string, customer: string | null, headers: Record<string, string> = {}) =>
-    httpGet(apps.get(name)?.port ?? 0, path, { ...(customer === null ? {} : { cookie: openSession(customer) }), ...headers });
+    httpGet(apps.get(name)?.port ?? 0, path, {
+      ...(customer === null ? {} : { cookie: openSession(customer) }),
+      ...headers,
+    });
 
   it.each(['express', 'fastify', 'hono', 'next'])(
     '%s: lets active and warning customers through, refuses a lockout, sends its page loads to /billing',
@@ -126,7 +134,11 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
       const refused = await ask(name, '/api/projects', s.lockout);
       expect(refused.status, refused.body).toBe(402);
       expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(JSON.parse(refused.body)).toMatchObject({ code: 'billing_lockout', pay_url: service.payUrls.lockout, lockout_at: null });
+      expect(JSON.parse(refused.body)).toMatchObject({
+        code: 'billing_lockout',
+        pay_url: service.payUrls.lockout,
+        lockout_at: null,
+      });
       const page = await ask(name, '/api/projects', s.lockout, BROWSER);
       expect(page.status).toBe(303);
       expect(page.headers.location).toBe('/billing');
@@ -146,7 +158,8 @@ describe('the examples, run against a real Dunwall through createDunwall', () =>
         expect(JSON.parse(me.body)).toEqual({ customer, hmac: computeHmac(hmacSecret, customer) });
       }
       expect(JSON.parse((await ask(name, '/api/me', null)).body)).toEqual({ customer: null, hmac: null });
-      for (const customer of [s.lockout, s.locked]) expect((await ask(name, '/api/projects', customer)).status).toBe(402);
+      for (const customer of [s.lockout, s.locked])
+        expect((await ask(name, '/api/projects', customer)).status).toBe(402);
     },
   );
 

@@ -1,5 +1,11 @@
 import { describe, expect, it, vi } from 'vitest';
-import { check, compileOptions, decide, isHtmlNavigation, prefersHtml } from '../../packages/node/src/middleware/guard.js';
+import {
+  check,
+  compileOptions,
+  decide,
+  isHtmlNavigation,
+  prefersHtml,
+} from '../../packages/node/src/middleware/guard.js';
 import type { Decision, MiddlewareOptions, RequestFacts } from '../../packages/node/src/middleware/guard.js';
 import type { Dunwall, StatusAnswer } from '../../packages/node/src/types.js';
 
@@ -20,15 +26,22 @@ function facts(path: string, headers: Record<string, string> = {}, method = 'GET
 }
 
 type Req = { id: string | null };
-const options = (extra: Partial<MiddlewareOptions<Req>> = {}) => compileOptions<Req>({ customer: (r) => r.id, ...extra });
+const options = (extra: Partial<MiddlewareOptions<Req>> = {}) =>
+  compileOptions<Req>({ customer: (r) => r.id, ...extra });
 
 describe('decide', () => {
   it('lets active and warning through by default, refuses lockout with the problem, no-store', () => {
     const o = options();
     expect(decide(answer('active'), o, facts('/api'))).toEqual({ action: 'pass' });
-    expect(decide(answer('warning', { lockout_at: '2026-03-04T12:00:00Z' }), o, facts('/api'))).toEqual({ action: 'pass' });
+    expect(decide(answer('warning', { lockout_at: '2026-03-04T12:00:00Z' }), o, facts('/api'))).toEqual({
+      action: 'pass',
+    });
     const refused = decide(answer('lockout', { pay_url: 'https://invoice.stripe.com/i/x' }), o, facts('/api'));
-    expect(refused).toMatchObject({ action: 'refuse', status: 402, headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store' } });
+    expect(refused).toMatchObject({
+      action: 'refuse',
+      status: 402,
+      headers: { 'content-type': 'application/problem+json', 'cache-control': 'no-store' },
+    });
     const body = JSON.parse((refused as Extract<Decision, { action: 'refuse' }>).body) as unknown;
     expect(body).toEqual({
       type: 'about:blank',
@@ -45,8 +58,13 @@ describe('decide', () => {
     const strict = options({ allow: ['active'] });
     const refused = decide(answer('warning', { lockout_at: '2026-03-04T12:00:00Z' }), strict, facts('/api'));
     expect(refused.action).toBe('refuse');
-    expect(JSON.parse((refused as Extract<Decision, { action: 'refuse' }>).body)).toMatchObject({ lockout_at: '2026-03-04T12:00:00Z', pay_url: null });
-    expect(decide(answer('lockout'), options({ allow: ['active', 'warning', 'lockout'] }), facts('/api')).action).toBe('pass');
+    expect(JSON.parse((refused as Extract<Decision, { action: 'refuse' }>).body)).toMatchObject({
+      lockout_at: '2026-03-04T12:00:00Z',
+      pay_url: null,
+    });
+    expect(decide(answer('lockout'), options({ allow: ['active', 'warning', 'lockout'] }), facts('/api')).action).toBe(
+      'pass',
+    );
   });
 
   it('never refuses from an answer the copy does not vouch for (stale, starting), whatever allow says', () => {
@@ -62,13 +80,19 @@ describe('decide', () => {
     const nav = facts('/projects', { accept: BROWSER_ACCEPT });
     expect(decide(lockout, options(), nav).action).toBe('refuse');
     const o = options({ redirectTo: '/billing?from=lockout' });
-    expect(decide(lockout, o, nav)).toEqual({ action: 'redirect', status: 303, headers: { location: '/billing?from=lockout', 'cache-control': 'no-store' } });
+    expect(decide(lockout, o, nav)).toEqual({
+      action: 'redirect',
+      status: 303,
+      headers: { location: '/billing?from=lockout', 'cache-control': 'no-store' },
+    });
     expect(decide(lockout, o, facts('/projects', { accept: BROWSER_ACCEPT }, 'HEAD')).action).toBe('redirect');
     expect(decide(lockout, o, facts('/projects', { accept: BROWSER_ACCEPT }, 'POST')).action).toBe('refuse');
     expect(decide(lockout, o, facts('/api/projects', { accept: 'application/json' })).action).toBe('refuse');
     expect(decide(lockout, o, facts('/api/projects', { accept: '*/*' })).action).toBe('refuse');
     expect(decide(lockout, o, facts('/api/projects')).action).toBe('refuse');
-    expect(decide(lockout, o, facts('/projects', { 'sec-fetch-mode': 'navigate', accept: '*/*' })).action).toBe('redirect');
+    expect(decide(lockout, o, facts('/projects', { 'sec-fetch-mode': 'navigate', accept: '*/*' })).action).toBe(
+      'redirect',
+    );
     // A function of the answer: to the invoice itself.
     const toInvoice = options({ redirectTo: (a) => a.pay_url ?? '/billing' });
     expect(decide(lockout, toInvoice, nav)).toMatchObject({ headers: { location: 'https://invoice.stripe.com/i/x' } });
@@ -76,8 +100,12 @@ describe('decide', () => {
 
   it('answers 402 instead of redirecting to the page asked for (a loop), or when redirectTo fails or gives a header-splitting URL', () => {
     const lockout = answer('lockout');
-    expect(decide(lockout, options({ redirectTo: '/billing' }), facts('/billing', { accept: BROWSER_ACCEPT })).action).toBe('refuse');
-    expect(decide(lockout, options({ redirectTo: '/billing?x=1' }), facts('/billing', { accept: BROWSER_ACCEPT })).action).toBe('refuse');
+    expect(
+      decide(lockout, options({ redirectTo: '/billing' }), facts('/billing', { accept: BROWSER_ACCEPT })).action,
+    ).toBe('refuse');
+    expect(
+      decide(lockout, options({ redirectTo: '/billing?x=1' }), facts('/billing', { accept: BROWSER_ACCEPT })).action,
+    ).toBe('refuse');
     const onError = vi.fn();
     const throwing = options({
       redirectTo: () => {
@@ -137,7 +165,9 @@ describe('check', () => {
       expect((check(locked, byDefault, { id: 'cus_locked' }, facts(path)) as Decision).action, path).toBe('refuse');
     const replaced = compileOptions<Req>({ customer: (r) => r.id, exempt: ['/billing'] });
     expect((check(locked, replaced, { id: 'cus_locked' }, facts('/api/me')) as Decision).action).toBe('refuse');
-    expect(() => compileOptions<Req>({ customer: (r) => r.id, exempt: '/api/me' as unknown as string[] })).toThrow(/array of paths/);
+    expect(() => compileOptions<Req>({ customer: (r) => r.id, exempt: '/api/me' as unknown as string[] })).toThrow(
+      /array of paths/,
+    );
   });
 
   it('never exempts a path a router could read otherwise: dot segments, doubled or back slashes, encoded dots and slashes', () => {
@@ -182,7 +212,9 @@ describe('check', () => {
       () => 42 as unknown as string,
     ];
     for (const customer of cases) {
-      expect(await check(locked, compileOptions<Req>({ customer, onError }), { id: null }, facts('/a'))).toEqual({ action: 'pass' });
+      expect(await check(locked, compileOptions<Req>({ customer, onError }), { id: null }, facts('/a'))).toEqual({
+        action: 'pass',
+      });
     }
     expect(onError).toHaveBeenCalledTimes(2);
     const broken: Dunwall = {
@@ -192,7 +224,9 @@ describe('check', () => {
       ready: async () => {},
       close: async () => {},
     };
-    expect(check(broken, compileOptions<Req>({ customer: (r) => r.id, onError }), { id: 'cus_locked' }, facts('/a'))).toEqual({ action: 'pass' });
+    expect(
+      check(broken, compileOptions<Req>({ customer: (r) => r.id, onError }), { id: 'cus_locked' }, facts('/a')),
+    ).toEqual({ action: 'pass' });
     expect(onError).toHaveBeenLastCalledWith(new Error('copy broken'));
     // An onError that throws changes nothing.
     const loud = compileOptions<Req>({
@@ -208,7 +242,9 @@ describe('check', () => {
 
   it('refuses configuration mistakes when the middleware is made, not on a request', () => {
     expect(() => compileOptions<Req>({} as MiddlewareOptions<Req>)).toThrow(/customer/);
-    expect(() => compileOptions<Req>({ customer: () => null, allow: ['paid' as 'active'] })).toThrow(/unknown status "paid"/);
+    expect(() => compileOptions<Req>({ customer: () => null, allow: ['paid' as 'active'] })).toThrow(
+      /unknown status "paid"/,
+    );
     expect(() => compileOptions<Req>({ customer: () => null, exempt: ['billing'] })).toThrow(/starts with "\/"/);
     expect(() => compileOptions<Req>({ customer: () => null, exempt: ['/a/*/b'] })).toThrow(/only end/);
     expect(() => compileOptions<Req>({ customer: () => null, redirectTo: '' })).toThrow(/redirectTo/);

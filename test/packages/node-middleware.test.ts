@@ -8,7 +8,13 @@ import { Hono } from 'hono';
 import type { Context } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDunwall } from '../../packages/node/src/index.js';
-import { checkRequest, dunwallExpress, dunwallFastify, dunwallHono, withDunwall } from '../../packages/node/src/middleware/index.js';
+import {
+  checkRequest,
+  dunwallExpress,
+  dunwallFastify,
+  dunwallHono,
+  withDunwall,
+} from '../../packages/node/src/middleware/index.js';
 import type { MiddlewareOptions } from '../../packages/node/src/middleware/index.js';
 import type { Dunwall } from '../../packages/node/src/types.js';
 import { closeServer, httpGet, listening, startService } from '../helpers/dunwall-service.js';
@@ -139,7 +145,9 @@ const ADAPTERS: Record<string, Start> = {
     // At the root, as fastify-plugin would: the hook applies to the root and every child scope.
     await app.register(dunwallFastify, {
       dunwall,
-      ...options<{ headers: Record<string, string | string[] | undefined> }>(config, (req) => header(req.headers['x-customer'])),
+      ...options<{ headers: Record<string, string | string[] | undefined> }>(config, (req) =>
+        header(req.headers['x-customer']),
+      ),
     });
     app.get('/api/projects', async () => ({ projects: [] }));
     await app.register(async (child) => {
@@ -189,7 +197,10 @@ const ADAPTERS: Record<string, Start> = {
   },
 };
 
-const BROWSER = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'sec-fetch-mode': 'navigate' };
+const BROWSER = {
+  accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8',
+  'sec-fetch-mode': 'navigate',
+};
 
 let service: Service;
 let dunwall: Dunwall;
@@ -210,8 +221,16 @@ describe('the real service, as the copy sees it', () => {
     const s = service.subscribers;
     expect(dunwall.status(s.active)).toMatchObject({ status: 'active', source: 'feed' });
     expect(dunwall.status(s.warning)).toMatchObject({ status: 'warning', pay_url: null, lockout_at: null });
-    expect(dunwall.status(s.dunning)).toMatchObject({ status: 'warning', pay_url: service.payUrls.dunning, lockout_at: service.lockoutAt });
-    expect(dunwall.status(s.lockout)).toMatchObject({ status: 'lockout', pay_url: service.payUrls.lockout, lockout_at: null });
+    expect(dunwall.status(s.dunning)).toMatchObject({
+      status: 'warning',
+      pay_url: service.payUrls.dunning,
+      lockout_at: service.lockoutAt,
+    });
+    expect(dunwall.status(s.lockout)).toMatchObject({
+      status: 'lockout',
+      pay_url: service.payUrls.lockout,
+      lockout_at: null,
+    });
     expect(dunwall.status(s.locked)).toMatchObject({ status: 'lockout', pay_url: null });
   });
 });
@@ -227,7 +246,13 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
     for (const app of Object.values(apps)) await app.close();
   });
 
-  const ask = (config: ConfigName, path: string, customer: string | null, headers: Record<string, string> = {}, method = 'GET') =>
+  const ask = (
+    config: ConfigName,
+    path: string,
+    customer: string | null,
+    headers: Record<string, string> = {},
+    method = 'GET',
+  ) =>
     httpGet(apps[config].port, path, { ...(customer === null ? {} : { 'x-customer': customer }), ...headers }, method);
 
   function expectProblem(res: Awaited<ReturnType<typeof ask>>, payUrl: string | null, lockoutAt: string | null): void {
@@ -259,7 +284,11 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
     expectProblem(await ask('main', '/api/inner', service.subscribers.lockout), service.payUrls.lockout, null);
     expectProblem(await ask('main', '/api/projects', service.subscribers.locked), null, null);
     // A form post from a page is not a navigation that can be redirected with its body.
-    expectProblem(await ask('main', '/projects', service.subscribers.lockout, BROWSER, 'POST'), service.payUrls.lockout, null);
+    expectProblem(
+      await ask('main', '/projects', service.subscribers.lockout, BROWSER, 'POST'),
+      service.payUrls.lockout,
+      null,
+    );
   });
 
   it('sends a page load to redirectTo with a 303; a fetch from the page keeps the 402', async () => {
@@ -271,12 +300,19 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
       expect(res.headers['cache-control']).toBe('no-store');
     }
     expectProblem(
-      await ask('main', '/api/projects', service.subscribers.lockout, { accept: 'application/json', 'sec-fetch-mode': 'cors' }),
+      await ask('main', '/api/projects', service.subscribers.lockout, {
+        accept: 'application/json',
+        'sec-fetch-mode': 'cors',
+      }),
       service.payUrls.lockout,
       null,
     );
     // Without redirectTo, a page load gets the 402 too.
-    expectProblem(await ask('strict', '/projects', service.subscribers.lockout, BROWSER), service.payUrls.lockout, null);
+    expectProblem(
+      await ask('strict', '/projects', service.subscribers.lockout, BROWSER),
+      service.payUrls.lockout,
+      null,
+    );
   });
 
   it('lets exempt paths through for a locked-out customer, but not a path that only looks exempt', async () => {
@@ -285,8 +321,16 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
       expect(res.status, `${path}: ${res.body}`).toBe(200);
       expect(res.body).toBe(`page ${path}`);
     }
-    expectProblem(await ask('main', '/billing/../api/projects', service.subscribers.lockout), service.payUrls.lockout, null);
-    expectProblem(await ask('main', '/billing/%2e%2e/api/projects', service.subscribers.lockout), service.payUrls.lockout, null);
+    expectProblem(
+      await ask('main', '/billing/../api/projects', service.subscribers.lockout),
+      service.payUrls.lockout,
+      null,
+    );
+    expectProblem(
+      await ask('main', '/billing/%2e%2e/api/projects', service.subscribers.lockout),
+      service.payUrls.lockout,
+      null,
+    );
   });
 
   it('fails open: a customer() that throws, rejects or gives null lets the request through', async () => {
@@ -300,7 +344,11 @@ describe.each(Object.keys(ADAPTERS))('%s, in a real app on loopback', (name) => 
 
   it("allow: ['active'] refuses warning, with the scheduled lockout_at and the pay_url", async () => {
     expect((await ask('strict', '/api/projects', service.subscribers.active)).status).toBe(200);
-    expectProblem(await ask('strict', '/api/projects', service.subscribers.dunning), service.payUrls.dunning, service.lockoutAt);
+    expectProblem(
+      await ask('strict', '/api/projects', service.subscribers.dunning),
+      service.payUrls.dunning,
+      service.lockoutAt,
+    );
     expectProblem(await ask('strict', '/api/projects', service.subscribers.warning), null, null);
   });
 
@@ -320,9 +368,14 @@ describe('fastify, hook: preHandler', () => {
       app.decorateRequest('customerId', null);
       // An authentication plugin that runs as a preHandler, at the root.
       app.addHook('preHandler', async (request) => {
-        (request as unknown as { customerId: string | null }).customerId = header(request.headers['x-customer']) ?? null;
+        (request as unknown as { customerId: string | null }).customerId =
+          header(request.headers['x-customer']) ?? null;
       });
-      await app.register(dunwallFastify, { dunwall, hook, customer: (request) => (request as unknown as { customerId: string | null }).customerId });
+      await app.register(dunwallFastify, {
+        dunwall,
+        hook,
+        customer: (request) => (request as unknown as { customerId: string | null }).customerId,
+      });
       app.get('/api/projects', async () => ({ projects: [] }));
       await app.listen({ port: 0, host: '127.0.0.1' });
       return app;
@@ -334,9 +387,13 @@ describe('fastify, hook: preHandler', () => {
       const refused = await httpGet(port(pre), '/api/projects', { 'x-customer': service.subscribers.lockout });
       expect(refused.status, refused.body).toBe(402);
       expect(JSON.parse(refused.body)).toMatchObject({ code: 'billing_lockout', pay_url: service.payUrls.lockout });
-      expect((await httpGet(port(pre), '/api/projects', { 'x-customer': service.subscribers.warning })).status).toBe(200);
+      expect((await httpGet(port(pre), '/api/projects', { 'x-customer': service.subscribers.warning })).status).toBe(
+        200,
+      );
       // In onRequest, the customer is not known yet: fail-open, let through.
-      expect((await httpGet(port(early), '/api/projects', { 'x-customer': service.subscribers.lockout })).status).toBe(200);
+      expect((await httpGet(port(early), '/api/projects', { 'x-customer': service.subscribers.lockout })).status).toBe(
+        200,
+      );
     } finally {
       await pre.close();
       await early.close();
@@ -345,8 +402,12 @@ describe('fastify, hook: preHandler', () => {
 
   it('refuses a hook name it does not know, and a registration without the copy, when the app starts', async () => {
     const app = Fastify();
-    await expect(app.register(dunwallFastify, { dunwall, hook: 'onSend' as 'onRequest', customer: () => null })).rejects.toThrow(/onRequest or preHandler/);
+    await expect(
+      app.register(dunwallFastify, { dunwall, hook: 'onSend' as 'onRequest', customer: () => null }),
+    ).rejects.toThrow(/onRequest or preHandler/);
     const other = Fastify();
-    await expect(other.register(dunwallFastify, { customer: () => null } as unknown as Parameters<typeof dunwallFastify>[1])).rejects.toThrow(/createDunwall/);
+    await expect(
+      other.register(dunwallFastify, { customer: () => null } as unknown as Parameters<typeof dunwallFastify>[1]),
+    ).rejects.toThrow(/createDunwall/);
   });
 });

@@ -48,7 +48,10 @@ afterAll(async () => {
 });
 
 /** A copy of the test tenant, recording the paths it asked. */
-function copyOf(options: Partial<DunwallOptions> = {}, internals: Internals = {}): { dunwall: DunwallCopy; asked: string[] } {
+function copyOf(
+  options: Partial<DunwallOptions> = {},
+  internals: Internals = {},
+): { dunwall: DunwallCopy; asked: string[] } {
   const asked: string[] = [];
   const dunwall = createDunwallWith(
     { baseUrl: service.baseUrl, secretKey: service.secretKey, hmacSecret, ...options },
@@ -96,9 +99,19 @@ describe('pageBootstrap()', () => {
     expect(active).toEqual({
       customer: s.active,
       hmac: computeHmac(hmacSecret, s.active),
-      bootstrap: { status: 'active', lockout_at: null, pay_url: null, card_update_url: null, entitlements: expect.any(Object), at: clock.ms },
+      bootstrap: {
+        status: 'active',
+        lockout_at: null,
+        pay_url: null,
+        card_update_url: null,
+        entitlements: expect.any(Object),
+        at: clock.ms,
+      },
     });
-    expect(active.bootstrap?.entitlements).toMatchObject({ powered_by_watermark: expect.any(Boolean), custom_domain: expect.any(Boolean) });
+    expect(active.bootstrap?.entitlements).toMatchObject({
+      powered_by_watermark: expect.any(Boolean),
+      custom_domain: expect.any(Boolean),
+    });
     expect(lookups(asked)).toEqual([]);
 
     const dunning = await dunwall.pageBootstrap(s.dunning);
@@ -124,12 +137,18 @@ describe('pageBootstrap()', () => {
   it('falls back to the fresh copy’s answer when asking fails, and to no bootstrap without one; never throws', async () => {
     const failing: Internals = {
       fetch: (input, init) =>
-        new URL(String(input)).pathname.startsWith('/v1/subscribers/') ? Promise.reject(new TypeError('fetch failed')) : fetch(input, init),
+        new URL(String(input)).pathname.startsWith('/v1/subscribers/')
+          ? Promise.reject(new TypeError('fetch failed'))
+          : fetch(input, init),
     };
     const { dunwall, asked } = copyOf({}, failing);
     await dunwall.ready();
     const locked = await dunwall.pageBootstrap(service.subscribers.lockout);
-    expect(locked.bootstrap).toMatchObject({ status: 'lockout', pay_url: service.payUrls.lockout, card_update_url: null });
+    expect(locked.bootstrap).toMatchObject({
+      status: 'lockout',
+      pay_url: service.payUrls.lockout,
+      card_update_url: null,
+    });
     expect(lookups(asked)).toHaveLength(1);
   });
 
@@ -140,7 +159,11 @@ describe('pageBootstrap()', () => {
     const closedPort = (gone.address() as AddressInfo).port;
     await new Promise((done) => gone.close(done));
     const away = copyOf({ baseUrl: `http://127.0.0.1:${closedPort}` }).dunwall;
-    expect(await away.pageBootstrap('cus_1')).toEqual({ customer: 'cus_1', hmac: computeHmac(hmacSecret, 'cus_1'), bootstrap: null });
+    expect(await away.pageBootstrap('cus_1')).toEqual({
+      customer: 'cus_1',
+      hmac: computeHmac(hmacSecret, 'cus_1'),
+      bootstrap: null,
+    });
 
     // Silent: it takes the connection and never answers; the page waits its bound, then renders without.
     const held: Server = createServer(() => {});
@@ -155,6 +178,9 @@ describe('pageBootstrap()', () => {
 
     // A refused key.
     const refused = copyOf({ secretKey: `sk_test_${randomBytes(20).toString('hex')}` }).dunwall;
-    expect(await refused.pageBootstrap(service.subscribers.lockout)).toMatchObject({ customer: service.subscribers.lockout, bootstrap: null });
+    expect(await refused.pageBootstrap(service.subscribers.lockout)).toMatchObject({
+      customer: service.subscribers.lockout,
+      bootstrap: null,
+    });
   });
 });

@@ -44,7 +44,10 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
   beforeAll(async () => {
     standIn = await startStandIn({ payment_url: 'https://pay.acme.test/link' });
     standIn.setPage(appPage('hooks'), await bundleApp(APP, { 'react-native': SHIM }));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
   });
   afterEach(async () => {
     await context?.close();
@@ -65,13 +68,21 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
     return page;
   }
   const visible = (locator: Locator) => expect.poll(() => locator.isVisible(), { timeout: 10_000 }).toBe(true);
-  const shown = (page: Page, expected: string) => expect.poll(() => page.getByTestId('probe').textContent(), { timeout: 10_000 }).toBe(expected);
+  const shown = (page: Page, expected: string) =>
+    expect.poll(() => page.getByTestId('probe').textContent(), { timeout: 10_000 }).toBe(expected);
   const setAppState = (page: Page, state: AppStateStatus) =>
-    page.evaluate((s) => (window as unknown as { native: { setAppState(s: string): void } }).native.setAppState(s), state);
+    page.evaluate(
+      (s) => (window as unknown as { native: { setAppState(s: string): void } }).native.setAppState(s),
+      state,
+    );
   const setConnected = (page: Page, connected: boolean | null) =>
-    page.evaluate((c) => (window as unknown as { app: { setConnected(c: boolean | null): void } }).app.setConnected(c), connected);
+    page.evaluate(
+      (c) => (window as unknown as { app: { setConnected(c: boolean | null): void } }).app.setConnected(c),
+      connected,
+    );
   const seen = (page: Page) => page.evaluate(() => (window as unknown as { app: { seen: string[] } }).app.seen);
-  const writes = (page: Page) => page.evaluate(() => (window as unknown as { app: { writes: [string, string][] } }).app.writes);
+  const writes = (page: Page) =>
+    page.evaluate(() => (window as unknown as { app: { writes: [string, string][] } }).app.writes);
   const lockoutAt = new Date(T0 + 3 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
   it('asks again when AppState becomes active, and not when the app goes to the background', async () => {
@@ -127,14 +138,18 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
     standIn.answers.set('cus_down', { fail: 503 });
     const noGate = async (page: Page) => {
       expect(await page.getByRole('dialog').count()).toBe(0);
-      expect(await page.evaluate(() => (window as unknown as { native: { modal(): unknown } }).native.modal())).toBeNull();
+      expect(
+        await page.evaluate(() => (window as unknown as { native: { modal(): unknown } }).native.modal()),
+      ).toBeNull();
     };
 
     for (const status of ['warning', 'lockout']) {
       const copy = JSON.stringify({ status, card_update_url: null, entitlements: {}, at: T0 - 60_000 });
       const page = await launch({ customer: 'cus_down', stored: { 'dunwall:v1:acme:cus_down': copy } });
       await shown(page, 'warning|fallback');
-      await expect.poll(() => page.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
+      await expect
+        .poll(() => page.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads()))
+        .toBe(1);
       expect((await seen(page)).filter((s) => s.startsWith('lockout'))).toEqual([]);
       await visible(page.getByRole('alert'));
       await noGate(page);
@@ -145,7 +160,9 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
     const old = JSON.stringify({ status: 'warning', card_update_url: null, entitlements: {}, at: T0 - 25 * 3_600_000 });
     const stale = await launch({ customer: 'cus_down', stored: { 'dunwall:v1:acme:cus_down': old } });
     await shown(stale, 'active|fallback');
-    await expect.poll(() => stale.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
+    await expect
+      .poll(() => stale.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads()))
+      .toBe(1);
     expect(await stale.getByRole('alert').count()).toBe(0);
     await context?.close();
 
@@ -160,18 +177,24 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
   it('never lets a persisted copy read after a fresh answer make things worse, and keeps the answer without its pay link', async () => {
     standIn.answers.set('cus_fresh', { status: 'active' });
     const copy = JSON.stringify({ status: 'warning', card_update_url: null, entitlements: {}, at: T0 - 60_000 });
-    const page = await launch({ customer: 'cus_fresh', stored: { 'dunwall:v1:acme:cus_fresh': copy }, slowStorage: true });
+    const page = await launch({
+      customer: 'cus_fresh',
+      stored: { 'dunwall:v1:acme:cus_fresh': copy },
+      slowStorage: true,
+    });
     await shown(page, 'active|service');
     // The storage answers only now, with a worse copy.
     await page.evaluate(() => (window as unknown as { app: { releaseStorage(): void } }).app.releaseStorage());
-    await expect.poll(() => page.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads())).toBe(1);
+    await expect
+      .poll(() => page.evaluate(() => (window as unknown as { app: { reads(): number } }).app.reads()))
+      .toBe(1);
     await page.evaluate(() => new Promise((resolve) => queueMicrotask(() => resolve(null))));
     await expect(page.getByTestId('probe').textContent()).resolves.toBe('active|service');
     expect((await seen(page)).filter((s) => s.startsWith('warning'))).toEqual([]);
     expect(await page.getByRole('alert').count()).toBe(0);
-    expect((await writes(page)).map(([key, value]) => [key, (JSON.parse(value) as { status: string }).status])).toEqual([
-      ['dunwall:v1:acme:cus_fresh', 'active'],
-    ]);
+    expect((await writes(page)).map(([key, value]) => [key, (JSON.parse(value) as { status: string }).status])).toEqual(
+      [['dunwall:v1:acme:cus_fresh', 'active']],
+    );
 
     // A warning with its pay link (a signed lookup): kept, but never the link to the invoice.
     standIn.answers.set('cus_fresh', { status: 'warning', pay_url: 'https://pay.acme.test/i/1' });
@@ -213,10 +236,14 @@ describe.skipIf(!haveBrowser)('@dunwall/react-native: the provider and hooks on 
   it('passes a preview through to the lookup, shows its gate, and never keeps it', async () => {
     const page = await launch({ customer: 'cus_preview', preview: 'lockout' });
     await shown(page, 'lockout|service');
-    expect(standIn.asked.filter((q) => q.get('processor_customer_id') === 'cus_preview').map((q) => q.get('preview'))).toEqual(['lockout']);
+    expect(
+      standIn.asked.filter((q) => q.get('processor_customer_id') === 'cus_preview').map((q) => q.get('preview')),
+    ).toEqual(['lockout']);
     const pay = page.getByRole('dialog').getByRole('link', { name: 'Pay now' });
     await pay.click();
-    expect(await page.evaluate(() => (window as unknown as { native: { opened: string[] } }).native.opened)).toEqual(['https://pay.acme.test/link']);
+    expect(await page.evaluate(() => (window as unknown as { native: { opened: string[] } }).native.opened)).toEqual([
+      'https://pay.acme.test/link',
+    ]);
     expect(await writes(page)).toEqual([]);
   });
 });

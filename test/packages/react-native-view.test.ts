@@ -10,7 +10,11 @@ import { countdownText, deviceLanguages, httpsUrl } from '../../packages/react-n
  */
 describe('links without URL', () => {
   it('takes https links with a host as given, and nothing else', () => {
-    for (const ok of ['https://pay.stripe.com/i/acct_1/test_YWNjdA?s=ap', 'HTTPS://billing.acme.test', 'https://acme.test:8443/card#top'])
+    for (const ok of [
+      'https://pay.stripe.com/i/acct_1/test_YWNjdA?s=ap',
+      'HTTPS://billing.acme.test',
+      'https://acme.test:8443/card#top',
+    ])
       expect(httpsUrl(ok)).toBe(ok);
     for (const bad of [
       null,
@@ -31,17 +35,29 @@ describe('links without URL', () => {
   it('takes the links the browser takes (the shared safeUrl), and leads with them in the shared order', () => {
     const url = fc.oneof(
       fc.constant(null),
-      fc.webUrl({ validSchemes: ['https'], withQueryParameters: true, withFragments: true }).filter((u) => new URL(u).href === u),
+      fc
+        .webUrl({ validSchemes: ['https'], withQueryParameters: true, withFragments: true })
+        .filter((u) => new URL(u).href === u),
       fc.constantFrom('http://acme.test/card', 'javascript:alert(1)'),
     );
     fc.assert(
-      fc.property(fc.constantFrom('warning', 'lockout'), url, url, url, url, fc.boolean(), (status, payUrl, cardUpdateUrl, own, payment, withPay) => {
-        for (const u of [payUrl, cardUpdateUrl, own, payment]) expect(httpsUrl(u)).toBe(safeUrl(u));
-        const texts = withPay ? { ...DEFAULT_TEXTS, pay: 'Pay the invoice' } : DEFAULT_TEXTS;
-        const branding = payment ? { payment_url: payment } : {};
-        const answer = { status, payUrl, cardUpdateUrl };
-        expect(payLinks(answer, texts, branding, own, httpsUrl)).toEqual(payLinks(answer, texts, branding, own, (u) => safeUrl(u)));
-      }),
+      fc.property(
+        fc.constantFrom('warning', 'lockout'),
+        url,
+        url,
+        url,
+        url,
+        fc.boolean(),
+        (status, payUrl, cardUpdateUrl, own, payment, withPay) => {
+          for (const u of [payUrl, cardUpdateUrl, own, payment]) expect(httpsUrl(u)).toBe(safeUrl(u));
+          const texts = withPay ? { ...DEFAULT_TEXTS, pay: 'Pay the invoice' } : DEFAULT_TEXTS;
+          const branding = payment ? { payment_url: payment } : {};
+          const answer = { status, payUrl, cardUpdateUrl };
+          expect(payLinks(answer, texts, branding, own, httpsUrl)).toEqual(
+            payLinks(answer, texts, branding, own, (u) => safeUrl(u)),
+          );
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -65,7 +81,9 @@ describe('the countdown on Hermes', () => {
     });
     const date = new Intl.DateTimeFormat(['en-US'], { dateStyle: 'medium', timeStyle: 'short' }).format(at);
     expect(countdownText(at, ['en-US'], DEFAULT_TEXTS.countdown, now)).toBe(`Access will be paused ${date}.`);
-    expect(countdownText(at, ['fr'], 'Accès suspendu {time} ({date}).', now)).toMatch(/^Accès suspendu 5 mars 2026.*\(5 mars 2026.*\)\.$/);
+    expect(countdownText(at, ['fr'], 'Accès suspendu {time} ({date}).', now)).toMatch(
+      /^Accès suspendu 5 mars 2026.*\(5 mars 2026.*\)\.$/,
+    );
   });
 
   it("takes the device's language from Intl", () => {

@@ -10,7 +10,8 @@ import type { BillingState, PersistStorage, StatusStoreOptions } from '../../pac
 const ENTITLEMENTS = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
 const T0 = Date.parse('2026-11-26T12:00:00Z');
 
-type Reply = { status: number; body: unknown } | 'hang' | 'network' | { after: Promise<void>; status: number; body: unknown };
+type Reply =
+  { status: number; body: unknown } | 'hang' | 'network' | { after: Promise<void>; status: number; body: unknown };
 
 function lookup() {
   const replies: Reply[] = [];
@@ -67,7 +68,10 @@ function clock() {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 5));
 
-function memoryStorage(initial: Record<string, string> = {}, async = false): PersistStorage & { data: Record<string, string> } {
+function memoryStorage(
+  initial: Record<string, string> = {},
+  async = false,
+): PersistStorage & { data: Record<string, string> } {
   const data = { ...initial };
   const wrap = <T>(v: T) => (async ? Promise.resolve(v) : v);
   return {
@@ -132,16 +136,33 @@ describe('the billing status store: never a false gate', () => {
   it('shows a persisted copy at once, a lockout in it as a warning, and lets a fresh answer decide', async () => {
     for (const status of ['warning', 'lockout']) {
       const lockoutAt = status === 'warning' ? '2026-11-29T12:00:00Z' : null;
-      const { store } = open({ storage: memoryStorage({ [KEY]: copy(status, T0 - 60_000, lockoutAt ? { lockout_at: lockoutAt } : {}) }) });
-      expect(store.getSnapshot()).toMatchObject({ status: 'warning', source: 'persisted', ready: false, entitlements: ENTITLEMENTS, lockoutAt });
+      const { store } = open({
+        storage: memoryStorage({ [KEY]: copy(status, T0 - 60_000, lockoutAt ? { lockout_at: lockoutAt } : {}) }),
+      });
+      expect(store.getSnapshot()).toMatchObject({
+        status: 'warning',
+        source: 'persisted',
+        ready: false,
+        entitlements: ENTITLEMENTS,
+        lockoutAt,
+      });
     }
     const { store, service } = open({ storage: memoryStorage({ [KEY]: copy('active', T0 - 60_000) }) });
-    expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'persisted', entitlements: ENTITLEMENTS, ready: false });
+    expect(store.getSnapshot()).toMatchObject({
+      status: 'active',
+      source: 'persisted',
+      entitlements: ENTITLEMENTS,
+      ready: false,
+    });
     // The service then says warning: a fresh answer may make it worse.
     service.replies.push(known('warning', { lockout_at: '2026-11-29T12:00:00Z' }));
     const stop = store.start();
     await settle();
-    expect(store.getSnapshot()).toMatchObject({ status: 'warning', source: 'service', lockoutAt: '2026-11-29T12:00:00Z' });
+    expect(store.getSnapshot()).toMatchObject({
+      status: 'warning',
+      source: 'service',
+      lockoutAt: '2026-11-29T12:00:00Z',
+    });
     stop();
     // A copied warning, then the service says active: the banner goes.
     const paid = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }) });
@@ -157,13 +178,23 @@ describe('the billing status store: never a false gate', () => {
     sync.service.replies.push('network');
     sync.store.start();
     await settle();
-    expect(sync.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'fallback', ready: true, error: { kind: 'network' } });
+    expect(sync.store.getSnapshot()).toMatchObject({
+      status: 'warning',
+      source: 'fallback',
+      ready: true,
+      error: { kind: 'network' },
+    });
     // AsyncStorage answering after the failure: the same.
     const slow = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }, true) });
     slow.service.replies.push({ status: 503, body: { code: 'service_unavailable' } });
     slow.store.start();
     await settle();
-    expect(slow.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'fallback', ready: true, error: { kind: 'http', status: 503 } });
+    expect(slow.store.getSnapshot()).toMatchObject({
+      status: 'warning',
+      source: 'fallback',
+      ready: true,
+      error: { kind: 'http', status: 503 },
+    });
     // After a fresh answer, a copy read late changes nothing.
     const late = open({ storage: memoryStorage({ [KEY]: copy('warning', T0 - 60_000) }, true) });
     late.service.replies.push({ status: 200, body: { status: 'active' } });
@@ -191,18 +222,34 @@ describe('the billing status store: never a false gate', () => {
   });
 
   it('renders a bootstrap on the server, a lockout in it as a warning, and a newer copy only when it is better', async () => {
-    const lockout = open({ bootstrap: { status: 'lockout', entitlements: ENTITLEMENTS, pay_url: 'https://invoice.stripe.com/i/x', at: T0 } });
-    expect(lockout.store.getServerSnapshot()).toMatchObject({ status: 'warning', source: 'bootstrap', ready: true, payUrl: 'https://invoice.stripe.com/i/x' });
+    const lockout = open({
+      bootstrap: { status: 'lockout', entitlements: ENTITLEMENTS, pay_url: 'https://invoice.stripe.com/i/x', at: T0 },
+    });
+    expect(lockout.store.getServerSnapshot()).toMatchObject({
+      status: 'warning',
+      source: 'bootstrap',
+      ready: true,
+      payUrl: 'https://invoice.stripe.com/i/x',
+    });
     expect(lockout.store.getSnapshot()).toBe(lockout.store.getServerSnapshot());
 
     // A copy newer than the bootstrap and better: it applies; the server's snapshot stays what the server rendered.
-    const newer = open({ bootstrap: { status: 'warning', at: T0 - 60_000 }, storage: memoryStorage({ [KEY]: copy('active', T0 - 1_000) }) });
+    const newer = open({
+      bootstrap: { status: 'warning', at: T0 - 60_000 },
+      storage: memoryStorage({ [KEY]: copy('active', T0 - 1_000) }),
+    });
     expect(newer.store.getSnapshot()).toMatchObject({ status: 'active', source: 'persisted' });
     expect(newer.store.getServerSnapshot()).toMatchObject({ status: 'warning', source: 'bootstrap' });
     // An older copy does not overrule a newer bootstrap, better or worse.
-    const older = open({ bootstrap: { status: 'warning', at: new Date(T0).toISOString() }, storage: memoryStorage({ [KEY]: copy('active', T0 - 60_000) }) });
+    const older = open({
+      bootstrap: { status: 'warning', at: new Date(T0).toISOString() },
+      storage: memoryStorage({ [KEY]: copy('active', T0 - 60_000) }),
+    });
     expect(older.store.getSnapshot()).toMatchObject({ status: 'warning', source: 'bootstrap' });
-    const worse = open({ bootstrap: { status: 'active', at: T0 - 60_000 }, storage: memoryStorage({ [KEY]: copy('warning', T0) }) });
+    const worse = open({
+      bootstrap: { status: 'active', at: T0 - 60_000 },
+      storage: memoryStorage({ [KEY]: copy('warning', T0) }),
+    });
     // A newer copy worse than the bootstrap still needs a fresh answer, even with the lookup failing.
     expect(worse.store.getSnapshot()).toMatchObject({ status: 'active', source: 'bootstrap' });
     worse.service.replies.push('network');
@@ -240,7 +287,12 @@ describe('the billing status store: never a false gate', () => {
     first.service.replies.push('network');
     first.store.start();
     await settle();
-    expect(first.store.getSnapshot()).toMatchObject({ status: 'active', source: 'fallback', ready: true, error: { kind: 'network' } });
+    expect(first.store.getSnapshot()).toMatchObject({
+      status: 'active',
+      source: 'fallback',
+      ready: true,
+      error: { kind: 'network' },
+    });
     stop();
   });
 
@@ -249,7 +301,12 @@ describe('the billing status store: never a false gate', () => {
     service.replies.push('hang');
     store.start();
     await new Promise((resolve) => setTimeout(resolve, 60));
-    expect(store.getSnapshot()).toMatchObject({ status: 'active', ready: true, source: 'fallback', error: { kind: 'timeout' } });
+    expect(store.getSnapshot()).toMatchObject({
+      status: 'active',
+      ready: true,
+      source: 'fallback',
+      error: { kind: 'timeout' },
+    });
   });
 
   it('asks again at lockout_at, and follows a return while something is shown, one question a second at most', async () => {
@@ -279,7 +336,10 @@ describe('the billing status store: never a false gate', () => {
 
     // The scheduled lockout: asked at its time.
     const later = open();
-    later.service.replies.push(known('warning', { lockout_at: new Date(T0 + 3 * 86_400_000).toISOString() }), known('lockout'));
+    later.service.replies.push(
+      known('warning', { lockout_at: new Date(T0 + 3 * 86_400_000).toISOString() }),
+      known('lockout'),
+    );
     const stop2 = later.store.start();
     await settle();
     await later.time.advance(3 * 86_400_000 - 1);
@@ -328,7 +388,13 @@ describe("the billing status store: the tenant's own API refusing", () => {
     expect(store.getSnapshot()).toMatchObject({ status: 'active', source: 'service' });
     const kept = storage.data[KEY];
     store.refused(problem());
-    expect(store.getSnapshot()).toMatchObject({ status: 'lockout', source: 'api', ready: true, payUrl: 'https://invoice.stripe.com/i/acct_1/x', error: null });
+    expect(store.getSnapshot()).toMatchObject({
+      status: 'lockout',
+      source: 'api',
+      ready: true,
+      payUrl: 'https://invoice.stripe.com/i/acct_1/x',
+      error: null,
+    });
     expect(storage.data[KEY]).toBe(kept);
     // A refusal of a warning (an app that lets only active customers in) carries when the lockout comes.
     store.refused(problem({ lockout_at: '2026-11-29T12:00:00Z' }));

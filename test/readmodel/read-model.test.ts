@@ -14,7 +14,13 @@ const engines = await availableEngines();
 const T = new Date('2026-03-01T12:00:00Z');
 const at = (s: number) => new Date(T.getTime() + s * 1000);
 const set = (status: SubscriberStatus): Change => ({ kind: 'set', status, reason: 'test' });
-const admin = (d: Date): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: d });
+const admin = (d: Date): ChangeCause => ({
+  source: 'admin',
+  eventId: null,
+  eventType: null,
+  declineCode: null,
+  occurredAt: d,
+});
 
 async function tenantId(store: Store, slug: string): Promise<number> {
   const created = await store.createTenant(newTenant(slug), T);
@@ -77,7 +83,11 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     expect(model.tenant('beta')?.knownBodies.warning.toString()).toContain('https://beta.test/card');
 
     // A tier's flags reach every tenant on it.
-    await store.putTier('starter', { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false }, at(5));
+    await store.putTier(
+      'starter',
+      { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false },
+      at(5),
+    );
     await model.ownWritesApplied();
     expect(model.tenant('acme')?.entitlements.custom_domain).toBe(true);
     expect(model.tenant('beta')?.entitlements.custom_domain).toBe(true);
@@ -95,7 +105,9 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     open.onChanged(() => {
       throw new Error('a broken listener');
     });
-    const stop = open.onChanged((tenants) => told.push({ tenants: [...(tenants ?? [])].sort(), applied: open.status(one, 'cus_told') }));
+    const stop = open.onChanged((tenants) =>
+      told.push({ tenants: [...(tenants ?? [])].sort(), applied: open.status(one, 'cus_told') }),
+    );
     await store.applyChange(one, 'cus_told', set('lockout'), admin(at(1)), at(1));
     await open.ownWritesApplied();
     await store.updateTenant('told-two', { cardUpdateUrl: 'https://two.test/card' }, at(2));
@@ -142,9 +154,14 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const { store, db } = opened;
     const id = await tenantId(store, 'restored');
     // What a dump of another cluster brings: ids past this cluster's next one.
-    const [{ next }] = (await db.query<{ next: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next')) as [{ next: string }];
+    const [{ next }] = (await db.query<{ next: string }>(
+      'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next',
+    )) as [{ next: string }];
     const foreign = (BigInt(next) + 10_000_000n).toString();
-    await db.query(`INSERT INTO lookup_changes (xid, tenant_id, processor_customer_id) VALUES ($1::xid8, $2, 'cus_foreign')`, [foreign, id]);
+    await db.query(
+      `INSERT INTO lookup_changes (xid, tenant_id, processor_customer_id) VALUES ($1::xid8, $2, 'cus_foreign')`,
+      [foreign, id],
+    );
     await db.query(`UPDATE lookup_changes_horizon SET pruned_through = $1::xid8`, [foreign]);
     expect(await forgetForeignLookupChanges(db)).toBe(1);
     model = await ReadModel.open(store);
@@ -163,7 +180,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const blocked = { on: false };
     const stalled = new Proxy(store, {
       get: (target, prop) => {
-        if (prop === 'lookupChangesSince' && blocked.on) return () => Promise.reject(Object.assign(new Error('cut'), { code: 'ECONNRESET' }));
+        if (prop === 'lookupChangesSince' && blocked.on)
+          return () => Promise.reject(Object.assign(new Error('cut'), { code: 'ECONNRESET' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -179,7 +197,9 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     // server may hold that back for a moment.
     const left = async () => {
       await store.pruneLookupChanges(0);
-      const [row] = await opened.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM lookup_changes WHERE processor_customer_id LIKE 'cus_gap_%'`);
+      const [row] = await opened.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM lookup_changes WHERE processor_customer_id LIKE 'cus_gap_%'`,
+      );
       return row?.n;
     };
     await expect.poll(left, { timeout: 20_000, interval: 200 }).toBe(0);
@@ -227,7 +247,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const broken = { on: false };
     const breakable = new Proxy(store, {
       get: (target, prop) => {
-        if (broken.on && prop === 'lookupChangesSince') return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
+        if (broken.on && prop === 'lookupChangesSince')
+          return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
@@ -314,41 +335,48 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
     expect(model.tenant('mover')?.entitlements.downstream_webhooks).toBe(false);
   });
 
-  it('misses nothing while its connections are killed during a stream of writes from another instance', { timeout: 60_000 }, async () => {
-    const id = await tenantId(store, 'killed');
-    // The model's connections carry a name of their own, so that only they are killed.
-    const named = new URL(scoped.url);
-    named.searchParams.set('options', `${named.searchParams.get('options') ?? ''} -c application_name=dunwall_model_under_test`);
-    const modelStore = await openStore({ engine: 'postgres', url: named.toString() });
-    const killer = await client(scoped.url);
-    const followed = await ReadModel.open(modelStore, { pollIntervalMs: 200 });
-    try {
-      const statuses: SubscriberStatus[] = ['active', 'warning', 'lockout'];
-      const customers = Array.from({ length: 60 }, (_, i) => `cus_stream_${i}`);
-      let kills = 0;
-      for (let i = 0; i < 600; i += 1) {
-        const customer = customers[i % customers.length] ?? 'cus_stream_0';
-        const change: Change = i % 17 === 0 ? { kind: 'delete' } : set(statuses[i % 3] ?? 'active');
-        await store.applyChange(id, customer, change, admin(at(i + 1)), at(i + 1));
-        if (i % 50 === 25) {
-          const { rows } = await killer.query<{ n: number }>(
-            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'dunwall_model_under_test'`,
-          );
-          kills += rows[0]?.n ?? 0;
-        }
-      }
-      expect(kills).toBeGreaterThan(0);
-      // Back in touch: the listener reconnects and resumes from its position.
-      await expect.poll(() => followed.snapshotStats().listening, { timeout: 20_000 }).toBe(true);
-      await followed.catchUp();
-      await expectSameAsDatabase(
-        followed,
-        async (sql) => (await killer.query(sql)).rows,
-        customers.map((c) => [id, c]),
+  it(
+    'misses nothing while its connections are killed during a stream of writes from another instance',
+    { timeout: 60_000 },
+    async () => {
+      const id = await tenantId(store, 'killed');
+      // The model's connections carry a name of their own, so that only they are killed.
+      const named = new URL(scoped.url);
+      named.searchParams.set(
+        'options',
+        `${named.searchParams.get('options') ?? ''} -c application_name=dunwall_model_under_test`,
       );
-    } finally {
-      await followed.close();
-      await modelStore.close();
-    }
-  });
+      const modelStore = await openStore({ engine: 'postgres', url: named.toString() });
+      const killer = await client(scoped.url);
+      const followed = await ReadModel.open(modelStore, { pollIntervalMs: 200 });
+      try {
+        const statuses: SubscriberStatus[] = ['active', 'warning', 'lockout'];
+        const customers = Array.from({ length: 60 }, (_, i) => `cus_stream_${i}`);
+        let kills = 0;
+        for (let i = 0; i < 600; i += 1) {
+          const customer = customers[i % customers.length] ?? 'cus_stream_0';
+          const change: Change = i % 17 === 0 ? { kind: 'delete' } : set(statuses[i % 3] ?? 'active');
+          await store.applyChange(id, customer, change, admin(at(i + 1)), at(i + 1));
+          if (i % 50 === 25) {
+            const { rows } = await killer.query<{ n: number }>(
+              `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'dunwall_model_under_test'`,
+            );
+            kills += rows[0]?.n ?? 0;
+          }
+        }
+        expect(kills).toBeGreaterThan(0);
+        // Back in touch: the listener reconnects and resumes from its position.
+        await expect.poll(() => followed.snapshotStats().listening, { timeout: 20_000 }).toBe(true);
+        await followed.catchUp();
+        await expectSameAsDatabase(
+          followed,
+          async (sql) => (await killer.query(sql)).rows,
+          customers.map((c) => [id, c]),
+        );
+      } finally {
+        await followed.close();
+        await modelStore.close();
+      }
+    },
+  );
 });

@@ -97,8 +97,15 @@ describe('a streamed load', () => {
       '7\tcus_a\tactive\n7\tcus_b\twarning\n8\tcus_a\tlockout\n9\tcus_\u00e9\tlockout\n10\tcus_long_id_of_more_than_sixteen_bytes\twarning\n',
     );
     const index = new SubscriberIndex();
-    parseSubscriberRows(rows, { subscriber: (tenantId, bytes, start, end, status) => index.setBytes(tenantId, bytes, start, end, status) });
-    expect([index.get(7, 'cus_a'), index.get(7, 'cus_b'), index.get(8, 'cus_a'), index.get(8, 'cus_b')]).toEqual(['active', 'warning', 'lockout', null]);
+    parseSubscriberRows(rows, {
+      subscriber: (tenantId, bytes, start, end, status) => index.setBytes(tenantId, bytes, start, end, status),
+    });
+    expect([index.get(7, 'cus_a'), index.get(7, 'cus_b'), index.get(8, 'cus_a'), index.get(8, 'cus_b')]).toEqual([
+      'active',
+      'warning',
+      'lockout',
+      null,
+    ]);
     expect(index.get(10, 'cus_long_id_of_more_than_sixteen_bytes')).toBe('warning');
     // Not ASCII: never stored, whatever its bytes.
     expect(index.get(9, 'cus_\u00e9')).toBeNull();
@@ -123,19 +130,28 @@ describe('the extras beside the index', () => {
       });
     // One with neither a lockout nor a link (odd multiples of 3) carries nothing: not kept.
     expect(extras.size).toBe(5_000 - 833);
-    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 1_800_000_010, payUrl: 'https://invoice.stripe.com/i/acct_1/test_10' });
+    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({
+      lockoutAtS: 1_800_000_010,
+      payUrl: 'https://invoice.stripe.com/i/acct_1/test_10',
+    });
     expect(extras.get(1 + (9 % 7), 'cus_x9')).toBeNull();
-    expect({ ...extras.get(1 + (7 % 7), 'cus_x7') }).toEqual({ lockoutAtS: 0, payUrl: 'https://invoice.stripe.com/i/acct_1/test_7' });
+    expect({ ...extras.get(1 + (7 % 7), 'cus_x7') }).toEqual({
+      lockoutAtS: 0,
+      payUrl: 'https://invoice.stripe.com/i/acct_1/test_7',
+    });
     // Another tenant's same id is another subscriber.
     expect(extras.get(1 + (11 % 7), 'cus_x10')).toBeNull();
     // Cleared (null, or nothing left to carry) is forgotten; set again, found again.
-    for (let i = 0; i < 5_000; i += 2) extras.set(1 + (i % 7), `cus_x${i}`, i % 4 === 0 ? null : { lockoutAtS: null, payUrl: null });
+    for (let i = 0; i < 5_000; i += 2)
+      extras.set(1 + (i % 7), `cus_x${i}`, i % 4 === 0 ? null : { lockoutAtS: null, payUrl: null });
     expect(extras.size).toBe(5_000 - 833 - 2_500);
     expect(extras.get(1 + (10 % 7), 'cus_x10')).toBeNull();
     extras.set(1 + (10 % 7), 'cus_x10', { lockoutAtS: 5, payUrl: null });
     expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 5, payUrl: null });
     for (let i = 5_000; i < 20_000; i += 1) extras.set(1, `cus_x${i}`, { lockoutAtS: 7, payUrl: null });
     expect(extras.size).toBe(5_000 - 833 - 2_500 + 1 + 15_000);
-    expect({ ...extras.get(1 + (13 % 7), 'cus_x13') }).toMatchObject({ payUrl: 'https://invoice.stripe.com/i/acct_1/test_13' });
+    expect({ ...extras.get(1 + (13 % 7), 'cus_x13') }).toMatchObject({
+      payUrl: 'https://invoice.stripe.com/i/acct_1/test_13',
+    });
   });
 });

@@ -68,17 +68,23 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     expect(res.statusCode).toBe(200);
     return res.body;
   };
-  const metric = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
-  const idOf = async (slug: string) => (await opened.db.query<{ id: number }>('SELECT id FROM tenants WHERE slug = $1', [slug]))[0]?.id ?? -1;
+  const metric = (text: string, series: string) =>
+    Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+  const idOf = async (slug: string) =>
+    (await opened.db.query<{ id: number }>('SELECT id FROM tenants WHERE slug = $1', [slug]))[0]?.id ?? -1;
   const sealedHmac = async (slug: string) =>
     (
-      await opened.db.query<{ secret: string }>(`SELECT secret FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret' ORDER BY id LIMIT 1`, [
-        await idOf(slug),
-      ])
+      await opened.db.query<{ secret: string }>(
+        `SELECT secret FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret' ORDER BY id LIMIT 1`,
+        [await idOf(slug)],
+      )
     )[0]?.secret ?? '';
   /** What an audit found: one tenant's sealed secret copied into another tenant's row. */
   const copySealedHmac = async (from: string, to: string) => {
-    await opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE tenant_id = $2 AND kind = 'hmac_secret'`, [await sealedHmac(from), await idOf(to)]);
+    await opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE tenant_id = $2 AND kind = 'hmac_secret'`, [
+      await sealedHmac(from),
+      await idOf(to),
+    ]);
   };
 
   beforeAll(async () => {
@@ -115,7 +121,9 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     expect(model.tenant('beta')).toBeNull();
     expect(model.unreadable('beta')).toMatchObject({ slug: 'beta', id: await idOf('beta') });
     // Check 1 still comes first: no key, a 401 as for any tenant.
-    expect((await socketRequest(app, 'GET', '/api/subscriber-status/beta?processor_customer_id=cus_probe')).statusCode).toBe(401);
+    expect(
+      (await socketRequest(app, 'GET', '/api/subscriber-status/beta?processor_customer_id=cus_probe')).statusCode,
+    ).toBe(401);
 
     // Every other tenant's changes still reach the read model: a suspension, a new tenant, a status.
     expect((await admin('PATCH', '/tenants/acme', { suspended: true })).statusCode).toBe(200);
@@ -171,13 +179,19 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     const warned = logged.filter((e) => e.level === 'warn');
     expect(warned).toHaveLength(1);
     expect(warned[0]?.obj).toMatchObject({ tenant: 'beta', tenantId: await idOf('beta') });
-    const [betaRow] = await opened.db.query<{ id: number }>(`SELECT id FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret'`, [
-      await idOf('beta'),
-    ]);
+    const [betaRow] = await opened.db.query<{ id: number }>(
+      `SELECT id FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret'`,
+      [await idOf('beta')],
+    );
     expect(String(warned[0]?.obj.reason)).toContain(`hmac_secret of tenant ${await idOf('beta')}`);
     expect(String(warned[0]?.obj.reason)).toContain(`(tenant_credentials id ${betaRow?.id})`);
     const text = JSON.stringify(logged);
-    for (const secret of [betaSealed, await sealedHmac('acme'), tenants.beta?.hmac_secret ?? '-', tenants.acme?.hmac_secret ?? '-'])
+    for (const secret of [
+      betaSealed,
+      await sealedHmac('acme'),
+      tenants.beta?.hmac_secret ?? '-',
+      tenants.acme?.hmac_secret ?? '-',
+    ])
       expect(text).not.toContain(secret);
     // And in the metrics.
     const scraped = await scrape();
@@ -187,7 +201,10 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     expect(metric(scraped, 'dunwall_readmodel_tenants')).toBe(3);
 
     // Fixed: the row as it was, and the tenant is back through the change stream.
-    await opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE tenant_id = $2 AND kind = 'hmac_secret'`, [betaSealed, await idOf('beta')]);
+    await opened.db.query(`UPDATE tenant_credentials SET secret = $1 WHERE tenant_id = $2 AND kind = 'hmac_secret'`, [
+      betaSealed,
+      await idOf('beta'),
+    ]);
     await model.catchUp();
     const back = await lookup('beta', 'cus_beta');
     expect(back.statusCode).toBe(200);

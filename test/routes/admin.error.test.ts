@@ -29,15 +29,32 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
 
   it('400 invalid_request naming the field, for every bad tenant input', async () => {
     await expect400('POST', '/tenants', {}, 'slug');
-    for (const slug of ['A', 'a', '-abc', 'ab_c', 'a'.repeat(64), 'acme!', 7]) await expect400('POST', '/tenants', { slug }, 'slug');
+    for (const slug of ['A', 'a', '-abc', 'ab_c', 'a'.repeat(64), 'acme!', 7])
+      await expect400('POST', '/tenants', { slug }, 'slug');
     await expect400('POST', '/tenants', { slug: 'ok-co', tier: 'platinum' }, 'tier');
     await expect400('POST', '/tenants', { slug: 'ok-co', tier: 'Bad Tier' }, 'tier');
-    for (const url of ['http://billing.test/card', 'not a url', 'javascript:alert(1)', 'https://user:pw@billing.test/', `https://x.test/${'a'.repeat(2048)}`]) {
+    for (const url of [
+      'http://billing.test/card',
+      'not a url',
+      'javascript:alert(1)',
+      'https://user:pw@billing.test/',
+      `https://x.test/${'a'.repeat(2048)}`,
+    ]) {
       await expect400('POST', '/tenants', { slug: 'ok-co', card_update_url: url }, 'card_update_url');
     }
     await expect400('POST', '/tenants', { slug: 'ok-co', hmac_required: 'yes' }, 'hmac_required');
-    await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: ['https://app.test/path'] }, 'allowed_origins[0]');
-    await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: ['https://ok.test', 'ftp://x.test'] }, 'allowed_origins[1]');
+    await expect400(
+      'POST',
+      '/tenants',
+      { slug: 'ok-co', allowed_origins: ['https://app.test/path'] },
+      'allowed_origins[0]',
+    );
+    await expect400(
+      'POST',
+      '/tenants',
+      { slug: 'ok-co', allowed_origins: ['https://ok.test', 'ftp://x.test'] },
+      'allowed_origins[1]',
+    );
     await expect400('POST', '/tenants', { slug: 'ok-co', allowed_origins: [] }, 'allowed_origins');
     await expect400('POST', '/tenants', { slug: 'ok-co', secret: 'x' }, 'secret');
     expect((await h.admin('GET', '/tenants/ok-co')).statusCode).toBe(404);
@@ -74,15 +91,30 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
   });
 
   it('400 for bad tiers', async () => {
-    await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: true, custom_domain: true } }, 'entitlements.downstream_webhooks');
-    await expect400('PUT', '/tiers/gold', { entitlements: { powered_by_watermark: 'yes' } }, 'entitlements.powered_by_watermark');
+    await expect400(
+      'PUT',
+      '/tiers/gold',
+      { entitlements: { powered_by_watermark: true, custom_domain: true } },
+      'entitlements.downstream_webhooks',
+    );
+    await expect400(
+      'PUT',
+      '/tiers/gold',
+      { entitlements: { powered_by_watermark: 'yes' } },
+      'entitlements.powered_by_watermark',
+    );
     await expect400('PUT', '/tiers/gold', { entitlements: { 'Bad-Flag': true } }, 'entitlements.Bad-Flag');
     await expect400('PUT', '/tiers/Gold!', { entitlements: {} }, 'tier name');
   });
 
   it('400 naming the flag for a flag named as every object is (constructor), which was accepted and dropped', async () => {
     const named = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
-    await expect400('PUT', '/tiers/gold', { entitlements: { ...named, constructor: true } }, 'entitlements.constructor');
+    await expect400(
+      'PUT',
+      '/tiers/gold',
+      { entitlements: { ...named, constructor: true } },
+      'entitlements.constructor',
+    );
     expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
     for (const flag of ['toString', 'hasOwnProperty', 'valueOf'])
       await expect400('PUT', '/tiers/gold', { entitlements: { ...named, [flag]: true } }, `entitlements.${flag}`);
@@ -91,12 +123,15 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
       method: 'PUT',
       url: '/admin/v1/tiers/gold',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      payload: '{"entitlements":{"powered_by_watermark":false,"custom_domain":true,"downstream_webhooks":false,"__proto__":true}}',
+      payload:
+        '{"entitlements":{"powered_by_watermark":false,"custom_domain":true,"downstream_webhooks":false,"__proto__":true}}',
     });
     expect([proto.statusCode, proto.json().code]).toEqual([400, 'invalid_request']);
     expect((await h.admin('GET', '/tiers')).json().data.map((t: { name: string }) => t.name)).not.toContain('gold');
     // A flag whose name only begins like one is a flag like any other, and kept.
-    const kept = await h.admin('PUT', '/tiers/gold', { entitlements: { ...named, constructor_beta: true, to_string: false } });
+    const kept = await h.admin('PUT', '/tiers/gold', {
+      entitlements: { ...named, constructor_beta: true, to_string: false },
+    });
     expect(kept.statusCode, kept.body).toBe(200);
     expect(kept.json().entitlements).toEqual({ ...named, constructor_beta: true, to_string: false });
     expect((await h.admin('DELETE', '/tiers/gold')).statusCode).toBe(204);
@@ -111,15 +146,28 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
       ['PATCH', '/tenants/acme', { branding: { payment_url: `https://pay.test/${N}` } }, 'branding.payment_url'],
       ['PATCH', '/tenants/acme', { branding: { support_url: `https://help.test/${N}` } }, 'branding.support_url'],
       ['PATCH', '/tenants/acme', { branding: { logo_url: `https://cdn.test/logo${N}.png` } }, 'branding.logo_url'],
-      ['PATCH', '/tenants/acme', { branding: { texts: { default: { banner_title: `Card ${N}declined` } } } }, 'branding.texts.default.banner_title'],
+      [
+        'PATCH',
+        '/tenants/acme',
+        { branding: { texts: { default: { banner_title: `Card ${N}declined` } } } },
+        'branding.texts.default.banner_title',
+      ],
       ['POST', '/tenants', { slug: 'nul-co', allowed_origins: [`https://app${N}.test`] }, 'allowed_origins[0]'],
       ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: `https://hooks.test/${N}` }, 'url'],
-      ['POST', '/tenants/nul-hooks/webhook-endpoints', { url: 'https://hooks.test/a', description: `billing${N}` }, 'description'],
+      [
+        'POST',
+        '/tenants/nul-hooks/webhook-endpoints',
+        { url: 'https://hooks.test/a', description: `billing${N}` },
+        'description',
+      ],
     ];
     for (const [method, url, body, field] of cases) {
       await expect400(method, url, body, field);
       // A name or description the console shows refuses every control; a free text, U+0000 (and the bidirectional controls).
-      const detail = field === 'description' ? `${field}: must be printable text:` : `${field}: must not contain the character U+0000`;
+      const detail =
+        field === 'description'
+          ? `${field}: must be printable text:`
+          : `${field}: must not contain the character U+0000`;
       expect((await h.admin(method, url, body)).json().detail).toContain(detail);
     }
     const [endpoint] = (await h.admin('GET', '/tenants/nul-hooks/webhook-endpoints')).json().data as { id: string }[];
@@ -130,7 +178,10 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
     await expect400('PATCH', `/tenants/nul-hooks/webhook-endpoints/${id}`, { description: N }, 'description');
     // Nothing was written: the tenant and the endpoint are as they were.
     expect((await h.admin('GET', '/tenants/nul-co')).statusCode).toBe(404);
-    const acme = (await h.admin('GET', '/tenants/acme')).json() as { card_update_url: string | null; branding: unknown };
+    const acme = (await h.admin('GET', '/tenants/acme')).json() as {
+      card_update_url: string | null;
+      branding: unknown;
+    };
     expect(acme.card_update_url).toBeNull();
     expect(acme.branding).toEqual({});
   });
@@ -138,7 +189,9 @@ describe.each(engines)('admin API, errors ($name)', (engine) => {
   it('holds a tenant to 20 webhook endpoints when 100 are created at once, the rest refused with 409 webhook_endpoint_limit', async () => {
     await h.createTenant('many-hooks', { tier: 'scale' });
     const answers = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => h.admin('POST', '/tenants/many-hooks/webhook-endpoints', { url: `https://hooks.example.com/${i}` })),
+      Array.from({ length: 100 }, (_, i) =>
+        h.admin('POST', '/tenants/many-hooks/webhook-endpoints', { url: `https://hooks.example.com/${i}` }),
+      ),
     );
     const statuses = answers.map((res) => res.statusCode);
     expect(statuses.filter((s) => s === 201)).toHaveLength(20);

@@ -95,10 +95,28 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       updated_at: new Date(T0 + 60_000).toISOString(),
       created_at: new Date(T0).toISOString(),
     });
-    const more = await h.admin('PATCH', '/tenants/acme', { hmac_required: true, suspended: true, allowed_origins: ['http://localhost:3000'] });
-    expect(more.json()).toMatchObject({ tier: 'growth', hmac_required: true, suspended: true, allowed_origins: ['http://localhost:3000'] });
-    const cleared = await h.admin('PATCH', '/tenants/acme', { card_update_url: null, allowed_origins: null, suspended: false });
-    expect(cleared.json()).toMatchObject({ card_update_url: null, allowed_origins: null, suspended: false, hmac_required: true });
+    const more = await h.admin('PATCH', '/tenants/acme', {
+      hmac_required: true,
+      suspended: true,
+      allowed_origins: ['http://localhost:3000'],
+    });
+    expect(more.json()).toMatchObject({
+      tier: 'growth',
+      hmac_required: true,
+      suspended: true,
+      allowed_origins: ['http://localhost:3000'],
+    });
+    const cleared = await h.admin('PATCH', '/tenants/acme', {
+      card_update_url: null,
+      allowed_origins: null,
+      suspended: false,
+    });
+    expect(cleared.json()).toMatchObject({
+      card_update_url: null,
+      allowed_origins: null,
+      suspended: false,
+      hmac_required: true,
+    });
   });
 
   it('stores a Stripe webhook signing secret without ever returning it', async () => {
@@ -130,12 +148,24 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     expect(show.statusCode).toBe(200);
     const body = show.json();
     expect(body).toMatchObject({ status: 'lockout', reason: 'hard_decline' });
-    expect(body.history.map((e: { status: string; reason: string; source: string; effect: string }) => [e.status, e.reason, e.source, e.effect])).toEqual([
+    expect(
+      body.history.map((e: { status: string; reason: string; source: string; effect: string }) => [
+        e.status,
+        e.reason,
+        e.source,
+        e.effect,
+      ]),
+    ).toEqual([
       ['warning', 'manual', 'admin', 'changed'],
       ['lockout', 'hard_decline', 'admin', 'changed'],
       ['lockout', 'hard_decline', 'admin', 'none'],
     ]);
-    expect(body.history[1]).toMatchObject({ event_id: null, event_type: null, decline_code: null, occurred_at: expect.any(String) });
+    expect(body.history[1]).toMatchObject({
+      event_id: null,
+      event_type: null,
+      decline_code: null,
+      occurred_at: expect.any(String),
+    });
 
     const del = await h.admin('DELETE', '/tenants/acme/subscribers/cus_42');
     expect(del.statusCode).toBe(204);
@@ -170,7 +200,9 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
   it('keeps the history across a removal, with the removal recorded', async () => {
     h.clock.advance(1_000);
     await h.admin('PUT', '/tenants/acme/subscribers/cus_42', { status: 'active', reason: 'paid' });
-    const history = (await h.admin('GET', '/tenants/acme/subscribers/cus_42')).json().history as { status: string | null }[];
+    const history = (await h.admin('GET', '/tenants/acme/subscribers/cus_42')).json().history as {
+      status: string | null;
+    }[];
     expect(history.map((e) => e.status)).toEqual(['warning', 'lockout', 'lockout', null, 'active']);
   });
 
@@ -182,9 +214,14 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       ['scale', { powered_by_watermark: false, custom_domain: true, downstream_webhooks: true }],
       ['starter', STARTER],
     ]);
-    const put = await h.admin('PUT', '/tiers/starter', { entitlements: { ...STARTER, custom_domain: true, priority_support: false } });
+    const put = await h.admin('PUT', '/tiers/starter', {
+      entitlements: { ...STARTER, custom_domain: true, priority_support: false },
+    });
     expect(put.statusCode).toBe(200);
-    expect(put.json()).toMatchObject({ name: 'starter', entitlements: { ...STARTER, custom_domain: true, priority_support: false } });
+    expect(put.json()).toMatchObject({
+      name: 'starter',
+      entitlements: { ...STARTER, custom_domain: true, priority_support: false },
+    });
     const t = await h.admin('GET', '/tenants/full-co');
     expect(t.json().tier).toBe('scale');
   });
@@ -203,7 +240,9 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       ]),
     );
     const lookup = doc.paths['/api/subscriber-status/{tenantSlug}'].get;
-    expect(lookup.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['processor_customer_id', 'hmac', 'tenantSlug']));
+    expect(lookup.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['processor_customer_id', 'hmac', 'tenantSlug']),
+    );
     expect(Object.keys(lookup.responses)).toEqual(expect.arrayContaining(['200', '401', '402', '403', '404']));
   });
 

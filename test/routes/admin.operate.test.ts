@@ -31,7 +31,10 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
   const page = async (query: string) => {
     const res = await h.admin('GET', `/tenants/acme/subscribers${query}`);
     expect(res.statusCode, res.body).toBe(200);
-    return res.json() as { data: { processor_customer_id: string; status: string; reason: string; updated_at: string }[]; next_cursor: string | null };
+    return res.json() as {
+      data: { processor_customer_id: string; status: string; reason: string; updated_at: string }[];
+      next_cursor: string | null;
+    };
   };
 
   it("lists who is locked out right now, a page at a time, and never another tenant's", async () => {
@@ -48,15 +51,9 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
     expect((await page('?reason=soft_decline')).data).toHaveLength(8);
     // Changed in the last minute: the ones set after the clock moved.
     const since = new Date(h.clock.ms - 1_000).toISOString();
-    expect((await page(`?updated_since=${encodeURIComponent(since)}`)).data.map((r) => r.processor_customer_id)).toEqual([
-      'cus_018',
-      'cus_019',
-      'cus_020',
-      'cus_021',
-      'cus_022',
-      'cus_023',
-      'cus_024',
-    ]);
+    expect(
+      (await page(`?updated_since=${encodeURIComponent(since)}`)).data.map((r) => r.processor_customer_id),
+    ).toEqual(['cus_018', 'cus_019', 'cus_020', 'cus_021', 'cus_022', 'cus_023', 'cus_024']);
   });
 
   it('refuses a bad filter with the field named', async () => {
@@ -102,27 +99,37 @@ describe.each(engines)('operating a tenant base through the admin API ($name)', 
   it('deletes a tenant with everything it owns; its lookups then find no tenant', async () => {
     const doomed = await h.createTenant('doomed-co');
     await h.setSubscriber('doomed-co', 'cus_d1', 'lockout');
-    expect((await h.lookup('doomed-co', { key: doomed.publishable_key, customerId: 'cus_d1' })).json()).toMatchObject({ status: 'lockout' });
+    expect((await h.lookup('doomed-co', { key: doomed.publishable_key, customerId: 'cus_d1' })).json()).toMatchObject({
+      status: 'lockout',
+    });
     expect((await h.admin('DELETE', '/tenants/doomed-co')).statusCode).toBe(204);
     expect((await h.admin('GET', '/tenants/doomed-co')).statusCode).toBe(404);
     expect((await h.lookup('doomed-co', { key: doomed.publishable_key, customerId: 'cus_d1' })).statusCode).toBe(404);
     expect((await h.admin('DELETE', '/tenants/doomed-co')).statusCode).toBe(404);
     // A new tenant of the same slug starts empty.
     const again = await h.createTenant('doomed-co');
-    expect((await h.lookup('doomed-co', { key: again.publishable_key, customerId: 'cus_d1' })).body).toBe('{"status":"active"}');
+    expect((await h.lookup('doomed-co', { key: again.publishable_key, customerId: 'cus_d1' })).body).toBe(
+      '{"status":"active"}',
+    );
     expect((await h.admin('GET', '/tenants/doomed-co/subscribers/cus_d1')).statusCode).toBe(404);
   });
 
   it('deletes a tier only when no tenant is on it', async () => {
     expect(
-      (await h.admin('PUT', '/tiers/trial', { entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false } })).statusCode,
+      (
+        await h.admin('PUT', '/tiers/trial', {
+          entitlements: { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false },
+        })
+      ).statusCode,
     ).toBe(200);
     await h.admin('PATCH', '/tenants/other-co', { tier: 'trial' });
     const refused = await h.admin('DELETE', '/tiers/trial');
     expect([refused.statusCode, (refused.json() as { code: string }).code]).toEqual([409, 'tier_in_use']);
     await h.admin('PATCH', '/tenants/other-co', { tier: 'starter' });
     expect((await h.admin('DELETE', '/tiers/trial')).statusCode).toBe(204);
-    expect((await h.admin('GET', '/tiers')).json()).not.toMatchObject({ data: expect.arrayContaining([expect.objectContaining({ name: 'trial' })]) });
+    expect((await h.admin('GET', '/tiers')).json()).not.toMatchObject({
+      data: expect.arrayContaining([expect.objectContaining({ name: 'trial' })]),
+    });
     const gone = await h.admin('DELETE', '/tiers/trial');
     expect([gone.statusCode, (gone.json() as { code: string }).code]).toEqual([404, 'tier_not_found']);
   });

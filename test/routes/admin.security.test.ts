@@ -36,7 +36,10 @@ describe.each(engines)('admin API, security ($name)', (engine) => {
     return h.app.inject({
       method: method as 'GET',
       url,
-      headers: { ...(authorization === undefined ? {} : { authorization }), ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...(authorization === undefined ? {} : { authorization }),
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body ? { payload: JSON.stringify(body) } : {}),
     });
   }
@@ -47,7 +50,12 @@ describe.each(engines)('admin API, security ($name)', (engine) => {
       expect(missing.statusCode, `${method} ${url}`).toBe(401);
       expect(missing.json().code).toBe('missing_admin_token');
       expect(missing.headers['www-authenticate']).toBe('Bearer');
-      for (const authorization of [`Bearer ${ADMIN_TOKEN}x`, `Bearer ${acme.publishable_key}`, `Basic ${ADMIN_TOKEN}`, ADMIN_TOKEN]) {
+      for (const authorization of [
+        `Bearer ${ADMIN_TOKEN}x`,
+        `Bearer ${acme.publishable_key}`,
+        `Basic ${ADMIN_TOKEN}`,
+        ADMIN_TOKEN,
+      ]) {
         const wrong = await call(method, url, body, authorization);
         expect(wrong.statusCode, `${method} ${url} ${authorization.slice(0, 6)}`).toBe(401);
         expect(wrong.json().code).toBe('invalid_admin_token');
@@ -78,7 +86,13 @@ describe.each(engines)('admin API, security ($name)', (engine) => {
     ]);
     for (const res of bodies) {
       expect(res.statusCode).toBe(200);
-      for (const secret of [acme.publishable_key, acme.hmac_secret, 'whsec_neverreturned0123456789', '"hmac_secret":', '"publishable_key":']) {
+      for (const secret of [
+        acme.publishable_key,
+        acme.hmac_secret,
+        'whsec_neverreturned0123456789',
+        '"hmac_secret":',
+        '"publishable_key":',
+      ]) {
         expect(res.body).not.toContain(secret);
       }
     }

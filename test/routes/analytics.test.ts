@@ -19,7 +19,8 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
   let readKey = '';
   let statusKey = '';
 
-  const v1 = (key: string, url: string) => h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${key}` } });
+  const v1 = (key: string, url: string) =>
+    h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${key}` } });
 
   beforeAll(async () => {
     h = await harness(engine);
@@ -29,7 +30,9 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
     // One run recovered after two days, one still open.
     const paid = paymentIds();
     const fixtures = [
-      event('invoice.payment_failed', invoice('cus_paid', { ids: paid, next_payment_attempt: T + 3 * DAY }), { created: T }),
+      event('invoice.payment_failed', invoice('cus_paid', { ids: paid, next_payment_attempt: T + 3 * DAY }), {
+        created: T,
+      }),
       event('invoice.paid', invoice('cus_paid', { ids: paid, status: 'paid' }), { created: T + 2 * DAY }),
       event('invoice.payment_failed', invoice('cus_open', { next_payment_attempt: null }), { created: T + DAY }),
     ];
@@ -66,7 +69,15 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
         recovered: 1,
         rate: 1,
         amounts: [{ currency: 'usd', amount: 2900 }],
-        periods: [{ period_start: '2026-01-01T00:00:00.000Z', ended: 1, recovered: 1, rate: 1, amounts: [{ currency: 'usd', amount: 2900 }] }],
+        periods: [
+          {
+            period_start: '2026-01-01T00:00:00.000Z',
+            ended: 1,
+            recovered: 1,
+            rate: 1,
+            amounts: [{ currency: 'usd', amount: 2900 }],
+          },
+        ],
       },
       time_to_recover: { median_seconds: 2 * DAY, p90_seconds: 2 * DAY },
       outcomes: { paid: 1, voided: 0, subscription_ended: 0, removed: 0, open: 1 },
@@ -81,10 +92,16 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
   it('defaults to the 365 days before now, by month', async () => {
     const res = await v1(readKey, '/analytics/recovery');
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ to: new Date(T0).toISOString(), from: new Date(T0 - 365 * DAY * 1000).toISOString(), granularity: 'month' });
+    expect(res.json()).toMatchObject({
+      to: new Date(T0).toISOString(),
+      from: new Date(T0 - 365 * DAY * 1000).toISOString(),
+      granularity: 'month',
+    });
     // 2025-01-01 to 2026-01-01: twelve months, the last one's end excluded.
     const periods = res.json().recovered.periods as { period_start: string }[];
-    expect(periods.map((p) => p.period_start.slice(0, 7))).toEqual([...Array(12).keys()].map((m) => `2025-${String(m + 1).padStart(2, '0')}`));
+    expect(periods.map((p) => p.period_start.slice(0, 7))).toEqual(
+      [...Array(12).keys()].map((m) => `2025-${String(m + 1).padStart(2, '0')}`),
+    );
   });
 
   it('refuses a key without subscribers:read (403 insufficient_scope) and a request without a key', async () => {

@@ -27,7 +27,8 @@ describe.each(engines)("a tenant's branding, set once and served to pages ($name
   });
   afterAll(() => h.close());
 
-  const served = (slug: string, headers: Record<string, string> = {}) => socketRequest(h.app, 'GET', `/api/branding/${slug}`, headers);
+  const served = (slug: string, headers: Record<string, string> = {}) =>
+    socketRequest(h.app, 'GET', `/api/branding/${slug}`, headers);
 
   it('is set through the admin API, shown with the tenant, and served publicly, cacheable, from memory', async () => {
     expect((await served('acme')).body).toBe('{}');
@@ -83,7 +84,10 @@ describe.each(engines)("a tenant's branding, set once and served to pages ($name
       [{ texts: { 'Not A Locale': { gate_title: 'x' } } }, 'texts'],
       [{ texts: { fr: { gate_title: '' } } }, 'gate_title'],
       [{ texts: { fr: { headline: 'x' } } }, 'headline'],
-      [{ texts: { fr: { banner_countdown: "L'accès sera suspendu bientôt." } } }, 'banner_countdown: must hold {time} exactly once'],
+      [
+        { texts: { fr: { banner_countdown: "L'accès sera suspendu bientôt." } } },
+        'banner_countdown: must hold {time} exactly once',
+      ],
       [{ sparkles: true }, 'sparkles'],
     ] as const) {
       const res = await h.admin('PATCH', '/tenants/acme', { branding });
@@ -100,7 +104,9 @@ describe('the countdown and pay texts', () => {
     expect(countdown("L'accès sera suspendu {time}.")).toBeNull();
     expect(countdown('Access will be paused {time} ({date}).')).toBeNull();
     expect(countdown('{date}: {time}')).toBeNull();
-    expect(brandingProblem({ texts: { default: { pay_action: 'Pay the invoice' }, fr: { pay_action: 'Payer' } } })).toBeNull();
+    expect(
+      brandingProblem({ texts: { default: { pay_action: 'Pay the invoice' }, fr: { pay_action: 'Payer' } } }),
+    ).toBeNull();
   });
 
   it.each([
@@ -120,11 +126,15 @@ describe('the countdown and pay texts', () => {
     expect(countdown('')).toContain('must be 1 to 300 characters');
     expect(countdown(`{time}${'x'.repeat(300)}`)).toContain('must be 1 to 300 characters');
     expect(countdown(42)).toContain('must be 1 to 300 characters');
-    expect(brandingProblem({ texts: { fr: { pay_action: ' ' } } })).toContain('pay_action: must be 1 to 300 characters');
+    expect(brandingProblem({ texts: { fr: { pay_action: ' ' } } })).toContain(
+      'pay_action: must be 1 to 300 characters',
+    );
   });
 
   it('names the locale each text came from, for the countdown to speak its language', () => {
-    const branding = { texts: { default: { banner_countdown: 'Paused {time}.' }, fr: { banner_countdown: 'Suspendu {time}.' } } };
+    const branding = {
+      texts: { default: { banner_countdown: 'Paused {time}.' }, fr: { banner_countdown: 'Suspendu {time}.' } },
+    };
     expect(resolveText(branding, ['fr-FR'], 'banner_countdown')).toEqual(['Suspendu {time}.', 'fr']);
     expect(resolveText(branding, ['de-DE'], 'banner_countdown')).toEqual(['Paused {time}.', 'default']);
     expect(resolveText(branding, ['de-DE'], 'pay_action')).toBeUndefined();
@@ -134,9 +144,18 @@ describe('the countdown and pay texts', () => {
 describe('the texts a browser gets', () => {
   it("follows the browser's languages, then each one's shorter tag, then default", () => {
     expect(localeChain(['fr-CA', 'en-US'])).toEqual(['fr-CA', 'fr', 'en-US', 'en', 'default']);
-    expect(resolveTexts(BRANDING, ['fr-CA'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer maintenant' });
-    expect(resolveTexts(BRANDING, ['fr-FR', 'en'])).toEqual({ gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' });
-    expect(resolveTexts(BRANDING, ['de'])).toEqual({ gate_title: 'Your subscription is paused', gate_action: 'Pay now' });
+    expect(resolveTexts(BRANDING, ['fr-CA'])).toEqual({
+      gate_title: 'Votre abonnement est suspendu',
+      gate_action: 'Payer maintenant',
+    });
+    expect(resolveTexts(BRANDING, ['fr-FR', 'en'])).toEqual({
+      gate_title: 'Votre abonnement est suspendu',
+      gate_action: 'Payer',
+    });
+    expect(resolveTexts(BRANDING, ['de'])).toEqual({
+      gate_title: 'Your subscription is paused',
+      gate_action: 'Pay now',
+    });
     expect(resolveTexts({}, ['fr'])).toEqual({});
   });
 });

@@ -35,7 +35,10 @@ describe.each(engines)('Console loopback rule ($name)', (engine) => {
   afterAll(() => h.close());
 
   /** A sign-in sent to `address` (the socket's peer is then the same machine's address), with these headers. */
-  function signIn(address: string, headers: Record<string, string>): Promise<{ status: number; cookie: string; code: string | null }> {
+  function signIn(
+    address: string,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; cookie: string; code: string | null }> {
     const body = JSON.stringify({ credential: key });
     return new Promise((resolve, reject) => {
       const req = request(
@@ -53,7 +56,11 @@ describe.each(engines)('Console loopback rule ($name)', (engine) => {
           res.on('data', (c: string) => (text += c));
           res.on('end', () => {
             const parsed = JSON.parse(text) as { code?: string };
-            resolve({ status: res.statusCode ?? 0, cookie: String(res.headers['set-cookie'] ?? ''), code: parsed.code ?? null });
+            resolve({
+              status: res.statusCode ?? 0,
+              cookie: String(res.headers['set-cookie'] ?? ''),
+              code: parsed.code ?? null,
+            });
           });
         },
       );
@@ -73,7 +80,11 @@ describe.each(engines)('Console loopback rule ($name)', (engine) => {
   });
 
   it('refuses plain http from loopback when a proxy passed the request on', async () => {
-    const proxied: Record<string, string>[] = [{ 'x-forwarded-for': '203.0.113.7' }, { forwarded: 'for=203.0.113.7' }, { 'x-forwarded-proto': 'http' }];
+    const proxied: Record<string, string>[] = [
+      { 'x-forwarded-for': '203.0.113.7' },
+      { forwarded: 'for=203.0.113.7' },
+      { 'x-forwarded-proto': 'http' },
+    ];
     for (const headers of proxied) {
       const res = await signIn('127.0.0.1', { host: 'localhost', ...headers });
       expect(res.status, JSON.stringify(headers)).toBe(403);
@@ -81,12 +92,15 @@ describe.each(engines)('Console loopback rule ($name)', (engine) => {
     }
   });
 
-  it.skipIf(outside === undefined)('refuses plain http from another address even with a Host header naming loopback', async () => {
-    for (const host of ['localhost', `localhost:${port}`, `127.0.0.1:${port}`, '[::1]']) {
-      const res = await signIn(outside as string, { host });
-      expect(res.status, host).toBe(403);
-      expect(res.code).toBe('insecure_transport');
-      expect(res.cookie).toBe('');
-    }
-  });
+  it.skipIf(outside === undefined)(
+    'refuses plain http from another address even with a Host header naming loopback',
+    async () => {
+      for (const host of ['localhost', `localhost:${port}`, `127.0.0.1:${port}`, '[::1]']) {
+        const res = await signIn(outside as string, { host });
+        expect(res.status, host).toBe(403);
+        expect(res.code).toBe('insecure_transport');
+        expect(res.cookie).toBe('');
+      }
+    },
+  );
 });

@@ -23,17 +23,29 @@ describe.each(engines)('console sessions ($name)', (engine) => {
       headers: { 'content-type': 'application/json', ...headers },
       payload: { credential },
     });
-    return { res, cookie: String(res.headers['set-cookie'] ?? '').split(';')[0] as string, csrf: res.statusCode === 201 ? String(res.json().csrf_token) : '' };
+    return {
+      res,
+      cookie: String(res.headers['set-cookie'] ?? '').split(';')[0] as string,
+      csrf: res.statusCode === 201 ? String(res.json().csrf_token) : '',
+    };
   };
   const as = (cookie: string, method: string, url: string, extra: { csrf?: string; body?: unknown } = {}) =>
     h.app.inject({
       method: method as 'GET',
       url,
-      headers: { cookie, ...(extra.csrf ? { 'x-csrf-token': extra.csrf } : {}), ...(extra.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        cookie,
+        ...(extra.csrf ? { 'x-csrf-token': extra.csrf } : {}),
+        ...(extra.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(extra.body === undefined ? {} : { payload: JSON.stringify(extra.body) }),
     });
   const key = async (slug: string, scopes: string[], expiresAt?: string) => {
-    const res = await h.admin('POST', `/tenants/${slug}/keys`, { name: 'console', scopes, ...(expiresAt ? { expires_at: expiresAt } : {}) });
+    const res = await h.admin('POST', `/tenants/${slug}/keys`, {
+      name: 'console',
+      scopes,
+      ...(expiresAt ? { expires_at: expiresAt } : {}),
+    });
     expect(res.statusCode, res.body).toBe(201);
     return res.json() as { id: string; secret_key: string };
   };
@@ -84,9 +96,15 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     await h.setSubscriber('acme', 'cus_1', 'warning');
     await h.setSubscriber('globex', 'cus_g', 'warning');
     expect((await as(s.cookie, 'GET', '/v1/subscribers/cus_g')).statusCode).toBe(404);
-    const set = await as(s.cookie, 'PUT', '/v1/subscribers/cus_1/override', { csrf: s.csrf, body: { status: 'lockout', reason: 'manual' } });
+    const set = await as(s.cookie, 'PUT', '/v1/subscribers/cus_1/override', {
+      csrf: s.csrf,
+      body: { status: 'lockout', reason: 'manual' },
+    });
     expect(set.statusCode, set.body).toBe(200);
-    const shown = (await as(s.cookie, 'GET', '/v1/subscribers/cus_1')).json() as { status: string; history: { secret_key_id: string | null }[] };
+    const shown = (await as(s.cookie, 'GET', '/v1/subscribers/cus_1')).json() as {
+      status: string;
+      history: { secret_key_id: string | null }[];
+    };
     expect(shown.status).toBe('lockout');
     expect(shown.history.at(-1)?.secret_key_id).toBe(k.id);
     // The key holds no settings:write: nor does its session.
@@ -101,7 +119,11 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     expect((await as(s.cookie, 'GET', '/admin/v1/tenants/globex/subscribers')).statusCode).toBe(200);
     expect((await as(s.cookie, 'GET', '/v1/subscribers')).json().code).toBe('invalid_session');
     // A request with a bearer is the bearer's, whatever cookie it carries.
-    const both = await h.app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { cookie: s.cookie, authorization: 'Bearer wrong-token' } });
+    const both = await h.app.inject({
+      method: 'GET',
+      url: '/admin/v1/tenants',
+      headers: { cookie: s.cookie, authorization: 'Bearer wrong-token' },
+    });
     expect(both.statusCode).toBe(401);
     expect(both.json().code).toBe('invalid_admin_token');
   });
@@ -113,12 +135,16 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     expect((await h.admin('DELETE', '/tenants/doomed')).statusCode).toBe(204);
     expect((await as(s.cookie, 'GET', '/console/api/session')).statusCode).toBe(401);
     const value = s.cookie.split('=')[1] as string;
-    expect((await as(`dunwall_session=${value}; dunwall_session=${value}`, 'GET', '/console/api/session')).statusCode).toBe(401);
+    expect(
+      (await as(`dunwall_session=${value}; dunwall_session=${value}`, 'GET', '/console/api/session')).statusCode,
+    ).toBe(401);
     expect((await as('dunwall_session=../../etc', 'GET', '/console/api/session')).statusCode).toBe(401);
   });
 
   it('counts wrong credentials against the address, and refuses the next guess with 429', async () => {
-    const tight = await harness(engine, { rateLimits: { lookupPerIp: 1_000, lookupPerTenant: 1_000, failuresPerIp: 3, adminPerIp: 1_000 } });
+    const tight = await harness(engine, {
+      rateLimits: { lookupPerIp: 1_000, lookupPerTenant: 1_000, failuresPerIp: 3, adminPerIp: 1_000 },
+    });
     try {
       const answers: number[] = [];
       for (let i = 0; i < 5; i++) {
@@ -145,7 +171,9 @@ describe.each(engines)('console sessions ($name)', (engine) => {
   });
 
   it('previews a draft branding for a signed-in page only, answering the snippet from the address', async () => {
-    const draft = Buffer.from(JSON.stringify({ colors: { accent: '#ff0000' }, texts: { default: { gate_title: 'Pay up' } } })).toString('base64url');
+    const draft = Buffer.from(
+      JSON.stringify({ colors: { accent: '#ff0000' }, texts: { default: { gate_title: 'Pay up' } } }),
+    ).toString('base64url');
     const refused = await h.app.inject({ method: 'GET', url: `/console/preview?state=lockout&draft=${draft}` });
     expect(refused.statusCode).toBe(401);
     const s = await signIn(ADMIN_TOKEN);
@@ -164,12 +192,20 @@ describe.each(engines)('console sessions ($name)', (engine) => {
       card_update_url: null,
       lockout_at: new Date(h.clock.ms + 3 * 86_400_000).toISOString().replace('.000Z', 'Z'),
     });
-    const branding = await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${draft}/api/branding/preview` });
+    const branding = await h.app.inject({
+      method: 'GET',
+      url: `/console/preview/api/lockout/${draft}/api/branding/preview`,
+    });
     expect(branding.json()).toEqual({ colors: { accent: '#ff0000' }, texts: { default: { gate_title: 'Pay up' } } });
     // A draft that is no valid branding (an http link) previews the defaults, never the link.
     const bad = Buffer.from(JSON.stringify({ payment_url: 'http://evil.example/pay' })).toString('base64url');
-    expect((await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${bad}/api/branding/preview` })).json()).toEqual({});
-    expect((await h.app.inject({ method: 'GET', url: `/console/preview/api/paid/${draft}/api/branding/preview` })).statusCode).toBe(404);
+    expect(
+      (await h.app.inject({ method: 'GET', url: `/console/preview/api/lockout/${bad}/api/branding/preview` })).json(),
+    ).toEqual({});
+    expect(
+      (await h.app.inject({ method: 'GET', url: `/console/preview/api/paid/${draft}/api/branding/preview` }))
+        .statusCode,
+    ).toBe(404);
   });
 
   it('refuses bad input with a problem naming the field', async () => {

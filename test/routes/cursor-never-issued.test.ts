@@ -31,7 +31,10 @@ describe.each(engines)('Cursors never issued ($name)', (engine) => {
     });
     await app.ready();
     expect((await adminRequest(app, 'POST', '/tenants', { slug: 'cursors', tier: 'scale' })).statusCode).toBe(201);
-    const res = await adminRequest(app, 'POST', '/tenants/cursors/keys', { name: 'reader', scopes: ['status:read', 'subscribers:read', 'webhooks:write'] });
+    const res = await adminRequest(app, 'POST', '/tenants/cursors/keys', {
+      name: 'reader',
+      scopes: ['status:read', 'subscribers:read', 'webhooks:write'],
+    });
     expect(res.statusCode, res.body).toBe(201);
     key = (res.json() as { secret_key: string }).secret_key;
     await model.catchUp();
@@ -43,7 +46,8 @@ describe.each(engines)('Cursors never issued ($name)', (engine) => {
   });
   afterAll(() => cleanup());
 
-  const get = (path: string, headers: Record<string, string> = {}) => socketRequest(app, 'GET', path, { authorization: `Bearer ${key}`, ...headers });
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    socketRequest(app, 'GET', path, { authorization: `Bearer ${key}`, ...headers });
   // Far ahead of any transaction this database has run: 2^33, and just below PostgreSQL's bound.
   const far = ['8589934592:8589934592:', '9223372036854775000:9223372036854775000:'];
   const feedCursors = [
@@ -79,7 +83,8 @@ describe.each(engines)('Cursors never issued ($name)', (engine) => {
     ]) {
       const res = await get(path);
       expect(res.statusCode, `${path} ${res.body}`).toBeLessThan(500);
-      if (res.statusCode === 400) expect(res.json()).toMatchObject({ code: expect.stringMatching(/invalid_cursor|invalid_request/) });
+      if (res.statusCode === 400)
+        expect(res.json()).toMatchObject({ code: expect.stringMatching(/invalid_cursor|invalid_request/) });
     }
     expect(errors).toEqual([]);
   });

@@ -9,7 +9,17 @@ import { availableEngines } from '../helpers/engines.js';
 import { portOf, socketRequest } from '../helpers/socket.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIds, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
+import {
+  BASIL_API,
+  LEGACY_API,
+  charge,
+  customer,
+  event,
+  invoice,
+  paymentIds,
+  paymentIntent,
+  subscription,
+} from '../helpers/stripe-fixtures.js';
 import type { ApiShape } from '../helpers/stripe-fixtures.js';
 
 /*
@@ -20,7 +30,12 @@ import type { ApiShape } from '../helpers/stripe-fixtures.js';
  * answers are computed here from docs/api.md, not from the code under test.
  */
 
-const UNREACHED_LIMITS: RateLimits = { lookupPerIp: 1_000_000, lookupPerTenant: 1_000_000, failuresPerIp: 1_000_000, adminPerIp: 1_000_000 };
+const UNREACHED_LIMITS: RateLimits = {
+  lookupPerIp: 1_000_000,
+  lookupPerTenant: 1_000_000,
+  failuresPerIp: 1_000_000,
+  adminPerIp: 1_000_000,
+};
 const engines = await availableEngines();
 
 /** Fixed so that a failure replays; FUZZ_SEED explores other inputs. */
@@ -133,7 +148,15 @@ const SPECS: readonly TenantSpec[] = [
     initial: { cus_shared: 'lockout' },
   },
 ];
-const POOL = ['cus_shared', 'cus_acme_only', 'cus_known_active', 'cus_eu_only', 'cus_globex_warn', 'cus_nobody', 'cus_SHARED'];
+const POOL = [
+  'cus_shared',
+  'cus_acme_only',
+  'cus_known_active',
+  'cus_eu_only',
+  'cus_globex_warn',
+  'cus_nobody',
+  'cus_SHARED',
+];
 const FRESH = ['cus_fz_0', 'cus_fz_1', 'cus_fz_2', 'cus_fz_3'];
 /** Every customer whose status the test predicts; events with random fields never name one. */
 const MODELLED = [...POOL, ...FRESH];
@@ -183,7 +206,15 @@ interface Stats {
 }
 
 function newStats(): Stats {
-  return { requests: 0, statuses: new Map(), serverErrors: 0, rateLimited: 0, lookupOk: 0, webhookAccepted: 0, crossTenantRefused: 0 };
+  return {
+    requests: 0,
+    statuses: new Map(),
+    serverErrors: 0,
+    rateLimited: 0,
+    lookupOk: 0,
+    webhookAccepted: 0,
+    crossTenantRefused: 0,
+  };
 }
 
 function statusOf(state: TenantState, cus: string): Status | undefined {
@@ -199,7 +230,11 @@ function stateAt(world: World, t: number): TenantState {
 /** The 200 body of docs/api.md, the lookup for a subscriber of this tenant. */
 function expectedBody(spec: TenantSpec, status: Status | undefined): Record<string, unknown> {
   if (status === undefined) return { status: 'active' };
-  return { status, card_update_url: status === 'warning' ? spec.cardUpdateUrl : null, entitlements: TIER_FLAGS[spec.tier] };
+  return {
+    status,
+    card_update_url: status === 'warning' ? spec.cardUpdateUrl : null,
+    entitlements: TIER_FLAGS[spec.tier],
+  };
 }
 
 /** The hosted invoice pages the fixtures name (`hostedInvoiceUrl`). */
@@ -293,12 +328,20 @@ interface Exchange {
 
 function show(x: Exchange): string {
   const cut = (s: string | undefined) => (s !== undefined && s.length > 300 ? `${s.slice(0, 300)}...(${s.length})` : s);
-  return JSON.stringify({ method: x.method, url: cut(x.url), authorization: cut(x.authorization), origin: x.origin, status: x.status, body: cut(x.body) });
+  return JSON.stringify({
+    method: x.method,
+    url: cut(x.url),
+    authorization: cut(x.authorization),
+    origin: x.origin,
+    status: x.status,
+    body: cut(x.body),
+  });
 }
 
 function flatHeaders(headers: Record<string, unknown>): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(headers)) out[k.toLowerCase()] = v === undefined ? undefined : Array.isArray(v) ? v.join(', ') : String(v);
+  for (const [k, v] of Object.entries(headers))
+    out[k.toLowerCase()] = v === undefined ? undefined : Array.isArray(v) ? v.join(', ') : String(v);
   return out;
 }
 
@@ -323,7 +366,12 @@ function checkAnyAnswer(x: Exchange, stats: Stats): void {
     expect(x.headers['content-type'] ?? '', where).toMatch(/^application\/problem\+json/);
     if (x.method !== 'HEAD') {
       const problem = parseJson(x.body);
-      expect(problem, where).toMatchObject({ type: 'about:blank', status: x.status, code: expect.any(String), title: expect.any(String) });
+      expect(problem, where).toMatchObject({
+        type: 'about:blank',
+        status: x.status,
+        code: expect.any(String),
+        title: expect.any(String),
+      });
       // A problem carries nothing else: no status or setting of any tenant.
       expect(Object.keys(problem as object).sort(), where).toEqual(['code', 'detail', 'status', 'title', 'type']);
     }
@@ -358,7 +406,11 @@ function predictLookup(world: World, x: Pick<Exchange, 'url' | 'authorization' |
   const hmac = hmacs[0];
   if (hmac === undefined) {
     if (state.spec.hmacRequired) return { status: 403, code: 'hmac_required' };
-  } else if (hmacs.length > 1 || !HMAC_HEX.test(hmac) || !state.hmacSecrets.some((s) => hmacHex(s, cus) === hmac.toLowerCase())) {
+  } else if (
+    hmacs.length > 1 ||
+    !HMAC_HEX.test(hmac) ||
+    !state.hmacSecrets.some((s) => hmacHex(s, cus) === hmac.toLowerCase())
+  ) {
     return { status: 403, code: 'hmac_mismatch' };
   }
   return { status: 200, body: expectedBody(state.spec, statusOf(state, cus)) };
@@ -509,8 +561,18 @@ const literalSlug = fc.oneof(
 );
 
 const slugRef: fc.Arbitrary<SlugRef> = fc.oneof(
-  { weight: 20, arbitrary: fc.record({ kind: fc.constant('tenant' as const), t: TENANT, form: fc.constant<SlugForm>('exact') }) },
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('tenant' as const), t: TENANT, form: fc.constantFrom(...SLUG_FORM_NAMES) }) },
+  {
+    weight: 20,
+    arbitrary: fc.record({ kind: fc.constant('tenant' as const), t: TENANT, form: fc.constant<SlugForm>('exact') }),
+  },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('tenant' as const),
+      t: TENANT,
+      form: fc.constantFrom(...SLUG_FORM_NAMES),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('literal' as const), text: literalSlug }) },
 );
 
@@ -581,7 +643,16 @@ const hmacPart: fc.Arbitrary<QueryPart> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .constantFrom('', 'x', '0'.repeat(64), 'g'.repeat(64), 'F'.repeat(64), '%30'.repeat(64), '0'.repeat(128), '\u00e9'.repeat(32))
+      .constantFrom(
+        '',
+        'x',
+        '0'.repeat(64),
+        'g'.repeat(64),
+        'F'.repeat(64),
+        '%30'.repeat(64),
+        '0'.repeat(128),
+        '\u00e9'.repeat(32),
+      )
       .map((v): QueryPart => ({ kind: 'raw', text: `hmac=${v}` })),
   },
 );
@@ -630,7 +701,9 @@ const RAW_PARAMS = [
 const rawPart: fc.Arbitrary<QueryPart> = fc
   .oneof(
     fc.constantFrom(...RAW_PARAMS),
-    fc.tuple(fc.string({ maxLength: 12 }), fc.string({ maxLength: 20 })).map(([k, v]) => `${safeEncode(k)}=${safeEncode(v)}`),
+    fc
+      .tuple(fc.string({ maxLength: 12 }), fc.string({ maxLength: 20 }))
+      .map(([k, v]) => `${safeEncode(k)}=${safeEncode(v)}`),
     fc.string({ unit: 'grapheme-ascii', maxLength: 20 }),
   )
   .map((text) => ({ kind: 'raw', text }));
@@ -639,7 +712,14 @@ const queryArb: fc.Arbitrary<QueryPart[]> = fc
   .tuple(
     fc.option(cusPart, { freq: 8, nil: null }),
     fc.option(hmacPart, { freq: 2, nil: null }),
-    fc.array(fc.oneof({ weight: 4, arbitrary: rawPart }, { weight: 1, arbitrary: cusPart }, { weight: 1, arbitrary: hmacPart }), { maxLength: 4 }),
+    fc.array(
+      fc.oneof(
+        { weight: 4, arbitrary: rawPart },
+        { weight: 1, arbitrary: cusPart },
+        { weight: 1, arbitrary: hmacPart },
+      ),
+      { maxLength: 4 },
+    ),
     fc.nat(),
   )
   .map(([cus, hmac, extra, rotation]) => {
@@ -674,10 +754,20 @@ function renderQuery(world: World, parts: QueryPart[], pathTenant: number): stri
 
 type KeyMutation = 'none' | 'flipLast' | 'dropLast' | 'append' | 'upper' | 'prefix';
 type AuthSpec =
-  | { kind: 'key'; t: number | 'path'; expired: boolean; idx: number; scheme: string; sep: string; suffix: string; mutate: KeyMutation }
+  | {
+      kind: 'key';
+      t: number | 'path';
+      expired: boolean;
+      idx: number;
+      scheme: string;
+      sep: string;
+      suffix: string;
+      mutate: KeyMutation;
+    }
   | { kind: 'literal'; text: string };
 
-const latin1 = (maxLength: number) => fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((c) => String.fromCharCode(c)), maxLength });
+const latin1 = (maxLength: number) =>
+  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((c) => String.fromCharCode(c)), maxLength });
 
 const keyAuth: fc.Arbitrary<AuthSpec> = fc.record({
   kind: fc.constant('key' as const),
@@ -688,13 +778,32 @@ const keyAuth: fc.Arbitrary<AuthSpec> = fc.record({
     { weight: 10, arbitrary: fc.constant('Bearer') },
     {
       weight: 3,
-      arbitrary: fc.constantFrom('bearer', 'BEARER', 'bEaReR', 'Basic', 'Token', 'Bearer:', 'Bearer=', '', 'Bear', 'Bearerx', 'Digest', '\u00a0Bearer'),
+      arbitrary: fc.constantFrom(
+        'bearer',
+        'BEARER',
+        'bEaReR',
+        'Basic',
+        'Token',
+        'Bearer:',
+        'Bearer=',
+        '',
+        'Bear',
+        'Bearerx',
+        'Digest',
+        '\u00a0Bearer',
+      ),
     },
   ),
-  sep: fc.oneof({ weight: 10, arbitrary: fc.constant(' ') }, { weight: 2, arbitrary: fc.constantFrom('  ', '\t', '', ' \t', '\u00a0', '   ') }),
+  sep: fc.oneof(
+    { weight: 10, arbitrary: fc.constant(' ') },
+    { weight: 2, arbitrary: fc.constantFrom('  ', '\t', '', ' \t', '\u00a0', '   ') },
+  ),
   suffix: fc.oneof(
     { weight: 10, arbitrary: fc.constant('') },
-    { weight: 2, arbitrary: fc.constantFrom(' ', '  ', '\t', ',', ', Bearer x', ' extra', '\u00ff', '=', '==', ';', '%20') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(' ', '  ', '\t', ',', ', Bearer x', ' extra', '\u00ff', '=', '==', ';', '%20'),
+    },
   ),
   mutate: fc.oneof(
     { weight: 10, arbitrary: fc.constant<KeyMutation>('none') },
@@ -720,9 +829,16 @@ const literalAuth: fc.Arbitrary<AuthSpec> = fc
   )
   .map((text) => ({ kind: 'literal', text }));
 /** The path tenant's current key, well formed: the fuzz must often get past check 3. */
-const pristineAuth: fc.Arbitrary<AuthSpec> = fc
-  .nat(1)
-  .map((idx) => ({ kind: 'key', t: 'path', expired: false, idx, scheme: 'Bearer', sep: ' ', suffix: '', mutate: 'none' }));
+const pristineAuth: fc.Arbitrary<AuthSpec> = fc.nat(1).map((idx) => ({
+  kind: 'key',
+  t: 'path',
+  expired: false,
+  idx,
+  scheme: 'Bearer',
+  sep: ' ',
+  suffix: '',
+  mutate: 'none',
+}));
 /** No header, one, or the header twice (of which a server keeps the first). */
 const authArb: fc.Arbitrary<AuthSpec[]> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<AuthSpec[]>([]) },
@@ -758,7 +874,10 @@ const extraHeader: fc.Arbitrary<[string, string]> = fc.oneof(
       'https://app.globex.example/',
     ),
   ),
-  fc.tuple(fc.constant('x-forwarded-for'), fc.constantFrom('203.0.113.7', '::1', 'garbage', '1.1.1.1, 2.2.2.2', '', '127.0.0.1')),
+  fc.tuple(
+    fc.constant('x-forwarded-for'),
+    fc.constantFrom('203.0.113.7', '::1', 'garbage', '1.1.1.1, 2.2.2.2', '', '127.0.0.1'),
+  ),
   fc.tuple(
     fc.constant('content-type'),
     fc.constantFrom(
@@ -771,8 +890,14 @@ const extraHeader: fc.Arbitrary<[string, string]> = fc.oneof(
       'application/json; charset=\u00ff',
     ),
   ),
-  fc.tuple(fc.constant('accept-encoding'), fc.constantFrom('gzip', 'br', 'deflate, gzip;q=0', '*', 'identity;q=0', 'gzip;q=abc', '')),
-  fc.tuple(fc.constant('accept'), fc.constantFrom('*/*', 'text/html', 'application/xml', 'application/problem+json', '')),
+  fc.tuple(
+    fc.constant('accept-encoding'),
+    fc.constantFrom('gzip', 'br', 'deflate, gzip;q=0', '*', 'identity;q=0', 'gzip;q=abc', ''),
+  ),
+  fc.tuple(
+    fc.constant('accept'),
+    fc.constantFrom('*/*', 'text/html', 'application/xml', 'application/problem+json', ''),
+  ),
   fc.tuple(fc.constant('x-request-id'), fc.oneof(fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/), latin1(200))),
   fc.tuple(fc.constant('host'), fc.constantFrom('evil.example', 'localhost:99999', '\u00ff', '127.0.0.1')),
   fc.tuple(fc.constant('cookie'), fc.constantFrom('session=x', 'a=b; c=d')),
@@ -788,8 +913,23 @@ const extraHeader: fc.Arbitrary<[string, string]> = fc.oneof(
 );
 
 /** Methods a client library sends; the raw socket part sends the rest. */
-const INJECT_METHODS = ['HEAD', 'OPTIONS', 'POST', 'PUT', 'DELETE', 'PATCH', 'TRACE', 'PROPFIND', 'SEARCH', 'CONNECT', 'get'] as const;
-const methodArb = fc.oneof({ weight: 16, arbitrary: fc.constant('GET') }, { weight: 4, arbitrary: fc.constantFrom(...INJECT_METHODS) });
+const INJECT_METHODS = [
+  'HEAD',
+  'OPTIONS',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'TRACE',
+  'PROPFIND',
+  'SEARCH',
+  'CONNECT',
+  'get',
+] as const;
+const methodArb = fc.oneof(
+  { weight: 16, arbitrary: fc.constant('GET') },
+  { weight: 4, arbitrary: fc.constantFrom(...INJECT_METHODS) },
+);
 const payloadArb = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v) ?? 'null'),
@@ -811,7 +951,12 @@ function asReceived(url: string): string {
   return u.pathname + u.search;
 }
 
-function exchangeOf(method: string, url: string, headers: Record<string, string | string[]>, res: LightMyRequestResponse): Exchange {
+function exchangeOf(
+  method: string,
+  url: string,
+  headers: Record<string, string | string[]>,
+  res: LightMyRequestResponse,
+): Exchange {
   const auth = headers.authorization;
   const origin = headers.origin;
   return {
@@ -835,7 +980,12 @@ async function sendLookup(h: Harness, world: World, r: LookupRecipe): Promise<Ex
   const auth = r.auth.map((a) => renderAuth(world, a, pathTenant));
   if (auth.length === 1 && auth[0] !== undefined) headers.authorization = auth[0];
   if (auth.length > 1) headers.authorization = auth;
-  const res = await h.app.inject({ method: r.method as 'GET', url, headers, ...(r.payload === undefined ? {} : { payload: r.payload }) });
+  const res = await h.app.inject({
+    method: r.method as 'GET',
+    url,
+    headers,
+    ...(r.payload === undefined ? {} : { payload: r.payload }),
+  });
   if (r.method.toUpperCase() === 'GET' && r.payload === undefined) await expectSameOnSocket(h, url, headers, res);
   return exchangeOf(r.method, url, headers, res);
 }
@@ -847,14 +997,27 @@ let socketCompared = 0;
  * What differs between two answers to one request by nature: the time, the connection, the
  * id, and the rate limit fields (the first answer's failure is counted before the second).
  */
-const PER_ANSWER_HEADERS = new Set(['date', 'connection', 'keep-alive', 'x-request-id', 'ratelimit', 'ratelimit-policy', 'transfer-encoding']);
+const PER_ANSWER_HEADERS = new Set([
+  'date',
+  'connection',
+  'keep-alive',
+  'x-request-id',
+  'ratelimit',
+  'ratelimit-policy',
+  'transfer-encoding',
+]);
 
 /**
  * The same GET through a real socket, where the fast path answers what it can: the same
  * status, body and headers as Fastify's route gave. Requests Node's client will not send
  * (characters it refuses in a path or a header) are skipped.
  */
-async function expectSameOnSocket(h: Harness, url: string, headers: Record<string, string | string[]>, viaInject: LightMyRequestResponse): Promise<void> {
+async function expectSameOnSocket(
+  h: Harness,
+  url: string,
+  headers: Record<string, string | string[]>,
+  viaInject: LightMyRequestResponse,
+): Promise<void> {
   // inject resolves dot segments and drops a fragment, and hands on characters a socket's
   // parser refuses as bytes: a browser does the same before it sends (it resolves, keeps
   // the fragment, percent-encodes), so only what a browser can send is compared.
@@ -876,11 +1039,14 @@ async function expectSameOnSocket(h: Harness, url: string, headers: Record<strin
   if (res.statusCode === 431) return;
   socketCompared += 1;
   const where = `GET ${url} ${JSON.stringify(headers).slice(0, 300)}`;
-  const comparable = (all: Record<string, unknown>) => Object.fromEntries(Object.entries(all).filter(([k]) => !PER_ANSWER_HEADERS.has(k)));
+  const comparable = (all: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(all).filter(([k]) => !PER_ANSWER_HEADERS.has(k)));
   expect(res.statusCode, where).toBe(viaInject.statusCode);
   expect(res.body, where).toBe(viaInject.body);
   expect(JSON.stringify(comparable(res.headers)), where).toBe(JSON.stringify(comparable(viaInject.headers)));
-  expect(res.headers['ratelimit-policy'] === undefined, where).toBe(viaInject.headers['ratelimit-policy'] === undefined);
+  expect(res.headers['ratelimit-policy'] === undefined, where).toBe(
+    viaInject.headers['ratelimit-policy'] === undefined,
+  );
 }
 
 // --- arbitraries: the webhook ----------------------------------------------------------------
@@ -940,16 +1106,31 @@ interface ModelledSpec {
 }
 
 const softCode = fc.oneof(
-  fc.constantFrom('insufficient_funds', 'generic_decline', 'card_velocity_exceeded', 'try_again_later', 'processing_error'),
+  fc.constantFrom(
+    'insufficient_funds',
+    'generic_decline',
+    'card_velocity_exceeded',
+    'try_again_later',
+    'processing_error',
+  ),
   fc.stringMatching(/^[a-z_]{1,30}$/).filter((c) => !HARD_DECLINES.includes(c)),
 );
 const modelledSpec: fc.Arbitrary<ModelledSpec> = fc.record({
   kind: fc.constantFrom(...MODEL_KINDS),
-  customer: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...POOL) }, { weight: 1, arbitrary: fc.constantFrom(...FRESH) }),
+  customer: fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom(...POOL) },
+    { weight: 1, arbitrary: fc.constantFrom(...FRESH) },
+  ),
   api: fc.constantFrom<ApiShape>(BASIL_API, LEGACY_API),
   softCode,
   hardCode: fc.constantFrom(...HARD_DECLINES),
-  irrelevantType: fc.constantFrom('customer.created', 'charge.succeeded', 'invoice.created', 'product.updated', 'customer.subscription.created'),
+  irrelevantType: fc.constantFrom(
+    'customer.created',
+    'charge.succeeded',
+    'invoice.created',
+    'product.updated',
+    'customer.subscription.created',
+  ),
   metadata: fc.jsonValue({ maxDepth: 3 }).filter((v) => !MODELLED_RE.test(JSON.stringify(v) ?? '')),
   depth: fc.option(fc.integer({ min: 100, max: 500 }), { freq: 8, nil: null }),
 });
@@ -960,54 +1141,103 @@ function nested(depth: number): unknown {
   return v;
 }
 
-function buildModelled(spec: ModelledSpec, id: string, createdS: number): { payload: Record<string, unknown>; effect: Effect } {
+function buildModelled(
+  spec: ModelledSpec,
+  id: string,
+  createdS: number,
+): { payload: Record<string, unknown>; effect: Effect } {
   const o = { created: createdS, id, api: spec.api };
   const cus = spec.customer;
   const ids = paymentIds({ subscription: `sub_fz_${cus}` });
   const made = ((): { e: ReturnType<typeof event>; effect: Effect } => {
     switch (spec.kind) {
       case 'soft_charge':
-        return { e: event('charge.failed', charge(cus, { outcome_reason: spec.softCode, failure_code: 'card_declined' }, spec.api), o), effect: 'pending' };
+        return {
+          e: event(
+            'charge.failed',
+            charge(cus, { outcome_reason: spec.softCode, failure_code: 'card_declined' }, spec.api),
+            o,
+          ),
+          effect: 'pending',
+        };
       case 'hard_charge':
-        return { e: event('charge.failed', charge(cus, { outcome_reason: spec.hardCode }, spec.api), o), effect: 'pending' };
+        return {
+          e: event('charge.failed', charge(cus, { outcome_reason: spec.hardCode }, spec.api), o),
+          effect: 'pending',
+        };
       case 'pi_soft':
-        return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.softCode }), o), effect: 'pending' };
+        return {
+          e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.softCode }), o),
+          effect: 'pending',
+        };
       case 'pi_hard':
-        return { e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.hardCode }), o), effect: 'pending' };
+        return {
+          e: event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: spec.hardCode }), o),
+          effect: 'pending',
+        };
       case 'invoice_retrying':
-        return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: createdS + 86_400, api: spec.api, ids }), o), effect: 'warning' };
+        return {
+          e: event(
+            'invoice.payment_failed',
+            invoice(cus, { next_payment_attempt: createdS + 86_400, api: spec.api, ids }),
+            o,
+          ),
+          effect: 'warning',
+        };
       case 'invoice_exhausted':
-        return { e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api: spec.api, ids }), o), effect: 'lockout' };
+        return {
+          e: event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null, api: spec.api, ids }), o),
+          effect: 'lockout',
+        };
       // Only automatic collection gates (the manual invoice is paid by hand).
       case 'invoice_manual':
         return {
-          e: event('invoice.payment_failed', invoice(cus, { collection_method: 'send_invoice', next_payment_attempt: null, api: spec.api, ids }), o),
+          e: event(
+            'invoice.payment_failed',
+            invoice(cus, { collection_method: 'send_invoice', next_payment_attempt: null, api: spec.api, ids }),
+            o,
+          ),
           effect: 'none',
         };
       case 'action_required':
-        return { e: event('invoice.payment_action_required', invoice(cus, { api: spec.api, ids }), o), effect: 'warning' };
+        return {
+          e: event('invoice.payment_action_required', invoice(cus, { api: spec.api, ids }), o),
+          effect: 'warning',
+        };
       case 'paid':
         return { e: event('invoice.paid', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
       case 'succeeded':
         return { e: event('invoice.payment_succeeded', invoice(cus, { api: spec.api, ids }), o), effect: 'active' };
       case 'past_due':
         return {
-          e: event('customer.subscription.updated', subscription(cus, 'past_due', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }),
+          e: event('customer.subscription.updated', subscription(cus, 'past_due', { id: `sub_fz_${cus}` }), {
+            ...o,
+            previous: { status: 'active' },
+          }),
           effect: 'warning',
         };
       case 'unpaid':
         return {
-          e: event('customer.subscription.updated', subscription(cus, 'unpaid', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }),
+          e: event('customer.subscription.updated', subscription(cus, 'unpaid', { id: `sub_fz_${cus}` }), {
+            ...o,
+            previous: { status: 'past_due' },
+          }),
           effect: 'lockout',
         };
       case 'reactivated':
         return {
-          e: event('customer.subscription.updated', subscription(cus, 'active', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'past_due' } }),
+          e: event('customer.subscription.updated', subscription(cus, 'active', { id: `sub_fz_${cus}` }), {
+            ...o,
+            previous: { status: 'past_due' },
+          }),
           effect: 'active',
         };
       case 'canceled':
         return {
-          e: event('customer.subscription.updated', subscription(cus, 'canceled', { id: `sub_fz_${cus}` }), { ...o, previous: { status: 'active' } }),
+          e: event('customer.subscription.updated', subscription(cus, 'canceled', { id: `sub_fz_${cus}` }), {
+            ...o,
+            previous: { status: 'active' },
+          }),
           effect: 'active',
         };
       case 'deleted':
@@ -1024,9 +1254,25 @@ function buildModelled(spec: ModelledSpec, id: string, createdS: number): { payl
 const randomEvent: fc.Arbitrary<Record<string, unknown>> = fc
   .record(
     {
-      id: fc.oneof(fc.stringMatching(/^evt_[A-Za-z0-9]{1,20}$/), fc.string({ maxLength: 20 }), fc.integer(), fc.constant(`evt_${'a'.repeat(300)}`)),
-      type: fc.oneof(fc.constantFrom(...RELEVANT_TYPES, 'customer.created'), fc.string({ maxLength: 20 }), fc.constant('a'.repeat(200))),
-      created: fc.oneof(fc.constant('now'), fc.integer(), fc.double(), fc.constant('1700000000'), fc.constant(null), fc.constant(1e300)),
+      id: fc.oneof(
+        fc.stringMatching(/^evt_[A-Za-z0-9]{1,20}$/),
+        fc.string({ maxLength: 20 }),
+        fc.integer(),
+        fc.constant(`evt_${'a'.repeat(300)}`),
+      ),
+      type: fc.oneof(
+        fc.constantFrom(...RELEVANT_TYPES, 'customer.created'),
+        fc.string({ maxLength: 20 }),
+        fc.constant('a'.repeat(200)),
+      ),
+      created: fc.oneof(
+        fc.constant('now'),
+        fc.integer(),
+        fc.double(),
+        fc.constant('1700000000'),
+        fc.constant(null),
+        fc.constant(1e300),
+      ),
       data: fc.oneof(
         fc.record(
           {
@@ -1073,8 +1319,20 @@ type BodySpec =
   | { kind: 'deep-array'; depth: number }
   | { kind: 'big'; size: number };
 
-type Signer = { kind: 'destination' } | { kind: 'tenant'; t: number } | { kind: 'random'; secret: string } | { kind: 'none' };
-type SigMangle = 'none' | 'extra-v1' | 'dup-garbage' | 'spaces' | 'flip' | 'drop-v1' | 'empty' | 'garbage' | 'v0-only' | 'no-t' | 'upper';
+type Signer =
+  { kind: 'destination' } | { kind: 'tenant'; t: number } | { kind: 'random'; secret: string } | { kind: 'none' };
+type SigMangle =
+  | 'none'
+  | 'extra-v1'
+  | 'dup-garbage'
+  | 'spaces'
+  | 'flip'
+  | 'drop-v1'
+  | 'empty'
+  | 'garbage'
+  | 'v0-only'
+  | 'no-t'
+  | 'upper';
 type Tamper = 'none' | 'append-space' | 'flip-byte' | 'truncate' | 'bom';
 /** Signature manglings that leave a valid v1 in the header: accepting them is allowed. */
 const KEEPS_VALID_V1: ReadonlySet<SigMangle> = new Set(['none', 'extra-v1', 'dup-garbage', 'spaces']);
@@ -1082,10 +1340,23 @@ const JSON_TYPES = ['application/json', 'application/json; charset=utf-8'];
 const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 const bodySpec: fc.Arbitrary<BodySpec> = fc.oneof(
-  { weight: 14, arbitrary: fc.record({ kind: fc.constant('modelled' as const), spec: modelledSpec, borrowId: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('redeliver' as const), from: fc.oneof(fc.constant(-1), TENANT), idx: fc.nat() }) },
+  {
+    weight: 14,
+    arbitrary: fc.record({ kind: fc.constant('modelled' as const), spec: modelledSpec, borrowId: fc.boolean() }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('redeliver' as const),
+      from: fc.oneof(fc.constant(-1), TENANT),
+      idx: fc.nat(),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('random-event' as const), value: randomEvent }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('bytes' as const), bytes: fc.uint8Array({ maxLength: 2000 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('bytes' as const), bytes: fc.uint8Array({ maxLength: 2000 }) }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({
@@ -1093,12 +1364,24 @@ const bodySpec: fc.Arbitrary<BodySpec> = fc.oneof(
       value: fc.jsonValue({ maxDepth: 4 }).filter((v) => !MODELLED_RE.test(JSON.stringify(v) ?? '')),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('deep-array' as const), depth: fc.integer({ min: 1000, max: 20_000 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('big' as const), size: fc.constantFrom(100_000, 1024 * 1024 + 1, 2 * 1024 * 1024) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('deep-array' as const), depth: fc.integer({ min: 1000, max: 20_000 }) }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('big' as const),
+      size: fc.constantFrom(100_000, 1024 * 1024 + 1, 2 * 1024 * 1024),
+    }),
+  },
 );
 
 const webhookRecipe = fc.record({
-  to: fc.oneof({ weight: 3, arbitrary: TENANT.map((t): SlugRef => ({ kind: 'tenant', t, form: 'exact' })) }, { weight: 1, arbitrary: slugRef }),
+  to: fc.oneof(
+    { weight: 3, arbitrary: TENANT.map((t): SlugRef => ({ kind: 'tenant', t, form: 'exact' })) },
+    { weight: 1, arbitrary: slugRef },
+  ),
   method: fc.oneof(
     { weight: 20, arbitrary: fc.constant('POST') },
     { weight: 1, arbitrary: fc.constantFrom('PUT', 'GET', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD') },
@@ -1107,15 +1390,32 @@ const webhookRecipe = fc.record({
   signer: fc.oneof(
     { weight: 12, arbitrary: fc.constant<Signer>({ kind: 'destination' }) },
     { weight: 3, arbitrary: TENANT.map((t): Signer => ({ kind: 'tenant', t })) },
-    { weight: 1, arbitrary: fc.stringMatching(/^whsec_[A-Za-z0-9]{8,40}$/).map((secret): Signer => ({ kind: 'random', secret })) },
+    {
+      weight: 1,
+      arbitrary: fc.stringMatching(/^whsec_[A-Za-z0-9]{8,40}$/).map((secret): Signer => ({ kind: 'random', secret })),
+    },
     { weight: 1, arbitrary: fc.constant<Signer>({ kind: 'none' }) },
   ),
-  tsOffset: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.constantFrom(-30, -299, -301, -3600, 600, -1e9) }),
+  tsOffset: fc.oneof(
+    { weight: 8, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.constantFrom(-30, -299, -301, -3600, 600, -1e9) },
+  ),
   sigMangle: fc.oneof(
     { weight: 10, arbitrary: fc.constant<SigMangle>('none') },
     {
       weight: 3,
-      arbitrary: fc.constantFrom<SigMangle>('extra-v1', 'dup-garbage', 'spaces', 'flip', 'drop-v1', 'empty', 'garbage', 'v0-only', 'no-t', 'upper'),
+      arbitrary: fc.constantFrom<SigMangle>(
+        'extra-v1',
+        'dup-garbage',
+        'spaces',
+        'flip',
+        'drop-v1',
+        'empty',
+        'garbage',
+        'v0-only',
+        'no-t',
+        'upper',
+      ),
     },
   ),
   tamper: fc.oneof(
@@ -1205,7 +1505,13 @@ interface Built {
   isEvent: boolean;
 }
 
-function buildWebhookBody(world: World, r: WebhookRecipe, destination: number, nowS: number, nextId: () => string): Built {
+function buildWebhookBody(
+  world: World,
+  r: WebhookRecipe,
+  destination: number,
+  nowS: number,
+  nextId: () => string,
+): Built {
   const b = r.body;
   const encode = (v: unknown) => Buffer.from(r.pretty ? JSON.stringify(v, null, 2) : (JSON.stringify(v) ?? 'null'));
   switch (b.kind) {
@@ -1222,7 +1528,11 @@ function buildWebhookBody(world: World, r: WebhookRecipe, destination: number, n
       }
       const { payload, effect } = buildModelled(b.spec, id, nowS);
       const body = encode(payload);
-      return { body, modelled: { id, payload: body.toString('utf8'), effect, customer: b.spec.customer, createdS: nowS, borrowed }, isEvent: true };
+      return {
+        body,
+        modelled: { id, payload: body.toString('utf8'), effect, customer: b.spec.customer, createdS: nowS, borrowed },
+        isEvent: true,
+      };
     }
     case 'redeliver': {
       const from = b.from < 0 ? stateAt(world, destination) : stateAt(world, b.from);
@@ -1308,7 +1618,11 @@ function rawExchange(port: number, request: Buffer, boundMs = 5_000): Promise<Ra
     const chunks: Buffer[] = [];
     const bound = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`the server held the connection for ${boundMs} ms: ${JSON.stringify(request.toString('latin1').slice(0, 300))}`));
+      reject(
+        new Error(
+          `the server held the connection for ${boundMs} ms: ${JSON.stringify(request.toString('latin1').slice(0, 300))}`,
+        ),
+      );
     }, boundMs);
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => {});
@@ -1364,7 +1678,21 @@ const RAW_SLUG_FORMS = {
 type RawSlugForm = keyof typeof RAW_SLUG_FORMS;
 const RAW_SLUG_FORM_NAMES = Object.keys(RAW_SLUG_FORMS) as RawSlugForm[];
 
-const RAW_QUERY_JUNK = ['\xff', '%ff', '%C3%28', '%', '%%', '%E2%82', '\xe9', '\xc3\xa9', '%C0%AF', '\xff=\xfe', '%ED%A0%80', '%00', '\x80'];
+const RAW_QUERY_JUNK = [
+  '\xff',
+  '%ff',
+  '%C3%28',
+  '%',
+  '%%',
+  '%E2%82',
+  '\xe9',
+  '\xc3\xa9',
+  '%C0%AF',
+  '\xff=\xfe',
+  '%ED%A0%80',
+  '%00',
+  '\x80',
+];
 const RAW_HEADER_LINES = [
   'X-Junk: \x80\xff\xfe',
   'X-\xff: 1',
@@ -1388,10 +1716,24 @@ const RAW_HEADER_LINES = [
   'Connection: Upgrade',
 ];
 
-type RawAuth = 'none' | 'valid' | 'other' | 'highSuffix' | 'latin1Prefix' | 'nbspScheme' | 'dupOtherFirst' | 'dupValidFirst' | 'tab' | 'folded' | 'utf8InToken';
+type RawAuth =
+  | 'none'
+  | 'valid'
+  | 'other'
+  | 'highSuffix'
+  | 'latin1Prefix'
+  | 'nbspScheme'
+  | 'dupOtherFirst'
+  | 'dupValidFirst'
+  | 'tab'
+  | 'folded'
+  | 'utf8InToken';
 
 const rawRecipe = fc.record({
-  route: fc.oneof({ weight: 3, arbitrary: fc.constant('lookup' as const) }, { weight: 1, arbitrary: fc.constant('webhook' as const) }),
+  route: fc.oneof(
+    { weight: 3, arbitrary: fc.constant('lookup' as const) },
+    { weight: 1, arbitrary: fc.constant('webhook' as const) },
+  ),
   method: fc.oneof(
     { weight: 8, arbitrary: fc.constant('default') },
     { weight: 1, arbitrary: fc.constantFrom('get', 'G\xffT', 'FOO', 'PRI', 'M-SEARCH', 'GET GET', '') },
@@ -1401,7 +1743,10 @@ const rawRecipe = fc.record({
     { weight: 1, arbitrary: fc.constantFrom('HTTP/1.0', 'HTTP/2.0', 'HTTP/1.2', 'http/1.1', 'HTTP/9.9', '') },
   ),
   t: TENANT,
-  slugForm: fc.oneof({ weight: 4, arbitrary: fc.constant<RawSlugForm>('exact') }, { weight: 6, arbitrary: fc.constantFrom(...RAW_SLUG_FORM_NAMES) }),
+  slugForm: fc.oneof(
+    { weight: 4, arbitrary: fc.constant<RawSlugForm>('exact') },
+    { weight: 6, arbitrary: fc.constantFrom(...RAW_SLUG_FORM_NAMES) },
+  ),
   cus: fc.constantFrom(...MODELLED),
   cusJunk: fc.option(fc.constantFrom(...RAW_QUERY_JUNK), { freq: 2, nil: null }),
   queryJunk: fc.array(fc.constantFrom(...RAW_QUERY_JUNK), { maxLength: 2 }),
@@ -1429,7 +1774,10 @@ const rawRecipe = fc.record({
     { weight: 1, arbitrary: fc.constantFrom('', 'Host: \xff', 'Host: a b', 'Host: 127.0.0.1\r\nHost: evil.example') },
   ),
   headerLines: fc.array(fc.constantFrom(...RAW_HEADER_LINES), { maxLength: 2 }),
-  signer: fc.oneof({ weight: 2, arbitrary: fc.constant<'destination' | number>('destination') }, { weight: 2, arbitrary: TENANT }),
+  signer: fc.oneof(
+    { weight: 2, arbitrary: fc.constant<'destination' | number>('destination') },
+    { weight: 2, arbitrary: TENANT },
+  ),
   kind: fc.constantFrom(...MODEL_KINDS),
   chunked: fc.boolean(),
 });
@@ -1530,7 +1878,9 @@ function buildRaw(world: World, r: RawRecipe, nowS: number, nextId: () => string
   lines.push('Connection: close');
   const head = Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
   const payload =
-    r.route === 'webhook' && r.chunked ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')]) : body;
+    r.route === 'webhook' && r.chunked
+      ? Buffer.concat([Buffer.from(`${body.length.toString(16)}\r\n`), body, Buffer.from('\r\n0\r\n\r\n')])
+      : body;
   return {
     request: Buffer.concat([head, payload]),
     method,
@@ -1557,7 +1907,11 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
     // quotas the run never reaches: a 429 here would be a bug, not a limit.
     const proxies = parseTrustedProxies('loopback');
     if (typeof proxies === 'string') throw new Error(proxies);
-    h = await harness(engine, { rotationOverlapS: ROTATION_OVERLAP_S, rateLimits: UNREACHED_LIMITS, trustedProxies: proxies });
+    h = await harness(engine, {
+      rotationOverlapS: ROTATION_OVERLAP_S,
+      rateLimits: UNREACHED_LIMITS,
+      trustedProxies: proxies,
+    });
     world = [];
     for (const spec of SPECS) {
       const created = await h.createTenant(spec.slug, {
@@ -1566,7 +1920,10 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         hmac_required: spec.hmacRequired,
         ...(spec.allowedOrigins ? { allowed_origins: spec.allowedOrigins } : {}),
       });
-      const patched = await h.admin('PATCH', `/tenants/${spec.slug}`, { stripe_webhook_secret: spec.webhookSecret, suspended: spec.suspended });
+      const patched = await h.admin('PATCH', `/tenants/${spec.slug}`, {
+        stripe_webhook_secret: spec.webhookSecret,
+        suspended: spec.suspended,
+      });
       expect(patched.statusCode, patched.body).toBe(200);
       world.push({
         spec,
@@ -1641,7 +1998,8 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
             predicted += 1;
             const where = show(x);
             expect(x.status, where).toBe(expected.status);
-            if ('code' in expected && x.method === 'GET') expect((parseJson(x.body) as { code?: unknown }).code, where).toBe(expected.code);
+            if ('code' in expected && x.method === 'GET')
+              expect((parseJson(x.body) as { code?: unknown }).code, where).toBe(expected.code);
           }
         }
         // Whatever came before, a well-formed lookup still gets its tenant's answer.
@@ -1656,7 +2014,8 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
     expect(s.lookupOk).toBeGreaterThan(LOOKUP_RUNS / 20);
     expect(predicted).toBeGreaterThan(LOOKUP_RUNS / 2);
     expect(socketCompared - comparedBefore, 'lookups compared on a socket').toBeGreaterThan(LOOKUP_RUNS / 20);
-    for (const status of [400, 401, 403, 404]) expect(s.statuses.get(status) ?? 0, `status ${status}`).toBeGreaterThan(0);
+    for (const status of [400, 401, 403, 404])
+      expect(s.statuses.get(status) ?? 0, `status ${status}`).toBeGreaterThan(0);
   });
 
   it("never accepts an event on another tenant's URL, and applies exactly the events signed for the tenant", async () => {
@@ -1680,7 +2039,11 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const headers: Record<string, string | string[]> = {};
         for (const [name, value] of r.headers) headers[name] = value;
         if (r.contentType !== null) headers['content-type'] = r.contentType;
-        if (secret !== null) headers['stripe-signature'] = mangleSignature(stripeSignature(secret, nowS + r.tsOffset, built.body), r.sigMangle);
+        if (secret !== null)
+          headers['stripe-signature'] = mangleSignature(
+            stripeSignature(secret, nowS + r.tsOffset, built.body),
+            r.sigMangle,
+          );
         const sent = tamperBody(built.body, r.tamper);
         const res = await h.app.inject({ method: r.method as 'POST', url, headers, payload: sent });
         const x: Exchange = { ...exchangeOf(r.method, url, {}, res), authorization: undefined, authorizations: 0 };
@@ -1690,7 +2053,8 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const fresh = r.tsOffset > -SIGNATURE_TOLERANCE_S;
         // Stripe verifies the body decoded as UTF-8 text, which drops a leading BOM: the same event.
         const intact = r.tamper === 'none' || r.tamper === 'bom';
-        const mayAccept = r.method === 'POST' && signedForDestination && fresh && intact && KEEPS_VALID_V1.has(r.sigMangle);
+        const mayAccept =
+          r.method === 'POST' && signedForDestination && fresh && intact && KEEPS_VALID_V1.has(r.sigMangle);
         const mustAccept =
           mayAccept &&
           built.isEvent &&
@@ -1715,7 +2079,9 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
           s.webhookAccepted += 1;
           const answer = parseJson(x.body) as { received?: unknown; outcome?: unknown };
           expect(answer.received, where).toBe(true);
-          expect(['applied', 'stale', 'ignored', 'pending', 'duplicate', 'irrelevant'], where).toContain(answer.outcome);
+          expect(['applied', 'stale', 'ignored', 'pending', 'duplicate', 'irrelevant'], where).toContain(
+            answer.outcome,
+          );
           const id = (parseJson(built.body.toString('utf8')) as { id?: unknown } | undefined)?.id;
           if (typeof id === 'string') destination.acceptedIds.add(id);
           if (built.modelled) {
@@ -1748,7 +2114,10 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
         const record = res.json() as { status: string | null; history: { event_id: string | null }[] };
         expect(record.status, where).toBe(status ?? null);
         for (const entry of record.history) {
-          if (entry.event_id !== null) expect(state.acceptedIds, `history names an event this tenant never accepted: ${where}`).toContain(entry.event_id);
+          if (entry.event_id !== null)
+            expect(state.acceptedIds, `history names an event this tenant never accepted: ${where}`).toContain(
+              entry.event_id,
+            );
         }
       }
     }
@@ -1763,7 +2132,10 @@ describe.each(engines)('fuzzing the lookup and the Stripe webhook ($name)', (eng
       'latin1',
     );
     // HTTP/1.1 without Host is refused (RFC 9112), as a problem like every other error.
-    const hostless = await rawExchange(port, Buffer.from(`GET ${LOOKUP_PREFIX}acme HTTP/1.1\r\nConnection: close\r\n\r\n`, 'latin1'));
+    const hostless = await rawExchange(
+      port,
+      Buffer.from(`GET ${LOOKUP_PREFIX}acme HTTP/1.1\r\nConnection: close\r\n\r\n`, 'latin1'),
+    );
     expect(hostless?.status).toBe(400);
     expect(hostless?.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(parseJson(hostless?.body ?? '')).toMatchObject({ code: 'bad_request' });

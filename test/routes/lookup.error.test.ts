@@ -5,7 +5,11 @@ import type { CreatedTenant, Harness } from '../helpers/harness.js';
 
 const engines = await availableEngines();
 
-function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number, code: string) {
+function expectProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },
+  status: number,
+  code: string,
+) {
   expect(res.statusCode).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   const body = res.json() as Record<string, unknown>;
@@ -30,29 +34,53 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
 
   it('1: 401 missing_publishable_key without an Authorization header, or an empty one', async () => {
     expectProblem(await h.lookup('acme', { customerId: 'cus_1' }), 401, 'missing_publishable_key');
-    expectProblem(await h.lookup('acme', { customerId: 'cus_1', headers: { authorization: '' } }), 401, 'missing_publishable_key');
+    expectProblem(
+      await h.lookup('acme', { customerId: 'cus_1', headers: { authorization: '' } }),
+      401,
+      'missing_publishable_key',
+    );
   });
 
   it('1: 401 invalid_publishable_key for a malformed header', async () => {
     for (const authorization of ['Basic abc', 'Bearer', 'Bearer a b', `Token ${acme.publishable_key}`, 'Bearer ä']) {
-      expectProblem(await h.lookup('acme', { customerId: 'cus_1', headers: { authorization } }), 401, 'invalid_publishable_key');
+      expectProblem(
+        await h.lookup('acme', { customerId: 'cus_1', headers: { authorization } }),
+        401,
+        'invalid_publishable_key',
+      );
     }
   });
 
   it('2: 404 tenant_not_found for an unknown or impossible slug', async () => {
-    expectProblem(await h.lookup('nobody', { key: acme.publishable_key, customerId: 'cus_1' }), 404, 'tenant_not_found');
+    expectProblem(
+      await h.lookup('nobody', { key: acme.publishable_key, customerId: 'cus_1' }),
+      404,
+      'tenant_not_found',
+    );
     expectProblem(await h.lookup('UPPER', { key: acme.publishable_key, customerId: 'cus_1' }), 404, 'tenant_not_found');
     expectProblem(await h.lookup('a', { key: acme.publishable_key, customerId: 'cus_1' }), 404, 'tenant_not_found');
   });
 
   it("3: 401 invalid_publishable_key for a wrong key or another tenant's key", async () => {
-    expectProblem(await h.lookup('acme', { key: 'pk_notarealkeynotarealkey1234', customerId: 'cus_1' }), 401, 'invalid_publishable_key');
-    expectProblem(await h.lookup('acme', { key: other.publishable_key, customerId: 'cus_1' }), 401, 'invalid_publishable_key');
+    expectProblem(
+      await h.lookup('acme', { key: 'pk_notarealkeynotarealkey1234', customerId: 'cus_1' }),
+      401,
+      'invalid_publishable_key',
+    );
+    expectProblem(
+      await h.lookup('acme', { key: other.publishable_key, customerId: 'cus_1' }),
+      401,
+      'invalid_publishable_key',
+    );
   });
 
   it('4: 402 tenant_suspended, and back to 200 when resumed', async () => {
     await h.admin('PATCH', '/tenants/other-co', { suspended: true });
-    expectProblem(await h.lookup('other-co', { key: other.publishable_key, customerId: 'cus_1' }), 402, 'tenant_suspended');
+    expectProblem(
+      await h.lookup('other-co', { key: other.publishable_key, customerId: 'cus_1' }),
+      402,
+      'tenant_suspended',
+    );
     await h.admin('PATCH', '/tenants/other-co', { suspended: false });
     expect((await h.lookup('other-co', { key: other.publishable_key, customerId: 'cus_1' })).statusCode).toBe(200);
   });
@@ -64,10 +92,19 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
   it('5: 400 invalid_processor_customer_id for a bad, empty, too long or repeated value', async () => {
     const bad = ['cust_1', 'cus_', 'cus_a-b', 'cus_a b', '', `cus_${'a'.repeat(252)}`, 'CUS_abc'];
     for (const id of bad) {
-      expectProblem(await h.lookup('acme', { key: acme.publishable_key, customerId: id }), 400, 'invalid_processor_customer_id');
+      expectProblem(
+        await h.lookup('acme', { key: acme.publishable_key, customerId: id }),
+        400,
+        'invalid_processor_customer_id',
+      );
     }
-    expect((await h.lookup('acme', { key: acme.publishable_key, customerId: `cus_${'a'.repeat(251)}` })).statusCode).toBe(200);
-    const repeated = await h.lookup('acme', { key: acme.publishable_key, query: 'processor_customer_id=cus_1&processor_customer_id=cus_2' });
+    expect(
+      (await h.lookup('acme', { key: acme.publishable_key, customerId: `cus_${'a'.repeat(251)}` })).statusCode,
+    ).toBe(200);
+    const repeated = await h.lookup('acme', {
+      key: acme.publishable_key,
+      query: 'processor_customer_id=cus_1&processor_customer_id=cus_2',
+    });
     expectProblem(repeated, 400, 'invalid_processor_customer_id');
   });
 
@@ -83,9 +120,17 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
       '',
     ];
     for (const hmac of wrong) {
-      expectProblem(await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_1', hmac }), 403, 'hmac_mismatch');
+      expectProblem(
+        await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_1', hmac }),
+        403,
+        'hmac_mismatch',
+      );
     }
-    const repeated = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_1', query: `hmac=${good}&hmac=${good}` });
+    const repeated = await h.lookup('acme', {
+      key: acme.publishable_key,
+      customerId: 'cus_1',
+      query: `hmac=${good}&hmac=${good}`,
+    });
     expectProblem(repeated, 403, 'hmac_mismatch');
   });
 
@@ -111,11 +156,19 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
     expectProblem(await h.lookup('other-co', { key: other.publishable_key }), 402, 'tenant_suspended');
     await h.admin('PATCH', '/tenants/other-co', { suspended: false });
     // Bad customer id and bad hmac: check 5 before check 6.
-    expectProblem(await h.lookup('acme', { key: acme.publishable_key, customerId: 'bad', hmac: 'x' }), 400, 'invalid_processor_customer_id');
+    expectProblem(
+      await h.lookup('acme', { key: acme.publishable_key, customerId: 'bad', hmac: 'x' }),
+      400,
+      'invalid_processor_customer_id',
+    );
   });
 
   it('carries CORS headers on errors, so the snippet can read them', async () => {
-    const res = await h.lookup('nobody', { key: acme.publishable_key, customerId: 'cus_1', headers: { origin: 'https://x.test' } });
+    const res = await h.lookup('nobody', {
+      key: acme.publishable_key,
+      customerId: 'cus_1',
+      headers: { origin: 'https://x.test' },
+    });
     expect(res.statusCode).toBe(404);
     expect(res.headers['access-control-allow-origin']).toBe('*');
     expect(res.headers['cache-control']).toBe('no-store');
@@ -130,7 +183,11 @@ describe.each(engines)('lookup, errors ($name)', (engine) => {
       expect(anonymous.headers['access-control-allow-origin']).toBe('*');
       expect(anonymous.headers['cache-control']).toBe('no-store');
       expect(anonymous.headers['x-request-id']).toBeDefined();
-      expectProblem(await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${acme.publishable_key}` } }), 404, 'tenant_not_found');
+      expectProblem(
+        await h.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${acme.publishable_key}` } }),
+        404,
+        'tenant_not_found',
+      );
     }
     expectProblem(await h.app.inject({ method: 'GET', url: `/admin/v1/tenants/%ZZ` }), 404, 'not_found');
   });

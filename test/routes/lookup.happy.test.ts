@@ -103,7 +103,11 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
   });
 
   it('answers cross-origin calls with Access-Control-Allow-Origin: *', async () => {
-    const res = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_active', headers: { origin: 'https://anywhere.test' } });
+    const res = await h.lookup('acme', {
+      key: acme.publishable_key,
+      customerId: 'cus_active',
+      headers: { origin: 'https://anywhere.test' },
+    });
     expect(res.headers['access-control-allow-origin']).toBe('*');
   });
 
@@ -111,7 +115,11 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
     const res = await h.app.inject({
       method: 'OPTIONS',
       url: '/api/subscriber-status/acme',
-      headers: { origin: 'https://app.acme.test', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://app.acme.test',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
     });
     expect(res.statusCode).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('*');
@@ -121,7 +129,9 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
   });
 
   it("echoes only a tenant's allowed origins, with Vary: Origin", async () => {
-    const locked = await h.createTenant('locked-co', { allowed_origins: ['https://app.locked.test', 'http://localhost:5173'] });
+    const locked = await h.createTenant('locked-co', {
+      allowed_origins: ['https://app.locked.test', 'http://localhost:5173'],
+    });
     const allowed = await h.lookup('locked-co', {
       key: locked.publishable_key,
       customerId: 'cus_1',
@@ -129,7 +139,11 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
     });
     expect(allowed.headers['access-control-allow-origin']).toBe('https://app.locked.test');
     expect(allowed.headers.vary).toMatch(/Origin/);
-    const other = await h.lookup('locked-co', { key: locked.publishable_key, customerId: 'cus_1', headers: { origin: 'https://evil.test' } });
+    const other = await h.lookup('locked-co', {
+      key: locked.publishable_key,
+      customerId: 'cus_1',
+      headers: { origin: 'https://evil.test' },
+    });
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
     expect(other.headers.vary).toMatch(/Origin/);
     const preflight = await h.app.inject({
@@ -147,13 +161,25 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
     const fresh = rotated.json().hmac_secret as string;
     expect(fresh).not.toBe(t.hmac_secret);
     for (const secret of [t.hmac_secret, fresh]) {
-      const res = await h.lookup('rot-co', { key: t.publishable_key, customerId: 'cus_r', hmac: computeHmac(secret, 'cus_r') });
+      const res = await h.lookup('rot-co', {
+        key: t.publishable_key,
+        customerId: 'cus_r',
+        hmac: computeHmac(secret, 'cus_r'),
+      });
       expect(res.statusCode).toBe(200);
     }
     h.clock.advance(86_400_000 + 1);
-    const old = await h.lookup('rot-co', { key: t.publishable_key, customerId: 'cus_r', hmac: computeHmac(t.hmac_secret, 'cus_r') });
+    const old = await h.lookup('rot-co', {
+      key: t.publishable_key,
+      customerId: 'cus_r',
+      hmac: computeHmac(t.hmac_secret, 'cus_r'),
+    });
     expect(old.statusCode).toBe(403);
-    const now = await h.lookup('rot-co', { key: t.publishable_key, customerId: 'cus_r', hmac: computeHmac(fresh, 'cus_r') });
+    const now = await h.lookup('rot-co', {
+      key: t.publishable_key,
+      customerId: 'cus_r',
+      hmac: computeHmac(fresh, 'cus_r'),
+    });
     expect(now.statusCode).toBe(200);
   });
 

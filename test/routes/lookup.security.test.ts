@@ -67,7 +67,11 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     const t = await h.createTenant('rot-sec');
     await h.admin('POST', '/tenants/rot-sec/rotate', { key: 'hmac' });
     spy().mockClear();
-    const res = await h.lookup('rot-sec', { key: t.publishable_key, customerId: 'cus_1', hmac: computeHmac(t.hmac_secret, 'cus_1') });
+    const res = await h.lookup('rot-sec', {
+      key: t.publishable_key,
+      customerId: 'cus_1',
+      hmac: computeHmac(t.hmac_secret, 'cus_1'),
+    });
     expect(res.statusCode).toBe(200);
     // The publishable key's own comparison (made once per tenant snapshot) aside: one per secret.
     const keyDigest = sha256(t.publishable_key);
@@ -98,9 +102,15 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     expect(unknown.body).toBe('{"status":"active"}');
     // acme's hmac secret does not sign for beta.
     const hmac = computeHmac(acme.hmac_secret, 'cus_shared');
-    expect((await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_shared', hmac })).statusCode).toBe(403);
+    expect((await h.lookup('beta', { key: beta.publishable_key, customerId: 'cus_shared', hmac })).statusCode).toBe(
+      403,
+    );
     // Path tricks do not reach another tenant.
-    for (const url of ['/api/subscriber-status/beta/../acme', '/api/subscriber-status/acme%2F..%2Fbeta', '/api/subscriber-status/ACME']) {
+    for (const url of [
+      '/api/subscriber-status/beta/../acme',
+      '/api/subscriber-status/acme%2F..%2Fbeta',
+      '/api/subscriber-status/ACME',
+    ]) {
       const res = await h.app.inject({
         method: 'GET',
         url: `${url}?processor_customer_id=cus_shared`,
@@ -115,7 +125,11 @@ describe.each(engines)('lookup, security ($name)', (engine) => {
     await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac });
     await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', hmac: 'f'.repeat(64) });
     // The query parser decodes names, so an encoded name is the same parameter: still redacted.
-    const encoded = await h.lookup('acme', { key: acme.publishable_key, customerId: 'cus_shared', query: `%68mac=${hmac}` });
+    const encoded = await h.lookup('acme', {
+      key: acme.publishable_key,
+      customerId: 'cus_shared',
+      query: `%68mac=${hmac}`,
+    });
     expect(encoded.statusCode).toBe(200);
     // Separators the query parser does not split on: the hmac is then part of another value, never logged.
     const other = computeHmac(acme.hmac_secret, 'cus_only_acme');
@@ -179,7 +193,11 @@ describe('5xx answers', () => {
   it('never carry an internal message', async () => {
     const t = await breakable(new Error('relation "tenants" does not exist at line 1'));
     t.state.broken = true;
-    const res = await t.app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await t.app.inject({
+      method: 'GET',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({
       type: 'about:blank',
@@ -199,20 +217,31 @@ describe('5xx answers', () => {
     t.state.broken = true;
     // The model finds the store gone; with DUNWALL_STALE_IF_ERROR_MS=0 it may not answer from memory.
     await t.model.catchUp();
-    const res = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    const res = await app.inject({
+      method: 'GET',
+      url: '/api/subscriber-status/acme?processor_customer_id=cus_1',
+      headers: { authorization: 'Bearer pk_x' },
+    });
     expect(res.statusCode).toBe(503);
     expect(res.json().code).toBe('store_unavailable');
     expect(res.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
     expect(res.body).not.toContain('5432');
     expect(res.headers['access-control-allow-origin']).toBe('*');
     // Check 1 needs no store: a request without a key is a 401 even while the store is down.
-    const anonymous = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1' });
+    const anonymous = await app.inject({
+      method: 'GET',
+      url: '/api/subscriber-status/acme?processor_customer_id=cus_1',
+    });
     expect(anonymous.statusCode).toBe(401);
     expect(anonymous.json().code).toBe('missing_publishable_key');
     const ready = await app.inject({ method: 'GET', url: '/readyz' });
     expect(ready.statusCode).toBe(503);
     expect(ready.headers['retry-after']).toBe(String(STORE_UNAVAILABLE_RETRY_AFTER_S));
-    const adminDown = await app.inject({ method: 'GET', url: '/admin/v1/tenants', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const adminDown = await app.inject({
+      method: 'GET',
+      url: '/admin/v1/tenants',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect([adminDown.statusCode, adminDown.json().code, adminDown.headers['retry-after']]).toEqual([
       503,
       'store_unavailable',
@@ -222,7 +251,11 @@ describe('5xx answers', () => {
     // The store back: the next catch-up puts the model in touch again.
     t.state.broken = false;
     await t.model.catchUp();
-    const back = await app.inject({ method: 'GET', url: '/api/subscriber-status/acme?processor_customer_id=cus_1', headers: { authorization: 'Bearer pk_x' } });
+    const back = await app.inject({
+      method: 'GET',
+      url: '/api/subscriber-status/acme?processor_customer_id=cus_1',
+      headers: { authorization: 'Bearer pk_x' },
+    });
     expect([back.statusCode, back.json().code]).toEqual([404, 'tenant_not_found']);
     await t.close();
   });

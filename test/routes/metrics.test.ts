@@ -24,15 +24,31 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     return res.body;
   };
-  const value = (text: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+  const value = (text: string, series: string) =>
+    Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
 
   it('counts requests and latencies by route template and status, never by slug or customer', async () => {
     for (let i = 0; i < 3; i += 1) await h.lookup('acme-metrics', { key: acme.publishable_key, customerId: 'cus_m1' });
     await h.lookup('acme-metrics', { customerId: 'cus_m1' });
     const text = await scrape();
-    expect(value(text, 'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}')).toBe(3);
-    expect(value(text, 'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="401"}')).toBe(1);
-    expect(value(text, 'dunwall_http_request_duration_seconds_count{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}')).toBe(3);
+    expect(
+      value(
+        text,
+        'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}',
+      ),
+    ).toBe(3);
+    expect(
+      value(
+        text,
+        'dunwall_http_requests_total{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="401"}',
+      ),
+    ).toBe(1);
+    expect(
+      value(
+        text,
+        'dunwall_http_request_duration_seconds_count{route="/api/subscriber-status/:tenantSlug",method="GET",status_code="200"}',
+      ),
+    ).toBe(3);
     expect(text).not.toContain('acme-metrics');
     expect(text).not.toContain('cus_m1');
   });
@@ -54,7 +70,9 @@ describe.each(engines.slice(0, 1))('GET /metrics ($name)', (engine) => {
   });
 
   it('counts webhook events by type and outcome, and times the store', async () => {
-    const e = event('invoice.payment_failed', invoice('cus_m3', { next_payment_attempt: null }), { created: Math.floor(h.clock.ms / 1000) });
+    const e = event('invoice.payment_failed', invoice('cus_m3', { next_payment_attempt: null }), {
+      created: Math.floor(h.clock.ms / 1000),
+    });
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
     await deliver(h, 'acme-metrics', e, 'whsec_metrics_0123456789abcdef');
     await deliver(

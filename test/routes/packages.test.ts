@@ -64,14 +64,30 @@ describe.each(engines.slice(0, 1))('GET /packages/:file ($name)', (engine) => {
   it('answers 304 to the ETag it gave (weak, in a list, or *), and the bytes to another', async () => {
     const etag = String((await h.app.inject({ method: 'GET', url: '/packages/client.tgz' })).headers.etag);
     for (const presented of [etag, `W/${etag}`, `"x", ${etag}`, '*']) {
-      const res = await h.app.inject({ method: 'GET', url: '/packages/client.tgz', headers: { 'if-none-match': presented } });
+      const res = await h.app.inject({
+        method: 'GET',
+        url: '/packages/client.tgz',
+        headers: { 'if-none-match': presented },
+      });
       expect(res.statusCode, presented).toBe(304);
       expect(res.rawPayload.length).toBe(0);
-      expect([res.headers.etag, res.headers['cache-control'], res.headers['content-length']]).toEqual([etag, 'public, max-age=300', String(CLIENT.length)]);
+      expect([res.headers.etag, res.headers['cache-control'], res.headers['content-length']]).toEqual([
+        etag,
+        'public, max-age=300',
+        String(CLIENT.length),
+      ]);
     }
-    const head = await h.app.inject({ method: 'HEAD', url: '/packages/client.tgz', headers: { 'if-none-match': etag } });
+    const head = await h.app.inject({
+      method: 'HEAD',
+      url: '/packages/client.tgz',
+      headers: { 'if-none-match': etag },
+    });
     expect(head.statusCode).toBe(304);
-    const stale = await h.app.inject({ method: 'GET', url: '/packages/client.tgz', headers: { 'if-none-match': '"an-older-build"' } });
+    const stale = await h.app.inject({
+      method: 'GET',
+      url: '/packages/client.tgz',
+      headers: { 'if-none-match': '"an-older-build"' },
+    });
     expect(stale.statusCode).toBe(200);
     expect(stale.rawPayload.equals(CLIENT)).toBe(true);
   });

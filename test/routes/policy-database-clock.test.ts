@@ -44,7 +44,10 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
     const fast = new PolicyClock({
       store: new SqlStore(opened.db),
       now: () => Date.now() + AHEAD_MS,
-      log: { info: () => {}, warn: (fields: unknown, message?: string) => void warnings.push({ fields, message: message ?? '' }) },
+      log: {
+        info: () => {},
+        warn: (fields: unknown, message?: string) => void warnings.push({ fields, message: message ?? '' }),
+      },
     });
     const model = await ReadModel.open(store, { now: clock.now });
     const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now, clockSkew: () => fast.skew() });
@@ -64,8 +67,12 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
         await opened.cleanup();
       },
     };
-    expect((await adminRequest(app, 'POST', '/tenants', { slug: 'clock', policy: { grace_days: 1 } })).statusCode).toBe(201);
-    expect((await adminRequest(app, 'PATCH', '/tenants/clock', { stripe_webhook_secret: SECRET })).statusCode).toBe(200);
+    expect((await adminRequest(app, 'POST', '/tenants', { slug: 'clock', policy: { grace_days: 1 } })).statusCode).toBe(
+      201,
+    );
+    expect((await adminRequest(app, 'PATCH', '/tenants/clock', { stripe_webhook_secret: SECRET })).statusCode).toBe(
+      200,
+    );
   });
   afterAll(() => s.cleanup());
 
@@ -74,7 +81,9 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
     s.clock.ms = receivedMs;
     const created = Math.floor(receivedMs / 1000);
     const { payload, signature } = signed(
-      event('invoice.payment_failed', invoice(customerId, { ids: paymentIds(), next_payment_attempt: null }), { created }),
+      event('invoice.payment_failed', invoice(customerId, { ids: paymentIds(), next_payment_attempt: null }), {
+        created,
+      }),
       SECRET,
       created,
     );
@@ -85,14 +94,20 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
       payload,
     });
     expect(res.statusCode).toBe(200);
-    const record = (await adminRequest(s.app, 'GET', `/tenants/clock/subscribers/${customerId}`)).json() as { status: string; lockout_at: string };
+    const record = (await adminRequest(s.app, 'GET', `/tenants/clock/subscribers/${customerId}`)).json() as {
+      status: string;
+      lockout_at: string;
+    };
     expect(record.status).toBe('warning');
     return record.lockout_at;
   }
 
   async function policyEntries(customerId: string): Promise<{ status: string; policy_rule: string | null }[]> {
     const res = await adminRequest(s.app, 'GET', `/tenants/clock/subscribers/${customerId}`);
-    const body = res.json() as { status: string; history: { source: string; status: string; policy_rule: string | null }[] };
+    const body = res.json() as {
+      status: string;
+      history: { source: string; status: string; policy_rule: string | null }[];
+    };
     return body.history.filter((h) => h.source === 'policy');
   }
 
@@ -108,15 +123,22 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
     expect(await s.stores[1]?.recordDueLockouts(new Date(Date.now() + AHEAD_MS), 100)).toBe(0);
     expect(await s.stores[1]?.sweepPolicy(new Date(Date.now() + AHEAD_MS), 100)).toMatchObject({ seen: 0 });
     expect(await policyEntries('cus_clock_early')).toEqual([]);
-    expect((await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_early')).json()).toMatchObject({ status: 'warning', lockout_at: lockoutAt });
+    expect((await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_early')).json()).toMatchObject({
+      status: 'warning',
+      lockout_at: lockoutAt,
+    });
   });
 
   it('a lockout the database has reached is recorded once, as of its time, whichever instance ticks', async () => {
     const lockoutAt = await failedAt('cus_clock_due', Date.now() - DAY_MS - 1_000);
     await Promise.all([s.fast.tick(), ...s.stores.map((store) => store.recordDueLockouts(null, 100))]);
-    expect(await policyEntries('cus_clock_due')).toEqual([expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' })]);
+    expect(await policyEntries('cus_clock_due')).toEqual([
+      expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' }),
+    ]);
     const history = (
-      (await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_due')).json() as { history: { source: string; occurred_at: string }[] }
+      (await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_due')).json() as {
+        history: { source: string; occurred_at: string }[];
+      }
     ).history;
     expect(history.find((h) => h.source === 'policy')?.occurred_at).toBe(new Date(lockoutAt).toISOString());
     // The early one is still not recorded.
@@ -135,7 +157,10 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
 
     const ready = await socketRequest(s.app, 'GET', '/readyz');
     expect(ready.statusCode).toBe(200);
-    expect(ready.json()).toMatchObject({ status: 'ok', clock: { skew_seconds: skew.skewSeconds, bound_seconds: 2, within_bound: false } });
+    expect(ready.json()).toMatchObject({
+      status: 'ok',
+      clock: { skew_seconds: skew.skewSeconds, bound_seconds: 2, within_bound: false },
+    });
 
     const metrics = createMetrics();
     metrics.observeGauge('dunwall_clock_skew_seconds', 'skew', () => s.fast.skew().skewSeconds);

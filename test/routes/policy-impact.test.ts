@@ -19,7 +19,8 @@ describe.each(engines)('policy impact routes ($name)', (engine) => {
   let h: Harness;
   let readKey = '';
 
-  const v1 = (url: string) => h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${readKey}` } });
+  const v1 = (url: string) =>
+    h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${readKey}` } });
 
   beforeAll(async () => {
     h = await harness(engine);
@@ -29,9 +30,15 @@ describe.each(engines)('policy impact routes ($name)', (engine) => {
     // Locked out 10 days ago (past a 3-day grace), locked out a day ago (in it), a warning 30
     // days ago, and an override to lockout.
     const fixtures = [
-      event('invoice.payment_failed', invoice('cus_old_lock', { ids: paymentIds(), next_payment_attempt: null }), { created: NOW_S - 10 * DAY }),
-      event('invoice.payment_failed', invoice('cus_new_lock', { ids: paymentIds(), next_payment_attempt: null }), { created: NOW_S - DAY }),
-      event('invoice.payment_failed', invoice('cus_warn', { ids: paymentIds(), next_payment_attempt: NOW_S }), { created: NOW_S - 30 * DAY }),
+      event('invoice.payment_failed', invoice('cus_old_lock', { ids: paymentIds(), next_payment_attempt: null }), {
+        created: NOW_S - 10 * DAY,
+      }),
+      event('invoice.payment_failed', invoice('cus_new_lock', { ids: paymentIds(), next_payment_attempt: null }), {
+        created: NOW_S - DAY,
+      }),
+      event('invoice.payment_failed', invoice('cus_warn', { ids: paymentIds(), next_payment_attempt: NOW_S }), {
+        created: NOW_S - 30 * DAY,
+      }),
     ];
     for (const f of fixtures) {
       const input = toStripeEventInput(f);
@@ -71,12 +78,16 @@ describe.each(engines)('policy impact routes ($name)', (engine) => {
       newly_gated: 0,
       released: 0,
     });
-    expect((await v1('/analytics/policy-impact?enforcement=banner_only&escalate_after_days=none')).json()).toMatchObject({
+    expect(
+      (await v1('/analytics/policy-impact?enforcement=banner_only&escalate_after_days=none')).json(),
+    ).toMatchObject({
       policy: { enforcement: 'banner_only', grace_days: 3, escalate_after_days: null },
       proposed: { warning: 4, lockout: 0 },
       released: 2,
     });
-    expect((await v1('/analytics/policy-impact?enforcement=monitor&grace_days=60&escalate_after_days=120')).json()).toMatchObject({
+    expect(
+      (await v1('/analytics/policy-impact?enforcement=monitor&grace_days=60&escalate_after_days=120')).json(),
+    ).toMatchObject({
       policy: { enforcement: 'monitor', grace_days: 60, escalate_after_days: 120 },
       proposed: { warning: 0, lockout: 0 },
     });

@@ -9,7 +9,15 @@ import { buildApp } from '../../src/http/app.js';
 import { computeHmac, FakeClock, ADMIN_TOKEN, adminRequest } from '../helpers/harness.js';
 import type { CreatedTenant } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
-import { BASIL_API, LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, subscription } from '../helpers/stripe-fixtures.js';
+import {
+  BASIL_API,
+  LEGACY_API,
+  event,
+  hostedInvoiceUrl,
+  invoice,
+  paymentIds,
+  subscription,
+} from '../helpers/stripe-fixtures.js';
 import type { ApiShape, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { signed } from '../helpers/stripe-fixtures.js';
 import type { App } from '../../src/http/app.js';
@@ -95,7 +103,9 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     if (!t) throw new Error(`no tenant ${slug}`);
     const hmac = opts.hmac ?? (opts.signed === false ? undefined : computeHmac(t.hmac_secret, customerId));
     const q = new URLSearchParams({ processor_customer_id: customerId, ...(hmac === undefined ? {} : { hmac }) });
-    return socketRequest(s.app, 'GET', `/api/subscriber-status/${slug}?${q}`, { authorization: `Bearer ${t.publishable_key}` });
+    return socketRequest(s.app, 'GET', `/api/subscriber-status/${slug}?${q}`, {
+      authorization: `Bearer ${t.publishable_key}`,
+    });
   }
 
   async function subscriber(slug: string, customerId: string) {
@@ -110,9 +120,22 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       episodes: {
         dunning_started_at: string | null;
         resolved_at: string | null;
-        invoice: { id: string; amount_due: number; amount_remaining: number; currency: string; hosted_invoice_url: string } | null;
+        invoice: {
+          id: string;
+          amount_due: number;
+          amount_remaining: number;
+          currency: string;
+          hosted_invoice_url: string;
+        } | null;
       }[];
-      history: { status: string; derived_status: string; source: string; policy_rule: string | null; occurred_at: string; lockout_at: string | null }[];
+      history: {
+        status: string;
+        derived_status: string;
+        source: string;
+        policy_rule: string | null;
+        occurred_at: string;
+        lockout_at: string | null;
+      }[];
     };
   }
 
@@ -138,7 +161,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     const exhausted = (cus: string, ids = paymentIds()) =>
       event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: null }), { created: nowS(), api });
     const soft = (cus: string, ids = paymentIds()) =>
-      event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: nowS() + 3 * 86_400 }), { created: nowS(), api });
+      event('invoice.payment_failed', invoice(cus, { api, ids, next_payment_attempt: nowS() + 3 * 86_400 }), {
+        created: nowS(),
+        api,
+      });
     const paid = (cus: string, ids: ReturnType<typeof paymentIds>) =>
       event('invoice.paid', invoice(cus, { api, ids, status: 'paid' }), { created: nowS(), api });
     const slug = (base: string) => `${base}-${api === LEGACY_API ? 'l' : 'b'}`;
@@ -159,16 +185,31 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       expect(unsigned.body).not.toContain('pay_url');
       expect((await lookup(t, cus, { hmac: 'a'.repeat(64) })).statusCode).toBe(403);
       const record = await subscriber(t, cus);
-      expect(record).toMatchObject({ status: 'lockout', derived_status: 'lockout', lockout_at: null, pay_url: hostedInvoiceUrl(ids.invoice) });
+      expect(record).toMatchObject({
+        status: 'lockout',
+        derived_status: 'lockout',
+        lockout_at: null,
+        pay_url: hostedInvoiceUrl(ids.invoice),
+      });
       // What Stripe told about money is kept with the episode.
       expect(record.episodes[0]).toMatchObject({
         dunning_started_at: new Date(s.clock.ms - (s.clock.ms % 1000)).toISOString(),
         resolved_at: null,
-        invoice: { id: ids.invoice, amount_due: 2900, amount_remaining: 2900, currency: 'usd', hosted_invoice_url: hostedInvoiceUrl(ids.invoice) },
+        invoice: {
+          id: ids.invoice,
+          amount_due: 2900,
+          amount_remaining: 2900,
+          currency: 'usd',
+          hosted_invoice_url: hostedInvoiceUrl(ids.invoice),
+        },
       });
       s.clock.advance(HOUR_MS);
       await send(t, paid(cus, ids));
-      expect((await lookup(t, cus)).json()).toEqual({ status: 'active', card_update_url: null, entitlements: expect.any(Object) });
+      expect((await lookup(t, cus)).json()).toEqual({
+        status: 'active',
+        card_update_url: null,
+        entitlements: expect.any(Object),
+      });
       expect((await subscriber(t, cus)).episodes[0]).toMatchObject({
         resolved_at: new Date(s.clock.ms - (s.clock.ms % 1000)).toISOString(),
         invoice: { amount_remaining: 0 },
@@ -225,7 +266,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     it('escalation: a warning still unresolved is answered lockout when due; two instances racing record it once', async () => {
       const t = slug('escalate');
       await tenant(t, { tier: 'scale', policy: { escalate_after_days: 5 } });
-      expect((await admin('POST', `/tenants/${t}/webhook-endpoints`, { url: 'https://hooks.example.com/dunwall' })).statusCode).toBe(201);
+      expect(
+        (await admin('POST', `/tenants/${t}/webhook-endpoints`, { url: 'https://hooks.example.com/dunwall' }))
+          .statusCode,
+      ).toBe(201);
       const cus = nextCustomer();
       const startMs = s.clock.ms - (s.clock.ms % 1000);
       await send(t, soft(cus));
@@ -233,7 +277,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       s.clock.ms = startMs + 5 * DAY_MS + 2000;
       expect((await lookup(t, cus)).json().status).toBe('lockout');
       const other = new SqlStore(s.db);
-      const recorded = await Promise.all([s.store.recordDueLockouts(new Date(s.clock.ms), 100), other.recordDueLockouts(new Date(s.clock.ms), 100)]);
+      const recorded = await Promise.all([
+        s.store.recordDueLockouts(new Date(s.clock.ms), 100),
+        other.recordDueLockouts(new Date(s.clock.ms), 100),
+      ]);
       expect(recorded[0] + recorded[1]).toBeGreaterThanOrEqual(1);
       await s.model.catchUp();
       const record = await subscriber(t, cus);
@@ -251,7 +298,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       );
       const payloads = messages.map((m) => JSON.parse(m.payload) as { data: Record<string, unknown> });
       expect(payloads.map((p) => [p.data.to, p.data.lockout_at ?? null, p.data.cause])).toEqual([
-        ['warning', iso(startMs + 5 * DAY_MS), { source: 'stripe', stripe_event_id: expect.any(String), stripe_event_type: 'invoice.payment_failed' }],
+        [
+          'warning',
+          iso(startMs + 5 * DAY_MS),
+          { source: 'stripe', stripe_event_id: expect.any(String), stripe_event_type: 'invoice.payment_failed' },
+        ],
         ['lockout', null, { source: 'policy', rule: 'escalated' }],
       ]);
     });
@@ -263,16 +314,25 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       const warned = nextCustomer();
       await send(t, exhausted(locked));
       await send(t, soft(warned));
-      expect((await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'banner_only' } })).json().policy).toEqual({
-        enforcement: 'banner_only',
-        grace_days: 0,
-        escalate_after_days: null,
-      });
+      expect((await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'banner_only' } })).json().policy).toEqual(
+        {
+          enforcement: 'banner_only',
+          grace_days: 0,
+          escalate_after_days: null,
+        },
+      );
       // Before the sweep has written anything, the lookup already answers by the new policy.
-      expect((await lookup(t, locked)).json()).toMatchObject({ status: 'warning', card_update_url: 'https://acme.test/card' });
+      expect((await lookup(t, locked)).json()).toMatchObject({
+        status: 'warning',
+        card_update_url: 'https://acme.test/card',
+      });
       await sweep(1);
       expect(await subscriber(t, locked)).toMatchObject({ status: 'warning', derived_status: 'lockout' });
-      expect((await subscriber(t, locked)).history.at(-1)).toMatchObject({ source: 'policy', policy_rule: 'policy_changed', status: 'warning' });
+      expect((await subscriber(t, locked)).history.at(-1)).toMatchObject({
+        source: 'policy',
+        policy_rule: 'policy_changed',
+        status: 'warning',
+      });
       expect((await subscriber(t, warned)).history.filter((h) => h.source === 'policy')).toHaveLength(0);
 
       await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'monitor' } });
@@ -292,7 +352,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'gate' } });
       await sweep();
       expect((await lookup(t, locked)).json().status).toBe('lockout');
-      expect((await subscriber(t, locked)).history.filter((h) => h.source === 'policy').map((h) => h.status)).toEqual(['warning', 'active', 'lockout']);
+      expect((await subscriber(t, locked)).history.filter((h) => h.source === 'policy').map((h) => h.status)).toEqual([
+        'warning',
+        'active',
+        'lockout',
+      ]);
     });
 
     it('a policy change mid-grace: grace shortened gates at once; lengthened lifts the gate', async () => {
@@ -306,7 +370,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       await admin('PATCH', `/tenants/${t}`, { policy: { grace_days: 1 } });
       await sweep();
       expect((await lookup(t, cus)).json().status).toBe('lockout');
-      expect((await subscriber(t, cus)).history.at(-1)).toMatchObject({ status: 'lockout', source: 'policy', policy_rule: 'policy_changed' });
+      expect((await subscriber(t, cus)).history.at(-1)).toMatchObject({
+        status: 'lockout',
+        source: 'policy',
+        policy_rule: 'policy_changed',
+      });
       await admin('PATCH', `/tenants/${t}`, { policy: { grace_days: 5 } });
       await sweep();
       expect((await lookup(t, cus)).json()).toMatchObject({ status: 'warning', lockout_at: iso(startMs + 5 * DAY_MS) });
@@ -326,8 +394,14 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
         const status = reloaded.status(id, cus);
         expect(status).toBe('warning');
         const at = (ms: number) =>
-          JSON.parse(answerBody(tenantAuth, 'warning', reloaded.extra(id, cus), true, ms).toString()) as { status: string; lockout_at?: string };
-        expect(at(startMs + 2 * DAY_MS - 1000)).toMatchObject({ status: 'warning', lockout_at: iso(startMs + 2 * DAY_MS) });
+          JSON.parse(answerBody(tenantAuth, 'warning', reloaded.extra(id, cus), true, ms).toString()) as {
+            status: string;
+            lockout_at?: string;
+          };
+        expect(at(startMs + 2 * DAY_MS - 1000)).toMatchObject({
+          status: 'warning',
+          lockout_at: iso(startMs + 2 * DAY_MS),
+        });
         expect(at(startMs + 2 * DAY_MS)).toMatchObject({ status: 'lockout' });
       } finally {
         await reloaded.close();
@@ -339,7 +413,11 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       await tenant(t, { policy: { grace_days: 10 } });
       const cus = nextCustomer();
       expect((await admin('PUT', `/tenants/${t}/subscribers/${cus}`, { status: 'lockout' })).statusCode).toBe(200);
-      expect((await lookup(t, cus)).json()).toEqual({ status: 'lockout', card_update_url: null, entitlements: expect.any(Object) });
+      expect((await lookup(t, cus)).json()).toEqual({
+        status: 'lockout',
+        card_update_url: null,
+        entitlements: expect.any(Object),
+      });
       await admin('PATCH', `/tenants/${t}`, { policy: { enforcement: 'banner_only' } });
       expect((await lookup(t, cus)).json().status).toBe('warning');
       await sweep();
@@ -353,9 +431,15 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     await tenant('clocked', { policy: { grace_days: 1 } });
     const cus = nextCustomer();
     const startMs = s.clock.ms - (s.clock.ms % 1000);
-    await send('clocked', event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null }), { created: nowS() }));
+    await send(
+      'clocked',
+      event('invoice.payment_failed', invoice(cus, { next_payment_attempt: null }), { created: nowS() }),
+    );
     const log = { info: () => {}, warn: () => {} };
-    const clocks = [new PolicyClock({ store: s.store, now: s.clock.now, log }), new PolicyClock({ store: new SqlStore(s.db), now: s.clock.now, log })];
+    const clocks = [
+      new PolicyClock({ store: s.store, now: s.clock.now, log }),
+      new PolicyClock({ store: new SqlStore(s.db), now: s.clock.now, log }),
+    ];
     s.clock.ms = startMs + DAY_MS;
     await Promise.all(clocks.map((c) => c.tick()));
     expect((await subscriber('clocked', cus)).history.filter((h) => h.source === 'policy')).toEqual([
@@ -379,15 +463,20 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     s.clock.advance(2 * DAY_MS);
     const failed = (created: number, id: string) =>
       event('invoice.payment_failed', invoice(cus, { ids, next_payment_attempt: created + 86_400 }), { created, id });
-    const paidAt = (created: number) => event('invoice.paid', invoice(cus, { ids, status: 'paid' }), { created, id: `evt_runs_paid_${created}` });
+    const paidAt = (created: number) =>
+      event('invoice.paid', invoice(cus, { ids, status: 'paid' }), { created, id: `evt_runs_paid_${created}` });
     // A failure and its payment in one second, a new failure a day later: the run began with the new one.
     await send('runs', failed(t, 'evt_runs_f1'));
     await send('runs', failed(t + 86_400, 'evt_runs_f2'));
     await send('runs', paidAt(t));
-    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(new Date((t + 86_400) * 1000).toISOString());
+    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(
+      new Date((t + 86_400) * 1000).toISOString(),
+    );
     // A failure of the same run arriving late moves its start back to it.
     await send('runs', failed(t + 3_600, 'evt_runs_f3'));
-    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(new Date((t + 3_600) * 1000).toISOString());
+    expect((await subscriber('runs', cus)).episodes[0]?.dunning_started_at).toBe(
+      new Date((t + 3_600) * 1000).toISOString(),
+    );
   });
 
   it('refuses a bad policy with a clear detail', async () => {
@@ -413,12 +502,25 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       'subpay',
       event(
         'invoice.payment_failed',
-        invoice(cus, { ids: { ...paymentIds(), subscription: sub.id as string, invoice: 'in_subpay1' }, next_payment_attempt: nowS() + 86_400 }),
+        invoice(cus, {
+          ids: { ...paymentIds(), subscription: sub.id as string, invoice: 'in_subpay1' },
+          next_payment_attempt: nowS() + 86_400,
+        }),
         { created: nowS() },
       ),
     );
     s.clock.advance(1000);
-    await send('subpay', event('customer.subscription.updated', { ...sub, latest_invoice: 'in_subpay1' }, { created: nowS(), previous: { status: 'active' } }));
-    expect((await lookup('subpay', cus)).json()).toMatchObject({ status: 'warning', pay_url: hostedInvoiceUrl('in_subpay1') });
+    await send(
+      'subpay',
+      event(
+        'customer.subscription.updated',
+        { ...sub, latest_invoice: 'in_subpay1' },
+        { created: nowS(), previous: { status: 'active' } },
+      ),
+    );
+    expect((await lookup('subpay', cus)).json()).toMatchObject({
+      status: 'warning',
+      pay_url: hostedInvoiceUrl('in_subpay1'),
+    });
   });
 });

@@ -51,13 +51,23 @@ function lookupFrom(h: Harness, call: Call): Promise<LightMyRequestResponse> {
 }
 
 function adminFrom(h: Harness, from: string, token = ADMIN_TOKEN): Promise<LightMyRequestResponse> {
-  return h.app.inject({ method: 'GET', url: '/admin/v1/tiers', headers: { authorization: `Bearer ${token}` }, remoteAddress: from });
+  return h.app.inject({
+    method: 'GET',
+    url: '/admin/v1/tiers',
+    headers: { authorization: `Bearer ${token}` },
+    remoteAddress: from,
+  });
 }
 
 function expectRateLimited(res: LightMyRequestResponse, policy: string): void {
   expect(res.statusCode).toBe(429);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(res.json()).toMatchObject({ type: 'about:blank', title: 'Too Many Requests', status: 429, code: 'rate_limited' });
+  expect(res.json()).toMatchObject({
+    type: 'about:blank',
+    title: 'Too Many Requests',
+    status: 429,
+    code: 'rate_limited',
+  });
   const retryAfter = Number(res.headers['retry-after']);
   expect(retryAfter).toBeGreaterThanOrEqual(1);
   expect(retryAfter).toBeLessThanOrEqual(60);
@@ -85,7 +95,11 @@ describe.each(engines)('rate limits ($name)', (engine) => {
       expect(res.headers['ratelimit-policy']).toBe(`"ip";q=5;w=60, "tenant";q=1000;w=60`);
       expect(res.headers.ratelimit).toBe(`"ip";r=${TIGHT.lookupPerIp - i};t=60`);
     }
-    const refused = await lookupFrom(h, { key: acme.publishable_key, from, headers: { origin: 'https://shop.example' } });
+    const refused = await lookupFrom(h, {
+      key: acme.publishable_key,
+      from,
+      headers: { origin: 'https://shop.example' },
+    });
     expectRateLimited(refused, 'ip');
     expect(refused.headers['retry-after']).toBe('60');
     // The snippet must be able to read the refusal to fail open on it.
@@ -105,17 +119,22 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expect(patched.statusCode).toBe(200);
     expect(patched.json()).toMatchObject({ lookups_per_minute: 3 });
     h.clock.advance(MINUTE_MS);
-    for (let i = 0; i < 3; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
+    for (let i = 0; i < 3; i += 1)
+      expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() }), 'tenant');
     // Other tenants keep the default.
     const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
     expect(res.statusCode).toBe(200);
     expect(res.headers['ratelimit-policy']).toContain('"tenant";q=1000;w=60');
 
-    expect((await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: null })).json()).toMatchObject({ lookups_per_minute: null });
+    expect((await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: null })).json()).toMatchObject({
+      lookups_per_minute: null,
+    });
     expect((await lookupFrom(h, { key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(200);
     expect((await h.admin('PATCH', '/tenants/acme', { lookups_per_minute: 0 })).statusCode).toBe(400);
-    expect((await h.admin('POST', '/tenants', { slug: 'capped', lookups_per_minute: 7 })).json()).toMatchObject({ lookups_per_minute: 7 });
+    expect((await h.admin('POST', '/tenants', { slug: 'capped', lookups_per_minute: 7 })).json()).toMatchObject({
+      lookups_per_minute: 7,
+    });
   });
 
   it("only lookups that pass every check count against the tenant's quota; a failure counts against its sender", async () => {
@@ -124,12 +143,24 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     // Strangers, some with the tenant's key (it is in its pages' source): wrong key, no key,
     // a customer id that is not one, an hmac that does not match. None uses the tenant's quota.
     for (let i = 0; i < 10; i += 1) {
-      expect((await lookupFrom(h, { slug: 'other-co', key: acme.publishable_key, from: freshAddress() })).statusCode).toBe(401);
+      expect(
+        (await lookupFrom(h, { slug: 'other-co', key: acme.publishable_key, from: freshAddress() })).statusCode,
+      ).toBe(401);
       expect((await lookupFrom(h, { slug: 'other-co', from: freshAddress() })).statusCode).toBe(401);
-      const bad = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: freshAddress() });
+      const bad = await lookupFrom(h, {
+        slug: 'other-co',
+        key: other.publishable_key,
+        customerId: 'nope',
+        from: freshAddress(),
+      });
       expect(bad.statusCode).toBe(400);
       expect(bad.headers['ratelimit-policy']).toBe('"ip";q=5;w=60');
-      const forged = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'cus_1&hmac=00', from: freshAddress() });
+      const forged = await lookupFrom(h, {
+        slug: 'other-co',
+        key: other.publishable_key,
+        customerId: 'cus_1&hmac=00',
+        from: freshAddress(),
+      });
       expect(forged.statusCode).toBe(403);
     }
     const res = await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() });
@@ -138,18 +169,36 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     // Each failure counts against its sender's address: past the failure quota it is refused.
     const careless = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1) {
-      expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: careless })).statusCode).toBe(400);
+      expect(
+        (await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, customerId: 'nope', from: careless }))
+          .statusCode,
+      ).toBe(400);
     }
-    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: careless }), 'failures');
-    for (let i = 0; i < 2; i += 1) expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).statusCode).toBe(200);
-    expectRateLimited(await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() }), 'tenant');
+    expectRateLimited(
+      await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: careless }),
+      'failures',
+    );
+    for (let i = 0; i < 2; i += 1)
+      expect(
+        (await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).statusCode,
+      ).toBe(200);
+    expectRateLimited(
+      await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() }),
+      'tenant',
+    );
     h.clock.advance(MINUTE_MS);
     // A preflight is counted against its address only.
     for (let i = 0; i < 5; i += 1) {
-      const preflight = await h.app.inject({ method: 'OPTIONS', url: '/api/subscriber-status/other-co', remoteAddress: freshAddress() });
+      const preflight = await h.app.inject({
+        method: 'OPTIONS',
+        url: '/api/subscriber-status/other-co',
+        remoteAddress: freshAddress(),
+      });
       expect(preflight.statusCode).toBe(204);
     }
-    expect((await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).headers.ratelimit).toBe('"tenant";r=2;t=60');
+    expect(
+      (await lookupFrom(h, { slug: 'other-co', key: other.publishable_key, from: freshAddress() })).headers.ratelimit,
+    ).toBe('"tenant";r=2;t=60');
     await h.admin('PATCH', '/tenants/other-co', { lookups_per_minute: null });
   });
 
@@ -180,7 +229,9 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     // A 400 or a 403 counts too: everything that fails counts against its sender.
     const careless = freshAddress();
     for (let i = 0; i < TIGHT.failuresPerIp; i += 1)
-      expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(400);
+      expect((await lookupFrom(h, { key: acme.publishable_key, customerId: 'bad', from: careless })).statusCode).toBe(
+        400,
+      );
     expectRateLimited(await lookupFrom(h, { key: acme.publishable_key, from: careless }), 'failures');
 
     h.clock.advance(MINUTE_MS);
@@ -191,7 +242,9 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     h.clock.advance(MINUTE_MS);
     const from = freshAddress();
     const burst = await Promise.all(
-      Array.from({ length: 4 }, (_, i) => lookupFrom(h, { slug: i % 2 ? 'acme' : 'nope-co', key: 'pk_wrongwrongwrongwrongwrongwrong', from })),
+      Array.from({ length: 4 }, (_, i) =>
+        lookupFrom(h, { slug: i % 2 ? 'acme' : 'nope-co', key: 'pk_wrongwrongwrongwrongwrongwrong', from }),
+      ),
     );
     // Which of the four is the one too many depends on the order they finish in.
     const statuses = burst.map((r) => r.statusCode);
@@ -210,7 +263,8 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     expectRateLimited(await adminFrom(h, from), 'admin');
 
     const guesser = freshAddress();
-    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, guesser, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1)
+      expect((await adminFrom(h, guesser, `${ADMIN_TOKEN}x`)).statusCode).toBe(401);
     expectRateLimited(await adminFrom(h, guesser, `${ADMIN_TOKEN}y`), 'failures');
 
     // An operator's 404 (a subscriber not on record) is no guess: it never counts.
@@ -253,12 +307,16 @@ describe.each(engines)('rate limits ($name)', (engine) => {
     ).toBe(200);
     // A wrong token, a missing one and a malformed one are still refused as guesses.
     expectRateLimited(await adminFrom(h, developer, `${ADMIN_TOKEN}y`), 'failures');
-    expectRateLimited(await h.app.inject({ method: 'GET', url: '/admin/v1/tiers', remoteAddress: developer }), 'failures');
+    expectRateLimited(
+      await h.app.inject({ method: 'GET', url: '/admin/v1/tiers', remoteAddress: developer }),
+      'failures',
+    );
     expectRateLimited(await adminFrom(h, developer, 'a b'), 'failures');
 
     // Under the quota, a wrong token counts as a failure, as before: the fourth is refused.
     const other = freshAddress();
-    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await adminFrom(h, other, `${ADMIN_TOKEN}${i}`)).statusCode).toBe(401);
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1)
+      expect((await adminFrom(h, other, `${ADMIN_TOKEN}${i}`)).statusCode).toBe(401);
     expectRateLimited(await adminFrom(h, other, `${ADMIN_TOKEN}z`), 'failures');
     expect((await adminFrom(h, other)).statusCode).toBe(200);
     // The token does not lift the admin API's own quota (8 a minute).
@@ -274,7 +332,10 @@ describe.each(engines)('rate limits ($name)', (engine) => {
       const spoofed = { 'x-forwarded-for': `203.0.113.${i}`, forwarded: `for=203.0.113.${i}` };
       expect((await lookupFrom(h, { key: acme.publishable_key, from, headers: spoofed })).statusCode).toBe(200);
     }
-    expect((await lookupFrom(h, { key: acme.publishable_key, from, headers: { 'x-forwarded-for': '203.0.113.99' } })).statusCode).toBe(429);
+    expect(
+      (await lookupFrom(h, { key: acme.publishable_key, from, headers: { 'x-forwarded-for': '203.0.113.99' } }))
+        .statusCode,
+    ).toBe(429);
   });
 });
 
@@ -292,18 +353,30 @@ describe('rate limits behind a trusted proxy', () => {
   afterAll(() => h.close());
 
   async function exhaust(headers: Record<string, string>, from = proxy): Promise<LightMyRequestResponse> {
-    for (let i = 0; i < TIGHT.lookupPerIp; i += 1) expect((await lookupFrom(h, { key: acme.publishable_key, from, headers })).statusCode).toBe(200);
+    for (let i = 0; i < TIGHT.lookupPerIp; i += 1)
+      expect((await lookupFrom(h, { key: acme.publishable_key, from, headers })).statusCode).toBe(200);
     return lookupFrom(h, { key: acme.publishable_key, from, headers });
   }
 
   it('counts each client named in X-Forwarded-For on its own, and ignores a Forwarded header the client wrote', async () => {
     expect((await exhaust({ 'x-forwarded-for': '203.0.113.1' })).statusCode).toBe(429);
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.2' } })).statusCode).toBe(200);
+    expect(
+      (await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.2' } }))
+        .statusCode,
+    ).toBe(200);
     const spoof = { 'x-forwarded-for': '203.0.113.1', forwarded: 'for=198.51.100.250' };
     expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: spoof })).statusCode).toBe(429);
     // IPv6 clients are counted per /64.
     expect((await exhaust({ 'x-forwarded-for': '2001:db8:cafe::17' })).statusCode).toBe(429);
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '2001:db8:cafe::99' } })).statusCode).toBe(429);
+    expect(
+      (
+        await lookupFrom(h, {
+          key: acme.publishable_key,
+          from: proxy,
+          headers: { 'x-forwarded-for': '2001:db8:cafe::99' },
+        })
+      ).statusCode,
+    ).toBe(429);
   });
 
   it('behind proxies that write RFC 7239 Forwarded, that header names the client', async () => {
@@ -312,8 +385,14 @@ describe('rate limits behind a trusted proxy', () => {
     const f = await harness(embedded, { rateLimits: TIGHT, trustedProxies: trusted('10.0.0.0/8', 'forwarded') });
     try {
       const t = await f.createTenant('acme');
-      const call = (forwarded: string) => lookupFrom(f, { key: t.publishable_key, from: proxy, headers: { forwarded, 'x-forwarded-for': '198.51.100.250' } });
-      for (let i = 0; i < TIGHT.lookupPerIp; i += 1) expect((await call('for="203.0.113.1:4711";proto=https')).statusCode).toBe(200);
+      const call = (forwarded: string) =>
+        lookupFrom(f, {
+          key: t.publishable_key,
+          from: proxy,
+          headers: { forwarded, 'x-forwarded-for': '198.51.100.250' },
+        });
+      for (let i = 0; i < TIGHT.lookupPerIp; i += 1)
+        expect((await call('for="203.0.113.1:4711";proto=https')).statusCode).toBe(200);
       expect((await call('for=203.0.113.1')).statusCode).toBe(429);
       expect((await call('for=203.0.113.2')).statusCode).toBe(200);
     } finally {
@@ -325,14 +404,30 @@ describe('rate limits behind a trusted proxy', () => {
     h.clock.advance(MINUTE_MS);
     // The client sent "X-Forwarded-For: <anything>"; the proxy appended the real peer.
     expect((await exhaust({ 'x-forwarded-for': '192.0.2.1, 203.0.113.50' })).statusCode).toBe(429);
-    const spoof = await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '192.0.2.2, 203.0.113.50' } });
+    const spoof = await lookupFrom(h, {
+      key: acme.publishable_key,
+      from: proxy,
+      headers: { 'x-forwarded-for': '192.0.2.2, 203.0.113.50' },
+    });
     expect(spoof.statusCode).toBe(429);
     // Two trusted hops: the first untrusted address from the right is the client.
-    const chained = await lookupFrom(h, { key: acme.publishable_key, from: proxy, headers: { 'x-forwarded-for': '203.0.113.50, 10.1.1.1' } });
+    const chained = await lookupFrom(h, {
+      key: acme.publishable_key,
+      from: proxy,
+      headers: { 'x-forwarded-for': '203.0.113.50, 10.1.1.1' },
+    });
     expect(chained.statusCode).toBe(429);
     // Headers from a peer that is not a proxy prove nothing.
     expect((await exhaust({ 'x-forwarded-for': '203.0.113.77' }, '198.51.100.200')).statusCode).toBe(429);
-    expect((await lookupFrom(h, { key: acme.publishable_key, from: '198.51.100.200', headers: { 'x-forwarded-for': '203.0.113.78' } })).statusCode).toBe(429);
+    expect(
+      (
+        await lookupFrom(h, {
+          key: acme.publishable_key,
+          from: '198.51.100.200',
+          headers: { 'x-forwarded-for': '203.0.113.78' },
+        })
+      ).statusCode,
+    ).toBe(429);
   });
 });
 
@@ -369,8 +464,12 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     if (!a || !b) throw new Error('two instances expected');
     // Each instance has its own embedded store, so each has its own 'acme' and key; the
     // per-address counter is what they share.
-    const keyA = (await a.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as { publishable_key: string };
-    const keyB = (await b.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as { publishable_key: string };
+    const keyA = (await a.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as {
+      publishable_key: string;
+    };
+    const keyB = (await b.admin('POST', '/tenants/acme/rotate', { key: 'publishable' })).json() as {
+      publishable_key: string;
+    };
     const from = freshAddress();
     const answers: number[] = [];
     for (let i = 0; i < TIGHT.lookupPerIp + 2; i += 1) {
@@ -384,13 +483,19 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     const [a, b] = harnesses;
     if (!a || !b) throw new Error('two instances expected');
     const from = freshAddress();
-    for (let i = 0; i < TIGHT.failuresPerIp; i += 1) expect((await lookupFrom(a, { key: 'pk_nopenopenopenopenopenopenope', from })).statusCode).toBe(401);
+    for (let i = 0; i < TIGHT.failuresPerIp; i += 1)
+      expect((await lookupFrom(a, { key: 'pk_nopenopenopenopenopenopenope', from })).statusCode).toBe(401);
     expectRateLimited(await lookupFrom(b, { key: 'pk_nopenopenopenopenopenopenope', from }), 'failures');
     expectRateLimited(await adminFrom(b, from, `${ADMIN_TOKEN}x`), 'failures');
   });
 
   it('a Redis that does not answer lets requests through uncounted (fail open), never a 5xx', async () => {
-    const dead = new Redis('redis://127.0.0.1:1', { enableOfflineQueue: false, maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
+    const dead = new Redis('redis://127.0.0.1:1', {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      lazyConnect: true,
+      retryStrategy: () => null,
+    });
     dead.on('error', () => {});
     const [embedded] = engines;
     if (!embedded) throw new Error('no engine');
@@ -398,7 +503,8 @@ describe.skipIf(!redisUp)('rate limits shared through Redis', () => {
     try {
       const t = await h.createTenant('acme');
       const from = freshAddress();
-      for (let i = 0; i < TIGHT.lookupPerIp * 2; i += 1) expect((await lookupFrom(h, { key: t.publishable_key, from })).statusCode).toBe(200);
+      for (let i = 0; i < TIGHT.lookupPerIp * 2; i += 1)
+        expect((await lookupFrom(h, { key: t.publishable_key, from })).statusCode).toBe(200);
     } finally {
       await h.close();
       dead.disconnect();
@@ -433,21 +539,29 @@ describe('a Redis that stops answering', () => {
     const [embedded] = engines;
     if (!embedded) throw new Error('no engine');
     const logs = new Capture();
-    const h = await harness(embedded, { rateLimits: TIGHT, redis, redisPrefix: 'silent:', logger: createLogger('info', logs) });
+    const h = await harness(embedded, {
+      rateLimits: TIGHT,
+      redis,
+      redisPrefix: 'silent:',
+      logger: createLogger('info', logs),
+    });
     try {
       const t = await h.createTenant('acme');
       h.clock.advance(REDIS_RETRY_INTERVAL_MS);
       const before = commands;
       const from = freshAddress();
       const answers: number[] = [];
-      for (let i = 0; i < TIGHT.lookupPerIp * 3; i += 1) answers.push((await lookupFrom(h, { key: t.publishable_key, from })).statusCode);
+      for (let i = 0; i < TIGHT.lookupPerIp * 3; i += 1)
+        answers.push((await lookupFrom(h, { key: t.publishable_key, from })).statusCode);
       expect(answers.every((s) => s === 200)).toBe(true);
       // The first lookup asked (its address and failure counts, at once); the others did not wait.
       expect(commands - before).toBe(2);
       h.clock.advance(REDIS_RETRY_INTERVAL_MS);
       expect((await lookupFrom(h, { key: t.publishable_key, from })).statusCode).toBe(200);
       expect(commands - before).toBe(4);
-      expect(logs.entries().filter((e) => e.msg === 'rate limit store unavailable: requests go uncounted until it is back')).toHaveLength(1);
+      expect(
+        logs.entries().filter((e) => e.msg === 'rate limit store unavailable: requests go uncounted until it is back'),
+      ).toHaveLength(1);
     } finally {
       await h.close();
       redis.disconnect();

@@ -11,7 +11,10 @@ const BODY = Buffer.from(`(()=>{${'window.x=1;'.repeat(200)}})();`);
 describe.each(engines.slice(0, 1))('GET /snippet.js and /demo ($name)', (engine) => {
   let h: Harness;
   beforeAll(async () => {
-    h = await harness(engine, { snippet: snippetAsset(BODY), demo: { publishableKey: 'pk_demo', hmacs: { cus_demo_active: 'ab' } } });
+    h = await harness(engine, {
+      snippet: snippetAsset(BODY),
+      demo: { publishableKey: 'pk_demo', hmacs: { cus_demo_active: 'ab' } },
+    });
   });
   afterAll(() => h.close());
 
@@ -27,14 +30,24 @@ describe.each(engines.slice(0, 1))('GET /snippet.js and /demo ($name)', (engine)
     expect(gz.headers.vary).toBe('Accept-Encoding');
     expect(gunzipSync(gz.rawPayload).equals(BODY)).toBe(true);
     expect(gz.headers.etag).not.toBe(plain.headers.etag);
-    const again = await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': String(plain.headers.etag) } });
+    const again = await h.app.inject({
+      method: 'GET',
+      url: '/snippet.js',
+      headers: { 'if-none-match': String(plain.headers.etag) },
+    });
     expect(again.statusCode).toBe(304);
     expect(again.body).toBe('');
     // RFC 9110's weak comparison: W/, a list, and * (any current representation).
     for (const presented of [`W/${String(plain.headers.etag)}`, `"a", W/${String(plain.headers.etag)}`, '*']) {
-      expect((await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': presented } })).statusCode, presented).toBe(304);
+      expect(
+        (await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': presented } })).statusCode,
+        presented,
+      ).toBe(304);
     }
-    expect((await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': String(gz.headers.etag) } })).statusCode).toBe(200);
+    expect(
+      (await h.app.inject({ method: 'GET', url: '/snippet.js', headers: { 'if-none-match': String(gz.headers.etag) } }))
+        .statusCode,
+    ).toBe(200);
   });
 
   it('404s for demo pages that do not exist, prototype names included', async () => {

@@ -70,7 +70,12 @@ interface Instance {
 }
 
 /** An instance as the server wires one: the feed under /v1, behind each tenant's secret key. */
-async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFeedLimits> = {}, log?: Capture): Promise<Instance> {
+async function instance(
+  store: Store,
+  clock: FakeClock,
+  limits: Partial<StatusFeedLimits> = {},
+  log?: Capture,
+): Promise<Instance> {
   const model = await ReadModel.open(store, { now: clock.now });
   const timers = new ManualTimers();
   const app = await buildApp({
@@ -97,8 +102,16 @@ async function instance(store: Store, clock: FakeClock, limits: Partial<StatusFe
 /** Each tenant's secret key (status:read), by slug: made when the tenant is. */
 const keys = new Map<string, string>();
 
-async function createKey(app: App, slug: string, fields: Record<string, unknown> = {}): Promise<{ id: string; secret: string }> {
-  const res = await adminRequest(app, 'POST', `/tenants/${slug}/keys`, { name: 'feed', scopes: ['status:read'], ...fields });
+async function createKey(
+  app: App,
+  slug: string,
+  fields: Record<string, unknown> = {},
+): Promise<{ id: string; secret: string }> {
+  const res = await adminRequest(app, 'POST', `/tenants/${slug}/keys`, {
+    name: 'feed',
+    scopes: ['status:read'],
+    ...fields,
+  });
   expect(res.statusCode, res.body).toBe(201);
   const key = res.json() as { id: string; secret_key: string };
   keys.set(slug, key.secret_key);
@@ -122,7 +135,11 @@ async function signIn(app: App, secret: string): Promise<{ cookie: string; csrf:
  * A client that asks for a stream and never reads a byte of it: the server's side of its
  * connection closes when the server cuts it, which `cut` says.
  */
-async function neverReading(app: App, path: string, headers: Record<string, string>): Promise<{ socket: Socket; cut: Promise<void> }> {
+async function neverReading(
+  app: App,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ socket: Socket; cut: Promise<void> }> {
   let serverSide: Socket | null = null;
   const cut = new Promise<void>((resolve) => {
     app.server.once('connection', (sock: Socket) => {
@@ -134,7 +151,9 @@ async function neverReading(app: App, path: string, headers: Record<string, stri
   const socket = connect(port, '127.0.0.1');
   socket.on('error', () => {});
   socket.pause();
-  const lines = Object.entries({ host: '127.0.0.1', accept: 'text/event-stream', ...headers }).map(([k, v]) => `${k}: ${v}`);
+  const lines = Object.entries({ host: '127.0.0.1', accept: 'text/event-stream', ...headers }).map(
+    ([k, v]) => `${k}: ${v}`,
+  );
   socket.write(`GET ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
   await expect.poll(() => serverSide !== null).toBe(true);
   return { socket, cut };
@@ -162,44 +181,55 @@ interface SseEvent {
 
 /** A Server-Sent Events client on a real socket: what it read, parsed as a browser would. */
 function openStream(app: App, path: string, headers: Record<string, string>) {
-  const state = { status: 0, headers: {} as IncomingHttpHeaders, raw: '', events: [] as SseEvent[], lastId: null as string | null, ended: false };
+  const state = {
+    status: 0,
+    headers: {} as IncomingHttpHeaders,
+    raw: '',
+    events: [] as SseEvent[],
+    lastId: null as string | null,
+    ended: false,
+  };
   let buffer = '';
   const opened = portOf(app).then(
     (port) =>
       new Promise<void>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path, headers: { accept: 'text/event-stream', ...headers }, agent: false }, (res) => {
-          state.status = res.statusCode ?? 0;
-          state.headers = res.headers;
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            state.raw += chunk;
-            buffer += chunk;
-            let end = buffer.indexOf('\n\n');
-            while (end >= 0) {
-              const block = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              const fields = { id: null as string | null, event: null as string | null, data: [] as string[] };
-              for (const line of block.split('\n')) {
-                if (line.startsWith(':')) continue;
-                const [name, ...rest] = line.split(': ');
-                const value = rest.join(': ');
-                if (name === 'id') fields.id = value;
-                else if (name === 'event') fields.event = value;
-                else if (name === 'data') fields.data.push(value);
+        const req = request(
+          { host: '127.0.0.1', port, path, headers: { accept: 'text/event-stream', ...headers }, agent: false },
+          (res) => {
+            state.status = res.statusCode ?? 0;
+            state.headers = res.headers;
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              state.raw += chunk;
+              buffer += chunk;
+              let end = buffer.indexOf('\n\n');
+              while (end >= 0) {
+                const block = buffer.slice(0, end);
+                buffer = buffer.slice(end + 2);
+                const fields = { id: null as string | null, event: null as string | null, data: [] as string[] };
+                for (const line of block.split('\n')) {
+                  if (line.startsWith(':')) continue;
+                  const [name, ...rest] = line.split(': ');
+                  const value = rest.join(': ');
+                  if (name === 'id') fields.id = value;
+                  else if (name === 'event') fields.event = value;
+                  else if (name === 'data') fields.data.push(value);
+                }
+                if (fields.id !== null) state.lastId = fields.id;
+                if (fields.data.length > 0)
+                  state.events.push({ id: fields.id, event: fields.event, data: fields.data.join('\n') });
+                end = buffer.indexOf('\n\n');
               }
-              if (fields.id !== null) state.lastId = fields.id;
-              if (fields.data.length > 0) state.events.push({ id: fields.id, event: fields.event, data: fields.data.join('\n') });
-              end = buffer.indexOf('\n\n');
-            }
-          });
-          res.on('end', () => {
-            state.ended = true;
-          });
-          res.on('error', () => {
-            state.ended = true;
-          });
-          resolve();
-        });
+            });
+            res.on('end', () => {
+              state.ended = true;
+            });
+            res.on('error', () => {
+              state.ended = true;
+            });
+            resolve();
+          },
+        );
         req.on('error', (err) => (state.ended ? resolve() : reject(err)));
         req.end();
         close = () => req.destroy();
@@ -288,9 +318,14 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect(Object.keys(page.data[0] ?? {})).toEqual(['cursor', 'processor_customer_id', 'status', 'occurred_at']);
     expect(page.data[0]?.occurred_at).toBe(new Date(clock.ms).toISOString());
     // Nothing new after next; wait=0 answers at once.
-    expect((await get('list-a', `/status-changes?after=${page.next}&wait=0`)).json()).toEqual({ data: [], next: expect.any(String) });
+    expect((await get('list-a', `/status-changes?after=${page.next}&wait=0`)).json()).toEqual({
+      data: [],
+      next: expect.any(String),
+    });
     // A change's cursor resumes right after it.
-    expect(brief((await get('list-a', `/status-changes?after=${page.data[1]?.cursor}&limit=1`)).json().data)).toEqual([['cus_1', 'active']]);
+    expect(brief((await get('list-a', `/status-changes?after=${page.data[1]?.cursor}&limit=1`)).json().data)).toEqual([
+      ['cus_1', 'active'],
+    ]);
   });
 
   it("pages the list, every page with the first page's feed_cursor, and pages the feed with nothing lost", async () => {
@@ -309,14 +344,19 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const read: Change[] = [];
     let after = from;
     for (let n = 0; n < 20; n += 1) {
-      const page = (await get('pages-a', `/status-changes?after=${after}&limit=5`)).json() as { data: Change[]; next: string };
+      const page = (await get('pages-a', `/status-changes?after=${after}&limit=5`)).json() as {
+        data: Change[];
+        next: string;
+      };
       read.push(...page.data);
       after = page.next;
       if (page.data.length === 0) break;
     }
     // put answers 200 with no change of status too: only the changes are in the feed.
     const changed = written.filter(([c, st], i) => {
-      const before = [...written.slice(0, i)].reverse().find(([c2]) => c2 === c)?.[1] ?? (Number(c.slice(5)) % 2 === 0 ? 'warning' : 'lockout');
+      const before =
+        [...written.slice(0, i)].reverse().find(([c2]) => c2 === c)?.[1] ??
+        (Number(c.slice(5)) % 2 === 0 ? 'warning' : 'lockout');
       return before !== st;
     });
     expect(brief(read)).toEqual(changed);
@@ -329,7 +369,10 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       const res = await get('cursors-a', path, headers);
       expect(res.statusCode, path).toBe(400);
       expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
-      expect(res.json()).toMatchObject({ code: 'invalid_cursor', detail: expect.stringMatching(new RegExp(`^${parameter}: `)) });
+      expect(res.json()).toMatchObject({
+        code: 'invalid_cursor',
+        detail: expect.stringMatching(new RegExp(`^${parameter}: `)),
+      });
     };
     await bad('/status-changes?after=nope!', 'after');
     await bad(`/status-changes?after=${'A'.repeat(9000)}`, 'after');
@@ -341,14 +384,25 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await put('cursors-a', 'cus_c2', 'warning');
     const next = ((await get('cursors-a', '/statuses?limit=1')).json() as { next: string }).next;
     await bad(`/status-changes?after=${next}`, 'after');
-    await bad(`/status-changes?after=${list.feed_cursor}`, 'Last-Event-ID', { accept: 'text/event-stream', 'last-event-id': 'garbage' });
+    await bad(`/status-changes?after=${list.feed_cursor}`, 'Last-Event-ID', {
+      accept: 'text/event-stream',
+      'last-event-id': 'garbage',
+    });
     // The other parameters are checked as usual.
-    expect((await get('cursors-a', `/status-changes?after=${list.feed_cursor}&wait=31`)).json()).toMatchObject({ code: 'invalid_request' });
-    expect((await get('cursors-a', `/status-changes?after=${list.feed_cursor}&limit=1001`)).json()).toMatchObject({ code: 'invalid_request' });
-    expect((await get('cursors-a', '/status-changes')).json()).toMatchObject({ code: 'invalid_request', detail: 'after: is required' });
+    expect((await get('cursors-a', `/status-changes?after=${list.feed_cursor}&wait=31`)).json()).toMatchObject({
+      code: 'invalid_request',
+    });
+    expect((await get('cursors-a', `/status-changes?after=${list.feed_cursor}&limit=1001`)).json()).toMatchObject({
+      code: 'invalid_request',
+    });
+    expect((await get('cursors-a', '/status-changes')).json()).toMatchObject({
+      code: 'invalid_request',
+      detail: 'after: is required',
+    });
 
     // Retention prunes what the cursor had not seen: 410, list again.
-    const expired = async () => (await get('cursors-a', `/status-changes?after=${list.feed_cursor}`)).statusCode === 410;
+    const expired = async () =>
+      (await get('cursors-a', `/status-changes?after=${list.feed_cursor}`)).statusCode === 410;
     expect(await pruneUntil(s.store, 'status_changes', expired)).toBeGreaterThan(0);
     const gone = await get('cursors-a', `/status-changes?after=${list.feed_cursor}`);
     expect(gone.statusCode).toBe(410);
@@ -400,7 +454,13 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const fromB = ((await get('bound-b', '/statuses')).json() as { feed_cursor: string }).feed_cursor;
     const port = await portOf(s.app);
     const held = [0, 1].map(() => {
-      const req = request({ host: '127.0.0.1', port, path: `/v1/status-changes?after=${from}&wait=30`, headers: auth('bound-a'), agent: false });
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        path: `/v1/status-changes?after=${from}&wait=30`,
+        headers: auth('bound-a'),
+        agent: false,
+      });
       req.on('error', () => {});
       req.end();
       return req;
@@ -447,7 +507,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       ['cus_s0', 'active'],
       ['cus_s1', 'lockout'],
     ]);
-    expect(stream.state.events.every((e) => e.event === 'status' && e.id === (JSON.parse(e.data) as Change).cursor)).toBe(true);
+    expect(
+      stream.state.events.every((e) => e.event === 'status' && e.id === (JSON.parse(e.data) as Change).cursor),
+    ).toBe(true);
     // One stream per tenant here: a second one is refused while this one is open.
     const second = await get('sse-a', `/status-changes?after=${from}`, { accept: 'text/event-stream' });
     expect(second.statusCode).toBe(429);
@@ -464,7 +526,10 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await expect.poll(() => s.timers.pending.size).toBe(0);
     // A browser reconnecting sends the last id it got: the stream goes on from there.
     await put('sse-a', 'cus_s2', 'warning');
-    const resumed = openStream(s.app, `/v1/status-changes?after=${from}`, { ...auth('sse-a'), 'last-event-id': resumeFrom });
+    const resumed = openStream(s.app, `/v1/status-changes?after=${from}`, {
+      ...auth('sse-a'),
+      'last-event-id': resumeFrom,
+    });
     await resumed.opened;
     await expect.poll(() => resumed.state.events.length).toBe(1);
     expect(brief(resumed.changes())).toEqual([['cus_s2', 'warning']]);
@@ -477,10 +542,14 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect((await admin('PATCH', '/tenants/due-a', { stripe_webhook_secret: SECRET })).statusCode).toBe(200);
     const nowS = () => Math.floor(clock.ms / 1000);
     const ids = paymentIds();
-    const fixture = event('invoice.payment_failed', invoice('cus_due', { api: LEGACY_API, ids, next_payment_attempt: null }), {
-      created: nowS(),
-      api: LEGACY_API,
-    });
+    const fixture = event(
+      'invoice.payment_failed',
+      invoice('cus_due', { api: LEGACY_API, ids, next_payment_attempt: null }),
+      {
+        created: nowS(),
+        api: LEGACY_API,
+      },
+    );
     const { payload, signature } = signed(fixture, SECRET, nowS());
     const startMs = clock.ms - (clock.ms % 1000);
     const sent = await s.app.inject({
@@ -492,7 +561,14 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect(sent.statusCode).toBe(200);
     const lockoutAt = new Date(startMs + 3 * DAY_MS).toISOString().replace('.000Z', 'Z');
     const list = (await get('due-a', '/statuses')).json() as { data: unknown[]; feed_cursor: string };
-    expect(list.data).toEqual([{ processor_customer_id: 'cus_due', status: 'warning', lockout_at: lockoutAt, pay_url: hostedInvoiceUrl(ids.invoice) }]);
+    expect(list.data).toEqual([
+      {
+        processor_customer_id: 'cus_due',
+        status: 'warning',
+        lockout_at: lockoutAt,
+        pay_url: hostedInvoiceUrl(ids.invoice),
+      },
+    ]);
     const waiting = get('due-a', `/status-changes?after=${list.feed_cursor}&wait=30`);
     await expect.poll(() => s.timers.pending.size).toBe(1);
     // The grace ends; one instance's policy clock records it, on the service's (fake) clock.
@@ -528,8 +604,12 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     const replacement = await createKey(s.app, 'expiry-a');
     // The expiring key holds the tenant's one stream slot.
     expect(
-      (await socketRequest(s.app, 'GET', `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}`, accept: 'text/event-stream' }))
-        .statusCode,
+      (
+        await socketRequest(s.app, 'GET', `/v1/status-changes?after=${from}`, {
+          authorization: `Bearer ${replacement.secret}`,
+          accept: 'text/event-stream',
+        })
+      ).statusCode,
     ).toBe(429);
     // Just before its expiry nothing ends; at it, both do.
     const [wall0, timers0] = [clock.ms, s.timers.ms];
@@ -545,7 +625,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     expect(answer.json()).toMatchObject({ code: 'invalid_secret_key' });
     await expect.poll(() => stream.state.ended).toBe(true);
     expect(key.id).not.toBe(replacement.id);
-    const next = openStream(s.app, `/v1/status-changes?after=${from}`, { authorization: `Bearer ${replacement.secret}` });
+    const next = openStream(s.app, `/v1/status-changes?after=${from}`, {
+      authorization: `Bearer ${replacement.secret}`,
+    });
     await next.opened;
     expect(next.state.status).toBe(200);
     next.close();
@@ -581,7 +663,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       await createKey(slow.app, 'slow-a');
       await slow.model.catchUp();
       const tenantId = slow.model.tenant('slow-a')?.id ?? 0;
-      const from = ((await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }).feed_cursor;
+      const from = (
+        (await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }
+      ).feed_cursor;
       // 12 MB of changes, more than the kernel's buffers of both ends take: the rest waits in the process.
       const payUrl = `https://invoice.stripe.com/i/${'p'.repeat(400)}`;
       await opened.db.query(
@@ -592,7 +676,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       const reader = await neverReading(slow.app, `/v1/status-changes?after=${from}&limit=1000`, auth('slow-a'));
       await reader.cut;
       reader.socket.destroy();
-      const cuts = log.entries().filter((e) => e.msg === 'status feed stream: its client reads too slowly; the stream is closed');
+      const cuts = log
+        .entries()
+        .filter((e) => e.msg === 'status feed stream: its client reads too slowly; the stream is closed');
       expect(cuts).toHaveLength(1);
       // One event of this flood is about 600 bytes (its pay link alone is 430 characters), a few
       // more as its customer id and cursor grow: under 1 KiB, and two of them are more than that.
@@ -601,7 +687,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       expect(cuts[0]?.queued_bytes).toBeGreaterThan(bound);
       expect(cuts[0]?.queued_bytes).toBeLessThanOrEqual(bound + event);
       // Its slot is free again (a client resumes from where it read; here, past the flood).
-      const now = ((await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }).feed_cursor;
+      const now = (
+        (await socketRequest(slow.app, 'GET', '/v1/statuses', auth('slow-a'))).json() as { feed_cursor: string }
+      ).feed_cursor;
       const again = openStream(slow.app, `/v1/status-changes?after=${now}`, auth('slow-a'));
       await again.opened;
       expect(again.state.status).toBe(200);
@@ -617,7 +705,9 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
       await adminRequest(other.app, 'POST', '/tenants', { slug: 'closing-a' });
       await createKey(other.app, 'closing-a');
       await other.model.catchUp();
-      const from = ((await socketRequest(other.app, 'GET', '/v1/statuses', auth('closing-a'))).json() as { feed_cursor: string }).feed_cursor;
+      const from = (
+        (await socketRequest(other.app, 'GET', '/v1/statuses', auth('closing-a'))).json() as { feed_cursor: string }
+      ).feed_cursor;
       const poll = socketRequest(other.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('closing-a'));
       const stream = openStream(other.app, `/v1/status-changes?after=${from}`, auth('closing-a'));
       await stream.opened;
@@ -632,129 +722,151 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
   });
 });
 
-describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed across two instances on one PostgreSQL', () => {
-  const engine = engines.find((e) => e.name === 'postgres') as Engine;
-  let opened: Awaited<ReturnType<Engine['open']>>;
-  let storeB: Store;
-  let a: Instance;
-  let b: Instance;
-  const clock = new FakeClock();
+describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
+  'status feed across two instances on one PostgreSQL',
+  () => {
+    const engine = engines.find((e) => e.name === 'postgres') as Engine;
+    let opened: Awaited<ReturnType<Engine['open']>>;
+    let storeB: Store;
+    let a: Instance;
+    let b: Instance;
+    const clock = new FakeClock();
 
-  beforeAll(async () => {
-    opened = await engine.open();
-    storeB = new SqlStore(await openDb(opened.target));
-    a = await instance(opened.store, clock);
-    b = await instance(storeB, clock);
-  });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await storeB?.close();
-    await opened?.cleanup();
-  });
-
-  it("a write through instance A answers a long poll held at instance B, woken by the change log's notification", async () => {
-    expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'twin' })).statusCode).toBe(201);
-    await createKey(a.app, 'twin');
-    // The tenant and its new key reach B with the change log: B's copy must hold the key.
-    await expect.poll(() => b.model.tenant('twin')?.secretKeys.length ?? 0).toBe(1);
-    const from = ((await socketRequest(b.app, 'GET', '/v1/statuses', auth('twin'))).json() as { feed_cursor: string }).feed_cursor;
-    const waiting = socketRequest(b.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('twin'));
-    await expect.poll(() => b.timers.pending.size).toBe(1);
-    expect((await adminRequest(a.app, 'PUT', '/tenants/twin/subscribers/cus_twin', { status: 'lockout' })).statusCode).toBe(200);
-    const answer = await waiting;
-    expect(answer.statusCode).toBe(200);
-    expect(answer.json().data.map((c: Change) => [c.processor_customer_id, c.status])).toEqual([['cus_twin', 'lockout']]);
-    // No safety poll fired: B's read model woke it.
-    expect(b.timers.ms).toBe(0);
-  });
-
-  it("a key revoked through A ends every stream and long poll it opened on A and B, and the tenant's new key gets their slots", async () => {
-    expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'revoked' })).statusCode).toBe(201);
-    const old = await createKey(a.app, 'revoked');
-    const fresh = await createKey(a.app, 'revoked');
-    await expect.poll(() => b.model.tenant('revoked')?.secretKeys.length ?? 0).toBe(2);
-    const oldAuth = { authorization: `Bearer ${old.secret}` };
-    const freshAuth = { authorization: `Bearer ${fresh.secret}` };
-    const from = ((await socketRequest(a.app, 'GET', '/v1/statuses', oldAuth)).json() as { feed_cursor: string }).feed_cursor;
-    const path = `/v1/status-changes?after=${from}`;
-    // Every stream slot of the tenant on both instances, and a long poll on each.
-    const streams = [a, b].flatMap((at) => Array.from({ length: 20 }, () => openStream(at.app, path, oldAuth)));
-    await Promise.all(streams.map((st) => st.opened));
-    expect(streams.every((st) => st.state.status === 200)).toBe(true);
-    for (const at of [a, b]) expect((await socketRequest(at.app, 'GET', path, { ...freshAuth, accept: 'text/event-stream' })).statusCode).toBe(429);
-    // The old key still receives: a change reaches all 40 streams.
-    expect((await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'warning' })).statusCode).toBe(200);
-    await expect.poll(() => streams.every((st) => st.state.events.length === 1)).toBe(true);
-    const after = streams[0]?.state.lastId ?? '';
-    const polls = [a, b].map((at) => socketRequest(at.app, 'GET', `/v1/status-changes?after=${after}&wait=30`, oldAuth));
-    // A heartbeat and a safety poll a stream, a safety poll the long poll.
-    await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([41, 41]);
-
-    const started = performance.now();
-    expect((await adminRequest(a.app, 'DELETE', `/tenants/revoked/keys/${old.id}`)).statusCode).toBe(204);
-    await expect.poll(() => streams.filter((st) => !st.state.ended).length, { timeout: 10_000 }).toBe(0);
-    for (const answer of await Promise.all(polls)) {
-      expect(answer.statusCode).toBe(401);
-      expect(answer.json()).toMatchObject({ code: 'invalid_secret_key' });
-    }
-    const endedMs = performance.now() - started;
-    console.info(`40 streams and 2 long polls on two instances ended ${endedMs.toFixed(0)} ms after the revocation was answered`);
-    // Ended by the change log, not by a timer: neither instance's time moved.
-    expect([a.timers.ms, b.timers.ms]).toEqual([0, 0]);
-    // A change after the revocation reaches none of them.
-    expect((await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'lockout' })).statusCode).toBe(200);
-    expect(streams.every((st) => st.state.events.length === 1)).toBe(true);
-    // The slots are free: the new key streams on both instances, and gets the change.
-    for (const at of [a, b]) {
-      const next = openStream(at.app, path, freshAuth);
-      await next.opened;
-      expect(next.state.status).toBe(200);
-      await expect.poll(() => next.state.events.length).toBe(2);
-      next.close();
-    }
-    await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([0, 0]);
-  });
-
-  it("a console session's stream on B ends when the session signs out on A, and when its key is revoked", async () => {
-    expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'session-feed' })).statusCode).toBe(201);
-    const key = await createKey(a.app, 'session-feed');
-    await expect.poll(() => b.model.tenant('session-feed')?.secretKeys.length ?? 0).toBe(1);
-    const from = ((await socketRequest(a.app, 'GET', '/v1/statuses', auth('session-feed'))).json() as { feed_cursor: string }).feed_cursor;
-    const path = `/v1/status-changes?after=${from}`;
-
-    const first = await signIn(a.app, key.secret);
-    const signedOut = openStream(b.app, path, { cookie: first.cookie });
-    await signedOut.opened;
-    expect(signedOut.state.status).toBe(200);
-    const signedOutPoll = socketRequest(b.app, 'GET', `${path}&wait=30`, { cookie: first.cookie });
-    // A heartbeat, a safety poll, an expiry and a sign-out check for the stream; the same but the heartbeat for the poll.
-    await expect.poll(() => b.timers.pending.size).toBe(7);
-    const out = await a.app.inject({
-      method: 'DELETE',
-      url: '/console/api/session',
-      headers: { host: '127.0.0.1', cookie: first.cookie, [CSRF_HEADER]: first.csrf },
+    beforeAll(async () => {
+      opened = await engine.open();
+      storeB = new SqlStore(await openDb(opened.target));
+      a = await instance(opened.store, clock);
+      b = await instance(storeB, clock);
     });
-    expect(out.statusCode).toBe(204);
-    // B learns the sign-out at its next check of the store (every 500 ms).
-    expect(signedOut.state.ended).toBe(false);
-    b.timers.advance(500);
-    await expect.poll(() => signedOut.state.ended).toBe(true);
-    const polled = await signedOutPoll;
-    expect(polled.statusCode).toBe(401);
-    expect(polled.json()).toMatchObject({ code: 'invalid_session' });
-    await expect.poll(() => b.timers.pending.size).toBe(0);
+    afterAll(async () => {
+      await a?.close();
+      await b?.close();
+      await storeB?.close();
+      await opened?.cleanup();
+    });
 
-    // A session whose key is revoked ends with the change log, no check of the store needed.
-    const second = await signIn(a.app, key.secret);
-    const keyRevoked = openStream(b.app, path, { cookie: second.cookie });
-    await keyRevoked.opened;
-    expect(keyRevoked.state.status).toBe(200);
-    await expect.poll(() => b.timers.pending.size).toBe(4);
-    const before = b.timers.ms;
-    expect((await adminRequest(a.app, 'DELETE', `/tenants/session-feed/keys/${key.id}`)).statusCode).toBe(204);
-    await expect.poll(() => keyRevoked.state.ended, { timeout: 10_000 }).toBe(true);
-    expect(b.timers.ms).toBe(before);
-    await expect.poll(() => b.timers.pending.size).toBe(0);
-  });
-});
+    it("a write through instance A answers a long poll held at instance B, woken by the change log's notification", async () => {
+      expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'twin' })).statusCode).toBe(201);
+      await createKey(a.app, 'twin');
+      // The tenant and its new key reach B with the change log: B's copy must hold the key.
+      await expect.poll(() => b.model.tenant('twin')?.secretKeys.length ?? 0).toBe(1);
+      const from = ((await socketRequest(b.app, 'GET', '/v1/statuses', auth('twin'))).json() as { feed_cursor: string })
+        .feed_cursor;
+      const waiting = socketRequest(b.app, 'GET', `/v1/status-changes?after=${from}&wait=30`, auth('twin'));
+      await expect.poll(() => b.timers.pending.size).toBe(1);
+      expect(
+        (await adminRequest(a.app, 'PUT', '/tenants/twin/subscribers/cus_twin', { status: 'lockout' })).statusCode,
+      ).toBe(200);
+      const answer = await waiting;
+      expect(answer.statusCode).toBe(200);
+      expect(answer.json().data.map((c: Change) => [c.processor_customer_id, c.status])).toEqual([
+        ['cus_twin', 'lockout'],
+      ]);
+      // No safety poll fired: B's read model woke it.
+      expect(b.timers.ms).toBe(0);
+    });
+
+    it("a key revoked through A ends every stream and long poll it opened on A and B, and the tenant's new key gets their slots", async () => {
+      expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'revoked' })).statusCode).toBe(201);
+      const old = await createKey(a.app, 'revoked');
+      const fresh = await createKey(a.app, 'revoked');
+      await expect.poll(() => b.model.tenant('revoked')?.secretKeys.length ?? 0).toBe(2);
+      const oldAuth = { authorization: `Bearer ${old.secret}` };
+      const freshAuth = { authorization: `Bearer ${fresh.secret}` };
+      const from = ((await socketRequest(a.app, 'GET', '/v1/statuses', oldAuth)).json() as { feed_cursor: string })
+        .feed_cursor;
+      const path = `/v1/status-changes?after=${from}`;
+      // Every stream slot of the tenant on both instances, and a long poll on each.
+      const streams = [a, b].flatMap((at) => Array.from({ length: 20 }, () => openStream(at.app, path, oldAuth)));
+      await Promise.all(streams.map((st) => st.opened));
+      expect(streams.every((st) => st.state.status === 200)).toBe(true);
+      for (const at of [a, b])
+        expect(
+          (await socketRequest(at.app, 'GET', path, { ...freshAuth, accept: 'text/event-stream' })).statusCode,
+        ).toBe(429);
+      // The old key still receives: a change reaches all 40 streams.
+      expect(
+        (await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'warning' })).statusCode,
+      ).toBe(200);
+      await expect.poll(() => streams.every((st) => st.state.events.length === 1)).toBe(true);
+      const after = streams[0]?.state.lastId ?? '';
+      const polls = [a, b].map((at) =>
+        socketRequest(at.app, 'GET', `/v1/status-changes?after=${after}&wait=30`, oldAuth),
+      );
+      // A heartbeat and a safety poll a stream, a safety poll the long poll.
+      await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([41, 41]);
+
+      const started = performance.now();
+      expect((await adminRequest(a.app, 'DELETE', `/tenants/revoked/keys/${old.id}`)).statusCode).toBe(204);
+      await expect.poll(() => streams.filter((st) => !st.state.ended).length, { timeout: 10_000 }).toBe(0);
+      for (const answer of await Promise.all(polls)) {
+        expect(answer.statusCode).toBe(401);
+        expect(answer.json()).toMatchObject({ code: 'invalid_secret_key' });
+      }
+      const endedMs = performance.now() - started;
+      console.info(
+        `40 streams and 2 long polls on two instances ended ${endedMs.toFixed(0)} ms after the revocation was answered`,
+      );
+      // Ended by the change log, not by a timer: neither instance's time moved.
+      expect([a.timers.ms, b.timers.ms]).toEqual([0, 0]);
+      // A change after the revocation reaches none of them.
+      expect(
+        (await adminRequest(a.app, 'PUT', '/tenants/revoked/subscribers/cus_r1', { status: 'lockout' })).statusCode,
+      ).toBe(200);
+      expect(streams.every((st) => st.state.events.length === 1)).toBe(true);
+      // The slots are free: the new key streams on both instances, and gets the change.
+      for (const at of [a, b]) {
+        const next = openStream(at.app, path, freshAuth);
+        await next.opened;
+        expect(next.state.status).toBe(200);
+        await expect.poll(() => next.state.events.length).toBe(2);
+        next.close();
+      }
+      await expect.poll(() => [a.timers.pending.size, b.timers.pending.size]).toEqual([0, 0]);
+    });
+
+    it("a console session's stream on B ends when the session signs out on A, and when its key is revoked", async () => {
+      expect((await adminRequest(a.app, 'POST', '/tenants', { slug: 'session-feed' })).statusCode).toBe(201);
+      const key = await createKey(a.app, 'session-feed');
+      await expect.poll(() => b.model.tenant('session-feed')?.secretKeys.length ?? 0).toBe(1);
+      const from = (
+        (await socketRequest(a.app, 'GET', '/v1/statuses', auth('session-feed'))).json() as { feed_cursor: string }
+      ).feed_cursor;
+      const path = `/v1/status-changes?after=${from}`;
+
+      const first = await signIn(a.app, key.secret);
+      const signedOut = openStream(b.app, path, { cookie: first.cookie });
+      await signedOut.opened;
+      expect(signedOut.state.status).toBe(200);
+      const signedOutPoll = socketRequest(b.app, 'GET', `${path}&wait=30`, { cookie: first.cookie });
+      // A heartbeat, a safety poll, an expiry and a sign-out check for the stream; the same but the heartbeat for the poll.
+      await expect.poll(() => b.timers.pending.size).toBe(7);
+      const out = await a.app.inject({
+        method: 'DELETE',
+        url: '/console/api/session',
+        headers: { host: '127.0.0.1', cookie: first.cookie, [CSRF_HEADER]: first.csrf },
+      });
+      expect(out.statusCode).toBe(204);
+      // B learns the sign-out at its next check of the store (every 500 ms).
+      expect(signedOut.state.ended).toBe(false);
+      b.timers.advance(500);
+      await expect.poll(() => signedOut.state.ended).toBe(true);
+      const polled = await signedOutPoll;
+      expect(polled.statusCode).toBe(401);
+      expect(polled.json()).toMatchObject({ code: 'invalid_session' });
+      await expect.poll(() => b.timers.pending.size).toBe(0);
+
+      // A session whose key is revoked ends with the change log, no check of the store needed.
+      const second = await signIn(a.app, key.secret);
+      const keyRevoked = openStream(b.app, path, { cookie: second.cookie });
+      await keyRevoked.opened;
+      expect(keyRevoked.state.status).toBe(200);
+      await expect.poll(() => b.timers.pending.size).toBe(4);
+      const before = b.timers.ms;
+      expect((await adminRequest(a.app, 'DELETE', `/tenants/session-feed/keys/${key.id}`)).statusCode).toBe(204);
+      await expect.poll(() => keyRevoked.state.ended, { timeout: 10_000 }).toBe(true);
+      expect(b.timers.ms).toBe(before);
+      await expect.poll(() => b.timers.pending.size).toBe(0);
+    });
+  },
+);

@@ -89,13 +89,24 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     it("a subscription's first invoice -> warning first_payment_failed, whatever its decline or retries", async () => {
       const c = nextCustomer();
       const pi = paymentIntent(c, { decline_code: 'stolen_card' }, api);
-      await send(failed(c, { next_payment_attempt: null, billing_reason: 'subscription_create', expandedPaymentIntent: pi }, nowS()));
+      await send(
+        failed(
+          c,
+          { next_payment_attempt: null, billing_reason: 'subscription_create', expandedPaymentIntent: pi },
+          nowS(),
+        ),
+      );
       expect(await statusAndReason(c)).toEqual(['warning', 'first_payment_failed']);
     });
 
     it('invoice.payment_action_required -> warning payment_action_required', async () => {
       const c = nextCustomer();
-      await send(event('invoice.payment_action_required', invoice(c, { api, next_payment_attempt: null }), { created: nowS(), api }));
+      await send(
+        event('invoice.payment_action_required', invoice(c, { api, next_payment_attempt: null }), {
+          created: nowS(),
+          api,
+        }),
+      );
       expect(await statusAndReason(c)).toEqual(['warning', 'payment_action_required']);
     });
 
@@ -117,7 +128,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const t = nowS();
       await send(failed(c, { ids, next_payment_attempt: null }, t));
       expect(await statusOf(c)).toBe('lockout');
-      expect(await send(event('invoice.voided', invoice(c, { api, ids, status: 'void' }), { created: t + 5, api }))).toBe('applied');
+      expect(
+        await send(event('invoice.voided', invoice(c, { api, ids, status: 'void' }), { created: t + 5, api })),
+      ).toBe('applied');
       expect(await statusAndReason(c)).toEqual(['active', 'voided']);
     });
 
@@ -125,17 +138,30 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const c = nextCustomer();
       const ids = paymentIds({ subscription: null });
       const t = nowS();
-      expect(await send(failed(c, { ids, collection_method: 'send_invoice', next_payment_attempt: null, namePayments: true }, t))).toBe('ignored');
+      expect(
+        await send(
+          failed(c, { ids, collection_method: 'send_invoice', next_payment_attempt: null, namePayments: true }, t),
+        ),
+      ).toBe('ignored');
       await send(
-        event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, api, { id: ids.paymentIntent, invoice: ids.invoice }), {
-          created: t + 1,
-          api,
-        }),
+        event(
+          'payment_intent.payment_failed',
+          paymentIntent(c, { decline_code: 'stolen_card' }, api, { id: ids.paymentIntent, invoice: ids.invoice }),
+          {
+            created: t + 1,
+            api,
+          },
+        ),
       );
       expect(await statusOf(c)).toBeNull();
-      expect(await send(event('invoice.paid', invoice(c, { api, ids, collection_method: 'send_invoice', status: 'paid' }), { created: t + 2, api }))).toBe(
-        'ignored',
-      );
+      expect(
+        await send(
+          event('invoice.paid', invoice(c, { api, ids, collection_method: 'send_invoice', status: 'paid' }), {
+            created: t + 2,
+            api,
+          }),
+        ),
+      ).toBe('ignored');
       expect(await statusOf(c)).toBeNull();
     });
 
@@ -146,14 +172,32 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         const t = nowS();
         await send(event('customer.subscription.updated', sub, { created: t, api, previous: { status: 'active' } }));
         expect(await statusAndReason(c)).toEqual(['warning', 'subscription_past_due']);
-        await send(event('customer.subscription.updated', { ...sub, status: 'unpaid' }, { created: t + 1, api, previous: { status: 'past_due' } }));
+        await send(
+          event(
+            'customer.subscription.updated',
+            { ...sub, status: 'unpaid' },
+            { created: t + 1, api, previous: { status: 'past_due' } },
+          ),
+        );
         expect(await statusAndReason(c)).toEqual(['lockout', 'subscription_unpaid']);
         // An update that is not a status transition says nothing about payment.
-        expect(await send(event('customer.subscription.updated', { ...sub, status: 'unpaid' }, { created: t + 2, api, previous: { metadata: {} } }))).toBe(
-          'ignored',
-        );
+        expect(
+          await send(
+            event(
+              'customer.subscription.updated',
+              { ...sub, status: 'unpaid' },
+              { created: t + 2, api, previous: { metadata: {} } },
+            ),
+          ),
+        ).toBe('ignored');
         expect(await statusOf(c)).toBe('lockout');
-        await send(event('customer.subscription.updated', { ...sub, status: back }, { created: t + 3, api, previous: { status: 'unpaid' } }));
+        await send(
+          event(
+            'customer.subscription.updated',
+            { ...sub, status: back },
+            { created: t + 3, api, previous: { status: 'unpaid' } },
+          ),
+        );
         expect(await statusAndReason(c)).toEqual(['active', 'paid']);
       }
     });
@@ -171,7 +215,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         await send(failed(c, { ids, next_payment_attempt: null }, t));
         expect(await statusOf(c)).toBe('lockout');
         const sub = subscription(c, to ?? 'canceled', { id: ids.subscription ?? '' });
-        await send(event(type, sub, { created: t + 1, api, ...(to === null ? {} : { previous: { status: 'past_due' } }) }));
+        await send(
+          event(type, sub, { created: t + 1, api, ...(to === null ? {} : { previous: { status: 'past_due' } }) }),
+        );
         expect(await statusAndReason(c)).toEqual(['active', 'subscription_ended']);
       }
     });
@@ -189,7 +235,11 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
           const ids = paymentIds();
           const t = nowS();
           // The invoice's own event is an earlier, soft one; the decline comes a second later.
-          const inv = event('invoice.payment_failed', invoice(c, { api, ids, next_payment_attempt: t + DAY_S, namePayments: true }), { created: t, api });
+          const inv = event(
+            'invoice.payment_failed',
+            invoice(c, { api, ids, next_payment_attempt: t + DAY_S, namePayments: true }),
+            { created: t, api },
+          );
           const link = {
             id: type === 'charge.failed' ? ids.charge : ids.paymentIntent,
             paymentIntent: ids.paymentIntent,
@@ -198,16 +248,32 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
           };
           const decline =
             type === 'charge.failed'
-              ? event(type, charge(c, { outcome_reason: hard ? 'lost_card' : 'insufficient_funds', failure_code: 'card_declined' }, api, link), {
+              ? event(
+                  type,
+                  charge(
+                    c,
+                    { outcome_reason: hard ? 'lost_card' : 'insufficient_funds', failure_code: 'card_declined' },
+                    api,
+                    link,
+                  ),
+                  {
+                    created: t + 1,
+                    api,
+                  },
+                )
+              : event(type, paymentIntent(c, { decline_code: hard ? 'lost_card' : 'insufficient_funds' }, api, link), {
                   created: t + 1,
                   api,
-                })
-              : event(type, paymentIntent(c, { decline_code: hard ? 'lost_card' : 'insufficient_funds' }, api, link), { created: t + 1, api });
+                });
           for (const e of order === 'decline first' ? [decline, inv] : [inv, decline]) await send(e);
           const label = `${type} ${hard ? 'hard' : 'soft'}, ${order}`;
-          expect(await statusAndReason(c), label).toEqual(hard ? ['lockout', 'hard_decline'] : ['warning', 'soft_decline']);
+          expect(await statusAndReason(c), label).toEqual(
+            hard ? ['lockout', 'hard_decline'] : ['warning', 'soft_decline'],
+          );
           // The decline, the later of the two, is what set the subscription's episode.
-          expect((await subscriber(c)).episodes, label).toMatchObject([{ episode: ids.subscription, event_id: decline.id }]);
+          expect((await subscriber(c)).episodes, label).toMatchObject([
+            { episode: ids.subscription, event_id: decline.id },
+          ]);
         }
       }
     });
@@ -225,14 +291,29 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const ch = opts.charge ?? ids.charge;
       // Before basil the payment names its invoice; from basil on only the invoice's payments link it.
       return type === 'charge.failed'
-        ? event(type, charge(c, { outcome_reason: code, failure_code: 'card_declined' }, api, { id: ch, paymentIntent: pi, invoice: ids.invoice }), {
+        ? event(
+            type,
+            charge(c, { outcome_reason: code, failure_code: 'card_declined' }, api, {
+              id: ch,
+              paymentIntent: pi,
+              invoice: ids.invoice,
+            }),
+            {
+              created,
+              api,
+            },
+          )
+        : event(type, paymentIntent(c, { decline_code: code }, api, { id: pi, charge: ch, invoice: ids.invoice }), {
             created,
             api,
-          })
-        : event(type, paymentIntent(c, { decline_code: code }, api, { id: pi, charge: ch, invoice: ids.invoice }), { created, api });
+          });
     }
-    const failedNamingPayment = (c: string, ids: ReturnType<typeof paymentIds>, opts: Parameters<typeof invoice>[1], created: number) =>
-      event('invoice.payment_failed', invoice(c, { api, ids, namePayments: true, ...opts }), { created, api });
+    const failedNamingPayment = (
+      c: string,
+      ids: ReturnType<typeof paymentIds>,
+      opts: Parameters<typeof invoice>[1],
+      created: number,
+    ) => event('invoice.payment_failed', invoice(c, { api, ids, namePayments: true, ...opts }), { created, api });
 
     it('a hard decline linked to the invoice, then its invoice.payment_failed a second later: lockout hard_decline, retries or not, in either arrival order', async () => {
       for (const type of ['charge.failed', 'payment_intent.payment_failed']) {
@@ -242,13 +323,24 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
             const ids = paymentIds();
             const t = nowS();
             const decline = linkedDecline(type, c, ids, 'lost_card', t);
-            const failure = failedNamingPayment(c, ids, { next_payment_attempt: next === 'none' ? null : t + DAY_S }, t + 1);
+            const failure = failedNamingPayment(
+              c,
+              ids,
+              { next_payment_attempt: next === 'none' ? null : t + DAY_S },
+              t + 1,
+            );
             for (const e of order === 'decline first' ? [decline, failure] : [failure, decline]) await send(e);
             const label = `${type}, ${order}, next attempt ${next}`;
             expect(await statusAndReason(c), label).toEqual(['lockout', 'hard_decline']);
             // The invoice failure, the later of the two, is what set the episode, with the decline's code.
             expect((await subscriber(c)).episodes, label).toMatchObject([
-              { episode: ids.subscription, event_id: failure.id, state: 'lockout', reason: 'hard_decline', decline_code: 'lost_card' },
+              {
+                episode: ids.subscription,
+                event_id: failure.id,
+                state: 'lockout',
+                reason: 'hard_decline',
+                decline_code: 'lost_card',
+              },
             ]);
           }
         }
@@ -275,7 +367,12 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         const ids = paymentIds();
         const t = nowS();
         const decline = linkedDecline('payment_intent.payment_failed', c, ids, 'stolen_card', t);
-        const failure = failedNamingPayment(c, ids, { next_payment_attempt: null, billing_reason: 'subscription_create' }, t + 1);
+        const failure = failedNamingPayment(
+          c,
+          ids,
+          { next_payment_attempt: null, billing_reason: 'subscription_create' },
+          t + 1,
+        );
         for (const e of order === 'decline first' ? [decline, failure] : [failure, decline]) await send(e);
         expect(await statusAndReason(c), order).toEqual(['warning', 'first_payment_failed']);
       }
@@ -302,7 +399,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
         const events = story(c, paymentIds());
         for (const i of order) await send(events[i] as StripeEventFixture);
         expect(await statusAndReason(c), order.join(' ')).toEqual(['lockout', 'retries_exhausted']);
-        expect((await subscriber(c)).episodes, order.join(' ')).toMatchObject([{ event_id: events[3]?.id, reason: 'retries_exhausted' }]);
+        expect((await subscriber(c)).episodes, order.join(' ')).toMatchObject([
+          { event_id: events[3]?.id, reason: 'retries_exhausted' },
+        ]);
         // Without the second attempt's decline, the first attempt's hard one is the latest.
         const alone = nextCustomer();
         const fewer = story(alone, paymentIds());
@@ -313,10 +412,14 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
 
     it('a decline of a one-off payment changes nothing: kept in the history only, an unknown customer stays unknown', async () => {
       const c = nextCustomer();
-      const oneOff = event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'incorrect_number' }, api, { invoice: null }), {
-        created: nowS(),
-        api,
-      });
+      const oneOff = event(
+        'payment_intent.payment_failed',
+        paymentIntent(c, { decline_code: 'incorrect_number' }, api, { invoice: null }),
+        {
+          created: nowS(),
+          api,
+        },
+      );
       expect(await send(oneOff)).toBe('pending');
       expect(await statusOf(c)).toBeNull();
       const s = await subscriber(c);
@@ -327,9 +430,18 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
       const paying = nextCustomer();
       const t = nowS();
       await send(event('invoice.paid', invoice(paying, { api, status: 'paid' }), { created: t, api }));
-      await send(event('charge.failed', charge(paying, { outcome_reason: 'incorrect_number' }, api, { invoice: null }), { created: t + 60, api }));
       await send(
-        event('payment_intent.payment_failed', paymentIntent(paying, { decline_code: 'incorrect_number' }, api, { invoice: null }), { created: t + 60, api }),
+        event('charge.failed', charge(paying, { outcome_reason: 'incorrect_number' }, api, { invoice: null }), {
+          created: t + 60,
+          api,
+        }),
+      );
+      await send(
+        event(
+          'payment_intent.payment_failed',
+          paymentIntent(paying, { decline_code: 'incorrect_number' }, api, { invoice: null }),
+          { created: t + 60, api },
+        ),
       );
       expect(await statusAndReason(paying)).toEqual(['active', 'paid']);
     });
@@ -353,17 +465,25 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const ids = paymentIds();
     const t = nowS();
     await send(
-      event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'expired_card' }, LEGACY_API, { id: ids.paymentIntent, invoice: ids.invoice }), {
-        created: t + 1,
-        api: LEGACY_API,
-      }),
+      event(
+        'payment_intent.payment_failed',
+        paymentIntent(c, { decline_code: 'expired_card' }, LEGACY_API, { id: ids.paymentIntent, invoice: ids.invoice }),
+        {
+          created: t + 1,
+          api: LEGACY_API,
+        },
+      ),
     );
     expect(await statusOf(c)).toBeNull();
     // The invoice event arrives second and names a different payment: the decline's own field links it.
     await send(
       event(
         'invoice.payment_failed',
-        invoice(c, { api: LEGACY_API, ids: { ...ids, paymentIntent: 'pi_other', charge: 'ch_other' }, next_payment_attempt: t + DAY_S }),
+        invoice(c, {
+          api: LEGACY_API,
+          ids: { ...ids, paymentIntent: 'pi_other', charge: 'ch_other' },
+          next_payment_attempt: t + DAY_S,
+        }),
         { created: t, api: LEGACY_API },
       ),
     );
@@ -376,13 +496,22 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const t = nowS();
     expect(
       await send(
-        event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API, { id: ids.paymentIntent }), {
-          created: t,
-          api: BASIL_API,
-        }),
+        event(
+          'payment_intent.payment_failed',
+          paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API, { id: ids.paymentIntent }),
+          {
+            created: t,
+            api: BASIL_API,
+          },
+        ),
       ),
     ).toBe('pending');
-    await send(event('invoice.payment_failed', invoice(c, { api: BASIL_API, ids, next_payment_attempt: null }), { created: t, api: BASIL_API }));
+    await send(
+      event('invoice.payment_failed', invoice(c, { api: BASIL_API, ids, next_payment_attempt: null }), {
+        created: t,
+        api: BASIL_API,
+      }),
+    );
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
   });
 
@@ -391,12 +520,18 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const a = paymentIds();
     const b = paymentIds();
     const t = nowS();
-    await send(event('invoice.payment_failed', invoice(c, { ids: a, next_payment_attempt: t + DAY_S }), { created: t }));
+    await send(
+      event('invoice.payment_failed', invoice(c, { ids: a, next_payment_attempt: t + DAY_S }), { created: t }),
+    );
     await send(event('invoice.payment_failed', invoice(c, { ids: b, next_payment_attempt: null }), { created: t + 1 }));
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
     await send(event('invoice.paid', invoice(c, { ids: a, status: 'paid' }), { created: t + 2 }));
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
-    await send(event('customer.subscription.deleted', subscription(c, 'canceled', { id: b.subscription ?? '' }), { created: t + 3 }));
+    await send(
+      event('customer.subscription.deleted', subscription(c, 'canceled', { id: b.subscription ?? '' }), {
+        created: t + 3,
+      }),
+    );
     // Every episode resolved: the reason is that of the most recently resolved.
     expect(await statusAndReason(c)).toEqual(['active', 'subscription_ended']);
     expect((await subscriber(c)).episodes.map((e) => [e.episode, e.state]).sort()).toEqual(
@@ -413,7 +548,11 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const newer = { ...paymentIds(), subscription: older.subscription };
     const t = nowS();
     await send(event('invoice.paid', invoice(c, { ids: newer, status: 'paid' }), { created: t + 30 }));
-    expect(await send(event('invoice.payment_failed', invoice(c, { ids: older, next_payment_attempt: null }), { created: t + 10 }))).toBe('stale');
+    expect(
+      await send(
+        event('invoice.payment_failed', invoice(c, { ids: older, next_payment_attempt: null }), { created: t + 10 }),
+      ),
+    ).toBe('stale');
     expect(await statusAndReason(c)).toEqual(['active', 'paid']);
   });
 
@@ -438,10 +577,16 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     // The same second, an irrelevant event and a one-off decline leave the override standing.
     await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() }));
     await send(event('product.updated', { id: 'prod_1', object: 'product' }, { created: nowS() + 1 }));
-    await send(event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API), { created: nowS() + 1 }));
+    await send(
+      event('payment_intent.payment_failed', paymentIntent(c, { decline_code: 'stolen_card' }, BASIL_API), {
+        created: nowS() + 1,
+      }),
+    );
     expect(await statusAndReason(c)).toEqual(['active', 'manual']);
     // A later second's event ends it: the episodes speak again.
-    await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: nowS() + DAY_S }), { created: nowS() + 2 }));
+    await send(
+      event('invoice.payment_failed', invoice(c, { next_payment_attempt: nowS() + DAY_S }), { created: nowS() + 2 }),
+    );
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
     const s = await subscriber(c);
     expect(s.history.map((e) => e.source)).toContain('admin');
@@ -451,8 +596,14 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const c = nextCustomer();
     // Stripe's clock a little ahead of ours: within the signature tolerance.
     await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() + 120 }));
-    expect((await h.admin('PUT', `/tenants/acme/subscribers/${c}`, { status: 'active' })).json()).toMatchObject({ status: 409, code: 'stale_change' });
-    expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).json()).toMatchObject({ status: 409, code: 'stale_change' });
+    expect((await h.admin('PUT', `/tenants/acme/subscribers/${c}`, { status: 'active' })).json()).toMatchObject({
+      status: 409,
+      code: 'stale_change',
+    });
+    expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).json()).toMatchObject({
+      status: 409,
+      code: 'stale_change',
+    });
     expect(await statusAndReason(c)).toEqual(['lockout', 'retries_exhausted']);
     h.clock.advance(121_000);
     expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).statusCode).toBe(204);
@@ -477,7 +628,9 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     h.clock.advance(2_000);
     expect((await h.admin('DELETE', `/tenants/acme/subscribers/${c}`)).statusCode).toBe(204);
     expect(await statusOf(c)).toBeNull();
-    expect(await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: t + 1 }))).toBe('stale');
+    expect(
+      await send(event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: t + 1 })),
+    ).toBe('stale');
     expect(await statusOf(c)).toBeNull();
     const s = await subscriber(c);
     expect(s.status).toBeNull();
@@ -488,15 +641,34 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
   });
 
   it('under concurrency: events of one customer delivered at once, twice each, end as delivered one by one', async () => {
-    const story = (cus: string, a: ReturnType<typeof paymentIds>, b: ReturnType<typeof paymentIds>, t: number, tag: string): StripeEventFixture[] => [
-      event('invoice.payment_failed', invoice(cus, { ids: a, next_payment_attempt: t + DAY_S, namePayments: true }), { created: t, id: `evt_${tag}1` }),
-      event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'lost_card' }, BASIL_API, { id: a.paymentIntent }), {
-        created: t + 1,
-        id: `evt_${tag}2`,
+    const story = (
+      cus: string,
+      a: ReturnType<typeof paymentIds>,
+      b: ReturnType<typeof paymentIds>,
+      t: number,
+      tag: string,
+    ): StripeEventFixture[] => [
+      event('invoice.payment_failed', invoice(cus, { ids: a, next_payment_attempt: t + DAY_S, namePayments: true }), {
+        created: t,
+        id: `evt_${tag}1`,
       }),
-      event('invoice.payment_failed', invoice(cus, { ids: b, next_payment_attempt: t + DAY_S }), { created: t + 2, id: `evt_${tag}3` }),
+      event(
+        'payment_intent.payment_failed',
+        paymentIntent(cus, { decline_code: 'lost_card' }, BASIL_API, { id: a.paymentIntent }),
+        {
+          created: t + 1,
+          id: `evt_${tag}2`,
+        },
+      ),
+      event('invoice.payment_failed', invoice(cus, { ids: b, next_payment_attempt: t + DAY_S }), {
+        created: t + 2,
+        id: `evt_${tag}3`,
+      }),
       event('invoice.paid', invoice(cus, { ids: b, status: 'paid' }), { created: t + 3, id: `evt_${tag}4` }),
-      event('charge.failed', charge(cus, { outcome_reason: 'incorrect_number' }, BASIL_API, { invoice: null }), { created: t + 4, id: `evt_${tag}5` }),
+      event('charge.failed', charge(cus, { outcome_reason: 'incorrect_number' }, BASIL_API, { invoice: null }), {
+        created: t + 4,
+        id: `evt_${tag}5`,
+      }),
     ];
     const t = nowS();
     for (let round = 0; round < 5; round += 1) {
@@ -515,15 +687,26 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
 
   it('dry runs: roll back, say what would change, and two at once over the same customers in opposite orders both answer', async () => {
     const customers = Array.from({ length: 6 }, () => nextCustomer());
-    const events = customers.map((c) => event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() }));
+    const events = customers.map((c) =>
+      event('invoice.payment_failed', invoice(c, { next_payment_attempt: null }), { created: nowS() }),
+    );
     for (let round = 0; round < 5; round += 1) {
       const [a, b] = await Promise.all([
         h.admin('POST', '/tenants/acme/stripe-events', { events, dry_run: true }),
         h.admin('POST', '/tenants/acme/stripe-events', { events: [...events].reverse(), dry_run: true }),
       ]);
       expect([a?.statusCode, b?.statusCode]).toEqual([200, 200]);
-      expect(a?.json()).toMatchObject({ dry_run: true, outcomes: { applied: 6 }, results: events.map(() => 'applied') });
-      expect(a?.json().customers).toContainEqual({ processor_customer_id: customers[0], status_before: null, status: 'lockout', reason: 'retries_exhausted' });
+      expect(a?.json()).toMatchObject({
+        dry_run: true,
+        outcomes: { applied: 6 },
+        results: events.map(() => 'applied'),
+      });
+      expect(a?.json().customers).toContainEqual({
+        processor_customer_id: customers[0],
+        status_before: null,
+        status: 'lockout',
+        reason: 'retries_exhausted',
+      });
     }
     for (const c of customers) expect(await statusOf(c)).toBeNull();
   });
@@ -532,9 +715,13 @@ describe.each(engines)('Statuses from dunning episodes ($name)', (engine) => {
     const c = nextCustomer();
     const ids = paymentIds();
     const pi = paymentIntent(c, { decline_code: 'stolen_card' });
-    const failedInvoice = event('invoice.payment_failed', invoice(c, { ids, next_payment_attempt: nowS() + DAY_S, expandedPaymentIntent: pi }), {
-      created: nowS(),
-    });
+    const failedInvoice = event(
+      'invoice.payment_failed',
+      invoice(c, { ids, next_payment_attempt: nowS() + DAY_S, expandedPaymentIntent: pi }),
+      {
+        created: nowS(),
+      },
+    );
     await send(failedInvoice);
     const res = await h.admin('GET', `/tenants/acme/subscribers/${c}`);
     expect(res.json()).toMatchObject({ status: 'lockout', reason: 'hard_decline', overridden_at: null });

@@ -18,7 +18,14 @@ const REAL = 'whsec_the_real_stripe_endpoint_0123456789';
 const FORGED = 'whsec_chosen_by_the_attacker_0123456789';
 const ROTATED = 'whsec_rotated_by_the_backend_0123456789';
 /** Every scope a key could hold before `stripe:write` existed. */
-const OLD_ALL = ['status:read', 'subscribers:read', 'subscribers:write', 'settings:write', 'webhooks:write', 'keys:write'];
+const OLD_ALL = [
+  'status:read',
+  'subscribers:read',
+  'subscribers:write',
+  'settings:write',
+  'webhooks:write',
+  'keys:write',
+];
 
 describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (engine) => {
   let h: Harness;
@@ -36,7 +43,10 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
     return h.app.inject({
       method: method as 'GET',
       url: `/v1${url}`,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
   }
@@ -47,7 +57,8 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
   }
   const failed = (customer: string, ids: PaymentIds) =>
     event('invoice.payment_failed', invoice(customer, { ids, next_payment_attempt: null }), { created: nowS() });
-  const paid = (customer: string, ids: PaymentIds) => event('invoice.paid', invoice(customer, { ids, status: 'paid' }), { created: nowS() });
+  const paid = (customer: string, ids: PaymentIds) =>
+    event('invoice.paid', invoice(customer, { ids, status: 'paid' }), { created: nowS() });
 
   beforeAll(async () => {
     h = await harness(engine);
@@ -72,7 +83,10 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
     expect([patched.statusCode, patched.json().code]).toEqual([403, 'insufficient_scope']);
     expect(patched.json().detail).toContain('stripe:write');
     // Not even beside a field it may change: nothing of the request is applied.
-    const mixed = await v1(attacker.secret_key, 'PATCH', '/settings', { card_update_url: 'https://acme.test/card', stripe_webhook_secret: FORGED });
+    const mixed = await v1(attacker.secret_key, 'PATCH', '/settings', {
+      card_update_url: 'https://acme.test/card',
+      stripe_webhook_secret: FORGED,
+    });
     expect([mixed.statusCode, mixed.json().code]).toEqual([403, 'insufficient_scope']);
     const put = await v1(attacker.secret_key, 'PUT', '/settings/stripe-webhook-secret', { secret: FORGED });
     expect([put.statusCode, put.json().code]).toEqual([403, 'insufficient_scope']);
@@ -93,7 +107,10 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
 
     // No change was recorded but the operator's.
     const health = await h.admin('GET', '/tenants/acme/health');
-    expect(health.json().stripe_webhook_secret).toEqual({ set: true, changes: [{ at: new Date(T0).toISOString(), by: 'operator', key: null }] });
+    expect(health.json().stripe_webhook_secret).toEqual({
+      set: true,
+      changes: [{ at: new Date(T0).toISOString(), by: 'operator', key: null }],
+    });
   });
 
   it('sets the secret with stripe:write, records the key that did, and keeps the record once the key is revoked', async () => {
@@ -102,7 +119,11 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
     const put = await v1(backend.secret_key, 'PUT', '/settings/stripe-webhook-secret', { secret: ROTATED });
     expect(put.statusCode, put.body).toBe(200);
     expect(put.body).not.toContain(ROTATED);
-    const change = { at: new Date(h.clock.ms).toISOString(), by: 'key', key: { id: backend.id, prefix: backend.prefix, name: 'stripe rotation' } };
+    const change = {
+      at: new Date(h.clock.ms).toISOString(),
+      by: 'key',
+      key: { id: backend.id, prefix: backend.prefix, name: 'stripe rotation' },
+    };
     expect(put.json()).toEqual({
       stripe_webhook_secret_set: true,
       // The replaced secret verifies for the overlap (the service's default, 24 h).
@@ -114,7 +135,9 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
 
     // Events signed with the new secret are taken.
     h.clock.advance(1_000);
-    expect((await deliver(h, 'acme', paid('cus_locked', locked), ROTATED)).json()).toMatchObject({ outcome: 'applied' });
+    expect((await deliver(h, 'acme', paid('cus_locked', locked), ROTATED)).json()).toMatchObject({
+      outcome: 'applied',
+    });
     expect(await statusOf('cus_locked')).toBe('active');
 
     // A key with both scopes may use PATCH too; the operator's change is the operator's.
@@ -123,7 +146,11 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
     const patched = await v1(both.secret_key, 'PATCH', '/settings', { stripe_webhook_secret: REAL });
     expect(patched.statusCode, patched.body).toBe(200);
     expect(patched.json().stripe_webhook_secret_set).toBe(true);
-    const bothChange = { at: new Date(h.clock.ms).toISOString(), by: 'key', key: { id: both.id, prefix: both.prefix, name: 'settings and stripe' } };
+    const bothChange = {
+      at: new Date(h.clock.ms).toISOString(),
+      by: 'key',
+      key: { id: both.id, prefix: both.prefix, name: 'settings and stripe' },
+    };
 
     // Revoked, the key is still named by the record, in the tenant's health and the operator's.
     expect((await h.admin('DELETE', `/tenants/acme/keys/${backend.id}`)).statusCode).toBe(204);
@@ -134,7 +161,9 @@ describe.each(engines)('the Stripe signing secret needs stripe:write ($name)', (
       set: true,
       changes: [bothChange, change, { at: new Date(T0).toISOString(), by: 'operator', key: null }],
     });
-    expect((await h.admin('GET', '/tenants/acme/health')).json().stripe_webhook_secret).toEqual(health.json().stripe_webhook_secret);
+    expect((await h.admin('GET', '/tenants/acme/health')).json().stripe_webhook_secret).toEqual(
+      health.json().stripe_webhook_secret,
+    );
   });
 
   it('lets a key grant stripe:write only when it holds it', async () => {

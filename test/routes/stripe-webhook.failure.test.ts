@@ -60,11 +60,14 @@ describe.each(engines)('Stripe webhook when the store fails ($name)', (engine: E
   it('an unreachable store answers 503, so that Stripe retries', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const broken = new Proxy(h.store, {
-      get: (target, prop) => (prop === 'recordStripeEvent' ? () => Promise.reject(down) : (Reflect.get(target, prop) as unknown)),
+      get: (target, prop) =>
+        prop === 'recordStripeEvent' ? () => Promise.reject(down) : (Reflect.get(target, prop) as unknown),
     }) as Store;
     const clock = new FakeClock(h.clock.ms);
     const app = await buildAppWithModel({ store: broken, adminToken: ADMIN_TOKEN, now: clock.now });
-    const fixture = event('charge.failed', charge('cus_down', { outcome_reason: 'stolen_card' }), { created: Math.floor(clock.ms / 1000) });
+    const fixture = event('charge.failed', charge('cus_down', { outcome_reason: 'stolen_card' }), {
+      created: Math.floor(clock.ms / 1000),
+    });
     const res = await deliver({ ...h, app, clock }, 'acme', fixture, SECRET);
     expect(res.statusCode).toBe(503);
     await app.close();

@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { availableEngines } from '../helpers/engines.js';
 import { T0, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
-import { BASIL_API, LEGACY_API, charge, customer, event, invoice, paymentIntent, subscription } from '../helpers/stripe-fixtures.js';
+import {
+  BASIL_API,
+  LEGACY_API,
+  charge,
+  customer,
+  event,
+  invoice,
+  paymentIntent,
+  subscription,
+} from '../helpers/stripe-fixtures.js';
 import type { ApiShape, PaymentIds, StripeEventFixture } from '../helpers/stripe-fixtures.js';
 import { deliver } from '../helpers/webhook.js';
 
@@ -70,19 +79,43 @@ function build(step: Step, cus: string, ids: PaymentIds, id: string): StripeEven
     case 'voided':
       return event('invoice.voided', inv({ status: 'void' }), o);
     case 'past_due':
-      return event('customer.subscription.updated', subscription(cus, 'past_due', { id: sub }), { ...o, previous: { status: 'active' } });
+      return event('customer.subscription.updated', subscription(cus, 'past_due', { id: sub }), {
+        ...o,
+        previous: { status: 'active' },
+      });
     case 'unpaid':
-      return event('customer.subscription.updated', subscription(cus, 'unpaid', { id: sub }), { ...o, previous: { status: 'past_due' } });
+      return event('customer.subscription.updated', subscription(cus, 'unpaid', { id: sub }), {
+        ...o,
+        previous: { status: 'past_due' },
+      });
     case 'reactivated':
-      return event('customer.subscription.updated', subscription(cus, 'active', { id: sub }), { ...o, previous: { status: 'past_due' } });
+      return event('customer.subscription.updated', subscription(cus, 'active', { id: sub }), {
+        ...o,
+        previous: { status: 'past_due' },
+      });
     case 'ended':
       return event('customer.subscription.deleted', subscription(cus, 'canceled', { id: sub }), o);
     case 'linked_pi_hard':
-      return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'stolen_card' }, api, { ...link, id: ids.paymentIntent }), o);
+      return event(
+        'payment_intent.payment_failed',
+        paymentIntent(cus, { decline_code: 'stolen_card' }, api, { ...link, id: ids.paymentIntent }),
+        o,
+      );
     case 'linked_charge_soft':
-      return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api, { ...link, id: ids.charge }), o);
+      return event(
+        'charge.failed',
+        charge(cus, { outcome_reason: 'insufficient_funds', failure_code: 'card_declined' }, api, {
+          ...link,
+          id: ids.charge,
+        }),
+        o,
+      );
     case 'one_off_hard':
-      return event('payment_intent.payment_failed', paymentIntent(cus, { decline_code: 'incorrect_number' }, api, { invoice: null }), o);
+      return event(
+        'payment_intent.payment_failed',
+        paymentIntent(cus, { decline_code: 'incorrect_number' }, api, { invoice: null }),
+        o,
+      );
     case 'one_off_soft':
       return event('charge.failed', charge(cus, { outcome_reason: 'insufficient_funds' }, api, { invoice: null }), o);
     case 'deleted':
@@ -109,7 +142,14 @@ const STATE_OF: Record<Kind, State | 'removed' | null> = {
   deleted: 'removed',
 };
 const RANK: Record<State | 'removed', number> = { warning: 1, lockout: 2, resolved: 3, removed: 4 };
-const INVOICE_KINDS: readonly Kind[] = ['invoice_retrying', 'invoice_exhausted', 'invoice_hard', 'action_required', 'paid', 'voided'];
+const INVOICE_KINDS: readonly Kind[] = [
+  'invoice_retrying',
+  'invoice_exhausted',
+  'invoice_hard',
+  'action_required',
+  'paid',
+  'voided',
+];
 const SEVERITY: Record<State, number> = { resolved: 0, warning: 1, lockout: 2 };
 
 interface Effect {
@@ -119,7 +159,8 @@ interface Effect {
   sub: number;
   state: State | 'removed';
 }
-const byPosition = (a: Effect, b: Effect) => a.created - b.created || a.rank - b.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byPosition = (a: Effect, b: Effect) =>
+  a.created - b.created || a.rank - b.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /**
  * The expected answer, computed apart from the code under test: sort each episode's
@@ -164,7 +205,10 @@ const history = fc
     fc.record({
       steps: fc.constant(steps),
       // A delivery: every event at least once, in any order, some more than once.
-      order: fc.shuffledSubarray([...steps.keys(), ...steps.keys()], { minLength: steps.length, maxLength: steps.length * 2 }),
+      order: fc.shuffledSubarray([...steps.keys(), ...steps.keys()], {
+        minLength: steps.length,
+        maxLength: steps.length * 2,
+      }),
     }),
   )
   .map(({ steps, order }) => {
@@ -218,7 +262,12 @@ describe.each(engines)('Stripe delivery order does not matter ($name)', (engine)
         for (const i of kept) {
           const s = steps[i];
           if (!s) throw new Error('index out of range');
-          const res = await deliver(h, 'acme', build(s, twin, twinSubs[s.sub] ?? (twinSubs[0] as PaymentIds), `${ids[i] ?? ''}t`), SECRET);
+          const res = await deliver(
+            h,
+            'acme',
+            build(s, twin, twinSubs[s.sub] ?? (twinSubs[0] as PaymentIds), `${ids[i] ?? ''}t`),
+            SECRET,
+          );
           expect(res.statusCode).toBe(200);
         }
         expect(await lookup(twin)).toBe(await lookup(cus));

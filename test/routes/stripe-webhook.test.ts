@@ -52,12 +52,16 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
       status: 200,
       body: { received: true, outcome: 'irrelevant' },
     });
-    const guest = await send(event('charge.failed', charge(null, { outcome_reason: 'stolen_card' }), { created: nowS() }));
+    const guest = await send(
+      event('charge.failed', charge(null, { outcome_reason: 'stolen_card' }), { created: nowS() }),
+    );
     expect(guest).toEqual({ status: 200, body: { received: true, outcome: 'ignored' } });
   });
 
   it('400 invalid_signature: a wrong secret, a tampered body, a missing header, a stale timestamp', async () => {
-    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'stolen_card' }), { created: nowS() });
+    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'stolen_card' }), {
+      created: nowS(),
+    });
     const wrong = await deliver(h, 'acme', fixture, 'whsec_not_the_secret_at_all_0000');
     expect(wrong.statusCode).toBe(400);
     expect(wrong.json().code).toBe('invalid_signature');
@@ -86,7 +90,9 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
   });
 
   it('accepts a header with several v1 signatures, one of them valid', async () => {
-    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), { created: nowS() });
+    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), {
+      created: nowS(),
+    });
     const { signature } = signed(fixture, SECRET, nowS());
     const [t, v1] = signature.split(',');
     const res = await deliver(h, 'acme', fixture, SECRET, { signature: `${t},v1=${'0'.repeat(64)},${v1},v0=abc` });
@@ -95,41 +101,60 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
 
   it('verifies with both signing secrets during a rotation, only the new one after it', async () => {
     await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET_2 });
-    const a = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), { created: nowS() });
+    const a = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), {
+      created: nowS(),
+    });
     expect((await send(a, SECRET)).status).toBe(200);
-    const b = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), { created: nowS() });
+    const b = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), {
+      created: nowS(),
+    });
     expect((await send(b, SECRET_2)).status).toBe(200);
     h.clock.advance(86_400_000 + 1_000);
-    const c = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), { created: nowS() });
+    const c = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'insufficient_funds' }), {
+      created: nowS(),
+    });
     expect((await send(c, SECRET)).status).toBe(400);
     expect((await send(c, SECRET_2)).status).toBe(200);
   });
 
   it('404 for an unknown tenant, 400 for a tenant with no signing secret, 413 over 1 MiB', async () => {
-    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'stolen_card' }), { created: nowS() });
+    const fixture = event('charge.failed', charge(nextCustomer(), { outcome_reason: 'stolen_card' }), {
+      created: nowS(),
+    });
     const unknown = await deliver(h, 'nobody', fixture, SECRET);
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json().code).toBe('tenant_not_found');
     const noSecret = await deliver(h, 'no-secret', fixture, SECRET);
     expect(noSecret.statusCode).toBe(400);
     expect(noSecret.json().code).toBe('invalid_signature');
-    const big = event('charge.failed', { ...charge(nextCustomer(), {}), metadata: { blob: 'x'.repeat(1024 * 1024) } }, { created: nowS() });
+    const big = event(
+      'charge.failed',
+      { ...charge(nextCustomer(), {}), metadata: { blob: 'x'.repeat(1024 * 1024) } },
+      { created: nowS() },
+    );
     const res = await deliver(h, 'acme', big, SECRET_2);
     expect(res.statusCode).toBe(413);
     expect(res.json().code).toBe('payload_too_large');
   });
 
   it('400 invalid_request for an event dated after its signature could have been made, which would pin a status', async () => {
-    const ahead = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + 301 });
+    const ahead = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), {
+      created: nowS() + 301,
+    });
     const res = await deliver(h, 'acme', ahead, SECRET_2);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ code: 'invalid_request', detail: 'created: more than 300 s in the future' });
-    const clockSkew = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + 300 });
+    const clockSkew = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), {
+      created: nowS() + 300,
+    });
     expect((await deliver(h, 'acme', clockSkew, SECRET_2)).statusCode).toBe(200);
   });
 
   it('one rule for "too far ahead": the replay refuses what the webhook refuses, and a signature dated ahead is refused too', async () => {
-    const dated = (aheadS: number) => event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() + aheadS });
+    const dated = (aheadS: number) =>
+      event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), {
+        created: nowS() + aheadS,
+      });
     const [ahead, hourAhead, skewed] = [dated(301), dated(3600), dated(300)];
     const replay = await h.admin('POST', '/tenants/acme/stripe-events', { events: [ahead, hourAhead, skewed] });
     expect(replay.statusCode, replay.body).toBe(200);
@@ -145,9 +170,15 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
       expect([res.statusCode, res.json().detail]).toEqual([400, 'created: more than 300 s in the future']);
     }
     // A delivery signed more than 300 s ahead of this clock is not Stripe's either.
-    const now = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), { created: nowS() });
-    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 301 })).json()).toMatchObject({ code: 'invalid_signature' });
-    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 300 })).json()).toMatchObject({ outcome: 'applied' });
+    const now = event('invoice.payment_failed', invoice(nextCustomer(), { next_payment_attempt: null }), {
+      created: nowS(),
+    });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 301 })).json()).toMatchObject({
+      code: 'invalid_signature',
+    });
+    expect((await deliver(h, 'acme', now, SECRET_2, { timestampS: nowS() + 300 })).json()).toMatchObject({
+      outcome: 'applied',
+    });
   });
 
   it('stores and applies an event holding U+0000 anywhere (the store cannot hold it): 200, and the decline code reads back as Stripe sent it', async () => {
@@ -157,7 +188,9 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     const c = nextCustomer();
     const ids = paymentIds();
     // An expanded payment whose decline code holds the character, a billing reason, metadata and a customer name.
-    const declined = paymentIntent(c, { decline_code: `lost${N}card`, code: `card_${N}declined` }, BASIL_API, { id: ids.paymentIntent });
+    const declined = paymentIntent(c, { decline_code: `lost${N}card`, code: `card_${N}declined` }, BASIL_API, {
+      id: ids.paymentIntent,
+    });
     const failed = event(
       'invoice.payment_failed',
       {
@@ -170,7 +203,10 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     );
     for (const outcome of ['applied', 'duplicate']) {
       const res = await deliver(h, 'nul-co', failed, SECRET);
-      expect([res.statusCode, res.json()], 'stored once, then a duplicate: never a failure').toEqual([200, { received: true, outcome }]);
+      expect([res.statusCode, res.json()], 'stored once, then a duplicate: never a failure').toEqual([
+        200,
+        { received: true, outcome },
+      ]);
     }
     // Soft: a code with the character in it is no hard decline code, as Stripe's original is not either.
     const answer = await h.lookup('nul-co', { key: tenant.publishable_key, customerId: c });
@@ -188,13 +224,21 @@ describe.each(engines)('Stripe webhook ($name)', (engine) => {
     const res = await h.admin('POST', '/tenants/nul-co/stripe-events', { events: [replayed] });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ results: ['pending'], invalid: [] });
-    const history = (await h.admin('GET', `/tenants/nul-co/subscribers/${r}`)).json() as { history: { decline_code: string | null }[] };
+    const history = (await h.admin('GET', `/tenants/nul-co/subscribers/${r}`)).json() as {
+      history: { decline_code: string | null }[];
+    };
     expect(history.history.at(-1)?.decline_code).toBe(`do_not\\u0000${N}try`);
   });
 
   it('400 invalid_request for a signed body that is not a Stripe event', async () => {
     const payload = JSON.stringify({ hello: 'world' });
-    const { signature } = { signature: (await import('stripe')).default.webhooks.generateTestHeaderString({ payload, secret: SECRET_2, timestamp: nowS() }) };
+    const { signature } = {
+      signature: (await import('stripe')).default.webhooks.generateTestHeaderString({
+        payload,
+        secret: SECRET_2,
+        timestamp: nowS(),
+      }),
+    };
     const res = await h.app.inject({
       method: 'POST',
       url: '/webhooks/stripe/acme',
@@ -233,8 +277,19 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
   it('names the tenant and why, keeps the 400 as it is, and never logs a secret or the signature', async () => {
     const fixture = event('charge.failed', charge('cus_log1', { outcome_reason: 'stolen_card' }), { created: nowS() });
     const headers: string[] = [];
-    const cases: { slug: string; secret: string; opts?: { timestampS?: number; signature?: string }; reason: string; says: RegExp }[] = [
-      { slug: 'acme', secret: WRONG, reason: 'no_matching_secret', says: /tenant acme: the signature did not match any of the tenant's signing secrets/ },
+    const cases: {
+      slug: string;
+      secret: string;
+      opts?: { timestampS?: number; signature?: string };
+      reason: string;
+      says: RegExp;
+    }[] = [
+      {
+        slug: 'acme',
+        secret: WRONG,
+        reason: 'no_matching_secret',
+        says: /tenant acme: the signature did not match any of the tenant's signing secrets/,
+      },
       {
         slug: 'acme',
         secret: SECRET,
@@ -249,8 +304,19 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
         reason: 'timestamp_ahead',
         says: /tenant acme: the signature's timestamp is more than 300 s ahead of this clock/,
       },
-      { slug: 'acme', secret: SECRET, opts: { signature: 'v1=abc' }, reason: 'malformed_header', says: /tenant acme: .*no t= timestamp or no v1= signature/ },
-      { slug: 'no-secret', secret: SECRET, reason: 'no_secret_configured', says: /tenant no-secret: the tenant has no Stripe signing secret configured/ },
+      {
+        slug: 'acme',
+        secret: SECRET,
+        opts: { signature: 'v1=abc' },
+        reason: 'malformed_header',
+        says: /tenant acme: .*no t= timestamp or no v1= signature/,
+      },
+      {
+        slug: 'no-secret',
+        secret: SECRET,
+        reason: 'no_secret_configured',
+        says: /tenant no-secret: the tenant has no Stripe signing secret configured/,
+      },
     ];
     for (const c of cases) {
       let res: Awaited<ReturnType<typeof deliver>> | undefined;
@@ -265,13 +331,19 @@ describe.each(engines)('Stripe webhook, a refused signature in the log ($name)',
       headers.push(c.opts?.signature ?? signed(fixture, c.secret, c.opts?.timestampS ?? nowS()).signature);
     }
     const missing = await warningsOf(() =>
-      h.app.inject({ method: 'POST', url: '/webhooks/stripe/acme', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(fixture) }),
+      h.app.inject({
+        method: 'POST',
+        url: '/webhooks/stripe/acme',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(fixture),
+      }),
     );
     expect(missing).toMatchObject([{ tenant: 'acme', reason: 'missing_header' }]);
 
     for (const secret of [SECRET, WRONG]) expect(logs.text).not.toContain(secret);
     for (const header of headers) {
-      for (const v1 of header.split(',').filter((p) => p.startsWith('v1='))) expect(logs.text).not.toContain(v1.slice(3));
+      for (const v1 of header.split(',').filter((p) => p.startsWith('v1=')))
+        expect(logs.text).not.toContain(v1.slice(3));
     }
     // A delivery that verifies logs no warning.
     expect(await warningsOf(() => deliver(h, 'acme', fixture, SECRET))).toEqual([]);

@@ -20,7 +20,13 @@ interface Message {
   type: string;
   sequence: number;
   created_at: string;
-  deliveries: { endpoint_id: string; state: string; attempts: number; last_status: number | null; last_attempt_at: string | null }[];
+  deliveries: {
+    endpoint_id: string;
+    state: string;
+    attempts: number;
+    last_status: number | null;
+    last_attempt_at: string | null;
+  }[];
 }
 
 describe.each(engines)("a customer's webhook messages ($name)", (engine) => {
@@ -76,7 +82,9 @@ describe.each(engines)("a customer's webhook messages ($name)", (engine) => {
     await make('other');
     h.clock.advance(1_000);
     await h.setSubscriber('acme', 'cus_A', 'lockout', 'retries_exhausted');
-    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${parked}`, { enabled: false })).statusCode).toBe(200);
+    expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${parked}`, { enabled: false })).statusCode).toBe(
+      200,
+    );
     h.clock.advance(1_000);
     await h.setSubscriber('acme', 'cus_B', 'warning', 'soft_decline');
     await h.setSubscriber('other', 'cus_A', 'lockout', 'hard_decline');
@@ -153,7 +161,9 @@ describe.each(engines)("a customer's webhook messages ($name)", (engine) => {
   });
 
   it('takes a limit of 1 to 100 (the newest first), and refuses anything else', async () => {
-    const one = (await h.admin('GET', '/tenants/acme/subscribers/cus_A/webhooks?limit=1')).json() as { data: Message[] };
+    const one = (await h.admin('GET', '/tenants/acme/subscribers/cus_A/webhooks?limit=1')).json() as {
+      data: Message[];
+    };
     expect(one.data.map((m) => m.sequence)).toEqual([2]);
     expect((await h.admin('GET', '/tenants/acme/subscribers/cus_A/webhooks?limit=100')).statusCode).toBe(200);
     for (const bad of ['101', '0', '-1', 'x', '1000']) {

@@ -14,7 +14,11 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
   const keyUsage = new KeyUsage();
 
   async function createKey(slug: string, scopes: string[], extra: Record<string, unknown> = {}) {
-    const res = await h.admin('POST', `/tenants/${slug}/keys`, { name: `backend ${scopes.join(' ')}`, scopes, ...extra });
+    const res = await h.admin('POST', `/tenants/${slug}/keys`, {
+      name: `backend ${scopes.join(' ')}`,
+      scopes,
+      ...extra,
+    });
     expect(res.statusCode, res.body).toBe(201);
     return res.json() as { id: string; secret_key: string; prefix: string; scopes: string[] };
   }
@@ -23,7 +27,11 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     return h.app.inject({
       method: method as 'GET',
       url: `/v1${url}`,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
+      },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
   }
@@ -74,10 +82,16 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
 
   it('refuses a secret key from a browser, an unknown key, a key of another tenant on the lookup, and a call without its scope', async () => {
     const key = await createKey('acme', ['status:read']);
-    const browser = await v1(key.secret_key, 'GET', '/subscribers/cus_late/status', undefined, { origin: 'https://app.acme.test' });
+    const browser = await v1(key.secret_key, 'GET', '/subscribers/cus_late/status', undefined, {
+      origin: 'https://app.acme.test',
+    });
     expect(browser.statusCode).toBe(401);
     expect(browser.json().code).toBe('secret_key_in_browser');
-    const lookupBrowser = await h.lookup('acme', { key: key.secret_key, customerId: 'cus_late', headers: { origin: 'https://app.acme.test' } });
+    const lookupBrowser = await h.lookup('acme', {
+      key: key.secret_key,
+      customerId: 'cus_late',
+      headers: { origin: 'https://app.acme.test' },
+    });
     expect(JSON.parse(lookupBrowser.body).code).toBe('secret_key_in_browser');
     const unknown = await v1(`sk_live_${'x'.repeat(40)}`, 'GET', '/subscribers/cus_late/status');
     expect(unknown.statusCode).toBe(401);
@@ -89,7 +103,9 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     expect(scope.statusCode).toBe(403);
     expect(scope.json().code).toBe('insufficient_scope');
     expect((await v1(key.secret_key, 'GET', '/settings')).statusCode).toBe(403);
-    expect((await v1(key.secret_key, 'PUT', '/subscribers/cus_late/override', { status: 'active' })).statusCode).toBe(403);
+    expect((await v1(key.secret_key, 'PUT', '/subscribers/cus_late/override', { status: 'active' })).statusCode).toBe(
+      403,
+    );
     // A publishable key or the admin token is no secret key.
     const admin = await h.app.inject({
       method: 'GET',
@@ -104,36 +120,62 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     expect((await v1(key.secret_key, 'GET', '/subscribers/cus_theirs')).statusCode).toBe(404);
     expect((await v1(key.secret_key, 'GET', '/subscribers/cus_theirs/status')).json()).toEqual({ status: 'active' });
     const list = await v1(key.secret_key, 'GET', '/subscribers');
-    expect(list.json().data.map((s: { processor_customer_id: string }) => s.processor_customer_id)).toEqual(['cus_late']);
+    expect(list.json().data.map((s: { processor_customer_id: string }) => s.processor_customer_id)).toEqual([
+      'cus_late',
+    ]);
     const settings = await v1(key.secret_key, 'GET', '/settings');
     expect(settings.json().slug).toBe('acme');
   });
 
   it('lists by answered and derived status, sets and clears an override with the key named in the history', async () => {
     const key = await createKey('acme', ['subscribers:read', 'subscribers:write']);
-    const set = await v1(key.secret_key, 'PUT', '/subscribers/cus_gated/override', { status: 'lockout', reason: 'manual' });
+    const set = await v1(key.secret_key, 'PUT', '/subscribers/cus_gated/override', {
+      status: 'lockout',
+      reason: 'manual',
+    });
     expect(set.statusCode, set.body).toBe(200);
     const page = await v1(key.secret_key, 'GET', '/subscribers?status=warning,lockout&limit=10');
-    expect(page.json().data.map((s: { processor_customer_id: string; derived_status: string }) => [s.processor_customer_id, s.derived_status])).toEqual([
+    expect(
+      page
+        .json()
+        .data.map((s: { processor_customer_id: string; derived_status: string }) => [
+          s.processor_customer_id,
+          s.derived_status,
+        ]),
+    ).toEqual([
       ['cus_gated', 'lockout'],
       ['cus_late', 'warning'],
     ]);
     expect((await v1(key.secret_key, 'GET', '/subscribers?derived_status=lockout')).json().data).toHaveLength(1);
     const shown = (await v1(key.secret_key, 'GET', '/subscribers/cus_gated')).json();
-    expect(shown.history.at(-1) ?? shown.history[0]).toMatchObject({ source: 'admin', secret_key_id: key.id, admin_action: 'set_status' });
+    expect(shown.history.at(-1) ?? shown.history[0]).toMatchObject({
+      source: 'admin',
+      secret_key_id: key.id,
+      admin_action: 'set_status',
+    });
     const cleared = await v1(key.secret_key, 'DELETE', '/subscribers/cus_gated/override');
     expect(cleared.statusCode).toBe(204);
     // No episode behind the override: the customer is unknown again, so active.
-    expect((await h.lookup('acme', { key: key.secret_key.replace(/.*/, 'x'), customerId: 'cus_gated' })).statusCode).toBe(401);
+    expect(
+      (await h.lookup('acme', { key: key.secret_key.replace(/.*/, 'x'), customerId: 'cus_gated' })).statusCode,
+    ).toBe(401);
     const status = await h.admin('GET', '/tenants/acme/subscribers/cus_gated');
     expect(status.json().status).toBeNull();
     // The history tells a clear from a set, and names the key of each.
-    expect(status.json().history.at(-1)).toMatchObject({ source: 'admin', secret_key_id: key.id, admin_action: 'clear_override', effect: 'removed' });
+    expect(status.json().history.at(-1)).toMatchObject({
+      source: 'admin',
+      secret_key_id: key.id,
+      admin_action: 'clear_override',
+      effect: 'removed',
+    });
   });
 
   it('changes its own settings with settings:write, never its tier, suspension or Stripe signing secret', async () => {
     const key = await createKey('acme', ['settings:write']);
-    const patched = await v1(key.secret_key, 'PATCH', '/settings', { card_update_url: 'https://acme.test/card', policy: { grace_days: 3 } });
+    const patched = await v1(key.secret_key, 'PATCH', '/settings', {
+      card_update_url: 'https://acme.test/card',
+      policy: { grace_days: 3 },
+    });
     expect(patched.statusCode, patched.body).toBe(200);
     expect(patched.json()).toMatchObject({
       card_update_url: 'https://acme.test/card',
@@ -196,7 +238,9 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
   it('records the last use coarsely, not per request', async () => {
     const key = await createKey('acme', ['status:read']);
     await v1(key.secret_key, 'GET', '/subscribers/cus_late/status');
-    const before = (await h.admin('GET', '/tenants/acme/keys')).json().data.find((k: { id: string }) => k.id === key.id);
+    const before = (await h.admin('GET', '/tenants/acme/keys'))
+      .json()
+      .data.find((k: { id: string }) => k.id === key.id);
     expect(before.last_used_at).toBeNull();
     await keyUsage.flush((uses) => h.store.touchSecretKeys(uses));
     const after = (await h.admin('GET', '/tenants/acme/keys')).json().data.find((k: { id: string }) => k.id === key.id);
@@ -212,7 +256,9 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
   });
 
   it('counts a secret key against the key, not its address: earlier failures of the address do not refuse it', async () => {
-    const limited = await harness(engine, { rateLimits: { lookupPerIp: 5, lookupPerTenant: 0, failuresPerIp: 3, adminPerIp: 0, perSecretKey: 8 } });
+    const limited = await harness(engine, {
+      rateLimits: { lookupPerIp: 5, lookupPerTenant: 0, failuresPerIp: 3, adminPerIp: 0, perSecretKey: 8 },
+    });
     await limited.createTenant('acme');
     await limited.setSubscriber('acme', 'cus_late', 'warning');
     const created = await limited.admin('POST', '/tenants/acme/keys', { name: 'backend', scopes: ['status:read'] });
@@ -220,11 +266,16 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
     // The address fails with a wrong publishable key until it is refused.
     let refused = 0;
     for (let i = 0; i < 6; i += 1)
-      if ((await limited.lookup('acme', { key: 'pk_wrongwrongwrongwrongwrong', customerId: 'cus_late' })).statusCode === 429) refused += 1;
+      if (
+        (await limited.lookup('acme', { key: 'pk_wrongwrongwrongwrongwrong', customerId: 'cus_late' })).statusCode ===
+        429
+      )
+        refused += 1;
     expect(refused).toBeGreaterThan(0);
     // The same address with a valid secret key: more lookups than the address quota (5), up to the key's (8).
     const statuses: number[] = [];
-    for (let i = 0; i < 9; i += 1) statuses.push((await limited.lookup('acme', { key: key.secret_key, customerId: 'cus_late' })).statusCode);
+    for (let i = 0; i < 9; i += 1)
+      statuses.push((await limited.lookup('acme', { key: key.secret_key, customerId: 'cus_late' })).statusCode);
     expect(statuses.slice(0, 8)).toEqual(Array(8).fill(200));
     expect(statuses[8]).toBe(429);
     await limited.close();
@@ -244,8 +295,15 @@ describe.runIf(postgresEngine !== undefined)('secret keys across instances (post
     try {
       await a.createTenant('acme');
       await a.setSubscriber('acme', 'cus_late', 'warning');
-      const created = (await a.admin('POST', '/tenants/acme/keys', { name: 'backend', scopes: ['status:read'] })).json() as { id: string; secret_key: string };
-      const onB = () => b.inject({ method: 'GET', url: '/v1/subscribers/cus_late/status', headers: { authorization: `Bearer ${created.secret_key}` } });
+      const created = (
+        await a.admin('POST', '/tenants/acme/keys', { name: 'backend', scopes: ['status:read'] })
+      ).json() as { id: string; secret_key: string };
+      const onB = () =>
+        b.inject({
+          method: 'GET',
+          url: '/v1/subscribers/cus_late/status',
+          headers: { authorization: `Bearer ${created.secret_key}` },
+        });
       // B hears of it by its listener (no catch-up is asked for here).
       await vi.waitFor(async () => expect((await onB()).statusCode).toBe(200), { timeout: 5_000, interval: 20 });
       expect((await a.admin('DELETE', `/tenants/acme/keys/${created.id}`)).statusCode).toBe(204);

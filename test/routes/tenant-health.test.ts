@@ -37,18 +37,26 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
   const nowS = () => Math.floor(h.clock.ms / 1000);
   const iso = (ms: number) => new Date(ms).toISOString();
   const live = (overrides: { livemode?: boolean } = {}): StripeEventFixture =>
-    event('invoice.payment_failed', invoice(`cus_in${(n += 1)}`, { next_payment_attempt: null }), { created: nowS(), livemode: true, ...overrides });
+    event('invoice.payment_failed', invoice(`cus_in${(n += 1)}`, { next_payment_attempt: null }), {
+      created: nowS(),
+      livemode: true,
+      ...overrides,
+    });
   const flush = () =>
     intake.flush(async (counts) => {
       flushed.push([...counts]);
       await h.store.addStripeIntake(counts);
     });
-  const v1 = (key: string, url: string) => h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${key}` } });
+  const v1 = (key: string, url: string) =>
+    h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${key}` } });
 
   /** A delivery over a real socket, signed with `secret` as Stripe signs, or with no signature at all. */
   function overSocket(slug: string, fixture: StripeEventFixture, secret: string | null) {
     const { payload, signature } = signed(fixture, secret ?? SECRET, nowS());
-    const headers = { 'content-type': 'application/json', ...(secret === null ? {} : { 'stripe-signature': signature }) };
+    const headers = {
+      'content-type': 'application/json',
+      ...(secret === null ? {} : { 'stripe-signature': signature }),
+    };
     return socketRequest(h.app, 'POST', `/webhooks/stripe/${slug}`, headers, payload);
   }
 
@@ -119,9 +127,13 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
     const noSecret = await overSocket('no-secret', live(), SECRET);
     expect([noSecret.statusCode, noSecret.json().code]).toEqual([400, 'invalid_signature']);
     h.clock.advance(60_000);
-    expect((await h.admin('POST', '/tenants/acme/stripe-events', { events: [live(), live(), live()] })).json()).toMatchObject({ received: 3 });
+    expect(
+      (await h.admin('POST', '/tenants/acme/stripe-events', { events: [live(), live(), live()] })).json(),
+    ).toMatchObject({ received: 3 });
     times.lastSync = h.clock.ms;
-    expect((await h.admin('POST', '/tenants/acme/stripe-events', { events: [live(), live()], dry_run: true })).json()).toMatchObject({ dry_run: true });
+    expect(
+      (await h.admin('POST', '/tenants/acme/stripe-events', { events: [live(), live()], dry_run: true })).json(),
+    ).toMatchObject({ dry_run: true });
 
     // Counted in memory only: until the flush, the store holds nothing of them.
     expect((await h.store.stripeIntake(acmeId, new Date(T0 - 7 * DAY))).days).toEqual([]);
@@ -192,7 +204,10 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
       last_sync_at: null,
       days: [],
     });
-    expect((await h.admin('GET', '/tenants/no-secret/health')).json().stripe).toMatchObject({ refused_signature: 1, received: 0 });
+    expect((await h.admin('GET', '/tenants/no-secret/health')).json().stripe).toMatchObject({
+      refused_signature: 1,
+      received: 0,
+    });
   });
 
   it("counts the tenant's downstream deliveries: waiting (a disabled endpoint's too), failed in 7 days, endpoints", async () => {
@@ -208,7 +223,11 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
       expect(claimed.deliveries.map((d) => d.endpointId).sort()).toEqual(Object.keys(outcomes).sort());
       for (const d of claimed.deliveries as ClaimedDelivery[]) {
         const outcome = outcomes[d.endpointId];
-        const result = { statusCode: outcome === 'delivered' ? 200 : 500, latencyMs: 5, error: outcome === 'delivered' ? null : 'HTTP 500' };
+        const result = {
+          statusCode: outcome === 'delivered' ? 200 : 500,
+          latencyMs: 5,
+          error: outcome === 'delivered' ? null : 'HTTP 500',
+        };
         // A retry past the message's retry window: the delivery gives up.
         const done = await h.store.downstream.complete(
           d,
@@ -240,7 +259,13 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
     const res = await h.admin('GET', '/tenants/shop/health');
     expect(res.statusCode, res.body).toBe(200);
     // cus_3's message waits on both endpoints (parked on the disabled one), cus_4's on the enabled one only.
-    expect(res.json().deliveries).toEqual({ pending: 3, oldest_pending_at: iso(T0 - 12 * HOUR), failed_7d: 2, endpoints: 2, disabled_endpoints: 1 });
+    expect(res.json().deliveries).toEqual({
+      pending: 3,
+      oldest_pending_at: iso(T0 - 12 * HOUR),
+      failed_7d: 2,
+      endpoints: 2,
+      disabled_endpoints: 1,
+    });
     // acme's endpoints are not shop's.
     expect((await v1(readKey, '/health')).json().deliveries).toMatchObject({ endpoints: 0, pending: 0 });
   });

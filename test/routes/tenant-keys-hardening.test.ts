@@ -22,7 +22,9 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
   });
   afterAll(() => h.close());
 
-  async function operatorKey(body: Record<string, unknown>): Promise<{ id: string; secret_key: string; expires_at: string | null }> {
+  async function operatorKey(
+    body: Record<string, unknown>,
+  ): Promise<{ id: string; secret_key: string; expires_at: string | null }> {
     const res = await h.admin('POST', '/tenants/hard/keys', body);
     expect(res.statusCode, res.body).toBe(201);
     await h.model.catchUp();
@@ -40,7 +42,11 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
 
   it('a key created by an expiring key expires no later than its creator, and the answer says so', async () => {
     const creatorExpiry = new Date(h.clock.ms + HOUR_MS).toISOString();
-    const creator = await operatorKey({ name: 'minter', scopes: ['keys:write', 'status:read'], expires_at: creatorExpiry });
+    const creator = await operatorKey({
+      name: 'minter',
+      scopes: ['keys:write', 'status:read'],
+      expires_at: creatorExpiry,
+    });
     // No expiry asked: the creator's.
     const unbounded = await call(creator.secret_key, 'POST', '/keys', { name: 'child', scopes: ['status:read'] });
     expect(unbounded.statusCode, unbounded.body).toBe(201);
@@ -55,7 +61,11 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
     expect(later.json()).toMatchObject({ expires_at: creatorExpiry, expires_at_clamped_by: creator.id });
     // An earlier one: as asked, nothing said.
     const earlierAt = new Date(h.clock.ms + HOUR_MS / 2).toISOString();
-    const earlier = await call(creator.secret_key, 'POST', '/keys', { name: 'child earlier', scopes: ['status:read'], expires_at: earlierAt });
+    const earlier = await call(creator.secret_key, 'POST', '/keys', {
+      name: 'child earlier',
+      scopes: ['status:read'],
+      expires_at: earlierAt,
+    });
     expect(earlier.statusCode, earlier.body).toBe(201);
     expect(earlier.json()).toMatchObject({ expires_at: earlierAt });
     expect(earlier.json()).not.toHaveProperty('expires_at_clamped_by');
@@ -77,7 +87,11 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
   });
 
   it('refuses to rotate an expired key with a clear 409, and rotates a live one', async () => {
-    const short = await operatorKey({ name: 'short', scopes: ['status:read'], expires_at: new Date(h.clock.ms + 60_000).toISOString() });
+    const short = await operatorKey({
+      name: 'short',
+      scopes: ['status:read'],
+      expires_at: new Date(h.clock.ms + 60_000).toISOString(),
+    });
     const live = await h.admin('POST', `/tenants/hard/keys/${short.id}/rotate`, {});
     expect(live.statusCode, live.body).toBe(200);
     h.clock.ms += 120_000;
@@ -93,7 +107,9 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
   });
 
   it('a replay needs subscribers:read besides webhooks:write', async () => {
-    const created = await h.admin('POST', '/tenants/hard/webhook-endpoints', { url: 'https://hooks.example.com/replay' });
+    const created = await h.admin('POST', '/tenants/hard/webhook-endpoints', {
+      url: 'https://hooks.example.com/replay',
+    });
     expect(created.statusCode, created.body).toBe(201);
     const endpoint = (created.json() as { id: string }).id;
     const writer = await operatorKey({ name: 'hooks only', scopes: ['webhooks:write'] });
@@ -122,7 +138,10 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
     expect(key.statusCode, key.body).toBe(400);
     expect(key.json()).toMatchObject({ code: 'invalid_request' });
     expect(key.json().detail).toContain('name');
-    const endpoint = await h.admin('POST', '/tenants/hard/webhook-endpoints', { url: 'https://hooks.example.com/named', description: name });
+    const endpoint = await h.admin('POST', '/tenants/hard/webhook-endpoints', {
+      url: 'https://hooks.example.com/named',
+      description: name,
+    });
     expect(endpoint.statusCode, endpoint.body).toBe(400);
     expect(endpoint.json().detail).toContain('description');
   });
@@ -137,17 +156,23 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
   });
 
   it("answers a receiver's redirect target with its control bytes escaped", async () => {
-    const created = await h.admin('POST', '/tenants/hard/webhook-endpoints', { url: 'https://hooks.example.com/redirects' });
+    const created = await h.admin('POST', '/tenants/hard/webhook-endpoints', {
+      url: 'https://hooks.example.com/redirects',
+    });
     const endpoint = (created.json() as { id: string }).id;
     const db = (h.store as unknown as { db: { query<T>(sql: string, params?: unknown[]): Promise<T[]> } }).db;
-    const [ep] = await db.query<{ id: number; tenant_id: number }>('SELECT id, tenant_id FROM webhook_endpoints WHERE uid = $1', [endpoint]);
+    const [ep] = await db.query<{ id: number; tenant_id: number }>(
+      'SELECT id, tenant_id FROM webhook_endpoints WHERE uid = $1',
+      [endpoint],
+    );
     const [ev] = await db.query<{ id: number }>(
       `INSERT INTO webhook_events (uid, tenant_id, type, processor_customer_id, sequence, payload, created_at)
        VALUES ('msg_redirect_1', $1, 'subscriber.status_changed', 'cus_redirect', 1, '{}', now()) RETURNING id`,
       [ep?.tenant_id],
     );
     // What the deliverer records of a 302 (src/downstream/send.ts): the receiver's Location as it sent it.
-    const error = 'HTTP 302: redirects are not followed (to https://evil.example/\u001b]8;;https://x\u0007\u001b[2J\r\nX-Forged: 1\u202Egnp.exe)';
+    const error =
+      'HTTP 302: redirects are not followed (to https://evil.example/\u001b]8;;https://x\u0007\u001b[2J\r\nX-Forged: 1\u202Egnp.exe)';
     await db.query(
       `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, attempts, next_attempt_at, give_up_at, last_attempt_at, last_status, last_error, created_at)
        VALUES ($1, $2, 'failed', 1, now(), now(), now(), 302, $3, now())`,

@@ -38,7 +38,8 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
   });
   afterAll(() => h.close());
 
-  const keyOf = (slug: string) => ({ 'live-co': live, 'test-co': test, 'either-co': either })[slug]?.publishable_key ?? '';
+  const keyOf = (slug: string) =>
+    ({ 'live-co': live, 'test-co': test, 'either-co': either })[slug]?.publishable_key ?? '';
   async function send(slug: string, fixture: StripeEventFixture) {
     const res = await deliver(h, slug, fixture, SECRET);
     return { status: res.statusCode, body: res.json() as { received?: boolean; outcome?: string } };
@@ -58,12 +59,17 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     expect(test.publishable_key).toMatch(TEST_KEY);
     expect(either).toMatchObject({ livemode: null });
     expect(either.publishable_key).toMatch(MODELESS_KEY);
-    for (const key of [live.publishable_key, test.publishable_key, either.publishable_key]) expect(key).toMatch(PUBLISHABLE_KEY_RE);
+    for (const key of [live.publishable_key, test.publishable_key, either.publishable_key])
+      expect(key).toMatch(PUBLISHABLE_KEY_RE);
 
     const one = (await h.admin('GET', '/tenants/test-co')).json() as Record<string, unknown>;
     expect(one.livemode).toBe(false);
     const list = (await h.admin('GET', '/tenants')).json() as { data: { slug: string; livemode: unknown }[] };
-    expect(Object.fromEntries(list.data.map((t) => [t.slug, t.livemode]))).toMatchObject({ 'live-co': true, 'test-co': false, 'either-co': null });
+    expect(Object.fromEntries(list.data.map((t) => [t.slug, t.livemode]))).toMatchObject({
+      'live-co': true,
+      'test-co': false,
+      'either-co': null,
+    });
 
     // Every prefix is a key the lookup takes.
     for (const slug of ['live-co', 'test-co', 'either-co']) expect(await statusOf(slug, 'cus_nobody')).toBe('active');
@@ -71,12 +77,18 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
 
   it('a live tenant acknowledges a test event with livemode_mismatch and changes nothing; a live one applies', async () => {
     const c = nextCustomer();
-    expect(await send('live-co', failure(c, false))).toEqual({ status: 200, body: { received: true, outcome: 'livemode_mismatch' } });
+    expect(await send('live-co', failure(c, false))).toEqual({
+      status: 200,
+      body: { received: true, outcome: 'livemode_mismatch' },
+    });
     expect(await statusOf('live-co', c)).toBe('active');
     // Not kept: no record, no history.
     expect((await h.admin('GET', `/tenants/live-co/subscribers/${c}`)).json().code).toBe('subscriber_not_found');
 
-    expect(await send('live-co', failure(c, true))).toEqual({ status: 200, body: { received: true, outcome: 'applied' } });
+    expect(await send('live-co', failure(c, true))).toEqual({
+      status: 200,
+      body: { received: true, outcome: 'applied' },
+    });
     expect(await statusOf('live-co', c)).toBe('lockout');
   });
 
@@ -85,7 +97,10 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     await h.setSubscriber('test-co', c, 'warning', 'soft_decline');
     h.clock.advance(2_000);
     const paid = event('invoice.paid', invoice(c, { status: 'paid' }), { created: nowS(), livemode: true });
-    expect(await send('test-co', paid)).toEqual({ status: 200, body: { received: true, outcome: 'livemode_mismatch' } });
+    expect(await send('test-co', paid)).toEqual({
+      status: 200,
+      body: { received: true, outcome: 'livemode_mismatch' },
+    });
     expect(await statusOf('test-co', c)).toBe('warning');
     const history = (await h.admin('GET', `/tenants/test-co/subscribers/${c}`)).json() as { history: unknown[] };
     expect(history.history).toHaveLength(1);
@@ -130,7 +145,8 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
   it('counts mismatched events in the metrics, by type and outcome', async () => {
     const before = await h.app.inject({ method: 'GET', url: '/metrics' });
     const series = 'dunwall_webhook_events_total{type="invoice.payment_failed",outcome="livemode_mismatch"}';
-    const value = (text: string) => Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? '0');
+    const value = (text: string) =>
+      Number(new RegExp(`^${series.replace(/[{}"()[\]]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? '0');
     const start = value(before.body);
     await send('live-co', failure(nextCustomer(), false));
     await send('test-co', failure(nextCustomer(), true));
@@ -154,18 +170,23 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     const liveKey = rotated.json().publishable_key as string;
     expect(liveKey).toMatch(LIVE_KEY);
     expect(rotated.json().livemode).toBe(true);
-    for (const key of [liveKey, created.publishable_key]) expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
+    for (const key of [liveKey, created.publishable_key])
+      expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
 
     expect((await h.admin('PATCH', '/tenants/mover-co', { livemode: false })).json().livemode).toBe(false);
-    const testKey = (await h.admin('POST', '/tenants/mover-co/rotate', { key: 'publishable' })).json().publishable_key as string;
+    const testKey = (await h.admin('POST', '/tenants/mover-co/rotate', { key: 'publishable' })).json()
+      .publishable_key as string;
     expect(testKey).toMatch(TEST_KEY);
-    for (const key of [liveKey, testKey]) expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
+    for (const key of [liveKey, testKey])
+      expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
 
     expect((await h.admin('PATCH', '/tenants/mover-co', { livemode: null })).json().livemode).toBeNull();
-    const plainKey = (await h.admin('POST', '/tenants/mover-co/rotate', { key: 'publishable' })).json().publishable_key as string;
+    const plainKey = (await h.admin('POST', '/tenants/mover-co/rotate', { key: 'publishable' })).json()
+      .publishable_key as string;
     expect(plainKey).toMatch(MODELESS_KEY);
     // The key replaced works for the overlap, whatever its prefix and the tenant's mode now.
-    for (const key of [testKey, plainKey]) expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
+    for (const key of [testKey, plainKey])
+      expect((await h.lookup('mover-co', { key, customerId: 'cus_x' })).statusCode).toBe(200);
 
     // Other fields leave livemode alone.
     await h.admin('PATCH', '/tenants/live-co', { hmac_required: false });
@@ -176,10 +197,16 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     for (const bad of ['live', 'true', 1, 0, {}, []]) {
       const created = await h.admin('POST', '/tenants', { slug: 'bad-mode', livemode: bad });
       expect(created.statusCode).toBe(400);
-      expect(created.json()).toMatchObject({ code: 'invalid_request', detail: 'livemode: must be true, false or null' });
+      expect(created.json()).toMatchObject({
+        code: 'invalid_request',
+        detail: 'livemode: must be true, false or null',
+      });
       const patched = await h.admin('PATCH', '/tenants/live-co', { livemode: bad });
       expect(patched.statusCode).toBe(400);
-      expect(patched.json()).toMatchObject({ code: 'invalid_request', detail: 'livemode: must be true, false or null' });
+      expect(patched.json()).toMatchObject({
+        code: 'invalid_request',
+        detail: 'livemode: must be true, false or null',
+      });
     }
     expect((await h.admin('GET', '/tenants/bad-mode')).statusCode).toBe(404);
     expect((await h.admin('GET', '/tenants/live-co')).json().livemode).toBe(true);
@@ -189,12 +216,28 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     const c1 = nextCustomer();
     const c2 = nextCustomer();
     const res = await h.admin('POST', '/tenants/live-co/stripe-events', {
-      events: [failure(c1, false), failure(c2, true), event('product.created', { id: 'prod_2', object: 'product' }, { created: nowS(), livemode: true })],
+      events: [
+        failure(c1, false),
+        failure(c2, true),
+        event('product.created', { id: 'prod_2', object: 'product' }, { created: nowS(), livemode: true }),
+      ],
     });
     expect(res.statusCode).toBe(200);
-    const body = res.json() as { outcomes: Record<string, number>; results: string[]; customers: { processor_customer_id: string }[] };
+    const body = res.json() as {
+      outcomes: Record<string, number>;
+      results: string[];
+      customers: { processor_customer_id: string }[];
+    };
     expect(body.results).toEqual(['livemode_mismatch', 'applied', 'irrelevant']);
-    expect(body.outcomes).toEqual({ applied: 1, stale: 0, ignored: 0, pending: 0, duplicate: 0, irrelevant: 1, livemode_mismatch: 1 });
+    expect(body.outcomes).toEqual({
+      applied: 1,
+      stale: 0,
+      ignored: 0,
+      pending: 0,
+      duplicate: 0,
+      irrelevant: 1,
+      livemode_mismatch: 1,
+    });
     expect(body.customers.map((x) => x.processor_customer_id)).toEqual([c2]);
     expect(await statusOf('live-co', c1)).toBe('active');
     expect(await statusOf('live-co', c2)).toBe('lockout');
@@ -214,7 +257,11 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
     });
     const cus = nextCustomer();
     const preview = (slug: string, value: string, extra: Record<string, string> = {}) =>
-      h.lookup(slug, { key: keyOf(slug), customerId: cus, query: new URLSearchParams({ preview: value, ...extra }).toString() });
+      h.lookup(slug, {
+        key: keyOf(slug),
+        customerId: cus,
+        query: new URLSearchParams({ preview: value, ...extra }).toString(),
+      });
     const week = new Date(Math.floor((h.clock.ms + 7 * 86_400_000) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
     const warning = await preview('test-co', 'warning');
     expect(warning.statusCode).toBe(200);
@@ -228,7 +275,9 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
       pay_url: 'https://test.example/pay',
     });
     // Without preview the hmac is required as configured; a wrong one is still refused.
-    expect((await h.lookup('test-co', { key: keyOf('test-co'), customerId: cus })).json()).toMatchObject({ code: 'hmac_required' });
+    expect((await h.lookup('test-co', { key: keyOf('test-co'), customerId: cus })).json()).toMatchObject({
+      code: 'hmac_required',
+    });
     expect((await preview('test-co', 'lockout', { hmac: 'f'.repeat(64) })).statusCode).toBe(403);
     // Any other value, or any other tenant: an unknown parameter, the real answer.
     expect((await preview('test-co', 'active')).json()).toMatchObject({ code: 'hmac_required' });

@@ -46,22 +46,28 @@ async function plan(db: Db, sql: string, params: unknown[]): Promise<PlanNode[]>
 }
 
 const seqScans = (all: PlanNode[]) =>
-  all.filter((n) => n['Node Type'].includes('Seq Scan') && BIG_TABLES.includes(n['Relation Name'] ?? '')).map((n) => n['Relation Name']);
+  all
+    .filter((n) => n['Node Type'].includes('Seq Scan') && BIG_TABLES.includes(n['Relation Name'] ?? ''))
+    .map((n) => n['Relation Name']);
 /**
  * Groupings of runs the planner expects to be many: it sorts (on disk, at a million) what it
  * takes for as many groups as runs, where hashing a few groups is one pass in memory.
  */
 const MAX_GROUPS = 100;
-const reads = (n: PlanNode, relation: string): boolean => n['Relation Name'] === relation || (n.Plans ?? []).some((c) => reads(c, relation));
+const reads = (n: PlanNode, relation: string): boolean =>
+  n['Relation Name'] === relation || (n.Plans ?? []).some((c) => reads(c, relation));
 const manyGroups = (all: PlanNode[]) =>
-  all.filter((n) => n['Node Type'] === 'Aggregate' && reads(n, 'dunning_runs') && (n['Plan Rows'] ?? 0) > MAX_GROUPS).map((n) => n['Plan Rows']);
+  all
+    .filter((n) => n['Node Type'] === 'Aggregate' && reads(n, 'dunning_runs') && (n['Plan Rows'] ?? 0) > MAX_GROUPS)
+    .map((n) => n['Plan Rows']);
 /** How each large table is read: the scan's type and its index. */
 const scans = (all: PlanNode[]) =>
   all
     .filter((n) => n['Index Name'] !== undefined)
     .map((n) => `${n['Node Type']} ${n['Index Name'] ?? ''}`)
     .sort();
-const indexes = (all: PlanNode[]) => [...new Set(all.map((n) => n['Index Name']).filter((i): i is string => i !== undefined))].sort();
+const indexes = (all: PlanNode[]) =>
+  [...new Set(all.map((n) => n['Index Name']).filter((i): i is string => i !== undefined))].sort();
 
 describe.runIf(postgres)('analytics plans (postgres)', () => {
   let db: Db;
@@ -81,10 +87,10 @@ describe.runIf(postgres)('analytics plans (postgres)', () => {
       const sizes = [MEASURED, ...OTHERS];
       const ids: number[] = [];
       for (const [i] of sizes.entries()) {
-        const [t] = await tx.query<{ id: number }>(`INSERT INTO tenants (slug, tier, created_at, updated_at) VALUES ($1, 'growth', $2, $2) RETURNING id`, [
-          `plans-${i}`,
-          ANCHOR,
-        ]);
+        const [t] = await tx.query<{ id: number }>(
+          `INSERT INTO tenants (slug, tier, created_at, updated_at) VALUES ($1, 'growth', $2, $2) RETURNING id`,
+          [`plans-${i}`, ANCHOR],
+        );
         ids.push(t?.id ?? 0);
       }
       tenantId = ids[0] ?? 0;
@@ -146,20 +152,26 @@ describe.runIf(postgres)('analytics plans (postgres)', () => {
     ['time to recover', RECOVERY_SQL.times, (t) => [t, FROM, TO], ['dunning_runs_ended', 'dunning_runs_started']],
     ['outcomes, decline mix and cohorts', RECOVERY_SQL.started, (t) => [t, FROM, TO], ['dunning_runs_started']],
   ];
-  it.each(recovery)('%s: read through its index, no table read whole, its runs in few groups', async (_name, sql, params, allowed) => {
-    const all = await plan(db, sql, params(tenantId));
-    expect(seqScans(all)).toEqual([]);
-    expect(manyGroups(all)).toEqual([]);
-    const used = indexes(all);
-    expect(used).toHaveLength(1);
-    expect(allowed).toContain(used[0]);
-  });
+  it.each(recovery)(
+    '%s: read through its index, no table read whole, its runs in few groups',
+    async (_name, sql, params, allowed) => {
+      const all = await plan(db, sql, params(tenantId));
+      expect(seqScans(all)).toEqual([]);
+      expect(manyGroups(all)).toEqual([]);
+      const used = indexes(all);
+      expect(used).toHaveLength(1);
+      expect(allowed).toContain(used[0]);
+    },
+  );
 
   it('policy impact: the non-active subscribers and their unresolved episodes from their partial indexes alone', async () => {
     const cutoffs = ['2025-12-25T00:00:00Z', '2025-12-18T00:00:00Z', 'infinity', 'infinity'];
     const all = await plan(db, IMPACT_SQL, [tenantId, ...cutoffs]);
     expect(seqScans(all)).toEqual([]);
     // Both indexes cover the columns the statement takes (019): no heap page read per customer.
-    expect(scans(all)).toEqual(['Index Only Scan subscriber_episodes_unresolved', 'Index Only Scan subscribers_not_active']);
+    expect(scans(all)).toEqual([
+      'Index Only Scan subscriber_episodes_unresolved',
+      'Index Only Scan subscribers_not_active',
+    ]);
   });
 });

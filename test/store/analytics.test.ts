@@ -26,15 +26,32 @@ const T = Date.parse('2026-01-05T00:00:00Z') / 1000;
 const DAY = 86_400;
 const at = (days: number) => T + days * DAY;
 
-function money(ids: PaymentIds, cus: string, amount: number, currency: string, opts: Parameters<typeof invoice>[1] = {}) {
-  return { ...invoice(cus, { ids, ...opts }), amount_due: amount, amount_remaining: opts.status === 'paid' ? 0 : amount, currency };
+function money(
+  ids: PaymentIds,
+  cus: string,
+  amount: number,
+  currency: string,
+  opts: Parameters<typeof invoice>[1] = {},
+) {
+  return {
+    ...invoice(cus, { ids, ...opts }),
+    amount_due: amount,
+    amount_remaining: opts.status === 'paid' ? 0 : amount,
+    currency,
+  };
 }
 
 function history(): StripeEventFixture[] {
   const events: StripeEventFixture[] = [];
   const retry = (days: number) => ({ next_payment_attempt: at(days + 3) });
-  const failed = (ids: PaymentIds, cus: string, amount: number, currency: string, days: number, opts: Parameters<typeof invoice>[1] = retry(days)) =>
-    events.push(event('invoice.payment_failed', money(ids, cus, amount, currency, opts), { created: at(days) }));
+  const failed = (
+    ids: PaymentIds,
+    cus: string,
+    amount: number,
+    currency: string,
+    days: number,
+    opts: Parameters<typeof invoice>[1] = retry(days),
+  ) => events.push(event('invoice.payment_failed', money(ids, cus, amount, currency, opts), { created: at(days) }));
   const paid = (ids: PaymentIds, cus: string, amount: number, currency: string, days: number) =>
     events.push(event('invoice.paid', money(ids, cus, amount, currency, { status: 'paid' }), { created: at(days) }));
 
@@ -50,7 +67,11 @@ function history(): StripeEventFixture[] {
 
   const d = paymentIds();
   events.push(event('invoice.payment_action_required', money(d, 'cus_ended', 4000, 'eur'), { created: at(10) }));
-  events.push(event('customer.subscription.deleted', subscription('cus_ended', 'canceled', { id: d.subscription ?? '' }), { created: at(12) }));
+  events.push(
+    event('customer.subscription.deleted', subscription('cus_ended', 'canceled', { id: d.subscription ?? '' }), {
+      created: at(12),
+    }),
+  );
 
   const e1 = paymentIds();
   const e2: PaymentIds = { ...paymentIds(), subscription: e1.subscription };
@@ -58,7 +79,11 @@ function history(): StripeEventFixture[] {
   paid(e1, 'cus_twice', 2900, 'usd', 3);
   failed(e2, 'cus_twice', 1500, 'usd', 35, {
     ...retry(35),
-    expandedPaymentIntent: { id: e2.paymentIntent, object: 'payment_intent', last_payment_error: { decline_code: 'lost_card' } },
+    expandedPaymentIntent: {
+      id: e2.paymentIntent,
+      object: 'payment_intent',
+      last_payment_error: { decline_code: 'lost_card' },
+    },
   });
   paid(e2, 'cus_twice', 1500, 'usd', 40);
 
@@ -128,7 +153,13 @@ describe.each(engines)('recovery analytics ($name)', (engine) => {
             { currency: 'usd', amount: 2900 },
           ],
         },
-        { periodStart: new Date('2026-02-01T00:00:00Z'), ended: 1, recovered: 1, rate: 1, amounts: [{ currency: 'usd', amount: 1500 }] },
+        {
+          periodStart: new Date('2026-02-01T00:00:00Z'),
+          ended: 1,
+          recovered: 1,
+          rate: 1,
+          amounts: [{ currency: 'usd', amount: 1500 }],
+        },
       ],
     });
     // Recovered after 1, 3 and 5 days: the median is the middle one; p90 interpolates 80% of the way from 3 to 5 days.

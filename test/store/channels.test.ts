@@ -25,7 +25,9 @@ describe.skipIf(!postgres)('change notifications in a schema of their own (Postg
   });
 
   it("notifies on the schema's own channel, never on the one production listens to", async () => {
-    const [row] = await opened.db.query<{ channel: string; schema: string }>('SELECT dunwall_changes_channel() AS channel, current_schema() AS schema');
+    const [row] = await opened.db.query<{ channel: string; schema: string }>(
+      'SELECT dunwall_changes_channel() AS channel, current_schema() AS schema',
+    );
     expect(row?.schema).toMatch(/^dunwall_test_/);
     expect(row?.channel).toBe(`dunwall_invalidate_${row?.schema ?? ''}`);
     await listener.query('LISTEN dunwall_invalidate');
@@ -37,7 +39,9 @@ describe.skipIf(!postgres)('change notifications in a schema of their own (Postg
     expect(heard.filter((h) => h.channel === row?.channel).length).toBeGreaterThan(0);
     expect(heard.filter((h) => h.channel === 'dunwall_invalidate')).toEqual([]);
     // In the public schema (the listener's session), the channel is the one it always was.
-    const publicChannel = await listener.query<{ channel: string }>(`SELECT ${row?.schema ?? ''}.dunwall_changes_channel() AS channel`);
+    const publicChannel = await listener.query<{ channel: string }>(
+      `SELECT ${row?.schema ?? ''}.dunwall_changes_channel() AS channel`,
+    );
     expect(publicChannel.rows[0]?.channel).toBe('dunwall_invalidate');
   });
 });

@@ -16,8 +16,15 @@ const T = new Date('2026-03-01T12:00:00Z');
 const at = (s: number) => new Date(T.getTime() + s * 1000);
 const set = (status: SubscriberStatus, reason: string): Change => ({ kind: 'set', status, reason });
 /** What a key (or a secret, by the book) signs a probe customer id to: which secret a key holds. */
-const signs = (key: HmacKey | string) => (typeof key === 'string' ? computeHmac(key, 'cus_probe') : key.sign('cus_probe').toString('hex'));
-const admin = (d: Date): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: d });
+const signs = (key: HmacKey | string) =>
+  typeof key === 'string' ? computeHmac(key, 'cus_probe') : key.sign('cus_probe').toString('hex');
+const admin = (d: Date): ChangeCause => ({
+  source: 'admin',
+  eventId: null,
+  eventType: null,
+  declineCode: null,
+  occurredAt: d,
+});
 
 describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   let store: Store;
@@ -36,10 +43,16 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   });
 
   it('creates a tenant once; a taken slug or an unknown tier is a value, not an exception', async () => {
-    const created = await store.createTenant(newTenant('acme', { cardUpdateUrl: 'https://a.test/c', allowedOrigins: ['https://a.test'] }), T);
+    const created = await store.createTenant(
+      newTenant('acme', { cardUpdateUrl: 'https://a.test/c', allowedOrigins: ['https://a.test'] }),
+      T,
+    );
     expect(created.ok).toBe(true);
     expect(await store.createTenant(newTenant('acme'), T)).toEqual({ ok: false, error: 'exists' });
-    expect(await store.createTenant(newTenant('other', { tier: 'gold' }), T)).toEqual({ ok: false, error: 'unknown_tier' });
+    expect(await store.createTenant(newTenant('other', { tier: 'gold' }), T)).toEqual({
+      ok: false,
+      error: 'unknown_tier',
+    });
     expect(await store.countTenants()).toBe(1);
   });
 
@@ -88,15 +101,28 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
 
   it('updates only the fields in the patch', async () => {
     const res = await store.updateTenant('acme', { suspended: true, cardUpdateUrl: null }, at(30));
-    expect(res.ok && res.tenant).toMatchObject({ suspended: true, cardUpdateUrl: null, allowedOrigins: ['https://a.test'], tier: 'starter' });
+    expect(res.ok && res.tenant).toMatchObject({
+      suspended: true,
+      cardUpdateUrl: null,
+      allowedOrigins: ['https://a.test'],
+      tier: 'starter',
+    });
     expect(await store.updateTenant('nobody', { suspended: true }, T)).toEqual({ ok: false, error: 'not_found' });
     expect(await store.updateTenant('acme', { tier: 'gold' }, T)).toEqual({ ok: false, error: 'unknown_tier' });
   });
 
   it('sets a signing secret in the same transaction as the patch: a refused patch stores nothing', async () => {
-    const count = async () => (await db.query<{ n: number }>("SELECT count(*)::int AS n FROM tenant_credentials WHERE kind = 'stripe_webhook_secret'"))[0]?.n;
+    const count = async () =>
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM tenant_credentials WHERE kind = 'stripe_webhook_secret'",
+        )
+      )[0]?.n;
     const rotation = { kind: 'stripe_webhook_secret' as const, material: 'whsec_one', overlapS: 60 };
-    expect(await store.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({ ok: false, error: 'unknown_tier' });
+    expect(await store.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({
+      ok: false,
+      error: 'unknown_tier',
+    });
     expect(await count()).toBe(0);
     const ok = await store.updateTenant('acme', { hmacRequired: true }, T, rotation);
     expect(ok.ok).toBe(true);
@@ -172,8 +198,17 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   });
 
   it('upserts tiers, their flags normalised with the named ones first', async () => {
-    const tier = await store.putTier('gold', { zeta: true, downstream_webhooks: true, powered_by_watermark: false, custom_domain: true }, T);
-    expect(Object.keys(tier.entitlements)).toEqual(['powered_by_watermark', 'custom_domain', 'downstream_webhooks', 'zeta']);
+    const tier = await store.putTier(
+      'gold',
+      { zeta: true, downstream_webhooks: true, powered_by_watermark: false, custom_domain: true },
+      T,
+    );
+    expect(Object.keys(tier.entitlements)).toEqual([
+      'powered_by_watermark',
+      'custom_domain',
+      'downstream_webhooks',
+      'zeta',
+    ]);
     expect((await store.listTiers()).map((t) => t.name)).toEqual(['gold', 'growth', 'scale', 'starter']);
   });
 
@@ -186,7 +221,9 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('migrations on a sha
   it('are safe when instances start at once: each migration is applied exactly once', async () => {
     const { db, target, cleanup } = await engine.open();
     try {
-      const tables = await db.query<{ name: string }>('SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()');
+      const tables = await db.query<{ name: string }>(
+        'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()',
+      );
       await db.exec(`DROP TABLE ${tables.map((t) => t.name).join(', ')} CASCADE`);
       const { openDb } = await import('../../src/store/index.js');
       const instances = await Promise.all([openDb(target), openDb(target), openDb(target)]);

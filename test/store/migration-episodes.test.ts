@@ -52,10 +52,10 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, 'cus_gone', NULL, NULL, 'admin', $2, $2)`,
       [id, at(5)],
     );
-    await db.query(`INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, 'cus_gone', $2, 4, '')`, [
-      id,
-      at(5),
-    ]);
+    await db.query(
+      `INSERT INTO subscriber_tombstones (tenant_id, processor_customer_id, removed_at, rank, event_id) VALUES ($1, 'cus_gone', $2, 4, '')`,
+      [id, at(5)],
+    );
     await db.query(
       `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
        VALUES ($1, 'evt_old_1', 'charge.failed', 'cus_warn', $2, '{}', 'applied', $2)`,
@@ -75,27 +75,46 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
 
     for (const [cus, status, reason] of rows) {
       expect(await store.getSubscriberStatus(id, cus), cus).toBe(status);
-      expect(await store.getSubscriber(id, cus), cus).toMatchObject({ status, reason, overriddenAt: at(10), episodes: [] });
+      expect(await store.getSubscriber(id, cus), cus).toMatchObject({
+        status,
+        reason,
+        overriddenAt: at(10),
+        episodes: [],
+      });
     }
     const gone = await store.getSubscriber(id, 'cus_gone');
     expect(gone).toMatchObject({ status: null, history: [{ status: null, effect: 'removed' }] });
-    expect((await store.getSubscriber(id, 'cus_warn'))?.history).toMatchObject([{ status: 'warning', effect: 'changed', episode: null }]);
+    expect((await store.getSubscriber(id, 'cus_warn'))?.history).toMatchObject([
+      { status: 'warning', effect: 'changed', episode: null },
+    ]);
 
     // A redelivery of an event the previous version recorded is still a duplicate.
-    const redelivered = event('charge.failed', { id: 'ch_1', object: 'charge', customer: 'cus_warn' }, { created: at(10).getTime() / 1000, id: 'evt_old_1' });
+    const redelivered = event(
+      'charge.failed',
+      { id: 'ch_1', object: 'charge', customer: 'cus_warn' },
+      { created: at(10).getTime() / 1000, id: 'evt_old_1' },
+    );
     const input = toStripeEventInput(redelivered);
     if (input === null) throw new Error('relevant event');
     expect((await store.recordStripeEvent(id, input, at(20))).outcome).toBe('duplicate');
 
     // The same second leaves a migrated status standing; a later second takes over.
     const ids = paymentIds();
-    const sameSecond = toStripeEventInput(event('invoice.paid', invoice('cus_lock', { ids, status: 'paid' }), { created: at(10).getTime() / 1000 }));
-    const later = toStripeEventInput(event('invoice.paid', invoice('cus_lock', { ids, status: 'paid' }), { created: at(11).getTime() / 1000 }));
+    const sameSecond = toStripeEventInput(
+      event('invoice.paid', invoice('cus_lock', { ids, status: 'paid' }), { created: at(10).getTime() / 1000 }),
+    );
+    const later = toStripeEventInput(
+      event('invoice.paid', invoice('cus_lock', { ids, status: 'paid' }), { created: at(11).getTime() / 1000 }),
+    );
     if (sameSecond === null || later === null) throw new Error('relevant events');
     await store.recordStripeEvent(id, sameSecond, at(20));
     expect(await store.getSubscriberStatus(id, 'cus_lock')).toBe('lockout');
     await store.recordStripeEvent(id, later, at(21));
-    expect(await store.getSubscriber(id, 'cus_lock')).toMatchObject({ status: 'active', reason: 'paid', overriddenAt: null });
+    expect(await store.getSubscriber(id, 'cus_lock')).toMatchObject({
+      status: 'active',
+      reason: 'paid',
+      overriddenAt: null,
+    });
 
     // The previous version kept no subscription ids, so a migrated status stands alone:
     // a later event of another subscription ends it. An import after the upgrade (stripe
@@ -103,20 +122,38 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
     // status its episode, so that it survives that.
     const warned = paymentIds();
     const imported = toStripeEventInput(
-      event('invoice.payment_failed', invoice('cus_warn', { ids: warned, next_payment_attempt: at(30).getTime() / 1000 }), {
-        created: at(9).getTime() / 1000,
-        id: 'evt_sync_in_1_1',
-      }),
+      event(
+        'invoice.payment_failed',
+        invoice('cus_warn', { ids: warned, next_payment_attempt: at(30).getTime() / 1000 }),
+        {
+          created: at(9).getTime() / 1000,
+          id: 'evt_sync_in_1_1',
+        },
+      ),
     );
-    const otherPaid = toStripeEventInput(event('invoice.paid', invoice('cus_warn', { status: 'paid' }), { created: at(12).getTime() / 1000 }));
+    const otherPaid = toStripeEventInput(
+      event('invoice.paid', invoice('cus_warn', { status: 'paid' }), { created: at(12).getTime() / 1000 }),
+    );
     if (imported === null || otherPaid === null) throw new Error('relevant events');
     await store.recordStripeEvent(id, imported, at(23));
-    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({ status: 'warning', reason: 'soft_decline', overriddenAt: at(10) });
+    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({
+      status: 'warning',
+      reason: 'soft_decline',
+      overriddenAt: at(10),
+    });
     await store.recordStripeEvent(id, otherPaid, at(24));
-    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({ status: 'warning', reason: 'soft_decline', overriddenAt: null });
+    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({
+      status: 'warning',
+      reason: 'soft_decline',
+      overriddenAt: null,
+    });
 
     // An event older than the migrated tombstone changes nothing.
-    const old = toStripeEventInput(event('invoice.payment_failed', invoice('cus_gone', { next_payment_attempt: null }), { created: at(4).getTime() / 1000 }));
+    const old = toStripeEventInput(
+      event('invoice.payment_failed', invoice('cus_gone', { next_payment_attempt: null }), {
+        created: at(4).getTime() / 1000,
+      }),
+    );
     if (old === null) throw new Error('relevant event');
     expect((await store.recordStripeEvent(id, old, at(22))).outcome).toBe('stale');
     expect(await store.getSubscriberStatus(id, 'cus_gone')).toBeNull();

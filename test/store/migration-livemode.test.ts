@@ -20,7 +20,10 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
     const opened = await engine.open({ upTo: 10 });
     cleanups.push(opened.cleanup);
     const { db } = opened;
-    await db.query(`INSERT INTO tenants (slug, tier, hmac_required, created_at, updated_at) VALUES ('older', 'starter', false, $1, $1)`, [T]);
+    await db.query(
+      `INSERT INTO tenants (slug, tier, hmac_required, created_at, updated_at) VALUES ('older', 'starter', false, $1, $1)`,
+      [T],
+    );
 
     const applied = await migrate(
       db,
@@ -31,7 +34,13 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
     expect((await store.getTenant('older'))?.livemode).toBeNull();
     expect((await store.getStripeSigningSecrets('older'))?.livemode).toBeNull();
 
-    const base = { tier: 'starter', cardUpdateUrl: null, hmacRequired: false, allowedOrigins: null, hmacSecret: 's'.repeat(43) };
+    const base = {
+      tier: 'starter',
+      cardUpdateUrl: null,
+      hmacRequired: false,
+      allowedOrigins: null,
+      hmacSecret: 's'.repeat(43),
+    };
     for (const [slug, livemode, hash] of [
       ['newer-live', true, 'ab'],
       ['newer-test', false, 'cd'],
@@ -40,8 +49,17 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
       expect(created).toMatchObject({ ok: true, tenant: { slug, livemode } });
       expect((await store.getStripeSigningSecrets(slug))?.livemode).toBe(livemode);
     }
-    expect(await store.updateTenant('older', { livemode: false }, T)).toMatchObject({ ok: true, tenant: { livemode: false } });
-    expect(await store.updateTenant('older', { hmacRequired: true }, T)).toMatchObject({ ok: true, tenant: { hmacRequired: true, livemode: false } });
-    expect(await store.updateTenant('older', { livemode: null }, T)).toMatchObject({ ok: true, tenant: { livemode: null } });
+    expect(await store.updateTenant('older', { livemode: false }, T)).toMatchObject({
+      ok: true,
+      tenant: { livemode: false },
+    });
+    expect(await store.updateTenant('older', { hmacRequired: true }, T)).toMatchObject({
+      ok: true,
+      tenant: { hmacRequired: true, livemode: false },
+    });
+    expect(await store.updateTenant('older', { livemode: null }, T)).toMatchObject({
+      ok: true,
+      tenant: { livemode: null },
+    });
   });
 });

@@ -52,9 +52,33 @@ describe.each(engines)('migration to dunning runs ($name)', (engine) => {
       `SELECT processor_customer_id, started_at, ended_at, outcome, amount::int AS amount, currency, decline_class FROM dunning_runs ORDER BY processor_customer_id`,
     );
     expect(runs).toEqual([
-      { processor_customer_id: 'cus_old', started_at: at(100), ended_at: null, outcome: null, amount: null, currency: null, decline_class: 'authentication' },
-      { processor_customer_id: 'cus_open', started_at: at(10), ended_at: null, outcome: null, amount: 4200, currency: 'gbp', decline_class: 'hard' },
-      { processor_customer_id: 'cus_paid', started_at: at(5), ended_at: at(50), outcome: 'voided', amount: null, currency: null, decline_class: 'soft' },
+      {
+        processor_customer_id: 'cus_old',
+        started_at: at(100),
+        ended_at: null,
+        outcome: null,
+        amount: null,
+        currency: null,
+        decline_class: 'authentication',
+      },
+      {
+        processor_customer_id: 'cus_open',
+        started_at: at(10),
+        ended_at: null,
+        outcome: null,
+        amount: 4200,
+        currency: 'gbp',
+        decline_class: 'hard',
+      },
+      {
+        processor_customer_id: 'cus_paid',
+        started_at: at(5),
+        ended_at: at(50),
+        outcome: 'voided',
+        amount: null,
+        currency: null,
+        decline_class: 'soft',
+      },
     ]);
   });
 });

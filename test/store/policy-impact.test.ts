@@ -33,13 +33,23 @@ const T = Date.parse('2026-01-05T00:00:00Z') / 1000;
 const DAY = 86_400;
 const at = (days: number) => T + days * DAY;
 const NOW = new Date(at(30) * 1000);
-const admin = (days: number): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: new Date(at(days) * 1000) });
+const admin = (days: number): ChangeCause => ({
+  source: 'admin',
+  eventId: null,
+  eventType: null,
+  declineCode: null,
+  occurredAt: new Date(at(days) * 1000),
+});
 
 function history(): StripeEventFixture[] {
   const exhausted = (cus: string, days: number) =>
-    event('invoice.payment_failed', invoice(cus, { ids: paymentIds(), next_payment_attempt: null }), { created: at(days) });
+    event('invoice.payment_failed', invoice(cus, { ids: paymentIds(), next_payment_attempt: null }), {
+      created: at(days),
+    });
   const retried = (cus: string, days: number) =>
-    event('invoice.payment_failed', invoice(cus, { ids: paymentIds(), next_payment_attempt: at(days + 3) }), { created: at(days) });
+    event('invoice.payment_failed', invoice(cus, { ids: paymentIds(), next_payment_attempt: at(days + 3) }), {
+      created: at(days),
+    });
   const paid = paymentIds();
   return [
     exhausted('cus_new_lock', 28),
@@ -47,7 +57,9 @@ function history(): StripeEventFixture[] {
     retried('cus_old_warn', 5),
     retried('cus_new_warn', 25),
     exhausted('cus_freed', 2),
-    event('invoice.payment_failed', invoice('cus_paid', { ids: paid, next_payment_attempt: at(6) }), { created: at(3) }),
+    event('invoice.payment_failed', invoice('cus_paid', { ids: paid, next_payment_attempt: at(6) }), {
+      created: at(3),
+    }),
     event('invoice.paid', invoice('cus_paid', { ids: paid, status: 'paid' }), { created: at(4) }),
   ];
 }
@@ -64,10 +76,24 @@ describe.each(engines)('policy impact ($name)', (engine) => {
       if (input === null) throw new Error(`${fixture.type}: relevant`);
       expect((await store.recordStripeEvent(id, input, new Date(fixture.created * 1000))).outcome).toBe('applied');
     }
-    expect(await store.applyChange(id, 'cus_override', { kind: 'set', status: 'lockout', reason: 'manual' }, admin(10), new Date(at(10) * 1000))).toBe(
-      'applied',
-    );
-    expect(await store.applyChange(id, 'cus_freed', { kind: 'set', status: 'active', reason: 'manual' }, admin(3), new Date(at(3) * 1000))).toBe('applied');
+    expect(
+      await store.applyChange(
+        id,
+        'cus_override',
+        { kind: 'set', status: 'lockout', reason: 'manual' },
+        admin(10),
+        new Date(at(10) * 1000),
+      ),
+    ).toBe('applied');
+    expect(
+      await store.applyChange(
+        id,
+        'cus_freed',
+        { kind: 'set', status: 'active', reason: 'manual' },
+        admin(3),
+        new Date(at(3) * 1000),
+      ),
+    ).toBe('applied');
   }
 
   beforeAll(async () => {
@@ -94,7 +120,15 @@ describe.each(engines)('policy impact ($name)', (engine) => {
       override: await status('cus_override'),
       freed: await status('cus_freed'),
       paid: await status('cus_paid'),
-    }).toEqual({ new_lock: 'lockout', old_lock: 'lockout', old_warn: 'warning', new_warn: 'warning', override: 'lockout', freed: 'active', paid: 'active' });
+    }).toEqual({
+      new_lock: 'lockout',
+      old_lock: 'lockout',
+      old_warn: 'warning',
+      new_warn: 'warning',
+      override: 'lockout',
+      freed: 'active',
+      paid: 'active',
+    });
   });
 
   const current = { warning: 2, lockout: 3 };
@@ -125,18 +159,42 @@ describe.each(engines)('policy impact ($name)', (engine) => {
   });
 
   it('an escalation turns an old warning into a lockout, to the day', async () => {
-    expect(await impact({ escalate_after_days: 20 })).toMatchObject({ proposed: { warning: 1, lockout: 4 }, newlyGated: 1, released: 0 });
-    expect(await impact({ escalate_after_days: 25 })).toMatchObject({ proposed: { warning: 1, lockout: 4 }, newlyGated: 1 });
+    expect(await impact({ escalate_after_days: 20 })).toMatchObject({
+      proposed: { warning: 1, lockout: 4 },
+      newlyGated: 1,
+      released: 0,
+    });
+    expect(await impact({ escalate_after_days: 25 })).toMatchObject({
+      proposed: { warning: 1, lockout: 4 },
+      newlyGated: 1,
+    });
     expect(await impact({ escalate_after_days: 26 })).toMatchObject({ proposed: current, newlyGated: 0 });
-    expect(await impact({ escalate_after_days: 5 })).toMatchObject({ proposed: { warning: 0, lockout: 5 }, newlyGated: 2 });
-    expect(await impact({ grace_days: 5, escalate_after_days: 20 })).toMatchObject({ proposed: { warning: 2, lockout: 3 }, newlyGated: 1, released: 1 });
+    expect(await impact({ escalate_after_days: 5 })).toMatchObject({
+      proposed: { warning: 0, lockout: 5 },
+      newlyGated: 2,
+    });
+    expect(await impact({ grace_days: 5, escalate_after_days: 20 })).toMatchObject({
+      proposed: { warning: 2, lockout: 3 },
+      newlyGated: 1,
+      released: 1,
+    });
   });
 
   it('banner_only answers every lockout warning, the override too; monitor answers everyone active', async () => {
-    expect(await impact({ enforcement: 'banner_only' })).toMatchObject({ proposed: { warning: 5, lockout: 0 }, newlyGated: 0, released: 3 });
-    expect(await impact({ enforcement: 'monitor' })).toMatchObject({ proposed: { warning: 0, lockout: 0 }, newlyGated: 0, released: 3 });
+    expect(await impact({ enforcement: 'banner_only' })).toMatchObject({
+      proposed: { warning: 5, lockout: 0 },
+      newlyGated: 0,
+      released: 3,
+    });
+    expect(await impact({ enforcement: 'monitor' })).toMatchObject({
+      proposed: { warning: 0, lockout: 0 },
+      newlyGated: 0,
+      released: 3,
+    });
     // banner_only schedules no escalation either.
-    expect(await impact({ enforcement: 'banner_only', escalate_after_days: 1 })).toMatchObject({ proposed: { warning: 5, lockout: 0 } });
+    expect(await impact({ enforcement: 'banner_only', escalate_after_days: 1 })).toMatchObject({
+      proposed: { warning: 5, lockout: 0 },
+    });
   });
 
   it('keeps the tenant current policy for what is not proposed, and counts from it', async () => {

@@ -65,7 +65,11 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine,
     proxy.freeze();
     const events: string[] = [];
     const started = Date.now();
-    const stop = await db.listen('dunwall_bounds_test', { onNotify: () => {}, onReady: () => events.push('ready'), onLost: () => events.push('lost') });
+    const stop = await db.listen('dunwall_bounds_test', {
+      onNotify: () => {},
+      onReady: () => events.push('ready'),
+      onLost: () => events.push('lost'),
+    });
     const waited = Date.now() - started;
     proxy.thaw();
     await stop();
@@ -86,7 +90,12 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine,
     url.searchParams.delete('options');
     // A long query bound, one connection: a connection rolled back while the server still
     // sends would hold the next query until the bound; dropped, it does not.
-    db = openPostgres({ connectionString: url.toString(), maxConnections: 1, queryTimeoutMs: 120_000, ...(options ? { options } : {}) });
+    db = openPostgres({
+      connectionString: url.toString(),
+      maxConnections: 1,
+      queryTimeoutMs: 120_000,
+      ...(options ? { options } : {}),
+    });
   });
 
   afterAll(async () => {
@@ -94,20 +103,26 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL engine,
     await schema?.close();
   });
 
-  it('drops the connection when its reader throws, and the next query runs at once on a new one', { timeout: 20_000 }, async () => {
-    const rows = 'SELECT i, md5(i::text) FROM generate_series(1, 500000) AS i';
-    const failed = await db
-      .transaction((tx) =>
-        tx.copyRows(rows, () => {
-          throw new Error('the reader gave up');
-        }),
-      )
-      .catch((err: unknown) => err);
-    expect((failed as Error).message).toBe('the reader gave up');
-    // Within the test's 20 s, far below the 120 s bound a reused connection would wait for.
-    expect(await db.query<{ one: number }>('SELECT 1 AS one')).toEqual([{ one: 1 }]);
-    let parsed = 0;
-    await db.transaction((tx) => tx.copyRows(rows, (chunk) => (parsed += chunk.toString('latin1').split('\n').length - 1)));
-    expect(parsed).toBe(500_000);
-  });
+  it(
+    'drops the connection when its reader throws, and the next query runs at once on a new one',
+    { timeout: 20_000 },
+    async () => {
+      const rows = 'SELECT i, md5(i::text) FROM generate_series(1, 500000) AS i';
+      const failed = await db
+        .transaction((tx) =>
+          tx.copyRows(rows, () => {
+            throw new Error('the reader gave up');
+          }),
+        )
+        .catch((err: unknown) => err);
+      expect((failed as Error).message).toBe('the reader gave up');
+      // Within the test's 20 s, far below the 120 s bound a reused connection would wait for.
+      expect(await db.query<{ one: number }>('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+      let parsed = 0;
+      await db.transaction((tx) =>
+        tx.copyRows(rows, (chunk) => (parsed += chunk.toString('latin1').split('\n').length - 1)),
+      );
+      expect(parsed).toBe(500_000);
+    },
+  );
 });

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadModel } from '../../src/readmodel/index.js';
-import { outsideRequestBounds, storeCallEnd, StoreBound, StoreTimeoutError, withStoreBound } from '../../src/store/deadline.js';
+import {
+  outsideRequestBounds,
+  storeCallEnd,
+  StoreBound,
+  StoreTimeoutError,
+  withStoreBound,
+} from '../../src/store/deadline.js';
 import { isStoreUnavailable } from '../../src/store/errors.js';
 import type { ChangeCause } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
@@ -48,12 +54,16 @@ describe.each(engines)('a request bound on the store ($name)', (engine: Engine) 
     const query = await withStoreBound(over(), () => db.query('SELECT 1')).catch((err: unknown) => err);
     expect(query).toBeInstanceOf(StoreTimeoutError);
     expect(isStoreUnavailable(query)).toBe(true);
-    const tx = await withStoreBound(over(), () => db.transaction((t) => t.query('SELECT 1'))).catch((err: unknown) => err);
+    const tx = await withStoreBound(over(), () => db.transaction((t) => t.query('SELECT 1'))).catch(
+      (err: unknown) => err,
+    );
     expect(tx).toBeInstanceOf(StoreTimeoutError);
     // Under a bound with time left, the same calls run.
     const bound = new StoreBound(10_000, 'request');
     expect(await withStoreBound(bound, () => db.query<{ one: number }>('SELECT 1 AS one'))).toEqual([{ one: 1 }]);
-    expect(await withStoreBound(bound, () => db.transaction((t) => t.query<{ two: number }>('SELECT 2 AS two')))).toEqual([{ two: 2 }]);
+    expect(
+      await withStoreBound(bound, () => db.transaction((t) => t.query<{ two: number }>('SELECT 2 AS two'))),
+    ).toEqual([{ two: 2 }]);
     expect(await db.query<{ three: number }>('SELECT 3 AS three')).toEqual([{ three: 3 }]);
   });
 
@@ -66,7 +76,13 @@ describe.each(engines)('a request bound on the store ($name)', (engine: Engine) 
       const seen: (number | null)[] = [];
       const stop = store.onCommit(() => seen.push(storeCallEnd()));
       await withStoreBound(new StoreBound(10_000, 'request'), () =>
-        store.applyChange(created.tenant.id, 'cus_bound', { kind: 'set', status: 'lockout', reason: 'manual' }, admin, T),
+        store.applyChange(
+          created.tenant.id,
+          'cus_bound',
+          { kind: 'set', status: 'lockout', reason: 'manual' },
+          admin,
+          T,
+        ),
       );
       stop();
       expect(seen).toEqual([null]);

@@ -69,7 +69,11 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
     // Events received more than 30 days ago: days 31 to 60.
     expect(run.stripe_events).toBe(30);
     expect(await count('SELECT count(*)::int AS n FROM stripe_events')).toBe(30);
-    expect(await count(`SELECT count(*)::int AS n FROM stripe_events WHERE received_at < '${new Date(NOW - 30 * DAY_MS).toISOString()}'`)).toBe(0);
+    expect(
+      await count(
+        `SELECT count(*)::int AS n FROM stripe_events WHERE received_at < '${new Date(NOW - 30 * DAY_MS).toISOString()}'`,
+      ),
+    ).toBe(0);
     // Batches of 7: 30 rows are 5 batches, with a pause after each full one.
     expect(sleeps.length).toBe(4);
     // History older than 400 days: cus_old's 500 and 480 (its newest, 450, stays) and cus_mixed's 500.
@@ -122,53 +126,56 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
   });
 });
 
-describe.skipIf(!engines.some((e) => e.name === 'postgres'))('retention across deployments sharing one database (postgres)', () => {
-  const postgres = engines.find((e) => e.name === 'postgres') as Engine;
-  const oldEvent = async (db: Db, tenant: number, id: string) =>
-    db.query(
-      `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
+describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
+  'retention across deployments sharing one database (postgres)',
+  () => {
+    const postgres = engines.find((e) => e.name === 'postgres') as Engine;
+    const oldEvent = async (db: Db, tenant: number, id: string) =>
+      db.query(
+        `INSERT INTO stripe_events (tenant_id, event_id, event_type, processor_customer_id, created, facts, outcome, received_at)
        VALUES ($1, $2, 'invoice.paid', 'cus_1', $3, '{}', 'applied', $3)`,
-      [tenant, id, new Date(NOW - 90 * DAY_MS)],
-    );
-
-  it('lets one instance of a deployment prune a table at a time, and never holds back a deployment in another schema', async () => {
-    const one = await postgres.open();
-    const other = await postgres.open();
-    let release = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    try {
-      const ids: number[] = [];
-      for (const { store, db } of [one, other]) {
-        const created = await store.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
-        if (!created.ok) throw new Error('tenant');
-        ids.push(created.tenant.id);
-        await oldEvent(db, created.tenant.id, 'evt_old');
-      }
-      // An instance of the first deployment is pruning stripe_events: it holds the table's lock.
-      let held = (_: boolean) => {};
-      const holding = new Promise<boolean>((resolve) => (held = resolve));
-      const pruning = one.db.transaction(async (tx) => {
-        held(await tryDeploymentLock(tx, RETENTION_LOCK_KEYS.stripe_events));
-        await released;
-      });
-      expect(await holding).toBe(true);
-      // Another instance of it finds the lock taken and leaves the round to it...
-      expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(0);
-      // ...another table is not held back...
-      await one.db.query(
-        `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, 'cus_1', 'warning', 'soft_decline', 'admin', $2, $2), ($1, 'cus_1', 'active', NULL, 'admin', $3, $3)`,
-        [ids[0], new Date(NOW - 90 * DAY_MS), new Date(NOW - DAY_MS)],
+        [tenant, id, new Date(NOW - 90 * DAY_MS)],
       );
-      expect(await one.store.pruneOld('subscriber_history', new Date(NOW - 30 * DAY_MS), 10)).toBe(1);
-      // ...and the deployment in the other schema prunes its own rows.
-      expect(await other.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
-      release();
-      await pruning;
-      expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
-    } finally {
-      release();
-      await one.cleanup();
-      await other.cleanup();
-    }
-  });
-});
+
+    it('lets one instance of a deployment prune a table at a time, and never holds back a deployment in another schema', async () => {
+      const one = await postgres.open();
+      const other = await postgres.open();
+      let release = () => {};
+      const released = new Promise<void>((resolve) => (release = resolve));
+      try {
+        const ids: number[] = [];
+        for (const { store, db } of [one, other]) {
+          const created = await store.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
+          if (!created.ok) throw new Error('tenant');
+          ids.push(created.tenant.id);
+          await oldEvent(db, created.tenant.id, 'evt_old');
+        }
+        // An instance of the first deployment is pruning stripe_events: it holds the table's lock.
+        let held = (_: boolean) => {};
+        const holding = new Promise<boolean>((resolve) => (held = resolve));
+        const pruning = one.db.transaction(async (tx) => {
+          held(await tryDeploymentLock(tx, RETENTION_LOCK_KEYS.stripe_events));
+          await released;
+        });
+        expect(await holding).toBe(true);
+        // Another instance of it finds the lock taken and leaves the round to it...
+        expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(0);
+        // ...another table is not held back...
+        await one.db.query(
+          `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, 'cus_1', 'warning', 'soft_decline', 'admin', $2, $2), ($1, 'cus_1', 'active', NULL, 'admin', $3, $3)`,
+          [ids[0], new Date(NOW - 90 * DAY_MS), new Date(NOW - DAY_MS)],
+        );
+        expect(await one.store.pruneOld('subscriber_history', new Date(NOW - 30 * DAY_MS), 10)).toBe(1);
+        // ...and the deployment in the other schema prunes its own rows.
+        expect(await other.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
+        release();
+        await pruning;
+        expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
+      } finally {
+        release();
+        await one.cleanup();
+        await other.cleanup();
+      }
+    });
+  },
+);

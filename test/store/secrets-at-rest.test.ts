@@ -61,7 +61,10 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
     app.inject({
       method: method as 'GET',
       url: `/admin/v1${url}`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
   const lookup = (slug: string, key: string, customer: string, hmac?: string) =>
@@ -72,7 +75,11 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
     });
   const deliver = (slug: string, secret: string) => {
     const { payload, signature } = signed(
-      event('invoice.payment_failed', invoice('cus_paying', { next_payment_attempt: Math.floor(nowMs / 1000) + 3600 }), { created: Math.floor(nowMs / 1000) }),
+      event(
+        'invoice.payment_failed',
+        invoice('cus_paying', { next_payment_attempt: Math.floor(nowMs / 1000) + 3600 }),
+        { created: Math.floor(nowMs / 1000) },
+      ),
       secret,
       Math.floor(nowMs / 1000),
     );
@@ -98,16 +105,26 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
   it('keeps no HMAC or Stripe signing secret in clear; lookups and webhooks verify as before', async () => {
     const created = await admin('POST', '/tenants', { slug: 'acme', hmac_required: true });
     expect(created.statusCode).toBe(201);
-    const { publishable_key: key, hmac_secret: firstSecret } = created.json<{ publishable_key: string; hmac_secret: string }>();
+    const { publishable_key: key, hmac_secret: firstSecret } = created.json<{
+      publishable_key: string;
+      hmac_secret: string;
+    }>();
     expect((await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: WHSEC_1 })).statusCode).toBe(200);
     expect((await admin('PATCH', '/tenants/acme', { stripe_webhook_secret: WHSEC_2 })).statusCode).toBe(200);
     const rotated = await admin('POST', '/tenants/acme/rotate', { key: 'hmac' });
     const secondSecret = rotated.json<{ hmac_secret: string }>().hmac_secret;
 
     const rows = await credentials(opened.db);
-    expect(rows.map((r) => r.kind).sort()).toEqual(['hmac_secret', 'hmac_secret', 'publishable_key', 'stripe_webhook_secret', 'stripe_webhook_secret']);
+    expect(rows.map((r) => r.kind).sort()).toEqual([
+      'hmac_secret',
+      'hmac_secret',
+      'publishable_key',
+      'stripe_webhook_secret',
+      'stripe_webhook_secret',
+    ]);
     const raw = JSON.stringify(rows);
-    for (const secret of [key, firstSecret, secondSecret, WHSEC_1, WHSEC_2, ...spellings(RAW_A)]) expect(raw).not.toContain(secret);
+    for (const secret of [key, firstSecret, secondSecret, WHSEC_1, WHSEC_2, ...spellings(RAW_A)])
+      expect(raw).not.toContain(secret);
     for (const row of rows) {
       if (row.kind === 'publishable_key') expect(row.key_hash).toMatch(/^[0-9a-f]{64}$/);
       else expect(row.secret).toMatch(new RegExp(`^enc:v1:${ID_A}:[A-Za-z0-9_-]+$`));
@@ -118,7 +135,9 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
       const res = await lookup('acme', key, 'cus_paying', computeHmac(secret, 'cus_paying'));
       expect(res.statusCode).toBe(200);
     }
-    expect((await lookup('acme', key, 'cus_paying', computeHmac('not-the-secret', 'cus_paying'))).json().code).toBe('hmac_mismatch');
+    expect((await lookup('acme', key, 'cus_paying', computeHmac('not-the-secret', 'cus_paying'))).json().code).toBe(
+      'hmac_mismatch',
+    );
 
     // Both signing secrets verify during the overlap; another one does not.
     expect((await deliver('acme', WHSEC_2)).statusCode).toBe(200);
@@ -152,13 +171,20 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
     );
     await expect(store.getStripeSigningSecrets('acme')).rejects.toThrow(SecretDecryptionError);
     // A format this version does not know stops the boot check too, rather than passing as clear text.
-    await opened.db.query(`UPDATE tenant_credentials SET secret = 'enc:v2:0123abcd:AAAA' WHERE tenant_id = $1 AND kind = 'stripe_webhook_secret'`, [acmeId]);
-    await expect(assertSecretKeysKnown(opened.db, new SecretBox({ current: KEY_A }))).rejects.toThrow('in an unknown format');
+    await opened.db.query(
+      `UPDATE tenant_credentials SET secret = 'enc:v2:0123abcd:AAAA' WHERE tenant_id = $1 AND kind = 'stripe_webhook_secret'`,
+      [acmeId],
+    );
+    await expect(assertSecretKeysKnown(opened.db, new SecretBox({ current: KEY_A }))).rejects.toThrow(
+      'in an unknown format',
+    );
   });
 });
 
 /** A store target that can be closed and opened again (an embedded one on disk). */
-async function reopenableTarget(engine: Engine): Promise<{ target: StoreTarget; env: Record<string, string>; drop(): Promise<void> }> {
+async function reopenableTarget(
+  engine: Engine,
+): Promise<{ target: StoreTarget; env: Record<string, string>; drop(): Promise<void> }> {
   if (engine.name === 'embedded') {
     const dir = mkdtempSync(join(tmpdir(), 'dunwall-secrets-'));
     return {
@@ -170,7 +196,11 @@ async function reopenableTarget(engine: Engine): Promise<{ target: StoreTarget; 
     };
   }
   const scoped = await schemaScopedUrl('dunwall_secrets');
-  return { target: { engine: 'postgres', url: scoped.url }, env: { DATABASE_URL: scoped.url }, drop: () => scoped.drop() };
+  return {
+    target: { engine: 'postgres', url: scoped.url },
+    env: { DATABASE_URL: scoped.url },
+    drop: () => scoped.drop(),
+  };
 }
 
 class Capture {
@@ -181,7 +211,10 @@ class Capture {
   }
 }
 
-async function dunwall(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function dunwall(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new Capture();
   const stderr = new Capture();
   const code = await run(args, { stdout, stderr, stdin: Readable.from([]), env });
@@ -223,19 +256,37 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
   });
   afterAll(() => place.drop());
 
-  const hmacsOf = async (store: Store, slug: string) => (await store.getTenantAuth(slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
-  const whsecsOf = async (store: Store, slug: string) => (await store.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
+  const hmacsOf = async (store: Store, slug: string) =>
+    (await store.getTenantAuth(slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
+  const whsecsOf = async (store: Store, slug: string) =>
+    (await store.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
 
   it('reads secrets written in clear before the key was set; writes new ones sealed', async () => {
     await withStore(place.target, SecretBox.clear(), async (store) => {
       expect((await store.createTenant(newTenant('legacy', clearHmac), T)).ok).toBe(true);
-      expect((await store.updateTenant('legacy', {}, T, { kind: 'stripe_webhook_secret', material: clearWhsec, overlapS: 60 })).ok).toBe(true);
+      expect(
+        (
+          await store.updateTenant('legacy', {}, T, {
+            kind: 'stripe_webhook_secret',
+            material: clearWhsec,
+            overlapS: 60,
+          })
+        ).ok,
+      ).toBe(true);
     });
     await withStore(place.target, boxA, async (store) => {
       expect(await hmacsOf(store, 'legacy')).toEqual([computeHmac(clearHmac, 'cus_probe')]);
       expect(await whsecsOf(store, 'legacy')).toEqual([clearWhsec]);
       expect((await store.createTenant(newTenant('fresh', sealedHmac), T)).ok).toBe(true);
-      expect((await store.updateTenant('fresh', {}, T, { kind: 'stripe_webhook_secret', material: sealedWhsec, overlapS: 60 })).ok).toBe(true);
+      expect(
+        (
+          await store.updateTenant('fresh', {}, T, {
+            kind: 'stripe_webhook_secret',
+            material: sealedWhsec,
+            overlapS: 60,
+          })
+        ).ok,
+      ).toBe(true);
       expect(await hmacsOf(store, 'fresh')).toEqual([computeHmac(sealedHmac, 'cus_probe')]);
     });
     const db = await openDb(place.target);
@@ -270,7 +321,11 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
   });
 
   it('dunwall secrets reencrypt moves every secret to the new key in one go, printing counts only', async () => {
-    const env = { ...place.env, DUNWALL_ENCRYPTION_KEY: RAW_B.toString('hex'), DUNWALL_ENCRYPTION_KEYS_OLD: RAW_A.toString('base64') };
+    const env = {
+      ...place.env,
+      DUNWALL_ENCRYPTION_KEY: RAW_B.toString('hex'),
+      DUNWALL_ENCRYPTION_KEYS_OLD: RAW_A.toString('base64'),
+    };
     const first = await dunwall(['secrets', 'reencrypt', '--json'], env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
@@ -280,7 +335,8 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
     expect(again.stdout).toContain(`all stored secrets are encrypted under key ${ID_B}`);
     expect(again.stdout).toContain('4 already under this key');
     for (const out of [first.stdout, again.stdout]) {
-      for (const secret of [clearHmac, clearWhsec, sealedHmac, sealedWhsec, ...spellings(RAW_A), ...spellings(RAW_B)]) expect(out).not.toContain(secret);
+      for (const secret of [clearHmac, clearWhsec, sealedHmac, sealedWhsec, ...spellings(RAW_A), ...spellings(RAW_B)])
+        expect(out).not.toContain(secret);
     }
 
     // Old key alone: refused at boot, naming the new key's id.
@@ -298,11 +354,17 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toMatch(/^dunwall: secrets reencrypt needs DUNWALL_ENCRYPTION_KEY/);
 
-    const badKey = await dunwall(['secrets', 'reencrypt'], { ...place.env, DUNWALL_ENCRYPTION_KEY: 'not-a-key-at-all' });
+    const badKey = await dunwall(['secrets', 'reencrypt'], {
+      ...place.env,
+      DUNWALL_ENCRYPTION_KEY: 'not-a-key-at-all',
+    });
     expect(badKey.code).toBe(2);
     expect(badKey.stderr).not.toContain('not-a-key-at-all');
 
-    const wrong = await dunwall(['secrets', 'reencrypt'], { ...place.env, DUNWALL_ENCRYPTION_KEY: RAW_C.toString('hex') });
+    const wrong = await dunwall(['secrets', 'reencrypt'], {
+      ...place.env,
+      DUNWALL_ENCRYPTION_KEY: RAW_C.toString('hex'),
+    });
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toBe(
       `dunwall: secrets reencrypt failed, nothing was changed: stored secrets are encrypted under key id ${ID_B}, which is not configured: set that key in DUNWALL_ENCRYPTION_KEY or DUNWALL_ENCRYPTION_KEYS_OLD\n`,
@@ -314,7 +376,8 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
       const census = await assertSecretKeysKnown(db, boxB);
       expect(census).toEqual({ clear: 0, byKeyId: new Map([[ID_B, 4]]), unreadable: 0 });
       const rows = await credentials(db);
-      for (const row of rows.filter((r) => r.kind !== 'publishable_key')) expect(row.secret).toMatch(new RegExp(`^enc:v1:${ID_B}:`));
+      for (const row of rows.filter((r) => r.kind !== 'publishable_key'))
+        expect(row.secret).toMatch(new RegExp(`^enc:v1:${ID_B}:`));
     } finally {
       await db.close();
     }

@@ -21,7 +21,10 @@ interface Explained {
 }
 
 async function explain(db: Db, analyze: boolean, params: unknown[]): Promise<Explained> {
-  const [row] = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (${analyze ? 'ANALYZE, ' : ''}FORMAT JSON) ${STATUS_CHANGES_SQL}`, params);
+  const [row] = await db.query<{ 'QUERY PLAN': unknown }>(
+    `EXPLAIN (${analyze ? 'ANALYZE, ' : ''}FORMAT JSON) ${STATUS_CHANGES_SQL}`,
+    params,
+  );
   const raw = row?.['QUERY PLAN'];
   const json = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Explained[];
   const first = json[0];
@@ -46,7 +49,10 @@ describe.runIf(postgres)('the status feed read on a fresh database (postgres)', 
     // Positions around a few changes of one tenant, as the feed hands them out; no ANALYZE.
     before = (await db.query<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))[0]?.s ?? '';
     for (let i = 0; i < 3; i += 1) {
-      await db.query(`INSERT INTO status_changes (tenant_id, processor_customer_id, status, occurred_at) VALUES (1, $1, 'lockout', now())`, [`cus_plan_${i}`]);
+      await db.query(
+        `INSERT INTO status_changes (tenant_id, processor_customer_id, status, occurred_at) VALUES (1, $1, 'lockout', now())`,
+        [`cus_plan_${i}`],
+      );
     }
     after = (await db.query<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))[0]?.s ?? '';
   });
@@ -66,7 +72,13 @@ describe.runIf(postgres)('the status feed read on a fresh database (postgres)', 
   });
 
   it('reads the changes it was asked for', async () => {
-    const rows = await db.query<{ processor_customer_id: string | null }>(STATUS_CHANGES_SQL, [1, before, null, null, MAX_FEED_PAGE + 1]);
+    const rows = await db.query<{ processor_customer_id: string | null }>(STATUS_CHANGES_SQL, [
+      1,
+      before,
+      null,
+      null,
+      MAX_FEED_PAGE + 1,
+    ]);
     expect(rows.map((r) => r.processor_customer_id)).toEqual(['cus_plan_0', 'cus_plan_1', 'cus_plan_2']);
   });
 });

@@ -21,7 +21,13 @@ const engines = await availableEngines();
 const T = new Date('2026-03-01T12:00:00Z');
 const DAY_MS = 86_400_000;
 const silent = { info() {}, warn() {} };
-const admin = (d = T): ChangeCause => ({ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: d });
+const admin = (d = T): ChangeCause => ({
+  source: 'admin',
+  eventId: null,
+  eventType: null,
+  declineCode: null,
+  occurredAt: d,
+});
 const set = (status: SubscriberStatus): Change => ({ kind: 'set', status, reason: 'test' });
 
 async function tenantId(store: Store, slug: string): Promise<number> {
@@ -36,7 +42,12 @@ function changesOf(result: StatusChanges): { changes: StatusChange[]; next: Feed
 }
 
 /** Reads the feed from `cursor` `limit` at a time until a page comes back empty. */
-async function drain(store: Store, tenant: number, cursor: FeedCursor, limit: number): Promise<{ changes: StatusChange[]; next: FeedCursor; pages: number }> {
+async function drain(
+  store: Store,
+  tenant: number,
+  cursor: FeedCursor,
+  limit: number,
+): Promise<{ changes: StatusChange[]; next: FeedCursor; pages: number }> {
   const all: StatusChange[] = [];
   let position = cursor;
   for (let pages = 1; ; pages += 1) {
@@ -104,7 +115,14 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
 
   it("lists the non-active subscribers in pages, each page carrying the first page's feed position, and the feed goes on from it", async () => {
     const t = await tenantId(store, 'listed');
-    for (let i = 0; i < 7; i += 1) await store.applyChange(t, `cus_l${i}`, set(i % 3 === 0 ? 'active' : i % 3 === 1 ? 'warning' : 'lockout'), admin(), T);
+    for (let i = 0; i < 7; i += 1)
+      await store.applyChange(
+        t,
+        `cus_l${i}`,
+        set(i % 3 === 0 ? 'active' : i % 3 === 1 ? 'warning' : 'lockout'),
+        admin(),
+        T,
+      );
     const first = await store.listStatuses(t, null, 2);
     expect(first.entries.map((e) => [e.customerId, e.status])).toEqual([
       ['cus_l1', 'warning'],
@@ -166,7 +184,8 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     for (const k of [0, 4, 17, 38]) {
       const middle = read[k];
       if (!middle) throw new Error('no change');
-      for (const limit of [1, 5, 100]) expect((await drain(store, t, middle.cursor, limit)).changes.map(brief)).toEqual(written.slice(k + 1));
+      for (const limit of [1, 5, 100])
+        expect((await drain(store, t, middle.cursor, limit)).changes.map(brief)).toEqual(written.slice(k + 1));
     }
     // A full page's next cursor resumes inside the same set: pages of 1 are the list of pages of 100.
     expect((await drain(store, t, from, 1)).changes.map(brief)).toEqual(written);
@@ -199,15 +218,23 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     await store.applyChange(t, 'cus_e1', set('lockout'), admin(), T);
     expect((await drain(store, t, fresh, 100)).changes.map(brief)).toEqual([['cus_e1', 'lockout']]);
     // Transaction ids this database has not reached: a cursor it never handed out (400 invalid_cursor).
-    await expect(store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100)).rejects.toBeInstanceOf(CursorNotIssuedError);
     await expect(
-      store.statusChangesAfter(t, { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } }, 100),
+      store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100),
+    ).rejects.toBeInstanceOf(CursorNotIssuedError);
+    await expect(
+      store.statusChangesAfter(
+        t,
+        { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } },
+        100,
+      ),
     ).rejects.toBeInstanceOf(CursorNotIssuedError);
   });
 
   it('forgets rows and a horizon no transaction of this database wrote (a restored dump), rather than expire every cursor', async () => {
     const t = await tenantId(store, 'restored');
-    const [{ next }] = (await opened.db.query<{ next: string }>('SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next')) as [{ next: string }];
+    const [{ next }] = (await opened.db.query<{ next: string }>(
+      'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS next',
+    )) as [{ next: string }];
     const foreign = (BigInt(next) + 10_000_000n).toString();
     await opened.db.query(
       `INSERT INTO status_changes (xid, tenant_id, processor_customer_id, status, occurred_at) VALUES ($1::xid8, $2, 'cus_foreign', 'lockout', now())`,
@@ -226,9 +253,24 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const from = await now();
     await store.applyChange(t, 'cus_r1', set('warning'), admin(), new Date(Date.now() - 10 * DAY_MS));
     await store.applyChange(t, 'cus_r2', set('warning'), admin(), new Date(Date.now() - DAY_MS));
-    const count = async () => Number((await opened.db.query<{ n: number }>('SELECT count(*)::int AS n FROM status_changes WHERE tenant_id = $1', [t]))[0]?.n);
+    const count = async () =>
+      Number(
+        (
+          await opened.db.query<{ n: number }>('SELECT count(*)::int AS n FROM status_changes WHERE tenant_id = $1', [
+            t,
+          ])
+        )[0]?.n,
+      );
     expect(await count()).toBe(2);
-    const retention = new Retention({ store, stripeEventsDays: 30, historyDays: 0, webhookDays: 30, statusFeedDays: 7, log: silent, sleep: async () => {} });
+    const retention = new Retention({
+      store,
+      stripeEventsDays: 30,
+      historyDays: 0,
+      webhookDays: 30,
+      statusFeedDays: 7,
+      log: silent,
+      sleep: async () => {},
+    });
     // A transaction open elsewhere on a shared server may hold the change back a round.
     await vi.waitFor(
       async () => {
@@ -242,81 +284,90 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
   });
 });
 
-describe.skipIf(!engines.some((e) => e.name === 'postgres'))('status feed store on PostgreSQL: concurrent writers', () => {
-  let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
-  let store: Store;
-  const clients = pgClients();
+describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
+  'status feed store on PostgreSQL: concurrent writers',
+  () => {
+    let scoped: Awaited<ReturnType<typeof schemaScopedUrl>>;
+    let store: Store;
+    const clients = pgClients();
 
-  beforeAll(async () => {
-    scoped = await schemaScopedUrl('dunwall_feed');
-    store = await openStore({ engine: 'postgres', url: scoped.url });
-  });
-  afterAll(async () => {
-    await clients.endAll();
-    await store?.close();
-    await scoped?.drop();
-  });
+    beforeAll(async () => {
+      scoped = await schemaScopedUrl('dunwall_feed');
+      store = await openStore({ engine: 'postgres', url: scoped.url });
+    });
+    afterAll(async () => {
+      await clients.endAll();
+      await store?.close();
+      await scoped?.drop();
+    });
 
-  it('gives the change of a writer that began first and committed last, after a reader read past the later one', async () => {
-    const t = await tenantId(store, 'order');
-    const from = (await store.listStatuses(t, null, 100)).feedCursor;
-    const slow = await clients.open(scoped.url);
-    const fast = await clients.open(scoped.url);
-    const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
-    // The slow writer takes its sequence value and transaction id first...
-    await slow.query('BEGIN');
-    await slow.query(insert, [t, 'cus_slow', 'lockout']);
-    // ...the fast one begins later, commits first, and a reader reads past it.
-    await fast.query('BEGIN');
-    await fast.query(insert, [t, 'cus_fast', 'warning']);
-    await fast.query('COMMIT');
-    const first = changesOf(await store.statusChangesAfter(t, from, 100));
-    expect(first.changes.map(brief)).toEqual([['cus_fast', 'warning']]);
-    // A cursor of the fast change alone, inside its set, and the set's end: all still owe the slow change.
-    const inside = first.changes[0]?.cursor;
-    if (!inside) throw new Error('no change');
-    expect(changesOf(await store.statusChangesAfter(t, first.next, 100)).changes).toEqual([]);
-    await slow.query('COMMIT');
-    for (const cursor of [first.next, inside, from]) {
-      const rest = await drain(store, t, cursor, 1);
-      // Read from the start once both committed, the two are one set, in sequence order.
-      expect(rest.changes.map(brief)).toEqual(
-        cursor === from
-          ? [
-              ['cus_slow', 'lockout'],
-              ['cus_fast', 'warning'],
-            ]
-          : [['cus_slow', 'lockout']],
+    it('gives the change of a writer that began first and committed last, after a reader read past the later one', async () => {
+      const t = await tenantId(store, 'order');
+      const from = (await store.listStatuses(t, null, 100)).feedCursor;
+      const slow = await clients.open(scoped.url);
+      const fast = await clients.open(scoped.url);
+      const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
+      // The slow writer takes its sequence value and transaction id first...
+      await slow.query('BEGIN');
+      await slow.query(insert, [t, 'cus_slow', 'lockout']);
+      // ...the fast one begins later, commits first, and a reader reads past it.
+      await fast.query('BEGIN');
+      await fast.query(insert, [t, 'cus_fast', 'warning']);
+      await fast.query('COMMIT');
+      const first = changesOf(await store.statusChangesAfter(t, from, 100));
+      expect(first.changes.map(brief)).toEqual([['cus_fast', 'warning']]);
+      // A cursor of the fast change alone, inside its set, and the set's end: all still owe the slow change.
+      const inside = first.changes[0]?.cursor;
+      if (!inside) throw new Error('no change');
+      expect(changesOf(await store.statusChangesAfter(t, first.next, 100)).changes).toEqual([]);
+      await slow.query('COMMIT');
+      for (const cursor of [first.next, inside, from]) {
+        const rest = await drain(store, t, cursor, 1);
+        // Read from the start once both committed, the two are one set, in sequence order.
+        expect(rest.changes.map(brief)).toEqual(
+          cursor === from
+            ? [
+                ['cus_slow', 'lockout'],
+                ['cus_fast', 'warning'],
+              ]
+            : [['cus_slow', 'lockout']],
+        );
+      }
+      // The slow change has the lower sequence value: "rows after the last seq seen" would have lost it.
+      const [order] = (
+        await fast.query<{ slow_first: boolean }>(
+          `SELECT (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_slow') < (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
+        )
+      ).rows;
+      expect(order?.slow_first).toBe(true);
+    });
+
+    it("orders one subscriber's changes as they committed: the second writer waits for the first's row lock", async () => {
+      const t = await tenantId(store, 'locks');
+      await store.applyChange(t, 'cus_x', set('warning'), admin(), T);
+      const from = (await store.listStatuses(t, null, 100)).feedCursor;
+      const one = await clients.open(scoped.url);
+      const two = await clients.open(scoped.url);
+      await one.query('BEGIN');
+      await two.query('BEGIN');
+      // Both have transaction ids; the second takes its id first, then waits on the row.
+      await two.query('SELECT pg_current_xact_id()');
+      await one.query('SELECT pg_current_xact_id()');
+      await one.query(
+        `UPDATE subscribers SET status = 'lockout' WHERE tenant_id = $1 AND processor_customer_id = 'cus_x'`,
+        [t],
       );
-    }
-    // The slow change has the lower sequence value: "rows after the last seq seen" would have lost it.
-    const [order] = (
-      await fast.query<{ slow_first: boolean }>(
-        `SELECT (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_slow') < (SELECT seq FROM status_changes WHERE processor_customer_id = 'cus_fast') AS slow_first`,
-      )
-    ).rows;
-    expect(order?.slow_first).toBe(true);
-  });
-
-  it("orders one subscriber's changes as they committed: the second writer waits for the first's row lock", async () => {
-    const t = await tenantId(store, 'locks');
-    await store.applyChange(t, 'cus_x', set('warning'), admin(), T);
-    const from = (await store.listStatuses(t, null, 100)).feedCursor;
-    const one = await clients.open(scoped.url);
-    const two = await clients.open(scoped.url);
-    await one.query('BEGIN');
-    await two.query('BEGIN');
-    // Both have transaction ids; the second takes its id first, then waits on the row.
-    await two.query('SELECT pg_current_xact_id()');
-    await one.query('SELECT pg_current_xact_id()');
-    await one.query(`UPDATE subscribers SET status = 'lockout' WHERE tenant_id = $1 AND processor_customer_id = 'cus_x'`, [t]);
-    const blocked = two.query(`UPDATE subscribers SET status = 'active' WHERE tenant_id = $1 AND processor_customer_id = 'cus_x'`, [t]);
-    await one.query('COMMIT');
-    await blocked;
-    await two.query('COMMIT');
-    expect((await drain(store, t, from, 1)).changes.map(brief)).toEqual([
-      ['cus_x', 'lockout'],
-      ['cus_x', 'active'],
-    ]);
-  });
-});
+      const blocked = two.query(
+        `UPDATE subscribers SET status = 'active' WHERE tenant_id = $1 AND processor_customer_id = 'cus_x'`,
+        [t],
+      );
+      await one.query('COMMIT');
+      await blocked;
+      await two.query('COMMIT');
+      expect((await drain(store, t, from, 1)).changes.map(brief)).toEqual([
+        ['cus_x', 'lockout'],
+        ['cus_x', 'active'],
+      ]);
+    });
+  },
+);

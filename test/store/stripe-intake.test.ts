@@ -14,7 +14,13 @@ import { newTenant } from '../helpers/store-fixtures.js';
 const engines = await availableEngines();
 const T = new Date('2026-01-10T12:00:00Z');
 const at = (iso: string) => new Date(iso);
-const row = (tenantId: number, day: string, kind: StripeIntakeKind, count: number, lastAt: string): StripeIntakeCount => ({
+const row = (
+  tenantId: number,
+  day: string,
+  kind: StripeIntakeKind,
+  count: number,
+  lastAt: string,
+): StripeIntakeCount => ({
   tenantId,
   day,
   kind,
@@ -73,7 +79,12 @@ describe.each(engines)('Stripe intake counters ($name)', (engine) => {
         { day: '2026-01-09', counts: { received: 7, refused_signature: 0, refused_livemode: 0, replayed: 0 } },
         { day: '2026-01-10', counts: { received: 42, refused_signature: 4, refused_livemode: 0, replayed: 0 } },
       ],
-      lastAt: { received: at('2026-01-10T11:00:00Z'), refused_signature: at('2026-01-10T11:30:00Z'), refused_livemode: null, replayed: null },
+      lastAt: {
+        received: at('2026-01-10T11:00:00Z'),
+        refused_signature: at('2026-01-10T11:30:00Z'),
+        refused_livemode: null,
+        replayed: null,
+      },
     });
     expect((await store.stripeIntake(beta, at('2026-01-04T00:00:00Z'))).days).toEqual([
       { day: '2026-01-10', counts: { received: 0, refused_signature: 0, refused_livemode: 0, replayed: 500 } },
@@ -92,7 +103,10 @@ describe.each(engines)('Stripe intake counters ($name)', (engine) => {
     );
     await Promise.all(flushes);
     const days = (await store.stripeIntake(beta, at('2026-01-08T00:00:00Z'))).days;
-    expect(days[0]).toEqual({ day: '2026-01-08', counts: { received: 8, refused_signature: 0, refused_livemode: 16, replayed: 0 } });
+    expect(days[0]).toEqual({
+      day: '2026-01-08',
+      counts: { received: 8, refused_signature: 0, refused_livemode: 16, replayed: 0 },
+    });
   });
 
   it('reads the days from `since` on, and the last of each kind among every day kept', async () => {
@@ -115,12 +129,19 @@ describe.each(engines)('Stripe intake counters ($name)', (engine) => {
       row(acme, '2026-01-07', 'received', 1, '2026-01-07T12:00:00Z'),
     ]);
     expect((await db.query('SELECT 1 FROM stripe_intake WHERE tenant_id = $1', [gone])).length).toBe(0);
-    expect((await store.stripeIntake(acme, at('2026-01-07T00:00:00Z'))).days[0]).toMatchObject({ day: '2026-01-07', counts: { received: 1 } });
+    expect((await store.stripeIntake(acme, at('2026-01-07T00:00:00Z'))).days[0]).toMatchObject({
+      day: '2026-01-07',
+      counts: { received: 1 },
+    });
   });
 
   it('prunes the days before the cut-off, oldest first, by batch', async () => {
     const days = async () =>
-      (await db.query<{ day: string }>("SELECT DISTINCT to_char(day, 'YYYY-MM-DD') AS day FROM stripe_intake ORDER BY 1")).map((r) => r.day);
+      (
+        await db.query<{ day: string }>(
+          "SELECT DISTINCT to_char(day, 'YYYY-MM-DD') AS day FROM stripe_intake ORDER BY 1",
+        )
+      ).map((r) => r.day);
     expect(await days()).toEqual(['2025-12-01', '2026-01-07', '2026-01-08', '2026-01-09', '2026-01-10']);
     // The cut-off's own day stays: what is pruned is whole days before it.
     expect(await store.pruneOld('stripe_intake', at('2026-01-08T18:00:00Z'), 1)).toBe(1);

@@ -16,17 +16,24 @@ function req(remoteAddress: string, headers: Record<string, string> = {}) {
 describe('parseTrustedProxies', () => {
   it('takes addresses, CIDR ranges and the names loopback and private', () => {
     const t = trusted('loopback, 192.0.2.10, 2001:db8::/32');
-    expect(['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '192.0.2.10', '2001:db8::1'].map((a) => t.trusts(a))).toEqual([
-      true,
-      true,
-      true,
-      true,
-      true,
-      true,
+    expect(
+      ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1', '192.0.2.10', '2001:db8::1'].map((a) => t.trusts(a)),
+    ).toEqual([true, true, true, true, true, true]);
+    expect(['192.0.2.11', '10.0.0.1', '2001:db9::1', 'unknown', ''].map((a) => t.trusts(a))).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
     ]);
-    expect(['192.0.2.11', '10.0.0.1', '2001:db9::1', 'unknown', ''].map((a) => t.trusts(a))).toEqual([false, false, false, false, false]);
     const p = trusted('private');
-    expect(['10.1.2.3', '172.20.0.1', '192.168.1.1', 'fd00::1', '172.32.0.1'].map((a) => p.trusts(a))).toEqual([true, true, true, true, false]);
+    expect(['10.1.2.3', '172.20.0.1', '192.168.1.1', 'fd00::1', '172.32.0.1'].map((a) => p.trusts(a))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+    ]);
   });
 
   it.each([
@@ -45,17 +52,27 @@ describe('clientAddress', () => {
   const rfc7239 = trusted('10.0.0.0/8', 'forwarded');
 
   it('is the socket peer when no proxy is trusted, whatever the headers say', () => {
-    expect(clientAddress(req('203.0.113.5', { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=1.2.3.4' }), null)).toBe('203.0.113.5');
+    expect(clientAddress(req('203.0.113.5', { 'x-forwarded-for': '1.2.3.4', forwarded: 'for=1.2.3.4' }), null)).toBe(
+      '203.0.113.5',
+    );
     expect(clientAddress(req('::ffff:203.0.113.5'), null)).toBe('203.0.113.5');
   });
 
   it('walks the chain from the nearest hop to the first address that is not a proxy', () => {
-    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.5, 10.0.0.2' }), proxies)).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '198.51.100.1, 203.0.113.5, 10.0.0.2' }), proxies)).toBe(
+      '203.0.113.5',
+    );
     // Proxies that add the client's port: the port does not make a new client.
     expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '203.0.113.5:51234' }), proxies)).toBe('203.0.113.5');
-    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '[2001:db8:1:2::9]:443, 10.0.0.2:80' }), proxies)).toBe('2001:db8:1:2::/64');
-    expect(clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), rfc7239)).toBe('203.0.113.5');
-    expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), rfc7239)).toBe('2001:db8:cafe:0::/64');
+    expect(clientAddress(req('10.0.0.1', { 'x-forwarded-for': '[2001:db8:1:2::9]:443, 10.0.0.2:80' }), proxies)).toBe(
+      '2001:db8:1:2::/64',
+    );
+    expect(
+      clientAddress(req('10.0.0.1', { forwarded: 'for=198.51.100.1, for="203.0.113.5:8443";proto=https' }), rfc7239),
+    ).toBe('203.0.113.5');
+    expect(clientAddress(req('10.0.0.1', { forwarded: 'For="[2001:db8:cafe::17]:4711"' }), rfc7239)).toBe(
+      '2001:db8:cafe:0::/64',
+    );
     // A peer that is not a proxy: its headers prove nothing.
     expect(clientAddress(req('203.0.113.9', { 'x-forwarded-for': '198.51.100.1' }), proxies)).toBe('203.0.113.9');
     // Only proxies in the chain: the farthest of them is the best we know.
@@ -66,7 +83,12 @@ describe('clientAddress', () => {
   it("reads only the header its proxies write: the other one is the client's own", () => {
     const spoofed = { 'x-forwarded-for': '203.0.113.5', forwarded: 'for=6.6.6.6' };
     expect(clientAddress(req('10.0.0.1', spoofed), proxies)).toBe('203.0.113.5');
-    expect(clientAddress(req('10.0.0.1', { ...spoofed, forwarded: 'for=203.0.113.5', 'x-forwarded-for': '6.6.6.6' }), rfc7239)).toBe('203.0.113.5');
+    expect(
+      clientAddress(
+        req('10.0.0.1', { ...spoofed, forwarded: 'for=203.0.113.5', 'x-forwarded-for': '6.6.6.6' }),
+        rfc7239,
+      ),
+    ).toBe('203.0.113.5');
     // A Forwarded header without a for= names nobody: the proxy is the best we know.
     expect(clientAddress(req('10.0.0.1', { forwarded: 'proto=https' }), rfc7239)).toBe('10.0.0.1');
   });
@@ -108,7 +130,13 @@ describe('loadConfig: rate limits, Redis and proxies', () => {
       TRUST_PROXY: 'loopback,10.0.0.0/8',
       TRUST_PROXY_HEADER: 'Forwarded',
     });
-    expect(config.rateLimits).toEqual({ lookupPerIp: 0, lookupPerTenant: 5000, failuresPerIp: 7, adminPerIp: 9, perSecretKey: 120 });
+    expect(config.rateLimits).toEqual({
+      lookupPerIp: 0,
+      lookupPerTenant: 5000,
+      failuresPerIp: 7,
+      adminPerIp: 9,
+      perSecretKey: 120,
+    });
     expect(loadConfig({ DUNWALL_RATE_LIMIT_PER_SECRET_KEY: '0' }).rateLimits.perSecretKey).toBe(0);
     expect(config.redisUrl).toBe('redis://:pw@cache.internal:6379/2');
     expect(config.trustProxy?.trusts('10.2.3.4')).toBe(true);

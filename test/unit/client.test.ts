@@ -2,7 +2,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createClient } from '../../packages/client/src/index.js';
 import type { StatusRequest } from '../../packages/client/src/index.js';
 
-const REQUEST: StatusRequest = { baseUrl: 'https://dw.test/', tenant: 'acme', publishableKey: 'pk_test', customerId: 'cus_1', hmac: 'ab12' };
+const REQUEST: StatusRequest = {
+  baseUrl: 'https://dw.test/',
+  tenant: 'acme',
+  publishableKey: 'pk_test',
+  customerId: 'cus_1',
+  hmac: 'ab12',
+};
 const KNOWN = {
   status: 'warning',
   card_update_url: 'https://acme.test/card',
@@ -13,7 +19,11 @@ type FakeFetch = ReturnType<typeof vi.fn<typeof fetch>>;
 
 function answering(status: number, body: unknown, contentType = 'application/json'): FakeFetch {
   return vi.fn<typeof fetch>(
-    async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers: { 'content-type': contentType } }),
+    async () =>
+      new Response(typeof body === 'string' ? body : JSON.stringify(body), {
+        status,
+        headers: { 'content-type': contentType },
+      }),
   );
 }
 
@@ -35,10 +45,17 @@ describe('getSubscriberStatus', () => {
   });
 
   it('returns the scheduled lockout and the pay link of a known subscriber, and sends a preview', async () => {
-    const body = { ...KNOWN, lockout_at: '2026-12-03T12:00:00Z', pay_url: 'https://invoice.stripe.com/i/acct_1/test_abc' };
+    const body = {
+      ...KNOWN,
+      lockout_at: '2026-12-03T12:00:00Z',
+      pay_url: 'https://invoice.stripe.com/i/acct_1/test_abc',
+    };
     const fetchFn = answering(200, body);
     const client = createClient({ fetch: fetchFn, cacheTtlMs: 0 });
-    expect(await client.getSubscriberStatus({ ...REQUEST, preview: 'warning' })).toEqual({ ...body, source: 'service' });
+    expect(await client.getSubscriberStatus({ ...REQUEST, preview: 'warning' })).toEqual({
+      ...body,
+      source: 'service',
+    });
     await client.getSubscriberStatus({ ...REQUEST, preview: 'lockout' });
     await client.getSubscriberStatus({ ...REQUEST, preview: 'active' as 'warning' });
     await client.getSubscriberStatus({ ...REQUEST, preview: null });
@@ -53,7 +70,12 @@ describe('getSubscriberStatus', () => {
   it('keeps a preview apart from the real answer in its cache', async () => {
     const fetchFn = vi.fn<typeof fetch>(
       async (url) =>
-        new Response(JSON.stringify(String(url).includes('preview=lockout') ? { ...KNOWN, status: 'lockout' } : { status: 'active' }), { status: 200 }),
+        new Response(
+          JSON.stringify(
+            String(url).includes('preview=lockout') ? { ...KNOWN, status: 'lockout' } : { status: 'active' },
+          ),
+          { status: 200 },
+        ),
     );
     const client = createClient({ fetch: fetchFn, cacheTtlMs: 60_000 });
     expect((await client.getSubscriberStatus({ ...REQUEST, preview: 'lockout' })).status).toBe('lockout');
@@ -66,7 +88,11 @@ describe('getSubscriberStatus', () => {
     ['pay_url', { pay_url: { href: 'https://invoice.stripe.com/i/x' } }],
   ])('fails open on a %s that is not a string', async (_name, extra) => {
     const client = createClient({ fetch: answering(200, { ...KNOWN, ...extra }) });
-    expect(await client.getSubscriberStatus(REQUEST)).toMatchObject({ status: 'active', source: 'fallback', error: { kind: 'invalid_response' } });
+    expect(await client.getSubscriberStatus(REQUEST)).toMatchObject({
+      status: 'active',
+      source: 'fallback',
+      error: { kind: 'invalid_response' },
+    });
   });
 
   it.each([
@@ -87,7 +113,13 @@ describe('getSubscriberStatus', () => {
     [500, 'internal_error'],
     [503, 'store_unavailable'],
   ])('fails open on HTTP %i', async (status, code) => {
-    const client = createClient({ fetch: answering(status, { type: 'about:blank', title: 'x', status, code, detail: 'x' }, 'application/problem+json') });
+    const client = createClient({
+      fetch: answering(
+        status,
+        { type: 'about:blank', title: 'x', status, code, detail: 'x' },
+        'application/problem+json',
+      ),
+    });
     expect(await client.getSubscriberStatus(REQUEST)).toEqual({
       status: 'active',
       source: 'fallback',
@@ -96,12 +128,22 @@ describe('getSubscriberStatus', () => {
   });
 
   it('fails open on a network error, a non-JSON answer and an answer of the wrong shape', async () => {
-    const down = createClient({ fetch: vi.fn<typeof fetch>(async () => Promise.reject(new TypeError('Failed to fetch'))) });
-    expect(await down.getSubscriberStatus(REQUEST)).toEqual({ status: 'active', source: 'fallback', error: { kind: 'network', message: 'Failed to fetch' } });
+    const down = createClient({
+      fetch: vi.fn<typeof fetch>(async () => Promise.reject(new TypeError('Failed to fetch'))),
+    });
+    expect(await down.getSubscriberStatus(REQUEST)).toEqual({
+      status: 'active',
+      source: 'fallback',
+      error: { kind: 'network', message: 'Failed to fetch' },
+    });
     const html = createClient({ fetch: answering(200, '<html>captive portal</html>', 'text/html') });
     expect((await html.getSubscriberStatus(REQUEST)).source).toBe('fallback');
     const odd = createClient({ fetch: answering(200, { status: 'blocked' }) });
-    expect(await odd.getSubscriberStatus(REQUEST)).toMatchObject({ status: 'active', source: 'fallback', error: { kind: 'invalid_response' } });
+    expect(await odd.getSubscriberStatus(REQUEST)).toMatchObject({
+      status: 'active',
+      source: 'fallback',
+      error: { kind: 'invalid_response' },
+    });
     const thrower = createClient({
       fetch: vi.fn<typeof fetch>(() => {
         throw new Error('sync');
@@ -121,7 +163,11 @@ describe('getSubscriberStatus', () => {
     await vi.advanceTimersByTimeAsync(2_999);
     expect(signal?.aborted).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
-    expect(await pending).toEqual({ status: 'active', source: 'fallback', error: { kind: 'timeout', message: 'no answer within 3000 ms' } });
+    expect(await pending).toEqual({
+      status: 'active',
+      source: 'fallback',
+      error: { kind: 'timeout', message: 'no answer within 3000 ms' },
+    });
     expect(signal?.aborted).toBe(true);
 
     const quick = createClient({ fetch: hanging });
@@ -188,7 +234,8 @@ describe('getSubscriberStatus', () => {
   it('bounds the cache', async () => {
     const fetchFn = answering(200, KNOWN);
     const client = createClient({ fetch: fetchFn, cacheMaxEntries: 2 });
-    for (const id of ['cus_1', 'cus_2', 'cus_3', 'cus_1']) await client.getSubscriberStatus({ ...REQUEST, customerId: id });
+    for (const id of ['cus_1', 'cus_2', 'cus_3', 'cus_1'])
+      await client.getSubscriberStatus({ ...REQUEST, customerId: id });
     expect(fetchFn).toHaveBeenCalledTimes(4);
   });
 

@@ -45,13 +45,16 @@ describe('console session values', () => {
   });
 
   it('writes an HttpOnly, SameSite=Strict cookie for the whole site, Secure when asked', () => {
-    expect(sessionCookie('abc', 3_600_000, true)).toBe('dunwall_session=abc; Path=/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure');
+    expect(sessionCookie('abc', 3_600_000, true)).toBe(
+      'dunwall_session=abc; Path=/; Max-Age=3600; HttpOnly; SameSite=Strict; Secure',
+    );
     expect(sessionCookie('abc', 3_600_000, false)).not.toContain('Secure');
     expect(clearedSessionCookie(true)).toBe('dunwall_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure');
   });
 
   it('knows loopback socket addresses, and only those', () => {
-    for (const address of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) expect(isLoopbackAddress(address), address).toBe(true);
+    for (const address of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1'])
+      expect(isLoopbackAddress(address), address).toBe(true);
     for (const address of ['localhost', '10.0.0.1', '::2', '::ffff:10.0.0.1', '127.0.0.1.nip.io', '', undefined])
       expect(isLoopbackAddress(address), String(address)).toBe(false);
   });
@@ -83,10 +86,16 @@ describe('resolveSession', () => {
   });
 
   it('has no session for a revoked or expired key, a gone tenant, or a malformed id', async () => {
-    expect(await resolveSession(store(row({})), model(tenant([{ id: 'key_2', expiresAtMs: null }])), id, now)).toBeNull();
-    expect(await resolveSession(store(row({})), model(tenant([{ id: 'key_1', expiresAtMs: now }])), id, now)).toBeNull();
+    expect(
+      await resolveSession(store(row({})), model(tenant([{ id: 'key_2', expiresAtMs: null }])), id, now),
+    ).toBeNull();
+    expect(
+      await resolveSession(store(row({})), model(tenant([{ id: 'key_1', expiresAtMs: now }])), id, now),
+    ).toBeNull();
     expect(await resolveSession(store(row({})), model(null), id, now)).toBeNull();
-    expect(await resolveSession(store(row({})), model(tenant([{ id: 'key_1', expiresAtMs: null }])), 'not an id', now)).toBeNull();
+    expect(
+      await resolveSession(store(row({})), model(tenant([{ id: 'key_1', expiresAtMs: null }])), 'not an id', now),
+    ).toBeNull();
     expect(await resolveSession(store(null), model(tenant([{ id: 'key_1', expiresAtMs: null }])), id, now)).toBeNull();
   });
 
@@ -99,6 +108,8 @@ describe('resolveSession', () => {
   });
 
   it("gives the operator's session the operator", async () => {
-    expect(await resolveSession(store(row({ tenantId: null, secretKeyId: null })), model(null), id, now)).toMatchObject({ kind: 'operator' });
+    expect(await resolveSession(store(row({ tenantId: null, secretKeyId: null })), model(null), id, now)).toMatchObject(
+      { kind: 'operator' },
+    );
   });
 });

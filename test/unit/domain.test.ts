@@ -1,10 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/runtime/config.js';
 import { HmacKey, computeHmac, hmacDigest, verifyHmac } from '../../src/domain/hmac.js';
-import { generateHmacSecret, generatePublishableKey, PUBLISHABLE_KEY_RE, randomBase62, sha256 } from '../../src/domain/keys.js';
+import {
+  generateHmacSecret,
+  generatePublishableKey,
+  PUBLISHABLE_KEY_RE,
+  randomBase62,
+  sha256,
+} from '../../src/domain/keys.js';
 import { eventShapeProblem } from '../../src/domain/stripe/event.js';
 import { isLivemodeMismatch } from '../../src/domain/stripe/outcomes.js';
-import { allowedOrigin, checkBearer, checkLookup, lookupBody, parseBearer, prepareTenant } from '../../src/domain/lookup.js';
+import {
+  allowedOrigin,
+  checkBearer,
+  checkLookup,
+  lookupBody,
+  parseBearer,
+  prepareTenant,
+} from '../../src/domain/lookup.js';
 import type { TenantAuth, TenantAuthFields } from '../../src/domain/types.js';
 import { cardUpdateUrlProblem, originProblem } from '../../src/domain/validation.js';
 
@@ -71,16 +84,28 @@ describe('checkLookup', () => {
 
   it('ignores an expired key and an expired secret', () => {
     const expired = tenant({ publishableKeyHashes: [{ value: sha256(KEY), expiresAtMs: NOW }] });
-    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), expired, NOW)).toEqual({ ok: false, code: 'invalid_publishable_key' });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), expired, NOW)).toEqual({
+      ok: false,
+      code: 'invalid_publishable_key',
+    });
     const oldSecret = tenant({ hmacSecrets: [{ value: 'secret', expiresAtMs: NOW - 1 }] });
     const hmac = computeHmac('secret', 'cus_1');
-    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac }), oldSecret, NOW)).toEqual({ ok: false, code: 'hmac_mismatch' });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac }), oldSecret, NOW)).toEqual({
+      ok: false,
+      code: 'hmac_mismatch',
+    });
   });
 
   it('treats a repeated parameter as one bad value, never a guess', () => {
-    expect(checkLookup(req({ processor_customer_id: ['cus_1', 'cus_1'] }), tenant(), NOW)).toEqual({ ok: false, code: 'invalid_processor_customer_id' });
+    expect(checkLookup(req({ processor_customer_id: ['cus_1', 'cus_1'] }), tenant(), NOW)).toEqual({
+      ok: false,
+      code: 'invalid_processor_customer_id',
+    });
     const hmac = computeHmac('secret', 'cus_1');
-    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac: [hmac] }), tenant(), NOW)).toEqual({ ok: false, code: 'hmac_mismatch' });
+    expect(checkLookup(req({ processor_customer_id: 'cus_1', hmac: [hmac] }), tenant(), NOW)).toEqual({
+      ok: false,
+      code: 'hmac_mismatch',
+    });
   });
 });
 
@@ -99,7 +124,10 @@ describe('hmac', () => {
     expect(verifyHmac(mixed, 'cus_1', keys(['new']), NOW)).toBe(true);
     for (const bad of ['g', 'G', ':', '/', '@', '`', '\u0161', '\u0041\u0300']) {
       for (const at of [0, 31, 63])
-        expect(verifyHmac(hmac.slice(0, at) + bad + hmac.slice(at + 1), 'cus_1', keys(['new']), NOW), `${bad} at ${at}`).toBe(false);
+        expect(
+          verifyHmac(hmac.slice(0, at) + bad + hmac.slice(at + 1), 'cus_1', keys(['new']), NOW),
+          `${bad} at ${at}`,
+        ).toBe(false);
     }
     expect(verifyHmac(hmac.slice(0, 63), 'cus_1', keys(['new']), NOW)).toBe(false);
     expect(verifyHmac(`${hmac}0`, 'cus_1', keys(['new']), NOW)).toBe(false);
@@ -109,10 +137,20 @@ describe('hmac', () => {
     const secrets = ['', 'k', 'x'.repeat(63), 'y'.repeat(64), 'z'.repeat(65), 'sécret-ünïcode', 'a'.repeat(300)];
     // Every length around one block (55 bytes fit with the padding, 56 do not), and beyond.
     const around = Array.from({ length: 72 }, (_, n) => `cus_${'q'.repeat(n)}`.slice(0, n));
-    const messages = ['', 'cus_1', `cus_${'A'.repeat(251)}`, 'ümlaut', `${'u'.repeat(50)}é`, 'm'.repeat(400), 'n'.repeat(2000), ...around];
+    const messages = [
+      '',
+      'cus_1',
+      `cus_${'A'.repeat(251)}`,
+      'ümlaut',
+      `${'u'.repeat(50)}é`,
+      'm'.repeat(400),
+      'n'.repeat(2000),
+      ...around,
+    ];
     for (const secret of secrets) {
       const key = new HmacKey(secret);
-      for (const message of messages) expect(key.sign(message).equals(hmacDigest(secret, message)), `${secret.length}/${message.length}`).toBe(true);
+      for (const message of messages)
+        expect(key.sign(message).equals(hmacDigest(secret, message)), `${secret.length}/${message.length}`).toBe(true);
     }
   });
 });
@@ -175,12 +213,14 @@ describe('livemode', () => {
 describe('input validation', () => {
   it('card update URLs must be https, absolute and without credentials', () => {
     expect(cardUpdateUrlProblem('https://a.test/x')).toBeNull();
-    for (const bad of ['http://a.test', '/relative', 'https://u:p@a.test', 'data:text/html,x']) expect(cardUpdateUrlProblem(bad)).not.toBeNull();
+    for (const bad of ['http://a.test', '/relative', 'https://u:p@a.test', 'data:text/html,x'])
+      expect(cardUpdateUrlProblem(bad)).not.toBeNull();
   });
   it('origins must be exactly what a browser sends', () => {
     expect(originProblem('https://a.test')).toBeNull();
     expect(originProblem('http://localhost:5173')).toBeNull();
-    for (const bad of ['https://a.test/', 'https://A.test', 'a.test', 'https://a.test:443']) expect(originProblem(bad)).not.toBeNull();
+    for (const bad of ['https://a.test/', 'https://A.test', 'a.test', 'https://a.test:443'])
+      expect(originProblem(bad)).not.toBeNull();
   });
 });
 
@@ -202,12 +242,19 @@ describe('loadConfig', () => {
   it('bounds how stale a lookup may answer while the store is unreachable: 5 minutes, at most an hour', () => {
     expect(loadConfig({}).staleIfErrorMs).toBe(300_000);
     expect(loadConfig({ DUNWALL_STALE_IF_ERROR_MS: '0' }).staleIfErrorMs).toBe(0);
-    expect(() => loadConfig({ DUNWALL_STALE_IF_ERROR_MS: '3600001' })).toThrow('DUNWALL_STALE_IF_ERROR_MS must be an integer from 0 to 3600000');
+    expect(() => loadConfig({ DUNWALL_STALE_IF_ERROR_MS: '3600001' })).toThrow(
+      'DUNWALL_STALE_IF_ERROR_MS must be an integer from 0 to 3600000',
+    );
   });
 
   it('reports every bad value at once', () => {
     try {
-      loadConfig({ PORT: '70000', DUNWALL_ADMIN_TOKEN: 'short', DUNWALL_DEMO: 'yes', DUNWALL_ROTATION_OVERLAP_S: '-1' });
+      loadConfig({
+        PORT: '70000',
+        DUNWALL_ADMIN_TOKEN: 'short',
+        DUNWALL_DEMO: 'yes',
+        DUNWALL_ROTATION_OVERLAP_S: '-1',
+      });
       expect.unreachable();
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);

@@ -14,7 +14,13 @@ const T = NOW.getTime();
 const DAY = 86_400_000;
 const PAY_URL = 'https://invoice.stripe.com/i/acct_1/in_1';
 
-function episode(key: string, state: EpisodeState, reason: string, atMs: number, over: Partial<StoredEpisode> = {}): StoredEpisode {
+function episode(
+  key: string,
+  state: EpisodeState,
+  reason: string,
+  atMs: number,
+  over: Partial<StoredEpisode> = {},
+): StoredEpisode {
   return {
     key,
     state,
@@ -42,11 +48,26 @@ function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
 }
 
 function target(over: Partial<DownstreamTarget> = {}): DownstreamTarget {
-  return { slug: 'acme', endpoints: [{ key: 7, enabled: true, eventTypes: null }], lastSequence: 4, messageId: 'msg_test', ...over };
+  return {
+    slug: 'acme',
+    endpoints: [{ key: 7, enabled: true, eventTypes: null }],
+    lastSequence: 4,
+    messageId: 'msg_test',
+    ...over,
+  };
 }
 
 function state(over: Partial<CustomerState> = {}): CustomerState {
-  return { customerId: 'cus_1', subscriber: null, episodes: [], tombstone: null, policy: DEFAULT_POLICY, invoices: new Map(), downstream: null, ...over };
+  return {
+    customerId: 'cus_1',
+    subscriber: null,
+    episodes: [],
+    tombstone: null,
+    policy: DEFAULT_POLICY,
+    invoices: new Map(),
+    downstream: null,
+    ...over,
+  };
 }
 
 const stripeCause = (occurredAt = NOW): ChangeCause => ({
@@ -56,14 +77,27 @@ const stripeCause = (occurredAt = NOW): ChangeCause => ({
   declineCode: null,
   occurredAt,
 });
-const adminCause = (occurredAt = NOW): ChangeCause => ({ source: 'admin', eventId: 'adm_1', eventType: null, declineCode: null, occurredAt });
+const adminCause = (occurredAt = NOW): ChangeCause => ({
+  source: 'admin',
+  eventId: 'adm_1',
+  eventType: null,
+  declineCode: null,
+  occurredAt,
+});
 const policy = (over: Partial<Policy>): Policy => ({ ...DEFAULT_POLICY, ...over });
 
 describe('settle', () => {
   const warning = episode('sub_1', 'warning', 'soft_decline', T - DAY, { invoiceId: 'in_1' });
   const lockout = episode('sub_1', 'lockout', 'retries_exhausted', T - DAY, { invoiceId: 'in_1' });
 
-  it.each<{ name: string; given: CustomerState; episodes: StoredEpisode[]; override?: Override; cause?: ChangeCause; expected: Record<string, unknown> }>([
+  it.each<{
+    name: string;
+    given: CustomerState;
+    episodes: StoredEpisode[];
+    override?: Override;
+    cause?: ChangeCause;
+    expected: Record<string, unknown>;
+  }>([
     {
       name: 'no episode and no record: nothing is written',
       given: state({ downstream: target() }),
@@ -86,7 +120,11 @@ describe('settle', () => {
         after: null,
         subscriber: { kind: 'delete' },
         history: { status: null, effect: 'removed' },
-        message: { type: 'subscriber.deleted', sequence: 5, payload: { data: { from: 'warning', previous_reason: 'soft_decline' } } },
+        message: {
+          type: 'subscriber.deleted',
+          sequence: 5,
+          payload: { data: { from: 'warning', previous_reason: 'soft_decline' } },
+        },
       },
     },
     {
@@ -98,7 +136,14 @@ describe('settle', () => {
         after: { status: 'warning', reason: 'soft_decline' },
         subscriber: {
           kind: 'write',
-          row: { status: 'warning', derivedStatus: 'warning', statusChanged: true, statusAt: NOW, lockoutAtMs: null, payUrl: null },
+          row: {
+            status: 'warning',
+            derivedStatus: 'warning',
+            statusChanged: true,
+            statusAt: NOW,
+            lockoutAtMs: null,
+            payUrl: null,
+          },
         },
         history: { status: 'warning', derivedStatus: 'warning', effect: 'changed' },
         message: {
@@ -129,7 +174,9 @@ describe('settle', () => {
       episodes: [lockout],
       expected: {
         after: { status: 'warning', reason: 'retries_exhausted' },
-        subscriber: { row: { status: 'warning', derivedStatus: 'lockout', lockoutAtMs: T + 2 * DAY, lockoutRule: 'grace_ended' } },
+        subscriber: {
+          row: { status: 'warning', derivedStatus: 'lockout', lockoutAtMs: T + 2 * DAY, lockoutRule: 'grace_ended' },
+        },
         history: { status: 'warning', derivedStatus: 'lockout', lockoutAtMs: T + 2 * DAY },
         message: { payload: { data: { to: 'warning', lockout_at: '2026-05-03T12:00:00Z' } } },
       },
@@ -151,7 +198,11 @@ describe('settle', () => {
     },
     {
       name: 'the open invoice behind the worst episode gives the pay link; only it changed: the record, no entry, no message',
-      given: state({ subscriber: subscriber(), invoices: new Map([['in_1', { hostedInvoiceUrl: PAY_URL, status: 'open' }]]), downstream: target() }),
+      given: state({
+        subscriber: subscriber(),
+        invoices: new Map([['in_1', { hostedInvoiceUrl: PAY_URL, status: 'open' }]]),
+        downstream: target(),
+      }),
       episodes: [warning],
       expected: { subscriber: { row: { payUrl: PAY_URL, statusChanged: false } }, history: null, message: null },
     },
@@ -164,7 +215,10 @@ describe('settle', () => {
     {
       name: 'the worst episode is shown: a lockout before a later warning',
       given: state(),
-      episodes: [episode('sub_2', 'warning', 'payment_action_required', T - 60_000), episode('sub_1', 'lockout', 'hard_decline', T - DAY)],
+      episodes: [
+        episode('sub_2', 'warning', 'payment_action_required', T - 60_000),
+        episode('sub_1', 'lockout', 'hard_decline', T - DAY),
+      ],
       expected: { after: { status: 'lockout', reason: 'hard_decline' } },
     },
     {
@@ -191,7 +245,10 @@ describe('decideAdminChange', () => {
       expected: {
         outcome: 'applied',
         after: { status: 'lockout', reason: 'manual' },
-        effect: { subscriber: { row: { derivedStatus: 'lockout', overriddenAtMs: T } }, history: { effect: 'changed', cause: { adminAction: 'set_status' } } },
+        effect: {
+          subscriber: { row: { derivedStatus: 'lockout', overriddenAtMs: T } },
+          history: { effect: 'changed', cause: { adminAction: 'set_status' } },
+        },
       },
     },
     {
@@ -241,10 +298,20 @@ describe('decideAdminChange', () => {
 
 describe('decideDueLockout and decideReanswer', () => {
   const lockout = episode('sub_1', 'lockout', 'retries_exhausted', T - 4 * DAY);
-  const graced = subscriber({ status: 'warning', derivedStatus: 'lockout', reason: 'retries_exhausted', lockoutAtMs: T - DAY, lockoutRule: 'grace_ended' });
+  const graced = subscriber({
+    status: 'warning',
+    derivedStatus: 'lockout',
+    reason: 'retries_exhausted',
+    lockoutAtMs: T - DAY,
+    lockoutRule: 'grace_ended',
+  });
 
   it.each([
-    { name: 'no record: nothing due', given: state(), expected: { outcome: 'not_due', effect: { subscriber: null, history: null } } },
+    {
+      name: 'no record: nothing due',
+      given: state(),
+      expected: { outcome: 'not_due', effect: { subscriber: null, history: null } },
+    },
     {
       name: 'a lockout still ahead: nothing due',
       given: state({ subscriber: { ...graced, lockoutAtMs: T + 1 } }),
@@ -252,15 +319,30 @@ describe('decideDueLockout and decideReanswer', () => {
     },
     {
       name: 'a grace that ended: recorded as of its time, with its rule',
-      given: state({ episodes: [lockout], subscriber: graced, policy: policy({ grace_days: 3 }), downstream: target() }),
+      given: state({
+        episodes: [lockout],
+        subscriber: graced,
+        policy: policy({ grace_days: 3 }),
+        downstream: target(),
+      }),
       expected: {
         outcome: 'recorded',
         after: { status: 'lockout', reason: 'retries_exhausted' },
         effect: {
           subscriber: { row: { status: 'lockout', lockoutAtMs: null, statusAt: new Date(T - DAY) } },
-          history: { status: 'lockout', cause: { source: 'policy', policyRule: 'grace_ended', occurredAt: new Date(T - DAY) } },
+          history: {
+            status: 'lockout',
+            cause: { source: 'policy', policyRule: 'grace_ended', occurredAt: new Date(T - DAY) },
+          },
           message: {
-            payload: { data: { from: 'warning', to: 'lockout', cause: { source: 'policy', rule: 'grace_ended' }, occurred_at: '2026-04-30T12:00:00.000Z' } },
+            payload: {
+              data: {
+                from: 'warning',
+                to: 'lockout',
+                cause: { source: 'policy', rule: 'grace_ended' },
+                occurred_at: '2026-04-30T12:00:00.000Z',
+              },
+            },
           },
         },
       },
@@ -293,13 +375,28 @@ describe('decideDueLockout and decideReanswer', () => {
       expected: {
         outcome: 'answered',
         after: { status: 'warning' },
-        effect: { subscriber: { row: { status: 'warning', derivedStatus: 'lockout' } }, history: { cause: { policyRule: 'policy_changed' } } },
+        effect: {
+          subscriber: { row: { status: 'warning', derivedStatus: 'lockout' } },
+          history: { cause: { policyRule: 'policy_changed' } },
+        },
       },
     },
     {
       name: 'an override stands through a policy change',
-      given: state({ episodes: [lockout], subscriber: subscriber({ status: 'active', derivedStatus: 'active', reason: 'manual', overriddenAtMs: T - DAY }) }),
-      expected: { outcome: 'answered', after: { status: 'active', reason: 'manual' }, effect: { subscriber: null, history: null } },
+      given: state({
+        episodes: [lockout],
+        subscriber: subscriber({
+          status: 'active',
+          derivedStatus: 'active',
+          reason: 'manual',
+          overriddenAtMs: T - DAY,
+        }),
+      }),
+      expected: {
+        outcome: 'answered',
+        after: { status: 'active', reason: 'manual' },
+        effect: { subscriber: null, history: null },
+      },
     },
   ])('reanswer: $name', ({ given, expected }) => {
     expect(decideReanswer(given, changed, NOW)).toMatchObject(expected);
@@ -371,17 +468,40 @@ describe('downstreamMessage', () => {
 
   it.each([
     [
-      { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, adminAction: 'delete' } as ChangeCause,
+      {
+        source: 'admin',
+        eventId: null,
+        eventType: null,
+        declineCode: null,
+        occurredAt: NOW,
+        adminAction: 'delete',
+      } as ChangeCause,
       { source: 'admin', action: 'delete' },
     ],
-    [{ source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW } as ChangeCause, { source: 'admin', action: 'set_status' }],
     [
-      { source: 'policy', eventId: null, eventType: null, declineCode: null, occurredAt: NOW, policyRule: 'escalated' } as ChangeCause,
+      { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: NOW } as ChangeCause,
+      { source: 'admin', action: 'set_status' },
+    ],
+    [
+      {
+        source: 'policy',
+        eventId: null,
+        eventType: null,
+        declineCode: null,
+        occurredAt: NOW,
+        policyRule: 'escalated',
+      } as ChangeCause,
       { source: 'policy', rule: 'escalated' },
     ],
   ])('tells the cause %j as %j', (cause, told) => {
     expect(
-      downstreamMessage(target(), 'cus_1', { type: 'subscriber.deleted', before: { status: 'lockout', reason: 'manual' } }, cause, NOW)?.payload.data.cause,
+      downstreamMessage(
+        target(),
+        'cus_1',
+        { type: 'subscriber.deleted', before: { status: 'lockout', reason: 'manual' } },
+        cause,
+        NOW,
+      )?.payload.data.cause,
     ).toEqual(told);
   });
 });

@@ -1,13 +1,23 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeFeedCursor, decodeListCursor, encodeFeedCursor, encodeListCursor, MAX_CURSOR_LENGTH } from '../../src/domain/feed-cursor.js';
+import {
+  decodeFeedCursor,
+  decodeListCursor,
+  encodeFeedCursor,
+  encodeListCursor,
+  MAX_CURSOR_LENGTH,
+} from '../../src/domain/feed-cursor.js';
 import type { FeedCursor } from '../../src/domain/feed-cursor.js';
 
 /** The status feed's cursors: what is handed out reads back as itself; nothing else reads at all. */
 
 /** A snapshot PostgreSQL accepts: xmin >= 1, xmax >= xmin, in-progress ids ascending in [xmin, xmax). */
 const snapshot = fc
-  .tuple(fc.bigInt({ min: 1n, max: (1n << 62n) - 1n }), fc.bigInt({ min: 0n, max: 5000n }), fc.array(fc.bigInt({ min: 0n, max: 4999n }), { maxLength: 40 }))
+  .tuple(
+    fc.bigInt({ min: 1n, max: (1n << 62n) - 1n }),
+    fc.bigInt({ min: 0n, max: 5000n }),
+    fc.array(fc.bigInt({ min: 0n, max: 4999n }), { maxLength: 40 }),
+  )
   .map(([xmin, span, offsets]) => {
     const xip = [...new Set(offsets.filter((o) => o < span))].sort((a, b) => (a < b ? -1 : 1)).map((o) => xmin + o);
     return `${xmin}:${xmin + span}:${xip.join(',')}`;
@@ -83,6 +93,9 @@ describe('status feed cursors', () => {
     expect(text.length).toBeLessThanOrEqual(MAX_CURSOR_LENGTH);
     // Everything from its xmin on counts as unseen: a superset of what `since` had not seen.
     expect(decodeFeedCursor(text)).toEqual({ since: '1000:1000:', within: { upto: '9000:9001:', afterSeq: '3' } });
-    expect(decodeListCursor(encodeListCursor({ feed: since, after: 'cus_9' }))).toEqual({ feed: '1000:1000:', after: 'cus_9' });
+    expect(decodeListCursor(encodeListCursor({ feed: since, after: 'cus_9' }))).toEqual({
+      feed: '1000:1000:',
+      after: 'cus_9',
+    });
   });
 });

@@ -19,7 +19,12 @@ function recorder(fail = false) {
   return { sightings, lines, writes };
 }
 
-const sighting = (keyId: string, origin = 'https://shop.example') => ({ tenant: 'acme', keyId, prefix: 'sk_test_AbCd', origin });
+const sighting = (keyId: string, origin = 'https://shop.example') => ({
+  tenant: 'acme',
+  keyId,
+  prefix: 'sk_test_AbCd',
+  origin,
+});
 
 describe('SecretKeySightings', () => {
   it('logs and writes once per key per interval, and counts every refusal', async () => {

@@ -3,7 +3,10 @@ import { redactUrl } from '../../src/runtime/logger.js';
 
 describe('redactUrl', () => {
   it.each([
-    ['/api/subscriber-status/acme?processor_customer_id=cus_1&hmac=abc', '/api/subscriber-status/acme?processor_customer_id=[redacted]&hmac=[redacted]'],
+    [
+      '/api/subscriber-status/acme?processor_customer_id=cus_1&hmac=abc',
+      '/api/subscriber-status/acme?processor_customer_id=[redacted]&hmac=[redacted]',
+    ],
     ['/x?%68mac=abc&a=1', '/x?[redacted]=[redacted]&a=[redacted]'],
     ['/x?HMAC=abc', '/x?HMAC=[redacted]'],
     ['/x?hmac=a&hmac=b', '/x?hmac=[redacted]&hmac=[redacted]'],

@@ -17,7 +17,8 @@ describe('lookupParameters, against the query parser of Fastify', () => {
   beforeAll(() => fastify.ready());
   afterAll(() => fastify.close());
 
-  const reference = async (search: string) => (await fastify.inject({ method: 'GET', url: `/q?${search}` })).json() as Record<string, unknown>;
+  const reference = async (search: string) =>
+    (await fastify.inject({ method: 'GET', url: `/q?${search}` })).json() as Record<string, unknown>;
   const ours = (search: string) => JSON.parse(JSON.stringify(lookupParameters(search))) as Record<string, unknown>;
 
   it.each([

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { answerCustomer, dunningStartCutoffs, ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, PolicyImpactTally } from '../../src/domain/policy.js';
+import {
+  answerCustomer,
+  dunningStartCutoffs,
+  ENFORCEMENTS,
+  MAX_ESCALATE_AFTER_DAYS,
+  MAX_GRACE_DAYS,
+  PolicyImpactTally,
+} from '../../src/domain/policy.js';
 import type { EpisodeInterval, Policy, PolicyEpisode } from '../../src/domain/policy.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 
@@ -22,10 +29,15 @@ const policy = fc.record<Policy>({
 
 /** Starts on and around every day boundary a policy can name, and unknown ones. */
 const start = fc.option(
-  fc.tuple(fc.integer({ min: 0, max: 130 }), fc.constantFrom(-1, 0, 1, 3_600_000)).map(([days, offset]) => NOW - days * DAY + offset),
+  fc
+    .tuple(fc.integer({ min: 0, max: 130 }), fc.constantFrom(-1, 0, 1, 3_600_000))
+    .map(([days, offset]) => NOW - days * DAY + offset),
   { nil: null },
 );
-const episode = fc.record<PolicyEpisode>({ state: fc.constantFrom('warning' as const, 'lockout' as const), dunningStartMs: start });
+const episode = fc.record<PolicyEpisode>({
+  state: fc.constantFrom('warning' as const, 'lockout' as const),
+  dunningStartMs: start,
+});
 const customer = fc.record({
   override: fc.option(fc.constantFrom<SubscriberStatus>('active', 'warning', 'lockout'), { nil: null }),
   episodes: fc.array(episode, { maxLength: 3 }),
@@ -54,7 +66,10 @@ describe('policy impact tally', () => {
   });
 
   it('places cutoffs where answerEpisode turns', () => {
-    expect(dunningStartCutoffs({ enforcement: 'gate', grace_days: 3, escalate_after_days: 2 }, NOW)).toEqual([NOW - 3 * DAY, NOW - 2 * DAY]);
+    expect(dunningStartCutoffs({ enforcement: 'gate', grace_days: 3, escalate_after_days: 2 }, NOW)).toEqual([
+      NOW - 3 * DAY,
+      NOW - 2 * DAY,
+    ]);
     expect(dunningStartCutoffs({ enforcement: 'monitor', grace_days: 0, escalate_after_days: null }, NOW)).toEqual([]);
   });
 
@@ -66,7 +81,10 @@ describe('policy impact tally', () => {
         const groups = new Map<string, { override: SubscriberStatus | null; episodes: EpisodeInterval[]; n: number }>();
         for (const c of customers) {
           one.add(c.episodes, c.override);
-          const kinds = c.override !== null ? [] : c.episodes.map((e) => ({ state: e.state, interval: grouped.interval(e.dunningStartMs) }));
+          const kinds =
+            c.override !== null
+              ? []
+              : c.episodes.map((e) => ({ state: e.state, interval: grouped.interval(e.dunningStartMs) }));
           const unique = [...new Map(kinds.map((k) => [`${k.state}${k.interval}`, k])).values()];
           const key = `${c.override}|${unique.map((k) => `${k.state}${k.interval}`).sort()}`;
           const g = groups.get(key) ?? { override: c.override, episodes: unique, n: 0 };
@@ -76,7 +94,8 @@ describe('policy impact tally', () => {
         for (const g of groups.values()) grouped.addAlike(g.override, g.episodes, g.n);
         expect(grouped.result()).toEqual(one.result());
         // And one by one is answerCustomer's own answer, twice.
-        const lockouts = (p: Policy) => customers.filter((c) => answerCustomer(c.episodes, c.override, p, NOW).status === 'lockout').length;
+        const lockouts = (p: Policy) =>
+          customers.filter((c) => answerCustomer(c.episodes, c.override, p, NOW).status === 'lockout').length;
         expect(one.result().current.lockout).toBe(lockouts(current));
         expect(one.result().proposed.lockout).toBe(lockouts(proposed));
       }),

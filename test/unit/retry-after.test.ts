@@ -17,6 +17,8 @@ describe('Retry-After, as the CLI reads it', () => {
   it('words a 429 by the wait, and any other error by its code and detail', () => {
     expect(new ApiError(429, 'rate_limited', 'Too many requests.', 12).message).toBe('rate limited; retry in 12 s');
     expect(new ApiError(429, 'rate_limited', 'Too many requests.').message).toBe('rate limited; retry later');
-    expect(new ApiError(404, 'tenant_not_found', 'No tenant has this slug.').message).toBe('tenant_not_found: No tenant has this slug.');
+    expect(new ApiError(404, 'tenant_not_found', 'No tenant has this slug.').message).toBe(
+      'tenant_not_found: No tenant has this slug.',
+    );
   });
 });

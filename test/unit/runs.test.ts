@@ -15,9 +15,13 @@ const ep = (over: Partial<RunEpisode>): RunEpisode => ({
 
 describe('dunning run changes', () => {
   it('opens a run on a first failure, ends it on a resolution, and a resolved episode alone starts none', () => {
-    expect(runChanges([], [ep({})])).toEqual([{ kind: 'open', episode: 'sub_1', startedAtMs: 100, invoiceId: 'in_1', declineClass: 'soft' }]);
+    expect(runChanges([], [ep({})])).toEqual([
+      { kind: 'open', episode: 'sub_1', startedAtMs: 100, invoiceId: 'in_1', declineClass: 'soft' },
+    ]);
     const paid = ep({ state: 'resolved', reason: 'paid', position: { atMs: 200 }, resolvedAtMs: 200 });
-    expect(runChanges([ep({})], [paid])).toEqual([{ kind: 'close', episode: 'sub_1', startedAtMs: 100, endedAtMs: 200, outcome: 'paid', invoiceId: 'in_1' }]);
+    expect(runChanges([ep({})], [paid])).toEqual([
+      { kind: 'close', episode: 'sub_1', startedAtMs: 100, endedAtMs: 200, outcome: 'paid', invoiceId: 'in_1' },
+    ]);
     expect(runChanges([], [{ ...paid, dunningStartedAtMs: null }])).toEqual([]);
   });
 

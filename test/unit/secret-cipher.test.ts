@@ -1,7 +1,14 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/runtime/config.js';
-import { SecretBox, SecretDecryptionError, UnknownEncryptionKeyError, encryptionKeyId, parseEncryptionKey, sealedKeyId } from '../../src/secrets/cipher.js';
+import {
+  SecretBox,
+  SecretDecryptionError,
+  UnknownEncryptionKeyError,
+  encryptionKeyId,
+  parseEncryptionKey,
+  sealedKeyId,
+} from '../../src/secrets/cipher.js';
 import type { SecretOwner } from '../../src/secrets/cipher.js';
 
 const RAW_A = randomBytes(32);
@@ -33,9 +40,12 @@ describe('SecretBox (AES-256-GCM)', () => {
     expect(box.open(two, HMAC_OF_1)).toBe(SECRET);
     // iv (12) + ciphertext (as long as the secret) + tag (16)
     expect(Buffer.from(one.split(':')[3] ?? '', 'base64url')).toHaveLength(12 + Buffer.byteLength(SECRET) + 16);
-    expect(box.open(box.seal('whsec_ünïcødé', { tenantId: 9, kind: 'stripe_webhook_secret' }), { tenantId: 9, kind: 'stripe_webhook_secret' })).toBe(
-      'whsec_ünïcødé',
-    );
+    expect(
+      box.open(box.seal('whsec_ünïcødé', { tenantId: 9, kind: 'stripe_webhook_secret' }), {
+        tenantId: 9,
+        kind: 'stripe_webhook_secret',
+      }),
+    ).toBe('whsec_ünïcødé');
   });
 
   it('refuses a tampered IV, ciphertext or tag', () => {
@@ -44,7 +54,9 @@ describe('SecretBox (AES-256-GCM)', () => {
       expect(() => box.open(flipByte(sealed, index), HMAC_OF_1), `byte ${index}`).toThrow(SecretDecryptionError);
     }
     expect(() => box.open(sealed.slice(0, -4), HMAC_OF_1)).toThrow(SecretDecryptionError);
-    expect(() => box.open(`${sealed.slice(0, sealed.lastIndexOf(':') + 1)}AAAA`, HMAC_OF_1)).toThrow(SecretDecryptionError);
+    expect(() => box.open(`${sealed.slice(0, sealed.lastIndexOf(':') + 1)}AAAA`, HMAC_OF_1)).toThrow(
+      SecretDecryptionError,
+    );
   });
 
   it('binds the value to its tenant and its kind (associated data)', () => {
@@ -82,7 +94,9 @@ describe('SecretBox (AES-256-GCM)', () => {
 
   it('reads clear (legacy) values as they are; writes clear without a key', () => {
     expect(box.open(SECRET, HMAC_OF_1)).toBe(SECRET);
-    expect(box.open('whsec_legacy0123456789', { tenantId: 1, kind: 'stripe_webhook_secret' })).toBe('whsec_legacy0123456789');
+    expect(box.open('whsec_legacy0123456789', { tenantId: 1, kind: 'stripe_webhook_secret' })).toBe(
+      'whsec_legacy0123456789',
+    );
     const clear = SecretBox.clear();
     expect(clear.encrypts).toBe(false);
     expect(clear.seal(SECRET, HMAC_OF_1)).toBe(SECRET);
@@ -91,7 +105,13 @@ describe('SecretBox (AES-256-GCM)', () => {
   });
 
   it('refuses an enc: value of an unknown version or shape', () => {
-    for (const stored of ['enc:v2:abcdef01:AAAA', 'enc:v1:ABCDEF01:AAAA', 'enc:v1:abc:AAAA', 'enc:', 'enc:v1:abcdef01:AA AA']) {
+    for (const stored of [
+      'enc:v2:abcdef01:AAAA',
+      'enc:v1:ABCDEF01:AAAA',
+      'enc:v1:abc:AAAA',
+      'enc:',
+      'enc:v1:abcdef01:AA AA',
+    ]) {
       expect(() => box.open(stored, HMAC_OF_1), stored).toThrow(SecretDecryptionError);
     }
   });
@@ -109,7 +129,14 @@ describe('encryption keys from the environment', () => {
   const hex = RAW_A.toString('hex');
 
   it('accepts 32 bytes as hex, base64 or base64url, all naming the same key', () => {
-    const spellings = [hex, hex.toUpperCase(), RAW_A.toString('base64'), RAW_A.toString('base64').replace(/=$/, ''), RAW_A.toString('base64url'), ` ${hex}\n`];
+    const spellings = [
+      hex,
+      hex.toUpperCase(),
+      RAW_A.toString('base64'),
+      RAW_A.toString('base64').replace(/=$/, ''),
+      RAW_A.toString('base64url'),
+      ` ${hex}\n`,
+    ];
     const ids = spellings.map((text) => {
       const key = parseEncryptionKey(text);
       expect(key, text).not.toBeNull();
@@ -143,7 +170,10 @@ describe('encryption keys from the environment', () => {
   });
 
   it('loadConfig: keys parsed, a bad one is a config problem that never echoes the value', () => {
-    const config = loadConfig({ DUNWALL_ENCRYPTION_KEY: hex, DUNWALL_ENCRYPTION_KEYS_OLD: ` ${RAW_B.toString('base64')} ,, ` });
+    const config = loadConfig({
+      DUNWALL_ENCRYPTION_KEY: hex,
+      DUNWALL_ENCRYPTION_KEYS_OLD: ` ${RAW_B.toString('base64')} ,, `,
+    });
     expect(config.encryptionKey && encryptionKeyId(config.encryptionKey)).toBe(encryptionKeyId(KEY_A));
     expect(config.encryptionKeysOld.map(encryptionKeyId)).toEqual([encryptionKeyId(KEY_B)]);
     expect(loadConfig({})).toMatchObject({ encryptionKey: null, encryptionKeysOld: [] });
@@ -154,7 +184,11 @@ describe('encryption keys from the environment', () => {
     const badOld = 'hunter2-not-a-key';
     let problems: string[] = [];
     try {
-      loadConfig({ DUNWALL_ENCRYPTION_KEY: badKey, DUNWALL_ENCRYPTION_KEYS_OLD: `${RAW_B.toString('hex')},${badOld}`, PORT: 'x' });
+      loadConfig({
+        DUNWALL_ENCRYPTION_KEY: badKey,
+        DUNWALL_ENCRYPTION_KEYS_OLD: `${RAW_B.toString('hex')},${badOld}`,
+        PORT: 'x',
+      });
     } catch (err) {
       expect(err).toBeInstanceOf(ConfigError);
       problems = (err as ConfigError).problems;
@@ -169,6 +203,8 @@ describe('encryption keys from the environment', () => {
         expect.stringMatching(/^DUNWALL_ENCRYPTION_KEYS_OLD: key 2 of 2 must be 32 bytes/),
       ]),
     );
-    expect(() => loadConfig({ DUNWALL_ENCRYPTION_KEYS_OLD: hex })).toThrow('DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY');
+    expect(() => loadConfig({ DUNWALL_ENCRYPTION_KEYS_OLD: hex })).toThrow(
+      'DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY',
+    );
   });
 });

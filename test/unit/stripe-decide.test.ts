@@ -3,7 +3,13 @@ import type { DownstreamTarget } from '../../src/domain/downstream.js';
 import type { StoredEpisode, StoredSubscriber } from '../../src/domain/effect.js';
 import { DEFAULT_POLICY } from '../../src/domain/policy.js';
 import { decideStripeEvent, eventInvoiceIds, olderEventRun } from '../../src/domain/stripe/decide.js';
-import type { ApplicableDerivation, InvoiceContext, StoredInvoice, StripeEvent, StripeEventState } from '../../src/domain/stripe/decide.js';
+import type {
+  ApplicableDerivation,
+  InvoiceContext,
+  StoredInvoice,
+  StripeEvent,
+  StripeEventState,
+} from '../../src/domain/stripe/decide.js';
 import type { InvoiceLink } from '../../src/domain/stripe/derive.js';
 import { RANKS } from '../../src/domain/stripe/fold.js';
 import type { EpisodeState } from '../../src/domain/stripe/fold.js';
@@ -19,7 +25,13 @@ const T = Date.parse('2026-04-30T12:00:00Z');
 const H = 3_600_000;
 const CUS = 'cus_1';
 
-function episode(key: string, state: EpisodeState, reason: string, atMs: number, over: Partial<StoredEpisode> = {}): StoredEpisode {
+function episode(
+  key: string,
+  state: EpisodeState,
+  reason: string,
+  atMs: number,
+  over: Partial<StoredEpisode> = {},
+): StoredEpisode {
   return {
     key,
     state,
@@ -46,7 +58,12 @@ function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
   };
 }
 
-const target: DownstreamTarget = { slug: 'acme', endpoints: [{ key: 1, enabled: true, eventTypes: null }], lastSequence: 0, messageId: 'msg_test' };
+const target: DownstreamTarget = {
+  slug: 'acme',
+  endpoints: [{ key: 1, enabled: true, eventTypes: null }],
+  lastSequence: 0,
+  messageId: 'msg_test',
+};
 
 function state(over: Partial<StripeEventState> = {}): StripeEventState {
   return {
@@ -85,13 +102,24 @@ const link: InvoiceLink = {
 };
 
 function stripeEvent(eventType: string, derivation: ApplicableDerivation, atMs = T, eventId = 'evt_new'): StripeEvent {
-  return { eventId, eventType, created: new Date(atMs), declineCode: derivation.kind === 'change' ? derivation.declineCode : null, derivation };
+  return {
+    eventId,
+    eventType,
+    created: new Date(atMs),
+    declineCode: derivation.kind === 'change' ? derivation.declineCode : null,
+    derivation,
+  };
 }
 
 const pastDue = stripeEvent('customer.subscription.updated', {
   kind: 'change',
   customerId: CUS,
-  change: { kind: 'episode', episode: 'sub_1', outcome: { state: 'warning', reason: 'subscription_past_due' }, invoiceId: 'in_1' },
+  change: {
+    kind: 'episode',
+    episode: 'sub_1',
+    outcome: { state: 'warning', reason: 'subscription_past_due' },
+    invoiceId: 'in_1',
+  },
   invoice: null,
   declineCode: null,
   facts: {},
@@ -106,7 +134,10 @@ const paymentFailed = (nextAttempt: number | null, atMs = T) =>
       change: {
         kind: 'episode',
         episode: 'sub_1',
-        outcome: nextAttempt === null ? { state: 'lockout', reason: 'retries_exhausted' } : { state: 'warning', reason: 'soft_decline' },
+        outcome:
+          nextAttempt === null
+            ? { state: 'lockout', reason: 'retries_exhausted' }
+            : { state: 'warning', reason: 'soft_decline' },
         failure: { nextAttempt, payloadHard: null },
       },
       invoice: link,
@@ -122,7 +153,10 @@ const decline = (hard: boolean, atMs = T, eventId = 'evt_decline') =>
     {
       kind: 'change',
       customerId: CUS,
-      change: { kind: 'decline', decline: { hard, code: hard ? 'lost_card' : 'insufficient_funds', paymentIds: ['pi_1'], invoiceId: null } },
+      change: {
+        kind: 'decline',
+        decline: { hard, code: hard ? 'lost_card' : 'insufficient_funds', paymentIds: ['pi_1'], invoiceId: null },
+      },
       invoice: null,
       declineCode: hard ? 'lost_card' : 'insufficient_funds',
       facts: {},
@@ -140,9 +174,22 @@ const paid = stripeEvent('invoice.paid', {
   facts: {},
 });
 
-const deleted = stripeEvent('customer.deleted', { kind: 'change', customerId: CUS, change: { kind: 'delete' }, invoice: null, declineCode: null, facts: {} });
+const deleted = stripeEvent('customer.deleted', {
+  kind: 'change',
+  customerId: CUS,
+  change: { kind: 'delete' },
+  invoice: null,
+  declineCode: null,
+  facts: {},
+});
 
-const ignoredInvoiceEvent = stripeEvent('invoice.payment_action_required', { kind: 'ignored', customerId: CUS, why: 'send_invoice', invoice: link, facts: {} });
+const ignoredInvoiceEvent = stripeEvent('invoice.payment_action_required', {
+  kind: 'ignored',
+  customerId: CUS,
+  why: 'send_invoice',
+  invoice: link,
+  facts: {},
+});
 
 describe('decideStripeEvent', () => {
   it.each<{ name: string; given: StripeEventState; event: StripeEvent; expected: Record<string, unknown> }>([
@@ -190,7 +237,11 @@ describe('decideStripeEvent', () => {
       name: 'an event older than the customer removal: stale, nothing written',
       given: state({ tombstone: { atMs: T + H, rank: RANKS.removed, eventId: 'evt_del' } }),
       event: pastDue,
-      expected: { outcome: 'stale', after: null, effect: { episodes: [], subscriber: null, history: null, message: null } },
+      expected: {
+        outcome: 'stale',
+        after: null,
+        effect: { episodes: [], subscriber: null, history: null, message: null },
+      },
     },
     {
       name: "a payment resolves the episode: active, the run's start kept, its resolution set",
@@ -238,7 +289,10 @@ describe('decideStripeEvent', () => {
       expected: {
         outcome: 'applied',
         after: { status: 'lockout', reason: 'hard_decline' },
-        effect: { episodes: [{ key: 'sub_1', state: 'lockout', declineCode: 'lost_card', invoiceId: 'in_1' }], history: { episode: 'sub_1' } },
+        effect: {
+          episodes: [{ key: 'sub_1', state: 'lockout', declineCode: 'lost_card', invoiceId: 'in_1' }],
+          history: { episode: 'sub_1' },
+        },
       },
     },
     {
@@ -254,14 +308,21 @@ describe('decideStripeEvent', () => {
       expected: {
         outcome: 'applied',
         after: { status: 'lockout', reason: 'hard_decline' },
-        effect: { episodes: [{ state: 'lockout', declineCode: 'stolen_card' }], history: { cause: { declineCode: 'stolen_card' } } },
+        effect: {
+          episodes: [{ state: 'lockout', declineCode: 'stolen_card' }],
+          history: { cause: { declineCode: 'stolen_card' } },
+        },
       },
     },
     {
       name: 'a payment failure with Stripe retrying and no hard decline linked: a warning',
       given: state({ invoice: context({ ownDeclineAtFailure: { hard: false, code: 'insufficient_funds' } }) }),
       event: paymentFailed(T + 3 * 86_400),
-      expected: { outcome: 'applied', after: { status: 'warning', reason: 'soft_decline' }, effect: { history: { cause: { declineCode: null } } } },
+      expected: {
+        outcome: 'applied',
+        after: { status: 'warning', reason: 'soft_decline' },
+        effect: { history: { cause: { declineCode: null } } },
+      },
     },
     {
       name: 'the retries exhausted: a lockout',
@@ -271,12 +332,19 @@ describe('decideStripeEvent', () => {
     },
     {
       name: 'an invoice event that changes nothing by itself applies the decline it links: ignored, the episode set',
-      given: state({ invoice: context({ latestDeclines: [{ eventId: 'evt_d', createdMs: T - H, hard: false, declineCode: 'insufficient_funds' }] }) }),
+      given: state({
+        invoice: context({
+          latestDeclines: [{ eventId: 'evt_d', createdMs: T - H, hard: false, declineCode: 'insufficient_funds' }],
+        }),
+      }),
       event: ignoredInvoiceEvent,
       expected: {
         outcome: 'ignored',
         after: { status: 'warning', reason: 'soft_decline' },
-        effect: { episodes: [{ key: 'sub_1', position: { atMs: T - H, eventId: 'evt_d' } }], history: { episode: 'sub_1' } },
+        effect: {
+          episodes: [{ key: 'sub_1', position: { atMs: T - H, eventId: 'evt_d' } }],
+          history: { episode: 'sub_1' },
+        },
       },
     },
     {
@@ -288,7 +356,11 @@ describe('decideStripeEvent', () => {
     {
       name: 'a hard decline arriving after the failure it caused: the failure is weighed again and restated in place',
       given: state({
-        episodes: [episode('sub_1', 'warning', 'soft_decline', T + H, { position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' } })],
+        episodes: [
+          episode('sub_1', 'warning', 'soft_decline', T + H, {
+            position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' },
+          }),
+        ],
         subscriber: subscriber(),
         invoice: context({
           failures: [
@@ -345,7 +417,14 @@ describe('decideStripeEvent', () => {
         outcome: 'stale',
         after: { status: 'warning', reason: 'soft_decline' },
         effect: {
-          episodes: [{ state: 'warning', reason: 'soft_decline', declineCode: null, position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' } }],
+          episodes: [
+            {
+              state: 'warning',
+              reason: 'soft_decline',
+              declineCode: null,
+              position: { atMs: T + H, rank: RANKS.warning, eventId: 'evt_failed' },
+            },
+          ],
         },
       },
     },
@@ -353,31 +432,56 @@ describe('decideStripeEvent', () => {
       name: "an event of a later second ends an admin's override",
       given: state({
         episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)],
-        subscriber: subscriber({ status: 'active', derivedStatus: 'active', reason: 'manual', overriddenAtMs: T - 1000 }),
+        subscriber: subscriber({
+          status: 'active',
+          derivedStatus: 'active',
+          reason: 'manual',
+          overriddenAtMs: T - 1000,
+        }),
       }),
       event: paid,
-      expected: { outcome: 'applied', after: { status: 'active', reason: 'paid' }, effect: { subscriber: { row: { overriddenAtMs: null } } } },
+      expected: {
+        outcome: 'applied',
+        after: { status: 'active', reason: 'paid' },
+        effect: { subscriber: { row: { overriddenAtMs: null } } },
+      },
     },
     {
       name: "an event of the override's second leaves it standing",
       given: state({
         episodes: [episode('sub_1', 'warning', 'soft_decline', T - H)],
-        subscriber: subscriber({ status: 'lockout', derivedStatus: 'lockout', reason: 'manual', overriddenAtMs: T + 500 }),
+        subscriber: subscriber({
+          status: 'lockout',
+          derivedStatus: 'lockout',
+          reason: 'manual',
+          overriddenAtMs: T + 500,
+        }),
       }),
       event: paid,
-      expected: { outcome: 'applied', after: { status: 'lockout', reason: 'manual' }, effect: { subscriber: null, history: null } },
+      expected: {
+        outcome: 'applied',
+        after: { status: 'lockout', reason: 'manual' },
+        effect: { subscriber: null, history: null },
+      },
     },
     {
       name: 'the customer deleted: its older episodes go, the tombstone is set, the record goes',
       given: state({
-        episodes: [episode('sub_1', 'warning', 'soft_decline', T - H), episode('sub_2', 'warning', 'soft_decline', T + H)],
+        episodes: [
+          episode('sub_1', 'warning', 'soft_decline', T - H),
+          episode('sub_2', 'warning', 'soft_decline', T + H),
+        ],
         subscriber: subscriber(),
       }),
       event: deleted,
       expected: {
         outcome: 'applied',
         after: { status: 'warning', reason: 'soft_decline' },
-        effect: { removedEpisodes: ['sub_1'], tombstone: { atMs: T, rank: RANKS.removed, eventId: 'evt_new' }, subscriber: null },
+        effect: {
+          removedEpisodes: ['sub_1'],
+          tombstone: { atMs: T, rank: RANKS.removed, eventId: 'evt_new' },
+          subscriber: null,
+        },
       },
     },
   ])('$name', ({ given, event, expected }) => {
@@ -403,9 +507,27 @@ describe('olderEventRun', () => {
       at: T - H,
       expected: { startMs: T - H, resolvedMs: null },
     },
-    { name: 'a failure within the run: nothing to change', row: run('warning', T - 2 * H, null), state: 'lockout', at: T - H, expected: null },
-    { name: 'a failure before the last resolution: nothing to change', row: run('warning', T, T - H), state: 'warning', at: T - 2 * H, expected: null },
-    { name: 'a failure of a resolved episode: nothing to change', row: run('resolved', null, T), state: 'warning', at: T - H, expected: null },
+    {
+      name: 'a failure within the run: nothing to change',
+      row: run('warning', T - 2 * H, null),
+      state: 'lockout',
+      at: T - H,
+      expected: null,
+    },
+    {
+      name: 'a failure before the last resolution: nothing to change',
+      row: run('warning', T, T - H),
+      state: 'warning',
+      at: T - 2 * H,
+      expected: null,
+    },
+    {
+      name: 'a failure of a resolved episode: nothing to change',
+      row: run('resolved', null, T),
+      state: 'warning',
+      at: T - H,
+      expected: null,
+    },
     {
       name: 'a resolution within the run ends it: the run began at the failure that set the state',
       row: run('lockout', T - 2 * H, null),

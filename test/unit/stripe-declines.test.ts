@@ -68,7 +68,10 @@ describe('classifyDecline', () => {
   it('lets the first code present decide: decline_code, then code, then the charge fields', () => {
     expect(classifyDecline('generic_decline', 'expired_card')).toEqual({ class: 'soft', code: 'generic_decline' });
     expect(classifyDecline(null, 'expired_card')).toEqual({ class: 'hard', code: 'expired_card' });
-    expect(classifyDecline(undefined, '', 'stolen_card', 'card_declined')).toEqual({ class: 'hard', code: 'stolen_card' });
+    expect(classifyDecline(undefined, '', 'stolen_card', 'card_declined')).toEqual({
+      class: 'hard',
+      code: 'stolen_card',
+    });
     expect(classifyDecline('card_declined')).toEqual({ class: 'soft', code: 'card_declined' });
   });
 

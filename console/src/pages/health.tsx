@@ -24,7 +24,13 @@ export interface HealthAnswer {
   };
   stripe_webhook_secret: { set: boolean; changes: SecretChange[] };
   read_model: { serving: boolean; lag_ms: number | null };
-  deliveries: { pending: number; oldest_pending_at: string | null; failed_7d: number; endpoints: number; disabled_endpoints: number };
+  deliveries: {
+    pending: number;
+    oldest_pending_at: string | null;
+    failed_7d: number;
+    endpoints: number;
+    disabled_endpoints: number;
+  };
   secret_keys: { seen_in_browser: { id: string; name: string; prefix: string; seen_in_browser_at: string }[] };
   at: string;
 }
@@ -64,8 +70,8 @@ function stripeVerdicts(s: HealthAnswer['stripe']) {
       level: 'bad',
       text: (
         <>
-          Refused deliveries: check the signing secret. {plural(s.refused_signature, 'event')} had a signature that did not verify: the Stripe webhook secret
-          set here is not the one of the endpoint in Stripe's dashboard.
+          Refused deliveries: check the signing secret. {plural(s.refused_signature, 'event')} had a signature that did
+          not verify: the Stripe webhook secret set here is not the one of the endpoint in Stripe's dashboard.
         </>
       ),
     });
@@ -74,8 +80,9 @@ function stripeVerdicts(s: HealthAnswer['stripe']) {
       level: 'warn',
       text: (
         <>
-          {plural(s.refused_livemode, 'event')} of the other mode (test or live) {s.refused_livemode === 1 ? 'was' : 'were'} acknowledged and ignored: check
-          that the Stripe endpoint and this tenant's mode match.
+          {plural(s.refused_livemode, 'event')} of the other mode (test or live){' '}
+          {s.refused_livemode === 1 ? 'was' : 'were'} acknowledged and ignored: check that the Stripe endpoint and this
+          tenant's mode match.
         </>
       ),
     });
@@ -87,14 +94,23 @@ function stripeVerdicts(s: HealthAnswer['stripe']) {
           ? 'No Stripe event received yet: add the webhook endpoint in Stripe, with its signing secret here.'
           : `No Stripe event in 7 days (the last ${when(s.last_received_at)}): check that the endpoint in Stripe is enabled.`,
     });
-  if (out.length === 0) out.push({ level: 'ok', text: `Receiving: ${plural(s.received, 'event')} in 7 days, none refused.` });
+  if (out.length === 0)
+    out.push({ level: 'ok', text: `Receiving: ${plural(s.received, 'event')} in 7 days, none refused.` });
   return out;
 }
 
 function readModelVerdict(r: HealthAnswer['read_model']): { level: Level; text: string } {
-  if (!r.serving) return { level: 'bad', text: "This instance's read model is not serving: its lookups answer 503 until it catches up with the store." };
+  if (!r.serving)
+    return {
+      level: 'bad',
+      text: "This instance's read model is not serving: its lookups answer 503 until it catches up with the store.",
+    };
   if (r.lag_ms === null) return { level: 'warn', text: 'Its lag is not known yet.' };
-  if (r.lag_ms > LAG_WARN_MS) return { level: 'warn', text: `Behind by ${(r.lag_ms / 1000).toFixed(1)} s: changes reach this instance's lookups late.` };
+  if (r.lag_ms > LAG_WARN_MS)
+    return {
+      level: 'warn',
+      text: `Behind by ${(r.lag_ms / 1000).toFixed(1)} s: changes reach this instance's lookups late.`,
+    };
   return {
     level: 'ok',
     text: `Up to date: it last read the store's changes ${(r.lag_ms / 1000).toFixed(1)} s ago (at once after each change, and every 5 s).`,
@@ -103,17 +119,28 @@ function readModelVerdict(r: HealthAnswer['read_model']): { level: Level; text: 
 
 function deliveryVerdicts(d: HealthAnswer['deliveries'], at: number) {
   const out: { level: Level; text: string }[] = [];
-  if (d.endpoints === 0) return [{ level: 'info' as Level, text: 'No webhook endpoint: no message is raised for this tenant.' }];
+  if (d.endpoints === 0)
+    return [{ level: 'info' as Level, text: 'No webhook endpoint: no message is raised for this tenant.' }];
   if (d.failed_7d > 0)
     out.push({
       level: 'bad',
       text: `${plural(d.failed_7d, 'message')} failed in 7 days (every retry for three days): look at the endpoint's attempts, then retry or replay.`,
     });
   if (d.disabled_endpoints > 0)
-    out.push({ level: 'warn', text: `${plural(d.disabled_endpoints, 'endpoint')} disabled: what waits for them is sent once they are enabled again.` });
+    out.push({
+      level: 'warn',
+      text: `${plural(d.disabled_endpoints, 'endpoint')} disabled: what waits for them is sent once they are enabled again.`,
+    });
   if (d.oldest_pending_at !== null && at - Date.parse(d.oldest_pending_at) > LATE_DELIVERY_MS)
-    out.push({ level: 'warn', text: `Deliveries are late: the oldest has waited since ${when(d.oldest_pending_at)}. Is the receiver answering?` });
-  if (out.length === 0) out.push({ level: 'ok', text: d.pending === 0 ? 'Every message delivered.' : `${plural(d.pending, 'message')} on the way.` });
+    out.push({
+      level: 'warn',
+      text: `Deliveries are late: the oldest has waited since ${when(d.oldest_pending_at)}. Is the receiver answering?`,
+    });
+  if (out.length === 0)
+    out.push({
+      level: 'ok',
+      text: d.pending === 0 ? 'Every message delivered.' : `${plural(d.pending, 'message')} on the way.`,
+    });
   return out;
 }
 
@@ -128,8 +155,9 @@ function SecretKeysCard(props: { keys: HealthAnswer['secret_keys'] }) {
       ) : (
         seen.map((k) => (
           <Verdict key={k.id} level="bad">
-            Rotate the secret key {k.name} (<code>{k.prefix}…</code>): it was sent from a browser {when(k.seen_in_browser_at)}, and refused. Treat it as leaked:
-            rotate it under Settings, Keys (or <code>dunwall key rotate</code>), and keep the new one on your servers. Pages use the publishable key.
+            Rotate the secret key {k.name} (<code>{k.prefix}…</code>): it was sent from a browser{' '}
+            {when(k.seen_in_browser_at)}, and refused. Treat it as leaked: rotate it under Settings, Keys (or{' '}
+            <code>dunwall key rotate</code>), and keep the new one on your servers. Pages use the publishable key.
           </Verdict>
         ))
       )}
@@ -161,11 +189,13 @@ function SigningSecretCard(props: { secret: HealthAnswer['stripe_webhook_secret'
       {!set ? (
         <Verdict level="bad">No signing secret is set: Stripe's deliveries are refused until one is.</Verdict>
       ) : latest === undefined ? (
-        <Verdict level="info">A signing secret is set; no change of it is recorded (it was set before changes were recorded).</Verdict>
+        <Verdict level="info">
+          A signing secret is set; no change of it is recorded (it was set before changes were recorded).
+        </Verdict>
       ) : (
         <Verdict level={latest.by === 'key' ? 'warn' : 'info'}>
-          Last changed {when(latest.at)} by <ChangedBy change={latest} />. It decides who is locked out: if you did not make this change, set the secret again
-          from Stripe's dashboard and revoke the key.
+          Last changed {when(latest.at)} by <ChangedBy change={latest} />. It decides who is locked out: if you did not
+          make this change, set the secret again from Stripe's dashboard and revoke the key.
         </Verdict>
       )}
       {changes.length > 0 ? (
@@ -201,7 +231,10 @@ function SigningSecretCard(props: { secret: HealthAnswer['stripe_webhook_secret'
 export function Health() {
   const { session, base } = useConsole();
   const allowed = holds(session, 'subscribers:read');
-  const loaded = useLoad(() => (allowed ? api.get<HealthAnswer>(`${base}/health`) : Promise.resolve(null)), [base, allowed]);
+  const loaded = useLoad(
+    () => (allowed ? api.get<HealthAnswer>(`${base}/health`) : Promise.resolve(null)),
+    [base, allowed],
+  );
   const h = loaded.data;
   const series = useMemo(() => {
     if (h === null) return null;
@@ -235,8 +268,16 @@ export function Health() {
             ))}
             <dl class="stats compact">
               <Stat label="Received" value={count(h.stripe.received)} hint={`since ${when(h.stripe.since)}`} />
-              <Stat label="Refused: bad signature" value={count(h.stripe.refused_signature)} hint="not from Stripe, or another secret" />
-              <Stat label="Refused: wrong mode" value={count(h.stripe.refused_livemode)} hint="test events for a live tenant, or the reverse" />
+              <Stat
+                label="Refused: bad signature"
+                value={count(h.stripe.refused_signature)}
+                hint="not from Stripe, or another secret"
+              />
+              <Stat
+                label="Refused: wrong mode"
+                value={count(h.stripe.refused_livemode)}
+                hint="test events for a live tenant, or the reverse"
+              />
               <Stat label="Replayed" value={count(h.stripe.replayed)} hint="sent again through the API or a sync" />
             </dl>
             {h.stripe.days.length === 0 ? (
@@ -245,7 +286,9 @@ export function Health() {
               <div class="grid-2">
                 <figure class="panel">
                   <figcaption>Events by day</figcaption>
-                  {series ? <TimeChart title="stripe-days" times={series.times} series={series.values} height={200} /> : null}
+                  {series ? (
+                    <TimeChart title="stripe-days" times={series.times} series={series.values} height={200} />
+                  ) : null}
                 </figure>
                 <TableWrap label="Events by day" class="panel">
                   <table class="by-day">
@@ -282,7 +325,8 @@ export function Health() {
                 {h.stripe.last_sync_at ? when(h.stripe.last_sync_at) : 'never'}
                 <span class="hint">
                   {' '}
-                  · <code>dunwall stripe sync</code> backfills what the webhook missed (an outage, events from before the endpoint existed).
+                  · <code>dunwall stripe sync</code> backfills what the webhook missed (an outage, events from before
+                  the endpoint existed).
                 </span>
               </dd>
             </dl>
@@ -298,7 +342,9 @@ export function Health() {
                 <dt>Lag</dt>
                 <dd>{h.read_model.lag_ms === null ? 'unknown' : `${count(h.read_model.lag_ms)} ms`}</dd>
               </dl>
-              <p class="hint">The copy of the statuses in this instance's memory, from which every lookup is answered.</p>
+              <p class="hint">
+                The copy of the statuses in this instance's memory, from which every lookup is answered.
+              </p>
             </section>
             <section class="card" aria-labelledby="deliveries-title">
               <h2 id="deliveries-title">Webhook deliveries</h2>

@@ -2,7 +2,21 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, holds, qs } from '../api.js';
 import { TimeChart } from '../chart.js';
-import { count, day, duration, ErrorNote, Loading, Missing, money, Page, percent, Stat, TableWrap, useConsole, useLoad } from '../ui.js';
+import {
+  count,
+  day,
+  duration,
+  ErrorNote,
+  Loading,
+  Missing,
+  money,
+  Page,
+  percent,
+  Stat,
+  TableWrap,
+  useConsole,
+  useLoad,
+} from '../ui.js';
 
 interface Amount {
   currency: string;
@@ -74,7 +88,9 @@ export function Overview() {
     if (!allowed) return null;
     const to = new Date();
     const from = new Date(to.getTime() - period.days * DAY_MS);
-    return api.get<Recovery>(`${base}/analytics/recovery${qs({ from: from.toISOString(), to: to.toISOString(), granularity: period.granularity })}`);
+    return api.get<Recovery>(
+      `${base}/analytics/recovery${qs({ from: from.toISOString(), to: to.toISOString(), granularity: period.granularity })}`,
+    );
   }, [base, days, allowed]);
   const data = loaded.data;
   const series = useMemo(() => {
@@ -109,7 +125,11 @@ export function Overview() {
       {data !== null ? (
         <>
           <dl class="stats">
-            <Stat label="At risk now" value={amounts(data.at_risk.amounts)} hint={`${count(data.at_risk.count)} customers in dunning`} />
+            <Stat
+              label="At risk now"
+              value={amounts(data.at_risk.amounts)}
+              hint={`${count(data.at_risk.count)} customers in dunning`}
+            />
             <Stat
               label="Recovered"
               value={amounts(data.recovered.amounts)}
@@ -186,7 +206,13 @@ export function Overview() {
                 <tbody>
                   {data.cohorts.map((c) => (
                     <tr key={c.month}>
-                      <th scope="row">{new Date(c.month).toLocaleDateString(undefined, { year: 'numeric', month: 'long', timeZone: 'UTC' })}</th>
+                      <th scope="row">
+                        {new Date(c.month).toLocaleDateString(undefined, {
+                          year: 'numeric',
+                          month: 'long',
+                          timeZone: 'UTC',
+                        })}
+                      </th>
                       <td>{count(c.started)}</td>
                       <td>{count(c.recovered)}</td>
                       <td>{percent(c.rate)}</td>

@@ -35,7 +35,10 @@ export function Settings() {
   const canWrite = holds(session, 'settings:write');
   const canSetStripe = holds(session, 'stripe:write');
   // GET /settings needs settings:write: a key without it sees the sections its scopes allow.
-  const loaded = useLoad(() => (canWrite ? api.get<SettingsAnswer>(`${base}/settings`) : Promise.resolve(null)), [base, canWrite]);
+  const loaded = useLoad(
+    () => (canWrite ? api.get<SettingsAnswer>(`${base}/settings`) : Promise.resolve(null)),
+    [base, canWrite],
+  );
   const [settings, setSettings] = useState<SettingsAnswer | null>(null);
   useEffect(() => setSettings(loaded.data), [loaded.data]);
   return (
@@ -45,14 +48,22 @@ export function Settings() {
       <ErrorNote error={loaded.error} retry={loaded.reload} />
       {settings ? (
         <>
-          <BrandingSection saved={settings.branding} canWrite={canWrite} onSaved={(branding) => setSettings((s) => s && { ...s, branding })} />
+          <BrandingSection
+            saved={settings.branding}
+            canWrite={canWrite}
+            onSaved={(branding) => setSettings((s) => s && { ...s, branding })}
+          />
           <PolicySection
             saved={settings.policy}
             canRead={holds(session, 'subscribers:read')}
             canWrite={canWrite}
             onSaved={(policy) => setSettings((s) => s && { ...s, policy })}
           />
-          <IntegrationSection saved={settings} canSetStripe={canSetStripe} onSaved={(next) => setSettings((s) => s && { ...s, ...pickIntegration(next) })} />
+          <IntegrationSection
+            saved={settings}
+            canSetStripe={canSetStripe}
+            onSaved={(next) => setSettings((s) => s && { ...s, ...pickIntegration(next) })}
+          />
         </>
       ) : null}
       {!canWrite ? <IntegrationSection saved={null} canSetStripe={canSetStripe} onSaved={() => undefined} /> : null}

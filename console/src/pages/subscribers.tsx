@@ -3,7 +3,20 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useLocation, useRoute } from 'preact-iso';
 import { api, holds, qs } from '../api.js';
 import type { ApiError } from '../api.js';
-import { asApiError, ErrorNote, Loading, Missing, money, Page, Stat, StatusBadge, TableWrap, useConsole, useLoad, when } from '../ui.js';
+import {
+  asApiError,
+  ErrorNote,
+  Loading,
+  Missing,
+  money,
+  Page,
+  Stat,
+  StatusBadge,
+  TableWrap,
+  useConsole,
+  useLoad,
+  when,
+} from '../ui.js';
 
 /**
  * The tenant's subscribers (filters kept in the address, so a reload or a shared link shows
@@ -53,7 +66,13 @@ interface Episode {
   at: string;
   dunning_started_at: string | null;
   resolved_at: string | null;
-  invoice: { id: string; status: string | null; amount_due: number | null; amount_remaining: number | null; currency: string | null } | null;
+  invoice: {
+    id: string;
+    status: string | null;
+    amount_due: number | null;
+    amount_remaining: number | null;
+    currency: string | null;
+  } | null;
 }
 
 interface Subscriber {
@@ -232,7 +251,10 @@ export function Subscribers() {
             />
             <label class="page-size">
               <span>Rows per page</span>
-              <select value={String(filters.limit)} onChange={(e) => change({ limit: Number((e.target as HTMLSelectElement).value) })}>
+              <select
+                value={String(filters.limit)}
+                onChange={(e) => change({ limit: Number((e.target as HTMLSelectElement).value) })}
+              >
                 {PAGE_SIZES.map((n) => (
                   <option key={n} value={String(n)}>
                     {n}
@@ -352,19 +374,28 @@ function whatHappened(h: HistoryEntry) {
 
 function deliveryWords(d: Delivery): string {
   const tries = `${d.attempts} attempt${d.attempts === 1 ? '' : 's'}`;
-  const last = d.last_attempt_at ? `, last ${when(d.last_attempt_at)}${d.last_status !== null ? ` (HTTP ${d.last_status})` : ' (no answer)'}` : '';
+  const last = d.last_attempt_at
+    ? `, last ${when(d.last_attempt_at)}${d.last_status !== null ? ` (HTTP ${d.last_status})` : ' (no answer)'}`
+    : '';
   if (d.state === 'delivered') return `delivered after ${tries}${last}`;
   if (d.state === 'failed') return `failed after ${tries}${last}`;
   return d.attempts === 0 ? 'waiting: not tried yet' : `waiting after ${tries}${last}`;
 }
 
-type TimelineItem = { kind: 'change'; at: number; order: number; entry: HistoryEntry } | { kind: 'webhook'; at: number; order: number; message: Message };
+type TimelineItem =
+  | { kind: 'change'; at: number; order: number; entry: HistoryEntry }
+  | { kind: 'webhook'; at: number; order: number; message: Message };
 
 /** The history and the webhooks in one list, newest first; a webhook before the change that raised it. */
 function timelineOf(history: HistoryEntry[], messages: Message[]): TimelineItem[] {
   const items: TimelineItem[] = [
     ...history.map((entry, i) => ({ kind: 'change' as const, at: Date.parse(entry.recorded_at), order: i * 2, entry })),
-    ...messages.map((message) => ({ kind: 'webhook' as const, at: Date.parse(message.created_at), order: message.sequence, message })),
+    ...messages.map((message) => ({
+      kind: 'webhook' as const,
+      at: Date.parse(message.created_at),
+      order: message.sequence,
+      message,
+    })),
   ];
   return items.sort((a, b) => b.at - a.at || (a.kind === b.kind ? b.order - a.order : a.kind === 'webhook' ? -1 : 1));
 }
@@ -383,14 +414,16 @@ function Timeline(props: { history: HistoryEntry[]; messages: Message[] | null }
             <p class="tl-cause">
               {causeOf(item.entry)}
               {item.entry.episode ? <span class="muted"> · episode {item.entry.episode}</span> : null}
-              {Math.abs(Date.parse(item.entry.occurred_at) - item.at) > 60_000 ? <span class="muted"> · dated {when(item.entry.occurred_at)}</span> : null}
+              {Math.abs(Date.parse(item.entry.occurred_at) - item.at) > 60_000 ? (
+                <span class="muted"> · dated {when(item.entry.occurred_at)}</span>
+              ) : null}
             </p>
           </li>
         ) : (
           <li key={item.message.message_id} class="tl-webhook">
             <p class="tl-head">
-              <time dateTime={item.message.created_at}>{when(item.message.created_at)}</time> Webhook {item.message.type}{' '}
-              <span class="muted">#{item.message.sequence}</span>
+              <time dateTime={item.message.created_at}>{when(item.message.created_at)}</time> Webhook{' '}
+              {item.message.type} <span class="muted">#{item.message.sequence}</span>
             </p>
             <p class="tl-cause">
               <code>{item.message.message_id}</code>
@@ -503,16 +536,23 @@ function Override(props: { base: string; customerId: string; current: Subscriber
       setConfirming(true);
       return;
     }
-    void act(() => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) }), `Override set: ${props.customerId} is answered ${status}.`);
+    void act(
+      () => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) }),
+      `Override set: ${props.customerId} is answered ${status}.`,
+    );
   };
-  const clear = () => void act(() => api.del(path), `Override cleared: ${props.customerId} is again what its episodes and the policy say.`);
+  const clear = () =>
+    void act(
+      () => api.del(path),
+      `Override cleared: ${props.customerId} is again what its episodes and the policy say.`,
+    );
   const stale = error?.code === 'stale_change';
   return (
     <section class="card" aria-labelledby="override-title">
       <h2 id="override-title">Override</h2>
       <p class="hint">
-        An override sets the status as of now, until a Stripe event dated later changes one of the customer's episodes. The policy's banner-only and monitor
-        modes still apply to it.
+        An override sets the status as of now, until a Stripe event dated later changes one of the customer's episodes.
+        The policy's banner-only and monitor modes still apply to it.
       </p>
       <form class="form" onSubmit={submit} aria-labelledby="override-title">
         <div class="row">
@@ -548,7 +588,8 @@ function Override(props: { base: string; customerId: string; current: Subscriber
         {confirming ? (
           <div class="confirm" role="alert" onKeyDown={(e) => e.key === 'Escape' && setConfirming(false)}>
             <p>
-              Lock out <strong>{props.customerId}</strong> now? Its pages will be gated until the override is cleared or a later Stripe event changes it.
+              Lock out <strong>{props.customerId}</strong> now? Its pages will be gated until the override is cleared or
+              a later Stripe event changes it.
             </p>
             <button type="submit" class="button danger" ref={confirmButton} disabled={busy}>
               Yes, lock out
@@ -575,7 +616,8 @@ function Override(props: { base: string; customerId: string; current: Subscriber
       {stale ? (
         <div class="error" role="alert">
           <p>
-            Not applied: a Stripe event dated later than now has already set this customer, and it keeps precedence. <code class="code">stale_change</code>
+            Not applied: a Stripe event dated later than now has already set this customer, and it keeps precedence.{' '}
+            <code class="code">stale_change</code>
           </p>
           <button type="button" class="button secondary" onClick={props.onDone}>
             Show its status now
@@ -595,7 +637,10 @@ export function SubscriberPage() {
   const allowed = holds(session, 'subscribers:read');
   const path = `${base}/subscribers/${encodeURIComponent(id)}`;
   const subscriber = useLoad(() => (allowed ? api.get<Subscriber>(path) : Promise.resolve(null)), [path, allowed]);
-  const webhooks = useLoad(() => (allowed ? api.get<{ data: Message[] }>(`${path}/webhooks`) : Promise.resolve(null)), [path, allowed]);
+  const webhooks = useLoad(
+    () => (allowed ? api.get<{ data: Message[] }>(`${path}/webhooks`) : Promise.resolve(null)),
+    [path, allowed],
+  );
   const reload = () => {
     subscriber.reload();
     webhooks.reload();
@@ -626,7 +671,11 @@ export function SubscriberPage() {
               value={<StatusBadge status={s.status} />}
               hint={s.status === null ? 'no record: answered active' : (s.reason ?? '').replace(/_/g, ' ')}
             />
-            <Stat label="Derived status" value={<StatusBadge status={s.derived_status} />} hint="from Stripe's events or an override, before the policy" />
+            <Stat
+              label="Derived status"
+              value={<StatusBadge status={s.derived_status} />}
+              hint="from Stripe's events or an override, before the policy"
+            />
             <Stat
               label="Override"
               value={s.overridden_at ? 'Standing' : 'None'}
@@ -661,7 +710,8 @@ export function SubscriberPage() {
           <section class="card" aria-labelledby="timeline-title">
             <h2 id="timeline-title">Timeline</h2>
             <p class="hint">
-              Every change with its cause, and every webhook it raised with its deliveries, newest first (the newest 100 changes and 50 webhooks).
+              Every change with its cause, and every webhook it raised with its deliveries, newest first (the newest 100
+              changes and 50 webhooks).
             </p>
             <ErrorNote error={webhooks.error} retry={webhooks.reload} />
             <Timeline history={s.history} messages={webhooks.data?.data ?? null} />

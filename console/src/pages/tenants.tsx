@@ -20,7 +20,11 @@ interface Created extends TenantRow {
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
   const { session, announce } = useConsole();
-  const loaded = useLoad(() => (session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] })), [session]);
+  const loaded = useLoad(
+    () =>
+      session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] }),
+    [session],
+  );
   const [newSlug, setNewSlug] = useState('');
   const [tier, setTier] = useState('');
   const [created, setCreated] = useState<Created | null>(null);
@@ -36,7 +40,10 @@ export function Tenants() {
     e.preventDefault();
     setError(null);
     try {
-      const t = await api.post<Created>('/admin/v1/tenants', { slug: newSlug.trim(), ...(tier.trim() ? { tier: tier.trim() } : {}) });
+      const t = await api.post<Created>('/admin/v1/tenants', {
+        slug: newSlug.trim(),
+        ...(tier.trim() ? { tier: tier.trim() } : {}),
+      });
       setCreated(t);
       setNewSlug('');
       announce(`Tenant ${t.slug} created.`);
@@ -81,7 +88,13 @@ export function Tenants() {
                   <th scope="row">{t.slug}</th>
                   <td>{t.tier}</td>
                   <td>{t.livemode === null ? 'any' : t.livemode ? 'live' : 'test'}</td>
-                  <td>{t.suspended ? <span class="badge badge-lockout">suspended</span> : <span class="badge badge-active">active</span>}</td>
+                  <td>
+                    {t.suspended ? (
+                      <span class="badge badge-lockout">suspended</span>
+                    ) : (
+                      <span class="badge badge-active">active</span>
+                    )}
+                  </td>
                   <td>{when(t.created_at)}</td>
                   <td class="actions">
                     <a class="button secondary" href={tenantPath(t.slug)}>
@@ -103,7 +116,12 @@ export function Tenants() {
         <div class="row">
           <label>
             <span>Slug</span>
-            <input required pattern="[a-z0-9][a-z0-9\-]{0,62}" value={newSlug} onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)} />
+            <input
+              required
+              pattern="[a-z0-9][a-z0-9\-]{0,62}"
+              value={newSlug}
+              onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)}
+            />
           </label>
           <label>
             <span>Tier (optional)</span>

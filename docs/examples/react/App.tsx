@@ -1,6 +1,13 @@
 /// <reference types="vite/client" />
 import { useEffect, useState } from 'react';
-import { BillingBanner, BillingGate, DunwallProvider, useBillingFetch, useBillingStatus, useEntitlement } from '@dunwall/react';
+import {
+  BillingBanner,
+  BillingGate,
+  DunwallProvider,
+  useBillingFetch,
+  useBillingStatus,
+  useEntitlement,
+} from '@dunwall/react';
 
 // A test tenant's key shows the real banner or gate with ?preview=warning or ?preview=lockout.
 const preview = new URLSearchParams(location.search).get('preview');
@@ -38,7 +45,11 @@ function Dashboard() {
         {billing.status} from {billing.source}
         {billing.ready ? '' : ' (asking)'}
       </p>
-      {customDomain ? <button type="button">Set up your custom domain</button> : <p>Custom domains come with the Scale plan.</p>}
+      {customDomain ? (
+        <button type="button">Set up your custom domain</button>
+      ) : (
+        <p>Custom domains come with the Scale plan.</p>
+      )}
       <p>Revenue this month: $48,210</p>
       <ul aria-label="Projects">
         {projects.map((p) => (

@@ -17,7 +17,13 @@ interface Props {
 /** The signed-in part of the app, under the provider: the banner on top, the gate over all. */
 export default function App({ customer, hmac }: Props) {
   return (
-    <DunwallProvider baseUrl={DUNWALL_URL} tenant={DUNWALL_TENANT} publishableKey={PUBLISHABLE_KEY} customer={customer} hmac={hmac}>
+    <DunwallProvider
+      baseUrl={DUNWALL_URL}
+      tenant={DUNWALL_TENANT}
+      publishableKey={PUBLISHABLE_KEY}
+      customer={customer}
+      hmac={hmac}
+    >
       <SafeAreaView style={styles.screen}>
         <BillingBanner />
         <Projects />

@@ -57,5 +57,6 @@ try {
 }
 const server = app.listen(Number(process.env.PORT ?? 3001), process.env.HOST ?? '127.0.0.1', () => {
   const address = server.address();
-  if (address !== null && typeof address === 'object') console.log(`Acme listening on http://${address.address}:${address.port}`);
+  if (address !== null && typeof address === 'object')
+    console.log(`Acme listening on http://${address.address}:${address.port}`);
 });

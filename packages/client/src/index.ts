@@ -48,7 +48,8 @@ export interface DunwallError {
 }
 
 export type StatusResult =
-  ((KnownSubscriberBody | UnknownSubscriberBody) & { source: 'service' | 'cache' }) | { status: 'active'; source: 'fallback'; error: DunwallError };
+  | ((KnownSubscriberBody | UnknownSubscriberBody) & { source: 'service' | 'cache' })
+  | { status: 'active'; source: 'fallback'; error: DunwallError };
 
 export interface StatusRequest {
   /** The Dunwall service, e.g. `https://dunwall.example.com` (a path prefix is kept). */
@@ -153,8 +154,15 @@ export async function askStatus(request: StatusRequest, fetchImpl: typeof fetch)
     }
     if (!response.ok) {
       const code =
-        typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string' ? (body as { code: string }).code : undefined;
-      return fallback({ kind: 'http', status: response.status, ...(code ? { code } : {}), message: `HTTP ${response.status}${code ? ` ${code}` : ''}` });
+        typeof body === 'object' && body !== null && typeof (body as { code?: unknown }).code === 'string'
+          ? (body as { code: string }).code
+          : undefined;
+      return fallback({
+        kind: 'http',
+        status: response.status,
+        ...(code ? { code } : {}),
+        message: `HTTP ${response.status}${code ? ` ${code}` : ''}`,
+      });
     }
     if (!isBody(body)) return fallback({ kind: 'invalid_response', message: 'the answer is not a subscriber status' });
     return { ...body, source: 'service' };
@@ -176,9 +184,17 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
   const lookup = (request: StatusRequest): Promise<StatusResult> => {
     const fetchImpl = options.fetch ?? (typeof fetch === 'function' ? fetch : undefined);
     if (!fetchImpl) return Promise.resolve(fallback({ kind: 'network', message: 'fetch is not available' }));
-    const key = [request.baseUrl, request.tenant, request.publishableKey, request.customerId, request.hmac ?? '', request.preview ?? ''].join('\n');
+    const key = [
+      request.baseUrl,
+      request.tenant,
+      request.publishableKey,
+      request.customerId,
+      request.hmac ?? '',
+      request.preview ?? '',
+    ].join('\n');
     const cached = cache.get(key);
-    if (cached && cached.expiresAt > now()) return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
+    if (cached && cached.expiresAt > now())
+      return Promise.resolve({ ...cached.result, source: 'cache' } as StatusResult);
     cache.delete(key);
     const pending = inFlight.get(key);
     if (pending) return pending;
@@ -211,7 +227,9 @@ export function createClient(options: ClientOptions = {}): DunwallClient {
         return lookup(request);
       } catch (err) {
         // A malformed request (missing fields) still fails open rather than throwing.
-        return Promise.resolve(fallback({ kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) }));
+        return Promise.resolve(
+          fallback({ kind: 'invalid_response', message: err instanceof Error ? err.message : String(err) }),
+        );
       }
     },
     clearCache() {

@@ -63,7 +63,14 @@ export class Answer implements StatusAnswer {
 
   /** This answer from a stale copy: never a lockout (a warning keeping lockout_at and pay_url). */
   stale(): Answer {
-    return new Answer(this.status === 'lockout' ? 'warning' : this.status, this.lockout_at, this.pay_url, this.entitlements, 'stale', null);
+    return new Answer(
+      this.status === 'lockout' ? 'warning' : this.status,
+      this.lockout_at,
+      this.pay_url,
+      this.entitlements,
+      'stale',
+      null,
+    );
   }
 }
 
@@ -95,7 +102,9 @@ export interface Footprint {
 export function weightOf(customerId: string, lockoutAt: string | null, payUrl: string | null): number {
   const shared = 64 + 2 * customerId.length;
   if (lockoutAt === null && payUrl === null) return shared;
-  return shared + 80 + (lockoutAt === null ? 0 : 16 + 2 * lockoutAt.length) + (payUrl === null ? 0 : 16 + payUrl.length);
+  return (
+    shared + 80 + (lockoutAt === null ? 0 : 16 + 2 * lockoutAt.length) + (payUrl === null ? 0 : 16 + payUrl.length)
+  );
 }
 
 /** A list's copy of the tenant: its entitlements, its shared answers, its held subscribers. */
@@ -161,7 +170,14 @@ export class Copy {
     }
     this.held.set(
       entry.customerId,
-      new Answer(entry.status, lockoutAt, entry.payUrl, this.entitlements, 'feed', lockoutAt === null ? null : entry.lockoutAtMs),
+      new Answer(
+        entry.status,
+        lockoutAt,
+        entry.payUrl,
+        this.entitlements,
+        'feed',
+        lockoutAt === null ? null : entry.lockoutAtMs,
+      ),
     );
   }
 }
@@ -182,7 +198,8 @@ export function entryOf(value: unknown): Entry | null {
   if (!isObject(value)) return null;
   const customerId = value.processor_customer_id;
   const status = value.status;
-  if (typeof customerId !== 'string' || customerId.length === 0 || customerId.length > MAX_CUSTOMER_ID_LENGTH) return null;
+  if (typeof customerId !== 'string' || customerId.length === 0 || customerId.length > MAX_CUSTOMER_ID_LENGTH)
+    return null;
   if (typeof status !== 'string' || !STATUSES.has(status)) return null;
   let lockoutAt: string | null = null;
   let lockoutAtMs: number | null = null;
@@ -215,8 +232,12 @@ export function bootstrapOf(value: unknown, at: number): BootstrapAnswer | null 
   const entry = entryOf({ ...value, processor_customer_id: 'cus_answer' });
   if (entry === null) return null;
   const card = value.card_update_url;
-  const cardUpdateUrl = typeof card === 'string' && card.length <= MAX_PAY_URL_LENGTH && LINK_RE.test(card) ? card : null;
-  const entitlements = value.entitlements === undefined || value.entitlements === null ? null : bootstrapEntitlementsOf(entitlementsOf(value.entitlements));
+  const cardUpdateUrl =
+    typeof card === 'string' && card.length <= MAX_PAY_URL_LENGTH && LINK_RE.test(card) ? card : null;
+  const entitlements =
+    value.entitlements === undefined || value.entitlements === null
+      ? null
+      : bootstrapEntitlementsOf(entitlementsOf(value.entitlements));
   return {
     status: entry.status,
     lockout_at: entry.status === 'warning' ? entry.lockoutAt : null,
@@ -258,7 +279,8 @@ export interface ChangesPage {
 }
 
 const MAX_CURSOR_LENGTH = 8192;
-const isCursor = (value: unknown): value is string => typeof value === 'string' && value.length > 0 && value.length <= MAX_CURSOR_LENGTH;
+const isCursor = (value: unknown): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= MAX_CURSOR_LENGTH;
 
 function entriesOf(data: unknown): Entry[] | null {
   if (!Array.isArray(data)) return null;

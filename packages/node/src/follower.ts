@@ -1,7 +1,15 @@
 import { createHmac } from 'node:crypto';
 import { Copy, STARTING, bootstrapEntitlementsOf, bootstrapOf, changesPageOf, listPageOf } from './copy.js';
 import type { Answer, Footprint } from './copy.js';
-import type { BootstrapAnswer, DunwallCopy, DunwallOptions, Identity, PageBootstrap, ReadyFailure, StatusAnswer } from './types.js';
+import type {
+  BootstrapAnswer,
+  DunwallCopy,
+  DunwallOptions,
+  Identity,
+  PageBootstrap,
+  ReadyFailure,
+  StatusAnswer,
+} from './types.js';
 
 /**
  * `createDunwall`: the tenant's non-active subscribers held in this process's memory, kept
@@ -93,7 +101,8 @@ export class DunwallReadyError extends Error {
   }
 }
 
-const isRefusal = (err: Error | null): err is DunwallFeedError => err instanceof DunwallFeedError && (err.status === 401 || err.status === 403);
+const isRefusal = (err: Error | null): err is DunwallFeedError =>
+  err instanceof DunwallFeedError && (err.status === 401 || err.status === 403);
 
 /** `ready()`'s rejection for the copy's last error (none: the list is only slow). */
 function readyFailure(last: Error | null, base: string, timeoutMs: number | null): DunwallReadyError {
@@ -107,7 +116,10 @@ function readyFailure(last: Error | null, base: string, timeoutMs: number | null
   }
   const after = timeoutMs === null ? '' : ` within ${timeoutMs} ms`;
   if (last instanceof DunwallFeedError && last.unreachable)
-    return new DunwallReadyError(`Dunwall at ${base} could not be reached${after} (${last.message}); the copy keeps trying`, 'unreachable');
+    return new DunwallReadyError(
+      `Dunwall at ${base} could not be reached${after} (${last.message}); the copy keeps trying`,
+      'unreachable',
+    );
   if (last instanceof DunwallFeedError)
     return new DunwallReadyError(
       `Dunwall at ${base} did not give the first list${after} (${last.message}); the copy keeps trying`,
@@ -115,7 +127,10 @@ function readyFailure(last: Error | null, base: string, timeoutMs: number | null
       last.status,
       last.code,
     );
-  return new DunwallReadyError(`Dunwall at ${base}: the first list did not complete${after}; the copy keeps trying`, 'timeout');
+  return new DunwallReadyError(
+    `Dunwall at ${base}: the first list did not complete${after}; the copy keeps trying`,
+    'timeout',
+  );
 }
 
 function positive(value: number | undefined, name: string, fallback: number): number {
@@ -127,7 +142,8 @@ function positive(value: number | undefined, name: string, fallback: number): nu
 
 function whole(value: number | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new TypeError(`createDunwall: ${name} must be a positive whole number`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0)
+    throw new TypeError(`createDunwall: ${name} must be a positive whole number`);
   return value;
 }
 
@@ -139,7 +155,8 @@ function baseOf(raw: unknown): string {
   } catch {
     throw new TypeError('createDunwall: baseUrl must be an absolute http(s) URL');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new TypeError('createDunwall: baseUrl must be an absolute http(s) URL');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new TypeError('createDunwall: baseUrl must be an absolute http(s) URL');
   if (url.search !== '' || url.hash !== '') throw new TypeError('createDunwall: baseUrl takes no query or fragment');
   return url.href.replace(/\/+$/, '');
 }
@@ -248,9 +265,14 @@ class Follower {
   private running: Promise<void> = Promise.resolve();
 
   constructor(options: DunwallOptions, internals: Internals) {
-    if (typeof options !== 'object' || options === null) throw new TypeError('createDunwall: options are required ({ baseUrl, secretKey })');
+    if (typeof options !== 'object' || options === null)
+      throw new TypeError('createDunwall: options are required ({ baseUrl, secretKey })');
     this.base = baseOf(options.baseUrl);
-    this.headers = { authorization: `Bearer ${secretOf(options.secretKey)}`, accept: 'application/json', 'user-agent': 'dunwall-node' };
+    this.headers = {
+      authorization: `Bearer ${secretOf(options.secretKey)}`,
+      accept: 'application/json',
+      'user-agent': 'dunwall-node',
+    };
     this.staleAfterMs = positive(options.staleAfterMs, 'staleAfterMs', DEFAULT_STALE_AFTER_MS);
     this.requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
     this.maxAnswerBytes = whole(options.maxAnswerBytes, 'maxAnswerBytes', DEFAULT_MAX_ANSWER_BYTES);
@@ -276,9 +298,11 @@ class Follower {
   }
 
   ready(timeoutMs: number): Promise<void> {
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0)) return Promise.reject(new TypeError('dunwall.ready(timeoutMs): a positive number of milliseconds'));
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0))
+      return Promise.reject(new TypeError('dunwall.ready(timeoutMs): a positive number of milliseconds'));
     if (this.copy !== null) return Promise.resolve();
-    if (this.closed) return Promise.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
+    if (this.closed)
+      return Promise.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
     // A refused key is retried once a minute: waiting out the timeout would change nothing.
     if (isRefusal(this.lastError)) return Promise.reject(readyFailure(this.lastError, this.base, null));
     return new Promise((resolve, reject) => {
@@ -297,7 +321,10 @@ class Follower {
       // Not unref()ed: while ready() is pending, it keeps the process alive (the copy's own
       // timers do not), so that a top-level `await dunwall.ready()` settles instead of the
       // process ending with the promise unsettled.
-      const timer = setTimeout(() => waiter.reject(readyFailure(this.lastError, this.base, timeoutMs)), Math.min(timeoutMs, MAX_TIMER_MS));
+      const timer = setTimeout(
+        () => waiter.reject(readyFailure(this.lastError, this.base, timeoutMs)),
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
       this.readyWaiters.add(waiter);
     });
   }
@@ -307,14 +334,16 @@ class Follower {
       this.closed = true;
       this.inflight?.abort();
       this.pause.end();
-      for (const waiter of [...this.readyWaiters]) waiter.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
+      for (const waiter of [...this.readyWaiters])
+        waiter.reject(new DunwallReadyError('Dunwall: closed before the first list completed', 'closed'));
     }
     await this.running;
   }
 
   private report(err: Error): void {
     this.lastError = err;
-    if (this.copy === null && isRefusal(err)) for (const waiter of [...this.readyWaiters]) waiter.reject(readyFailure(err, this.base, null));
+    if (this.copy === null && isRefusal(err))
+      for (const waiter of [...this.readyWaiters]) waiter.reject(readyFailure(err, this.base, null));
     if (this.onError === null) return;
     try {
       this.onError(err);
@@ -345,7 +374,10 @@ class Follower {
         failures = 0;
       } catch (caught) {
         if (this.closed) return;
-        const err = caught instanceof DunwallFeedError ? caught : new DunwallFeedError(`Dunwall: ${(caught as Error)?.message ?? String(caught)}`);
+        const err =
+          caught instanceof DunwallFeedError
+            ? caught
+            : new DunwallFeedError(`Dunwall: ${(caught as Error)?.message ?? String(caught)}`);
         this.report(err);
         if (err.code === 'cursor_expired' || err.code === 'invalid_cursor') {
           // List again, from the start (a list cursor refused too), into a new copy: at once,
@@ -364,7 +396,10 @@ class Follower {
   }
 
   /** The `n`th (from 1) wait of a capped exponential backoff, with jitter: between half the step and the step. */
-  private backoffMs(n: number, cap: number = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(n - 1, 30))): number {
+  private backoffMs(
+    n: number,
+    cap: number = Math.min(this.backoff.maxMs, this.backoff.minMs * 2 ** Math.min(n - 1, 30)),
+  ): number {
     return cap / 2 + Math.random() * (cap / 2);
   }
 
@@ -383,17 +418,25 @@ class Follower {
       const query = `limit=${this.pageLimit}${listing === null ? '' : `&cursor=${encodeURIComponent(listing.next ?? '')}`}`;
       const body = await this.get('/v1/statuses', query, 0);
       const page = listPageOf(body);
-      if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
+      if (page === null)
+        throw new DunwallFeedError('Dunwall: GET /v1/statuses answered a page that is not a status list');
       this.lastHeardMs = this.now();
       this.lastError = null;
-      const current = listing ?? { copy: new Copy(page.entitlements), feedCursor: page.feedCursor, next: null, pages: 0 };
+      const current = listing ?? {
+        copy: new Copy(page.entitlements),
+        feedCursor: page.feedCursor,
+        next: null,
+        pages: 0,
+      };
       current.pages += 1;
       // A list past the bounds is given up whole (the next attempt starts it again): the
       // copy in use, if any, stays as it was, and a partial list is never swapped in.
       const beyond = this.beyond(current.copy.after(page.entries));
       if (beyond !== null) {
         this.listing = null;
-        throw new DunwallFeedError(`Dunwall: GET /v1/statuses listed ${beyond}; the list is given up and the copy stays as it was`);
+        throw new DunwallFeedError(
+          `Dunwall: GET /v1/statuses listed ${beyond}; the list is given up and the copy stays as it was`,
+        );
       }
       if (page.next !== null && current.pages >= this.maxListPages) {
         this.listing = null;
@@ -429,14 +472,20 @@ class Follower {
    */
   private async follow(cursor: string, waitS: number): Promise<boolean> {
     const startedMs = performance.now();
-    const body = await this.get('/v1/status-changes', `after=${encodeURIComponent(cursor)}&wait=${waitS}&limit=${this.pageLimit}`, waitS * 1000);
+    const body = await this.get(
+      '/v1/status-changes',
+      `after=${encodeURIComponent(cursor)}&wait=${waitS}&limit=${this.pageLimit}`,
+      waitS * 1000,
+    );
     const page = changesPageOf(body);
-    if (page === null) throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
+    if (page === null)
+      throw new DunwallFeedError('Dunwall: GET /v1/status-changes answered a page that is not a page of changes');
     const copy = this.copy;
     // Not applied at all, nor counted as a sign of life: asked again from the same cursor
     // after a backoff, the copy goes stale meanwhile (and then never gates).
     const beyond = copy === null ? null : this.beyond(copy.after(page.entries));
-    if (beyond !== null) throw new DunwallFeedError(`Dunwall: GET /v1/status-changes would make the copy hold ${beyond}; not applied`);
+    if (beyond !== null)
+      throw new DunwallFeedError(`Dunwall: GET /v1/status-changes would make the copy hold ${beyond}; not applied`);
     this.lastHeardMs = this.now();
     this.lastError = null;
     if (copy !== null) for (const entry of page.entries) copy.apply(entry);
@@ -462,13 +511,25 @@ class Follower {
     let res: Response | null = null;
     let text: string | null;
     try {
-      res = await this.fetch(`${this.base}${path}?${query}`, { headers: this.headers, signal: controller.signal, redirect: 'error' });
+      res = await this.fetch(`${this.base}${path}?${query}`, {
+        headers: this.headers,
+        signal: controller.signal,
+        redirect: 'error',
+      });
       // The timer bounds the whole answer, its body too (a body that drips is cut).
-      text = await boundedText(res, res.status === 200 ? this.maxAnswerBytes : Math.min(this.maxAnswerBytes, MAX_SMALL_ANSWER_BYTES));
+      text = await boundedText(
+        res,
+        res.status === 200 ? this.maxAnswerBytes : Math.min(this.maxAnswerBytes, MAX_SMALL_ANSWER_BYTES),
+      );
     } catch (err) {
       const cause = err as Error & { cause?: { code?: unknown; message?: unknown } };
       const inner = cause?.cause;
-      const code = typeof inner?.code === 'string' ? ` (${inner.code})` : typeof inner?.message === 'string' ? ` (${inner.message.slice(0, 200)})` : '';
+      const code =
+        typeof inner?.code === 'string'
+          ? ` (${inner.code})`
+          : typeof inner?.message === 'string'
+            ? ` (${inner.message.slice(0, 200)})`
+            : '';
       const what = !timedOut
         ? `${cause?.message ?? String(err)}${code}`
         : res === null
@@ -514,8 +575,10 @@ class Follower {
 
   /** The customer id and its hmac; a value that is not a customer id is no one. */
   identity(customerId: unknown): Identity {
-    if (typeof customerId !== 'string' || customerId.length === 0 || customerId.length > MAX_CUSTOMER_ID_LENGTH) return { customer: null, hmac: null };
-    const hmac = this.hmacSecret === null ? null : createHmac('sha256', this.hmacSecret).update(customerId).digest('hex');
+    if (typeof customerId !== 'string' || customerId.length === 0 || customerId.length > MAX_CUSTOMER_ID_LENGTH)
+      return { customer: null, hmac: null };
+    const hmac =
+      this.hmacSecret === null ? null : createHmac('sha256', this.hmacSecret).update(customerId).digest('hex');
     return { customer: customerId, hmac };
   }
 
@@ -600,7 +663,10 @@ export function createDunwallWith(options: DunwallOptions, internals: Internals)
     identity(customerId: string | null | undefined): Identity {
       return follower.identity(customerId);
     },
-    async pageBootstrap(customerId: string | null | undefined, timeoutMs: number = DEFAULT_PAGE_TIMEOUT_MS): Promise<PageBootstrap> {
+    async pageBootstrap(
+      customerId: string | null | undefined,
+      timeoutMs: number = DEFAULT_PAGE_TIMEOUT_MS,
+    ): Promise<PageBootstrap> {
       const identity = follower.identity(customerId);
       if (identity.customer === null) return { ...identity, bootstrap: null };
       try {

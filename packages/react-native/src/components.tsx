@@ -88,7 +88,11 @@ export interface BillingGateProps extends BillingViewProps {
 const MINUTE_MS = 60_000;
 const NO_BRANDING: Branding = {};
 const WHITE = '#ffffff';
-const ORIENTATIONS: ('portrait' | 'portrait-upside-down' | 'landscape')[] = ['portrait', 'portrait-upside-down', 'landscape'];
+const ORIENTATIONS: ('portrait' | 'portrait-upside-down' | 'landscape')[] = [
+  'portrait',
+  'portrait-upside-down',
+  'landscape',
+];
 
 const open = (href: string) => void Linking.openURL(href).catch(() => {});
 /** Android's back button, iOS's sheet gesture: the gate stays until the service says otherwise. */
@@ -109,14 +113,20 @@ function useMinute(on: boolean): number {
   );
 }
 
-function useView(show: boolean, props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null }): [BillingView, Colors] {
+function useView(
+  show: boolean,
+  props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null },
+): [BillingView, Colors] {
   const state = useBillingStatus();
   const branding = useBranding(show) ?? NO_BRANDING;
   const own = props.languages;
   const joined = own === undefined ? '' : typeof own === 'string' ? own : own.join(',');
   const languages = useMemo(() => (joined ? joined.split(',') : deviceLanguages()), [joined]);
   const minute = useMinute(show && state.lockoutAt !== null);
-  const { texts, locales } = useMemo(() => textsFor(branding, languages, props.texts), [branding, languages, props.texts]);
+  const { texts, locales } = useMemo(
+    () => textsFor(branding, languages, props.texts),
+    [branding, languages, props.texts],
+  );
   const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
   const view: BillingView = {
     state,
@@ -152,7 +162,14 @@ function Links({ links, colors, styles = {} }: { links: Link[]; colors: Colors; 
         pressed && { opacity: 0.7 },
       ]}
     >
-      <Text style={[{ fontSize: 16, fontWeight: '600', color: i ? colors.accent : WHITE }, i ? styles.linkText : styles.primaryText]}>{l.text}</Text>
+      <Text
+        style={[
+          { fontSize: 16, fontWeight: '600', color: i ? colors.accent : WHITE },
+          i ? styles.linkText : styles.primaryText,
+        ]}
+      >
+        {l.text}
+      </Text>
     </Pressable>
   ));
 }
@@ -199,7 +216,9 @@ export function BillingBanner(props: BillingBannerProps) {
       <View style={{ flex: 1 }}>
         <Text style={[{ color: colors.text, fontSize: 15, lineHeight: 21 }, styles.text]}>
           {view.texts.warning}
-          {view.countdown ? <Text style={[{ fontWeight: '600' }, styles.countdown]}>{` ${view.countdown}`}</Text> : null}
+          {view.countdown ? (
+            <Text style={[{ fontWeight: '600' }, styles.countdown]}>{` ${view.countdown}`}</Text>
+          ) : null}
         </Text>
         <View style={[{ flexDirection: 'row', flexWrap: 'wrap', alignItems: 'center' }, styles.actions]}>
           <Links links={view.links} colors={colors} styles={styles} />
@@ -224,7 +243,10 @@ export function BillingBanner(props: BillingBannerProps) {
       accessibilityRole="alert"
       accessibilityLiveRegion="polite"
       testID="dunwall-banner"
-      style={[{ backgroundColor: colors.background, borderBottomWidth: 3, borderBottomColor: colors.accent }, props.style]}
+      style={[
+        { backgroundColor: colors.background, borderBottomWidth: 3, borderBottomColor: colors.accent },
+        props.style,
+      ]}
     >
       {insets ? content : <SafeAreaView>{content}</SafeAreaView>}
     </View>
@@ -238,9 +260,18 @@ export function BillingGate(props: BillingGateProps) {
   const [view, colors] = useView(show, props);
   if (!show) return null;
   const { styles = {} } = props;
-  const links = view.support ? [...view.links, { href: view.support, text: view.texts.support, external: false }] : view.links;
+  const links = view.support
+    ? [...view.links, { href: view.support, text: view.texts.support, external: false }]
+    : view.links;
   return (
-    <Modal visible transparent={false} animationType="fade" onRequestClose={stay} statusBarTranslucent supportedOrientations={ORIENTATIONS}>
+    <Modal
+      visible
+      transparent={false}
+      animationType="fade"
+      onRequestClose={stay}
+      statusBarTranslucent
+      supportedOrientations={ORIENTATIONS}
+    >
       <SafeAreaView style={[{ flex: 1, backgroundColor: '#101828' }, styles.screen]}>
         <View style={[{ flex: 1, justifyContent: 'center', alignItems: 'center' }, pad(16, props.insets)]}>
           <View
@@ -249,7 +280,15 @@ export function BillingGate(props: BillingGateProps) {
             style={[
               props.children
                 ? { width: '100%', maxWidth: 440 }
-                : { width: '100%', maxWidth: 440, padding: 28, borderRadius: 12, backgroundColor: WHITE, borderTopWidth: 4, borderTopColor: colors.accent },
+                : {
+                    width: '100%',
+                    maxWidth: 440,
+                    padding: 28,
+                    borderRadius: 12,
+                    backgroundColor: WHITE,
+                    borderTopWidth: 4,
+                    borderTopColor: colors.accent,
+                  },
               props.style,
             ]}
           >
@@ -265,14 +304,28 @@ export function BillingGate(props: BillingGateProps) {
                     style={[{ height: 40, width: 160, marginBottom: 12 }, styles.logo]}
                   />
                 ) : null}
-                <Text accessibilityRole="header" style={[{ color: colors.text, fontSize: 22, fontWeight: '700', marginBottom: 8 }, styles.title]}>
+                <Text
+                  accessibilityRole="header"
+                  style={[{ color: colors.text, fontSize: 22, fontWeight: '700', marginBottom: 8 }, styles.title]}
+                >
                   {view.texts.lockoutTitle}
                 </Text>
-                <Text style={[{ color: colors.text, fontSize: 16, lineHeight: 23 }, styles.text]}>{view.texts.lockout}</Text>
-                <View style={[{ flexDirection: 'row', flexWrap: 'wrap', alignItems: 'center', marginTop: 8 }, styles.actions]}>
+                <Text style={[{ color: colors.text, fontSize: 16, lineHeight: 23 }, styles.text]}>
+                  {view.texts.lockout}
+                </Text>
+                <View
+                  style={[
+                    { flexDirection: 'row', flexWrap: 'wrap', alignItems: 'center', marginTop: 8 },
+                    styles.actions,
+                  ]}
+                >
                   <Links links={links} colors={colors} styles={styles} />
                 </View>
-                {links.length ? null : <Text style={[{ color: colors.text, fontSize: 16, marginTop: 12 }, styles.text]}>{view.texts.noLink}</Text>}
+                {links.length ? null : (
+                  <Text style={[{ color: colors.text, fontSize: 16, marginTop: 12 }, styles.text]}>
+                    {view.texts.noLink}
+                  </Text>
+                )}
                 {view.watermark ? <Watermark style={[{ color: colors.text }, styles.watermark]} /> : null}
               </>
             )}

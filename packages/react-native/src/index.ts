@@ -7,7 +7,13 @@ export { DunwallProvider } from './provider.js';
 export type { DunwallProviderProps, NetInfoLike } from './provider.js';
 export { useBillingFetch, useBillingStatus, useEntitlement } from '../../react/src/provider.js';
 export { BillingBanner, BillingGate } from './components.js';
-export type { BillingBannerProps, BillingGateProps, BillingStyles, BillingView, BillingViewProps } from './components.js';
+export type {
+  BillingBannerProps,
+  BillingGateProps,
+  BillingStyles,
+  BillingView,
+  BillingViewProps,
+} from './components.js';
 export type {
   BillingBootstrap,
   BillingSource,

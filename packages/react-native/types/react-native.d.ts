@@ -29,7 +29,8 @@ declare module 'react-native' {
     flexWrap?: 'wrap' | 'nowrap' | 'wrap-reverse' | undefined;
     gap?: number | string | undefined;
     height?: DimensionValue | undefined;
-    justifyContent?: 'flex-start' | 'flex-end' | 'center' | 'space-between' | 'space-around' | 'space-evenly' | undefined;
+    justifyContent?:
+      'flex-start' | 'flex-end' | 'center' | 'space-between' | 'space-around' | 'space-evenly' | undefined;
     margin?: DimensionValue | undefined;
     marginBottom?: DimensionValue | undefined;
     marginHorizontal?: DimensionValue | undefined;
@@ -64,7 +65,8 @@ declare module 'react-native' {
   export interface TextStyle extends ViewStyle {
     color?: ColorValue | undefined;
     fontSize?: number | undefined;
-    fontWeight?: 'normal' | 'bold' | '100' | '200' | '300' | '400' | '500' | '600' | '700' | '800' | '900' | number | undefined;
+    fontWeight?:
+      'normal' | 'bold' | '100' | '200' | '300' | '400' | '500' | '600' | '700' | '800' | '900' | number | undefined;
     lineHeight?: number | undefined;
     textAlign?: 'auto' | 'left' | 'right' | 'center' | 'justify' | undefined;
   }
@@ -217,7 +219,8 @@ declare module 'react-native' {
   }
   export interface ModalPropsIOS {
     presentationStyle?: 'fullScreen' | 'pageSheet' | 'formSheet' | 'overFullScreen' | undefined;
-    supportedOrientations?: Array<'portrait' | 'portrait-upside-down' | 'landscape' | 'landscape-left' | 'landscape-right'> | undefined;
+    supportedOrientations?:
+      Array<'portrait' | 'portrait-upside-down' | 'landscape' | 'landscape-left' | 'landscape-right'> | undefined;
     onDismiss?: (() => void) | undefined;
   }
   export interface ModalPropsAndroid {

@@ -85,15 +85,22 @@ function useMinute(on: boolean): number | null {
   );
 }
 
-function useView(show: boolean, props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null }): [BillingView, string] {
+function useView(
+  show: boolean,
+  props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null },
+): [BillingView, string] {
   const state = useBillingStatus();
   const branding = useBranding(show) ?? {};
   const languages = useLanguages(props.locale);
   const minute = useMinute(show && state.lockoutAt !== null);
-  const { texts, locales } = useMemo(() => textsFor(branding, languages, props.texts), [branding, languages, props.texts]);
+  const { texts, locales } = useMemo(
+    () => textsFor(branding, languages, props.texts),
+    [branding, languages, props.texts],
+  );
   const base = typeof location !== 'undefined' ? location.href : undefined;
   const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
-  const [sentence] = minute !== null && at === at ? countdown(at, locales, texts.countdown, minute * MINUTE_MS) : ['', ''];
+  const [sentence] =
+    minute !== null && at === at ? countdown(at, locales, texts.countdown, minute * MINUTE_MS) : ['', ''];
   // The branding's colours are checked by the service (#rrggbb); the app's are its own.
   const colors = { ...DEFAULT_COLORS, ...branding.colors, ...props.colors };
   const view: BillingView = {
@@ -110,7 +117,13 @@ function useView(show: boolean, props: BillingViewProps & { supportUrl?: string 
 
 const links = (all: Link[]) =>
   all.map((l, i) => (
-    <a key={i} href={l.href} className={i ? undefined : 'dunwall-go'} rel="noopener" target={l.external ? '_blank' : undefined}>
+    <a
+      key={i}
+      href={l.href}
+      className={i ? undefined : 'dunwall-go'}
+      rel="noopener"
+      target={l.external ? '_blank' : undefined}
+    >
       {l.text}
     </a>
   ));
@@ -154,7 +167,12 @@ export function BillingBanner(props: BillingBannerProps) {
   if (!show) return null;
   const close = () => key && dismiss(key);
   return (
-    <div role="alert" data-status="warning" className={`dunwall-banner${props.className ? ` ${props.className}` : ''}`} style={props.style}>
+    <div
+      role="alert"
+      data-status="warning"
+      className={`dunwall-banner${props.className ? ` ${props.className}` : ''}`}
+      style={props.style}
+    >
       {props.unstyled ? null : <style nonce={nonce}>{css}</style>}
       {props.children ? (
         props.children({ ...view, dismiss: close })
@@ -278,7 +296,13 @@ function Gate({ view, css, props }: { view: BillingView; css: string; props: Bil
             {view.logo ? <img src={view.logo} alt="" /> : null}
             <h2 id="dunwall-title">{view.texts.lockoutTitle}</h2>
             <p id="dunwall-text">{view.texts.lockout}</p>
-            <div>{links(view.support ? [...view.links, { href: view.support, text: view.texts.support, external: false }] : view.links)}</div>
+            <div>
+              {links(
+                view.support
+                  ? [...view.links, { href: view.support, text: view.texts.support, external: false }]
+                  : view.links,
+              )}
+            </div>
             {!view.links.length && !view.support ? <p>{view.texts.noLink}</p> : null}
             {view.watermark ? WATERMARK : null}
           </>

@@ -6,5 +6,13 @@ export { DunwallProvider, useBillingFetch, useBillingStatus, useEntitlement } fr
 export type { DunwallProviderProps } from './provider.js';
 export { BillingBanner, BillingGate } from './components.js';
 export type { BillingBannerProps, BillingGateProps, BillingView, BillingViewProps } from './components.js';
-export type { BillingBootstrap, BillingSource, BillingState, DunwallError, Entitlements, PersistStorage, SubscriberStatus } from './core/status-store.js';
+export type {
+  BillingBootstrap,
+  BillingSource,
+  BillingState,
+  DunwallError,
+  Entitlements,
+  PersistStorage,
+  SubscriberStatus,
+} from './core/status-store.js';
 export type { Branding, Colors, Link, Texts } from './core/view.js';

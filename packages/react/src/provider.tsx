@@ -76,7 +76,11 @@ const watchWindow: PlatformWatch = (returned) => {
  * The provider, for a platform: its storage, what tells it the customer is back, and (the
  * web's) whether the service answers at all when a question fails (a refused origin).
  */
-export function makeProvider(platformStorage: () => PersistStorage | null, watch: PlatformWatch, probe: ((url: string) => Promise<boolean>) | null) {
+export function makeProvider(
+  platformStorage: () => PersistStorage | null,
+  watch: PlatformWatch,
+  probe: ((url: string) => Promise<boolean>) | null,
+) {
   return function DunwallProvider(props: DunwallProviderProps & { watch?: PlatformWatch }) {
     const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug } = props;
     // The bootstrap, branding and storage of the render that made the store: an inline object

@@ -20,7 +20,9 @@ export const COMMANDS: readonly Command[] = [
 ];
 
 /** Commands of two words (`tenant create`) belong to a group (`tenant`). */
-export const GROUPS: readonly string[] = [...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0] ?? ''))];
+export const GROUPS: readonly string[] = [
+  ...new Set(COMMANDS.filter((c) => c.name.includes(' ')).map((c) => c.name.split(' ')[0] ?? '')),
+];
 
 export function findCommand(name: string): Command | undefined {
   return COMMANDS.find((c) => c.name === name);

@@ -51,15 +51,23 @@ const create: Command = {
   name: 'key create',
   usage: `SLUG --name NAME --scopes SCOPE[,SCOPE...] [--expires-at TIME] [--quiet]`,
   summary: `Create a secret key for the tenant's backend; prints its secret this once only (--quiet: the secret alone on stdout). Scopes: ${SCOPES.join(', ')}.`,
-  options: { name: { type: 'string' }, scopes: { type: 'string' }, 'expires-at': { type: 'string' }, quiet: { type: 'boolean' } },
+  options: {
+    name: { type: 'string' },
+    scopes: { type: 'string' },
+    'expires-at': { type: 'string' },
+    quiet: { type: 'boolean' },
+  },
   positionals: ['SLUG'],
   async run(ctx) {
     const quiet = quietOption(ctx, 'key create');
     const name = stringOption(ctx.values, 'name');
-    if (name === undefined || name.trim() === '') throw new UsageError('key create: missing --name NAME (what the key is for)');
+    if (name === undefined || name.trim() === '')
+      throw new UsageError('key create: missing --name NAME (what the key is for)');
     const scopes = scopesOption(ctx, 'key create');
     const expiresAt = instantOption(ctx.values, 'expires-at');
-    const created = await ctx.client().createSecretKey(slugOf(ctx), { name, scopes, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) });
+    const created = await ctx
+      .client()
+      .createSecretKey(slugOf(ctx), { name, scopes, ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}) });
     printWithSecret(ctx, created, quiet, false);
   },
 };
@@ -67,7 +75,8 @@ const create: Command = {
 const list: Command = {
   name: 'key list',
   usage: 'SLUG',
-  summary: "List a tenant's secret keys: id, name, scopes, prefix, when created, expiring and last used; never a secret.",
+  summary:
+    "List a tenant's secret keys: id, name, scopes, prefix, when created, expiring and last used; never a secret.",
   options: {},
   positionals: ['SLUG'],
   async run(ctx) {
@@ -84,7 +93,8 @@ const revoke: Command = {
   async run(ctx) {
     await ctx.client().revokeSecretKey(slugOf(ctx), keyIdOf(ctx));
     // The API answers 204 with no body: --json prints nothing.
-    if (!ctx.json) ctx.print(`secret key ${keyIdOf(ctx)} of ${slugOf(ctx)} revoked: every instance refuses it within a second`);
+    if (!ctx.json)
+      ctx.print(`secret key ${keyIdOf(ctx)} of ${slugOf(ctx)} revoked: every instance refuses it within a second`);
   },
 };
 

@@ -19,14 +19,16 @@ const reencrypt: Command = {
   positionals: [],
   async run(ctx) {
     const config = loadConfigOrThrow(ctx.io.env);
-    if (config.encryptionKey === null) throw new ConfigurationError('secrets reencrypt needs DUNWALL_ENCRYPTION_KEY: the key to encrypt under');
+    if (config.encryptionKey === null)
+      throw new ConfigurationError('secrets reencrypt needs DUNWALL_ENCRYPTION_KEY: the key to encrypt under');
     // Loaded on demand: the admin commands do not need a database driver.
     const { secretBoxFor, storeTarget } = await import('../../runtime/server.js');
     const { openDb } = await import('../../store/index.js');
     const { reencryptSecrets } = await import('../../store/secrets-at-rest.js');
 
     // The messages name key ids, tenants and kinds, never a secret or a key.
-    const failed = (what: string, err: unknown) => new CliError(`${what}: ${oneLine(err instanceof Error ? err.message : String(err))}`, EXIT_FAILURE);
+    const failed = (what: string, err: unknown) =>
+      new CliError(`${what}: ${oneLine(err instanceof Error ? err.message : String(err))}`, EXIT_FAILURE);
     let db: Awaited<ReturnType<typeof openDb>>;
     try {
       if (config.databaseUrl === null) mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
@@ -37,7 +39,12 @@ const reencrypt: Command = {
     let answer: ReencryptAnswer;
     try {
       const counts = await reencryptSecrets(db, secretBoxFor(config));
-      answer = { key_id: counts.keyId, encrypted: counts.encrypted, reencrypted: counts.reencrypted, unchanged: counts.unchanged };
+      answer = {
+        key_id: counts.keyId,
+        encrypted: counts.encrypted,
+        reencrypted: counts.reencrypted,
+        unchanged: counts.unchanged,
+      };
     } catch (err) {
       throw failed('secrets reencrypt failed, nothing was changed', err);
     } finally {

@@ -38,7 +38,8 @@ const serve: Command = {
 const migrate: Command = {
   name: 'migrate',
   usage: '',
-  summary: 'Bring the database schema up to date, then exit (stop an embedded service first: one process owns its folder).',
+  summary:
+    'Bring the database schema up to date, then exit (stop an embedded service first: one process owns its folder).',
   options: {},
   positionals: [],
   async run(ctx) {
@@ -59,7 +60,9 @@ const migrate: Command = {
     } catch (err) {
       throw new CliError(`migrate failed: ${oneLine(err instanceof Error ? err.message : String(err))}`, EXIT_FAILURE);
     }
-    ctx.output({ applied }, ({ applied: names }) => (names.length === 0 ? 'schema up to date' : names.map((name) => `applied ${name}`).join('\n')));
+    ctx.output({ applied }, ({ applied: names }) =>
+      names.length === 0 ? 'schema up to date' : names.map((name) => `applied ${name}`).join('\n'),
+    );
   },
 };
 

@@ -69,7 +69,10 @@ interface SendSampleResult {
   answered_unknown: string | null;
 }
 
-const RULE_TEXT: Readonly<Record<string, string>> = { grace_ended: 'the grace ends', escalated: 'the warning escalates' };
+const RULE_TEXT: Readonly<Record<string, string>> = {
+  grace_ended: 'the grace ends',
+  escalated: 'the warning escalates',
+};
 
 function answeredLine(r: SendSampleResult): string {
   const a = r.answered;
@@ -89,7 +92,9 @@ function formatSent(r: SendSampleResult): string {
     `invoice:      ${r.invoice}`,
     `dated:        ${r.dated}`,
     'events:',
-    ...r.events.map((e) => `  ${e.type.padEnd(width)}  ${e.id}  created ${e.created}  -> ${e.http_status} ${e.outcome}`),
+    ...r.events.map(
+      (e) => `  ${e.type.padEnd(width)}  ${e.id}  created ${e.created}  -> ${e.http_status} ${e.outcome}`,
+    ),
     `derived:      ${r.derived.status} (${r.derived.reason})`,
     `answered:     ${answeredLine(r)}`,
   ].join('\n');
@@ -98,12 +103,15 @@ function formatSent(r: SendSampleResult): string {
 function choice<T extends string>(value: string | undefined, allowed: readonly T[], what: string, fallback?: T): T {
   if (value === undefined && fallback !== undefined) return fallback;
   if (value !== undefined && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new UsageError(`stripe send-sample: ${what} must be one of ${allowed.join(', ')}${value === undefined ? '' : ` (got '${value}')`}`);
+  throw new UsageError(
+    `stripe send-sample: ${what} must be one of ${allowed.join(', ')}${value === undefined ? '' : ` (got '${value}')`}`,
+  );
 }
 
 function idOption(ctx: CommandContext, name: string, re: RegExp, example: string): string | undefined {
   const value = stringOption(ctx.values, name);
-  if (value !== undefined && !re.test(value)) throw new UsageError(`stripe send-sample: --${name} must look like ${example} (got '${value}')`);
+  if (value !== undefined && !re.test(value))
+    throw new UsageError(`stripe send-sample: --${name} must look like ${example} (got '${value}')`);
   return value;
 }
 
@@ -111,7 +119,9 @@ function idOption(ctx: CommandContext, name: string, re: RegExp, example: string
 async function secretOf(ctx: CommandContext): Promise<string> {
   const option = stringOption(ctx.values, 'secret');
   if (option !== '-') {
-    throw new UsageError("stripe send-sample: give --secret - and the tenant's Stripe signing secret (whsec_...) on stdin");
+    throw new UsageError(
+      "stripe send-sample: give --secret - and the tenant's Stripe signing secret (whsec_...) on stdin",
+    );
   }
   const secret = (await readAll(ctx.io.stdin)).trim();
   if (secret === '') throw new UsageError('stripe send-sample: --secret -: no secret on stdin');
@@ -122,20 +132,30 @@ async function secretOf(ctx: CommandContext): Promise<string> {
 function datedAt(ctx: CommandContext, nowMs: number): number {
   const at = stringOption(ctx.values, 'at');
   const daysAgo = stringOption(ctx.values, 'days-ago');
-  if (at !== undefined && daysAgo !== undefined) throw new UsageError('stripe send-sample: give --at or --days-ago, not both');
+  if (at !== undefined && daysAgo !== undefined)
+    throw new UsageError('stripe send-sample: give --at or --days-ago, not both');
   let ms = nowMs;
   if (at !== undefined) {
     ms = RFC3339_RE.test(at) ? Date.parse(at) : Number.NaN;
-    if (Number.isNaN(ms)) throw new UsageError(`stripe send-sample: --at must be an RFC 3339 date and time such as 2026-11-20T09:30:00Z (got '${at}')`);
-    if (ms > nowMs) throw new UsageError(`stripe send-sample: --at must not be in the future (got '${at}'): Stripe dates an event when it happens`);
+    if (Number.isNaN(ms))
+      throw new UsageError(
+        `stripe send-sample: --at must be an RFC 3339 date and time such as 2026-11-20T09:30:00Z (got '${at}')`,
+      );
+    if (ms > nowMs)
+      throw new UsageError(
+        `stripe send-sample: --at must not be in the future (got '${at}'): Stripe dates an event when it happens`,
+      );
   } else if (daysAgo !== undefined) {
     const days = /^\d{1,3}(\.\d{1,6})?$/.test(daysAgo) ? Number(daysAgo) : Number.NaN;
     if (Number.isNaN(days) || days > MAX_SAMPLE_AGE_DAYS) {
-      throw new UsageError(`stripe send-sample: --days-ago must be a number of days from 0 to ${MAX_SAMPLE_AGE_DAYS}, such as 7 or 6.5 (got '${daysAgo}')`);
+      throw new UsageError(
+        `stripe send-sample: --days-ago must be a number of days from 0 to ${MAX_SAMPLE_AGE_DAYS}, such as 7 or 6.5 (got '${daysAgo}')`,
+      );
     }
     ms = nowMs - Math.round(days * DAY_MS);
   }
-  if (ms < nowMs - MAX_SAMPLE_AGE_DAYS * DAY_MS) throw new UsageError(`stripe send-sample: --at must be within the last ${MAX_SAMPLE_AGE_DAYS} days`);
+  if (ms < nowMs - MAX_SAMPLE_AGE_DAYS * DAY_MS)
+    throw new UsageError(`stripe send-sample: --at must be within the last ${MAX_SAMPLE_AGE_DAYS} days`);
   return ms;
 }
 
@@ -143,7 +163,12 @@ function datedAt(ctx: CommandContext, nowMs: number): number {
  * What the tenant's policy answers the customer now, read through the admin API; or why it
  * could not be read (no admin token, an error): the events were sent either way.
  */
-async function answerOf(ctx: CommandContext, base: string, tenant: string, customer: string): Promise<Pick<SendSampleResult, 'answered' | 'answered_unknown'>> {
+async function answerOf(
+  ctx: CommandContext,
+  base: string,
+  tenant: string,
+  customer: string,
+): Promise<Pick<SendSampleResult, 'answered' | 'answered_unknown'>> {
   try {
     const client = clientFrom({ ...ctx.io.env, DUNWALL_URL: base }, ctx.io.fetch ?? globalThis.fetch);
     const { policy } = await client.getTenant(tenant);
@@ -156,7 +181,10 @@ async function answerOf(ctx: CommandContext, base: string, tenant: string, custo
     return { answered: { ...sampleAnswer(subscriber, policy, Date.now()), policy }, answered_unknown: null };
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
-    return { answered: null, answered_unknown: `the tenant's policy is read through the admin API: ${oneLine(err.message)}` };
+    return {
+      answered: null,
+      answered_unknown: `the tenant's policy is read through the admin API: ${oneLine(err.message)}`,
+    };
   }
 }
 
@@ -169,14 +197,23 @@ function hintFor(code: string, tenant: string): string {
   return '';
 }
 
-async function post(ctx: CommandContext, url: string, payload: string, signature: string): Promise<{ status: number; body: Record<string, unknown> | null }> {
+async function post(
+  ctx: CommandContext,
+  url: string,
+  payload: string,
+  signature: string,
+): Promise<{ status: number; body: Record<string, unknown> | null }> {
   const fetchImpl = ctx.io.fetch ?? globalThis.fetch;
   let response: Response;
   let text: string;
   try {
     response = await fetchImpl(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': signature, 'user-agent': `dunwall-cli/${pkg.version} (send-sample)` },
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        'stripe-signature': signature,
+        'user-agent': `dunwall-cli/${pkg.version} (send-sample)`,
+      },
       body: payload,
       signal: AbortSignal.timeout(DEFAULT_TIMEOUT_MS),
     });
@@ -187,7 +224,10 @@ async function post(ctx: CommandContext, url: string, payload: string, signature
   let body: Record<string, unknown> | null;
   try {
     const parsed: unknown = JSON.parse(text);
-    body = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+    body =
+      typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : null;
   } catch {
     body = null;
   }
@@ -216,7 +256,8 @@ export const sendSample: Command = {
     const tenant = tenantOption(ctx.values, 'stripe send-sample');
     if (!isValidSlug(tenant)) throw new UsageError(`stripe send-sample: '${tenant}' is not a tenant slug`);
     const customer = stringOption(ctx.values, 'customer');
-    if (customer === undefined || !CUSTOMER_ID_RE.test(customer)) throw new UsageError('stripe send-sample: --customer must be a Stripe customer id (cus_...)');
+    if (customer === undefined || !CUSTOMER_ID_RE.test(customer))
+      throw new UsageError('stripe send-sample: --customer must be a Stripe customer id (cus_...)');
     const shape = choice(stringOption(ctx.values, 'shape'), SAMPLE_SHAPES, '--shape', 'basil');
     const subscription = idOption(ctx, 'subscription', SUBSCRIPTION_ID_RE, 'sub_...');
     const invoice = idOption(ctx, 'invoice', INVOICE_ID_RE, 'in_...');
@@ -225,16 +266,25 @@ export const sendSample: Command = {
     const datedMs = datedAt(ctx, Date.now());
     const secret = await secretOf(ctx);
 
-    const ids = sampleIds(tenant, customer, { ...(subscription ? { subscription } : {}), ...(invoice ? { invoice } : {}) });
+    const ids = sampleIds(tenant, customer, {
+      ...(subscription ? { subscription } : {}),
+      ...(invoice ? { invoice } : {}),
+    });
     const target = `${base}/webhooks/stripe/${tenant}`;
     const events = sampleEvents({ scenario, shape, tenant, customer, ids, nowS: Math.floor(datedMs / 1000) });
     const sent: SentEvent[] = [];
     for (const event of events) {
       const payload = JSON.stringify(event, null, 2);
-      const answer = await post(ctx, target, payload, signStripePayload(payload, secret, Math.floor(Date.now() / 1000)));
+      const answer = await post(
+        ctx,
+        target,
+        payload,
+        signStripePayload(payload, secret, Math.floor(Date.now() / 1000)),
+      );
       const code = typeof answer.body?.code === 'string' ? answer.body.code : `http_${answer.status}`;
       if (answer.status !== 200) {
-        const detail = typeof answer.body?.detail === 'string' ? oneLine(answer.body.detail) : `${target} answered ${answer.status}`;
+        const detail =
+          typeof answer.body?.detail === 'string' ? oneLine(answer.body.detail) : `${target} answered ${answer.status}`;
         const before = sent.length > 0 ? ` (${sent.length} of ${events.length} events were accepted before)` : '';
         throw new ApiError(answer.status, code, `${detail.replace(/\.$/, '')}${before}.${hintFor(code, tenant)}`);
       }

@@ -56,7 +56,8 @@ function formatReplay(s: ReplaySummary): string {
 const replay: Command = {
   name: 'stripe replay',
   usage: '--tenant SLUG FILE.jsonl',
-  summary: "Feed exported Stripe events (one JSON object a line; - for stdin) through the webhook's derivation, to backfill statuses.",
+  summary:
+    "Feed exported Stripe events (one JSON object a line; - for stdin) through the webhook's derivation, to backfill statuses.",
   options: { tenant: { type: 'string' } },
   positionals: ['FILE'],
   async run(ctx) {
@@ -73,7 +74,13 @@ const replay: Command = {
     let batchLines: number[] = [];
     let batchBytes = 0;
     let bytesRead = 0;
-    const summary = (): ReplaySummary => ({ tenant, file, received, invalid: [...invalid].sort((a, b) => a.line - b.line), ...tally.summary() });
+    const summary = (): ReplaySummary => ({
+      tenant,
+      file,
+      received,
+      invalid: [...invalid].sort((a, b) => a.line - b.line),
+      ...tally.summary(),
+    });
     const flush = async () => {
       if (batch.length === 0) return;
       let answer;
@@ -84,7 +91,10 @@ const replay: Command = {
         if (!(err instanceof CliError)) throw err;
         progress.done();
         ctx.output(summary(), formatReplay);
-        throw new CliError(`${err.message} (stopped at line ${batchLines[0] ?? 0}: that line and the ones after it were not replayed)`, err.exitCode);
+        throw new CliError(
+          `${err.message} (stopped at line ${batchLines[0] ?? 0}: that line and the ones after it were not replayed)`,
+          err.exitCode,
+        );
       }
       tally.add(batch, answer);
       received += answer.received - answer.invalid.length;
@@ -92,7 +102,11 @@ const replay: Command = {
       batch = [];
       batchLines = [];
       batchBytes = 0;
-      progress.report(total === null ? null : bytesRead / total, `${received} events · ${tally.customersSeen} customers`, true);
+      progress.report(
+        total === null ? null : bytesRead / total,
+        `${received} events · ${tally.customersSeen} customers`,
+        true,
+      );
     };
 
     let lineNumber = 0;
@@ -113,7 +127,10 @@ const replay: Command = {
         batch.push(parsed);
         batchLines.push(lineNumber);
         batchBytes += bytes;
-        progress.report(total === null ? null : bytesRead / total, `${received + batch.length} events · ${tally.customersSeen} customers`);
+        progress.report(
+          total === null ? null : bytesRead / total,
+          `${received + batch.length} events · ${tally.customersSeen} customers`,
+        );
       }
     } catch (err) {
       const code = (err as { code?: unknown }).code;
@@ -142,16 +159,21 @@ async function stripeKeyOf(ctx: CommandContext): Promise<string> {
     try {
       key = (await readFile(file, 'utf8')).trim();
     } catch (err) {
-      throw new ConfigurationError(`cannot read --api-key-file ${file} (${String((err as { code?: unknown }).code ?? 'unreadable')})`);
+      throw new ConfigurationError(
+        `cannot read --api-key-file ${file} (${String((err as { code?: unknown }).code ?? 'unreadable')})`,
+      );
     }
   } else {
     key = ctx.io.env.STRIPE_API_KEY?.trim();
   }
-  if (key === undefined || key === '') throw new ConfigurationError('stripe sync needs a Stripe API key: --api-key-file PATH, or STRIPE_API_KEY');
+  if (key === undefined || key === '')
+    throw new ConfigurationError('stripe sync needs a Stripe API key: --api-key-file PATH, or STRIPE_API_KEY');
   // Loaded only here: the official client costs every `dunwall serve` process about 19 MB.
   const { checkStripeKey } = await import('../stripe-sync.js');
   if (checkStripeKey(key) === 'secret') {
-    ctx.io.stderr.write('dunwall: note: a restricted key (rk_...) with read access to Subscriptions, Invoices and PaymentIntents is all stripe sync needs\n');
+    ctx.io.stderr.write(
+      'dunwall: note: a restricted key (rk_...) with read access to Subscriptions, Invoices and PaymentIntents is all stripe sync needs\n',
+    );
   }
   return key;
 }

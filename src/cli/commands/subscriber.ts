@@ -13,9 +13,11 @@ function isStatus(value: string): value is SubscriberStatus {
 function statusListOption(ctx: CommandContext, name: string): string | undefined {
   const given = listOption(ctx.values, name);
   if (given === undefined) return undefined;
-  if (given.length === 0) throw new UsageError(`--${name} must name one or more of ${STATUSES.join(', ')}, comma-separated`);
+  if (given.length === 0)
+    throw new UsageError(`--${name} must name one or more of ${STATUSES.join(', ')}, comma-separated`);
   const bad = given.find((s) => !isStatus(s));
-  if (bad !== undefined) throw new UsageError(`--${name} must be one or more of ${STATUSES.join(', ')}, comma-separated (got '${bad}')`);
+  if (bad !== undefined)
+    throw new UsageError(`--${name} must be one or more of ${STATUSES.join(', ')}, comma-separated (got '${bad}')`);
   return [...new Set(given)].join(',');
 }
 
@@ -33,7 +35,9 @@ const set: Command = {
     const tenant = tenantOption(ctx.values, 'subscriber set');
     const status = ctx.positionals[1] ?? '';
     if (!isStatus(status)) throw new UsageError(`STATUS must be one of ${STATUSES.join(', ')} (got '${status}')`);
-    const answer = await ctx.client().putSubscriber(tenant, customerOf(ctx), status, stringOption(ctx.values, 'reason'));
+    const answer = await ctx
+      .client()
+      .putSubscriber(tenant, customerOf(ctx), status, stringOption(ctx.values, 'reason'));
     ctx.output(answer, formatSubscriber);
   },
 };
@@ -67,7 +71,8 @@ const clear: Command = {
 
 const list: Command = {
   name: 'subscriber list',
-  usage: '--tenant SLUG [--status S[,S]] [--derived-status S[,S]] [--reason R] [--updated-since ISO_TIME] [--limit N] [--all]',
+  usage:
+    '--tenant SLUG [--status S[,S]] [--derived-status S[,S]] [--reason R] [--updated-since ISO_TIME] [--limit N] [--all]',
   summary:
     "List a tenant's subscribers in customer id order, a page at a time (--all: every page); --status filters by the answered status, --derived-status by the status before the tenant's policy.",
   options: {
@@ -99,7 +104,9 @@ const list: Command = {
     let page = await ctx.client().listSubscribers(tenant, { ...filter, ...(cursor !== undefined ? { cursor } : {}) });
     if (!booleanOption(ctx.values, 'all')) {
       ctx.output(page, (p) =>
-        p.next_cursor === null ? formatSubscriberPage(p.data) : `${formatSubscriberPage(p.data)}\n(more: --cursor ${p.next_cursor}, or --all)`,
+        p.next_cursor === null
+          ? formatSubscriberPage(p.data)
+          : `${formatSubscriberPage(p.data)}\n(more: --cursor ${p.next_cursor}, or --all)`,
       );
       return;
     }
@@ -116,7 +123,8 @@ const list: Command = {
 const clearOverride: Command = {
   name: 'subscriber clear-override',
   usage: '--tenant SLUG CUS_ID',
-  summary: "End a status set by hand: the status is again what the subscriber's Stripe episodes and the tenant's policy give.",
+  summary:
+    "End a status set by hand: the status is again what the subscriber's Stripe episodes and the tenant's policy give.",
   options: { tenant: { type: 'string' } },
   positionals: ['CUS_ID'],
   async run(ctx) {
@@ -125,7 +133,9 @@ const clearOverride: Command = {
     await ctx.client().clearOverride(tenant, customer);
     // The API answers 204 with no body: --json prints nothing.
     if (!ctx.json)
-      ctx.print(`${customer}: override cleared on ${tenant}; its status is again what its Stripe episodes and the policy give (subscriber show to see it)`);
+      ctx.print(
+        `${customer}: override cleared on ${tenant}; its status is again what its Stripe episodes and the policy give (subscriber show to see it)`,
+      );
   },
 };
 

@@ -65,7 +65,10 @@ async function brandingFrom(ctx: CommandContext, file: string): Promise<NonNulla
   try {
     text = file === '-' ? await readAll(ctx.io.stdin) : readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CliError(`--branding-file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, EXIT_FAILURE);
+    throw new CliError(
+      `--branding-file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      EXIT_FAILURE,
+    );
   }
   try {
     return JSON.parse(text) as NonNullable<UpdateBody['branding']>;
@@ -90,7 +93,9 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
   const graceDays = wholeNumberOption(ctx.values, 'grace-days', 0, MAX_GRACE_DAYS);
   // `none`: never escalate.
   const escalateAfterDays =
-    stringOption(ctx.values, 'escalate-after-days') === 'none' ? null : wholeNumberOption(ctx.values, 'escalate-after-days', 1, MAX_ESCALATE_AFTER_DAYS);
+    stringOption(ctx.values, 'escalate-after-days') === 'none'
+      ? null
+      : wholeNumberOption(ctx.values, 'escalate-after-days', 1, MAX_ESCALATE_AFTER_DAYS);
   const policy = {
     ...(enforcement !== undefined ? { enforcement: enforcement as (typeof ENFORCEMENTS)[number] } : {}),
     ...(graceDays !== undefined ? { grace_days: graceDays } : {}),
@@ -102,7 +107,8 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
 const create: Command = {
   name: 'tenant create',
   usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] [--live|--test] ${POLICY_USAGE}`,
-  summary: 'Create a tenant; prints its publishable key and HMAC secret, shown this once only. --live or --test: it takes only that mode of Stripe events.',
+  summary:
+    'Create a tenant; prints its publishable key and HMAC secret, shown this once only. --live or --test: it takes only that mode of Stripe events.',
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
@@ -162,15 +168,22 @@ const show: Command = {
 const remove: Command = {
   name: 'tenant delete',
   usage: 'SLUG [--yes]',
-  summary: 'Delete a tenant and all its data (keys, subscribers, history, Stripe events); asks for the slug unless --yes.',
+  summary:
+    'Delete a tenant and all its data (keys, subscribers, history, Stripe events); asks for the slug unless --yes.',
   options: { yes: { type: 'boolean' } },
   positionals: ['SLUG'],
   async run(ctx) {
     const slug = slugOf(ctx);
     if (!booleanOption(ctx.values, 'yes')) {
-      ctx.io.stderr.write(`Delete tenant ${slug} and every subscriber, key and event it has? This cannot be undone.\nType the slug to confirm: `);
+      ctx.io.stderr.write(
+        `Delete tenant ${slug} and every subscriber, key and event it has? This cannot be undone.\nType the slug to confirm: `,
+      );
       const typed = (await readLine(ctx.io.stdin)).trim();
-      if (typed !== slug) throw new CliError(`not deleted: the slug typed did not match (${slug}); pass --yes to delete without asking`, EXIT_FAILURE);
+      if (typed !== slug)
+        throw new CliError(
+          `not deleted: the slug typed did not match (${slug}); pass --yes to delete without asking`,
+          EXIT_FAILURE,
+        );
     }
     await ctx.client().deleteTenant(slug);
     if (!ctx.json) ctx.print(`tenant ${slug} deleted, with all its data`);
@@ -248,7 +261,8 @@ const rotate: Command = {
   async run(ctx) {
     const key = stringOption(ctx.values, 'key');
     if (key === undefined) throw new UsageError('tenant rotate: missing --key publishable|hmac');
-    if (key !== 'publishable' && key !== 'hmac') throw new UsageError(`--key must be publishable or hmac (got '${key}')`);
+    if (key !== 'publishable' && key !== 'hmac')
+      throw new UsageError(`--key must be publishable or hmac (got '${key}')`);
     const rotateKey: RotateKey = key;
     ctx.output(await ctx.client().rotate(slugOf(ctx), rotateKey), formatRotated);
   },

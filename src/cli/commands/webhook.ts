@@ -24,7 +24,8 @@ function eventsOption(ctx: CommandContext): DownstreamEventType[] | null | undef
     .map((t) => t.trim())
     .filter((t) => t !== '');
   for (const t of types) {
-    if (!(EVENT_TYPES as readonly string[]).includes(t)) throw new UsageError(`--events: unknown event type '${t}' (known: ${EVENT_TYPES.join(', ')}, or all)`);
+    if (!(EVENT_TYPES as readonly string[]).includes(t))
+      throw new UsageError(`--events: unknown event type '${t}' (known: ${EVENT_TYPES.join(', ')}, or all)`);
   }
   if (types.length === 0) throw new UsageError('--events: name at least one event type, or all');
   return types as DownstreamEventType[];
@@ -34,7 +35,8 @@ function instantOption(ctx: CommandContext, name: string): string | undefined {
   const raw = stringOption(ctx.values, name);
   if (raw === undefined) return undefined;
   const ms = Date.parse(raw);
-  if (Number.isNaN(ms)) throw new UsageError(`--${name} must be a date and time such as 2026-11-20T00:00:00Z (got '${raw}')`);
+  if (Number.isNaN(ms))
+    throw new UsageError(`--${name} must be a date and time such as 2026-11-20T00:00:00Z (got '${raw}')`);
   return new Date(ms).toISOString();
 }
 
@@ -77,7 +79,10 @@ const show: Command = {
   options: tenantOnly,
   positionals: ['EP_ID'],
   async run(ctx) {
-    ctx.output(await ctx.client().getEndpoint(tenantOption(ctx.values, 'webhook show'), endpointOf(ctx)), formatEndpoint);
+    ctx.output(
+      await ctx.client().getEndpoint(tenantOption(ctx.values, 'webhook show'), endpointOf(ctx)),
+      formatEndpoint,
+    );
   },
 };
 
@@ -85,7 +90,13 @@ const update: Command = {
   name: 'webhook update',
   usage: '--tenant SLUG EP_ID [--url U] [--description D] [--events TYPE,TYPE|all] [--enabled true|false]',
   summary: 'Change an endpoint, or enable it again (after a 410 or days of failures) or disable it.',
-  options: { ...tenantOnly, url: { type: 'string' }, description: { type: 'string' }, events: { type: 'string' }, enabled: { type: 'string' } },
+  options: {
+    ...tenantOnly,
+    url: { type: 'string' },
+    description: { type: 'string' },
+    events: { type: 'string' },
+    enabled: { type: 'string' },
+  },
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook update');
@@ -99,7 +110,8 @@ const update: Command = {
       ...(events !== undefined ? { event_types: events } : {}),
       ...(enabled !== undefined ? { enabled: parseBoolean(enabled, '--enabled') } : {}),
     };
-    if (Object.keys(body).length === 0) throw new UsageError('webhook update: give at least one of --url, --description, --events, --enabled');
+    if (Object.keys(body).length === 0)
+      throw new UsageError('webhook update: give at least one of --url, --description, --events, --enabled');
     ctx.output(await ctx.client().updateEndpoint(tenant, endpointOf(ctx), body), formatEndpoint);
   },
 };
@@ -125,7 +137,9 @@ const rotate: Command = {
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook rotate-secret');
     ctx.output(
-      await ctx.client().rotateEndpointSecret(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'overlap-seconds', 0, 31_536_000)),
+      await ctx
+        .client()
+        .rotateEndpointSecret(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'overlap-seconds', 0, 31_536_000)),
       formatEndpoint,
     );
   },
@@ -139,7 +153,10 @@ const attempts: Command = {
   positionals: ['EP_ID'],
   async run(ctx) {
     const tenant = tenantOption(ctx.values, 'webhook attempts');
-    ctx.output(await ctx.client().listAttempts(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'limit', 1, 500)), formatAttempts);
+    ctx.output(
+      await ctx.client().listAttempts(tenant, endpointOf(ctx), wholeNumberOption(ctx.values, 'limit', 1, 500)),
+      formatAttempts,
+    );
   },
 };
 
@@ -156,7 +173,10 @@ const messages: Command = {
       throw new UsageError(`--state must be one of ${STATES.join(', ')} (got '${state}')`);
     const limit = wholeNumberOption(ctx.values, 'limit', 1, 500);
     ctx.output(
-      await ctx.client().listMessages(tenant, endpointOf(ctx), { ...(state ? { state } : {}), ...(limit !== undefined ? { limit } : {}) }),
+      await ctx.client().listMessages(tenant, endpointOf(ctx), {
+        ...(state ? { state } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      }),
       formatMessages,
     );
   },
@@ -169,7 +189,9 @@ const retry: Command = {
   options: tenantOnly,
   positionals: ['EP_ID', 'MSG_ID'],
   async run(ctx) {
-    await ctx.client().retryMessage(tenantOption(ctx.values, 'webhook retry'), endpointOf(ctx), ctx.positionals[1] ?? '');
+    await ctx
+      .client()
+      .retryMessage(tenantOption(ctx.values, 'webhook retry'), endpointOf(ctx), ctx.positionals[1] ?? '');
     ctx.output({ queued: true }, () => `message ${ctx.positionals[1] ?? ''} queued for ${endpointOf(ctx)}`);
   },
 };
@@ -198,4 +220,15 @@ const replay: Command = {
   },
 };
 
-export const webhookCommands: Command[] = [create, list, show, update, remove, rotate, attempts, messages, retry, replay];
+export const webhookCommands: Command[] = [
+  create,
+  list,
+  show,
+  update,
+  remove,
+  rotate,
+  attempts,
+  messages,
+  retry,
+  replay,
+];

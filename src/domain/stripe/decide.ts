@@ -98,7 +98,11 @@ export interface StripeEventState extends CustomerState {
  */
 export function eventInvoiceIds(event: StripeEvent, invoice: StoredInvoice | null): string[] {
   const d = event.derivation;
-  const named = [d.invoice?.invoiceId, d.kind === 'change' && d.change.kind === 'episode' ? d.change.invoiceId : null, invoice?.invoiceId];
+  const named = [
+    d.invoice?.invoiceId,
+    d.kind === 'change' && d.change.kind === 'episode' ? d.change.invoiceId : null,
+    invoice?.invoiceId,
+  ];
   return [...new Set(named.filter((id): id is string => typeof id === 'string'))];
 }
 
@@ -120,7 +124,11 @@ const earliest = (a: number | null, b: number): number => (a === null || b < a ?
  * a resolution after the current run's start ends that run, so the current one began after
  * it (at the latest known failure, the one that set the state). Null: nothing to change.
  */
-export function olderEventRun(row: StoredEpisode, state: EpisodeState, atMs: number): { startMs: number | null; resolvedMs: number | null } | null {
+export function olderEventRun(
+  row: StoredEpisode,
+  state: EpisodeState,
+  atMs: number,
+): { startMs: number | null; resolvedMs: number | null } | null {
   const resolvedMs = row.resolvedAtMs;
   const startMs = row.dunningStartedAtMs;
   if (state !== 'resolved') {
@@ -130,7 +138,8 @@ export function olderEventRun(row: StoredEpisode, state: EpisodeState, atMs: num
   const resolved = resolvedMs === null || atMs > resolvedMs ? atMs : resolvedMs;
   // A resolution ends a run that began at or before it (in the same second it sorts after the
   // failures); one that began after it is not touched.
-  if (row.state === 'resolved' || startMs === null || startMs > atMs) return resolved === resolvedMs ? null : { startMs, resolvedMs: resolved };
+  if (row.state === 'resolved' || startMs === null || startMs > atMs)
+    return resolved === resolvedMs ? null : { startMs, resolvedMs: resolved };
   return { startMs: row.position.atMs, resolvedMs: resolved };
 }
 
@@ -168,14 +177,19 @@ class EpisodeFold {
     if (row !== undefined && !supersedes(e.position, row.position)) {
       const run = olderEventRun(row, e.outcome.state, atMs);
       if (run !== null) {
-        if (e.outcome.state === 'resolved' && row.state !== 'resolved' && run.resolvedMs !== row.resolvedAtMs) this.endedBy.set(row.key, e.outcome.reason);
+        if (e.outcome.state === 'resolved' && row.state !== 'resolved' && run.resolvedMs !== row.resolvedAtMs)
+          this.endedBy.set(row.key, e.outcome.reason);
         this.set({ ...row, dunningStartedAtMs: run.startMs, resolvedAtMs: run.resolvedMs });
       }
       return false;
     }
     const resolved = e.outcome.state === 'resolved';
     // A failure after a resolution (or the first) starts a run; one within a run keeps its start.
-    const start = resolved ? (row?.dunningStartedAtMs ?? null) : row === undefined || row.state === 'resolved' ? atMs : earliest(row.dunningStartedAtMs, atMs);
+    const start = resolved
+      ? (row?.dunningStartedAtMs ?? null)
+      : row === undefined || row.state === 'resolved'
+        ? atMs
+        : earliest(row.dunningStartedAtMs, atMs);
     this.set({
       key: e.episode,
       state: e.outcome.state,
@@ -217,7 +231,13 @@ class EpisodeFold {
     const row = this.byKey.get(e.episode);
     if (row?.position.eventId !== e.position.eventId) return false;
     if (row.state === e.outcome.state && row.reason === e.outcome.reason) return true;
-    this.set({ ...row, state: e.outcome.state, reason: e.outcome.reason, declineCode: e.declineCode, position: { ...row.position, rank: e.position.rank } });
+    this.set({
+      ...row,
+      state: e.outcome.state,
+      reason: e.outcome.reason,
+      declineCode: e.declineCode,
+      position: { ...row.position, rank: e.position.rank },
+    });
     return true;
   }
 
@@ -249,7 +269,10 @@ function declineEvent(decline: StoredDecline, invoice: StoredInvoice): EpisodeEv
 function latestLinkedDecline(customerId: string, context: InvoiceContext): EpisodeEvent[] {
   if (context.invoice.customerId !== customerId) return [];
   const events = context.latestDeclines.flatMap((d) => declineEvent(d, context.invoice) ?? []);
-  const latest = events.reduce<EpisodeEvent | null>((a, e) => (a === null || comparePositions(e.position, a.position) > 0 ? e : a), null);
+  const latest = events.reduce<EpisodeEvent | null>(
+    (a, e) => (a === null || comparePositions(e.position, a.position) > 0 ? e : a),
+    null,
+  );
   return latest === null ? [] : [latest];
 }
 
@@ -280,7 +303,12 @@ function invoiceFailureEvent(
  * episode is restated in place when its outcome changed, keeping its time and id. Only the
  * failures stripe_events still keeps are weighed: one pruned by retention no longer is.
  */
-function reviseInvoiceFailures(fold: EpisodeFold, customerId: string, context: InvoiceContext, override: Override | null): Override | null {
+function reviseInvoiceFailures(
+  fold: EpisodeFold,
+  customerId: string,
+  context: InvoiceContext,
+  override: Override | null,
+): Override | null {
   if (context.invoice.customerId !== customerId) return override;
   let standing = override;
   for (const f of context.failures) {
@@ -310,7 +338,12 @@ function settled<O>(
 ): Decision<O> {
   const { before, after, ...written } = settle(state, fold.episodes(), standing, cause, episode, now);
   const episodes = fold.changed();
-  return { outcome, before, after, effect: { ...noEffect(), episodes, ...written, runs: runChanges(state.episodes, episodes, [], null, fold.endedBy) } };
+  return {
+    outcome,
+    before,
+    after,
+    effect: { ...noEffect(), episodes, ...written, runs: runChanges(state.episodes, episodes, [], null, fold.endedBy) },
+  };
 }
 
 /**
@@ -318,7 +351,11 @@ function settled<O>(
  * or pending for a decline no invoice links yet), the status before and after, and the
  * effect to write.
  */
-export function decideStripeEvent(state: StripeEventState, event: StripeEvent, now: Date): Decision<StripeApplyOutcome> {
+export function decideStripeEvent(
+  state: StripeEventState,
+  event: StripeEvent,
+  now: Date,
+): Decision<StripeApplyOutcome> {
   const { derivation } = event;
   const cause: ChangeCause = {
     source: 'stripe',
@@ -336,7 +373,9 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
   const linked = derivation.invoice === null || context === null ? [] : latestLinkedDecline(state.customerId, context);
   // An invoice event that links a decline weighs the invoice's earlier failures again.
   const revise = (standing: Override | null): Override | null =>
-    linked.length === 0 || context === null ? standing : reviseInvoiceFailures(fold, state.customerId, context, standing);
+    linked.length === 0 || context === null
+      ? standing
+      : reviseInvoiceFailures(fold, state.customerId, context, standing);
 
   if (derivation.kind === 'ignored') {
     if (linked.length === 0) return unchanged(state, 'ignored');
@@ -345,7 +384,8 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
   }
 
   const change = derivation.change;
-  if (change.kind === 'delete') return decideRemoval(state, { atMs, rank: RANKS.removed, eventId: event.eventId }, cause, now);
+  if (change.kind === 'delete')
+    return decideRemoval(state, { atMs, rank: RANKS.removed, eventId: event.eventId }, cause, now);
 
   if (change.kind === 'decline') {
     if (context === null || context.invoice.customerId !== state.customerId) {
@@ -358,7 +398,10 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
         effect: { ...noEffect(), history: unchangedEntry(state.subscriber, null, cause) },
       };
     }
-    const own = declineEvent({ eventId: event.eventId, createdMs: atMs, hard: change.decline.hard, declineCode: change.decline.code }, context.invoice);
+    const own = declineEvent(
+      { eventId: event.eventId, createdMs: atMs, hard: change.decline.hard, declineCode: change.decline.code },
+      context.invoice,
+    );
     if (own === null) return unchanged(state, 'ignored');
     const result = fold.apply([own], override);
     // The invoice's failures dated at or after this decline may have been waiting for it.
@@ -387,5 +430,13 @@ export function decideStripeEvent(state: StripeEventState, event: StripeEvent, n
     }
   }
   const result = fold.apply([own, ...linked], override);
-  return settled(state, fold, result.applied[0] === true ? 'applied' : 'stale', revise(result.override), cause, change.episode, now);
+  return settled(
+    state,
+    fold,
+    result.applied[0] === true ? 'applied' : 'stale',
+    revise(result.override),
+    cause,
+    change.episode,
+    now,
+  );
 }

@@ -100,7 +100,14 @@ export type Derivation =
   | { kind: 'irrelevant' }
   /** A relevant type that changes nothing (no customer, manual invoicing, no status transition). */
   | { kind: 'ignored'; customerId: string | null; why: string; invoice: InvoiceLink | null; facts: Facts }
-  | { kind: 'change'; customerId: string; change: StripeChange; invoice: InvoiceLink | null; declineCode: string | null; facts: Facts };
+  | {
+      kind: 'change';
+      customerId: string;
+      change: StripeChange;
+      invoice: InvoiceLink | null;
+      declineCode: string | null;
+      facts: Facts;
+    };
 
 /** A field that is an id, or an expanded object carrying one. */
 function idOf(value: unknown): string | null {
@@ -125,7 +132,9 @@ function compact(facts: Facts): Facts {
 }
 
 function codesOf(facts: Readonly<Record<string, unknown>>): (string | null)[] {
-  return [facts.decline_code, facts.code, facts.outcome_reason, facts.failure_code].map((c) => (typeof c === 'string' ? c : null));
+  return [facts.decline_code, facts.code, facts.outcome_reason, facts.failure_code].map((c) =>
+    typeof c === 'string' ? c : null,
+  );
 }
 
 /** The codes of a failed payment intent's last error, most specific first. */
@@ -193,7 +202,10 @@ function invoiceCodes(payments: Obj[]): Facts {
  * 2025-03-31.basil: "Adds the parent field to invoices").
  */
 function invoiceSubscription(invoice: Obj): string | null {
-  return prefixedId(invoice.subscription, 'sub') ?? prefixedId(obj(obj(invoice.parent)?.subscription_details)?.subscription, 'sub');
+  return (
+    prefixedId(invoice.subscription, 'sub') ??
+    prefixedId(obj(obj(invoice.parent)?.subscription_details)?.subscription, 'sub')
+  );
 }
 
 const MAX_URL_LENGTH = 2048;
@@ -251,7 +263,10 @@ function invoiceLink(invoice: Obj): InvoiceLink | null {
  * The episode outcome of a decline linked to an invoice: none when the invoice is paid
  * by hand (`send_invoice`); a subscription's first invoice is always a warning.
  */
-export function linkedDeclineOutcome(decline: Pick<Decline, 'hard'>, invoice: Pick<InvoiceLink, 'autoCollected' | 'firstInvoice'>): EpisodeOutcome | null {
+export function linkedDeclineOutcome(
+  decline: Pick<Decline, 'hard'>,
+  invoice: Pick<InvoiceLink, 'autoCollected' | 'firstInvoice'>,
+): EpisodeOutcome | null {
   if (!invoice.autoCollected) return null;
   if (invoice.firstInvoice) return { state: 'warning', reason: 'first_payment_failed' };
   return decline.hard ? { state: 'lockout', reason: 'hard_decline' } : { state: 'warning', reason: 'soft_decline' };
@@ -274,7 +289,9 @@ export function invoiceFailureOutcome(
   if (!invoice.autoCollected) return null;
   if (invoice.firstInvoice) return { state: 'warning', reason: 'first_payment_failed' };
   if (failure.payloadHard ?? linkedHard ?? false) return { state: 'lockout', reason: 'hard_decline' };
-  return failure.nextAttempt !== null ? { state: 'warning', reason: 'soft_decline' } : { state: 'lockout', reason: 'retries_exhausted' };
+  return failure.nextAttempt !== null
+    ? { state: 'warning', reason: 'soft_decline' }
+    : { state: 'lockout', reason: 'retries_exhausted' };
 }
 
 /** An invoice failure as its stored facts tell it (the facts `invoiceChange` keeps). */
@@ -328,12 +345,24 @@ function subscriptionChange(event: StripeEventLike, customerId: string): Derivat
   const status = str(object.status);
   const previous = str(obj(event.data.previous_attributes)?.status);
   const collection = str(object.collection_method);
-  const facts = compact({ subscription, subscription_status: status, previous_subscription_status: previous, collection_method: collection });
+  const facts = compact({
+    subscription,
+    subscription_status: status,
+    previous_subscription_status: previous,
+    collection_method: collection,
+  });
   const ignored = (why: string): Derivation => ({ kind: 'ignored', customerId, why, invoice: null, facts });
   if (subscription === null) return ignored('no_subscription');
   const ended: EpisodeOutcome = { state: 'resolved', reason: 'subscription_ended' };
   if (event.type === 'customer.subscription.deleted')
-    return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome: ended }, invoice: null, declineCode: null, facts };
+    return {
+      kind: 'change',
+      customerId,
+      change: { kind: 'episode', episode: subscription, outcome: ended },
+      invoice: null,
+      declineCode: null,
+      facts,
+    };
   // Only a transition counts: an update that leaves the status as it was (a plan or
   // metadata change) says nothing new about payment and must not undo a decline.
   if (previous === null || previous === status) return ignored('no_status_transition');
@@ -342,7 +371,14 @@ function subscriptionChange(event: StripeEventLike, customerId: string): Derivat
   // The contract exempts send_invoice invoices, not subscriptions: an overdue subscription
   // gates whatever its collection method. Its latest invoice is the one its customer pays.
   const invoiceId = prefixedId(object.latest_invoice, 'in');
-  return { kind: 'change', customerId, change: { kind: 'episode', episode: subscription, outcome, invoiceId }, invoice: null, declineCode: null, facts };
+  return {
+    kind: 'change',
+    customerId,
+    change: { kind: 'episode', episode: subscription, outcome, invoiceId },
+    invoice: null,
+    declineCode: null,
+    facts,
+  };
 }
 
 function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
@@ -377,7 +413,8 @@ function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
   }
   // The customer pays these by hand, from an emailed invoice: nothing to gate on.
   if (!link.autoCollected) return ignored('send_invoice');
-  if (event.type === 'invoice.payment_action_required') return change({ state: 'warning', reason: 'payment_action_required' });
+  if (event.type === 'invoice.payment_action_required')
+    return change({ state: 'warning', reason: 'payment_action_required' });
   // invoice.payment_failed. The payload rarely carries its payment expanded: the store
   // reads the declines linked to the invoice to tell a hard one (invoiceFailureOutcome).
   const failure = invoiceFailureOfFacts(facts);
@@ -391,7 +428,8 @@ export function deriveChange(event: StripeEventLike): Derivation {
 
   if (event.type === 'customer.deleted') {
     const id = str(object.id);
-    if (id === null || !CUSTOMER_ID_RE.test(id)) return { kind: 'ignored', customerId: null, why: 'no_customer', invoice: null, facts: {} };
+    if (id === null || !CUSTOMER_ID_RE.test(id))
+      return { kind: 'ignored', customerId: null, why: 'no_customer', invoice: null, facts: {} };
     return { kind: 'change', customerId: id, change: { kind: 'delete' }, invoice: null, declineCode: null, facts: {} };
   }
 

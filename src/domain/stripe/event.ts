@@ -35,7 +35,13 @@ export function eventShapeProblem(value: unknown, nowMs: number): string | null 
   const ahead = aheadProblem('created', e.created, nowMs);
   if (ahead !== null) return ahead;
   const data = e.data as Record<string, unknown> | null | undefined;
-  if (typeof data !== 'object' || data === null || typeof data.object !== 'object' || data.object === null || Array.isArray(data.object)) {
+  if (
+    typeof data !== 'object' ||
+    data === null ||
+    typeof data.object !== 'object' ||
+    data.object === null ||
+    Array.isArray(data.object)
+  ) {
     return 'data.object: must be an object';
   }
   return null;

@@ -35,7 +35,12 @@ export interface Position {
  * same-second payment wins, in the fail-open spirit. A removal outranks everything: the
  * record is gone, and unknown answers active.
  */
-export const RANKS: Readonly<Record<EpisodeState | 'removed', number>> = { warning: 1, lockout: 2, resolved: 3, removed: 4 };
+export const RANKS: Readonly<Record<EpisodeState | 'removed', number>> = {
+  warning: 1,
+  lockout: 2,
+  resolved: 3,
+  removed: 4,
+};
 
 /** Negative when `a` comes before `b`. Event ids compare by code unit, the same on every machine. */
 export function comparePositions(a: Position, b: Position): number {

@@ -60,7 +60,12 @@ export function escapeStrings<T>(value: T): T {
       const copy: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(item)) {
         // Defined, not assigned: a key `__proto__` (JSON.parse makes it an own property) stays one.
-        Object.defineProperty(copy, escapeStored(k), { value: v, enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(copy, escapeStored(k), {
+          value: v,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       holder[key] = copy;
       for (const k of Object.keys(copy)) stack.push([copy, k]);

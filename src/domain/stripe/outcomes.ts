@@ -2,7 +2,15 @@
  * What one Stripe event did, whether it came by the webhook or a replay: the closed
  * vocabulary of the webhook's answer, the replay's counts, the metrics and the CLI's tallies.
  */
-export const STRIPE_EVENT_OUTCOMES = ['applied', 'stale', 'ignored', 'pending', 'duplicate', 'irrelevant', 'livemode_mismatch'] as const;
+export const STRIPE_EVENT_OUTCOMES = [
+  'applied',
+  'stale',
+  'ignored',
+  'pending',
+  'duplicate',
+  'irrelevant',
+  'livemode_mismatch',
+] as const;
 export type StripeEventOutcomeName = (typeof STRIPE_EVENT_OUTCOMES)[number];
 
 export const STRIPE_EVENT_OUTCOME_DESCRIPTIONS: Readonly<Record<StripeEventOutcomeName, string>> = {
@@ -12,7 +20,8 @@ export const STRIPE_EVENT_OUTCOME_DESCRIPTIONS: Readonly<Record<StripeEventOutco
   pending: "a decline kept until an invoice event links it (a one-off payment's never gates)",
   duplicate: 'seen before',
   irrelevant: 'not a type Dunwall reads',
-  livemode_mismatch: "the event's livemode is not the tenant's (a test event for a live tenant, or the reverse): not kept, no change",
+  livemode_mismatch:
+    "the event's livemode is not the tenant's (a test event for a live tenant, or the reverse): not kept, no change",
 };
 
 /** One count per outcome, all zero. */

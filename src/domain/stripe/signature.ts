@@ -34,7 +34,8 @@ export function parseSignatureHeader(header: string): { timestamp: number; v1: B
  * `no_matching_secret` (no `v1` matches any of the tenant's secrets), `not_json` (signed,
  * but not JSON).
  */
-export type SignatureFailure = 'malformed_header' | 'timestamp_outside_tolerance' | 'timestamp_ahead' | 'no_matching_secret' | 'not_json';
+export type SignatureFailure =
+  'malformed_header' | 'timestamp_outside_tolerance' | 'timestamp_ahead' | 'no_matching_secret' | 'not_json';
 
 export type DeliveryCheck = { ok: true; event: unknown } | { ok: false; why: SignatureFailure };
 
@@ -45,7 +46,13 @@ export type DeliveryCheck = { ok: true; event: unknown } | { ok: false; why: Sig
  * content is `<t>.<raw body>`; every secret and every `v1` is compared, in constant time,
  * with no early exit.
  */
-export function checkStripeDelivery(raw: Buffer, header: string, secrets: readonly string[], nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): DeliveryCheck {
+export function checkStripeDelivery(
+  raw: Buffer,
+  header: string,
+  secrets: readonly string[],
+  nowMs: number,
+  toleranceS = WEBHOOK_TOLERANCE_S,
+): DeliveryCheck {
   const parsed = parseSignatureHeader(header);
   if (parsed === null) return { ok: false, why: 'malformed_header' };
   if (nowMs / 1000 - parsed.timestamp > toleranceS) return { ok: false, why: 'timestamp_outside_tolerance' };
@@ -64,7 +71,13 @@ export function checkStripeDelivery(raw: Buffer, header: string, secrets: readon
 }
 
 /** The event of a delivery that `checkStripeDelivery` accepts; undefined otherwise. */
-export function verifyStripeDelivery(raw: Buffer, header: string, secrets: readonly string[], nowMs: number, toleranceS = WEBHOOK_TOLERANCE_S): unknown {
+export function verifyStripeDelivery(
+  raw: Buffer,
+  header: string,
+  secrets: readonly string[],
+  nowMs: number,
+  toleranceS = WEBHOOK_TOLERANCE_S,
+): unknown {
   const checked = checkStripeDelivery(raw, header, secrets, nowMs, toleranceS);
   return checked.ok ? checked.event : undefined;
 }

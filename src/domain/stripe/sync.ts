@@ -53,7 +53,8 @@ function lastFailedPayment(payments: readonly Obj[]): { paymentIntent: Obj; paym
   for (const payment of payments) {
     const pi = obj(obj(payment.payment)?.payment_intent);
     if (pi === null) continue;
-    if (obj(pi.last_payment_error) !== null || str(pi.status) === 'requires_action') return { paymentIntent: pi, payment };
+    if (obj(pi.last_payment_error) !== null || str(pi.status) === 'requires_action')
+      return { paymentIntent: pi, payment };
   }
   return null;
 }
@@ -69,10 +70,17 @@ export function invoiceSyncEvent(invoice: Obj, payments: readonly Obj[]): Stripe
   const failed = lastFailedPayment(payments);
   const charge = obj(failed?.paymentIntent.latest_charge);
   const transitions = obj(invoice.status_transitions);
-  const created = seconds(charge?.created) ?? seconds(failed?.payment.created) ?? seconds(transitions?.finalized_at) ?? seconds(invoice.created);
+  const created =
+    seconds(charge?.created) ??
+    seconds(failed?.payment.created) ??
+    seconds(transitions?.finalized_at) ??
+    seconds(invoice.created);
   if (created === null) return null;
   const attempts = typeof invoice.attempt_count === 'number' ? invoice.attempt_count : 1;
-  const type = failed !== null && str(failed.paymentIntent.status) === 'requires_action' ? 'invoice.payment_action_required' : 'invoice.payment_failed';
+  const type =
+    failed !== null && str(failed.paymentIntent.status) === 'requires_action'
+      ? 'invoice.payment_action_required'
+      : 'invoice.payment_failed';
   const listed = payments.flatMap((p) => {
     const payment = obj(p.payment);
     return payment ? [{ payment }] : [];
@@ -101,13 +109,17 @@ export function subscriptionSyncEvent(subscription: Obj): StripeEventLike | null
   const id = str(subscription.id);
   if (previous === undefined || id === null) return null;
   const latest = obj(subscription.latest_invoice);
-  const created = seconds(obj(latest?.status_transitions)?.finalized_at) ?? seconds(latest?.created) ?? seconds(subscription.created);
+  const created =
+    seconds(obj(latest?.status_transitions)?.finalized_at) ?? seconds(latest?.created) ?? seconds(subscription.created);
   if (created === null) return null;
   return {
     id: syncId(id, status ?? '', created),
     type: 'customer.subscription.updated',
     created,
     ...modeOf(subscription),
-    data: { object: { ...subscription, latest_invoice: str(latest?.id) ?? subscription.latest_invoice }, previous_attributes: { status: previous } },
+    data: {
+      object: { ...subscription, latest_invoice: str(latest?.id) ?? subscription.latest_invoice },
+      previous_attributes: { status: previous },
+    },
   };
 }

@@ -37,25 +37,33 @@ function parseDate(value: string): Date | null {
 function dateParam(name: string, value: string | undefined, fallback: Date): Date {
   if (value === undefined) return fallback;
   const at = parseDate(value);
-  if (at === null) throw invalid(name, 'must be an ISO 8601 date (2026-01-31) or date-time with an offset (2026-01-31T12:00:00Z)');
+  if (at === null)
+    throw invalid(name, 'must be an ISO 8601 date (2026-01-31) or date-time with an offset (2026-01-31T12:00:00Z)');
   return at;
 }
 
 /** A whole number of days from `min` to `max` given as a query string; `invalid` naming the field otherwise. */
 function daysParam(name: string, value: string, min: number, max: number, also = ''): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw invalid(name, `must be ${also}a whole number from ${min} to ${max}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw invalid(name, `must be ${also}a whole number from ${min} to ${max}`);
   return n;
 }
 
 /** The proposed fields of a policy impact query: each one absent keeps the tenant's current value. */
-function proposedPolicy(q: { enforcement?: Policy['enforcement']; grace_days?: string; escalate_after_days?: string }): Partial<Policy> {
+function proposedPolicy(q: {
+  enforcement?: Policy['enforcement'];
+  grace_days?: string;
+  escalate_after_days?: string;
+}): Partial<Policy> {
   const patch: Partial<Policy> = {};
   if (q.enforcement !== undefined) patch.enforcement = q.enforcement;
   if (q.grace_days !== undefined) patch.grace_days = daysParam('grace_days', q.grace_days, 0, MAX_GRACE_DAYS);
   if (q.escalate_after_days !== undefined) {
     patch.escalate_after_days =
-      q.escalate_after_days === 'none' ? null : daysParam('escalate_after_days', q.escalate_after_days, 1, MAX_ESCALATE_AFTER_DAYS, 'none or ');
+      q.escalate_after_days === 'none'
+        ? null
+        : daysParam('escalate_after_days', q.escalate_after_days, 1, MAX_ESCALATE_AFTER_DAYS, 'none or ');
   }
   return patch;
 }
@@ -81,7 +89,12 @@ function present(f: Figures) {
     time_to_recover: { median_seconds: f.timeToRecover.medianSeconds, p90_seconds: f.timeToRecover.p90Seconds },
     outcomes: f.outcomes,
     decline_mix: f.declineMix,
-    cohorts: f.cohorts.map((c) => ({ month: c.month.toISOString(), started: c.started, recovered: c.recovered, rate: c.rate })),
+    cohorts: f.cohorts.map((c) => ({
+      month: c.month.toISOString(),
+      started: c.started,
+      recovered: c.recovered,
+      rate: c.rate,
+    })),
   };
 }
 
@@ -108,7 +121,8 @@ export async function analyticsRoutes(app: App, opts: AnalyticsRoutesOptions): P
       const to = dateParam('to', q.to, new Date(opts.now()));
       const from = dateParam('from', q.from, new Date(to.getTime() - DEFAULT_RANGE_DAYS * DAY_MS));
       if (from.getTime() >= to.getTime()) throw invalid('from', 'must be before to');
-      if (to.getTime() - from.getTime() > MAX_ANALYTICS_RANGE_DAYS * DAY_MS) throw invalid('from', `the range is at most ${MAX_ANALYTICS_RANGE_DAYS} days`);
+      if (to.getTime() - from.getTime() > MAX_ANALYTICS_RANGE_DAYS * DAY_MS)
+        throw invalid('from', `the range is at most ${MAX_ANALYTICS_RANGE_DAYS} days`);
       const granularity = q.granularity ?? 'month';
       const figures = await store.recoveryAnalytics(tenantOf(req).id, { from, to, granularity });
       return { from: from.toISOString(), to: to.toISOString(), granularity, ...present(figures) };

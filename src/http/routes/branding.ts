@@ -38,7 +38,10 @@ export async function brandingRoutes(app: App, opts: { model: ReadModel; limiter
       const tenant = isValidSlug(slug) ? model.tenant(slug) : null;
       const body = tenant?.brandingBody ?? EMPTY;
       const etag = tenant?.brandingEtag ?? EMPTY_ETAG;
-      reply.header('access-control-allow-origin', '*').header('cache-control', `public, max-age=${BRANDING_MAX_AGE_S}`).header('etag', etag);
+      reply
+        .header('access-control-allow-origin', '*')
+        .header('cache-control', `public, max-age=${BRANDING_MAX_AGE_S}`)
+        .header('etag', etag);
       if (ifNoneMatchHits(req.headers['if-none-match'], etag)) return reply.code(304).send(null);
       // Bytes serialised when the tenant was loaded: sent as they are, not through the schema's serializer.
       return reply.header('content-type', 'application/json; charset=utf-8').send(body as never);

@@ -15,12 +15,25 @@ import { AdminHeaders, ProblemRef, SecretKeyHeaders, Slug } from '../schemas.js'
  */
 export type Audience = 'operator' | 'tenant';
 
-export const ERRORS = { 400: ProblemRef, 401: ProblemRef, 403: ProblemRef, 404: ProblemRef, 429: ProblemRef, 503: ProblemRef };
+export const ERRORS = {
+  400: ProblemRef,
+  401: ProblemRef,
+  403: ProblemRef,
+  404: ProblemRef,
+  429: ProblemRef,
+  503: ProblemRef,
+};
 
 /** The OpenAPI fields of a route: its tag, how it authenticates, a unique operation id per audience. */
 export function doc(audience: Audience, operationId: string, summary: string, tag: string) {
   return audience === 'operator'
-    ? { tags: [tag === 'downstream-webhooks' ? tag : 'admin'], security: [{ adminToken: [] }], headers: AdminHeaders, operationId, summary }
+    ? {
+        tags: [tag === 'downstream-webhooks' ? tag : 'admin'],
+        security: [{ adminToken: [] }],
+        headers: AdminHeaders,
+        operationId,
+        summary,
+      }
     : {
         tags: ['tenant'],
         security: [{ secretKey: [] }],
@@ -32,7 +45,9 @@ export function doc(audience: Audience, operationId: string, summary: string, ta
 
 /** The path's parameters: the operator's paths name the tenant's slug first. */
 export function paramsOf<P extends TProperties>(audience: Audience, props: P): TObject<P> {
-  return (audience === 'operator' ? Type.Object({ slug: Slug, ...props }) : Type.Object(props)) as unknown as TObject<P>;
+  return (audience === 'operator'
+    ? Type.Object({ slug: Slug, ...props })
+    : Type.Object(props)) as unknown as TObject<P>;
 }
 
 /** The tenant the request acts on, resolved by its scope's hook. */

@@ -79,7 +79,11 @@ function pageHeaders(reply: FastifyReply, csp: string): FastifyReply {
 
 function sendFile(req: FastifyRequest, reply: FastifyReply, file: ConsoleFile, cacheControl: string): FastifyReply {
   const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-  reply.header('content-type', file.contentType).header('etag', file.etag).header('vary', 'Accept-Encoding').header('cache-control', cacheControl);
+  reply
+    .header('content-type', file.contentType)
+    .header('etag', file.etag)
+    .header('vary', 'Accept-Encoding')
+    .header('cache-control', cacheControl);
   reply.header('x-content-type-options', 'nosniff');
   if (ifNoneMatchHits(req.headers['if-none-match'], file.etag)) return reply.code(304).send();
   if (gzip) reply.header('content-encoding', 'gzip');
@@ -119,7 +123,10 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
 
   const page = async (_req: FastifyRequest, reply: FastifyReply) => {
     if (assets === null) return sendProblem(reply, 'not_found', 'The console is not built: run npm run build.');
-    return pageHeaders(reply, CONSOLE_CSP).header('x-frame-options', 'DENY').header('content-type', assets.page.contentType).send(assets.page.body);
+    return pageHeaders(reply, CONSOLE_CSP)
+      .header('x-frame-options', 'DENY')
+      .header('content-type', assets.page.contentType)
+      .send(assets.page.body);
   };
   app.get('/console', { schema: { hide: true } }, page);
   // Every path of the console is its one page: the page routes itself.
@@ -138,7 +145,8 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
     // preview from anywhere else (which never carries the SameSite=Strict cookie) is not a
     // page of this origin showing a stranger's text and links.
     const id = readCookie(req.headers.cookie, SESSION_COOKIE);
-    if (id === null || (await resolveSession(store, model, id, opts.now())) === null) return sendProblem(reply, 'invalid_session');
+    if (id === null || (await resolveSession(store, model, id, opts.now())) === null)
+      return sendProblem(reply, 'invalid_session');
     const q = req.query as Record<string, unknown>;
     const state = PREVIEW_STATES.find((s) => s === q.state) ?? 'warning';
     const draft = typeof q.draft === 'string' && /^[A-Za-z0-9_-]{0,12000}$/.test(q.draft) ? q.draft : '';
@@ -150,17 +158,26 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
 <main class="preview-main" aria-hidden="true"><div></div><div></div><div></div></main>
 <script src="/snippet.js" data-tenant="preview" data-key="pk_preview" data-customer="cus_preview" data-base-url="${escapeHtml(base)}" async></script>
 </body></html>`;
-    return pageHeaders(reply, PREVIEW_CSP).header('x-frame-options', 'SAMEORIGIN').header('content-type', 'text/html; charset=utf-8').send(html);
+    return pageHeaders(reply, PREVIEW_CSP)
+      .header('x-frame-options', 'SAMEORIGIN')
+      .header('content-type', 'text/html; charset=utf-8')
+      .send(html);
   });
 
   app.get('/console/preview/api/*', { schema: { hide: true } }, async (req, reply) => {
     const rest = (req.params as { '*': string })['*'];
-    const m = /^(warning|lockout)\/([A-Za-z0-9_-]{1,12000})\/api\/(subscriber-status|branding)\/[a-z0-9-]{1,64}$/.exec(rest);
+    const m = /^(warning|lockout)\/([A-Za-z0-9_-]{1,12000})\/api\/(subscriber-status|branding)\/[a-z0-9-]{1,64}$/.exec(
+      rest,
+    );
     if (m === null) return sendProblem(reply, 'not_found');
-    reply.header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').header('x-content-type-options', 'nosniff');
+    reply
+      .header('content-type', 'application/json; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-content-type-options', 'nosniff');
     if (m[3] === 'branding') return reply.send(draftBranding(m[2] as string));
     const status = m[1] as (typeof PREVIEW_STATES)[number];
-    const lockoutAt = status === 'warning' ? { lockout_at: formatLockoutAt(opts.now() + PREVIEW_LOCKOUT_AHEAD_MS) } : {};
+    const lockoutAt =
+      status === 'warning' ? { lockout_at: formatLockoutAt(opts.now() + PREVIEW_LOCKOUT_AHEAD_MS) } : {};
     // The lookup's shape (CONTRACT.md section 1): no card update page, so the draft's payment link shows.
     return reply.send(JSON.stringify({ status, entitlements: {}, card_update_url: null, ...lockoutAt }));
   });
@@ -214,10 +231,19 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
         const id = newSessionId();
         const createdAt = new Date(nowMs);
         const expiresAt = new Date(nowMs + opts.sessionTtlMs);
-        await store.createConsoleSession({ digest: sessionDigest(id), tenantId, secretKeyId: keyId, createdAt, expiresAt });
+        await store.createConsoleSession({
+          digest: sessionDigest(id),
+          tenantId,
+          secretKeyId: keyId,
+          createdAt,
+          expiresAt,
+        });
         const principal = await resolveSession(store, model, id, nowMs);
         if (principal === null) throw new AppError('invalid_credentials');
-        req.log.info({ kind: principal.kind, tenant: principal.kind === 'key' ? principal.tenant.slug : null }, 'console: signed in');
+        req.log.info(
+          { kind: principal.kind, tenant: principal.kind === 'key' ? principal.tenant.slug : null },
+          'console: signed in',
+        );
         return reply
           .code(201)
           .header('set-cookie', sessionCookie(id, opts.sessionTtlMs, secure(req)))
@@ -226,11 +252,15 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
       },
     );
 
-    api.get('/console/api/session', { schema: { hide: true, response: { 200: SessionAnswer } } }, async (req, reply) => {
-      const session = await current(req);
-      if (session === null) throw new AppError('invalid_session');
-      return reply.header('cache-control', 'no-store').send(presentSession(session.principal, session.id));
-    });
+    api.get(
+      '/console/api/session',
+      { schema: { hide: true, response: { 200: SessionAnswer } } },
+      async (req, reply) => {
+        const session = await current(req);
+        if (session === null) throw new AppError('invalid_session');
+        return reply.header('cache-control', 'no-store').send(presentSession(session.principal, session.id));
+      },
+    );
 
     api.delete('/console/api/session', { schema: { hide: true } }, async (req, reply) => {
       const session = await current(req);

@@ -67,7 +67,10 @@ export async function demoRoutes(app: App, opts: { demo: DemoPage | null; model:
 
   app.get('/demo', { schema: { hide: true } }, async (_req, reply) => {
     if (!(await available())) return sendProblem(reply, 'not_found', 'There is no demo tenant.');
-    return reply.header('content-type', 'text/html; charset=utf-8').header('cache-control', 'no-store').send(overview());
+    return reply
+      .header('content-type', 'text/html; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .send(overview());
   });
 
   app.get('/demo/frame', { schema: { hide: true } }, async (req, reply) => {

@@ -68,12 +68,21 @@ export async function healthRoutes(app: App, opts: HealthOptions): Promise<void>
   };
 
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    if (!opts.model.serving(opts.now())) return sendProblem(reply, 'store_unavailable', 'The read model has been out of touch with the store for too long.');
+    if (!opts.model.serving(opts.now()))
+      return sendProblem(
+        reply,
+        'store_unavailable',
+        'The read model has been out of touch with the store for too long.',
+      );
     try {
       await storeAnswers();
       if (opts.clockSkew === undefined) return { status: 'ok', store: opts.store.engine };
       const { skewSeconds, boundSeconds, ok } = opts.clockSkew();
-      return { status: 'ok', store: opts.store.engine, clock: { skew_seconds: skewSeconds, bound_seconds: boundSeconds, within_bound: ok } };
+      return {
+        status: 'ok',
+        store: opts.store.engine,
+        clock: { skew_seconds: skewSeconds, bound_seconds: boundSeconds, within_bound: ok },
+      };
     } catch {
       return sendProblem(reply, 'store_unavailable');
     }

@@ -38,6 +38,12 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   await keyRoutes(app, { audience, store, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, store, now });
   await tenantHealthRoutes(app, { audience, store, deliveries: store.downstream, model, now });
-  await downstreamEndpointRoutes(app, { audience, store, now: () => new Date(now()), rotationOverlapS, ...opts.webhooks });
+  await downstreamEndpointRoutes(app, {
+    audience,
+    store,
+    now: () => new Date(now()),
+    rotationOverlapS,
+    ...opts.webhooks,
+  });
   if (audience === 'operator') await stripeEventRoutes(app, { store, now, intake: opts.intake });
 }

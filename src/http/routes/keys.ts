@@ -47,7 +47,11 @@ function heldBy(req: FastifyRequest): ReadonlySet<Scope> | 'all' {
 
 function mayManage(req: FastifyRequest, scopes: readonly Scope[]): void {
   const lacking = scopesLacking(heldBy(req), scopes);
-  if (lacking.length > 0) throw new AppError('insufficient_scope', `This key does not hold ${lacking.join(', ')}: it cannot grant or manage a key that does.`);
+  if (lacking.length > 0)
+    throw new AppError(
+      'insufficient_scope',
+      `This key does not hold ${lacking.join(', ')}: it cannot grant or manage a key that does.`,
+    );
 }
 
 export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void> {
@@ -67,13 +71,17 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
    * becomes the creator's (and the answer names the creator). The operator's keys are bound
    * by nothing but what is asked.
    */
-  async function boundByCreator(req: FastifyRequest, asked: Date | null): Promise<{ expiresAt: Date | null; clampedBy: string | null }> {
+  async function boundByCreator(
+    req: FastifyRequest,
+    asked: Date | null,
+  ): Promise<{ expiresAt: Date | null; clampedBy: string | null }> {
     const p = req.principal;
     if (p === null || p.kind !== 'key') return { expiresAt: asked, clampedBy: null };
     const creator = await store.getSecretKey(tenantOf(req).id, p.keyId);
     // Revoked since the request was let in: it creates nothing.
     if (creator === null) throw new AppError('invalid_secret_key');
-    if (creator.expiresAt === null || (asked !== null && asked.getTime() <= creator.expiresAt.getTime())) return { expiresAt: asked, clampedBy: null };
+    if (creator.expiresAt === null || (asked !== null && asked.getTime() <= creator.expiresAt.getTime()))
+      return { expiresAt: asked, clampedBy: null };
     return { expiresAt: creator.expiresAt, clampedBy: creator.id };
   }
 
@@ -100,7 +108,8 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       if (!parsed.ok) throw invalid('scopes', `'${parsed.bad}' is not a scope`);
       mayManage(req, parsed.scopes);
       const nowMs = opts.now();
-      const asked = req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
+      const asked =
+        req.body.expires_at === undefined || req.body.expires_at === null ? null : new Date(req.body.expires_at);
       if (asked !== null && asked.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
       const { expiresAt, clampedBy } = await boundByCreator(req, asked);
       const { secret, digest, prefix } = await newSecret(req);
@@ -110,8 +119,15 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
         new Date(nowMs),
       );
       if (created === 'limit') throw new AppError('secret_key_limit');
-      req.log.info({ tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes, expiresAtClampedBy: clampedBy }, 'secret key created');
-      return reply.code(201).send({ ...presentKey(created), secret_key: secret, ...(clampedBy === null ? {} : { expires_at_clamped_by: clampedBy }) });
+      req.log.info(
+        { tenant: tenantOf(req).slug, key: created.id, scopes: created.scopes, expiresAtClampedBy: clampedBy },
+        'secret key created',
+      );
+      return reply.code(201).send({
+        ...presentKey(created),
+        secret_key: secret,
+        ...(clampedBy === null ? {} : { expires_at_clamped_by: clampedBy }),
+      });
     },
   );
 
@@ -152,7 +168,12 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
     {
       config,
       schema: {
-        ...doc(audience, 'rotateSecretKey', 'A new secret for the key; the replaced one keeps working for the overlap', tag),
+        ...doc(
+          audience,
+          'rotateSecretKey',
+          'A new secret for the key; the replaced one keeps working for the overlap',
+          tag,
+        ),
         params: one,
         body: Type.Union([RotateKeyBody, Type.Null()]),
         response: { 200: SecretKeyWithSecret, 409: ProblemRef, ...ERRORS },
@@ -165,7 +186,13 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       if (key.expiresAt !== null && key.expiresAt.getTime() <= opts.now()) throw new AppError('secret_key_expired');
       const overlapS = req.body?.overlap_seconds ?? opts.rotationOverlapS;
       const { secret, digest, prefix } = await newSecret(req);
-      const rotated = await store.rotateSecretKey(tenantOf(req).id, key.id, { digest, prefix }, overlapS, new Date(opts.now()));
+      const rotated = await store.rotateSecretKey(
+        tenantOf(req).id,
+        key.id,
+        { digest, prefix },
+        overlapS,
+        new Date(opts.now()),
+      );
       if (rotated === null) throw new AppError('secret_key_not_found');
       req.log.info({ tenant: tenantOf(req).slug, key: key.id, overlapS }, 'secret key rotated');
       return { ...presentKey(rotated), secret_key: secret };

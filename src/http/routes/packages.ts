@@ -45,7 +45,11 @@ export async function packageRoutes(app: App, opts: PackageRouteOptions): Promis
         tags: ['packages'],
         security: [],
         params: Type.Object({
-          file: Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,62}\\.tgz$', description: "The package's folder name and .tgz", examples: ['client.tgz'] }),
+          file: Type.String({
+            pattern: '^[a-z0-9][a-z0-9-]{0,62}\\.tgz$',
+            description: "The package's folder name and .tgz",
+            examples: ['client.tgz'],
+          }),
         }),
         response: {
           200: {

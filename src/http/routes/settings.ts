@@ -1,14 +1,26 @@
 import type { FastifyRequest } from 'fastify';
 import { brandingProblem } from '../../domain/branding.js';
 import { cardUpdateUrlProblem, originProblem } from '../../domain/validation.js';
-import type { CredentialActor, CredentialChange, TenantRecord, TenantSettings, TenantStore } from '../../store/store.js';
+import type {
+  CredentialActor,
+  CredentialChange,
+  TenantRecord,
+  TenantSettings,
+  TenantStore,
+} from '../../store/store.js';
 
 type SettingsStore = Pick<TenantStore, 'getTenant' | 'updateTenant' | 'listCredentials' | 'credentialChanges'>;
 import type { App } from '../app-instance.js';
 import { holds } from '../principal.js';
 import type { Principal } from '../principal.js';
 import { AppError } from '../problems.js';
-import { Settings, STRIPE_SECRET_CHANGES_SHOWN, StripeWebhookSecretBody, StripeWebhookSecretState, UpdateSettingsBody } from '../schemas.js';
+import {
+  Settings,
+  STRIPE_SECRET_CHANGES_SHOWN,
+  StripeWebhookSecretBody,
+  StripeWebhookSecretState,
+  UpdateSettingsBody,
+} from '../schemas.js';
 import type { UpdateTenantBody } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
@@ -101,7 +113,10 @@ export async function updateTenant(
     throw invalid('tier', `no tier is named '${body.tier ?? ''}'`);
   }
   const by = req.principal?.kind === 'key' ? req.principal.keyId : 'operator';
-  req.log.info({ tenant: slug, fields: Object.keys(body), ...(body.stripe_webhook_secret !== undefined ? { by } : {}) }, 'tenant updated');
+  req.log.info(
+    { tenant: slug, fields: Object.keys(body), ...(body.stripe_webhook_secret !== undefined ? { by } : {}) },
+    'tenant updated',
+  );
   return result.tenant;
 }
 
@@ -129,7 +144,11 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     '/settings',
     {
       config: { scope: 'settings:write' },
-      schema: { ...doc(audience, 'getSettings', "The tenant's own settings", tag), params: paramsOf(audience, {}), response: { 200: Settings, ...ERRORS } },
+      schema: {
+        ...doc(audience, 'getSettings', "The tenant's own settings", tag),
+        params: paramsOf(audience, {}),
+        response: { 200: Settings, ...ERRORS },
+      },
     },
     async (req) => {
       return present(await tenantRecord(store, req));
@@ -152,7 +171,10 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
         response: { 200: Settings, ...ERRORS },
       },
     },
-    async (req) => present(await updateTenant(store, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS)),
+    async (req) =>
+      present(
+        await updateTenant(store, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS),
+      ),
   );
 
   app.put(
@@ -173,7 +195,14 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     },
     async (req) => {
       const at = new Date(opts.now());
-      const tenant = await updateTenant(store, req, tenantOf(req).slug, { stripe_webhook_secret: req.body.secret }, at, opts.rotationOverlapS);
+      const tenant = await updateTenant(
+        store,
+        req,
+        tenantOf(req).slug,
+        { stripe_webhook_secret: req.body.secret },
+        at,
+        opts.rotationOverlapS,
+      );
       const credentials = await store.listCredentials(tenant.id, at);
       const replaced = credentials.find((c) => c.kind === 'stripe_webhook_secret' && c.expiresAt !== null);
       const changes = await store.credentialChanges(tenant.id, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);

@@ -1,7 +1,13 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { decodeFeedCursor, decodeListCursor, encodeFeedCursor, encodeListCursor, MAX_CURSOR_LENGTH } from '../../domain/feed-cursor.js';
+import {
+  decodeFeedCursor,
+  decodeListCursor,
+  encodeFeedCursor,
+  encodeListCursor,
+  MAX_CURSOR_LENGTH,
+} from '../../domain/feed-cursor.js';
 import type { FeedCursor, ListCursor } from '../../domain/feed-cursor.js';
 import { formatLockoutAt } from '../../domain/policy.js';
 import type { ChangedTenants, ReadModel } from '../../readmodel/index.js';
@@ -98,39 +104,70 @@ export interface StatusFeedOptions {
 // --- schemas -------------------------------------------------------------------------------
 
 const LIMIT_PATTERN = '^[1-9][0-9]{0,3}$';
-const CursorText = (description: string) => Type.String({ description: `${description} (opaque, at most ${MAX_CURSOR_LENGTH} characters)` });
-const LockoutAt = Type.Optional(Type.String({ format: 'date-time', description: 'While warning: when the scheduled lockout falls (RFC 3339, UTC, seconds)' }));
-const PayUrl = Type.Optional(Type.String({ description: "While warning or lockout: Stripe's hosted page of the invoice to pay, when known" }));
+const CursorText = (description: string) =>
+  Type.String({ description: `${description} (opaque, at most ${MAX_CURSOR_LENGTH} characters)` });
+const LockoutAt = Type.Optional(
+  Type.String({
+    format: 'date-time',
+    description: 'While warning: when the scheduled lockout falls (RFC 3339, UTC, seconds)',
+  }),
+);
+const PayUrl = Type.Optional(
+  Type.String({ description: "While warning or lockout: Stripe's hosted page of the invoice to pay, when known" }),
+);
 
 const StatusesQuery = Type.Object(
   {
     cursor: Type.Optional(CursorText('next of the previous page')),
-    limit: Type.Optional(Type.String({ pattern: LIMIT_PATTERN, description: `Subscribers per page, 1 to ${MAX_FEED_PAGE} (default ${DEFAULT_FEED_PAGE})` })),
+    limit: Type.Optional(
+      Type.String({
+        pattern: LIMIT_PATTERN,
+        description: `Subscribers per page, 1 to ${MAX_FEED_PAGE} (default ${DEFAULT_FEED_PAGE})`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 const StatusesPage = Type.Object({
-  data: Type.Array(Type.Object({ processor_customer_id: Type.String(), status: Status, lockout_at: LockoutAt, pay_url: PayUrl })),
+  data: Type.Array(
+    Type.Object({ processor_customer_id: Type.String(), status: Status, lockout_at: LockoutAt, pay_url: PayUrl }),
+  ),
   entitlements: Entitlements,
-  next: Type.Union([Type.String(), Type.Null()], { description: 'Pass as cursor for the next page; null: this was the last' }),
-  feed_cursor: Type.String({ description: 'Where the feed continues once the whole list is read: pass as after to /status-changes' }),
+  next: Type.Union([Type.String(), Type.Null()], {
+    description: 'Pass as cursor for the next page; null: this was the last',
+  }),
+  feed_cursor: Type.String({
+    description: 'Where the feed continues once the whole list is read: pass as after to /status-changes',
+  }),
 });
 
 const StatusChangesQuery = Type.Object(
   {
     after: CursorText('feed_cursor of the list, next of the previous page, or the cursor of the last change applied'),
     wait: Type.Optional(
-      Type.String({ pattern: '^(?:[0-9]|[12][0-9]|30)$', description: `Seconds to wait when nothing is new, 0 to ${MAX_WAIT_S} (default 0: answer at once)` }),
+      Type.String({
+        pattern: '^(?:[0-9]|[12][0-9]|30)$',
+        description: `Seconds to wait when nothing is new, 0 to ${MAX_WAIT_S} (default 0: answer at once)`,
+      }),
     ),
-    limit: Type.Optional(Type.String({ pattern: LIMIT_PATTERN, description: `Changes per page, 1 to ${MAX_FEED_PAGE} (default ${DEFAULT_FEED_PAGE})` })),
+    limit: Type.Optional(
+      Type.String({
+        pattern: LIMIT_PATTERN,
+        description: `Changes per page, 1 to ${MAX_FEED_PAGE} (default ${DEFAULT_FEED_PAGE})`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );
 
 const StatusChangesHeaders = Type.Object({
-  accept: Type.Optional(Type.String({ description: 'text/event-stream: the changes as Server-Sent Events until the client leaves' })),
-  'last-event-id': Type.Optional(Type.String({ description: 'A stream resumed by the browser: the id of the last event it got, taken over after' })),
+  accept: Type.Optional(
+    Type.String({ description: 'text/event-stream: the changes as Server-Sent Events until the client leaves' }),
+  ),
+  'last-event-id': Type.Optional(
+    Type.String({ description: 'A stream resumed by the browser: the id of the last event it got, taken over after' }),
+  ),
 });
 
 const StatusChangesPage = Type.Object(
@@ -275,7 +312,8 @@ class Waits {
     const counts = this.counts[kind];
     const held = counts.get(tenantId) ?? 0;
     const bound = kind === 'stream' ? this.limits.maxStreamsPerTenant : this.limits.maxWaitsPerTenant;
-    if (held >= bound) throw new AppError('too_many_streams', undefined, { 'retry-after': String(TOO_MANY_RETRY_AFTER_S) });
+    if (held >= bound)
+      throw new AppError('too_many_streams', undefined, { 'retry-after': String(TOO_MANY_RETRY_AFTER_S) });
     this.unlisten ??= this.model.onChanged((tenants) => this.wake(tenants));
     let set = this.open.get(tenantId);
     if (set === undefined) {
@@ -339,11 +377,16 @@ class Waits {
       wait.revoke();
       return;
     }
-    setTimer(ends === null ? () => {} : this.timers.after(Math.min(ends - nowMs, LONGEST_EXPIRY_TIMER_MS), () => this.checkCredential(wait)));
+    setTimer(
+      ends === null
+        ? () => {}
+        : this.timers.after(Math.min(ends - nowMs, LONGEST_EXPIRY_TIMER_MS), () => this.checkCredential(wait)),
+    );
   }
 
   private wake(tenants: ChangedTenants): void {
-    const sets = tenants === null ? [...this.open.values()] : [...tenants].map((id) => this.open.get(id) ?? new Set<Wait>());
+    const sets =
+      tenants === null ? [...this.open.values()] : [...tenants].map((id) => this.open.get(id) ?? new Set<Wait>());
     for (const set of sets)
       for (const wait of [...set]) {
         // A key revoked or rotated, a session's key gone, a tenant deleted: each change of the tenant asks again.
@@ -368,7 +411,8 @@ class Waits {
 
 function tenantOf(req: FastifyRequest): ResolvedTenant {
   // The hook that resolves the tenant runs before these routes; without it they must not answer.
-  if (req.tenant === null || req.tenant === undefined) throw new Error('the status feed routes need the tenant-resolving hook');
+  if (req.tenant === null || req.tenant === undefined)
+    throw new Error('the status feed routes need the tenant-resolving hook');
   return req.tenant;
 }
 
@@ -439,7 +483,11 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       let cursor: ListCursor | null = null;
       if (req.query.cursor !== undefined) {
         cursor = decodeListCursor(req.query.cursor);
-        if (cursor === null) throw new AppError('invalid_cursor', 'cursor: is not a list cursor this service handed out (the next of a /statuses page)');
+        if (cursor === null)
+          throw new AppError(
+            'invalid_cursor',
+            'cursor: is not a list cursor this service handed out (the next of a /statuses page)',
+          );
       }
       const auth = model.tenant(tenant.slug);
       // The read model follows the store within moments; a tenant it does not hold (yet) is asked again.
@@ -460,7 +508,13 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
    * next change and reads again. Answers the last position read, so that an empty page moves
    * the reader on too.
    */
-  async function follow(tenantId: number, cursor: FeedCursor, limit: number, waitMs: number, wait: Wait): Promise<StatusChanges> {
+  async function follow(
+    tenantId: number,
+    cursor: FeedCursor,
+    limit: number,
+    waitMs: number,
+    wait: Wait,
+  ): Promise<StatusChanges> {
     const deadline = timers.now() + waitMs;
     let position = cursor;
     for (;;) {
@@ -496,7 +550,10 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       // A client that does not read: its connection goes (it resumes from its last id), not our memory.
       const held = queued();
       if (held > limits.maxBufferedBytes) {
-        req.log.warn({ queued_bytes: held, bound_bytes: limits.maxBufferedBytes }, 'status feed stream: its client reads too slowly; the stream is closed');
+        req.log.warn(
+          { queued_bytes: held, bound_bytes: limits.maxBufferedBytes },
+          'status feed stream: its client reads too slowly; the stream is closed',
+        );
         wait.close();
         reply.raw.destroy();
       }
@@ -541,7 +598,10 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
     heartbeat();
     run()
       .catch((err: unknown) =>
-        req.log.warn({ err: { message: (err as Error).message } }, 'status feed stream: reading the feed failed; the stream ends and its client resumes'),
+        req.log.warn(
+          { err: { message: (err as Error).message } },
+          'status feed stream: reading the feed failed; the stream ends and its client resumes',
+        ),
       )
       .finally(() => {
         stopHeartbeat();
@@ -550,7 +610,11 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       });
     // The headers and a first comment at once: the client knows the stream is open.
     out.write(': stream open\n\n');
-    return reply.header('content-type', 'text/event-stream; charset=utf-8').header('cache-control', 'no-store').header('x-accel-buffering', 'no').send(out);
+    return reply
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-store')
+      .header('x-accel-buffering', 'no')
+      .send(out);
   }
 
   app.get(
@@ -562,12 +626,14 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       schema: {
         ...common,
         operationId: 'listStatusChanges',
-        summary: "The changes of subscribers' answers after a cursor: at once, as a long poll (wait), or as Server-Sent Events (status:read)",
+        summary:
+          "The changes of subscribers' answers after a cursor: at once, as a long poll (wait), or as Server-Sent Events (status:read)",
         querystring: StatusChangesQuery,
         headers: StatusChangesHeaders,
         response: {
           200: {
-            description: 'The changes after the cursor, or with Accept: text/event-stream the same changes as Server-Sent Events',
+            description:
+              'The changes after the cursor, or with Accept: text/event-stream the same changes as Server-Sent Events',
             content: {
               'application/json': { schema: StatusChangesPage },
               'text/event-stream': {
@@ -590,7 +656,9 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       const lastEventId = req.headers['last-event-id'];
       // A browser's EventSource reconnects to the same URL with the id of the last event it got: that one is later.
       const cursor =
-        events && typeof lastEventId === 'string' && lastEventId !== '' ? feedCursorOf(lastEventId, 'Last-Event-ID') : feedCursorOf(req.query.after, 'after');
+        events && typeof lastEventId === 'string' && lastEventId !== ''
+          ? feedCursorOf(lastEventId, 'Last-Event-ID')
+          : feedCursorOf(req.query.after, 'after');
       const waitMs = events ? 0 : Number(req.query.wait ?? '0') * 1000;
       const wait = events || waitMs > 0 ? waits.take(tenant.id, events ? 'stream' : 'poll', req.credential) : null;
       refuseRevoked(wait);
@@ -601,7 +669,9 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
       }
       try {
         const result =
-          wait !== null && waitMs > 0 ? await follow(tenant.id, cursor, limit, waitMs, wait) : await feed.statusChangesAfter(tenant.id, cursor, limit);
+          wait !== null && waitMs > 0
+            ? await follow(tenant.id, cursor, limit, waitMs, wait)
+            : await feed.statusChangesAfter(tenant.id, cursor, limit);
         // Revoked, expired or signed out while it waited: answered as the request would be now.
         refuseRevoked(wait);
         if (result.expired) throw new AppError('cursor_expired');

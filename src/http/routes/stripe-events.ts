@@ -59,7 +59,9 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
       if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));
       let next = 0;
-      const perEvent = req.body.events.map((_, index) => (invalidAt.has(index) ? 'invalid' : (results[next++]?.outcome ?? 'invalid')));
+      const perEvent = req.body.events.map((_, index) =>
+        invalidAt.has(index) ? 'invalid' : (results[next++]?.outcome ?? 'invalid'),
+      );
       // Each customer's status before its first event of the batch and after its last.
       const customers = new Map<string, { before: CustomerStatus | null; after: CustomerStatus | null }>();
       for (const r of results) {
@@ -75,7 +77,14 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         reason: after?.reason ?? null,
       }));
       req.log.info({ tenant: tenant.slug, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
-      return { received: req.body.events.length, dry_run: dryRun, outcomes, invalid, results: perEvent, customers: answer };
+      return {
+        received: req.body.events.length,
+        dry_run: dryRun,
+        outcomes,
+        invalid,
+        results: perEvent,
+        customers: answer,
+      };
     },
   );
 }

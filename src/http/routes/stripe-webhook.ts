@@ -60,7 +60,10 @@ const REFUSALS: Readonly<Record<Refusal, string>> = {
  * nor a secret: only the reason and how many secrets were tried.
  */
 function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: number): void {
-  req.log.warn({ tenant: slug, reason: why, signingSecrets: secrets }, `stripe webhook refused for tenant ${slug}: ${REFUSALS[why]}`);
+  req.log.warn(
+    { tenant: slug, reason: why, signingSecrets: secrets },
+    `stripe webhook refused for tenant ${slug}: ${REFUSALS[why]}`,
+  );
 }
 
 /**
@@ -72,7 +75,9 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
   const { store, now } = opts;
   const intake = opts.intake ?? null;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) =>
+    done(null, body),
+  );
 
   const { limiter, model } = opts;
   // An unknown slug (404) is a guess, counted against the address as the lookup counts it:
@@ -82,7 +87,9 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
   const limited = limiter
     ? {
         onRequest: guardAddress(limiter, null, (req, address) => tenantFailureKey(address, slugOf(req))),
-        onSend: countFailures(limiter, [400, 404], (req, reply, address) => (reply.statusCode === 404 ? address : tenantFailureKey(address, slugOf(req)))),
+        onSend: countFailures(limiter, [400, 404], (req, reply, address) =>
+          reply.statusCode === 404 ? address : tenantFailureKey(address, slugOf(req)),
+        ),
       }
     : {};
 
@@ -99,8 +106,19 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
         // Authenticated by the signature of its body, not by a bearer token.
         security: [],
         params: Type.Object({ tenantSlug: Type.String() }),
-        headers: Type.Object({ 'stripe-signature': Type.String({ description: 't=<unix time>,v1=<hex HMAC-SHA256>: the signature Stripe sends' }) }),
-        response: { 200: WebhookAnswer, 400: ProblemRef, 404: ProblemRef, 413: ProblemRef, 429: ProblemRef, 503: ProblemRef },
+        headers: Type.Object({
+          'stripe-signature': Type.String({
+            description: 't=<unix time>,v1=<hex HMAC-SHA256>: the signature Stripe sends',
+          }),
+        }),
+        response: {
+          200: WebhookAnswer,
+          400: ProblemRef,
+          404: ProblemRef,
+          413: ProblemRef,
+          429: ProblemRef,
+          503: ProblemRef,
+        },
       },
       validatorCompiler: () => () => true,
     },
@@ -153,7 +171,12 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await ingestStripeEvent(store, { id: tenantId, livemode: signing.livemode }, e, new Date(nowMs));
+        const { outcome } = await ingestStripeEvent(
+          store,
+          { id: tenantId, livemode: signing.livemode },
+          e,
+          new Date(nowMs),
+        );
         if (outcome === 'livemode_mismatch') intake?.count(tenantId, 'refused_livemode', nowMs);
         opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
         opts.metrics?.webhookEvent(typeLabel, outcome);
@@ -162,7 +185,10 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       } catch (err) {
         opts.metrics?.webhookEvent(typeLabel, 'failed');
         // Whatever failed, nothing was committed: a non-2xx makes Stripe deliver it again.
-        req.log.error({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, eventId: e.id }, 'stripe event not stored');
+        req.log.error(
+          { err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, eventId: e.id },
+          'stripe event not stored',
+        );
         return sendProblem(reply, 'store_unavailable');
       }
     },

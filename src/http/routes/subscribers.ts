@@ -46,7 +46,14 @@ const DEFAULT_CUSTOMER_WEBHOOKS = 50;
 /** An action is an event at the time it is made, with its author. */
 function causeOf(req: FastifyRequest, at: Date): ChangeCause {
   const p = req.principal;
-  return { source: 'admin', eventId: null, eventType: null, declineCode: null, occurredAt: at, ...(p?.kind === 'key' ? { secretKeyId: p.keyId } : {}) };
+  return {
+    source: 'admin',
+    eventId: null,
+    eventType: null,
+    declineCode: null,
+    occurredAt: at,
+    ...(p?.kind === 'key' ? { secretKeyId: p.keyId } : {}),
+  };
 }
 
 const statusesOf = (list: string | undefined): SubscriberStatus[] | undefined =>
@@ -139,8 +146,14 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     {
       config: { scope: 'subscribers:read' },
       schema: {
-        ...doc(audience, 'listSubscriberWebhooks', "The webhook messages the subscriber's changes raised, newest first, with their deliveries", tag),
-        description: 'An empty list for a customer that raised none (or is unknown): messages are kept for the retention period only.',
+        ...doc(
+          audience,
+          'listSubscriberWebhooks',
+          "The webhook messages the subscriber's changes raised, newest first, with their deliveries",
+          tag,
+        ),
+        description:
+          'An empty list for a customer that raised none (or is unknown): messages are kept for the retention period only.',
         params: customer,
         querystring: CustomerWebhooksQuery,
         response: { 200: CustomerWebhookList, ...ERRORS },
@@ -173,7 +186,12 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     {
       config: { scope: 'status:read' },
       schema: {
-        ...doc(audience, 'getSubscriberAnswer', "The subscriber's status as the lookup answers it, with pay_url (a secret key stands in for the hmac)", tag),
+        ...doc(
+          audience,
+          'getSubscriberAnswer',
+          "The subscriber's status as the lookup answers it, with pay_url (a secret key stands in for the hmac)",
+          tag,
+        ),
         params: customer,
         response: { 200: { anyOf: [LookupKnown, LookupUnknown] }, 402: ProblemRef, ...ERRORS },
       },
@@ -187,9 +205,14 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
       const customerId = req.params.customerId;
       const status = model.status(tenant.id, customerId);
       const body =
-        status === null || status === 'active' ? lookupBody(tenant, status) : answerBody(tenant, status, model.extra(tenant.id, customerId), true, nowMs);
+        status === null || status === 'active'
+          ? lookupBody(tenant, status)
+          : answerBody(tenant, status, model.extra(tenant.id, customerId), true, nowMs);
       // The lookup's own bytes, not serialised again.
-      return (reply as FastifyReply).header('content-type', 'application/json; charset=utf-8').header('cache-control', 'no-store').send(body);
+      return (reply as FastifyReply)
+        .header('content-type', 'application/json; charset=utf-8')
+        .header('cache-control', 'no-store')
+        .send(body);
     },
   );
 
@@ -204,14 +227,19 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
         config: { scope: 'subscribers:write' },
         schema: {
           ...doc(audience, operationId, summary, tag),
-          description: 'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
+          description:
+            'An event at the time it is made: a Stripe event dated later keeps precedence (409 stale_change).',
           params: customer,
           body: PutSubscriberBody,
           response: { 200: Subscriber, 409: ProblemRef, ...ERRORS },
         },
       },
       async (req) => {
-        await apply(req, req.params.customerId, { kind: 'set', status: req.body.status, reason: req.body.reason ?? 'manual' });
+        await apply(req, req.params.customerId, {
+          kind: 'set',
+          status: req.body.status,
+          reason: req.body.reason ?? 'manual',
+        });
         return shown(req, req.params.customerId);
       },
     );
@@ -226,7 +254,12 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     {
       config: { scope: 'subscribers:write' },
       schema: {
-        ...doc(audience, 'clearSubscriberOverride', 'Clear an override: the status is again what the episodes and the policy say', tag),
+        ...doc(
+          audience,
+          'clearSubscriberOverride',
+          'Clear an override: the status is again what the episodes and the policy say',
+          tag,
+        ),
         params: customer,
         response: { 204: Type.Null({ description: 'Cleared' }), 409: ProblemRef, ...ERRORS },
       },

@@ -1,7 +1,13 @@
 import { utcDayStart } from '../../domain/stripe/intake.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
-import type { DeliveryHealth, EndpointStore, StripeIntakeStore, StripeIntakeSummary, TenantStore } from '../../store/store.js';
+import type {
+  DeliveryHealth,
+  EndpointStore,
+  StripeIntakeStore,
+  StripeIntakeSummary,
+  TenantStore,
+} from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { STRIPE_SECRET_CHANGES_SHOWN, TENANT_HEALTH_DAYS, TenantHealth } from '../schemas.js';
 import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
@@ -18,7 +24,9 @@ import { presentCredentialChange } from './settings.js';
  */
 export interface TenantHealthRoutesOptions {
   audience: Audience;
-  store: Pick<StripeIntakeStore, 'stripeIntake'> & Pick<SecretKeyStore, 'listSecretKeys'> & Pick<TenantStore, 'listCredentials' | 'credentialChanges'>;
+  store: Pick<StripeIntakeStore, 'stripeIntake'> &
+    Pick<SecretKeyStore, 'listSecretKeys'> &
+    Pick<TenantStore, 'listCredentials' | 'credentialChanges'>;
   deliveries: Pick<EndpointStore, 'deliveryHealth'>;
   model: Pick<ReadModel, 'serving' | 'lagMs'>;
   now: () => number;
@@ -34,7 +42,8 @@ function presentStripe(since: Date, s: StripeIntakeSummary) {
   for (const d of s.days) {
     for (const kind of Object.keys(totals) as (keyof typeof totals)[]) totals[kind] += d.counts[kind];
     const { received, refused_signature, refused_livemode } = d.counts;
-    if (received + refused_signature + refused_livemode > 0) days.push({ day: d.day, received, refused_signature, refused_livemode });
+    if (received + refused_signature + refused_livemode > 0)
+      days.push({ day: d.day, received, refused_signature, refused_livemode });
   }
   return {
     since: since.toISOString(),
@@ -59,7 +68,9 @@ function presentDeliveries(d: DeliveryHealth) {
 /** The keys seen in a browser since their last rotation, the latest first. */
 function presentSeenKeys(keys: readonly SecretKeyRecord[]) {
   return keys
-    .flatMap((k) => (k.seenInBrowserAt === null ? [] : [{ id: k.id, name: k.name, prefix: k.prefix, at: k.seenInBrowserAt }]))
+    .flatMap((k) =>
+      k.seenInBrowserAt === null ? [] : [{ id: k.id, name: k.name, prefix: k.prefix, at: k.seenInBrowserAt }],
+    )
     .sort((a, b) => b.at.getTime() - a.at.getTime())
     .map(({ at, ...k }) => ({ ...k, seen_in_browser_at: at.toISOString() }));
 }

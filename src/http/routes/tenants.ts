@@ -86,17 +86,29 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         if (result.error === 'exists') throw new AppError('tenant_exists');
         // Checked at boot, but a tier can be deleted since: say whose choice it was.
         if (body.tier === undefined)
-          throw invalid('tier', `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`);
+          throw invalid(
+            'tier',
+            `the default tier '${opts.defaultTier}' (DUNWALL_DEFAULT_TIER) does not exist: name a tier, or create that one`,
+          );
         throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
-      return reply.code(201).send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });
+      return reply
+        .code(201)
+        .send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });
     },
   );
 
   app.get(
     '/tenants',
-    { schema: { ...common, operationId: 'listTenants', summary: 'List tenants', response: { 200: TenantList, 401: problemRef, 429: problemRef } } },
+    {
+      schema: {
+        ...common,
+        operationId: 'listTenants',
+        summary: 'List tenants',
+        response: { 200: TenantList, 401: problemRef, 429: problemRef },
+      },
+    },
     async () => ({
       data: (await store.listTenants()).map(presentTenant),
     }),
@@ -115,11 +127,18 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
-      const [credentials, counts] = await Promise.all([store.listCredentials(tenant.id, now()), store.countSubscribers(tenant.id)]);
+      const [credentials, counts] = await Promise.all([
+        store.listCredentials(tenant.id, now()),
+        store.countSubscribers(tenant.id),
+      ]);
       return {
         ...presentTenant(tenant),
         stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
-        credentials: credentials.map((c) => ({ kind: c.kind, created_at: c.createdAt.toISOString(), expires_at: c.expiresAt?.toISOString() ?? null })),
+        credentials: credentials.map((c) => ({
+          kind: c.kind,
+          created_at: c.createdAt.toISOString(),
+          expires_at: c.expiresAt?.toISOString() ?? null,
+        })),
         subscriber_counts: counts.answered,
         derived_subscriber_counts: counts.derived,
       };
@@ -157,7 +176,8 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         response: { 200: Tenant, ...errors },
       },
     },
-    async (req) => presentTenant(await updateTenant(store, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
+    async (req) =>
+      presentTenant(await updateTenant(store, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
   );
 
   app.post(
@@ -180,7 +200,13 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       if (req.body.key === 'publishable') {
         // The tenant's mode now: a tenant switched to live gets a pk_live_ key here.
         const key = generatePublishableKey(tenant.livemode);
-        await store.rotateCredential(tenant.id, 'publishable_key', sha256(key).toString('hex'), opts.rotationOverlapS, at);
+        await store.rotateCredential(
+          tenant.id,
+          'publishable_key',
+          sha256(key).toString('hex'),
+          opts.rotationOverlapS,
+          at,
+        );
         req.log.info({ tenant: tenant.slug }, 'publishable key rotated');
         return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
       }

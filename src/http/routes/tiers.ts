@@ -23,7 +23,14 @@ export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<voi
 
   app.get(
     '/tiers',
-    { schema: { ...common, operationId: 'listTiers', summary: 'List tiers', response: { 200: TierList, 401: problemRef, 429: problemRef } } },
+    {
+      schema: {
+        ...common,
+        operationId: 'listTiers',
+        summary: 'List tiers',
+        response: { 200: TierList, 401: problemRef, 429: problemRef },
+      },
+    },
     async () => ({
       data: (await store.listTiers()).map(presentTier),
     }),

@@ -66,7 +66,10 @@ export function presentEndpoint(e: DownstreamEndpointRecord) {
     disabled_detail: e.disabledDetail === null ? null : escapeControls(e.disabledDetail),
     disabled_at: e.disabledAt?.toISOString() ?? null,
     failing_since: e.failingSince?.toISOString() ?? null,
-    signing_secrets: e.secrets.map((s) => ({ created_at: s.createdAt.toISOString(), expires_at: s.expiresAt?.toISOString() ?? null })),
+    signing_secrets: e.secrets.map((s) => ({
+      created_at: s.createdAt.toISOString(),
+      expires_at: s.expiresAt?.toISOString() ?? null,
+    })),
     pending: e.pending,
     created_at: e.createdAt.toISOString(),
     updated_at: e.updatedAt.toISOString(),
@@ -80,7 +83,10 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
   const common = (operationId: string) => doc(audience, operationId, '', 'downstream-webhooks');
   const EndpointId = Type.String({ pattern: ENDPOINT_ID_RE.source });
   const endpointParams = paramsOf(audience, { endpointId: EndpointId });
-  const messageParams = paramsOf(audience, { endpointId: EndpointId, messageId: Type.String({ pattern: MESSAGE_ID_RE.source }) });
+  const messageParams = paramsOf(audience, {
+    endpointId: EndpointId,
+    messageId: Type.String({ pattern: MESSAGE_ID_RE.source }),
+  });
 
   /** The tenant, when its tier includes downstream webhooks (reading and deleting need only the tenant). */
   async function entitled(req: FastifyRequest): Promise<TenantRecord> {
@@ -128,7 +134,12 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const secret = generateSigningSecret();
       const endpoint = await store.downstream.createEndpoint(
         tenant.id,
-        { url: req.body.url, description: req.body.description ?? '', eventTypes: req.body.event_types ?? null, secret },
+        {
+          url: req.body.url,
+          description: req.body.description ?? '',
+          eventTypes: req.body.event_types ?? null,
+          secret,
+        },
         at,
         MAX_ENDPOINTS_PER_TENANT,
       );
@@ -200,7 +211,10 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
         },
         now(),
       );
-      req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId, fields: Object.keys(body) }, 'webhook endpoint updated');
+      req.log.info(
+        { tenant: tenant.slug, endpoint: req.params.endpointId, fields: Object.keys(body) },
+        'webhook endpoint updated',
+      );
       return presentEndpoint(found(updated));
     },
   );
@@ -218,7 +232,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
     },
     async (req, reply) => {
       const tenant = await tenantRecord(store, req);
-      if (!(await store.downstream.deleteEndpoint(tenant.id, req.params.endpointId))) throw new AppError('webhook_endpoint_not_found');
+      if (!(await store.downstream.deleteEndpoint(tenant.id, req.params.endpointId)))
+        throw new AppError('webhook_endpoint_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId }, 'webhook endpoint deleted');
       return reply.code(204).send(null);
     },
@@ -245,7 +260,11 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
         throw new AppError('webhook_endpoint_not_found');
       const endpoint = found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, at));
       req.log.info({ tenant: tenant.slug, endpoint: endpoint.id }, 'webhook signing secret rotated');
-      return { ...presentEndpoint(endpoint), secret, previous_expires_at: overlapS > 0 ? new Date(at.getTime() + overlapS * 1000).toISOString() : null };
+      return {
+        ...presentEndpoint(endpoint),
+        secret,
+        previous_expires_at: overlapS > 0 ? new Date(at.getTime() + overlapS * 1000).toISOString() : null,
+      };
     },
   );
 
@@ -263,7 +282,9 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
     },
     async (req) => {
       const tenant = await tenantRecord(store, req);
-      const attempts = found(await store.downstream.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
+      const attempts = found(
+        await store.downstream.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)),
+      );
       return {
         data: attempts.map((a) => ({
           message_id: a.messageId,
@@ -342,7 +363,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       config: { scope: 'webhooks:write' },
       schema: {
         ...common('replayWebhookMessages'),
-        summary: 'Send the messages of a time range to the endpoint again (those of its event types), oldest first (webhooks:write and subscribers:read)',
+        summary:
+          'Send the messages of a time range to the endpoint again (those of its event types), oldest first (webhooks:write and subscribers:read)',
         description: `At most ${MAX_REPLAY_MESSAGES} a call; next says where the next call goes on. Each message is queued as new (a new retry window). Receivers drop what they had by webhook-id.`,
         params: endpointParams,
         body: WebhookReplayBody,
@@ -353,18 +375,27 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       // A replay delivers the tenant's status changes to a receiver the caller chose: reading
       // them, which takes subscribers:read besides the route's webhooks:write.
       if (!holds(req.principal, 'subscribers:read'))
-        throw new AppError('insufficient_scope', 'A replay delivers status changes: it needs the scope subscribers:read besides webhooks:write.');
+        throw new AppError(
+          'insufficient_scope',
+          'A replay delivers status changes: it needs the scope subscribers:read besides webhooks:write.',
+        );
       const tenant = await entitled(req);
       const at = now();
       const since = new Date(req.body.since);
       const until = req.body.until === undefined ? at : new Date(req.body.until);
       if (!(since.getTime() < until.getTime())) throw new AppError('invalid_request', 'since: must be before until');
       const range = { since, until, ...(req.body.after !== undefined ? { after: req.body.after } : {}) };
-      const result = found(await store.downstream.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
-      req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued }, 'webhook messages replayed');
-      return reply
-        .code(202)
-        .send({ queued: result.queued, next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after } });
+      const result = found(
+        await store.downstream.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at),
+      );
+      req.log.info(
+        { tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued },
+        'webhook messages replayed',
+      );
+      return reply.code(202).send({
+        queued: result.queued,
+        next: result.next === null ? null : { since: result.next.since.toISOString(), after: result.next.after },
+      });
     },
   );
 }

@@ -4,7 +4,12 @@
  * offline events as NetInfo does on the web.
  */
 type State = { type: string; isConnected: boolean | null; isInternetReachable: boolean | null; details: null };
-const state = (): State => ({ type: navigator.onLine ? 'wifi' : 'none', isConnected: navigator.onLine, isInternetReachable: navigator.onLine, details: null });
+const state = (): State => ({
+  type: navigator.onLine ? 'wifi' : 'none',
+  isConnected: navigator.onLine,
+  isInternetReachable: navigator.onLine,
+  details: null,
+});
 
 const NetInfo = {
   addEventListener(listener: (state: State) => void): () => void {

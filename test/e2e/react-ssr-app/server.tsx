@@ -27,7 +27,9 @@ function clientBoundary(node: ReactNode): ReactElement<BillingProps> | null {
   return null;
 }
 
-export async function renderPage(customer: string | null): Promise<{ html: string; props: ClientProps; react: string }> {
+export async function renderPage(
+  customer: string | null,
+): Promise<{ html: string; props: ClientProps; react: string }> {
   const tree = await asCustomer(customer, () => RootLayout({ children: <Page /> }));
   const boundary = clientBoundary(tree);
   if (!boundary) throw new Error('the layout renders no <Billing>');

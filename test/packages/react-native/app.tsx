@@ -5,7 +5,12 @@
  */
 import { createRoot } from 'react-dom/client';
 import { Text } from 'react-native';
-import { BillingBanner, BillingGate, DunwallProvider, useBillingStatus } from '../../../packages/react-native/src/index.js';
+import {
+  BillingBanner,
+  BillingGate,
+  DunwallProvider,
+  useBillingStatus,
+} from '../../../packages/react-native/src/index.js';
 import type { BillingBootstrap } from '../../../packages/react-native/src/index.js';
 
 interface Config {

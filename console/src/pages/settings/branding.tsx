@@ -122,7 +122,8 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
   useFocusKept(frames);
   const locales = useMemo(() => [...new Set(['default', ...Object.keys(draft.texts ?? {}), locale])], [draft, locale]);
 
-  const setText = (key: TextKey, value: string) => setDraft((d) => ({ ...d, texts: { ...d.texts, [locale]: { ...d.texts?.[locale], [key]: value } } }));
+  const setText = (key: TextKey, value: string) =>
+    setDraft((d) => ({ ...d, texts: { ...d.texts, [locale]: { ...d.texts?.[locale], [key]: value } } }));
   const setColor = (key: Color, value: string) => setDraft((d) => ({ ...d, colors: { ...d.colors, [key]: value } }));
   const setLink = (key: (typeof LINKS)[number][0], value: string) => setDraft((d) => ({ ...d, [key]: value }));
 
@@ -157,7 +158,8 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
       <div class="grid-2">
         <form class="form" onSubmit={save} aria-describedby="branding-help">
           <p id="branding-help" class="hint">
-            What the banner and the gate show, for every page with the snippet or the React components. Empty fields keep the snippet's own.
+            What the banner and the gate show, for every page with the snippet or the React components. Empty fields
+            keep the snippet's own.
           </p>
           <fieldset disabled={!props.canWrite}>
             <legend>Colors</legend>
@@ -214,7 +216,11 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
               </label>
               <label>
                 <span>Add a locale</span>
-                <input placeholder="fr or fr-CA" value={newLocale} onInput={(e) => setNewLocale((e.target as HTMLInputElement).value)} />
+                <input
+                  placeholder="fr or fr-CA"
+                  value={newLocale}
+                  onInput={(e) => setNewLocale((e.target as HTMLInputElement).value)}
+                />
               </label>
               <div class="actions-row align-end">
                 <button type="button" class="button secondary" onClick={addLocale}>
@@ -245,12 +251,23 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
         </form>
         <div>
           <h3 class="preview-title">Preview</h3>
-          <p class="hint">The snippet itself, with this draft, in this browser's language: a picture, its links not followed. Not saved until you save.</p>
+          <p class="hint">
+            The snippet itself, with this draft, in this browser's language: a picture, its links not followed. Not
+            saved until you save.
+          </p>
           {/* Inert: the keyboard never enters the frames, where the gate would hold it (its focus
               trap, as on a customer's page), and their links are not followed from here. */}
           <div class="preview-frames" ref={frames}>
-            <iframe title="Preview of the banner (warning)" src={`/console/preview?state=warning&draft=${preview}`} inert />
-            <iframe title="Preview of the gate (lockout)" src={`/console/preview?state=lockout&draft=${preview}`} inert />
+            <iframe
+              title="Preview of the banner (warning)"
+              src={`/console/preview?state=warning&draft=${preview}`}
+              inert
+            />
+            <iframe
+              title="Preview of the gate (lockout)"
+              src={`/console/preview?state=lockout&draft=${preview}`}
+              inert
+            />
           </div>
         </div>
       </div>

@@ -2,7 +2,18 @@
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import { asApiError, ConfirmButton, ErrorNote, Loading, Missing, ShownOnce, TableWrap, useConsole, useLoad, when } from '../../ui.js';
+import {
+  asApiError,
+  ConfirmButton,
+  ErrorNote,
+  Loading,
+  Missing,
+  ShownOnce,
+  TableWrap,
+  useConsole,
+  useLoad,
+  when,
+} from '../../ui.js';
 
 interface Endpoint {
   id: string;
@@ -95,7 +106,8 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
                       <td>{m.state === 'failed' ? 'given up' : 'retrying'}</td>
                       <td>{m.attempts}</td>
                       <td>
-                        {m.last_status === null ? (m.last_error ?? '–') : `HTTP ${m.last_status}`} · {when(m.last_attempt_at)}
+                        {m.last_status === null ? (m.last_error ?? '–') : `HTTP ${m.last_status}`} ·{' '}
+                        {when(m.last_attempt_at)}
                       </td>
                       <td class="actions">
                         {props.canWrite ? (
@@ -151,7 +163,10 @@ export function EndpointsSection() {
   const { session, base, announce } = useConsole();
   const canRead = holds(session, 'subscribers:read');
   const canWrite = holds(session, 'webhooks:write');
-  const endpoints = useLoad(() => (canRead ? api.get<{ data: Endpoint[] }>(`${base}/webhook-endpoints`) : Promise.resolve(null)), [base, canRead]);
+  const endpoints = useLoad(
+    () => (canRead ? api.get<{ data: Endpoint[] }>(`${base}/webhook-endpoints`) : Promise.resolve(null)),
+    [base, canRead],
+  );
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [open, setOpen] = useState<string | null>(null);
@@ -202,13 +217,17 @@ export function EndpointsSection() {
       <h2 id="endpoints-title">Webhook endpoints</h2>
       {!canRead ? <Missing scope="subscribers:read" /> : null}
       {notEntitled ? (
-        <p class="note">This tenant's tier does not include downstream webhooks: ask the operator for a tier with downstream_webhooks.</p>
+        <p class="note">
+          This tenant's tier does not include downstream webhooks: ask the operator for a tier with downstream_webhooks.
+        </p>
       ) : (
         <ErrorNote error={endpoints.error ?? error} />
       )}
       {secret ? <ShownOnce title={secret.title} value={secret.value} onDone={() => setSecret(null)} /> : null}
       {endpoints.loading && endpoints.data === null && canRead ? <Loading what="the endpoints" /> : null}
-      {endpoints.data?.data.length === 0 ? <p class="muted">No endpoint yet: status changes are not sent anywhere.</p> : null}
+      {endpoints.data?.data.length === 0 ? (
+        <p class="muted">No endpoint yet: status changes are not sent anywhere.</p>
+      ) : null}
       {endpoints.data?.data.map((ep) => (
         <article class="endpoint" key={ep.id} aria-label={ep.url}>
           <div class="endpoint-head">
@@ -226,7 +245,12 @@ export function EndpointsSection() {
               </div>
             </div>
             <div class="actions-row">
-              <button type="button" class="button secondary" aria-expanded={open === ep.id} onClick={() => setOpen(open === ep.id ? null : ep.id)}>
+              <button
+                type="button"
+                class="button secondary"
+                aria-expanded={open === ep.id}
+                onClick={() => setOpen(open === ep.id ? null : ep.id)}
+              >
                 {open === ep.id ? 'Hide deliveries' : 'Deliveries'}
               </button>
               {canWrite ? (
@@ -234,7 +258,14 @@ export function EndpointsSection() {
                   {ep.enabled ? 'Disable' : 'Enable'}
                 </button>
               ) : null}
-              {canWrite ? <ConfirmButton label="Delete" subject={ep.url} confirm={`Delete ${ep.url}`} onConfirm={() => remove(ep)} /> : null}
+              {canWrite ? (
+                <ConfirmButton
+                  label="Delete"
+                  subject={ep.url}
+                  confirm={`Delete ${ep.url}`}
+                  onConfirm={() => remove(ep)}
+                />
+              ) : null}
             </div>
           </div>
           {open === ep.id ? <Deliveries endpoint={ep} canWrite={canWrite} /> : null}
@@ -246,11 +277,23 @@ export function EndpointsSection() {
           <div class="row">
             <label>
               <span>URL (https)</span>
-              <input type="url" name="endpoint-url" required placeholder="https://" value={url} onInput={(e) => setUrl((e.target as HTMLInputElement).value)} />
+              <input
+                type="url"
+                name="endpoint-url"
+                required
+                placeholder="https://"
+                value={url}
+                onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+              />
             </label>
             <label>
               <span>Description (optional)</span>
-              <input name="endpoint-description" maxLength={200} value={description} onInput={(e) => setDescription((e.target as HTMLInputElement).value)} />
+              <input
+                name="endpoint-description"
+                maxLength={200}
+                value={description}
+                onInput={(e) => setDescription((e.target as HTMLInputElement).value)}
+              />
             </label>
           </div>
           <button type="submit" class="button">

@@ -80,7 +80,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
   if (wantedUrl !== props.saved.card_update_url) patch.card_update_url = wantedUrl;
   if (hmac !== props.saved.hmac_required) patch.hmac_required = hmac;
   const wantedOrigins = originsOf(origins);
-  if (JSON.stringify(wantedOrigins) !== JSON.stringify(props.saved.allowed_origins)) patch.allowed_origins = wantedOrigins;
+  if (JSON.stringify(wantedOrigins) !== JSON.stringify(props.saved.allowed_origins))
+    patch.allowed_origins = wantedOrigins;
   const changed = Object.keys(patch).length > 0;
 
   const save = async (e: Event) => {
@@ -126,8 +127,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
           onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
         />
         <p id="card_update_url-hint" class="hint">
-          Your page where a customer changes their card (https): the banner and the gate link to it, after Pay now when an invoice is open. Empty: none (the
-          branding's payment link stands in).
+          Your page where a customer changes their card (https): the banner and the gate link to it, after Pay now when
+          an invoice is open. Empty: none (the branding's payment link stands in).
         </p>
         <FieldError id="card_update_url-error" error={error} field="card_update_url" />
       </div>
@@ -144,7 +145,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
           <span>Require the hmac on every lookup</span>
         </label>
         <p id="hmac_required-hint" class="hint">
-          On: a lookup without the customer's hmac, signed by your server, is refused (403 hmac_required), so no page can ask about another customer.
+          On: a lookup without the customer's hmac, signed by your server, is refused (403 hmac_required), so no page
+          can ask about another customer.
         </p>
         <FieldError id="hmac_required-error" error={error} field="hmac_required" />
       </div>
@@ -165,7 +167,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
           onInput={(e) => setOrigins((e.target as HTMLTextAreaElement).value)}
         />
         <p id="allowed_origins-hint" class="hint">
-          The pages allowed to call the lookup from a browser, one origin a line (scheme://host[:port], as the browser sends it). Empty: any origin.
+          The pages allowed to call the lookup from a browser, one origin a line (scheme://host[:port], as the browser
+          sends it). Empty: any origin.
         </p>
         <FieldError id="allowed_origins-error" error={error} field="allowed_origins" />
       </div>
@@ -206,7 +209,10 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
     }
   };
   const at = fieldOf(error);
-  const hints = ['stripe_webhook_secret-state', props.canWrite ? 'stripe_webhook_secret-hint' : 'stripe_webhook_secret-scope'];
+  const hints = [
+    'stripe_webhook_secret-state',
+    props.canWrite ? 'stripe_webhook_secret-hint' : 'stripe_webhook_secret-scope',
+  ];
   if (at === 'stripe_webhook_secret') hints.push('stripe_webhook_secret-error');
   return (
     <form class="form" onSubmit={save} aria-labelledby="stripe-secret-title" noValidate>
@@ -238,13 +244,15 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
         />
         {props.canWrite ? (
           <p id="stripe_webhook_secret-hint" class="hint">
-            The signing secret of your Stripe endpoint (whsec_…), from Stripe’s dashboard. It is never shown again, here or by the API. A new one replaces the
-            old; both verify for the overlap, so no delivery is refused while Stripe switches.
+            The signing secret of your Stripe endpoint (whsec_…), from Stripe’s dashboard. It is never shown again, here
+            or by the API. A new one replaces the old; both verify for the overlap, so no delivery is refused while
+            Stripe switches.
           </p>
         ) : (
           <p id="stripe_webhook_secret-scope" class="hint">
-            Setting the Stripe signing secret needs the <code>stripe:write</code> scope, which the key this session was opened with does not hold. The secret
-            decides who is locked out, as an override does, so <code>settings:write</code> does not reach it.
+            Setting the Stripe signing secret needs the <code>stripe:write</code> scope, which the key this session was
+            opened with does not hold. The secret decides who is locked out, as an override does, so{' '}
+            <code>settings:write</code> does not reach it.
           </p>
         )}
         <FieldError id="stripe_webhook_secret-error" error={error} field="stripe_webhook_secret" />
@@ -266,7 +274,11 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
  * (no settings:write). The secret's field needs `stripe:write` (`canSetStripe`), and says
  * why it is disabled without it.
  */
-export function IntegrationSection(props: { saved: Integration | null; canSetStripe: boolean; onSaved: (s: Integration) => void }) {
+export function IntegrationSection(props: {
+  saved: Integration | null;
+  canSetStripe: boolean;
+  onSaved: (s: Integration) => void;
+}) {
   const { saved, onSaved } = props;
   return (
     <section class="card settings-section" aria-labelledby="integration-title">

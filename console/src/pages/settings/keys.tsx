@@ -2,7 +2,18 @@
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
 import type { ApiError, Scope } from '../../api.js';
-import { asApiError, ConfirmButton, ErrorNote, Loading, Missing, ShownOnce, TableWrap, useConsole, useLoad, when } from '../../ui.js';
+import {
+  asApiError,
+  ConfirmButton,
+  ErrorNote,
+  Loading,
+  Missing,
+  ShownOnce,
+  TableWrap,
+  useConsole,
+  useLoad,
+  when,
+} from '../../ui.js';
 
 interface Key {
   id: string;
@@ -28,7 +39,10 @@ const SCOPES: [Scope, string][] = [
 export function KeysSection() {
   const { session, base, announce } = useConsole();
   const allowed = holds(session, 'keys:write');
-  const keys = useLoad(() => (allowed ? api.get<{ data: Key[] }>(`${base}/keys`) : Promise.resolve(null)), [base, allowed]);
+  const keys = useLoad(
+    () => (allowed ? api.get<{ data: Key[] }>(`${base}/keys`) : Promise.resolve(null)),
+    [base, allowed],
+  );
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['status:read']);
   const [expires, setExpires] = useState('');
@@ -59,8 +73,14 @@ export function KeysSection() {
   };
   const rotate = (k: Key) =>
     run(async () => {
-      const rotated = await api.post<Key & { secret_key: string }>(`${base}/keys/${encodeURIComponent(k.id)}/rotate`, {});
-      setSecret({ title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`, value: rotated.secret_key });
+      const rotated = await api.post<Key & { secret_key: string }>(
+        `${base}/keys/${encodeURIComponent(k.id)}/rotate`,
+        {},
+      );
+      setSecret({
+        title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`,
+        value: rotated.secret_key,
+      });
       announce(`Key ${k.name} rotated.`);
     });
   const revoke = (k: Key) =>
@@ -75,7 +95,9 @@ export function KeysSection() {
       {!allowed ? <Missing scope="keys:write" /> : null}
       {allowed ? (
         <>
-          <p class="hint">For your servers only, never a page or an app. A key can grant no scope the key of this session lacks.</p>
+          <p class="hint">
+            For your servers only, never a page or an app. A key can grant no scope the key of this session lacks.
+          </p>
           {secret ? <ShownOnce title={secret.title} value={secret.value} onDone={() => setSecret(null)} /> : null}
           <ErrorNote error={keys.error ?? error} />
           {keys.loading && keys.data === null ? <Loading what="the keys" /> : null}
@@ -106,8 +128,18 @@ export function KeysSection() {
                       <td>{when(k.last_used_at)}</td>
                       <td>{k.expires_at ? when(k.expires_at) : 'never'}</td>
                       <td class="actions">
-                        <ConfirmButton label="Rotate" subject={k.name} confirm={`Rotate ${k.name} now`} onConfirm={() => rotate(k)} />
-                        <ConfirmButton label="Revoke" subject={k.name} confirm={`Revoke ${k.name} for good`} onConfirm={() => revoke(k)} />
+                        <ConfirmButton
+                          label="Rotate"
+                          subject={k.name}
+                          confirm={`Rotate ${k.name} now`}
+                          onConfirm={() => rotate(k)}
+                        />
+                        <ConfirmButton
+                          label="Revoke"
+                          subject={k.name}
+                          confirm={`Revoke ${k.name} for good`}
+                          onConfirm={() => revoke(k)}
+                        />
                       </td>
                     </tr>
                   ))}
@@ -120,11 +152,22 @@ export function KeysSection() {
             <div class="row">
               <label>
                 <span>Name (what it is for)</span>
-                <input name="key-name" required maxLength={100} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+                <input
+                  name="key-name"
+                  required
+                  maxLength={100}
+                  value={name}
+                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
+                />
               </label>
               <label>
                 <span>Expires (optional)</span>
-                <input type="datetime-local" name="key-expires" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
+                <input
+                  type="datetime-local"
+                  name="key-expires"
+                  value={expires}
+                  onInput={(e) => setExpires((e.target as HTMLInputElement).value)}
+                />
               </label>
             </div>
             <fieldset>

@@ -35,7 +35,12 @@ function impactWords(i: Impact): string {
   return `${parts.join('; ')}.`;
 }
 
-export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite: boolean; onSaved: (p: Policy) => void }) {
+export function PolicySection(props: {
+  saved: Policy;
+  canRead: boolean;
+  canWrite: boolean;
+  onSaved: (p: Policy) => void;
+}) {
   const { base, announce } = useConsole();
   const [draft, setDraft] = useState<Policy>(props.saved);
   const [impact, setImpact] = useState<Impact | null>(null);
@@ -47,7 +52,11 @@ export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite
     if (!props.canRead) return;
     let live = true;
     const timer = setTimeout(() => {
-      const query = qs({ enforcement: draft.enforcement, grace_days: draft.grace_days, escalate_after_days: draft.escalate_after_days ?? 'none' });
+      const query = qs({
+        enforcement: draft.enforcement,
+        grace_days: draft.grace_days,
+        escalate_after_days: draft.escalate_after_days ?? 'none',
+      });
       api.get<Impact>(`${base}/analytics/policy-impact${query}`).then(
         (i) => live && (setImpact(i), setImpactError(null)),
         (err: unknown) => live && (setImpact(null), setImpactError(asApiError(err))),
@@ -73,7 +82,8 @@ export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite
       setBusy(false);
     }
   };
-  const number = (value: string, min: number, max: number) => Math.min(max, Math.max(min, Math.round(Number(value) || 0)));
+  const number = (value: string, min: number, max: number) =>
+    Math.min(max, Math.max(min, Math.round(Number(value) || 0)));
 
   return (
     <section class="card settings-section" aria-labelledby="policy-title">
@@ -103,7 +113,9 @@ export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite
               max={60}
               disabled={!props.canWrite}
               value={draft.grace_days}
-              onInput={(e) => setDraft((d) => ({ ...d, grace_days: number((e.target as HTMLInputElement).value, 0, 60) }))}
+              onInput={(e) =>
+                setDraft((d) => ({ ...d, grace_days: number((e.target as HTMLInputElement).value, 0, 60) }))
+              }
             />
           </label>
           <label>
@@ -129,8 +141,8 @@ export function PolicySection(props: { saved: Policy; canRead: boolean; canWrite
               <strong>{impactWords(impact)}</strong>
               <br />
               <span class="muted">
-                Now: {people(impact.current.lockout)} gated, {people(impact.current.warning)} warned. With this policy: {people(impact.proposed.lockout)} gated,{' '}
-                {people(impact.proposed.warning)} warned.
+                Now: {people(impact.current.lockout)} gated, {people(impact.current.warning)} warned. With this policy:{' '}
+                {people(impact.proposed.lockout)} gated, {people(impact.proposed.warning)} warned.
               </span>
             </>
           ) : impactError === null ? (

@@ -51,7 +51,10 @@ function apply(decision: Decision, res: NodeLikeResponse, next: (err?: unknown) 
  * after your sign-in middleware, before the routes to protect. Exempt paths are matched
  * against the full path (`originalUrl`), wherever the middleware is mounted.
  */
-export function dunwallExpress<Req extends NodeLikeRequest = NodeLikeRequest>(dunwall: Dunwall, options: MiddlewareOptions<Req>): NodeMiddleware<Req> {
+export function dunwallExpress<Req extends NodeLikeRequest = NodeLikeRequest>(
+  dunwall: Dunwall,
+  options: MiddlewareOptions<Req>,
+): NodeMiddleware<Req> {
   const copy = checkDunwall(dunwall);
   const compiled = compileOptions(options);
   return (req, res, next) => {

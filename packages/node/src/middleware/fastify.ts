@@ -31,7 +31,9 @@ export interface FastifyLikeInstance {
   addHook(name: 'onRequest', hook: (request: any, reply: any) => Promise<unknown>): unknown;
 }
 
-export interface DunwallFastifyOptions<Req extends FastifyLikeRequest = FastifyLikeRequest> extends MiddlewareOptions<Req> {
+export interface DunwallFastifyOptions<
+  Req extends FastifyLikeRequest = FastifyLikeRequest,
+> extends MiddlewareOptions<Req> {
   dunwall: Dunwall;
   /**
    * The hook the check runs in: `onRequest` (the default: before the body is read), or
@@ -70,11 +72,15 @@ function apply(decision: Decision, reply: FastifyLikeReply): FastifyLikeReply | 
  * `await app.register(dunwallFastify, { dunwall, customer: (req) => req.user?.stripeCustomerId })`.
  */
 export const dunwallFastify: DunwallFastifyPlugin = Object.assign(
-  async function dunwallFastify<Req extends FastifyLikeRequest>(instance: FastifyLikeInstance, options: DunwallFastifyOptions<Req>): Promise<void> {
+  async function dunwallFastify<Req extends FastifyLikeRequest>(
+    instance: FastifyLikeInstance,
+    options: DunwallFastifyOptions<Req>,
+  ): Promise<void> {
     const copy = checkDunwall(options?.dunwall);
     const compiled = compileOptions(options);
     const hook = options.hook ?? 'onRequest';
-    if (hook !== 'onRequest' && hook !== 'preHandler') throw new TypeError(`dunwall: options.hook is onRequest or preHandler (got ${JSON.stringify(hook)})`);
+    if (hook !== 'onRequest' && hook !== 'preHandler')
+      throw new TypeError(`dunwall: options.hook is onRequest or preHandler (got ${JSON.stringify(hook)})`);
     // One signature for both names: each hook takes (request, reply) and may answer.
     instance.addHook(hook as 'onRequest', async (request: Req, reply: FastifyLikeReply) => {
       const decision = check(copy, compiled, request, facts(request));

@@ -8,7 +8,11 @@ import type { CompiledOptions, Decision, MiddlewareOptions, RequestFacts } from 
 
 function facts(request: Request): RequestFacts {
   // `request.url` is absolute and normalized by the URL parser: no dot segments are left.
-  return { method: request.method.toUpperCase(), path: new URL(request.url).pathname, header: (name) => request.headers.get(name) };
+  return {
+    method: request.method.toUpperCase(),
+    path: new URL(request.url).pathname,
+    header: (name) => request.headers.get(name),
+  };
 }
 
 /**
@@ -17,7 +21,10 @@ function facts(request: Request): RequestFacts {
  * the decision's shared, frozen one.
  */
 export function toResponse(decision: Exclude<Decision, { action: 'pass' }>): Response {
-  return new Response(decision.action === 'refuse' ? decision.body : null, { status: decision.status, headers: { ...decision.headers } });
+  return new Response(decision.action === 'refuse' ? decision.body : null, {
+    status: decision.status,
+    headers: { ...decision.headers },
+  });
 }
 
 type Handler<R extends Request, A extends unknown[]> = (request: R, ...rest: A) => Response | Promise<Response>;
@@ -32,7 +39,8 @@ export function withDunwall<R extends Request, A extends unknown[]>(
   options: MiddlewareOptions<R>,
   handler: Handler<R, A>,
 ): (request: R, ...rest: A) => Promise<Response> {
-  if (typeof handler !== 'function') throw new TypeError('dunwall: withDunwall(dunwall, options, handler) needs the handler');
+  if (typeof handler !== 'function')
+    throw new TypeError('dunwall: withDunwall(dunwall, options, handler) needs the handler');
   const copy = checkDunwall(dunwall);
   const compiled = compileOptions(options);
   return async (request, ...rest) => {
@@ -46,7 +54,11 @@ export function withDunwall<R extends Request, A extends unknown[]>(
  * The refusal or redirect a request gets, or null when it may go on: for Next.js's
  * `middleware.ts`, `return (await checkRequest(dunwall, options, request)) ?? NextResponse.next()`.
  */
-export async function checkRequest<R extends Request>(dunwall: Dunwall, options: MiddlewareOptions<R>, request: R): Promise<Response | null> {
+export async function checkRequest<R extends Request>(
+  dunwall: Dunwall,
+  options: MiddlewareOptions<R>,
+  request: R,
+): Promise<Response | null> {
   const pending = check(checkDunwall(dunwall), compiledFor(options), request, facts(request));
   const decision = pending instanceof Promise ? await pending : pending;
   return decision.action === 'pass' ? null : toResponse(decision);

@@ -66,7 +66,8 @@ export interface CompiledOptions<Req> {
  * a configuration mistake, refused when the middleware is made rather than on a request.
  */
 function checkExempt(entry: unknown): string {
-  if (typeof entry !== 'string' || !entry.startsWith('/')) throw new TypeError(`dunwall: an exempt path starts with "/" (got ${JSON.stringify(entry)})`);
+  if (typeof entry !== 'string' || !entry.startsWith('/'))
+    throw new TypeError(`dunwall: an exempt path starts with "/" (got ${JSON.stringify(entry)})`);
   if (entry.indexOf('*') !== -1 && entry.indexOf('*') !== entry.length - 1)
     throw new TypeError(`dunwall: "*" may only end an exempt path (got ${JSON.stringify(entry)})`);
   return entry;
@@ -81,11 +82,15 @@ function checkExempt(entry: unknown): string {
 const UNPLAIN = /\/\.\.?(?:\/|$)|\/\/|\\|%2e|%2f|%5c/i;
 
 export function compileOptions<Req>(options: MiddlewareOptions<Req>): CompiledOptions<Req> {
-  if (options === null || typeof options !== 'object') throw new TypeError('dunwall: the middleware needs options, with customer(req)');
-  if (typeof options.customer !== 'function') throw new TypeError('dunwall: options.customer(req) must be a function returning the Stripe customer id');
+  if (options === null || typeof options !== 'object')
+    throw new TypeError('dunwall: the middleware needs options, with customer(req)');
+  if (typeof options.customer !== 'function')
+    throw new TypeError('dunwall: options.customer(req) must be a function returning the Stripe customer id');
   const allow = options.allow ?? DEFAULT_ALLOW;
   if (!Array.isArray(allow)) throw new TypeError('dunwall: options.allow is an array of statuses');
-  for (const s of allow) if (!STATUSES.includes(s)) throw new TypeError(`dunwall: options.allow: unknown status ${JSON.stringify(s)} (${STATUSES.join(', ')})`);
+  for (const s of allow)
+    if (!STATUSES.includes(s))
+      throw new TypeError(`dunwall: options.allow: unknown status ${JSON.stringify(s)} (${STATUSES.join(', ')})`);
   const exact = new Set<string>();
   const prefixes: string[] = [];
   const exempt = options.exempt ?? DEFAULT_EXEMPT;
@@ -247,7 +252,12 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function';
 }
 
-function answerFor<Req>(dunwall: Dunwall, options: CompiledOptions<Req>, customerId: unknown, facts: RequestFacts): Decision {
+function answerFor<Req>(
+  dunwall: Dunwall,
+  options: CompiledOptions<Req>,
+  customerId: unknown,
+  facts: RequestFacts,
+): Decision {
   if (typeof customerId !== 'string' || customerId === '') return PASS;
   let answer: StatusAnswer;
   try {
@@ -264,7 +274,12 @@ function answerFor<Req>(dunwall: Dunwall, options: CompiledOptions<Req>, custome
  * the customer, its answer, the decision. Synchronous when `customer()` is, so that a
  * synchronous middleware adds no turn of the event loop.
  */
-export function check<Req>(dunwall: Dunwall, options: CompiledOptions<Req>, req: Req, facts: RequestFacts): Decision | Promise<Decision> {
+export function check<Req>(
+  dunwall: Dunwall,
+  options: CompiledOptions<Req>,
+  req: Req,
+  facts: RequestFacts,
+): Decision | Promise<Decision> {
   if (options.isExempt(facts.path)) return PASS;
   let customerId: unknown;
   try {
@@ -287,7 +302,11 @@ export function check<Req>(dunwall: Dunwall, options: CompiledOptions<Req>, req:
 
 /** A `Dunwall` as the middleware needs it, checked when the middleware is made. */
 export function checkDunwall(dunwall: unknown): Dunwall {
-  if (dunwall === null || typeof dunwall !== 'object' || typeof (dunwall as { status?: unknown }).status !== 'function') {
+  if (
+    dunwall === null ||
+    typeof dunwall !== 'object' ||
+    typeof (dunwall as { status?: unknown }).status !== 'function'
+  ) {
     throw new TypeError('dunwall: the middleware needs the object createDunwall() returns');
   }
   return dunwall as Dunwall;

@@ -28,7 +28,10 @@ function facts(c: HonoLikeContext): RequestFacts {
  * `app.use(dunwallHono(dunwall, { customer: (c) => c.get('session')?.stripeCustomerId }))`:
  * after your sign-in middleware, before the routes to protect.
  */
-export function dunwallHono<C extends HonoLikeContext = HonoLikeContext>(dunwall: Dunwall, options: MiddlewareOptions<C>): HonoMiddleware<C> {
+export function dunwallHono<C extends HonoLikeContext = HonoLikeContext>(
+  dunwall: Dunwall,
+  options: MiddlewareOptions<C>,
+): HonoMiddleware<C> {
   const copy = checkDunwall(dunwall);
   const compiled = compileOptions(options);
   return async (c, next) => {

@@ -7,7 +7,13 @@ export type { MiddlewareOptions } from './guard.js';
 export { dunwallExpress } from './express.js';
 export type { NodeLikeRequest, NodeLikeResponse, NodeMiddleware } from './express.js';
 export { dunwallFastify } from './fastify.js';
-export type { DunwallFastifyOptions, DunwallFastifyPlugin, FastifyLikeInstance, FastifyLikeReply, FastifyLikeRequest } from './fastify.js';
+export type {
+  DunwallFastifyOptions,
+  DunwallFastifyPlugin,
+  FastifyLikeInstance,
+  FastifyLikeReply,
+  FastifyLikeRequest,
+} from './fastify.js';
 export { dunwallHono } from './hono.js';
 export type { HonoLikeContext, HonoMiddleware } from './hono.js';
 export { checkRequest, withDunwall } from './fetch.js';

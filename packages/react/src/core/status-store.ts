@@ -153,7 +153,9 @@ function stateOf(a: BillingBootstrap, source: BillingSource, ready: boolean): Bi
 function readCopy(text: string | null): (BillingBootstrap & { at: number }) | null {
   try {
     const v: unknown = JSON.parse(text ?? '');
-    return isObject(v) && typeof v.at === 'number' && STATUSES.includes(v.status as string) ? (v as unknown as BillingBootstrap & { at: number }) : null;
+    return isObject(v) && typeof v.at === 'number' && STATUSES.includes(v.status as string)
+      ? (v as unknown as BillingBootstrap & { at: number })
+      : null;
   } catch {
     return null;
   }
@@ -168,7 +170,11 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   const key = customer ? persistKey(o.tenant, customer) : null;
   const listeners = new Set<() => void>();
 
-  const server: BillingState = !customer ? { ...ACTIVE, ready: true } : o.bootstrap ? stateOf(o.bootstrap, 'bootstrap', true) : ACTIVE;
+  const server: BillingState = !customer
+    ? { ...ACTIVE, ready: true }
+    : o.bootstrap
+      ? stateOf(o.bootstrap, 'bootstrap', true)
+      : ACTIVE;
   let state = server;
   /** The first question has been answered (or failed) in this page. */
   let asked = false;
@@ -205,7 +211,11 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
     const copy = readCopy(text);
     if (!copy || fresh) return;
     const candidate = stateOf(copy, 'persisted', state.ready);
-    if (now() - copy.at > maxAgeMs || (shownAt !== null && (shownAt >= copy.at || RANK[candidate.status] > RANK[state.status]))) return debug('copy unused');
+    if (
+      now() - copy.at > maxAgeMs ||
+      (shownAt !== null && (shownAt >= copy.at || RANK[candidate.status] > RANK[state.status]))
+    )
+      return debug('copy unused');
     shownAt = copy.at;
     // Read after a failed question: the failure's source and error stay.
     set(asked ? { ...candidate, source: state.source, error: state.error } : candidate);
@@ -226,7 +236,9 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
     if (!key || !o.storage || o.preview) return;
     try {
       // Never the pay link: it opens the customer's invoice to whoever holds it.
-      void Promise.resolve(o.storage.setItem(key, JSON.stringify({ ...result, pay_url: undefined, source: undefined, at }))).catch(() => {});
+      void Promise.resolve(
+        o.storage.setItem(key, JSON.stringify({ ...result, pay_url: undefined, source: undefined, at })),
+      ).catch(() => {});
     } catch {
       // A full or refused storage: the copy is only a convenience.
     }
@@ -268,7 +280,11 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
     // The tenant's API refused after this question was asked: its lockout stands.
     const before = askedAt < refusedAt;
     if (result.source === 'fallback') {
-      void explain(result.error, o.tenant, probe ? () => probe(`${o.baseUrl.replace(/\/+$/, '')}/snippet.js`) : undefined);
+      void explain(
+        result.error,
+        o.tenant,
+        probe ? () => probe(`${o.baseUrl.replace(/\/+$/, '')}/snippet.js`) : undefined,
+      );
       // Kept as shown, never as a gate; nothing known at all: active.
       const kept = RANK[state.status] > RANK.warning ? 'warning' : state.status;
       if (!before) set({ ...state, status: kept, ready: true, source: 'fallback', error: result.error });
@@ -331,7 +347,15 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
       fresh = true;
       refusedAt = now();
       // A fresh answer, never persisted: the gate, with the problem's way to pay.
-      set({ ...state, status: 'lockout', lockoutAt: str(problem.lockout_at), payUrl: str(problem.pay_url), ready: true, source: 'api', error: null });
+      set({
+        ...state,
+        status: 'lockout',
+        lockoutAt: str(problem.lockout_at),
+        payUrl: str(problem.pay_url),
+        ready: true,
+        source: 'api',
+        error: null,
+      });
       arm();
     },
     start() {

@@ -74,10 +74,16 @@ export function safeUrl(value: string | null | undefined, base?: string): string
  * `{time}`: "in 3 days" to `at`, rounded to days from two days on, hours from two hours on,
  * else minutes (at least one); `{date}`: the date and time. Returns the sentence and the date.
  */
-export function countdown(at: number, locales: readonly string[], text: string, now: number = Date.now()): [string, string] {
+export function countdown(
+  at: number,
+  locales: readonly string[],
+  text: string,
+  now: number = Date.now(),
+): [string, string] {
   try {
     const left = at - now;
-    const [unit, ms]: [Intl.RelativeTimeFormatUnit, number] = left >= 2 * 864e5 ? ['day', 864e5] : left >= 2 * 36e5 ? ['hour', 36e5] : ['minute', MINUTE_MS];
+    const [unit, ms]: [Intl.RelativeTimeFormatUnit, number] =
+      left >= 2 * 864e5 ? ['day', 864e5] : left >= 2 * 36e5 ? ['hour', 36e5] : ['minute', MINUTE_MS];
     const n = Math.max(1, Math.round(left / ms));
     // Numeric ("in 1 day", never "tomorrow": a day left may end the day after).
     const time = new Intl.RelativeTimeFormat(locales as string[]).format(n, unit);
@@ -94,7 +100,11 @@ export function countdown(at: number, locales: readonly string[], text: string, 
  * The texts (defaults, then the branding's in the first of `languages` it has, then the
  * app's own), and the locales the countdown speaks: its sentence's.
  */
-export function textsFor(branding: Branding, languages: readonly string[], own: Partial<Texts> = {}): { texts: Texts; locales: readonly string[] } {
+export function textsFor(
+  branding: Branding,
+  languages: readonly string[],
+  own: Partial<Texts> = {},
+): { texts: Texts; locales: readonly string[] } {
   const fromBranding: Partial<Texts> = {};
   let from: string | undefined;
   for (const [ours, theirs] of FROM_BRANDING) {
@@ -129,7 +139,12 @@ export function payLinks(
   const card = safe(answer.cardUpdateUrl ?? ownCardUpdateUrl);
   const links: Link[] = pay ? [{ href: pay, text: texts.payNow, external: true }] : [];
   const other = card ?? (pay ? null : safe(branding.payment_url));
-  if (other) links.push({ href: other, text: answer.status === 'lockout' && !pay ? (texts.pay ?? texts.update) : texts.update, external: false });
+  if (other)
+    links.push({
+      href: other,
+      text: answer.status === 'lockout' && !pay ? (texts.pay ?? texts.update) : texts.update,
+      external: false,
+    });
   return links;
 }
 
@@ -139,7 +154,11 @@ export function dismissKey(tenant: string, customer: string): string {
 }
 
 /** The tenant's branding (`GET /api/branding/:slug`, public and cacheable); {} on any failure or after 2 s. */
-export async function fetchBranding(baseUrl: string, tenant: string, fetchImpl: typeof fetch = fetch): Promise<Branding> {
+export async function fetchBranding(
+  baseUrl: string,
+  tenant: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<Branding> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), 2_000);
   try {
