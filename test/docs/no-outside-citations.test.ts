@@ -20,7 +20,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const OUTSIDE = [
   new RegExp(['CONTRACT', 'md'].join('\\.')),
   new RegExp(['DESIGN', 'md'].join('\\.')),
-  // "CONTRACT section 5", "(CONTRACT: ...)": the same document by its name alone.
+  // The same document by its name alone, followed by a section number or a colon.
   new RegExp(`\\b${'CONTRACT'}(?: sections? \\d|:)`),
   new RegExp(['\\.\\.', 'shared\\b'].join('/')),
   new RegExp(['(?:^|[\\s(\'"`])', 'work', ''].join('/')),
