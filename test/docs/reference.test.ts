@@ -15,17 +15,31 @@ import { PREVIEW_LOCKOUT_AHEAD_MS } from '../../src/domain/lookup.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../src/domain/policy.js';
 import { MAX_ANALYTICS_RANGE_DAYS } from '../../src/domain/runs.js';
 import { HARD_DECLINE_CODES } from '../../src/domain/stripe/declines.js';
-import { RELEVANT_EVENT_TYPES } from '../../src/domain/stripe/derive.js';
+import { MAX_INVOICE_PAYMENTS, RELEVANT_EVENT_TYPES } from '../../src/domain/stripe/derive.js';
 import { MAX_AHEAD_S } from '../../src/domain/stripe/event.js';
 import * as stripeSignature from '../../src/domain/stripe/signature.js';
-import { CUSTOMER_ID_PATTERN, SLUG_PATTERN, STATUSES } from '../../src/domain/types.js';
+import {
+  CUSTOMER_ID_PATTERN,
+  FLAG_NAME_PATTERN,
+  REASON_PATTERN,
+  SLUG_PATTERN,
+  STATUSES,
+  TIER_NAME_PATTERN,
+} from '../../src/domain/types.js';
 import { MAX_URL_LENGTH } from '../../src/domain/validation.js';
-import { DEFAULT_DELIVERY_SETTINGS, MAX_IN_FLIGHT, MAX_IN_FLIGHT_PER_TENANT } from '../../src/downstream/index.js';
+import {
+  CUT_AFTER_MS,
+  DEFAULT_DELIVERY_SETTINGS,
+  MAX_IN_FLIGHT,
+  MAX_IN_FLIGHT_PER_TENANT,
+} from '../../src/downstream/index.js';
 import { DEFAULT_HTTP_LIMITS } from '../../src/http/app.js';
+import { KEY_USAGE_FLUSH_INTERVAL_MS } from '../../src/http/key-usage.js';
 import { MAX_TARBALL_BYTES } from '../../src/http/package-tarballs.js';
 import { ERRORS, STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
 import { RATE_LIMIT_WINDOW_MS } from '../../src/http/rate-limit.js';
 import { BRANDING_MAX_AGE_S } from '../../src/http/routes/branding.js';
+import { READY_TIMEOUT_MS } from '../../src/http/routes/health.js';
 import {
   DEFAULT_FEED_PAGE,
   DEFAULT_STATUS_FEED_LIMITS,
@@ -43,8 +57,9 @@ import {
   MAX_REPLAY_MESSAGES,
   MAX_SUBSCRIBERS_PAGE,
   MAX_WEBHOOK_PAGE,
-  RotateKeyBody,
 } from '../../src/http/schemas.js';
+import * as schemas from '../../src/http/schemas.js';
+import { STRIPE_INTAKE_FLUSH_INTERVAL_MS } from '../../src/http/stripe-intake.js';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../../src/readmodel/index.js';
 import {
   DEFAULT_HISTORY_RETENTION_DAYS,
@@ -139,11 +154,20 @@ function exported(module: object, ...names: string[]): number {
   return value;
 }
 
-/** The longest repeat of a pattern's `{1,N}` part, plus the characters before it (`[a-z0-9]` counts one). */
+/** The longest match of a pattern: its `{m,N}` repeat at its longest, plus the characters before it (`[a-z0-9]` counts one). */
 function longest(pattern: string, before: number): number {
-  const m = /\{1,(\d+)\}/.exec(pattern);
-  if (!m) throw new Error(`${pattern}: no {1,N}`);
+  const m = /\{\d+,(\d+)\}/.exec(pattern);
+  if (!m) throw new Error(`${pattern}: no {m,N}`);
   return Number(m[1]) + before;
+}
+
+/** The `maximum` of a body schema's integer field, the schema found by whichever of its names it has now. */
+function schemaMaximum(field: string, ...names: string[]): number {
+  const exports = schemas as unknown as Record<string, { properties?: Record<string, { maximum?: number }> }>;
+  const schema = names.map((name) => exports[name]).find((s) => s?.properties?.[field] !== undefined);
+  const maximum = schema?.properties?.[field]?.maximum;
+  if (maximum === undefined) throw new Error(`none of ${names.join(', ')} has a ${field} with a maximum`);
+  return maximum;
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
@@ -155,6 +179,7 @@ const seconds = (msValue: number): string => `${count(msValue / 1000)} s`;
 const minutes = (msValue: number): string => `${msValue / 60_000} min`;
 const hours = (msValue: number): string => `${msValue / 3_600_000} h`;
 const days = (n: number): string => `${n} days`;
+const bytes = (n: number): string => `${count(n)} bytes`;
 const DAY_MS = 86_400_000;
 
 /** Every row of the Limits table, by its first cell: the value it must show, from the code. */
@@ -180,6 +205,7 @@ const LIMITS: Readonly<Record<string, string>> = {
   "a tenant's `lookups_per_minute`": count(MAX_LOOKUPS_PER_MINUTE),
   'rate limit count in Redis': ms(REDIS_COMMAND_TIMEOUT_MS),
   '`Retry-After` of `store_unavailable`': `${STORE_UNAVAILABLE_RETRY_AFTER_S} s`,
+  'readiness check (`/readyz`)': seconds(READY_TIMEOUT_MS),
   "a request's wait on the store": seconds(sourceConstant('DEFAULT_STORE_REQUEST_TIMEOUT_MS')),
   "a request's wait on the store, at most": seconds(MAX_STORE_REQUEST_TIMEOUT_MS),
   'a PostgreSQL query': seconds(sourceConstant('DEFAULT_DB_QUERY_TIMEOUT_MS')),
@@ -188,10 +214,15 @@ const LIMITS: Readonly<Record<string, string>> = {
   'the same, at most': hours(MAX_STALE_IF_ERROR_MS),
   'Stripe signature age': `${exported(stripeSignature, 'STRIPE_SIGNATURE_TOLERANCE_S', 'WEBHOOK_TOLERANCE_S')} s`,
   "Stripe time ahead of Dunwall's clock": `${MAX_AHEAD_S} s`,
+  'payments read from one invoice event': count(MAX_INVOICE_PAYMENTS),
+  'Stripe intake counts stored every': seconds(STRIPE_INTAKE_FLUSH_INTERVAL_MS),
   'CORS preflight cached': `${count(sourceConstant('PREFLIGHT_MAX_AGE_S'))} s`,
   'previewed lockout ahead': days(PREVIEW_LOCKOUT_AHEAD_MS / DAY_MS),
   '`processor_customer_id` after `cus_`': chars(longest(CUSTOMER_ID_PATTERN, 0)),
   'tenant slug': chars(longest(SLUG_PATTERN, 1)),
+  'tier name': chars(longest(TIER_NAME_PATTERN, 1)),
+  'tier flag name': chars(longest(FLAG_NAME_PATTERN, 1)),
+  reason: chars(longest(REASON_PATTERN, 1)),
   'URL (card update, branding, endpoint)': chars(MAX_URL_LENGTH),
   '`allowed_origins`': count(MAX_ALLOWED_ORIGINS),
   'branding text': chars(MAX_BRANDING_TEXT),
@@ -203,19 +234,23 @@ const LIMITS: Readonly<Record<string, string>> = {
   'policy clock tick': seconds(POLICY_TICK_MS),
   'subscribers per policy sweep batch': count(POLICY_SWEEP_BATCH),
   'secret keys per tenant': count(sourceConstant('MAX_SECRET_KEYS_PER_TENANT')),
-  'secret key rotation overlap, at most': days(
-    (RotateKeyBody.properties.overlap_seconds as unknown as { maximum: number }).maximum / 86_400,
+  'secret key rotation overlap, at most': days(schemaMaximum('overlap_seconds', 'RotateKeyBody') / 86_400),
+  'endpoint signing secret rotation overlap, at most': days(
+    schemaMaximum('overlap_seconds', 'RotateEndpointSecretBody', 'RotateWebhookSecretBody') / 86_400,
   ),
   'credential rotation overlap': `${count(DEFAULT_ROTATION_OVERLAP_S)} s`,
   'secret key prefix shown': chars(SECRET_KEY_PREFIX_CHARS),
+  "a secret key's last use recorded every": seconds(KEY_USAGE_FLUSH_INTERVAL_MS),
   'admin token, at least': chars(MIN_ADMIN_TOKEN_LENGTH),
   'console session': hours(DEFAULT_CONSOLE_SESSION_TTL_MS),
+  "a signed-out session's stream or long poll checked every": ms(DEFAULT_STATUS_FEED_LIMITS.sessionRecheckMs),
   'subscribers per page': count(MAX_SUBSCRIBERS_PAGE),
   'history entries shown': count(sourceConstant('HISTORY_LIMIT')),
   "a subscriber's messages per page": count(MAX_CUSTOMER_WEBHOOKS),
   'endpoint messages or attempts per page': count(MAX_WEBHOOK_PAGE),
   'messages replayed per call': count(MAX_REPLAY_MESSAGES),
   'analytics range': days(MAX_ANALYTICS_RANGE_DAYS),
+  'analytics range, default': days(sourceConstant('DEFAULT_RANGE_DAYS')),
   'status feed page, default': count(DEFAULT_FEED_PAGE),
   'status feed page, at most': count(MAX_FEED_PAGE),
   'status feed `wait`, at most': `${MAX_WAIT_S} s`,
@@ -225,6 +260,7 @@ const LIMITS: Readonly<Record<string, string>> = {
   'status feed keep-alive comment every': seconds(DEFAULT_STATUS_FEED_LIMITS.heartbeatMs),
   'status feed safety read every': seconds(DEFAULT_STATUS_FEED_LIMITS.safetyPollMs),
   'bytes waiting for a slow stream reader before it is cut': kib(DEFAULT_STATUS_FEED_LIMITS.maxBufferedBytes),
+  '`Retry-After` of `too_many_streams`': `${sourceConstant('TOO_MANY_RETRY_AFTER_S')} s`,
   'status feed changes kept': days(DEFAULT_STATUS_FEED_RETENTION_DAYS),
   'Stripe events kept': days(DEFAULT_STRIPE_EVENTS_RETENTION_DAYS),
   'Stripe events kept, at least': days(MIN_STRIPE_EVENTS_RETENTION_DAYS),
@@ -236,6 +272,8 @@ const LIMITS: Readonly<Record<string, string>> = {
   'downstream attempts at once per endpoint': count(DEFAULT_DELIVERY_SETTINGS.concurrencyPerEndpoint),
   'downstream attempts at once per process': count(MAX_IN_FLIGHT),
   'downstream attempts at once per tenant': count(MAX_IN_FLIGHT_PER_TENANT),
+  'a downstream attempt cut to free a slot after': seconds(CUT_AFTER_MS),
+  "a receiver's answer kept": bytes(sourceConstant('BODY_SNIPPET_BYTES')),
   'a downstream message retried for': hours(RETRY_WINDOW_MS),
   'an endpoint failing this long is disabled': days(DISABLE_FAILING_AFTER_MS / DAY_MS),
   'branding cached by browsers': `${BRANDING_MAX_AGE_S} s`,
