@@ -1,4 +1,4 @@
--- Statuses follow dunning episodes (CONTRACT.md section 5). `subscribers` stays what the
+-- Statuses follow dunning episodes (docs/reference.md#statuses-and-their-derivation). `subscribers` stays what the
 -- lookup reads: the customer's status, recomputed in the transaction of every change from
 -- its episodes and its override.
 

@@ -1,4 +1,4 @@
--- A tenant's dunning policy (CONTRACT.md section 6), the answered status beside the derived
+-- A tenant's dunning policy (docs/reference.md#the-dunning-policy), the answered status beside the derived
 -- one, and what Stripe tells about money (issue: a gate the customer can pay through).
 
 -- The policy: how derived statuses are enforced. The defaults keep the behaviour before it.
@@ -8,11 +8,11 @@ ALTER TABLE tenants
   ADD COLUMN policy_escalate_after_days smallint CHECK (policy_escalate_after_days BETWEEN 1 AND 120);
 
 -- `status` stays what the lookup reads: now the *answered* status (the derived one after the
--- policy) as of the last write. `derived_status` is the status of sections 5 alone.
+-- policy) as of the last write. `derived_status` is the status of the episodes alone.
 -- `lockout_at`: while answered `warning`, when a grace ends or an escalation falls due; every
 -- instance answers `lockout` from then on by comparing its clock, and one instance writes it.
 -- `pay_url`: the hosted invoice page of the open invoice behind the worst unresolved episode.
--- `derived_status` includes an admin's override while it stands (section 5): the status
+-- `derived_status` includes an admin's override while it stands (an override): the status
 -- the admin set. `banner_only` and `monitor` still apply to it, so `status` may differ.
 ALTER TABLE subscribers
   ADD COLUMN derived_status text CHECK (derived_status IN ('active', 'warning', 'lockout')),

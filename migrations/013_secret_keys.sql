@@ -1,4 +1,4 @@
--- A tenant's secret keys (CONTRACT.md section 7): many per tenant, each named, with scopes.
+-- A tenant's secret keys (docs/reference.md#keys-and-scopes): many per tenant, each named, with scopes.
 -- Only SHA-256 digests are kept, and the key is found by its digest. A rotation keeps the
 -- replaced digest beside the new one until `previous_expires_at`, so that a server that has
 -- not switched yet is not refused. A revoked key is deleted.

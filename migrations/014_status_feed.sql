@@ -1,4 +1,4 @@
--- The tenant's status change feed (CONTRACT.md section 7, docs/feed.md): one row each time a
+-- The tenant's status change feed (docs/reference.md#the-status-feed, docs/feed.md): one row each time a
 -- subscriber's answer changes, that is its answered status, its scheduled lockout or its pay
 -- link, whatever wrote it (a Stripe event, an admin, the policy clock, a policy sweep, a
 -- deletion). A subscriber with no record answers `active` with neither, so a deletion is a

@@ -12,7 +12,7 @@ import type { SubscriberStatus } from './types.js';
 
 /**
  * What one write does to a customer, as a value (docs/stripe.md, statuses from dunning
- * episodes; CONTRACT.md section 6 for the policy): its episodes, its record (the answered
+ * episodes; docs/reference.md#the-dunning-policy for the policy): its episodes, its record (the answered
  * status under the tenant's policy, the derived one, the scheduled lockout, the pay link),
  * its history entry and its downstream message. The store reads a `CustomerState` under the
  * customer's lock, a decision here turns it into an `Effect`, and the store writes that in
@@ -153,7 +153,7 @@ export function unchanged<O>(state: CustomerState, outcome: O): Decision<O> {
   return { outcome, before: statusOf(state.subscriber), after: statusOf(state.subscriber), effect: noEffect() };
 }
 
-/** An override stands with the derived status of the record (section 5). */
+/** An override stands with the derived status of the record (docs/reference.md#statuses-and-their-derivation). */
 export function overrideOf(row: StoredSubscriber | null): Override | null {
   return row !== null && row.overriddenAtMs !== null
     ? { status: row.derivedStatus, reason: row.reason, atMs: row.overriddenAtMs }

@@ -37,7 +37,7 @@ export function generateHmacSecret(): string {
   return randomBytes(HMAC_SECRET_BYTES).toString('base64url');
 }
 
-/** `sk_live_` or `sk_test_`, then at least 32 base62 characters (CONTRACT.md section 7). */
+/** `sk_live_` or `sk_test_`, then at least 32 base62 characters (docs/reference.md#keys-and-scopes). */
 export const SECRET_KEY_RE = /^sk_(?:live|test)_[A-Za-z0-9]{32,128}$/;
 const SECRET_KEY_RANDOM_CHARS = 40;
 /** How many characters of a secret key are kept in clear, to tell keys apart. */
@@ -66,7 +66,7 @@ export function sha256(value: string): Buffer {
 }
 
 /**
- * What a tenant's secret key may do (CONTRACT.md section 7): the one list the schemas, the
+ * What a tenant's secret key may do (docs/reference.md#keys-and-scopes): the one list the schemas, the
  * checks and the CLI derive from. `stripe:write` guards what can decide a status as an
  * override does (the Stripe webhook signing secret): `settings:write` never reaches it, and
  * a key holds it only when it was given it by name.

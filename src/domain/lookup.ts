@@ -9,7 +9,7 @@ import type { Credential, SubscriberStatus, TenantAuth, TenantAuthFields } from 
 /** RFC 6750 b64token, after a case-insensitive `Bearer` and one or more spaces. */
 const BEARER_RE = /^bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-/** The codes of the contract's lookup checks, in their order (section 1). */
+/** The codes of the lookup's checks, in their order (docs/reference.md#the-lookup). */
 export type LookupFailure =
   | 'missing_publishable_key'
   | 'invalid_publishable_key'
@@ -59,7 +59,7 @@ export interface LookupRequest {
 /**
  * `signed`: the lookup carried a valid `hmac` or a secret key, so its answer may name the invoice to pay.
  * `keyId`: the secret key that authenticated it (null: a publishable key).
- * `preview`: a test tenant's lookup asked to see that status (CONTRACT.md section 6).
+ * `preview`: a test tenant's lookup asked to see that status (docs/reference.md#modes).
  */
 export type LookupCheck =
   | { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null }
@@ -97,7 +97,7 @@ export function isValidSlug(slug: string): boolean {
  */
 export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs: number): LookupCheck {
   if (tenant === null) return { ok: false, code: 'tenant_not_found' };
-  // A secret key (section 7) stands in for the publishable key and the hmac, from a server only.
+  // A secret key (docs/reference.md#keys-and-scopes) stands in for the publishable key and the hmac, from a server only.
   let keyId: string | null = null;
   if (looksLikeSecretKey(req.token)) {
     if (req.origin !== undefined) {
@@ -228,7 +228,7 @@ export interface AnswerExtra {
 }
 
 /**
- * The answered body of a known subscriber at `nowMs` (CONTRACT.md sections 1 and 6): the
+ * The answered body of a known subscriber at `nowMs` (docs/reference.md, the lookup and the policy): the
  * stored status, `lockout` once its scheduled lockout has come (every instance compares its
  * clock, before any write says so), then the tenant's enforcement applied again so that a
  * change of it reaches every answer at once. `lockout_at` while a lockout is scheduled;

@@ -6,8 +6,8 @@ export { ENFORCEMENTS };
 export type { Enforcement };
 
 /**
- * A tenant's dunning policy (CONTRACT.md section 6): how the statuses derived from Stripe's
- * events (section 5) are answered. Pure: the store computes a customer's answer with it at
+ * A tenant's dunning policy (docs/reference.md#the-dunning-policy): how the statuses derived from
+ * Stripe's events (docs/reference.md#statuses-and-their-derivation) are answered. Pure: the store computes a customer's answer with it at
  * every write, and the lookup compares its clock with the `lockoutAt` it gives.
  */
 

@@ -4,7 +4,7 @@ import type { Scope } from './keys.js';
 import type { SecretKeyAuth } from './types.js';
 
 /**
- * A tenant's secret keys (CONTRACT.md section 7), checked as values: the key is hashed and
+ * A tenant's secret keys (docs/reference.md#keys-and-scopes), checked as values: the key is hashed and
  * compared, digest to digest and in constant time, with every digest of the tenant, so that
  * neither which key nor how much of it matched can be timed. Nothing here is remembered per
  * presented key: a secret key is never held in memory as a map key.

@@ -17,8 +17,8 @@ import { CSRF_HEADER, csrfMatches, readCookie, SESSION_COOKIE } from '../console
 import type { SessionPrincipal } from '../console/session.js';
 
 /**
- * Who a request acts for, resolved once per request by the hooks of its scope (DESIGN.md,
- * habit 7): the operator by the admin token (and the tenant by the slug in the path), or a
+ * Who a request acts for, resolved once per request by the hooks of its scope (never by a
+ * route): the operator by the admin token (and the tenant by the slug in the path), or a
  * tenant by its secret key (the tenant being the key's). Route handlers read `req.tenant`
  * and `req.principal`; a route names the scope it needs in its config (`{ scope }`).
  */

@@ -386,7 +386,7 @@ export const RotateBody = Type.Object(
 
 export const TenantParams = Type.Object({ slug: Slug });
 
-// --- tenant secret keys and settings (CONTRACT.md section 7) -------------------------------
+// --- tenant secret keys and settings (docs/reference.md#keys-and-scopes) ------------------
 
 export const ScopeName = Type.Unsafe<Scope>({
   type: 'string',

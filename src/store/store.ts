@@ -49,7 +49,7 @@ export interface TenantRecord {
   lookupsPerMinute: number | null;
   /** What the snippet shows with a banner or a gate ({}: its defaults). */
   branding: Branding;
-  /** How derived statuses are enforced (CONTRACT.md section 6). */
+  /** How derived statuses are enforced (docs/reference.md#the-dunning-policy). */
   policy: Policy;
   /** Stripe events taken: live only (true), test only (false), or both (null). */
   livemode: boolean | null;

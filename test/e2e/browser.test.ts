@@ -596,7 +596,7 @@ ${tag ?? ''}
     });
 
     /**
-     * The service's real answer, with the two keys the contract (section 1) adds to a known
+     * The service's real answer, with the two keys the contract (docs/reference.md#the-lookup) adds to a known
      * subscriber's body after `entitlements`: `lockout_at` and `pay_url`. It stands for the
      * service's own fields while they are built; everything else (the request, its checks,
      * its headers and status) is the running service's.

@@ -8,7 +8,7 @@ import type { Branding } from '../../src/domain/branding.js';
 /**
  * A stand-in for the Dunwall service, for the app packages' tests in Chromium: the lookup
  * (`GET /api/subscriber-status/:slug`) and the branding (`GET /api/branding/:slug`) as the
- * contract's section 1 describes them, for one test tenant, with the answers a test sets
+ * reference (docs/reference.md#the-lookup) describes them, for one test tenant, with the answers a test sets
  * per customer; every lookup is recorded. The real service is tested on its own; here the
  * test decides each answer (a failure, a change between two questions) without a database.
  * It also serves the page and the app's bundle, from the same origin.

@@ -4,7 +4,7 @@ import type { BillingState, PersistStorage, StatusStoreOptions } from '../../pac
 
 /**
  * The status store behind @dunwall/react and @dunwall/react-native, driven by a stand-in for
- * the lookup that answers as section 1 of the contract says (bodies, problem details), a
+ * the lookup that answers as docs/reference.md#the-lookup says (bodies, problem details), a
  * storage of the three methods, and a clock and timers of the test's own.
  */
 const ENTITLEMENTS = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };

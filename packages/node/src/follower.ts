@@ -27,7 +27,7 @@ import type {
  *   Nothing is thrown into the application: failures go to `onError`.
  * - Staleness: every answer of the service (an empty long poll too) is a sign of life. Past
  *   `staleAfterMs` without one, the copy never gates: a lockout is answered `warning`, every
- *   answer says `source: 'stale'` (CONTRACT: a stale copy never gates).
+ *   answer says `source: 'stale'` (docs/reference.md#the-lookup: it fails open).
  */
 
 const DEFAULT_STALE_AFTER_MS = 60_000;

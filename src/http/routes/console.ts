@@ -178,7 +178,7 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
     const status = m[1] as (typeof PREVIEW_STATES)[number];
     const lockoutAt =
       status === 'warning' ? { lockout_at: formatLockoutAt(opts.now() + PREVIEW_LOCKOUT_AHEAD_MS) } : {};
-    // The lookup's shape (CONTRACT.md section 1): no card update page, so the draft's payment link shows.
+    // The lookup's shape (docs/reference.md#the-lookup): no card update page, so the draft's payment link shows.
     return reply.send(JSON.stringify({ status, entitlements: {}, card_update_url: null, ...lockoutAt }));
   });
 

@@ -12,7 +12,7 @@ import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common
 import type { Audience } from './common.js';
 
 /**
- * A tenant's secret keys (CONTRACT.md section 7), for the operator and for a tenant key
+ * A tenant's secret keys (docs/reference.md#keys-and-scopes), for the operator and for a tenant key
  * holding `keys:write`. A key's secret is shown once, in the answer that creates or rotates
  * it; only its digest is kept. A tenant key never grants, rotates or revokes a key with a
  * scope it does not hold itself.

@@ -26,7 +26,7 @@ import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common
 import type { Audience } from './common.js';
 
 /**
- * A tenant's own settings (CONTRACT.md section 7): what the tenant may change of itself,
+ * A tenant's own settings (docs/reference.md#keys-and-scopes): what the tenant may change of itself,
  * for the tenant (`settings:write`) and the operator alike. Never its tier, suspension,
  * slug, mode or quota: those are the operator's, through PATCH /admin/v1/tenants/:slug.
  * The Stripe webhook signing secret decides statuses as an override does: it needs

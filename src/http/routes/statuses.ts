@@ -18,7 +18,7 @@ import { AppError } from '../problems.js';
 import { Entitlements, ProblemRef, Status } from '../schemas.js';
 
 /**
- * The tenant's status feed (CONTRACT.md section 7, docs/feed.md): `GET /statuses` lists the
+ * The tenant's status feed (docs/reference.md#the-status-feed, docs/feed.md): `GET /statuses` lists the
  * subscribers answered other than `active` with the position the feed goes on from, and
  * `GET /status-changes` follows it, at once, as a long poll, or as Server-Sent Events.
  *

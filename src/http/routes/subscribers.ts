@@ -30,7 +30,7 @@ import type { Audience } from './common.js';
  * tenant (/v1/subscribers): list by answered or derived status, show one with its episodes
  * and history, the webhook messages its changes raised, its status as the lookup answers it
  * (with `pay_url`), and an override set or cleared. The operator alone may also set a status directly and forget a customer (the
- * routes of section 3, kept as they were).
+ * admin routes the service began with, kept as they were).
  */
 export interface SubscriberRoutesOptions {
   audience: Audience;
@@ -218,7 +218,7 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
 
   /**
    * An override, as of now: the tenant's `PUT .../override`, and the operator's `PUT
-   * /subscribers/:customerId` of section 3, which is the same action under its first name.
+   * /subscribers/:customerId` of the first admin API, which is the same action under its first name.
    */
   const setStatus = (path: string, operationId: string, summary: string) =>
     app.put(
