@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createStatusStore, persistKey } from '../../packages/react/src/core/status-store.js';
-import type { BillingState, PersistStorage, StatusStoreOptions } from '../../packages/react/src/core/status-store.js';
+import { createStatusStore, persistKey } from '@dunwall/core';
+import type { BillingState, PersistStorage, StatusStoreOptions } from '@dunwall/core';
 
 /**
  * The status store behind @dunwall/react and @dunwall/react-native, driven by a stand-in for
