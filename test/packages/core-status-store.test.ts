@@ -3,7 +3,7 @@ import { createStatusStore, persistKey } from '@dunwall/core';
 import type { BillingState, PersistStorage, StatusStoreOptions } from '@dunwall/core';
 
 /**
- * The status store behind @dunwall/react and @dunwall/react-native, driven by a stand-in for
+ * The status store of @dunwall/core, behind @dunwall/react and @dunwall/react-native, driven by a stand-in for
  * the lookup that answers as section 1 of the contract says (bodies, problem details), a
  * storage of the three methods, and a clock and timers of the test's own.
  */
