@@ -10,6 +10,10 @@
  * else the card update page, else the branding's payment link. While something is shown, the
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
+ *
+ * What is shown, with which texts, links and countdown, and a banner's dismissal, are decided
+ * by `@dunwall/core`, as for `@dunwall/react` and `@dunwall/react-native`: this file draws
+ * them in the page, and holds the page under a gate with the core's `holdPage`.
  */
 import {
   countdown,

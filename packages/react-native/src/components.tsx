@@ -6,7 +6,8 @@
  * colours, logo, links), the countdown to `lockout_at`, "Pay now" to the invoice's page
  * first (opened by `Linking`: coming back to the app asks again), a banner dismissed for the
  * app's session (in memory, per tenant and customer). Styled by `style` and per-part `styles`;
- * a function child draws the tenant's own UI from the same facts.
+ * a function child draws the tenant's own UI from the same facts. What is shown and the view
+ * are `@dunwall/core`'s: these components only render them.
  */
 import { useMemo, useSyncExternalStore } from 'react';
 import type { ReactNode } from 'react';
