@@ -25,8 +25,14 @@ if (!process.env.TMPDIR) {
 }
 
 export default defineConfig({
-  // The examples of docs/servers.md import @dunwall/node by its name: its source, here.
-  resolve: { alias: { '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)) } },
+  // The examples of docs/servers.md import @dunwall/node by its name: its source, here; and the browser packages
+  // import what they share by its name, @dunwall/core.
+  resolve: {
+    alias: {
+      '@dunwall/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
+      '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)),
+    },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

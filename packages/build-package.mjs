@@ -1,9 +1,10 @@
 // Builds a browser package (`react`, `react-native`): one ES module bundling its sources
-// and what it shares with the snippet and the client, React and React Native left to the
-// app; its declarations; and its size, minified and gzipped, against the package's budget.
+// and what it shares with the snippet (`@dunwall/core`, private: inlined, never a dependency)
+// and the client, React and React Native left to the app; its declarations, the core's among
+// them; and its size, minified and gzipped, against the package's budget.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
@@ -52,3 +53,20 @@ execFileSync(
   ],
   { stdio: 'inherit' },
 );
+
+// The declarations name the core as the sources do, `@dunwall/core`, which an app that installs
+// the package alone does not have: each names the core's declarations beside it instead.
+const types = join(dir, 'dist', 'types');
+const coreEntry = join(types, 'packages', 'core', 'src', 'index.js');
+for (const entry of readdirSync(types, { recursive: true })) {
+  const file = join(types, String(entry));
+  if (!file.endsWith('.d.ts')) continue;
+  const text = readFileSync(file, 'utf8');
+  let path = relative(dirname(file), coreEntry);
+  if (!path.startsWith('.')) path = `./${path}`;
+  const named = text.replaceAll(
+    /(from\s*|import\()(['"])@dunwall\/core\2/g,
+    (_, lead, quote) => `${lead}${quote}${path}${quote}`,
+  );
+  if (named !== text) writeFileSync(file, named);
+}

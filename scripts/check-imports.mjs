@@ -109,6 +109,61 @@ function visit(v) {
 }
 for (const v of graph.keys()) if (!meta.has(v)) visit(v);
 
+// The browser core (`packages/core`, `@dunwall/core`) is held apart: from outside it is imported
+// by its name only, never by a path into its folder, and never by src/ (the server does not
+// depend on a browser package); it imports nothing of the snippet, the React packages or src/,
+// except the domain's types (its vocabularies, such as the branding's). Every import of every
+// file of ours is read, relative or by name.
+const core = join(root, 'packages', 'core');
+const inCore = (path) => path === core || path.startsWith(`${core}/`);
+const SPEC_RE =
+  /(?:^|[^\w.])(import|export)\s+(type\s)?[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+function codeFiles(dir, out = []) {
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name.startsWith('.')) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) codeFiles(path, out);
+    else if (/\.(ts|tsx|mts|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+let coreFiles = 0;
+for (const top of ['src', 'packages', 'snippet', 'console', 'test', 'bench', 'docs', 'scripts']) {
+  for (const file of codeFiles(join(root, top))) {
+    const text = readFileSync(file, 'utf8');
+    const here = relative(root, file);
+    if (inCore(file)) coreFiles += 1;
+    for (const m of text.matchAll(SPEC_RE)) {
+      const spec = m[3] ?? m[4];
+      const typeOnly = m[2] !== undefined;
+      if (spec === '@dunwall/core' || spec.startsWith('@dunwall/core/')) {
+        if (inCore(file)) problems.push(`${here} imports ${spec}: the core imports its own files by their paths`);
+        else if (spec !== '@dunwall/core')
+          problems.push(`${here} imports ${spec}: the core is imported by its name only`);
+        else if (file.startsWith(`${src}/`))
+          problems.push(`${here} imports ${spec}: src/ must not import the browser core`);
+        continue;
+      }
+      if (!spec.startsWith('.')) {
+        if (inCore(file) && spec.startsWith('@dunwall/'))
+          problems.push(`${here} imports ${spec}: the core imports no package of ours by its name`);
+        continue;
+      }
+      const target = resolve(dirname(file), spec);
+      if (!inCore(file)) {
+        if (inCore(target)) problems.push(`${here} imports ${spec}: the core is imported by its name, @dunwall/core`);
+        continue;
+      }
+      if (inCore(target) || target.startsWith(join(root, 'packages', 'client', 'src'))) continue;
+      if (typeOnly && target.startsWith(join(src, 'domain'))) continue;
+      problems.push(
+        `${here} imports ${spec}: the core imports only itself, the client and the domain's types (import type)`,
+      );
+    }
+  }
+}
+if (coreFiles === 0) problems.push('packages/core: no file found (the browser core moved?)');
+
 if (problems.length > 0) {
   process.stderr.write(`${problems.join('\n')}\n`);
   process.exit(1);

@@ -10,20 +10,27 @@
  * else the card update page, else the branding's payment link. While something is shown, the
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
+ *
+ * What is shown, with which texts, links and countdown, and a banner's dismissal, are decided
+ * by `@dunwall/core`, as for `@dunwall/react` and `@dunwall/react-native`: this file draws
+ * them in the page, and holds the page under a gate with the core's `holdPage`.
  */
-import { createClient, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
-import type { DunwallError, StatusResult } from '../packages/client/src/index.js';
-import { reachable } from '../packages/react/src/core/explain.js';
 import {
   countdown,
-  DEFAULT_COLORS,
+  DEFAULT_TEXTS,
   dismissKey as keyOf,
   fetchBranding,
-  payLinks,
+  gateLinks,
+  holdPage,
+  reachable,
   safeUrl as safeAt,
-  textsFor,
-} from '../packages/react/src/core/view.js';
-import type { Colors as BaseColors, Link, Texts } from '../packages/react/src/core/view.js';
+  sessionDismissals,
+  shownFor,
+  viewOf,
+} from '@dunwall/core';
+import type { Colors as BaseColors, BillingView, Link, Texts, ViewState } from '@dunwall/core';
+import { askStatus, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
+import type { DunwallError, StatusRequest, StatusResult } from '../packages/client/src/index.js';
 
 export type { Texts };
 
@@ -74,8 +81,14 @@ interface FromTag extends CheckOptions {
 
 const HOST_TAG = 'dunwall-enforcement';
 // No answer cache: a customer who has just paid must be let in by the very next check.
-// Concurrent checks still share one request.
-const client = createClient({ cacheTtlMs: 0 });
+// Concurrent checks of the same question still share one request.
+const inFlight = new Map<string, Promise<StatusResult>>();
+function ask(request: StatusRequest): Promise<StatusResult> {
+  const key = JSON.stringify(request);
+  let pending = inFlight.get(key);
+  if (!pending) inFlight.set(key, (pending = askStatus(request, fetch).finally(() => inFlight.delete(key))));
+  return pending;
+}
 let current: { host: HTMLElement; release: () => void; customer: string; sig?: string; tick?: () => void } | null =
   null;
 /** Bumped by every check and clear: only the latest check may render. */
@@ -218,47 +231,20 @@ function mountHost(
   return { host, root };
 }
 
-function watermark(result: StatusResult): HTMLElement | null {
-  return 'entitlements' in result && result.entitlements.powered_by_watermark
-    ? el('small', { class: 'by' }, 'Powered by Dunwall')
-    : null;
+function watermark(view: BillingView): HTMLElement | null {
+  return view.watermark ? el('small', { class: 'by' }, 'Powered by Dunwall') : null;
 }
 
-/** The same key as @dunwall/react's: a banner dismissed in one is dismissed in the other. */
+/** The same key as @dunwall/react's: a banner dismissed in one (for the browser session) is dismissed in the other. */
 const dismissKey = (o: CheckOptions) => keyOf(o.tenant, o.customer);
 
-/** A session cookie (no expiry) is shared by every tab of the browser session. */
-function isDismissed(o: CheckOptions): boolean {
-  const key = dismissKey(o);
-  try {
-    if (sessionStorage.getItem(key) === '1') return true;
-  } catch {
-    // Storage blocked: the cookie decides.
-  }
-  return document.cookie.split('; ').includes(`${key}=1`);
-}
-
-function rememberDismissal(o: CheckOptions): void {
-  const key = dismissKey(o);
-  document.cookie = `${key}=1; path=/; SameSite=Lax`;
-  try {
-    sessionStorage.setItem(key, '1');
-  } catch {
-    // Storage blocked: the cookie remembers.
-  }
-}
-
-/** What a banner or a gate shows: the first link leads; the countdown is to `at` (NaN: none). */
+/** What a banner or a gate shows (the shared view); the countdown is to `at` (NaN: none). */
 interface View {
   o: CheckOptions;
-  result: StatusResult;
-  texts: Texts;
+  view: BillingView;
   colors: Colors;
-  links: Link[];
   at: number;
   locales: readonly string[];
-  support: string | null;
-  logo: string | null;
 }
 
 /**
@@ -295,8 +281,8 @@ function pinnedAt(w: number, y: number): [HTMLElement, boolean] | undefined {
   return undefined;
 }
 
-function renderBanner({ o, result, texts, colors, links, at, locales }: View): void {
-  if (isDismissed(o)) return;
+function renderBanner({ o, view, colors, at, locales }: View): void {
+  const { texts } = view;
   const position = o.position === 'bottom' ? 'bottom' : 'top';
   const container = o.mount ? document.querySelector(o.mount) : null;
   // Pushing at the bottom: the bar is fixed, and the page gets room below its content.
@@ -328,12 +314,12 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
     tick();
     text.append(' ', time);
   }
-  links.forEach((l, i) => bar.appendChild(link(l, i)));
-  const mark = watermark(result);
+  view.links.forEach((l, i) => bar.appendChild(link(l, i)));
+  const mark = watermark(view);
   if (mark) bar.appendChild(mark);
   const close = el('button', { class: 'x', type: 'button', 'aria-label': texts.dismiss }, '×');
   close.addEventListener('click', () => {
-    rememberDismissal(o);
+    sessionDismissals.add(dismissKey(o));
     // Nothing shown any more, but a scheduled lockout still comes at its time.
     removeCurrent();
   });
@@ -374,7 +360,8 @@ function renderBanner({ o, result, texts, colors, links, at, locales }: View): v
   };
 }
 
-function renderGate({ o, result, texts, colors, links, support, logo }: View, now?: boolean): void {
+function renderGate({ o, view, colors }: View, now?: boolean): void {
+  const { texts, logo } = view;
   const { host, root } = mountHost(colors);
   // Over a page that was hidden until now, the gate is there at once: a fade-in would show the app.
   const veil = el('div', { class: now ? 'veil now' : 'veil' });
@@ -391,75 +378,20 @@ function renderGate({ o, result, texts, colors, links, support, logo }: View, no
   if (logo) box.insertBefore(el('img', { class: 'logo', src: logo, alt: '' }), box.firstChild);
   // One row of links that wraps between them: a link moves to the next line whole.
   const row = box.appendChild(el('div', { class: 'acts' }));
+  const links = gateLinks(view);
   links.forEach((l, i) => row.appendChild(link(l, i)));
-  if (support) row.appendChild(link({ href: support, text: texts.support, external: false }, 1));
-  if (!links.length && !support) box.appendChild(el('p', {}, texts.noLink));
-  const mark = watermark(result);
+  if (!links.length) box.appendChild(el('p', {}, texts.noLink));
+  const mark = watermark(view);
   if (mark) box.appendChild(mark);
   veil.appendChild(box);
   root.appendChild(veil);
 
-  // Everything else on the page is inert (no focus, no clicks), including what the page
-  // adds while the gate is up (a chat widget's frame), and the page does not scroll.
-  const made: HTMLElement[] = [];
-  const makeInert = (n: Node) => {
-    if (n !== host && n instanceof HTMLElement && !n.inert) {
-      n.inert = true;
-      made.push(n);
-    }
-  };
-  for (const n of Array.from(document.body.children)) makeInert(n);
-  const arrivals = new MutationObserver((records) => {
-    for (const r of records) r.addedNodes.forEach(makeInert);
-  });
-  arrivals.observe(document.body, { childList: true });
-  const html = document.documentElement;
-  const saved = [html.style.overflow, document.body.style.overflow];
-  html.style.overflow = 'hidden';
-  document.body.style.overflow = 'hidden';
-
-  const focusables = () => Array.from(box.querySelectorAll<HTMLElement>('a[href]'));
-  // The dialog itself takes the focus (no ring): the first Tab reaches the first link, which
-  // then shows its ring, as a focus ring is for the keyboard.
-  const focusDialog = () => box.focus();
-  const onKey = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.preventDefault();
-      e.stopPropagation();
-      return;
-    }
-    if (e.key !== 'Tab') return;
-    const items = focusables();
-    e.preventDefault();
-    if (items.length === 0) return focusDialog();
-    const active = root.activeElement;
-    const at = items.findIndex((i) => i === active);
-    const next = e.shiftKey ? (at <= 0 ? items.length - 1 : at - 1) : (at + 1) % items.length;
-    items[next]?.focus();
-  };
-  const keepFocus = (e: FocusEvent) => {
-    if (e.target !== host) focusDialog();
-  };
-  // A click on the backdrop would otherwise leave the focus on the page's body.
-  veil.addEventListener('mousedown', (e) => {
-    if (e.target === veil) {
-      e.preventDefault();
-      focusDialog();
-    }
-  });
   const listening = new AbortController();
-  const { signal } = listening;
-  document.addEventListener('keydown', onKey, { capture: true, signal });
-  document.addEventListener('focusin', keepFocus, { capture: true, signal });
-  watchReturn(o, signal);
-  focusDialog();
-
+  watchReturn(o, listening.signal);
+  const hold = holdPage({ own: host, veil, dialog: box, active: () => root.activeElement });
   const release = () => {
     listening.abort();
-    arrivals.disconnect();
-    for (const n of made) n.inert = false;
-    html.style.overflow = saved[0] ?? '';
-    document.body.style.overflow = saved[1] ?? '';
+    hold();
   };
   current = { host, customer: o.customer, release: watchRemoval(host, release) };
 }
@@ -556,7 +488,7 @@ export async function check(o: FromTag): Promise<StatusResult> {
     // Another user on the same page (a login, a logout): nothing of the last one stays.
     if (current && current.customer !== o.customer) removeCurrent();
     const asked = Date.now();
-    const result = await client.getSubscriberStatus({
+    const result = await ask({
       baseUrl: o.baseUrl ?? DEFAULT_BASE,
       tenant: o.tenant,
       publishableKey: o.key,
@@ -575,7 +507,15 @@ export async function check(o: FromTag): Promise<StatusResult> {
     // A later check or a clear happened while this one waited: its answer is not for now.
     if (mine !== sequence) return result;
     const known = 'entitlements' in result ? result : null;
-    const at = known?.status === 'warning' && known.lockout_at ? Date.parse(known.lockout_at) : NaN;
+    const state: ViewState = {
+      status: result.status,
+      source: result.source,
+      lockoutAt: (known?.status === 'warning' && known.lockout_at) || null,
+      payUrl: known?.pay_url ?? null,
+      cardUpdateUrl: known?.card_update_url ?? null,
+      entitlements: known?.entitlements ?? null,
+    };
+    const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
     // The same answer for the same page as what is shown (a return, a route change): it stays
     // as it is, without a flicker or a focus jump.
     // Not the tag itself: a framework's own properties on it may not serialize.
@@ -587,38 +527,25 @@ export async function check(o: FromTag): Promise<StatusResult> {
       if (mine !== sequence) return result;
       removeCurrent();
       const languages = navigator.languages?.length ? navigator.languages : [navigator.language];
-      // The countdown speaks the language of its sentence: a branding's locale, else the
-      // reader's, and the snippet's own English sentence in English.
-      const { texts, locales } = textsFor(b, languages, o.texts);
-      const chosen = { ...b.colors, ...o.colors };
-      const colors: Colors = { ...DEFAULT_COLORS, ...chosen, auto: Object.keys(chosen).length === 0 };
-      // The way to pay leads: the overdue invoice's page (a new tab, so that this one asks
-      // again on return), else the card update page, else the branding's payment link.
-      const gate = result.status === 'lockout';
-      const links = payLinks(
-        { status: result.status, payUrl: known?.pay_url ?? null, cardUpdateUrl: known?.card_update_url ?? null },
-        texts,
-        b,
-        o.cardUpdateUrl,
-        safeUrl,
-      );
-      const view: View = {
-        o,
-        result,
-        texts,
-        colors,
-        links,
-        at,
-        locales,
-        support: safeUrl(o.supportUrl ?? b.support_url),
-        logo: safeUrl(o.logoUrl ?? b.logo_url),
-      };
+      // The shared view: the way to pay leads (the overdue invoice's page in a new tab, so
+      // that this one asks again on return), and the countdown speaks its sentence's language.
+      const { view, colors, locales } = viewOf({
+        state,
+        branding: b,
+        languages,
+        own: o,
+        now: Date.now(),
+        safe: safeUrl,
+      });
+      const auto = Object.keys({ ...b.colors, ...o.colors }).length === 0;
+      const shown = shownFor(state, sessionDismissals.has(dismissKey(o)));
+      const drawn: View = { o, view, colors: { ...colors, auto }, at, locales };
       // The page hidden until the answer is shown with it (and visible before the banner
       // looks for the page's header, which a hidden page does not draw).
       const now = o.reveal?.();
       try {
-        if (result.status === 'warning') renderBanner(view);
-        else if (gate) renderGate(view, now);
+        if (shown === 'banner') renderBanner(drawn);
+        else if (shown === 'gate') renderGate(drawn, now);
       } catch {
         // A page that breaks the rendering gets nothing rather than a broken page: fail open.
         removeCurrent();
@@ -648,19 +575,12 @@ const DEFAULT_BASE = baseOf(script);
 function fromScript(s: HTMLScriptElement): FromTag | null {
   const d = s.dataset;
   if (!d.tenant || !d.key || !d.customer) return null;
+  // Each text of the defaults from its attribute: data-warning-text, ..., data-lockout-title, data-pay-text.
   const texts: Partial<Texts> = {};
-  const map: [keyof Texts, string][] = [
-    ['warning', 'warningText'],
-    ['update', 'updateText'],
-    ['dismiss', 'dismissText'],
-    ['lockoutTitle', 'lockoutTitle'],
-    ['lockout', 'lockoutText'],
-    ['support', 'supportText'],
-    ['noLink', 'noLinkText'],
-    ['payNow', 'payText'],
-    ['countdown', 'countdownText'],
-  ];
-  for (const [k, name] of map) if (d[name]) texts[k] = d[name];
+  for (const k of Object.keys(DEFAULT_TEXTS) as (keyof Texts)[]) {
+    const value = d[k === 'lockoutTitle' ? k : k === 'payNow' ? 'payText' : `${k}Text`];
+    if (value) texts[k] = value;
+  }
   const colors: Partial<Colors> = {};
   if (d.accentColor) colors.accent = d.accentColor;
   if (d.backgroundColor) colors.background = d.backgroundColor;

@@ -3,7 +3,8 @@ import { cardUpdateUrlProblem, MAX_URL_LENGTH } from './validation.js';
 /**
  * A tenant's branding: what the snippet shows with a banner or a gate, configured once
  * through the admin API instead of in every page. Texts per locale, colors, a logo, the
- * gate's payment link and a support link. Public: it is served to any page that asks.
+ * gate's payment link and a support link. Public: it is served to any page that asks. Which
+ * locale's text a reader gets is the browser's to choose (packages/core/src/texts.ts).
  */
 
 export const BRANDING_TEXT_KEYS = [
@@ -100,45 +101,4 @@ export function brandingProblem(value: unknown): string | null {
     }
   }
   return null;
-}
-
-/**
- * The locales to try for a browser's languages, most wanted first, each followed by its
- * shorter forms (`fr-CA` -> `fr-CA`, `fr`), then `default`: the fallback chain.
- */
-export function localeChain(languages: readonly string[]): string[] {
-  const chain: string[] = [];
-  for (const lang of languages) {
-    const parts = lang.split('-');
-    for (let n = parts.length; n >= 1; n -= 1) {
-      const tag = [parts[0]?.toLowerCase(), ...parts.slice(1, n)].join('-');
-      if (!chain.includes(tag)) chain.push(tag);
-    }
-  }
-  chain.push('default');
-  return chain;
-}
-
-/** Each text from the first locale of the chain that has it; none: the snippet's own English. */
-export function resolveTexts(branding: Branding, languages: readonly string[]): BrandingTexts {
-  const out: BrandingTexts = {};
-  for (const key of BRANDING_TEXT_KEYS) {
-    const found = resolveText(branding, languages, key);
-    if (found) out[key] = found[0];
-  }
-  return out;
-}
-
-/** One text and the locale of the chain it came from (`default` included); undefined: none. */
-export function resolveText(
-  branding: Branding,
-  languages: readonly string[],
-  key: BrandingTextKey,
-): [string, string] | undefined {
-  const texts = branding.texts ?? {};
-  for (const locale of localeChain(languages)) {
-    const text = texts[locale]?.[key];
-    if (text !== undefined) return [text, locale];
-  }
-  return undefined;
 }

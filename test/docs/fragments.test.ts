@@ -192,6 +192,7 @@ const OPTIONS: ts.CompilerOptions = {
   // The packages by their names, as their users import them.
   paths: {
     '@dunwall/client': ['packages/client/src/index.ts'],
+    '@dunwall/core': ['packages/core/src/index.ts'],
     '@dunwall/node': ['packages/node/src/index.ts'],
     '@dunwall/react': ['packages/react/src/index.ts'],
     '@dunwall/react-native': ['packages/react-native/src/index.ts'],

@@ -97,7 +97,12 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
       root: EXAMPLE,
       logLevel: 'silent',
       configFile: false,
-      resolve: { alias: { '@dunwall/react': join(ROOT, 'packages', 'react', 'src', 'index.ts') } },
+      resolve: {
+        alias: {
+          '@dunwall/react': join(ROOT, 'packages', 'react', 'src', 'index.ts'),
+          '@dunwall/core': join(ROOT, 'packages', 'core', 'src', 'index.ts'),
+        },
+      },
       define: {
         'import.meta.env.VITE_DUNWALL_URL': JSON.stringify(running.url),
         'import.meta.env.VITE_DUNWALL_TENANT': JSON.stringify('acme'),

@@ -1,7 +1,11 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_TEXTS, payLinks, safeUrl } from '../../packages/react/src/core/view.js';
-import { countdownText, deviceLanguages, httpsUrl } from '../../packages/react-native/src/native-view.js';
+import { countdown, DEFAULT_TEXTS, payLinks, safeUrl } from '@dunwall/core';
+import { deviceLanguages, httpsUrl } from '../../packages/react-native/src/native-view.js';
+
+/** The sentence of the shared countdown, which React Native shows. */
+const countdownText = (at: number, locales: readonly string[], text: string, now: number) =>
+  countdown(at, locales, text, now)[0];
 
 /**
  * What React Native needs beside the shared view: links checked without `URL` (React

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { brandingProblem, localeChain, resolveText, resolveTexts } from '../../src/domain/branding.js';
+import { brandingProblem } from '../../src/domain/branding.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
@@ -129,33 +129,5 @@ describe('the countdown and pay texts', () => {
     expect(brandingProblem({ texts: { fr: { pay_action: ' ' } } })).toContain(
       'pay_action: must be 1 to 300 characters',
     );
-  });
-
-  it('names the locale each text came from, for the countdown to speak its language', () => {
-    const branding = {
-      texts: { default: { banner_countdown: 'Paused {time}.' }, fr: { banner_countdown: 'Suspendu {time}.' } },
-    };
-    expect(resolveText(branding, ['fr-FR'], 'banner_countdown')).toEqual(['Suspendu {time}.', 'fr']);
-    expect(resolveText(branding, ['de-DE'], 'banner_countdown')).toEqual(['Paused {time}.', 'default']);
-    expect(resolveText(branding, ['de-DE'], 'pay_action')).toBeUndefined();
-  });
-});
-
-describe('the texts a browser gets', () => {
-  it("follows the browser's languages, then each one's shorter tag, then default", () => {
-    expect(localeChain(['fr-CA', 'en-US'])).toEqual(['fr-CA', 'fr', 'en-US', 'en', 'default']);
-    expect(resolveTexts(BRANDING, ['fr-CA'])).toEqual({
-      gate_title: 'Votre abonnement est suspendu',
-      gate_action: 'Payer maintenant',
-    });
-    expect(resolveTexts(BRANDING, ['fr-FR', 'en'])).toEqual({
-      gate_title: 'Votre abonnement est suspendu',
-      gate_action: 'Payer',
-    });
-    expect(resolveTexts(BRANDING, ['de'])).toEqual({
-      gate_title: 'Your subscription is paused',
-      gate_action: 'Pay now',
-    });
-    expect(resolveTexts({}, ['fr'])).toEqual({});
   });
 });

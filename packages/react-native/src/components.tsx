@@ -6,17 +6,26 @@
  * colours, logo, links), the countdown to `lockout_at`, "Pay now" to the invoice's page
  * first (opened by `Linking`: coming back to the app asks again), a banner dismissed for the
  * app's session (in memory, per tenant and customer). Styled by `style` and per-part `styles`;
- * a function child draws the tenant's own UI from the same facts.
+ * a function child draws the tenant's own UI from the same facts. What is shown and the view
+ * are `@dunwall/core`'s: these components only render them.
  */
 import { useMemo, useSyncExternalStore } from 'react';
 import type { ReactNode } from 'react';
 import { Image, Linking, Modal, Pressable, SafeAreaView, Text, View } from 'react-native';
 import type { ImageStyle, Insets, StyleProp, TextStyle, ViewStyle } from 'react-native';
-import type { BillingState } from '../../react/src/core/status-store.js';
-import { DEFAULT_COLORS, dismissKey, payLinks, textsFor } from '../../react/src/core/view.js';
-import type { Branding, Colors, Link, Texts } from '../../react/src/core/view.js';
+import { dismissKey, gateLinks, memoryDismissals, shownFor, viewOf } from '@dunwall/core';
+import type {
+  BannerOptions,
+  BillingState,
+  BillingView as SharedView,
+  Branding,
+  Colors,
+  GateOptions,
+  Link,
+  ViewOptions,
+} from '@dunwall/core';
 import { useBillingStatus, useBranding, useDunwallContext } from '../../react/src/provider.js';
-import { countdownText, deviceLanguages, httpsUrl } from './native-view.js';
+import { deviceLanguages, httpsUrl } from './native-view.js';
 
 /** A style for each part, after the defaults. */
 export interface BillingStyles {
@@ -40,14 +49,9 @@ export interface BillingStyles {
   watermark?: StyleProp<TextStyle>;
 }
 
-export interface BillingViewProps {
-  /** The app's own texts, over the branding's and the defaults. */
-  texts?: Partial<Texts>;
+export interface BillingViewProps extends ViewOptions {
   /** The reader's language(s); default: the device's (`Intl`). */
   languages?: string | readonly string[];
-  colors?: Partial<Colors>;
-  /** A card update page of the app's, when the answer names none. */
-  cardUpdateUrl?: string | null;
   /** The banner's, or the gate's box's, style, after the defaults. */
   style?: StyleProp<ViewStyle>;
   styles?: BillingStyles;
@@ -59,29 +63,17 @@ export interface BillingViewProps {
 }
 
 /** What a tenant's own banner or gate is drawn from. */
-export interface BillingView {
-  state: BillingState;
-  texts: Texts;
-  /** The way to pay first. */
-  links: Link[];
-  /** The countdown sentence ('' without a scheduled lockout). */
-  countdown: string;
-  support: string | null;
-  logo: string | null;
-  watermark: boolean;
+export interface BillingView extends SharedView<BillingState> {
   /** Opens a link with `Linking.openURL`. */
   open(href: string): void;
 }
 
-export interface BillingBannerProps extends BillingViewProps {
-  /** Default true: a × that hides the banner for the app's session. */
-  dismissible?: boolean;
+/** `dismissible`: the × hides the banner for the app's session. */
+export interface BillingBannerProps extends BillingViewProps, BannerOptions {
   children?: (view: BillingView & { dismiss(): void }) => ReactNode;
 }
 
-export interface BillingGateProps extends BillingViewProps {
-  supportUrl?: string | null;
-  logoUrl?: string | null;
+export interface BillingGateProps extends BillingViewProps, GateOptions {
   children?: (view: BillingView) => ReactNode;
 }
 
@@ -113,33 +105,15 @@ function useMinute(on: boolean): number {
   );
 }
 
-function useView(
-  show: boolean,
-  props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null },
-): [BillingView, Colors] {
+function useView(show: boolean, props: BillingViewProps & GateOptions): [BillingView, Colors] {
   const state = useBillingStatus();
   const branding = useBranding(show) ?? NO_BRANDING;
   const own = props.languages;
   const joined = own === undefined ? '' : typeof own === 'string' ? own : own.join(',');
   const languages = useMemo(() => (joined ? joined.split(',') : deviceLanguages()), [joined]);
   const minute = useMinute(show && state.lockoutAt !== null);
-  const { texts, locales } = useMemo(
-    () => textsFor(branding, languages, props.texts),
-    [branding, languages, props.texts],
-  );
-  const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
-  const view: BillingView = {
-    state,
-    texts,
-    links: payLinks(state, texts, branding, props.cardUpdateUrl, httpsUrl),
-    countdown: at === at ? countdownText(at, locales, texts.countdown, minute * MINUTE_MS) : '',
-    support: httpsUrl(props.supportUrl ?? branding.support_url),
-    logo: httpsUrl(props.logoUrl ?? branding.logo_url),
-    watermark: state.entitlements?.powered_by_watermark === true,
-    open,
-  };
-  // The branding's colours are checked by the service (#rrggbb); the app's are its own.
-  return [view, { ...DEFAULT_COLORS, ...branding.colors, ...props.colors }];
+  const { view, colors } = viewOf({ state, branding, languages, own: props, now: minute * MINUTE_MS, safe: httpsUrl });
+  return [{ ...view, open }, colors];
 }
 
 const pad = (base: number, insets: Insets | undefined): ViewStyle => ({
@@ -179,31 +153,22 @@ function Watermark({ style }: { style: StyleProp<TextStyle> }) {
 }
 
 // Dismissal: per tenant and customer, for the app's session (memory: a new launch shows it again).
-const dismissed = new Set<string>();
-const dismissListeners = new Set<() => void>();
-function subscribeDismissal(l: () => void) {
-  dismissListeners.add(l);
-  return () => dismissListeners.delete(l);
-}
+const dismissals = memoryDismissals();
 
 /** The warning banner, where it is placed (at the top of a screen); nothing for any other status. */
 export function BillingBanner(props: BillingBannerProps) {
   const { tenant, customer } = useDunwallContext();
   const state = useBillingStatus();
   const key = customer ? dismissKey(tenant, customer) : '';
-  const isDismissed = useSyncExternalStore(
-    subscribeDismissal,
-    () => dismissed.has(key),
+  const dismissed = useSyncExternalStore(
+    dismissals.subscribe,
+    () => dismissals.has(key),
     () => false,
   );
-  const show = state.status === 'warning' && !isDismissed;
+  const show = shownFor(state, dismissed) === 'banner';
   const [view, colors] = useView(show, props);
   if (!show) return null;
-  const dismiss = () => {
-    if (!key) return;
-    dismissed.add(key);
-    for (const l of [...dismissListeners]) l();
-  };
+  const dismiss = () => key && dismissals.add(key);
   if (props.children)
     return (
       <View accessibilityRole="alert" testID="dunwall-banner" style={props.style}>
@@ -256,13 +221,11 @@ export function BillingBanner(props: BillingBannerProps) {
 /** The full-screen gate for `lockout`, only ever from a fresh answer (the service's, or the app's API's 402); nothing otherwise. */
 export function BillingGate(props: BillingGateProps) {
   const state = useBillingStatus();
-  const show = state.status === 'lockout' && (state.source === 'service' || state.source === 'api');
+  const show = shownFor(state, false) === 'gate';
   const [view, colors] = useView(show, props);
   if (!show) return null;
   const { styles = {} } = props;
-  const links = view.support
-    ? [...view.links, { href: view.support, text: view.texts.support, external: false }]
-    : view.links;
+  const links = gateLinks(view);
   return (
     <Modal
       visible

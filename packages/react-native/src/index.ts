@@ -18,9 +18,12 @@ export type {
   BillingBootstrap,
   BillingSource,
   BillingState,
+  Branding,
+  Colors,
   DunwallError,
   Entitlements,
+  Link,
   PersistStorage,
   SubscriberStatus,
-} from '../../react/src/core/status-store.js';
-export type { Branding, Colors, Link, Texts } from '../../react/src/core/view.js';
+  Texts,
+} from '@dunwall/core';

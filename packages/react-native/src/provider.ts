@@ -1,29 +1,32 @@
 /**
- * `<DunwallProvider>` for React Native: the store and hooks of `@dunwall/react` (never a
- * false gate, `core/status-store.ts`), with the app's own return signals. The customer is
+ * `<DunwallProvider>` for React Native: the hooks of `@dunwall/react` over the status store
+ * of `@dunwall/core` (never a false gate), with the app's own return signals. The customer is
  * back when the app comes to the foreground (`AppState` becomes `active`) and, given
  * `netInfo`, when the device is online again: then the service is asked again, and a
  * warning or a gate is followed for a while (the customer may have just paid).
  */
 import { createElement, useMemo } from 'react';
+import type { ReactNode } from 'react';
 import { AppState } from 'react-native';
 import type { AppStateStatus } from 'react-native';
+import type { DunwallOptions, PersistStorage } from '@dunwall/core';
 import { makeProvider } from '../../react/src/provider.js';
-import type { DunwallProviderProps as WebProviderProps, PlatformWatch } from '../../react/src/provider.js';
+import type { PlatformWatch } from '../../react/src/provider.js';
 
 /** What `@react-native-community/netinfo`'s default export offers, as far as it is used. */
 export interface NetInfoLike {
   addEventListener(listener: (state: { isConnected: boolean | null }) => void): () => void;
 }
 
-export interface DunwallProviderProps extends Omit<WebProviderProps, 'nonce' | 'storage'> {
+export interface DunwallProviderProps extends DunwallOptions {
   /**
    * Where the last answer is kept between launches: `AsyncStorage`, or any object whose
    * `getItem`, `setItem` and `removeItem` return promises. Default: nowhere (null).
    */
-  storage?: WebProviderProps['storage'];
+  storage?: PersistStorage | null;
   /** `NetInfo` from `@react-native-community/netinfo`: ask again when the device is back online. */
   netInfo?: NetInfoLike | null;
+  children?: ReactNode;
 }
 
 /** The app's returns: to the foreground, and (with `netInfo`) back online. */

@@ -2,54 +2,43 @@
  * `<BillingBanner/>` and `<BillingGate/>`: the snippet's banner and gate as React components.
  * The tenant's branding (texts in the reader's language, colours, logo, links), the countdown
  * to `lockout_at`, "Pay now" to the invoice's page first, a banner dismissed for the browser
- * session, a gate that keeps the focus and makes the rest of the page inert. Styled by one
+ * session, a gate that keeps the focus and makes the rest of the page inert (`@dunwall/core`'s
+ * view and gate: these components only render them). Styled by one
  * `<style>` element (class names `dunwall-*`, a `nonce` from the provider), or `unstyled`; a
  * function child draws the tenant's own UI from the same facts.
  */
-import { useEffect, useMemo, useRef, useSyncExternalStore } from 'react';
+import { useEffect, useRef, useSyncExternalStore } from 'react';
 import type { CSSProperties, ReactNode } from 'react';
 import { createPortal } from 'react-dom';
-import type { BillingState } from './core/status-store.js';
-import { countdown, DEFAULT_COLORS, dismissKey, payLinks, safeUrl, textsFor } from './core/view.js';
-import type { Colors, Link, Texts } from './core/view.js';
+import { dismissKey, gateLinks, holdPage, safeUrl, sessionDismissals, shownFor, viewOf } from '@dunwall/core';
+import type {
+  BannerOptions,
+  BillingState,
+  BillingView as SharedView,
+  Colors,
+  GateOptions,
+  Link,
+  ViewOptions,
+} from '@dunwall/core';
 import { useBillingStatus, useBranding, useDunwallContext, useLanguages } from './provider.js';
 
-export interface BillingViewProps {
-  /** The app's own texts, over the branding's and the defaults. */
-  texts?: Partial<Texts>;
+export interface BillingViewProps extends ViewOptions {
   /** The reader's language(s); default: the browser's (`en` while server rendering). */
   locale?: string | readonly string[];
-  colors?: Partial<Colors>;
-  /** A card update page of the app's, when the answer names none. */
-  cardUpdateUrl?: string | null;
   className?: string;
   style?: CSSProperties;
   /** No default styles: the `dunwall-*` class names only. */
   unstyled?: boolean;
 }
 
-/** What a tenant's own banner or gate is drawn from. */
-export interface BillingView {
-  state: BillingState;
-  texts: Texts;
-  /** The way to pay first; each `external` link opens in a new tab. */
-  links: Link[];
-  /** The countdown sentence (empty until mounted). */
-  countdown: string;
-  support: string | null;
-  logo: string | null;
-  watermark: boolean;
-}
+/** What a tenant's own banner or gate is drawn from; the countdown is empty until mounted. */
+export type BillingView = SharedView<BillingState>;
 
-export interface BillingBannerProps extends BillingViewProps {
-  /** Default true: a × that hides the banner for the browser session. */
-  dismissible?: boolean;
+export interface BillingBannerProps extends BillingViewProps, BannerOptions {
   children?: (view: BillingView & { dismiss(): void }) => ReactNode;
 }
 
-export interface BillingGateProps extends BillingViewProps {
-  supportUrl?: string | null;
-  logoUrl?: string | null;
+export interface BillingGateProps extends BillingViewProps, GateOptions {
   children?: (view: BillingView) => ReactNode;
 }
 
@@ -85,33 +74,20 @@ function useMinute(on: boolean): number | null {
   );
 }
 
-function useView(
-  show: boolean,
-  props: BillingViewProps & { supportUrl?: string | null; logoUrl?: string | null },
-): [BillingView, string] {
+function useView(show: boolean, props: BillingViewProps & GateOptions): [BillingView, string] {
   const state = useBillingStatus();
   const branding = useBranding(show) ?? {};
   const languages = useLanguages(props.locale);
   const minute = useMinute(show && state.lockoutAt !== null);
-  const { texts, locales } = useMemo(
-    () => textsFor(branding, languages, props.texts),
-    [branding, languages, props.texts],
-  );
   const base = typeof location !== 'undefined' ? location.href : undefined;
-  const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
-  const [sentence] =
-    minute !== null && at === at ? countdown(at, locales, texts.countdown, minute * MINUTE_MS) : ['', ''];
-  // The branding's colours are checked by the service (#rrggbb); the app's are its own.
-  const colors = { ...DEFAULT_COLORS, ...branding.colors, ...props.colors };
-  const view: BillingView = {
+  const { view, colors } = viewOf({
     state,
-    texts,
-    links: payLinks(state, texts, branding, props.cardUpdateUrl, (u) => safeUrl(u, base)),
-    countdown: sentence,
-    support: safeUrl(props.supportUrl ?? branding.support_url, base),
-    logo: safeUrl(props.logoUrl ?? branding.logo_url, base),
-    watermark: state.entitlements?.powered_by_watermark === true,
-  };
+    branding,
+    languages,
+    own: props,
+    now: minute === null ? null : minute * MINUTE_MS,
+    safe: (u) => safeUrl(u, base),
+  });
   return [view, cssOf(colors)];
 }
 
@@ -128,44 +104,20 @@ const links = (all: Link[]) =>
     </a>
   ));
 
-// Dismissal: per tenant and customer, for the browser session (every tab: a session cookie).
-const dismissListeners = new Set<() => void>();
-function isDismissed(key: string): boolean {
-  try {
-    if (sessionStorage.getItem(key) === '1') return true;
-  } catch {
-    // Storage blocked: the cookie decides.
-  }
-  return typeof document !== 'undefined' && document.cookie.split('; ').includes(`${key}=1`);
-}
-function dismiss(key: string): void {
-  document.cookie = `${key}=1; path=/; SameSite=Lax`;
-  try {
-    sessionStorage.setItem(key, '1');
-  } catch {
-    // Storage blocked: the cookie remembers.
-  }
-  for (const l of [...dismissListeners]) l();
-}
-function subscribeDismissal(l: () => void) {
-  dismissListeners.add(l);
-  return () => dismissListeners.delete(l);
-}
-
 /** The warning banner, in the page's flow where it is placed; nothing for any other status. */
 export function BillingBanner(props: BillingBannerProps) {
   const { tenant, customer, nonce } = useDunwallContext();
   const state = useBillingStatus();
   const key = customer ? dismissKey(tenant, customer) : '';
   const dismissed = useSyncExternalStore(
-    subscribeDismissal,
-    () => key !== '' && isDismissed(key),
+    sessionDismissals.subscribe,
+    () => key !== '' && sessionDismissals.has(key),
     () => false,
   );
-  const show = state.status === 'warning' && !dismissed;
+  const show = shownFor(state, dismissed) === 'banner';
   const [view, css] = useView(show, props);
   if (!show) return null;
-  const close = () => key && dismiss(key);
+  const close = () => key && sessionDismissals.add(key);
   return (
     <div
       role="alert"
@@ -206,7 +158,7 @@ export function BillingBanner(props: BillingBannerProps) {
 export function BillingGate(props: BillingGateProps) {
   const state = useBillingStatus();
   // A fresh answer only: never on the server, nor through hydration (which starts from the server's snapshot).
-  const show = state.status === 'lockout' && (state.source === 'service' || state.source === 'api');
+  const show = shownFor(state, false) === 'gate';
   const [view, css] = useView(show, props);
   if (!show) return null;
   return createPortal(<Gate view={view} css={css} props={props} />, document.body);
@@ -214,70 +166,15 @@ export function BillingGate(props: BillingGateProps) {
 
 function Gate({ view, css, props }: { view: BillingView; css: string; props: BillingGateProps }) {
   const { nonce } = useDunwallContext();
+  const all = gateLinks(view);
   const veil = useRef<HTMLDivElement>(null);
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
-    const own = veil.current;
-    const dialog = box.current;
-    if (!own || !dialog) return;
-    // Everything else is inert (no focus, no clicks), what the page adds meanwhile too, and
-    // the page does not scroll.
-    const made: HTMLElement[] = [];
-    const makeInert = (n: Node) => {
-      if (n !== own && n instanceof HTMLElement && !n.inert) {
-        n.inert = true;
-        made.push(n);
-      }
-    };
-    for (const n of Array.from(document.body.children)) makeInert(n);
-    const arrivals = new MutationObserver((records) => records.forEach((r) => r.addedNodes.forEach(makeInert)));
-    arrivals.observe(document.body, { childList: true });
-    const html = document.documentElement;
-    const saved = [html.style.overflow, document.body.style.overflow];
-    html.style.overflow = 'hidden';
-    document.body.style.overflow = 'hidden';
-    const focusables = () => Array.from(dialog.querySelectorAll<HTMLElement>('a[href],button'));
-    const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') {
-        e.preventDefault();
-        e.stopPropagation();
-        return;
-      }
-      if (e.key !== 'Tab') return;
-      e.preventDefault();
-      const items = focusables();
-      if (items.length === 0) return dialog.focus();
-      const at = items.findIndex((i) => i === document.activeElement);
-      items[e.shiftKey ? (at <= 0 ? items.length - 1 : at - 1) : (at + 1) % items.length]?.focus();
-    };
-    const keepFocus = (e: FocusEvent) => {
-      if (!own.contains(e.target as Node)) dialog.focus();
-    };
-    document.addEventListener('keydown', onKey, true);
-    document.addEventListener('focusin', keepFocus, true);
-    // The dialog itself takes the focus: a screen reader reads it, and no ring shows until the keyboard moves.
-    dialog.focus();
-    return () => {
-      document.removeEventListener('keydown', onKey, true);
-      document.removeEventListener('focusin', keepFocus, true);
-      arrivals.disconnect();
-      for (const n of made) n.inert = false;
-      html.style.overflow = saved[0] ?? '';
-      document.body.style.overflow = saved[1] ?? '';
-    };
+    const [own, dialog] = [veil.current, box.current];
+    return own && dialog ? holdPage({ own, veil: own, dialog, active: () => document.activeElement }) : undefined;
   }, []);
   return (
-    <div
-      ref={veil}
-      className="dunwall-veil"
-      data-status="lockout"
-      onMouseDown={(e) => {
-        // A click on the backdrop would otherwise leave the focus on the page's body.
-        if (e.target !== veil.current) return;
-        e.preventDefault();
-        box.current?.focus();
-      }}
-    >
+    <div ref={veil} className="dunwall-veil" data-status="lockout">
       {props.unstyled ? null : <style nonce={nonce}>{css}</style>}
       <div
         ref={box}
@@ -296,14 +193,8 @@ function Gate({ view, css, props }: { view: BillingView; css: string; props: Bil
             {view.logo ? <img src={view.logo} alt="" /> : null}
             <h2 id="dunwall-title">{view.texts.lockoutTitle}</h2>
             <p id="dunwall-text">{view.texts.lockout}</p>
-            <div>
-              {links(
-                view.support
-                  ? [...view.links, { href: view.support, text: view.texts.support, external: false }]
-                  : view.links,
-              )}
-            </div>
-            {!view.links.length && !view.support ? <p>{view.texts.noLink}</p> : null}
+            <div>{links(all)}</div>
+            {all.length ? null : <p>{view.texts.noLink}</p>}
             {view.watermark ? WATERMARK : null}
           </>
         )}

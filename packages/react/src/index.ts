@@ -10,9 +10,12 @@ export type {
   BillingBootstrap,
   BillingSource,
   BillingState,
+  Branding,
+  Colors,
   DunwallError,
   Entitlements,
+  Link,
   PersistStorage,
   SubscriberStatus,
-} from './core/status-store.js';
-export type { Branding, Colors, Link, Texts } from './core/view.js';
+  Texts,
+} from '@dunwall/core';

@@ -3,38 +3,17 @@
  * `useBillingStatus()` / `useEntitlement()` read it. Built on `useSyncExternalStore`: the
  * server renders the bootstrap (or active), hydration starts from exactly that, and the page
  * then moves on to the persisted copy and the service's answer, never worse than a fresh
- * answer allows (`core/status-store.ts`). `useBillingFetch()` is `fetch` for the app's own API:
+ * answer allows (`@dunwall/core`'s status store). `useBillingFetch()` is `fetch` for the app's own API:
  * its 402 `billing_lockout` problem gates too.
  */
 import { createContext, createElement, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react';
 import type { ReactNode } from 'react';
-import { reachable } from './core/explain.js';
-import { createStatusStore } from './core/status-store.js';
-import type { BillingBootstrap, BillingState, PersistStorage, StatusStore } from './core/status-store.js';
-import type { Branding } from './core/view.js';
+import { createStatusStore, reachable, storeOptions } from '@dunwall/core';
+import type { BillingState, Branding, DunwallOptions, PersistStorage, StatusStore } from '@dunwall/core';
 
-export interface DunwallProviderProps {
-  /** The Dunwall service, e.g. `https://dunwall.example.com`. */
-  baseUrl: string;
-  tenant: string;
-  publishableKey: string;
-  /** The signed-in customer's Stripe id (`cus_...`); none: nothing is asked, nothing shown. */
-  customer: string | null | undefined;
-  /** Hex HMAC-SHA256 of the customer id, computed by your backend: gives the "Pay now" link. */
-  hmac?: string | null;
-  /** The answer your server got while rendering the page (no flash, no mismatch). */
-  bootstrap?: BillingBootstrap | null;
-  /** The tenant's branding, when your server has it (texts without a second request). */
-  branding?: Branding | null;
+export interface DunwallProviderProps extends DunwallOptions {
   /** Where the last answer is kept (default: localStorage); null: nowhere. */
   storage?: PersistStorage | null;
-  /** A persisted answer older than this is not used. Default 24 h. */
-  maxAgeMs?: number;
-  /** A test tenant only: show the real banner or gate. */
-  preview?: 'warning' | 'lockout' | null;
-  timeoutMs?: number;
-  /** Logs every answer and decision in the console (never a key, hmac, customer id or pay link). */
-  debug?: boolean;
   /** A CSP nonce for the components' one `<style>` element. */
   nonce?: string;
   children?: ReactNode;
@@ -81,7 +60,9 @@ export function makeProvider(
   watch: PlatformWatch,
   probe: ((url: string) => Promise<boolean>) | null,
 ) {
-  return function DunwallProvider(props: DunwallProviderProps & { watch?: PlatformWatch }) {
+  return function DunwallProvider(
+    props: DunwallOptions & { nonce?: string; children?: ReactNode; watch?: PlatformWatch },
+  ) {
     const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug } = props;
     // The bootstrap, branding and storage of the render that made the store: an inline object
     // given again on every render must not make a new store.
@@ -89,21 +70,7 @@ export function makeProvider(
     latest.current = props;
     const value = useMemo<DunwallContext>(() => {
       const p = latest.current;
-      const store = createStatusStore({
-        baseUrl,
-        tenant,
-        publishableKey,
-        customer,
-        hmac: hmac ?? null,
-        preview: preview ?? null,
-        bootstrap: p.bootstrap ?? null,
-        branding: p.branding ?? null,
-        storage: p.storage === undefined ? platformStorage() : p.storage,
-        maxAgeMs,
-        timeoutMs,
-        debug,
-        reachable: probe,
-      });
+      const store = createStatusStore(storeOptions(p, platformStorage, probe));
       return { store, tenant, customer: customer || null, nonce: p.nonce };
     }, [baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug]);
     const platform = props.watch ?? watch;

@@ -4,7 +4,7 @@
  * its code. Never the key, the hmac or the customer id: the tenant's slug and the page's origin
  * only. `reachable` is the snippet's too.
  */
-import type { DunwallError } from '../../../client/src/index.js';
+import type { DunwallError } from '../../client/src/index.js';
 
 /** What has been said: each problem once per page. */
 const said = new Set<string>();

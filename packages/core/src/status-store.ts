@@ -10,8 +10,8 @@
  * lookup failing keeps the banner), but never after a fresh answer, and never worse than a
  * newer bootstrap. A failed question keeps what was shown, never as a gate: fail open.
  */
-import { askStatus } from '../../../client/src/index.js';
-import type { DunwallError, Entitlements, StatusResult, SubscriberStatus } from '../../../client/src/index.js';
+import { askStatus } from '../../client/src/index.js';
+import type { DunwallError, Entitlements, StatusResult, SubscriberStatus } from '../../client/src/index.js';
 import { explain, say } from './explain.js';
 import { fetchBranding } from './view.js';
 import type { Branding } from './view.js';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createStatusStore, persistKey } from '../../packages/react/src/core/status-store.js';
-import type { BillingState, PersistStorage, StatusStoreOptions } from '../../packages/react/src/core/status-store.js';
+import { createStatusStore, persistKey } from '@dunwall/core';
+import type { BillingState, PersistStorage, StatusStoreOptions } from '@dunwall/core';
 
 /**
- * The status store behind @dunwall/react and @dunwall/react-native, driven by a stand-in for
- * the lookup that answers as docs/reference.md#the-lookup says (bodies, problem details), a
+ * The status store of @dunwall/core, behind @dunwall/react and @dunwall/react-native, driven by a
+ * stand-in for the lookup that answers as docs/reference.md#the-lookup says (bodies, problem details), a
  * storage of the three methods, and a clock and timers of the test's own.
  */
 const ENTITLEMENTS = { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false };
