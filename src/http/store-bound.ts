@@ -1,6 +1,6 @@
 import type { App } from './app-instance.js';
-import { StoreBound, withStoreBound } from '../store/deadline.js';
-import type { StoreBoundMode } from '../store/deadline.js';
+import { StoreBound, withStoreBound } from '../store/db/deadline.js';
+import type { StoreBoundMode } from '../store/db/deadline.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -1,7 +1,7 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import type { ChangePosition, LookupChanges, ChangeFeed, SubscriberExtra, UnreadableTenant } from '../store/store.js';
-import { outsideRequestBounds } from '../store/deadline.js';
-import { positionCovers } from '../store/lookup-changes.js';
+import { outsideRequestBounds } from '../store/db/deadline.js';
+import { positionCovers } from '../store/changes/lookup-changes.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';

@@ -1,10 +1,10 @@
 import { SecretBox } from '../secrets/cipher.js';
-import type { Db } from './db.js';
-import { forgetForeignLookupChanges } from './lookup-changes.js';
-import { forgetForeignStatusChanges } from './status-feed.js';
-import { migrate } from './migrate.js';
-import { openPostgres } from './postgres.js';
-import { assertSecretKeysKnown } from './secrets-at-rest.js';
+import type { Db } from './db/db.js';
+import { forgetForeignLookupChanges } from './changes/lookup-changes.js';
+import { forgetForeignStatusChanges } from './feed/status-feed.js';
+import { migrate } from './db/migrate.js';
+import { openPostgres } from './db/postgres.js';
+import { assertSecretKeysKnown } from './maintenance/secrets-at-rest.js';
 import { SqlStore } from './sql-store.js';
 import type { Store } from './store.js';
 
@@ -14,7 +14,7 @@ export type StoreTarget =
 
 export async function openDb(target: StoreTarget): Promise<Db> {
   // Loaded only when used: PGlite costs a PostgreSQL deployment's every process memory.
-  if (target.engine === 'embedded') return (await import('./embedded.js')).openEmbedded(target.dataDir);
+  if (target.engine === 'embedded') return (await import('./db/embedded.js')).openEmbedded(target.dataDir);
   return openPostgres({
     connectionString: target.url,
     ...(target.options ? { options: target.options } : {}),

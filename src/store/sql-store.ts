@@ -6,19 +6,19 @@ import {
   revokeSecretKey,
   rotateSecretKey,
   touchSecretKeys,
-} from './secret-keys.js';
-import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
-import { createConsoleSession, deleteConsoleSession, findConsoleSession } from './console-sessions.js';
-import type { ConsoleSessionRecord, NewConsoleSession } from './console-sessions.js';
+} from './keys/secret-keys.js';
+import type { NewSecretKey, SecretKeyRecord } from './keys/secret-keys.js';
+import { createConsoleSession, deleteConsoleSession, findConsoleSession } from './sessions/console-sessions.js';
+import type { ConsoleSessionRecord, NewConsoleSession } from './sessions/console-sessions.js';
 import type { Change } from '../domain/stripe/fold.js';
 import { zeroStatusCounts } from '../domain/types.js';
 import type { Credential, Entitlements, SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { SecretBox } from '../secrets/cipher.js';
-import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db.js';
-import { outsideRequestBounds } from './deadline.js';
-import { policyImpact, recoveryAnalytics } from './analytics.js';
-import type { AnalyticsQuery, PolicyImpact, RecoveryAnalytics } from './analytics.js';
-import { PRUNE_STRIPE_INTAKE_SQL, addStripeIntake, readStripeIntake } from './stripe-intake.js';
+import { tryDeploymentLock, type Db, type ListenHandlers, type Queryable } from './db/db.js';
+import { outsideRequestBounds } from './db/deadline.js';
+import { policyImpact, recoveryAnalytics } from './analytics/analytics.js';
+import type { AnalyticsQuery, PolicyImpact, RecoveryAnalytics } from './analytics/analytics.js';
+import { PRUNE_STRIPE_INTAKE_SQL, addStripeIntake, readStripeIntake } from './stripe/intake.js';
 import type { StripeIntakeCount } from '../domain/stripe/intake.js';
 import {
   applyAdminChange,
@@ -28,16 +28,16 @@ import {
   recordDueLockout,
   storedStatus,
   tenantPolicy,
-} from './episodes.js';
+} from './stripe/episodes.js';
 import { DEFAULT_POLICY } from '../domain/policy.js';
 import type { Policy } from '../domain/policy.js';
-import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './lookup-changes.js';
-import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './status-feed.js';
+import { loadLookupState, lookupChangesSince, pruneLookupChanges } from './changes/lookup-changes.js';
+import { PRUNE_STATUS_CHANGES_SQL, listStatuses, statusChangesAfter } from './feed/status-feed.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import { credentialChanges, rotateIn } from './credentials.js';
-import { SqlDownstreamStore } from './downstream.js';
-import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants.js';
-import type { TenantRow } from './tenants.js';
+import { credentialChanges, rotateIn } from './keys/credentials.js';
+import { SqlDownstreamStore } from './downstream/endpoints.js';
+import { TENANT_SELECT, credential, orderEntitlements, readTenantsAuth, toTenant } from './tenants/rows.js';
+import type { TenantRow } from './tenants/rows.js';
 import type {
   ApplyOutcome,
   ChangePosition,

@@ -1,11 +1,11 @@
-import type { SecretKeyStore } from './secret-keys.js';
-import type { ConsoleSessionStore } from './console-sessions.js';
-import type { Analytics } from './analytics.js';
+import type { SecretKeyStore } from './keys/secret-keys.js';
+import type { ConsoleSessionStore } from './sessions/console-sessions.js';
+import type { Analytics } from './analytics/analytics.js';
 import type { Branding } from '../domain/branding.js';
 import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
 import type { AdminAction, ChangeCause, HistoryEffect, HistorySource } from '../domain/history.js';
 import type { Policy, PolicyRule } from '../domain/policy.js';
-import type { ListenHandlers } from './db.js';
+import type { ListenHandlers } from './db/db.js';
 import type { ApplicableDerivation } from '../domain/stripe/decide.js';
 import type { Facts } from '../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState } from '../domain/stripe/fold.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { SecretBox } from '../../src/secrets/cipher.js';
 import { SqlStore } from '../../src/store/sql-store.js';
-import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/downstream.js';
+import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/downstream/endpoints.js';
 import { DownstreamDeliverer } from '../../src/downstream/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';

@@ -2,7 +2,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDb } from '../../src/store/index.js';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { loadMigrations, migrate } from '../../src/store/db/migrate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

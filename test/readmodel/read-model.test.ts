@@ -4,7 +4,7 @@ import type { SubscriberStatus } from '../../src/domain/types.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { ChangedTenants } from '../../src/readmodel/index.js';
 import { openStore } from '../../src/store/index.js';
-import { forgetForeignLookupChanges } from '../../src/store/lookup-changes.js';
+import { forgetForeignLookupChanges } from '../../src/store/changes/lookup-changes.js';
 import type { ChangeCause, Store } from '../../src/store/store.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { Siblings } from '../../src/readmodel/index.js';
-import { positionCovers } from '../../src/store/lookup-changes.js';
+import { positionCovers } from '../../src/store/changes/lookup-changes.js';
 import type { ChangeCause, ChangePosition, Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChangeCause } from '../../src/domain/history.js';
 import type { Policy } from '../../src/domain/policy.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/db/db.js';
 import { SqlStore } from '../../src/store/sql-store.js';
 import { toStripeEventInput } from '../../src/services/stripe-events.js';
 import type { Store } from '../../src/store/store.js';

@@ -6,8 +6,8 @@ import {
   StoreBound,
   StoreTimeoutError,
   withStoreBound,
-} from '../../src/store/deadline.js';
-import { isStoreUnavailable } from '../../src/store/errors.js';
+} from '../../src/store/db/deadline.js';
+import { isStoreUnavailable } from '../../src/store/db/errors.js';
 import type { ChangeCause } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Retention } from '../../src/runtime/retention.js';
-import { tryDeploymentLock, type Db } from '../../src/store/db.js';
+import { tryDeploymentLock, type Db } from '../../src/store/db/db.js';
 import { RETENTION_LOCK_KEYS } from '../../src/store/sql-store.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StripeIntakeCount, StripeIntakeKind } from '../../src/domain/stripe/intake.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/db/db.js';
 import { SqlStore } from '../../src/store/sql-store.js';
 import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';

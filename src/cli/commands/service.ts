@@ -46,7 +46,7 @@ const migrate: Command = {
     const config = loadConfigOrThrow(ctx.io.env);
     const { storeTarget } = await import('../../runtime/server.js');
     const { openDb } = await import('../../store/index.js');
-    const { migrate: applyMigrations } = await import('../../store/migrate.js');
+    const { migrate: applyMigrations } = await import('../../store/db/migrate.js');
 
     let applied: string[];
     try {

@@ -1,7 +1,7 @@
 import { MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
 import type { Policy } from '../../domain/policy.js';
 import { MAX_ANALYTICS_RANGE_DAYS } from '../../domain/runs.js';
-import type { Analytics, CurrencyAmount, RecoveryAnalytics as Figures } from '../../store/analytics.js';
+import type { Analytics, CurrencyAmount, RecoveryAnalytics as Figures } from '../../store/analytics/analytics.js';
 import type { App } from '../app-instance.js';
 import { PolicyImpact, PolicyImpactQuery, RecoveryAnalytics, RecoveryQuery } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';

@@ -18,7 +18,7 @@ import { looksLikeSecretKey, SCOPES, sha256 } from '../../domain/keys.js';
 import { formatLockoutAt } from '../../domain/policy.js';
 import { findSecretKey } from '../../domain/secret-keys.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { ConsoleSessionStore } from '../../store/console-sessions.js';
+import type { ConsoleSessionStore } from '../../store/sessions/console-sessions.js';
 import type { App } from '../app-instance.js';
 import { ifNoneMatchHits } from '../conditional.js';
 import { AppError, sendProblem } from '../problems.js';

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { generateKeyId, generateSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from '../../domain/keys.js';
 import type { Scope } from '../../domain/keys.js';
 import { parseScopes, scopesLacking } from '../../domain/secret-keys.js';
-import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
+import type { SecretKeyRecord, SecretKeyStore } from '../../store/keys/secret-keys.js';
 import type { TenantStore } from '../../store/store.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';

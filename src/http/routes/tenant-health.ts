@@ -1,6 +1,6 @@
 import { utcDayStart } from '../../domain/stripe/intake.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
+import type { SecretKeyRecord, SecretKeyStore } from '../../store/keys/secret-keys.js';
 import type {
   DeliveryHealth,
   EndpointStore,

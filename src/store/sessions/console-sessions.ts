@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import type { Queryable } from '../db/db.js';
 
 /**
  * Console sessions (migration 017): found by the digest of the id the browser holds, never

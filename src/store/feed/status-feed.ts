@@ -1,10 +1,10 @@
-import { snapshotAhead } from '../domain/feed-cursor.js';
-import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import type { SubscriberStatus } from '../domain/types.js';
-import type { Db } from './db.js';
-import { CursorNotIssuedError, readingCursor } from './errors.js';
-import { forgetForeignRows } from './lookup-changes.js';
-import type { StatusChanges, StatusEntry, StatusListPage } from './store.js';
+import { snapshotAhead } from '../../domain/feed-cursor.js';
+import type { FeedCursor, ListCursor } from '../../domain/feed-cursor.js';
+import type { SubscriberStatus } from '../../domain/types.js';
+import type { Db } from '../db/db.js';
+import { CursorNotIssuedError, readingCursor } from '../db/errors.js';
+import { forgetForeignRows } from '../changes/lookup-changes.js';
+import type { StatusChanges, StatusEntry, StatusListPage } from '../store.js';
 
 /**
  * The status feed's reads (migration 014, docs/feed.md): list a tenant's subscribers

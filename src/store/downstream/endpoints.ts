@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../domain/downstream-endpoints.js';
-import type { DownstreamTarget, OutboxMessage } from '../domain/downstream.js';
-import type { SecretBox } from '../secrets/cipher.js';
-import { rotateIn } from './credentials.js';
-import type { Db, Queryable } from './db.js';
+import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../../domain/downstream-endpoints.js';
+import type { DownstreamTarget, OutboxMessage } from '../../domain/downstream.js';
+import type { SecretBox } from '../../secrets/cipher.js';
+import { rotateIn } from '../keys/credentials.js';
+import type { Db, Queryable } from '../db/db.js';
 import type {
   AttemptResult,
   ClaimLimits,
@@ -20,7 +20,7 @@ import type {
   DownstreamEndpointRecord,
   DownstreamMessageRecord,
   DownstreamStore,
-} from './store.js';
+} from '../store.js';
 
 /**
  * The SQL of downstream webhooks (migration 010). A change's message is built by the domain

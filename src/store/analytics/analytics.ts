@@ -1,10 +1,10 @@
-import { PolicyImpactTally } from '../domain/policy.js';
-import type { EpisodeInterval, Policy, PolicyImpactCounts } from '../domain/policy.js';
-import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
-import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../domain/runs.js';
-import type { UnresolvedState } from '../domain/stripe/fold.js';
-import type { SubscriberStatus } from '../domain/types.js';
-import type { Queryable } from './db.js';
+import { PolicyImpactTally } from '../../domain/policy.js';
+import type { EpisodeInterval, Policy, PolicyImpactCounts } from '../../domain/policy.js';
+import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../../domain/runs.js';
+import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../../domain/runs.js';
+import type { UnresolvedState } from '../../domain/stripe/fold.js';
+import type { SubscriberStatus } from '../../domain/types.js';
+import type { Queryable } from '../db/db.js';
 
 /**
  * The recovery analytics of a tenant (docs/api.md), over its dunning runs (migration 015).
