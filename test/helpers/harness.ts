@@ -54,7 +54,7 @@ export async function appWithModel(
   deps: Omit<AppDeps, 'model'>,
   options: Omit<ReadModelOptions, 'now'> = {},
 ): Promise<{ app: App; model: ReadModel }> {
-  const model = await ReadModel.open(deps.store, { ...options, ...(deps.now ? { now: deps.now } : {}) });
+  const model = await ReadModel.open(deps.store.changes, { ...options, ...(deps.now ? { now: deps.now } : {}) });
   try {
     const app = await buildApp({ ...deps, model });
     app.addHook('onClose', () => model.close());

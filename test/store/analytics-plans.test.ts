@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/store/db/db.js';
+import type { Db } from '../../src/store/index.js';
 import { IMPACT_SQL, RECOVERY_SQL } from '../../src/store/analytics/analytics.js';
 import { availableEngines } from '../helpers/engines.js';
 

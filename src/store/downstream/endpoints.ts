@@ -1,26 +1,20 @@
-import { randomUUID } from 'node:crypto';
-import { DISABLE_FAILING_AFTER_MS, RETRY_WINDOW_MS, publicId } from '../../domain/downstream-endpoints.js';
-import type { DownstreamTarget, OutboxMessage } from '../../domain/downstream.js';
+import { publicId } from '../../domain/downstream-endpoints.js';
 import type { SecretBox } from '../../secrets/cipher.js';
-import { rotateIn } from '../keys/credentials.js';
 import type { Db, Queryable } from '../db/db.js';
+import { rotateIn } from '../keys/credentials.js';
+import { RETRY_WINDOW_MS } from '../../domain/downstream-endpoints.js';
 import type {
-  AttemptResult,
-  ClaimLimits,
-  ClaimResult,
-  ClaimedDelivery,
   CreateEndpointResult,
-  CustomerMessageRecord,
   DeliveryHealth,
-  NewDownstreamEndpoint,
-  ReplayPage,
-  ReplayRange,
   DownstreamAttemptRecord,
   DownstreamEndpointPatch,
   DownstreamEndpointRecord,
   DownstreamMessageRecord,
-  DownstreamStore,
-} from '../store.js';
+  EndpointStore,
+  NewDownstreamEndpoint,
+  ReplayPage,
+  ReplayRange,
+} from './types.js';
 
 /**
  * The SQL of downstream webhooks (migration 010). A change's message is built by the domain
@@ -28,75 +22,10 @@ import type {
  * change (the outbox); the deliverer claims its deliveries, sends them and records each attempt.
  */
 
-const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
-const KIND = 'webhook_signing_secret';
-/**
- * The deliveries of an endpoint whose signing secret does not open wait this long before a
- * claim looks at them again: they keep their attempts and their place, and do not take a
- * claim's room from other endpoints at every poll.
- */
-export const UNREADABLE_SECRET_RETRY_MS = 60_000;
-
-/**
- * Where the tenant's messages go, read in the caller's transaction (after `lockCustomer`, so
- * that the customer's last sequence number stays the last until the write): its endpoints,
- * when its tier includes downstream webhooks; null when it has none. KEY SHARE: an endpoint
- * deleted meanwhile waits for this commit, rather than failing the deliveries' foreign key
- * and, with it, the status change.
- */
-export async function downstreamTarget(
-  tx: Queryable,
-  tenantId: number,
-  customerId: string,
-): Promise<DownstreamTarget | null> {
-  const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
-    `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
-     JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-     WHERE e.tenant_id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
-    [tenantId],
-  );
-  const slug = endpoints[0]?.slug;
-  if (slug === undefined) return null;
-  const [seq] = await tx.query<{ last_sequence: string }>(
-    'SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2',
-    [tenantId, customerId],
-  );
-  return {
-    slug,
-    endpoints: endpoints.map((e) => ({ key: e.id, enabled: e.enabled, eventTypes: e.event_types })),
-    lastSequence: Number(seq?.last_sequence ?? 0),
-    messageId: publicId('msg'),
-  };
-}
-
-/**
- * Writes a message of the outbox in the caller's transaction: its sequence number as the
- * customer's last, the message, and a delivery for each of its endpoints.
- */
-export async function writeOutboxMessage(
-  tx: Queryable,
-  tenantId: number,
-  customerId: string,
-  message: OutboxMessage,
-  now: Date,
-): Promise<void> {
-  await tx.query(
-    `INSERT INTO webhook_sequences (tenant_id, processor_customer_id, last_sequence) VALUES ($1, $2, $3)
-     ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET last_sequence = EXCLUDED.last_sequence`,
-    [tenantId, customerId, message.sequence],
-  );
-  const [event] = await tx.query<{ id: string }>(
-    `INSERT INTO webhook_events (uid, tenant_id, type, processor_customer_id, sequence, payload, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
-    [message.id, tenantId, message.type, customerId, message.sequence, JSON.stringify(message.payload), now],
-  );
-  if (event === undefined || message.endpointKeys.length === 0) return;
-  await tx.query(
-    `INSERT INTO webhook_deliveries (endpoint_id, event_id, state, next_attempt_at, give_up_at, created_at)
-     SELECT e, $2, 'pending', $3, $4, $3 FROM unnest($1::int[]) AS e`,
-    [message.endpointKeys, event.id, now, new Date(now.getTime() + RETRY_WINDOW_MS)],
-  );
-}
+/** A tenant's tier includes downstream messages. */
+export const ENTITLED = `(tr.entitlements->>'downstream_webhooks') = 'true'`;
+/** The kind of an endpoint's signing secret among the credentials. */
+export const KIND = 'webhook_signing_secret';
 
 interface EndpointRow {
   id: number;
@@ -155,7 +84,7 @@ async function endpointKey(q: Queryable, tenantId: number, uid: string): Promise
  * (nor the check of whether anything is due) until the endpoint is enabled again, which
  * makes it due at once. Deliveries under way are parked when their attempt is recorded.
  */
-async function parkIfDisabled(q: Queryable, endpoint: number): Promise<void> {
+export async function parkIfDisabled(q: Queryable, endpoint: number): Promise<void> {
   await q.query(
     `UPDATE webhook_deliveries d SET next_attempt_at = 'infinity'
      FROM webhook_endpoints e
@@ -184,7 +113,8 @@ async function requeue(q: Queryable, endpoint: number, eventKeys: readonly numbe
   return rows.length;
 }
 
-export class SqlDownstreamStore implements DownstreamStore {
+/** A tenant's downstream endpoints and their messages in SQL. */
+export class SqlEndpoints implements EndpointStore {
   constructor(
     private readonly db: Db,
     private readonly secrets: SecretBox,
@@ -387,48 +317,6 @@ export class SqlDownstreamStore implements DownstreamStore {
     }));
   }
 
-  async listCustomerMessages(tenantId: number, customerId: string, limit: number): Promise<CustomerMessageRecord[]> {
-    // Along webhook_events_customer (migration 018): the customer's newest messages, then
-    // their deliveries by event (webhook_deliveries_event), each naming its endpoint.
-    const rows = await this.db.query<{
-      uid: string;
-      type: string;
-      sequence: string;
-      created_at: Date;
-      deliveries:
-        | {
-            endpoint_id: string;
-            state: DownstreamMessageRecord['state'];
-            attempts: number;
-            last_status: number | null;
-            last_attempt_at: string | null;
-          }[]
-        | null;
-    }>(
-      `SELECT ev.uid, ev.type, ev.sequence, ev.created_at,
-         (SELECT json_agg(json_build_object('endpoint_id', e.uid, 'state', d.state, 'attempts', d.attempts,
-                  'last_status', d.last_status, 'last_attempt_at', d.last_attempt_at) ORDER BY e.id)
-            FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE d.event_id = ev.id) AS deliveries
-       FROM webhook_events ev
-       WHERE ev.tenant_id = $1 AND ev.processor_customer_id = $2
-       ORDER BY ev.sequence DESC LIMIT $3`,
-      [tenantId, customerId, limit],
-    );
-    return rows.map((r) => ({
-      messageId: r.uid,
-      type: r.type,
-      sequence: Number(r.sequence),
-      createdAt: new Date(r.created_at),
-      deliveries: (r.deliveries ?? []).map((d) => ({
-        endpointId: d.endpoint_id,
-        state: d.state,
-        attempts: d.attempts,
-        lastStatus: d.last_status,
-        lastAttemptAt: d.last_attempt_at === null ? null : new Date(d.last_attempt_at),
-      })),
-    }));
-  }
-
   async retryMessage(
     tenantId: number,
     id: string,
@@ -519,259 +407,5 @@ export class SqlDownstreamStore implements DownstreamStore {
         next: events.length > limit && last ? { since: new Date(last.created_at), after: last.uid } : null,
       };
     });
-  }
-
-  async claim(now: Date, limits: ClaimLimits): Promise<ClaimResult> {
-    // Most wakes find nothing due: one indexed read says so, without a transaction.
-    const [due] = await this.db.query<{ due: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1) AS due`,
-      [now],
-    );
-    if (due?.due !== true) return { deliveries: [], due: false };
-    return this.db.transaction(async (tx) => {
-      // The endpoints that may take an attempt now, oldest due first: those of a tenant at
-      // its share, or full themselves, are never candidates, and a tenant's candidates are
-      // as many as its room at most, so that the list (as long as this claim's room) holds
-      // every other tenant's due deliveries, however large the backlog of the full ones.
-      // The attempts under way are the leased rows: few, all in one partial index.
-      // Locking an endpoint's row makes its claims one at a time across instances, so that
-      // the cap on its attempts under way holds; NO KEY UPDATE leaves the outbox's inserts
-      // (which only share the key) free.
-      // Order: endpoints of tenants with nothing under way in the claiming process first, then
-      // those whose receiver answers (not failing) before those failing, then oldest due: a
-      // tenant that holds no slot is never queued behind the backlog of tenants that hold
-      // them, and a receiver that hangs yields to one that answers.
-      const busy = [...(limits.busyTenants ?? [])];
-      const endpoints = await tx.query<{
-        id: number;
-        uid: string;
-        url: string;
-        tenant_id: number;
-        secrets: string[];
-        busy: boolean;
-      }>(
-        `WITH leased AS (
-           SELECT d.endpoint_id, count(*)::integer AS n FROM webhook_deliveries d
-           WHERE d.leased_until IS NOT NULL AND d.leased_until > $1 GROUP BY d.endpoint_id),
-         tenant_leased AS (
-           SELECT o.tenant_id, sum(l.n)::integer AS n FROM leased l JOIN webhook_endpoints o ON o.id = l.endpoint_id GROUP BY o.tenant_id),
-         candidates AS (
-           SELECT e.id, q.due, $4 - coalesce(tl.n, 0) AS tenant_room,
-             e.tenant_id = ANY($5::integer[]) AS busy, e.failing_since IS NOT NULL AS failing,
-             row_number() OVER (PARTITION BY e.tenant_id ORDER BY q.due, e.id) AS tenant_rank
-           FROM webhook_endpoints e
-           JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-           LEFT JOIN leased l ON l.endpoint_id = e.id
-           LEFT JOIN tenant_leased tl ON tl.tenant_id = e.tenant_id
-           CROSS JOIN LATERAL (SELECT min(d.next_attempt_at) AS due FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.state = 'pending') q
-           WHERE e.enabled AND ${ENTITLED} AND q.due <= $1 AND coalesce(l.n, 0) < $3 AND coalesce(tl.n, 0) < $4)
-         SELECT e.id, e.uid, e.url, e.tenant_id, k.busy,
-           (SELECT array_agg(c.secret ORDER BY c.id DESC) FROM tenant_credentials c
-            WHERE c.endpoint_id = e.id AND (c.expires_at IS NULL OR c.expires_at > $1)) AS secrets
-         FROM candidates k JOIN webhook_endpoints e ON e.id = k.id
-         WHERE k.tenant_rank <= k.tenant_room
-         ORDER BY k.busy, k.failing, k.due, k.id LIMIT greatest($2, 1) FOR NO KEY UPDATE OF e SKIP LOCKED`,
-        [now, limits.batch, limits.perEndpoint, limits.perTenant, busy],
-      );
-      // Something was due: once room frees (an attempt ends), it is worth claiming again,
-      // whether a cap held it back or another claim had its endpoint locked.
-      const claimed: ClaimedDelivery[] = [];
-      if (endpoints.length === 0) return { deliveries: claimed, due: true };
-      if (limits.batch <= 0)
-        return { deliveries: claimed, due: true, ...(endpoints[0]?.busy === false ? { waiting: true } : {}) };
-      const leasedUntil = new Date(now.getTime() + limits.leaseMs);
-      // Attempts under way to each endpoint taken and to its tenant's endpoints, counted
-      // again now that the endpoints are locked (a claim that committed meanwhile counts).
-      // The endpoint's count is exact; the tenant's spans instances but is not locked: two
-      // claims at once may each fill what room they saw.
-      const counts = await tx.query<{ id: number; endpoint: number; tenant: number }>(
-        `SELECT e.id,
-           (SELECT count(*) FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.leased_until IS NOT NULL AND d.leased_until > $2)::integer AS endpoint,
-           (SELECT count(*) FROM webhook_endpoints o JOIN webhook_deliveries d ON d.endpoint_id = o.id
-            WHERE o.tenant_id = e.tenant_id AND d.leased_until IS NOT NULL AND d.leased_until > $2)::integer AS tenant
-         FROM webhook_endpoints e WHERE e.id = ANY($1::integer[])`,
-        [endpoints.map((e) => e.id), now],
-      );
-      const leased = new Map(counts.map((c) => [c.id, c]));
-      /** Attempts under way per tenant, as counted, then kept up to date by this claim. */
-      const tenantLeases = new Map<number, number>();
-      const unreadable: NonNullable<ClaimResult['unreadable']> = [];
-      /** Tenants holding attempts in the claiming process, this claim's included. */
-      const holding = new Set(busy);
-      const shared = Math.min(limits.shared ?? limits.batch, limits.batch);
-      let waiting = false;
-      for (const e of endpoints) {
-        const fresh = !holding.has(e.tenant_id);
-        // A tenant holding slots takes from the shared part; one holding none may take one
-        // slot beyond it, from the reserve. Candidates of tenants holding none come first:
-        // the first that finds no room says so (the process is full of others' attempts).
-        const room = fresh
-          ? Math.max(shared - claimed.length, Math.min(1, limits.batch - claimed.length))
-          : shared - claimed.length;
-        if (room <= 0) {
-          if (fresh) waiting = true;
-          if (limits.batch - claimed.length <= 0) break;
-          continue;
-        }
-        // Opened before anything is taken: one endpoint whose secret does not open (altered,
-        // or copied from another row) must not fail the claim of every other endpoint. Its
-        // deliveries stay pending, unattempted, and are looked at again later.
-        let opened: string[];
-        try {
-          opened = (e.secrets ?? []).map((secret) => this.secrets.open(secret, { tenantId: e.tenant_id, kind: KIND }));
-        } catch (err) {
-          await tx.query(
-            `UPDATE webhook_deliveries SET next_attempt_at = $3 WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2`,
-            [e.id, now, new Date(now.getTime() + UNREADABLE_SECRET_RETRY_MS)],
-          );
-          unreadable.push({
-            endpointId: e.uid,
-            tenantId: e.tenant_id,
-            reason: err instanceof Error ? err.message : 'unreadable',
-          });
-          continue;
-        }
-        const count = leased.get(e.id);
-        const tenantLeased = tenantLeases.get(e.tenant_id) ?? Number(count?.tenant ?? 0);
-        const take = Math.min(room, limits.perEndpoint - Number(count?.endpoint ?? 0), limits.perTenant - tenantLeased);
-        if (take <= 0) continue;
-        const leaseToken = randomUUID();
-        const rows = await tx.query<{
-          event_id: string;
-          attempts: number;
-          give_up_at: Date;
-          uid: string;
-          payload: string;
-        }>(
-          `WITH taken AS (
-             SELECT endpoint_id, event_id FROM webhook_deliveries
-             WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at <= $2
-             ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED)
-           UPDATE webhook_deliveries d SET attempts = d.attempts + 1, next_attempt_at = $3, leased_until = $3, lease_token = $5
-           FROM taken, webhook_events ev
-           WHERE d.endpoint_id = taken.endpoint_id AND d.event_id = taken.event_id AND ev.id = d.event_id
-           RETURNING d.event_id, d.attempts, d.give_up_at, ev.uid, ev.payload`,
-          [e.id, now, leasedUntil, take, leaseToken],
-        );
-        tenantLeases.set(e.tenant_id, tenantLeased + rows.length);
-        if (rows.length === 0) continue;
-        holding.add(e.tenant_id);
-        for (const r of rows) {
-          claimed.push({
-            endpointKey: e.id,
-            endpointId: e.uid,
-            eventKey: Number(r.event_id),
-            messageId: r.uid,
-            url: e.url,
-            payload: r.payload,
-            secrets: opened,
-            attempt: r.attempts,
-            giveUpAt: new Date(r.give_up_at),
-            leaseToken,
-            tenantId: e.tenant_id,
-          });
-        }
-      }
-      return {
-        deliveries: claimed,
-        due: true,
-        ...(unreadable.length > 0 ? { unreadable } : {}),
-        ...(waiting ? { waiting } : {}),
-      };
-    });
-  }
-
-  async complete(claim: ClaimedDelivery, result: AttemptResult, now: Date): Promise<'recorded' | 'gave_up' | 'lost'> {
-    return this.db.transaction(async (tx) => {
-      // The endpoint first, as a delete does (then its deliveries): no lock cycle with one.
-      const [endpoint] = await tx.query<{ url: string; failing: boolean }>(
-        'SELECT url, failing_since IS NOT NULL AS failing FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE',
-        [claim.endpointKey],
-      );
-      if (!endpoint) return 'lost';
-      const delivered = result.outcome === 'delivered';
-      // The delivery as the attempt left it, given up against its window as it is now (a
-      // retry or replay meanwhile gave it a new one), and the attempt, in one statement.
-      const [row] = await tx.query<{ state: string | null }>(
-        `WITH done AS (
-           UPDATE webhook_deliveries SET
-             state = CASE WHEN $4 THEN 'delivered' WHEN $5::timestamptz >= give_up_at THEN 'failed' ELSE 'pending' END,
-             next_attempt_at = CASE WHEN $4 THEN $6::timestamptz ELSE $5::timestamptz END,
-             completed_at = CASE WHEN $4 OR $5::timestamptz >= give_up_at THEN $6::timestamptz END,
-             leased_until = NULL, lease_token = NULL, last_attempt_at = $6, last_status = $7, last_error = $8
-           WHERE endpoint_id = $1 AND event_id = $2 AND lease_token = $3 RETURNING state),
-         attempt AS (
-           INSERT INTO webhook_attempts (endpoint_id, event_id, attempted_at, status_code, latency_ms, outcome, error)
-           SELECT $1::integer, $2::bigint, $6::timestamptz, $7::integer, $9::integer,
-             CASE WHEN $10::text <> 'gone' AND (SELECT state FROM done) = 'failed' THEN 'gave_up' ELSE $10::text END, $8::text
-           WHERE EXISTS (SELECT 1 FROM webhook_events WHERE id = $2))
-         SELECT (SELECT state FROM done) AS state`,
-        [
-          claim.endpointKey,
-          claim.eventKey,
-          claim.leaseToken,
-          delivered,
-          result.retryAt,
-          now,
-          result.statusCode,
-          result.error,
-          Math.round(result.latencyMs),
-          result.outcome,
-        ],
-      );
-      const gaveUp = row?.state === 'failed';
-      const kept = row?.state !== null && row?.state !== undefined;
-      // What this attempt says of the endpoint holds only for the URL it went to: one
-      // changed meanwhile is judged by its own attempts.
-      if (endpoint.url !== claim.url) {
-        await parkIfDisabled(tx, claim.endpointKey);
-        return kept ? 'recorded' : 'lost';
-      }
-      if (delivered) {
-        if (endpoint.failing)
-          await tx.query('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1', [claim.endpointKey]);
-      } else if (result.outcome === 'gone') {
-        await tx.query(
-          `UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'gone', disabled_at = $2, updated_at = $2,
-             disabled_detail = 'the endpoint answered 410 Gone to message ' || $3
-           WHERE id = $1 AND enabled`,
-          [claim.endpointKey, now, claim.messageId],
-        );
-      } else {
-        // The failing streak starts at the first failure after a success; one that has lasted
-        // for days disables the endpoint, and its admin reads why. The row is written only
-        // when one of the two happens.
-        await tx.query(
-          `UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, $2),
-             enabled = CASE WHEN failing_since < $3 THEN false ELSE enabled END,
-             disabled_reason = CASE WHEN failing_since < $3 THEN 'failing' ELSE disabled_reason END,
-             disabled_at = CASE WHEN failing_since < $3 THEN $2 ELSE disabled_at END,
-             updated_at = CASE WHEN failing_since < $3 THEN $2 ELSE updated_at END,
-             disabled_detail = CASE WHEN failing_since < $3
-               THEN 'every attempt failed since ' || to_char(failing_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') || '; the last: ' || $4
-               ELSE disabled_detail END
-           WHERE id = $1 AND enabled AND (failing_since IS NULL OR failing_since < $3)`,
-          [
-            claim.endpointKey,
-            now,
-            new Date(now.getTime() - DISABLE_FAILING_AFTER_MS),
-            result.error ?? `HTTP ${result.statusCode ?? '?'}`,
-          ],
-        );
-      }
-      await parkIfDisabled(tx, claim.endpointKey);
-      if (!kept) return 'lost';
-      return gaveUp ? 'gave_up' : 'recorded';
-    });
-  }
-
-  async oldestPendingAt(): Promise<Date | null> {
-    // Oldest first along the index of pending rows: the first of a sendable endpoint ends it.
-    const [row] = await this.db.query<{ at: Date }>(
-      `SELECT d.created_at AS at FROM webhook_deliveries d
-       JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-       WHERE d.state = 'pending' AND e.enabled AND ${ENTITLED} ORDER BY d.created_at LIMIT 1`,
-    );
-    return row ? new Date(row.at) : null;
   }
 }

@@ -29,7 +29,7 @@ import type { Decline, InvoiceLink } from '../../domain/stripe/derive.js';
 import type { Change, CustomerStatus, EpisodeState, Position } from '../../domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Queryable } from '../db/db.js';
-import { downstreamTarget, writeOutboxMessage } from '../downstream/endpoints.js';
+import { downstreamTarget, writeOutboxMessage } from '../downstream/outbox.js';
 
 /**
  * The SQL side of docs/stripe.md, statuses from dunning episodes. Every write about a customer
@@ -63,7 +63,8 @@ interface SubscriberRow {
   pay_url: string | null;
 }
 
-interface EpisodeRow {
+/** A row of subscriber_episodes, as the store reads it. */
+export interface EpisodeRow {
   episode: string;
   state: EpisodeState;
   reason: string;

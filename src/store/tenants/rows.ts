@@ -7,7 +7,9 @@ import { readSecretKeyAuth } from '../keys/secret-keys.js';
 import { SecretDecryptionError, UnknownEncryptionKeyError } from '../../secrets/cipher.js';
 import type { SecretBox } from '../../secrets/cipher.js';
 import type { Queryable } from '../db/db.js';
-import type { CredentialKind, TenantRecord, UnreadableTenant } from '../store.js';
+import type { UnreadableTenant } from '../changes/types.js';
+import type { CredentialKind } from '../keys/types.js';
+import type { TenantRecord } from './types.js';
 
 export interface TenantRow {
   id: number;
