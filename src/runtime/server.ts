@@ -57,7 +57,7 @@ export function storeTarget(config: Config): StoreTarget {
  */
 async function openLookupModel(
   config: Config,
-  store: Store,
+  store: Pick<Store, 'changes'>,
   secrets: SecretBox,
   log: Logger,
   siblings: Siblings | undefined,
@@ -121,7 +121,7 @@ function resolveAdminTokenDigest(config: Config, log: Logger): Buffer | null {
  * DUNWALL_DEFAULT_TIER names a tier of the store, or the service does not start: a tenant
  * created without a tier would otherwise fail (or get what the operator did not choose).
  */
-async function checkDefaultTier(store: Store, name: string): Promise<void> {
+async function checkDefaultTier(store: Pick<Store, 'tenants'>, name: string): Promise<void> {
   const tiers = (await store.tenants.listTiers()).map((t) => t.name);
   if (tiers.includes(name)) return;
   throw new Error(
