@@ -218,7 +218,7 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
     await h.createTenant('beta');
     await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET_A });
     await h.admin('PATCH', '/tenants/beta', { stripe_webhook_secret: SECRET_B });
-    const read = h.store.stripe.getStripeSigningSecrets.bind(h.store);
+    const read = h.store.stripe.getStripeSigningSecrets.bind(h.store.stripe);
     h.store.stripe.getStripeSigningSecrets = async (slug) => {
       secretReads += 1;
       return read(slug);
