@@ -1,5 +1,4 @@
 import pg from 'pg';
-import { tenantAuth } from '../helpers/store-fixtures.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/runtime/config.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
@@ -170,7 +169,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
 
     // One webhook caught mid-transaction by the cut: another transaction holds its event id,
     // so that its INSERT waits on a connection the cut then resets.
-    const tenantId = (await tenantAuth(other.changes, 'outage'))?.id;
+    const tenantId = (await other.tenants.getTenant('outage'))?.id;
     const lock = new pg.Client({ connectionString: scoped.direct });
     locker = lock;
     await lock.connect();
@@ -307,7 +306,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     // instance's through NOTIFY.
     expect((await admin('PUT', '/tenants/outage/subscribers/cus_lock', { status: 'active' })).status).toBe(200);
     expect(((await (await lookup('cus_lock')).json()) as { status: string }).status).toBe('active');
-    const tenant = await tenantAuth(other.changes, 'outage');
+    const tenant = await other.tenants.getTenant('outage');
     if (tenant === null) throw new Error('the tenant is gone');
     await other.subscribers.applyChange(
       tenant.id,
