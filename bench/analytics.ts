@@ -7,10 +7,8 @@
  */
 import { Agent } from 'node:http';
 import { loadavg } from 'node:os';
-import { openDb } from '../src/store/index.js';
-import type { StoreTarget } from '../src/store/index.js';
-import type { Db } from '../src/store/db.js';
-import { migrate } from '../src/store/migrate.js';
+import { migrate, openDb } from '../src/store/index.js';
+import type { Db, StoreTarget } from '../src/store/index.js';
 import { call } from './http.js';
 
 /**

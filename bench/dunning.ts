@@ -7,8 +7,7 @@
 import { createHash } from 'node:crypto';
 import { formatLockoutAt } from '../src/domain/policy.js';
 import { openDb } from '../src/store/index.js';
-import type { StoreTarget } from '../src/store/index.js';
-import type { Db } from '../src/store/db.js';
+import type { Db, StoreTarget } from '../src/store/index.js';
 import { benchTenant, expectedBody, seededStatus } from './data.js';
 import type { BenchRequest, Entitlements, RequestFactory } from './data.js';
 

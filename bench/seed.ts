@@ -5,10 +5,8 @@
  */
 import pg from 'pg';
 import { sha256 } from '../src/domain/keys.js';
-import { openDb } from '../src/store/index.js';
-import type { StoreTarget } from '../src/store/index.js';
-import { migrate } from '../src/store/migrate.js';
-import type { Db } from '../src/store/db.js';
+import { migrate, openDb } from '../src/store/index.js';
+import type { Db, StoreTarget } from '../src/store/index.js';
 import { SQL_CARD_URL, SQL_SLUG, SQL_STATUS, SQL_TIER, benchTenant } from './data.js';
 import type { Entitlements, Sizes } from './data.js';
 

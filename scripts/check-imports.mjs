@@ -10,6 +10,10 @@
  *   runtime, cli         anything below them
  *
  * Type-only imports count: a lower layer must not even name a higher one's types.
+ *
+ * The store has one way in, src/store/index.ts: no file outside src/store/ (the tests and the
+ * bench included) imports another of its files. The store's own tests (test/store/) may
+ * reach inside it, to hold a statement's plan or a module's parts.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -30,11 +34,12 @@ const FORBIDDEN = {
   http: (to) => ['runtime', 'cli'].includes(to),
 };
 
-function files(dir, out = []) {
+function files(dir, out = [], pattern = /\.ts$/) {
   for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist') continue;
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) files(path, out);
-    else if (name.endsWith('.ts')) out.push(path);
+    if (statSync(path).isDirectory()) files(path, out, pattern);
+    else if (pattern.test(name)) out.push(path);
   }
   return out;
 }
@@ -71,6 +76,24 @@ for (const file of files(src)) {
       );
   }
   graph.set(file, targets);
+}
+
+// The store's one entry.
+const storeDir = join(src, 'store');
+const storeEntry = join(storeDir, 'index.ts');
+const storeInsiders = [storeDir, join(root, 'test', 'store')];
+for (const dir of ['src', 'test', 'bench', 'scripts'].map((d) => join(root, d))) {
+  for (const file of files(dir, [], /\.(ts|tsx|mts|mjs)$/)) {
+    if (storeInsiders.some((inside) => file.startsWith(inside + '/'))) continue;
+    for (const m of readFileSync(file, 'utf8').matchAll(IMPORT_RE)) {
+      const spec = m[1] ?? m[2];
+      const target = resolve(dirname(file), spec.replace(/\.js$/, '.ts'));
+      if (target.startsWith(storeDir + '/') && target !== storeEntry)
+        problems.push(
+          `${relative(root, file)} imports ${relative(root, target)}: outside src/store/, import src/store/index.ts`,
+        );
+    }
+  }
 }
 
 // Cycles: strongly connected components of more than one file (Tarjan).

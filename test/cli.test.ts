@@ -13,7 +13,7 @@ import { KeyUsage } from '../src/http/key-usage.js';
 import { SCOPES } from '../src/domain/keys.js';
 import { run } from '../src/cli/run.js';
 import { openStore } from '../src/store/index.js';
-import type { Store } from '../src/store/store.js';
+import type { Store } from '../src/store/index.js';
 import { charge, event, invoice } from './helpers/stripe-fixtures.js';
 import { DownstreamDeliverer } from '../src/downstream/index.js';
 import { escapeControls } from '../src/domain/validation.js';
@@ -167,7 +167,7 @@ describe('dunwall as a child process', () => {
   });
 
   it('reads --stripe-webhook-secret - from the process stdin, and reports errors on one line', async () => {
-    const spy = vi.spyOn(store, 'updateTenant');
+    const spy = vi.spyOn(store.tenants, 'updateTenant');
     try {
       const updated = await spawnCli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], {
         stdin: `${WEBHOOK_SECRET}\n`,
@@ -520,7 +520,7 @@ describe('dunwall tenant', () => {
 
   it('reads --stripe-webhook-secret - from stdin, never from the command line', async () => {
     await createTenant('stark');
-    const spy = vi.spyOn(store, 'updateTenant');
+    const spy = vi.spyOn(store.tenants, 'updateTenant');
     try {
       const updated = await cli(['tenant', 'update', 'stark', '--stripe-webhook-secret', '-'], {
         stdin: `  ${WEBHOOK_SECRET}\n`,
@@ -904,7 +904,7 @@ describe('dunwall key', () => {
       ).stdout,
     );
     await v1(a.secret_key ?? '', '/subscribers/cus_1/status');
-    await keyUsage.flush((uses) => store.touchSecretKeys(uses));
+    await keyUsage.flush((uses) => store.keys.touchSecretKeys(uses));
 
     const list = await cli(['key', 'list', 'listed-keys']);
     expect(list.code).toBe(0);
@@ -1112,7 +1112,7 @@ describe('dunwall webhook', () => {
         (await cli(['subscriber', 'set', '--tenant', 'redirected', 'cus_redirected', 'warning'], { env })).code,
       ).toBe(0);
       const deliverer = new DownstreamDeliverer({
-        store: store.downstream,
+        queue: store.downstream.queue,
         attemptTimeoutMs: 5_000,
         concurrencyPerEndpoint: 1,
         log: { info() {}, warn() {} },
@@ -1121,7 +1121,12 @@ describe('dunwall webhook', () => {
       expect(await deliverer.runOnce()).toBe(1);
       await deliverer.stop();
 
-      const raw = (await store.downstream.listAttempts((await store.getTenant('redirected'))?.id ?? 0, id, 10)) ?? [];
+      const raw =
+        (await store.downstream.endpoints.listAttempts(
+          (await store.tenants.getTenant('redirected'))?.id ?? 0,
+          id,
+          10,
+        )) ?? [];
       expect(raw[0]?.error).toMatch(/[\u0080-\u009f]/); // kept as received: the escaping is the printing's
 
       // Any control but the line breaks that end the printed lines.

@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256 } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
 import type { ReadModel } from '../readmodel/index.js';
-import type { ConsoleSessionStore } from '../store/console-sessions.js';
+import type { ConsoleSessionStore } from '../store/index.js';
 
 /**
  * The console's sessions (docs/console.md). Signing in trades a credential (a tenant's

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { computeHmac } from '../domain/hmac.js';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../domain/keys.js';
 import type { SubscriberStatus } from '../domain/types.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 
 export const DEMO_SLUG = 'demo';
 export const DEMO_CARD_UPDATE_URL = 'https://billing.example.com/update-card';
@@ -25,10 +25,10 @@ export function demoCurlCommands(baseUrl: string, page: DemoPage): { customer: s
 }
 
 /** Creates the demo tenant and its three subscribers; the keys are random, made here. */
-export async function seedDemo(store: Store, now: Date): Promise<DemoPage | null> {
+export async function seedDemo(store: Pick<Store, 'tenants' | 'subscribers'>, now: Date): Promise<DemoPage | null> {
   const publishableKey = generatePublishableKey();
   const hmacSecret = generateHmacSecret();
-  const created = await store.createTenant(
+  const created = await store.tenants.createTenant(
     {
       slug: DEMO_SLUG,
       tier: 'starter',
@@ -42,7 +42,7 @@ export async function seedDemo(store: Store, now: Date): Promise<DemoPage | null
   );
   if (!created.ok) return null;
   for (const [customer, status, reason] of DEMO_CUSTOMERS) {
-    await store.applyChange(
+    await store.subscribers.applyChange(
       created.tenant.id,
       customer,
       { kind: 'set', status, reason },

@@ -1,6 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { AllowedNetworks, retryDelayMs, zeroDeliveryOutcomeCounts } from '../domain/downstream-endpoints.js';
-import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, DeliveryQueue } from '../store/store.js';
+import type { AttemptResult, ClaimedDelivery, DeliveryOutcome, DeliveryQueue } from '../store/index.js';
 import { sendDownstream } from './send.js';
 import type { SendOptions } from './send.js';
 
@@ -50,7 +50,7 @@ export const CUT_AFTER_MS = 5_000;
 const USER_AGENT = 'Dunwall-Webhooks/1';
 
 export interface DelivererOptions extends DeliverySettings {
-  store: DeliveryQueue;
+  queue: DeliveryQueue;
   now?: () => number;
   random?: () => number;
   log: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
@@ -234,7 +234,7 @@ export class DownstreamDeliverer {
       due,
       unreadable,
       waiting,
-    } = await this.opts.store.claim(at, {
+    } = await this.opts.queue.claim(at, {
       perEndpoint: this.opts.concurrencyPerEndpoint,
       perTenant: MAX_IN_FLIGHT_PER_TENANT,
       // With no room, the claim takes nothing and says whether a tenant holding none waits.
@@ -306,7 +306,7 @@ export class DownstreamDeliverer {
             : 'failed';
     const retryAt = new Date(done.getTime() + retryDelayMs(d.attempt, this.opts.random));
     const result: AttemptResult = { outcome, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error, retryAt };
-    const recorded = await this.opts.store.complete(d, result, done);
+    const recorded = await this.opts.queue.complete(d, result, done);
     const counted: DeliveryOutcome = recorded === 'gave_up' && outcome !== 'gone' ? 'gave_up' : outcome;
     this.counts[counted] += 1;
     if (outcome === 'gone')

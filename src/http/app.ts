@@ -34,11 +34,15 @@ import { stripeWebhookRoutes } from './routes/stripe-webhook.js';
 import { LOOKUP_PREFIX, LOOKUP_ROUTE, LookupAnswerer, lookupRoutes } from './lookup.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { Problem } from './schemas.js';
-import { CursorNotIssuedError, isStoreUnavailable, StoreUnavailableError } from '../store/errors.js';
-import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
+import {
+  CursorNotIssuedError,
+  DEFAULT_STORE_REQUEST_TIMEOUT_MS,
+  StoreUnavailableError,
+  isStoreUnavailable,
+} from '../store/index.js';
+import type { Store } from '../store/index.js';
 import { boundStoreCalls } from './store-bound.js';
 import { awaitWritesApplied } from './write-visibility.js';
-import type { Store } from '../store/store.js';
 import type { DemoPage } from '../demo/index.js';
 import type { SnippetAsset } from './snippet-asset.js';
 import type { PackageTarballs } from './package-tarballs.js';
@@ -381,7 +385,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   }
 
   await app.register(healthRoutes, {
-    store: deps.store,
+    maintenance: deps.store.maintenance,
     model,
     now,
     ...(deps.monotonicNow ? { monotonicNow: deps.monotonicNow } : {}),
@@ -393,7 +397,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
   // The console's session cookie stands in for the admin token or the key it was opened with.
-  const sessions: SessionAuth = (id) => resolveSession(deps.store, model, id, now());
+  const sessions: SessionAuth = (id) => resolveSession(deps.store.sessions, model, id, now());
   const viaHttps = (req: FastifyRequest) => {
     if (req.protocol === 'https') return true;
     // Behind a trusted TLS-terminating proxy, its word for the scheme.
@@ -414,7 +418,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   };
   await app.register(consoleRoutes, {
     assets: deps.console?.assets ?? null,
-    store: deps.store,
+    sessions: deps.store.sessions,
     model,
     now,
     adminTokenSha256: adminTokenDigest(deps),
@@ -437,7 +441,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   // the root), so that its writer's next lookup on this instance reads what it wrote.
   await app.register(async (writes: App) => {
     await writes.register(stripeWebhookRoutes, {
-      store: deps.store,
+      stripe: deps.store.stripe,
       model,
       now,
       limiter,
@@ -448,15 +452,17 @@ export async function buildApp(deps: AppDeps): Promise<App> {
       async (admin: App) => {
         operatorAuth(admin, { adminTokenSha256: adminTokenDigest(deps), limiter, sessions });
         await tenantRoutes(admin, {
-          store: deps.store,
+          tenants: deps.store.tenants,
+          keys: deps.store.keys,
+          subscribers: deps.store.subscribers,
           now,
           rotationOverlapS,
           defaultTier: deps.defaultTier ?? DEFAULT_TIER,
         });
-        await tierRoutes(admin, { store: deps.store, now });
+        await tierRoutes(admin, { tenants: deps.store.tenants, now });
         await admin.register(
           async (scoped: App) => {
-            tenantBySlug(scoped, (slug) => deps.store.getTenant(slug));
+            tenantBySlug(scoped, (slug) => deps.store.tenants.getTenant(slug));
             await tenantResourceRoutes(scoped, { audience: 'operator', ...resources });
           },
           { prefix: '/tenants/:slug' },
@@ -476,7 +482,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
         });
         requireScopes(v1);
         await tenantResourceRoutes(v1, { audience: 'tenant', ...resources });
-        await statusFeedRoutes(v1, { feed: deps.store, model, now, ...deps.statusFeed });
+        await statusFeedRoutes(v1, { feed: deps.store.feed, model, now, ...deps.statusFeed });
       },
       { prefix: '/v1' },
     );

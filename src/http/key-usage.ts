@@ -1,4 +1,4 @@
-import { outsideRequestBounds } from '../store/deadline.js';
+import { outsideRequestBounds } from '../store/index.js';
 
 /**
  * When each secret key was last used, kept in memory and written in batches

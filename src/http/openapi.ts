@@ -1,17 +1,18 @@
 import { buildApp } from './app.js';
 import type { ReadModel } from '../readmodel/index.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 
-/** Stands in for the store and the read model while documenting: the routes are built, never called. */
+/**
+ * Stands in for the store (and its roles) and the read model while documenting: the routes
+ * are built, never called. Any property is another stand-in; calling one throws.
+ */
 function inert<T extends object>(name: string): T {
-  return new Proxy({} as T, {
-    get: (_target, prop) =>
-      prop === 'then'
-        ? undefined
-        : () => {
-            throw new Error(`${name}.${String(prop)} called while building the OpenAPI document`);
-          },
-  });
+  return new Proxy(() => {}, {
+    get: (_target, prop) => (prop === 'then' ? undefined : inert(`${name}.${String(prop)}`)),
+    apply: () => {
+      throw new Error(`${name} called while building the OpenAPI document`);
+    },
+  }) as unknown as T;
 }
 
 /**

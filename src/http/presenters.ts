@@ -1,5 +1,5 @@
 import { unescapeStored } from '../domain/stripe/json.js';
-import type { EpisodeRecord, HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/store.js';
+import type { EpisodeRecord, HistoryEntry, SubscriberRecord, TenantRecord, TierRecord } from '../store/index.js';
 
 /** The tenant object of docs/api.md, the admin API: never a key or a secret. */
 export function presentTenant(t: TenantRecord) {

@@ -1,6 +1,6 @@
 import type { App } from './app-instance.js';
-import { StoreBound, withStoreBound } from '../store/deadline.js';
-import type { StoreBoundMode } from '../store/deadline.js';
+import { StoreBound, withStoreBound } from '../store/index.js';
+import type { StoreBoundMode } from '../store/index.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,7 +17,7 @@ declare module 'fastify' {
  * first store call on: a frozen database (connections open, nothing answering) costs a
  * caller a 503 with Retry-After by then, not the store's own, longer bounds. The bound
  * lives in the request's async context, so that a route added later is bounded without
- * doing anything; the engines read it at each call (src/store/deadline.ts). Fastify keeps
+ * doing anything; the engines read it at each call (src/store/db/deadline.ts). Fastify keeps
  * the context through the parsing of a body (its content-type parser runs in an
  * AsyncResource of the request), so the hooks and the handler after it are bounded too.
  */

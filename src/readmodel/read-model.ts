@@ -1,7 +1,6 @@
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { ChangePosition, LookupChanges, ChangeFeed, SubscriberExtra, UnreadableTenant } from '../store/store.js';
-import { outsideRequestBounds } from '../store/deadline.js';
-import { positionCovers } from '../store/lookup-changes.js';
+import { outsideRequestBounds, positionCovers } from '../store/index.js';
+import type { ChangeLog, ChangePosition, LookupChanges, SubscriberExtra, UnreadableTenant } from '../store/index.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
 import { SubscriberIndex } from './subscriber-index.js';
@@ -53,7 +52,7 @@ export interface ReadModelOptions {
   staleIfErrorMs?: number;
   pollIntervalMs?: number;
   /** Where snapshot loads read (a replica, DATABASE_READ_URL); default the store. */
-  loadFrom?: ChangeFeed;
+  loadFrom?: ChangeLog;
   /** The other workers of this instance, which a write waits for too; absent: none. */
   siblings?: Siblings;
   /** How long a write's answer waits for the copies to show it (default WRITE_WAIT_MS). */
@@ -210,7 +209,7 @@ export class ReadModel {
   };
 
   private constructor(
-    private readonly store: ChangeFeed,
+    private readonly store: ChangeLog,
     private readonly options: ReadModelOptions,
   ) {
     this.staleIfErrorMs = options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS;
@@ -223,7 +222,7 @@ export class ReadModel {
    * Listens, loads, and keeps the copy true until `close`. Resolves once the copy is loaded
    * (ready means loaded); rejects when the first load fails.
    */
-  static async open(store: ChangeFeed, options: ReadModelOptions = {}): Promise<ReadModel> {
+  static async open(store: ChangeLog, options: ReadModelOptions = {}): Promise<ReadModel> {
     const model = new ReadModel(store, options);
     try {
       await model.start();
@@ -493,7 +492,7 @@ export class ReadModel {
     await this.loadFrom(this.store, reason);
   }
 
-  private async loadFrom(source: ChangeFeed, reason: 'start' | 'gap'): Promise<void> {
+  private async loadFrom(source: ChangeLog, reason: 'start' | 'gap'): Promise<void> {
     const started = performance.now();
     let copy: Copy | null = null;
     const position = await source.loadLookupState({

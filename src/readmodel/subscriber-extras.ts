@@ -1,5 +1,5 @@
 import { findSlot, fingerprint, fingerprintBytes } from './subscriber-index.js';
-import type { SubscriberExtra } from '../store/store.js';
+import type { SubscriberExtra } from '../store/index.js';
 
 /**
  * What a non-active subscriber's answer carries beside its status: when its scheduled

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry } from '../metrics/index.js';
 import type { Metrics } from '../metrics/index.js';
 import type { ReadModel, Siblings } from '../readmodel/index.js';
-import type { ChangePosition } from '../store/store.js';
+import type { ChangePosition } from '../store/index.js';
 
 /** A worker that dies sooner than this after its start counts as a crash loop. */
 const CRASH_LOOP_WINDOW_MS = 5_000;

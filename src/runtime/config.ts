@@ -2,8 +2,11 @@ import { isIP } from 'node:net';
 import type { KeyObject } from 'node:crypto';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../readmodel/index.js';
-import { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from '../store/postgres.js';
-import { DEFAULT_STORE_REQUEST_TIMEOUT_MS } from '../store/deadline.js';
+import {
+  DEFAULT_DB_CONNECT_TIMEOUT_MS,
+  DEFAULT_DB_QUERY_TIMEOUT_MS,
+  DEFAULT_STORE_REQUEST_TIMEOUT_MS,
+} from '../store/index.js';
 import { DEFAULT_CONSOLE_SESSION_TTL_MS } from '../console/session.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
 import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Store } from '../store/store.js';
+import type { Maintenance } from '../store/index.js';
 
 /** How often due lockouts and pending policy changes are looked for. */
 export const POLICY_TICK_MS = 1_000;
@@ -27,7 +27,7 @@ export interface ClockSkew {
 }
 
 export interface PolicyClockOptions {
-  store: Pick<Store, 'recordDueLockouts' | 'sweepPolicy' | 'databaseTime'>;
+  maintenance: Pick<Maintenance, 'recordDueLockouts' | 'sweepPolicy' | 'databaseTime'>;
   /**
    * The instance's clock (tests pass a fake one). Due lockouts are recorded on the database's
    * clock whatever this says: an injected clock can only hold a record back.
@@ -89,15 +89,18 @@ export class PolicyClock {
     const injected = this.opts.now;
     const now = () => (injected === undefined ? null : new Date(injected()));
     for (let i = 0; i < MAX_BATCHES_PER_TICK && !this.stopped; i += 1) {
-      const n = await this.opts.store.recordDueLockouts(now(), DUE_BATCH);
+      const n = await this.opts.maintenance.recordDueLockouts(now(), DUE_BATCH);
       this.counts.lockoutsRecorded += n;
       if (n < DUE_BATCH) break;
     }
     for (let i = 0; i < MAX_BATCHES_PER_TICK && !this.stopped; i += 1) {
-      const { seen, pending } = await this.opts.store.sweepPolicy(now(), this.opts.sweepBatch ?? POLICY_SWEEP_BATCH);
+      const { seen, pending } = await this.opts.maintenance.sweepPolicy(
+        now(),
+        this.opts.sweepBatch ?? POLICY_SWEEP_BATCH,
+      );
       this.counts.subscribersReanswered += seen;
       if (!pending) break;
-      this.counts.lockoutsRecorded += await this.opts.store.recordDueLockouts(now(), DUE_BATCH);
+      this.counts.lockoutsRecorded += await this.opts.maintenance.recordDueLockouts(now(), DUE_BATCH);
     }
   }
 
@@ -119,7 +122,7 @@ export class PolicyClock {
   async measureSkew(): Promise<ClockSkew> {
     const clock = this.opts.now ?? Date.now;
     const sent = clock();
-    const database = (await this.opts.store.databaseTime()).getTime();
+    const database = (await this.opts.maintenance.databaseTime()).getTime();
     const received = clock();
     const wasOk = this.skew().ok;
     this.skewMs = (sent + received) / 2 - database;

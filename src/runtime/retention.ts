@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Maintenance, RetainedTable } from '../store/store.js';
+import type { Maintenance, RetainedTable } from '../store/index.js';
 import { DEFAULT_STATUS_FEED_RETENTION_DAYS } from './config.js';
 
 const DAY_MS = 86_400_000;
@@ -29,7 +29,7 @@ export interface RetentionSettings {
 }
 
 export interface RetentionOptions extends RetentionSettings {
-  store: Pick<Maintenance, 'pruneOld'>;
+  maintenance: Pick<Maintenance, 'pruneOld'>;
   now?: () => number;
   log: Pick<Logger, 'info' | 'warn'>;
   /** Rows per transaction; tests pass a small one. */
@@ -110,7 +110,7 @@ export class Retention {
     for (const [table, days] of plan) {
       const before = new Date(nowMs - days * DAY_MS);
       for (let i = 0; i < MAX_BATCHES_PER_RUN && !this.stopped; i += 1) {
-        const n = await this.opts.store.pruneOld(table, before, batch);
+        const n = await this.opts.maintenance.pruneOld(table, before, batch);
         run[table] += n;
         this.deleted[table] += n;
         if (n < batch) break;

@@ -30,8 +30,7 @@ import { Retention } from './retention.js';
 import { DownstreamDeliverer } from '../downstream/index.js';
 import type { Metrics } from '../metrics/index.js';
 import { openReadStore, openStore } from '../store/index.js';
-import type { StoreTarget } from '../store/index.js';
-import type { Store } from '../store/store.js';
+import type { Store, StoreTarget } from '../store/index.js';
 
 /** In-flight requests get this long to finish after SIGTERM before the process exits anyway. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -58,7 +57,7 @@ export function storeTarget(config: Config): StoreTarget {
  */
 async function openLookupModel(
   config: Config,
-  store: Store,
+  store: Pick<Store, 'changes'>,
   secrets: SecretBox,
   log: Logger,
   siblings: Siblings | undefined,
@@ -76,10 +75,10 @@ async function openLookupModel(
           { secrets },
         );
   try {
-    const model = await ReadModel.open(store, {
+    const model = await ReadModel.open(store.changes, {
       staleIfErrorMs: config.staleIfErrorMs,
       log,
-      ...(replica ? { loadFrom: replica } : {}),
+      ...(replica ? { loadFrom: replica.changes } : {}),
       ...(siblings ? { siblings } : {}),
     });
     return {
@@ -122,8 +121,8 @@ function resolveAdminTokenDigest(config: Config, log: Logger): Buffer | null {
  * DUNWALL_DEFAULT_TIER names a tier of the store, or the service does not start: a tenant
  * created without a tier would otherwise fail (or get what the operator did not choose).
  */
-async function checkDefaultTier(store: Store, name: string): Promise<void> {
-  const tiers = (await store.listTiers()).map((t) => t.name);
+async function checkDefaultTier(store: Pick<Store, 'tenants'>, name: string): Promise<void> {
+  const tiers = (await store.tenants.listTiers()).map((t) => t.name);
   if (tiers.includes(name)) return;
   throw new Error(
     `DUNWALL_DEFAULT_TIER names no tier of this store: '${name}' (its tiers: ${tiers.join(', ')}); name one of them, or start without it, create the tier (dunwall tier set ${name} ...) and restart`,
@@ -149,7 +148,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   const secrets = secretBoxFor(config);
   const store = await openStore(target, { secrets });
   log.info(
-    { store: store.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) },
+    { store: store.maintenance.engine, ...(target.engine === 'embedded' ? { dataDir: config.dataDir } : {}) },
     'store ready',
   );
   if (secrets.currentKeyId === null) {
@@ -168,11 +167,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     // Seeded before listening, so that the demo answers from the first request on.
     const seeded =
-      store.engine === 'embedded' && config.demo && (await store.countTenants()) === 0
+      store.maintenance.engine === 'embedded' && config.demo && (await store.tenants.countTenants()) === 0
         ? await seedDemo(store, new Date())
         : null;
     if (seeded) writeDemoPage(config.dataDir, seeded);
-    const demo = seeded ?? (store.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
+    const demo = seeded ?? (store.maintenance.engine === 'embedded' ? readDemoPage(config.dataDir) : null);
     const snippet = loadSnippet();
     if (snippet === null) log.warn('the browser snippet is not built: /snippet.js answers 404 until npm run build');
     const consoleAssets = loadConsoleAssets();
@@ -191,10 +190,14 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     redis = config.redisUrl === null ? null : await (await import('./redis.js')).openRedis(config.redisUrl, log);
     const keyUsage = new KeyUsage();
     // A secret key sent from a browser: logged and marked once a minute per key, every refusal counted.
-    const keySightings = new SecretKeySightings({ log, write: (seen) => store.markSecretKeysSeenInBrowser(seen) });
+    const keySightings = new SecretKeySightings({ log, write: (seen) => store.keys.markSecretKeysSeenInBrowser(seen) });
     const stripeIntake = new StripeIntake();
     // Made before the app so that /readyz shows its clock; started once the app listens.
-    const policyClock = new PolicyClock({ store, log, ...(options.clock ? { now: options.clock } : {}) });
+    const policyClock = new PolicyClock({
+      maintenance: store.maintenance,
+      log,
+      ...(options.clock ? { now: options.clock } : {}),
+    });
     const app = await buildApp({
       store,
       clockSkew: () => policyClock.skew(),
@@ -244,22 +247,22 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     if (demo) log.info({ url: `${url}/demo` }, 'demo page');
     const metricsListener = metricsServer;
     const retention = new Retention({
-      store,
+      maintenance: store.maintenance,
       stripeEventsDays: config.stripeEventsRetentionDays,
       historyDays: config.historyRetentionDays,
       webhookDays: config.webhookRetentionDays,
       statusFeedDays: config.statusFeedRetentionDays,
       log,
     }).start();
-    const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.webhooks, log }).start();
+    const deliverer = new DownstreamDeliverer({ queue: store.downstream.queue, ...config.webhooks, log }).start();
     // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
     policyClock.start();
     // A change this instance commits is sent at once; others' within the poll interval.
-    const stopWaking = store.onCommit(() => deliverer.wake());
+    const stopWaking = store.changes.onCommit(() => deliverer.wake());
     // Secret keys' last use, written about once a minute, never per request.
     const flushKeyUsage = () =>
       keyUsage
-        .flush((uses) => store.touchSecretKeys(uses))
+        .flush((uses) => store.keys.touchSecretKeys(uses))
         .catch((err: unknown) =>
           log.warn({ err: { message: (err as Error).message } }, 'secret keys: last use not recorded; trying again'),
         );
@@ -269,7 +272,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     let droppedReported = 0;
     const flushIntake = () =>
       stripeIntake
-        .flush((counts) => store.addStripeIntake(counts))
+        .flush((counts) => store.stripe.addStripeIntake(counts))
         .then(() => {
           if (stripeIntake.dropped === droppedReported) return;
           log.warn(
@@ -286,7 +289,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
     metrics.observeDownstreamWebhooks(
       () => deliverer.counts,
       async () => {
-        const oldest = await store.downstream.oldestPendingAt().catch(() => null);
+        const oldest = await store.downstream.queue.oldestPendingAt().catch(() => null);
         return oldest === null ? 0 : Math.max(0, (Date.now() - oldest.getTime()) / 1000);
       },
     );

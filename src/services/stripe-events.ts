@@ -3,7 +3,7 @@ import { escapeStrings } from '../domain/stripe/json.js';
 import type { StripeEventLike } from '../domain/stripe/derive.js';
 import { isLivemodeMismatch } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName, TenantLivemode } from '../domain/stripe/outcomes.js';
-import type { StripeIngestion, StripeEventInput, StripeEventResult } from '../store/store.js';
+import type { StripeEventInput, StripeEventResult, StripeEventStore } from '../store/index.js';
 
 export type IngestOutcome = StripeEventOutcomeName;
 export type IngestResult = Omit<StripeEventResult, 'outcome'> & { outcome: IngestOutcome };
@@ -55,7 +55,7 @@ const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => '
  * in the same transaction.
  */
 export async function ingestStripeEvent(
-  store: StripeIngestion,
+  store: StripeEventStore,
   tenant: IngestTenant,
   event: StripeEventLike,
   now: Date,
@@ -66,7 +66,7 @@ export async function ingestStripeEvent(
 
 /** Several events in order; with `dryRun`, nothing is kept and the results say what would happen. */
 export async function ingestStripeEvents(
-  store: StripeIngestion,
+  store: StripeEventStore,
   tenant: IngestTenant,
   events: readonly StripeEventLike[],
   now: Date,

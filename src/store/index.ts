@@ -1,56 +1,52 @@
-import { SecretBox } from '../secrets/cipher.js';
-import type { Db } from './db.js';
-import { forgetForeignLookupChanges } from './lookup-changes.js';
-import { forgetForeignStatusChanges } from './status-feed.js';
-import { migrate } from './migrate.js';
-import { openPostgres } from './postgres.js';
-import { assertSecretKeysKnown } from './secrets-at-rest.js';
-import { SqlStore } from './sql-store.js';
-import type { Store } from './store.js';
-
-export type StoreTarget =
-  | { engine: 'postgres'; url: string; options?: string; queryTimeoutMs?: number; connectTimeoutMs?: number }
-  | { engine: 'embedded'; dataDir: string | null };
-
-export async function openDb(target: StoreTarget): Promise<Db> {
-  // Loaded only when used: PGlite costs a PostgreSQL deployment's every process memory.
-  if (target.engine === 'embedded') return (await import('./embedded.js')).openEmbedded(target.dataDir);
-  return openPostgres({
-    connectionString: target.url,
-    ...(target.options ? { options: target.options } : {}),
-    ...(target.queryTimeoutMs !== undefined ? { queryTimeoutMs: target.queryTimeoutMs } : {}),
-    ...(target.connectTimeoutMs !== undefined ? { connectTimeoutMs: target.connectTimeoutMs } : {}),
-  });
-}
-
-export interface StoreOptions {
-  /** Seals and opens the stored secrets; default: clear text. */
-  secrets?: SecretBox;
-}
-
 /**
- * Opens the store and brings its schema up to date. A stored secret sealed under a key the
- * options do not hold fails here, at boot, naming the key id.
+ * The store's one entry: nothing outside src/store/ imports any other of its files
+ * (scripts/check-imports.mjs). The store is a composition of roles (store.ts), each a
+ * folder that owns its interface, its records and its SQL, the same on PostgreSQL and PGlite.
  */
-export async function openStore(target: StoreTarget, options: StoreOptions = {}): Promise<Store> {
-  const secrets = options.secrets ?? SecretBox.clear();
-  const db = await openDb(target);
-  try {
-    await migrate(db);
-    await forgetForeignLookupChanges(db);
-    await forgetForeignStatusChanges(db);
-    await assertSecretKeysKnown(db, secrets);
-  } catch (err) {
-    await db.close();
-    throw err;
-  }
-  return new SqlStore(db, { secrets });
-}
+export { openDb, openReadStore, openStore } from './open.js';
+export type { StoreOptions, StoreTarget } from './open.js';
+export { storeOver } from './store.js';
+export type { Store } from './store.js';
 
-/** A read replica: the same queries and bounds, no migrations (the primary applies them). */
-export async function openReadStore(
-  target: Extract<StoreTarget, { engine: 'postgres' }>,
-  options: StoreOptions = {},
-): Promise<Store> {
-  return new SqlStore(await openDb(target), options);
-}
+// The roles: their interfaces and records.
+export type * from './tenants/types.js';
+export type * from './keys/types.js';
+export type { NewSecretKey, SecretKeyRecord, SecretKeyStore } from './keys/secret-keys.js';
+export { MAX_SECRET_KEYS_PER_TENANT } from './keys/secret-keys.js';
+export type * from './subscribers/types.js';
+export type * from './stripe/types.js';
+export type * from './changes/types.js';
+export { forgetForeignLookupChanges, parseSubscriberRows, positionCovers } from './changes/lookup-changes.js';
+export type * from './feed/types.js';
+export type * from './downstream/types.js';
+export { UNREADABLE_SECRET_RETRY_MS } from './downstream/queue.js';
+export type { ConsoleSessionRecord, ConsoleSessionStore, NewConsoleSession } from './sessions/console-sessions.js';
+export type {
+  Analytics,
+  AnalyticsGranularity,
+  AnalyticsQuery,
+  Cohort,
+  CurrencyAmount,
+  PolicyImpact,
+  RecoveredPeriod,
+  RecoveryAnalytics,
+} from './analytics/analytics.js';
+export type * from './maintenance/types.js';
+export { reencryptSecrets, secretCensus } from './maintenance/secrets-at-rest.js';
+export type { ReencryptCounts, SecretCensus } from './maintenance/secrets-at-rest.js';
+
+// The plumbing its callers see: the database, the bounds of a request's store calls, the errors, the migrations.
+export type { Db, ListenHandlers, Queryable } from './db/db.js';
+export {
+  DEFAULT_STORE_REQUEST_TIMEOUT_MS,
+  StoreBound,
+  StoreTimeoutError,
+  outsideRequestBounds,
+  storeCallEnd,
+  withStoreBound,
+} from './db/deadline.js';
+export type { StoreBoundMode } from './db/deadline.js';
+export { CursorNotIssuedError, StoreUnavailableError, isStoreUnavailable, readingCursor } from './db/errors.js';
+export { loadMigrations, migrate, migrationsDir } from './db/migrate.js';
+export type { Migration } from './db/migrate.js';
+export { DEFAULT_DB_CONNECT_TIMEOUT_MS, DEFAULT_DB_QUERY_TIMEOUT_MS } from './db/postgres.js';

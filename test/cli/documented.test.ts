@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands/index.js';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 import { portOf } from '../helpers/socket.js';
 

@@ -6,7 +6,7 @@ import { SAMPLE_API_VERSIONS, SAMPLE_SCENARIOS, sampleEvents, sampleIds } from '
 import { run } from '../../src/cli/run.js';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 import { portOf } from '../helpers/socket.js';
 

@@ -41,7 +41,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
 
   function newDeliverer(extra: Partial<DelivererOptions> = {}): DownstreamDeliverer {
     return new DownstreamDeliverer({
-      store: h.store.downstream,
+      queue: h.store.downstream.queue,
       now: h.clock.now,
       random: () => 0.5,
       attemptTimeoutMs: TIMEOUT_MS,
@@ -239,14 +239,14 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     expect(receiver.received).toHaveLength(1);
     // What waits for it is parked: not even the check of whether anything is due sees it.
     const limits = { perEndpoint: 4, perTenant: 16, batch: 10, leaseMs: 60_000 };
-    expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
+    expect(await h.store.downstream.queue.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
     expect((await messages('acme', ep.id))[0]).toMatchObject({ state: 'pending', next_attempt_at: null });
     const [waiting] = await messages('acme', ep.id);
     expect(
       (await h.admin('POST', `/tenants/acme/webhook-endpoints/${ep.id}/messages/${String(waiting?.message_id)}/retry`))
         .statusCode,
     ).toBe(202);
-    expect(await h.store.downstream.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
+    expect(await h.store.downstream.queue.claim(new Date(h.clock.ms), limits)).toEqual({ deliveries: [], due: false });
 
     expect((await h.admin('PATCH', `/tenants/acme/webhook-endpoints/${ep.id}`, { enabled: true })).statusCode).toBe(
       200,
@@ -364,7 +364,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     // Every claim now finds the endpoint full.
     expect(
       (
-        await h.store.downstream.claim(new Date(h.clock.ms), {
+        await h.store.downstream.queue.claim(new Date(h.clock.ms), {
           perEndpoint: 2,
           perTenant: 16,
           batch: 10,
@@ -464,13 +464,13 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       }
     };
     await drain();
-    const tenant = await h.store.getTenant('acme');
+    const tenant = await h.store.tenants.getTenant('acme');
     const range = { since: new Date(h.clock.ms), until: new Date(h.clock.ms + 1) };
     const seen: number[] = [];
-    let page = await h.store.downstream.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
+    let page = await h.store.downstream.endpoints.replay(tenant?.id ?? 0, ep.id, range, 2, new Date(h.clock.ms));
     seen.push(page?.queued ?? -1);
     while (page?.next) {
-      page = await h.store.downstream.replay(
+      page = await h.store.downstream.endpoints.replay(
         tenant?.id ?? 0,
         ep.id,
         { ...range, ...page.next },
@@ -496,12 +496,12 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.setSubscriber('other', 'cus_O', 'warning', 'payment_failed');
     // acme: 5 endpoints x 4 messages, 4 at once each: 20 by the endpoints' caps, 6 by the tenant's.
     const limits = { perEndpoint: 4, perTenant: 6, batch: 64, leaseMs: 60_000 };
-    const first = await h.store.downstream.claim(new Date(h.clock.ms), limits);
+    const first = await h.store.downstream.queue.claim(new Date(h.clock.ms), limits);
     const byTenant = (d: { url: string }) => (d.url.endsWith('/other') ? 'other' : 'acme');
     expect(first.deliveries.filter((d) => byTenant(d) === 'acme')).toHaveLength(6);
     expect(first.deliveries.filter((d) => byTenant(d) === 'other')).toHaveLength(1);
     // Another claim (another instance) finds acme's share taken.
-    expect((await h.store.downstream.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
+    expect((await h.store.downstream.queue.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
   /**
@@ -526,7 +526,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
   it("claims a tenant's due delivery while other tenants with backlogs sit at their share", async () => {
     await crowd(receiver);
     const limits = { perEndpoint: 4, perTenant: 16, batch: 64, leaseMs: 60_000 };
-    const first = await h.store.downstream.claim(new Date(h.clock.ms), limits);
+    const first = await h.store.downstream.queue.claim(new Date(h.clock.ms), limits);
     for (const slug of ['stuck1', 'stuck2', 'stuck3'])
       expect(first.deliveries.filter((d) => d.url.endsWith(`/${slug}`))).toHaveLength(16);
     expect(first.deliveries).toHaveLength(48);
@@ -538,11 +538,11 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const calm = await endpoint('calm', { url: receiver.url('/calm') });
     await h.setSubscriber('calm', 'cus_calm', 'warning', 'payment_failed');
     // The process has 16 slots free (64 less 48 under way).
-    const second = await h.store.downstream.claim(new Date(h.clock.ms), { ...limits, batch: 16 });
+    const second = await h.store.downstream.queue.claim(new Date(h.clock.ms), { ...limits, batch: 16 });
     expect(second.deliveries.map((d) => d.endpointId)).toEqual([calm.id]);
     expect(second.due).toBe(true);
     // Everything else due belongs to tenants at their share.
-    expect((await h.store.downstream.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
+    expect((await h.store.downstream.queue.claim(new Date(h.clock.ms), limits)).deliveries).toEqual([]);
   });
 
   it("fills one claim with every tenant's due deliveries, not with endpoints of a tenant past its share", async () => {
@@ -554,7 +554,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     await h.createTenant('small', { tier: 'scale' });
     const small = await endpoint('small', { url: receiver.url('/small') });
     await h.setSubscriber('small', 'cus_small', 'warning', 'payment_failed');
-    const { deliveries } = await h.store.downstream.claim(new Date(h.clock.ms), {
+    const { deliveries } = await h.store.downstream.queue.claim(new Date(h.clock.ms), {
       perEndpoint: 4,
       perTenant: 2,
       batch: 3,
@@ -686,7 +686,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
     const day = 86_400_000;
     h.clock.advance(31 * day);
     const retention = new Retention({
-      store: h.store,
+      maintenance: h.store.maintenance,
       stripeEventsDays: 30,
       historyDays: 0,
       webhookDays: 30,

@@ -34,7 +34,7 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
     stuck = await Receiver.start(() => 'hang');
     // Attempts that outlast the test: a stuck receiver's slot frees only if the deliverer cuts it.
     deliverer = new DownstreamDeliverer({
-      store: h.store.downstream,
+      queue: h.store.downstream.queue,
       now: h.clock.now,
       random: () => 0.5,
       attemptTimeoutMs: 600_000,

@@ -2,8 +2,7 @@ import { createSecretKey, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { SecretBox } from '../../src/secrets/cipher.js';
-import { SqlStore } from '../../src/store/sql-store.js';
-import { UNREADABLE_SECRET_RETRY_MS } from '../../src/store/downstream.js';
+import { UNREADABLE_SECRET_RETRY_MS, storeOver } from '../../src/store/index.js';
 import { DownstreamDeliverer } from '../../src/downstream/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
@@ -40,12 +39,12 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
 
   beforeAll(async () => {
     opened = await engine.open();
-    const store = new SqlStore(opened.db, { secrets: new SecretBox({ current: KEY }) });
+    const store = storeOver(opened.db, { secrets: new SecretBox({ current: KEY }) });
     app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, webhooks: LOOPBACK_OK });
     await app.ready();
     receiver = await Receiver.start();
     deliverer = new DownstreamDeliverer({
-      store: store.downstream,
+      queue: store.downstream.queue,
       now: clock.now,
       random: () => 0.5,
       attemptTimeoutMs: 2_000,

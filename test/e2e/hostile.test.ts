@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { parseTrustedProxies } from '../../src/http/client-address.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel, harness } from '../helpers/harness.js';
 import type { CreatedTenant, Harness } from '../helpers/harness.js';
 import { availableEngines } from '../helpers/engines.js';
@@ -218,8 +218,8 @@ describe.each(engines.slice(0, 1))('the Stripe webhook route against guessers an
     await h.createTenant('beta');
     await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET_A });
     await h.admin('PATCH', '/tenants/beta', { stripe_webhook_secret: SECRET_B });
-    const read = h.store.getStripeSigningSecrets.bind(h.store);
-    h.store.getStripeSigningSecrets = async (slug) => {
+    const read = h.store.stripe.getStripeSigningSecrets.bind(h.store.stripe);
+    h.store.stripe.getStripeSigningSecrets = async (slug) => {
       secretReads += 1;
       return read(slug);
     };

@@ -222,7 +222,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
         try {
           const none = async () =>
             Number((await rows.query<{ n: string }>('SELECT count(*) AS n FROM status_changes')).rows[0]?.n) === 0;
-          expect(await pruneUntil(maintenance, 'status_changes', none)).toBeGreaterThan(0);
+          expect(await pruneUntil(maintenance.maintenance, 'status_changes', none)).toBeGreaterThan(0);
         } finally {
           await rows.end();
           await maintenance.close();

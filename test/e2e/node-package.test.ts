@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, adminRequest, buildAppWithModel } from '../helpers/harness.js';
 import { portOf } from '../helpers/socket.js';
 

@@ -6,7 +6,7 @@ import { createLogger } from '../../src/runtime/logger.js';
 import { start } from '../../src/runtime/server.js';
 import type { Running } from '../../src/runtime/server.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
 import { availableEngines } from '../helpers/engines.js';
@@ -169,7 +169,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
 
     // One webhook caught mid-transaction by the cut: another transaction holds its event id,
     // so that its INSERT waits on a connection the cut then resets.
-    const tenantId = (await other.getTenantAuth('outage'))?.id;
+    const tenantId = (await other.tenants.getTenant('outage'))?.id;
     const lock = new pg.Client({ connectionString: scoped.direct });
     locker = lock;
     await lock.connect();
@@ -306,9 +306,9 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('PostgreSQL goes aw
     // instance's through NOTIFY.
     expect((await admin('PUT', '/tenants/outage/subscribers/cus_lock', { status: 'active' })).status).toBe(200);
     expect(((await (await lookup('cus_lock')).json()) as { status: string }).status).toBe('active');
-    const tenant = await other.getTenantAuth('outage');
+    const tenant = await other.tenants.getTenant('outage');
     if (tenant === null) throw new Error('the tenant is gone');
-    await other.applyChange(
+    await other.subscribers.applyChange(
       tenant.id,
       'cus_warn',
       { kind: 'set', status: 'lockout', reason: 'manual' },

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_HTTP_LIMITS } from '../../src/http/app.js';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
 /** Tight limits, so that the slow-sender cases end in well under a second each. */

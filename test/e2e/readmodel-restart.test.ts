@@ -4,10 +4,10 @@ import type { Change } from '../../src/domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import { openReadStore, openStore } from '../../src/store/index.js';
-import type { ChangeCause, Store } from '../../src/store/store.js';
+import type { ChangeCause, Store } from '../../src/store/index.js';
 import { availableEngines, pgClients } from '../helpers/engines.js';
 import { privatePostgres } from '../helpers/private-postgres.js';
-import { newTenant } from '../helpers/store-fixtures.js';
+import { newTenant, subscriberStatus } from '../helpers/store-fixtures.js';
 import type { PrivatePostgres } from '../helpers/private-postgres.js';
 
 /**
@@ -65,7 +65,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
       'holds every key the database holds after a restart in the middle of a stream of writes',
       { timeout: 120_000 },
       async () => {
-        const created = await writer.createTenant(newTenant('restart'), T);
+        const created = await writer.tenants.createTenant(newTenant('restart'), T);
         if (!created.ok) throw new Error(created.error);
         const id = created.tenant.id;
         const modelStore = await openStore({
@@ -74,7 +74,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           queryTimeoutMs: 2_000,
           connectTimeoutMs: 1_000,
         });
-        const model = await ReadModel.open(modelStore, { pollIntervalMs: 500 });
+        const model = await ReadModel.open(modelStore.changes, { pollIntervalMs: 500 });
         try {
           const customers = Array.from({ length: 80 }, (_, i) => `cus_r${i}`);
           let failed = 0;
@@ -84,7 +84,13 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
             const change: Change =
               i % 13 === 0 ? { kind: 'delete' } : { kind: 'set', status: STATUSES[i % 3] ?? 'active', reason: 'test' };
             failed += await persist(() =>
-              writer.applyChange(id, customers[i % customers.length] ?? 'cus_r0', change, admin(at(i + 1)), at(i + 1)),
+              writer.subscribers.applyChange(
+                id,
+                customers[i % customers.length] ?? 'cus_r0',
+                change,
+                admin(at(i + 1)),
+                at(i + 1),
+              ),
             );
           }
           await restarted;
@@ -93,7 +99,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           await expect.poll(() => model.snapshotStats().listening, { timeout: 20_000 }).toBe(true);
           await model.catchUp();
           for (const customer of customers) {
-            expect(model.status(id, customer), customer).toBe(await writer.getSubscriberStatus(id, customer));
+            expect(model.status(id, customer), customer).toBe(await subscriberStatus(writer.subscribers, id, customer));
           }
           // Resumed from its position: the restart did not cost a reload.
           expect(model.snapshotStats().loads).toBe(1);
@@ -119,7 +125,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
         });
         const models: ReadModel[] = [];
         try {
-          const created = await writer.createTenant(newTenant('replicated'), T);
+          const created = await writer.tenants.createTenant(newTenant('replicated'), T);
           if (!created.ok) throw new Error(created.error);
           const id = created.tenant.id;
           const primary = await client(cluster.url);
@@ -145,7 +151,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           const slow = await client(cluster.url);
           await slow.query('BEGIN');
           await slow.query(insert, [id, 'cus_inflight', 'lockout']);
-          await writer.applyChange(
+          await writer.subscribers.applyChange(
             id,
             'cus_other',
             { kind: 'set', status: 'warning', reason: 'test' },
@@ -156,22 +162,24 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           await onStandby.query('SELECT pg_wal_replay_pause()');
           // ...commits: the replica's snapshot still has it running, and says nothing of it.
           await slow.query('COMMIT');
-          const fromReplica = await ReadModel.open(writer, { loadFrom: replica });
+          const fromReplica = await ReadModel.open(writer.changes, { loadFrom: replica.changes });
           models.push(fromReplica);
           expect(fromReplica.status(id, 'cus_inflight')).toBe('lockout');
           expect(fromReplica.status(id, 'cus_other')).toBe('warning');
 
           // The replica further behind than the log keeps: the load falls past the horizon, and
           // the reload reads the primary, once.
-          await writer.applyChange(
+          await writer.subscribers.applyChange(
             id,
             'cus_paid',
             { kind: 'set', status: 'lockout', reason: 'test' },
             admin(at(2)),
             at(2),
           );
-          await expect.poll(() => writer.pruneLookupChanges(0), { timeout: 20_000, interval: 200 }).toBeGreaterThan(0);
-          const behind = await ReadModel.open(writer, { loadFrom: replica });
+          await expect
+            .poll(() => writer.changes.pruneLookupChanges(0), { timeout: 20_000, interval: 200 })
+            .toBeGreaterThan(0);
+          const behind = await ReadModel.open(writer.changes, { loadFrom: replica.changes });
           models.push(behind);
           expect(behind.status(id, 'cus_paid')).toBe('lockout');
           for (let i = 0; i < 3; i += 1) await behind.catchUp();
@@ -217,7 +225,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           });
           expect(created.status).toBe(201);
           const key = ((await created.json()) as { publishable_key: string }).publishable_key;
-          const id = (await writer.getTenant('paused'))?.id ?? 0;
+          const id = (await writer.tenants.getTenant('paused'))?.id ?? 0;
           const lookup = async (customer: string) =>
             (
               (await (
@@ -227,7 +235,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
               ).json()) as { status: string }
             ).status;
 
-          await writer.applyChange(
+          await writer.subscribers.applyChange(
             id,
             'cus_p0',
             { kind: 'set', status: 'lockout', reason: 'test' },
@@ -240,7 +248,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
           const expected = new Map<string, string>();
           for (let i = 0; i < 30; i += 1) {
             const status = STATUSES[i % 3] ?? 'active';
-            await writer.applyChange(
+            await writer.subscribers.applyChange(
               id,
               `cus_p${i}`,
               { kind: 'set', status, reason: 'test' },
@@ -250,7 +258,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
             expected.set(`cus_p${i}`, status);
           }
           // As if the process had slept longer than the log is kept.
-          expect(await writer.pruneLookupChanges(0)).toBeGreaterThan(0);
+          expect(await writer.changes.pruneLookupChanges(0)).toBeGreaterThan(0);
           child.kill('SIGCONT');
 
           for (const [customer, status] of expected)

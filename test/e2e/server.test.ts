@@ -156,7 +156,7 @@ describe('the service on a real socket, embedded store', () => {
         `in use by process ${process.pid}`,
       );
       expect(logs.entries().some((e) => e.msg === 'demo lookup')).toBe(false);
-      expect(await running.store.countTenants()).toBe(2);
+      expect(await running.store.tenants.countTenants()).toBe(2);
       // The demo page is served again from what the first run kept in the data folder.
       const demo = await fetch(`${running.url}/demo/frame?customer=cus_demo_lockout`);
       expect(demo.status).toBe(200);
@@ -251,9 +251,9 @@ describe('the service on a real socket, embedded store', () => {
       expect(JSON.parse(out)).toMatchObject({ tier: 'growth', entitlements: { powered_by_watermark: false } });
 
       // A default tier deleted since the start: the creation says whose choice it was.
-      await running.store.deleteTenant((await running.store.getTenant('by-api'))?.id ?? 0);
-      await running.store.deleteTenant((await running.store.getTenant('by-cli'))?.id ?? 0);
-      expect(await running.store.deleteTier('growth')).toBe('deleted');
+      await running.store.tenants.deleteTenant((await running.store.tenants.getTenant('by-api'))?.id ?? 0);
+      await running.store.tenants.deleteTenant((await running.store.tenants.getTenant('by-cli'))?.id ?? 0);
+      expect(await running.store.tenants.deleteTier('growth')).toBe('deleted');
       const gone = await post({ slug: 'after' });
       expect(gone.status).toBe(400);
       expect(((await gone.json()) as { detail: string }).detail).toBe(
@@ -298,10 +298,10 @@ describe('the service on a real socket, embedded store', () => {
     const running = await start(config, createLogger('silent'));
     const tenant = { id: 0 };
     try {
-      const created = await running.store.createTenant(newTenant('hooked'), new Date());
+      const created = await running.store.tenants.createTenant(newTenant('hooked'), new Date());
       if (!created.ok) throw new Error('tenant');
       tenant.id = created.tenant.id;
-      await running.store.rotateCredential(
+      await running.store.keys.rotateCredential(
         tenant.id,
         'stripe_webhook_secret',
         'whsec_e2e_intake_0123456789abcdef',
@@ -326,7 +326,7 @@ describe('the service on a real socket, embedded store', () => {
     }
     const store = await openStore({ engine: 'embedded', dataDir: join(dir, 'pgdata') });
     try {
-      const kept = await store.stripeIntake(tenant.id, new Date(Date.now() - 86_400_000));
+      const kept = await store.stripe.stripeIntake(tenant.id, new Date(Date.now() - 86_400_000));
       expect(kept.days.map((d) => d.counts.refused_signature)).toEqual([2]);
       expect(kept.lastAt.refused_signature).not.toBeNull();
     } finally {
@@ -340,7 +340,7 @@ describe('the service on a real socket, embedded store', () => {
       createLogger('silent'),
     );
     try {
-      expect(await running.store.countTenants()).toBe(0);
+      expect(await running.store.tenants.countTenants()).toBe(0);
     } finally {
       await running.close();
     }
@@ -356,8 +356,8 @@ describe.each(engines.filter((e) => e.name === 'postgres'))('the service on Post
       createLogger('info', logs),
     );
     try {
-      expect(running.store.engine).toBe('postgres');
-      expect(await running.store.countTenants()).toBe(0);
+      expect(running.store.maintenance.engine).toBe('postgres');
+      expect(await running.store.tenants.countTenants()).toBe(0);
       expect(logs.text).toContain('admin API disabled');
       const res = await fetch(`${running.url}/admin/v1/tenants`, {
         headers: { authorization: 'Bearer whatever-whatever-whatever-whatever' },

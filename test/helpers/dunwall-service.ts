@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from './harness.js';
 import { portOf } from './socket.js';
 import { LEGACY_API, event, hostedInvoiceUrl, invoice, paymentIds, signed } from './stripe-fixtures.js';

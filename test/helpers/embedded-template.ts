@@ -1,8 +1,7 @@
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDb } from '../../src/store/index.js';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { loadMigrations, migrate, openDb } from '../../src/store/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

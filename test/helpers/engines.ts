@@ -1,13 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { openDb } from '../../src/store/index.js';
-import type { StoreTarget } from '../../src/store/index.js';
-import type { Db } from '../../src/store/db.js';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { loadMigrations, migrate, openDb, storeOver } from '../../src/store/index.js';
+import type { Db, Store, StoreTarget } from '../../src/store/index.js';
 import { copyEmbeddedTemplate } from './embedded-template.js';
-import type { Store } from '../../src/store/store.js';
 
 const DEADLOCK_DETECTED = '40P01';
 export const DEFAULT_TEST_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -62,10 +58,10 @@ const embedded: Engine = {
     if (template !== null) {
       const copy = copyEmbeddedTemplate(template);
       const target: StoreTarget = { engine: 'embedded', dataDir: copy.dataDir };
-      let store: SqlStore | undefined;
+      let store: Store | undefined;
       try {
         const db = await openDb(target);
-        store = new SqlStore(db);
+        store = storeOver(db);
         await migrate(db, migrationsUpTo(undefined));
         const opened = store;
         return {
@@ -86,7 +82,7 @@ const embedded: Engine = {
     const target: StoreTarget = { engine: 'embedded', dataDir: null };
     const db = await openDb(target);
     await migrate(db, migrationsUpTo(options.upTo));
-    const store = new SqlStore(db);
+    const store = storeOver(db);
     return { store, db, target, cleanup: () => store.close() };
   },
 };
@@ -104,7 +100,7 @@ function postgres(url: string): Engine {
       const target: StoreTarget = { engine: 'postgres', url, options: `-c search_path=${schema}` };
       const db = await openDb(target);
       await migrate(db, migrationsUpTo(options.upTo));
-      const store = new SqlStore(db);
+      const store = storeOver(db);
       return {
         store,
         db,

@@ -33,6 +33,8 @@ export interface Harness {
   model: ReadModel;
   clock: FakeClock;
   store: Awaited<ReturnType<Engine['open']>>['store'];
+  /** The store's database, for a test that sets up rows no role writes. */
+  db: Awaited<ReturnType<Engine['open']>>['db'];
   /** Where the store is: a second instance opens its own store on it. */
   target: Awaited<ReturnType<Engine['open']>>['target'];
   admin(method: string, url: string, body?: unknown): Promise<LightMyRequestResponse>;
@@ -54,7 +56,7 @@ export async function appWithModel(
   deps: Omit<AppDeps, 'model'>,
   options: Omit<ReadModelOptions, 'now'> = {},
 ): Promise<{ app: App; model: ReadModel }> {
-  const model = await ReadModel.open(deps.store, { ...options, ...(deps.now ? { now: deps.now } : {}) });
+  const model = await ReadModel.open(deps.store.changes, { ...options, ...(deps.now ? { now: deps.now } : {}) });
   try {
     const app = await buildApp({ ...deps, model });
     app.addHook('onClose', () => model.close());
@@ -107,6 +109,7 @@ export async function harness(
     model,
     clock,
     store: opened.store,
+    db: opened.db,
     target: opened.target,
     admin,
     async createTenant(slug, fields = {}) {

@@ -1,6 +1,7 @@
 import { sha256 } from '../../src/domain/keys.js';
 import { vi } from 'vitest';
-import type { Maintenance, NewTenant, RetainedTable } from '../../src/store/store.js';
+import type { TenantAuth } from '../../src/domain/types.js';
+import type { ChangeLog, Maintenance, NewTenant, RetainedTable, SubscriberStore } from '../../src/store/index.js';
 
 /** A tenant as the store takes it: the starter tier, no options, a key and secret derived from the slug. */
 export function newTenant(slug: string, extra: Partial<NewTenant> = {}): NewTenant {
@@ -35,4 +36,34 @@ export async function pruneUntil(
     { timeout: 10_000, interval: 50 },
   );
   return pruned;
+}
+
+/**
+ * The tenant as the lookup reads it, through the change log's snapshot; null: no such tenant.
+ * A tenant the snapshot leaves out as unreadable throws, with the reason the store gives.
+ */
+export async function tenantAuth(
+  changes: Pick<ChangeLog, 'loadLookupState'>,
+  slug: string,
+): Promise<TenantAuth | null> {
+  let found: TenantAuth | null = null;
+  let unreadable: string | null = null;
+  await changes.loadLookupState({
+    begin(_subscribers, tenants, left) {
+      found = tenants.find((t) => t.slug === slug) ?? null;
+      unreadable = left.find((t) => t.slug === slug)?.reason ?? null;
+    },
+    subscriber() {},
+  });
+  if (unreadable !== null) throw new Error(unreadable);
+  return found;
+}
+
+/** The subscriber's answered status; null: no record. */
+export async function subscriberStatus(
+  subscribers: Pick<SubscriberStore, 'getSubscriber'>,
+  tenantId: number,
+  customerId: string,
+): Promise<string | null> {
+  return (await subscribers.getSubscriber(tenantId, customerId))?.status ?? null;
 }

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { App } from '../../src/http/app.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel, computeHmac, FakeClock } from '../helpers/harness.js';
 import { socketRequest } from '../helpers/socket.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { READY_REUSE_MS } from '../../src/http/routes/health.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 
 describe('/readyz under a flood', () => {
@@ -15,9 +15,9 @@ describe('/readyz under a flood', () => {
 
   beforeAll(async () => {
     store = await openStore({ engine: 'embedded', dataDir: null });
-    const ping = store.ping.bind(store);
+    const ping = store.maintenance.ping.bind(store.maintenance);
     // The store's own ping, counted; a test can hold it (a slow database) or fail it.
-    store.ping = async () => {
+    store.maintenance.ping = async () => {
       pings += 1;
       if (release === null && !failing) return ping();
       if (failing) throw new Error('connect ECONNREFUSED');

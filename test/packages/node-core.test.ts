@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { createDunwall } from '../../packages/node/src/index.js';
 import { createDunwallWith } from '../../packages/node/src/follower.js';
 import { DunwallReadyError } from '../../packages/node/src/index.js';
@@ -355,7 +355,9 @@ describe('@dunwall/node: the status copy against a running Dunwall', () => {
     await put('expired-a', 'cus_e3', 'lockout');
     await put('expired-a', 'cus_e4', 'warning');
     // Retention prunes the changes the copy had not read: its cursor has expired.
-    expect(await store.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(0);
+    expect(await store.maintenance.pruneOld('status_changes', new Date(Date.now() + DAY_MS), 10_000)).toBeGreaterThan(
+      0,
+    );
     hold = new Promise((resolve) => (release = resolve));
     proxy.restore();
     await vi.waitFor(

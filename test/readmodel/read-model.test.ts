@@ -3,9 +3,8 @@ import type { Change } from '../../src/domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { ChangedTenants } from '../../src/readmodel/index.js';
-import { openStore } from '../../src/store/index.js';
-import { forgetForeignLookupChanges } from '../../src/store/lookup-changes.js';
-import type { ChangeCause, Store } from '../../src/store/store.js';
+import { forgetForeignLookupChanges, openStore } from '../../src/store/index.js';
+import type { ChangeCause, ChangeLog, Store } from '../../src/store/index.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
 import type { Engine } from '../helpers/engines.js';
@@ -23,7 +22,7 @@ const admin = (d: Date): ChangeCause => ({
 });
 
 async function tenantId(store: Store, slug: string): Promise<number> {
-  const created = await store.createTenant(newTenant(slug), T);
+  const created = await store.tenants.createTenant(newTenant(slug), T);
   if (!created.ok) throw new Error(`tenant ${slug}: ${created.error}`);
   return created.tenant.id;
 }
@@ -57,8 +56,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
   it('loads every tenant and subscriber, then follows writes, removals and tenant changes', async () => {
     const { store } = opened;
     const acme = await tenantId(store, 'acme');
-    await store.applyChange(acme, 'cus_before', set('lockout'), admin(at(1)), at(1));
-    model = await ReadModel.open(store);
+    await store.subscribers.applyChange(acme, 'cus_before', set('lockout'), admin(at(1)), at(1));
+    model = await ReadModel.open(store.changes);
     expect(model.serving(Date.now())).toBe(true);
     expect(model.tenant('acme')?.id).toBe(acme);
     expect(model.status(acme, 'cus_before')).toBe('lockout');
@@ -67,23 +66,23 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
 
     // Each write is applied before the write returns to its caller's next step here: the
     // store reports its own commits, and the model catches up on each.
-    await store.applyChange(acme, 'cus_after', set('warning'), admin(at(2)), at(2));
+    await store.subscribers.applyChange(acme, 'cus_after', set('warning'), admin(at(2)), at(2));
     await model.ownWritesApplied();
     expect(model.status(acme, 'cus_after')).toBe('warning');
-    await store.applyChange(acme, 'cus_before', { kind: 'delete' }, admin(at(3)), at(3));
+    await store.subscribers.applyChange(acme, 'cus_before', { kind: 'delete' }, admin(at(3)), at(3));
     await model.ownWritesApplied();
     expect(model.status(acme, 'cus_before')).toBeNull();
 
     const beta = await tenantId(store, 'beta');
     await model.ownWritesApplied();
     expect(model.tenant('beta')?.id).toBe(beta);
-    await store.updateTenant('beta', { suspended: true, cardUpdateUrl: 'https://beta.test/card' }, at(4));
+    await store.tenants.updateTenant('beta', { suspended: true, cardUpdateUrl: 'https://beta.test/card' }, at(4));
     await model.ownWritesApplied();
     expect(model.tenant('beta')).toMatchObject({ suspended: true, cardUpdateUrl: 'https://beta.test/card' });
     expect(model.tenant('beta')?.knownBodies.warning.toString()).toContain('https://beta.test/card');
 
     // A tier's flags reach every tenant on it.
-    await store.putTier(
+    await store.tenants.putTier(
       'starter',
       { powered_by_watermark: false, custom_domain: true, downstream_webhooks: false },
       at(5),
@@ -99,7 +98,7 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const { store } = opened;
     const one = await tenantId(store, 'told-one');
     const two = await tenantId(store, 'told-two');
-    model = await ReadModel.open(store);
+    model = await ReadModel.open(store.changes);
     const open = model;
     const told: { tenants: number[]; applied: string | null }[] = [];
     open.onChanged(() => {
@@ -108,9 +107,9 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const stop = open.onChanged((tenants) =>
       told.push({ tenants: [...(tenants ?? [])].sort(), applied: open.status(one, 'cus_told') }),
     );
-    await store.applyChange(one, 'cus_told', set('lockout'), admin(at(1)), at(1));
+    await store.subscribers.applyChange(one, 'cus_told', set('lockout'), admin(at(1)), at(1));
     await open.ownWritesApplied();
-    await store.updateTenant('told-two', { cardUpdateUrl: 'https://two.test/card' }, at(2));
+    await store.tenants.updateTenant('told-two', { cardUpdateUrl: 'https://two.test/card' }, at(2));
     await open.ownWritesApplied();
     // Nothing new: no call.
     await open.catchUp();
@@ -119,7 +118,7 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
       { tenants: [two], applied: 'lockout' },
     ]);
     stop();
-    await store.applyChange(one, 'cus_told', set('warning'), admin(at(3)), at(3));
+    await store.subscribers.applyChange(one, 'cus_told', set('warning'), admin(at(3)), at(3));
     await open.ownWritesApplied();
     expect(told).toHaveLength(2);
   });
@@ -128,7 +127,7 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const { store, db } = opened;
     const a = await tenantId(store, 'slug-a');
     const b = await tenantId(store, 'slug-b');
-    model = await ReadModel.open(store);
+    model = await ReadModel.open(store.changes);
     // One transaction of direct SQL (the API renames nothing): the changes arrive in one
     // catch-up, in no particular order.
     await db.transaction(async (tx) => {
@@ -164,8 +163,8 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     );
     await db.query(`UPDATE lookup_changes_horizon SET pruned_through = $1::xid8`, [foreign]);
     expect(await forgetForeignLookupChanges(db)).toBe(1);
-    model = await ReadModel.open(store);
-    await store.applyChange(id, 'cus_after', set('warning'), admin(at(1)), at(1));
+    model = await ReadModel.open(store.changes);
+    await store.subscribers.applyChange(id, 'cus_after', set('warning'), admin(at(1)), at(1));
     await model.ownWritesApplied();
     for (let i = 0; i < 3; i += 1) await model.catchUp();
     expect(model.status(id, 'cus_after')).toBe('warning');
@@ -175,28 +174,28 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
   it('reloads when the change log was pruned past its position, answering from the old copy meanwhile', async () => {
     const { store } = opened;
     const id = await tenantId(store, 'gap');
-    await store.applyChange(id, 'cus_gap_1', set('lockout'), admin(at(1)), at(1));
+    await store.subscribers.applyChange(id, 'cus_gap_1', set('lockout'), admin(at(1)), at(1));
     // A model whose reads of the log fail (as if paused or cut off) while others write and prune.
     const blocked = { on: false };
-    const stalled = new Proxy(store, {
+    const stalled = new Proxy(store.changes, {
       get: (target, prop) => {
         if (prop === 'lookupChangesSince' && blocked.on)
           return () => Promise.reject(Object.assign(new Error('cut'), { code: 'ECONNRESET' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
-    }) as Store;
+    }) as ChangeLog;
     model = await ReadModel.open(stalled);
     const told: ChangedTenants[] = [];
     model.onChanged((tenants) => told.push(tenants));
     blocked.on = true;
-    await store.applyChange(id, 'cus_gap_1', set('active'), admin(at(2)), at(2));
-    await store.applyChange(id, 'cus_gap_2', set('warning'), admin(at(3)), at(3));
+    await store.subscribers.applyChange(id, 'cus_gap_1', set('active'), admin(at(2)), at(2));
+    await store.subscribers.applyChange(id, 'cus_gap_2', set('warning'), admin(at(3)), at(3));
     // Every row recorded before now, so the position is past the horizon.
     // Only rows every snapshot sees go, and a transaction of another test file on the shared
     // server may hold that back for a moment.
     const left = async () => {
-      await store.pruneLookupChanges(0);
+      await store.changes.pruneLookupChanges(0);
       const [row] = await opened.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM lookup_changes WHERE processor_customer_id LIKE 'cus_gap_%'`,
       );
@@ -221,14 +220,14 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const { store } = opened;
     let nowMs = Date.now();
     const broken = { on: false };
-    const breakable = new Proxy(store, {
+    const breakable = new Proxy(store.changes, {
       get: (target, prop) => {
         if (broken.on && (prop === 'lookupChangesSince' || prop === 'loadLookupState'))
           return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
-    }) as Store;
+    }) as ChangeLog;
     model = await ReadModel.open(breakable, { staleIfErrorMs: 30_000, now: () => nowMs });
     broken.on = true;
     nowMs += 10_000;
@@ -245,14 +244,14 @@ describe.each(engines)('read model ($name)', (engine: Engine) => {
     const { store } = opened;
     let nowMs = Date.now();
     const broken = { on: false };
-    const breakable = new Proxy(store, {
+    const breakable = new Proxy(store.changes, {
       get: (target, prop) => {
         if (broken.on && prop === 'lookupChangesSince')
           return () => Promise.reject(Object.assign(new Error('down'), { code: 'ECONNREFUSED' }));
         const value = Reflect.get(target, prop) as unknown;
         return typeof value === 'function' ? value.bind(target) : value;
       },
-    }) as Store;
+    }) as ChangeLog;
     model = await ReadModel.open(breakable, { staleIfErrorMs: 30_000, pollIntervalMs: 3_600_000, now: () => nowMs });
     expect(model.lagMs(nowMs)).toBe(0);
     nowMs += 700;
@@ -291,7 +290,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
 
   it('applies a change whose writer began first and committed last (transaction ids, not sequence numbers)', async () => {
     const id = await tenantId(store, 'order');
-    model = await ReadModel.open(store);
+    model = await ReadModel.open(store.changes);
     const slow = await client(scoped.url);
     const fast = await client(scoped.url);
     const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
@@ -317,7 +316,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
   });
 
   it('follows a tier change that races a tenant moving onto the tier', async () => {
-    const created = await store.createTenant({ ...newTenant('mover'), tier: 'growth' }, T);
+    const created = await store.tenants.createTenant({ ...newTenant('mover'), tier: 'growth' }, T);
     if (!created.ok) throw new Error(created.error);
     await model.catchUp();
     const tier = await client(scoped.url);
@@ -327,7 +326,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
       `UPDATE tiers SET entitlements = '{"powered_by_watermark": false, "custom_domain": false, "downstream_webhooks": false}' WHERE name = 'scale'`,
     );
     // ...while another moves the tenant onto the tier and commits first.
-    expect((await store.updateTenant('mover', { tier: 'scale' }, T)).ok).toBe(true);
+    expect((await store.tenants.updateTenant('mover', { tier: 'scale' }, T)).ok).toBe(true);
     await model.catchUp();
     expect(model.tenant('mover')?.entitlements.downstream_webhooks).toBe(true);
     await tier.query('COMMIT');
@@ -348,7 +347,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
       );
       const modelStore = await openStore({ engine: 'postgres', url: named.toString() });
       const killer = await client(scoped.url);
-      const followed = await ReadModel.open(modelStore, { pollIntervalMs: 200 });
+      const followed = await ReadModel.open(modelStore.changes, { pollIntervalMs: 200 });
       try {
         const statuses: SubscriberStatus[] = ['active', 'warning', 'lockout'];
         const customers = Array.from({ length: 60 }, (_, i) => `cus_stream_${i}`);
@@ -356,7 +355,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))('read model on Post
         for (let i = 0; i < 600; i += 1) {
           const customer = customers[i % customers.length] ?? 'cus_stream_0';
           const change: Change = i % 17 === 0 ? { kind: 'delete' } : set(statuses[i % 3] ?? 'active');
-          await store.applyChange(id, customer, change, admin(at(i + 1)), at(i + 1));
+          await store.subscribers.applyChange(id, customer, change, admin(at(i + 1)), at(i + 1));
           if (i % 50 === 25) {
             const { rows } = await killer.query<{ n: number }>(
               `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'dunwall_model_under_test'`,

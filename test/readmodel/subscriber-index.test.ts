@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import { SubscriberIndex, fingerprint, fingerprintBytes } from '../../src/readmodel/subscriber-index.js';
-import { parseSubscriberRows } from '../../src/store/lookup-changes.js';
+import { parseSubscriberRows } from '../../src/store/index.js';
 import { SubscriberExtras } from '../../src/readmodel/subscriber-extras.js';
 
 const STATUSES: SubscriberStatus[] = ['active', 'warning', 'lockout'];

@@ -8,8 +8,8 @@ import { ReadModel } from '../../src/readmodel/index.js';
 import type { ReadModelLog } from '../../src/readmodel/index.js';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../../src/readmodel/read-model.js';
 import { SecretBox } from '../../src/secrets/cipher.js';
-import { SqlStore } from '../../src/store/sql-store.js';
-import type { Store } from '../../src/store/store.js';
+import { storeOver } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
@@ -89,8 +89,8 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
 
   beforeAll(async () => {
     opened = await engine.open();
-    store = new SqlStore(opened.db, { secrets: new SecretBox({ current: KEY }) });
-    model = await ReadModel.open(store, { now: clock.now, log });
+    store = storeOver(opened.db, { secrets: new SecretBox({ current: KEY }) });
+    model = await ReadModel.open(store.changes, { now: clock.now, log });
     app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now, metrics: createMetrics() });
     app.addHook('onClose', () => model.close());
     await app.ready();
@@ -164,7 +164,7 @@ describe.each(engines)('a tenant whose row cannot be read ($name)', (engine: Eng
     expect((await lookup('delta')).statusCode).toBe(200);
 
     // A fresh load (a new process, a reload after a gap) succeeds with every readable tenant.
-    const fresh = await ReadModel.open(store, { now: clock.now });
+    const fresh = await ReadModel.open(store.changes, { now: clock.now });
     try {
       for (const slug of ['acme', 'gamma', 'delta']) expect(fresh.tenant(slug)?.slug).toBe(slug);
       expect(fresh.tenant('beta')).toBeNull();

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import type { Siblings } from '../../src/readmodel/index.js';
-import { positionCovers } from '../../src/store/lookup-changes.js';
-import type { ChangeCause, ChangePosition, Store } from '../../src/store/store.js';
+import { positionCovers } from '../../src/store/index.js';
+import type { ChangeCause, ChangePosition, Store } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
@@ -52,7 +52,7 @@ describe.each(engines)("a write's wait for the copies ($name)", (engine: Engine)
   beforeAll(async () => {
     opened = await engine.open();
     store = opened.store;
-    const created = await store.createTenant(newTenant('waits'), T);
+    const created = await store.tenants.createTenant(newTenant('waits'), T);
     if (!created.ok) throw new Error(created.error);
     tenantId = created.tenant.id;
   });
@@ -60,14 +60,14 @@ describe.each(engines)("a write's wait for the copies ($name)", (engine: Engine)
 
   it('waits for nothing when the request committed nothing, and for its own copy then the siblings when it did', async () => {
     const siblings = fakeSiblings(true);
-    const model = await ReadModel.open(store, { siblings });
+    const model = await ReadModel.open(store.changes, { siblings });
     try {
       const idle = model.writeMark();
       expect(model.writesApplied(idle)).toBeNull();
       expect(siblings.asked).toEqual([]);
 
       const mark = model.writeMark();
-      await store.applyChange(tenantId, 'cus_wait', lockout, admin, T);
+      await store.subscribers.applyChange(tenantId, 'cus_wait', lockout, admin, T);
       await model.writesApplied(mark);
       expect(model.status(tenantId, 'cus_wait')).toBe('lockout');
       // The siblings were asked to read at least as far as this copy, which shows the write.
@@ -82,10 +82,10 @@ describe.each(engines)("a write's wait for the copies ($name)", (engine: Engine)
 
   it('answers at its bound when a sibling does not, or cannot read, and counts it', async () => {
     for (const answer of ['never', false] as const) {
-      const model = await ReadModel.open(store, { siblings: fakeSiblings(answer), writeWaitMs: 50 });
+      const model = await ReadModel.open(store.changes, { siblings: fakeSiblings(answer), writeWaitMs: 50 });
       try {
         const mark = model.writeMark();
-        await store.applyChange(tenantId, `cus_slow_${String(answer)}`, lockout, admin, T);
+        await store.subscribers.applyChange(tenantId, `cus_slow_${String(answer)}`, lockout, admin, T);
         await model.writesApplied(mark);
         expect(model.snapshotStats().writeWaits, String(answer)).toEqual({ total: 1, timedOut: 1 });
       } finally {
@@ -96,11 +96,11 @@ describe.each(engines)("a write's wait for the copies ($name)", (engine: Engine)
 
   it("as a sibling, reads the log unless it is already past the writer's position", async () => {
     const siblings = fakeSiblings(true);
-    const writer = await ReadModel.open(store, { siblings });
-    const sibling = await ReadModel.open(store);
+    const writer = await ReadModel.open(store.changes, { siblings });
+    const sibling = await ReadModel.open(store.changes);
     try {
       const mark = writer.writeMark();
-      await store.applyChange(tenantId, 'cus_sibling', lockout, admin, T);
+      await store.subscribers.applyChange(tenantId, 'cus_sibling', lockout, admin, T);
       await writer.writesApplied(mark);
       const position = siblings.asked[0] ?? null;
       expect(position).not.toBeNull();

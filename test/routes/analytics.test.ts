@@ -25,7 +25,7 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
   beforeAll(async () => {
     h = await harness(engine);
     await h.createTenant('acme');
-    const tenant = await h.store.getTenant('acme');
+    const tenant = await h.store.tenants.getTenant('acme');
     if (tenant === null) throw new Error('tenant');
     // One run recovered after two days, one still open.
     const paid = paymentIds();
@@ -39,7 +39,7 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
     for (const f of fixtures) {
       const input = toStripeEventInput(f);
       if (input === null) throw new Error('relevant');
-      await h.store.recordStripeEvent(tenant.id, input, new Date(f.created * 1000));
+      await h.store.stripe.recordStripeEvent(tenant.id, input, new Date(f.created * 1000));
     }
     for (const [scopes, set] of [
       [['subscribers:read'], (k: string) => (readKey = k)],

@@ -5,7 +5,7 @@ import { sha256 } from '../../src/domain/keys.js';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
 import { createLogger } from '../../src/runtime/logger.js';
 import { ReadModel } from '../../src/readmodel/index.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { timingSafeEqualSpy } from '../helpers/crypto-spy.js';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, computeHmac, harness } from '../helpers/harness.js';
@@ -168,15 +168,24 @@ describe('5xx answers', () => {
     if (!engine) throw new Error('no engine');
     const opened = await engine.open();
     const state = { broken: false };
-    const store = new Proxy(opened.store, {
-      get: (target, prop) => {
-        const value = Reflect.get(target, prop) as unknown;
-        if (!state.broken || prop === 'engine' || prop === 'close' || typeof value !== 'function')
-          return typeof value === 'function' ? value.bind(target) : value;
-        return () => Promise.reject(err);
-      },
-    }) as Store;
-    const model = await ReadModel.open(store, { staleIfErrorMs: 0 });
+    /** The role, failing every call once `broken` is set. */
+    const breaking = <T extends object>(role: T): T =>
+      new Proxy(role, {
+        get: (target, prop) => {
+          const value = Reflect.get(target, prop) as unknown;
+          if (!state.broken || typeof value !== 'function')
+            return typeof value === 'function' ? value.bind(target) : value;
+          return () => Promise.reject(err);
+        },
+      });
+    // The roles these answers read: the tenants (the admin API), the change log (the read model), health (/readyz).
+    const store: Store = {
+      ...opened.store,
+      tenants: breaking(opened.store.tenants),
+      changes: breaking(opened.store.changes),
+      maintenance: breaking(opened.store.maintenance),
+    };
+    const model = await ReadModel.open(store.changes, { staleIfErrorMs: 0 });
     const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN });
     return {
       app,

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadModel } from '../../src/readmodel/index.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { storeOver } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { PolicyClock } from '../../src/runtime/policy-clock.js';
 import { createMetrics } from '../../src/metrics/index.js';
 import { buildApp } from '../../src/http/app.js';
@@ -26,7 +27,7 @@ interface Setup {
   model: ReadModel;
   clock: FakeClock;
   db: Awaited<ReturnType<Engine['open']>>['db'];
-  stores: SqlStore[];
+  stores: Store[];
   fast: PolicyClock;
   warnings: { fields: unknown; message: string }[];
   cleanup(): Promise<void>;
@@ -38,18 +39,18 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
   beforeAll(async () => {
     const opened = await engine.open();
     const clock = new FakeClock();
-    const store = opened.store as SqlStore;
+    const store = opened.store as Store;
     const warnings: Setup['warnings'] = [];
     // The fast instance: its own clock (the real one moved ahead), its own store on the same database.
     const fast = new PolicyClock({
-      store: new SqlStore(opened.db),
+      maintenance: storeOver(opened.db).maintenance,
       now: () => Date.now() + AHEAD_MS,
       log: {
         info: () => {},
         warn: (fields: unknown, message?: string) => void warnings.push({ fields, message: message ?? '' }),
       },
     });
-    const model = await ReadModel.open(store, { now: clock.now });
+    const model = await ReadModel.open(store.changes, { now: clock.now });
     const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now, clockSkew: () => fast.skew() });
     await app.ready();
     s = {
@@ -57,7 +58,7 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
       model,
       clock,
       db: opened.db,
-      stores: [store, new SqlStore(opened.db)],
+      stores: [store, storeOver(opened.db)],
       fast,
       warnings,
       cleanup: async () => {
@@ -120,8 +121,8 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
 
     await s.fast.tick();
     expect(s.fast.counts.lockoutsRecorded).toBe(0);
-    expect(await s.stores[1]?.recordDueLockouts(new Date(Date.now() + AHEAD_MS), 100)).toBe(0);
-    expect(await s.stores[1]?.sweepPolicy(new Date(Date.now() + AHEAD_MS), 100)).toMatchObject({ seen: 0 });
+    expect(await s.stores[1]?.maintenance.recordDueLockouts(new Date(Date.now() + AHEAD_MS), 100)).toBe(0);
+    expect(await s.stores[1]?.maintenance.sweepPolicy(new Date(Date.now() + AHEAD_MS), 100)).toMatchObject({ seen: 0 });
     expect(await policyEntries('cus_clock_early')).toEqual([]);
     expect((await adminRequest(s.app, 'GET', '/tenants/clock/subscribers/cus_clock_early')).json()).toMatchObject({
       status: 'warning',
@@ -131,7 +132,7 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
 
   it('a lockout the database has reached is recorded once, as of its time, whichever instance ticks', async () => {
     const lockoutAt = await failedAt('cus_clock_due', Date.now() - DAY_MS - 1_000);
-    await Promise.all([s.fast.tick(), ...s.stores.map((store) => store.recordDueLockouts(null, 100))]);
+    await Promise.all([s.fast.tick(), ...s.stores.map((store) => store.maintenance.recordDueLockouts(null, 100))]);
     expect(await policyEntries('cus_clock_due')).toEqual([
       expect.objectContaining({ status: 'lockout', policy_rule: 'grace_ended' }),
     ]);
@@ -170,7 +171,10 @@ describe.each(engines)('Time-driven changes on the database clock ($name)', (eng
   });
 
   it('an instance on time is within the bound', async () => {
-    const onTime = new PolicyClock({ store: s.stores[0] as SqlStore, log: { info: () => {}, warn: () => {} } });
+    const onTime = new PolicyClock({
+      maintenance: (s.stores[0] as Store).maintenance,
+      log: { info: () => {}, warn: () => {} },
+    });
     const skew = await onTime.measureSkew();
     expect(skew.ok).toBe(true);
     expect(Math.abs(skew.skewSeconds ?? Infinity)).toBeLessThan(2);

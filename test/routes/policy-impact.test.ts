@@ -25,7 +25,7 @@ describe.each(engines)('policy impact routes ($name)', (engine) => {
   beforeAll(async () => {
     h = await harness(engine);
     await h.createTenant('acme', { policy: { grace_days: 3 } });
-    const tenant = await h.store.getTenant('acme');
+    const tenant = await h.store.tenants.getTenant('acme');
     if (tenant === null) throw new Error('tenant');
     // Locked out 10 days ago (past a 3-day grace), locked out a day ago (in it), a warning 30
     // days ago, and an override to lockout.
@@ -43,7 +43,9 @@ describe.each(engines)('policy impact routes ($name)', (engine) => {
     for (const f of fixtures) {
       const input = toStripeEventInput(f);
       if (input === null) throw new Error('relevant');
-      expect((await h.store.recordStripeEvent(tenant.id, input, new Date(f.created * 1000))).outcome).toBe('applied');
+      expect((await h.store.stripe.recordStripeEvent(tenant.id, input, new Date(f.created * 1000))).outcome).toBe(
+        'applied',
+      );
     }
     await h.setSubscriber('acme', 'cus_override', 'lockout');
     const res = await h.admin('POST', '/tenants/acme/keys', { name: 'console', scopes: ['subscribers:read'] });

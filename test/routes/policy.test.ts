@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerBody } from '../../src/domain/lookup.js';
 import { ReadModel } from '../../src/readmodel/index.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { storeOver } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { PolicyClock } from '../../src/runtime/policy-clock.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
@@ -37,7 +38,7 @@ interface Setup {
   app: App;
   model: ReadModel;
   clock: FakeClock;
-  store: SqlStore;
+  store: Store;
   db: Awaited<ReturnType<Engine['open']>>['db'];
   cleanup(): Promise<void>;
 }
@@ -45,8 +46,8 @@ interface Setup {
 async function setup(engine: Engine): Promise<Setup> {
   const opened = await engine.open();
   const clock = new FakeClock();
-  const store = opened.store as SqlStore;
-  const model = await ReadModel.open(store, { now: clock.now });
+  const store = opened.store as Store;
+  const model = await ReadModel.open(store.changes, { now: clock.now });
   const app = await buildApp({ store, model, adminToken: ADMIN_TOKEN, now: clock.now });
   await app.ready();
   return {
@@ -140,7 +141,7 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
   }
 
   async function tenantId(slug: string): Promise<number> {
-    const t = await s.store.getTenant(slug);
+    const t = await s.store.tenants.getTenant(slug);
     if (!t) throw new Error('no tenant');
     return t.id;
   }
@@ -148,12 +149,12 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
   const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
   /** What the instance's background work does, then the read model catching up with it. */
   async function recordDue(): Promise<number> {
-    const n = await s.store.recordDueLockouts(new Date(s.clock.ms), 100);
+    const n = await s.store.maintenance.recordDueLockouts(new Date(s.clock.ms), 100);
     await s.model.catchUp();
     return n;
   }
   async function sweep(batch = 500): Promise<void> {
-    while ((await s.store.sweepPolicy(new Date(s.clock.ms), batch)).pending);
+    while ((await s.store.maintenance.sweepPolicy(new Date(s.clock.ms), batch)).pending);
     await s.model.catchUp();
   }
 
@@ -276,10 +277,10 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       expect((await lookup(t, cus)).json()).toMatchObject({ status: 'warning', lockout_at: iso(startMs + 5 * DAY_MS) });
       s.clock.ms = startMs + 5 * DAY_MS + 2000;
       expect((await lookup(t, cus)).json().status).toBe('lockout');
-      const other = new SqlStore(s.db);
+      const other = storeOver(s.db);
       const recorded = await Promise.all([
-        s.store.recordDueLockouts(new Date(s.clock.ms), 100),
-        other.recordDueLockouts(new Date(s.clock.ms), 100),
+        s.store.maintenance.recordDueLockouts(new Date(s.clock.ms), 100),
+        other.maintenance.recordDueLockouts(new Date(s.clock.ms), 100),
       ]);
       expect(recorded[0] + recorded[1]).toBeGreaterThanOrEqual(1);
       await s.model.catchUp();
@@ -386,7 +387,7 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
       const cus = nextCustomer();
       const startMs = s.clock.ms - (s.clock.ms % 1000);
       await send(t, exhausted(cus));
-      const reloaded = await ReadModel.open(s.store, { now: s.clock.now });
+      const reloaded = await ReadModel.open(s.store.changes, { now: s.clock.now });
       try {
         const tenantAuth = reloaded.tenant(t);
         if (tenantAuth === null) throw new Error('tenant not loaded');
@@ -437,8 +438,8 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
     );
     const log = { info: () => {}, warn: () => {} };
     const clocks = [
-      new PolicyClock({ store: s.store, now: s.clock.now, log }),
-      new PolicyClock({ store: new SqlStore(s.db), now: s.clock.now, log }),
+      new PolicyClock({ maintenance: s.store.maintenance, now: s.clock.now, log }),
+      new PolicyClock({ maintenance: storeOver(s.db).maintenance, now: s.clock.now, log }),
     ];
     s.clock.ms = startMs + DAY_MS;
     await Promise.all(clocks.map((c) => c.tick()));

@@ -9,9 +9,8 @@ import type { App } from '../../src/http/app.js';
 import type { FeedTimers, StatusFeedLimits } from '../../src/http/routes/statuses.js';
 import { ReadModel } from '../../src/readmodel/index.js';
 import { PolicyClock } from '../../src/runtime/policy-clock.js';
-import { openDb } from '../../src/store/index.js';
-import { SqlStore } from '../../src/store/sql-store.js';
-import type { Store } from '../../src/store/store.js';
+import { openDb, storeOver } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, adminRequest } from '../helpers/harness.js';
@@ -76,7 +75,7 @@ async function instance(
   limits: Partial<StatusFeedLimits> = {},
   log?: Capture,
 ): Promise<Instance> {
-  const model = await ReadModel.open(store, { now: clock.now });
+  const model = await ReadModel.open(store.changes, { now: clock.now });
   const timers = new ManualTimers();
   const app = await buildApp({
     store,
@@ -403,7 +402,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     // Retention prunes what the cursor had not seen: 410, list again.
     const expired = async () =>
       (await get('cursors-a', `/status-changes?after=${list.feed_cursor}`)).statusCode === 410;
-    expect(await pruneUntil(s.store, 'status_changes', expired)).toBeGreaterThan(0);
+    expect(await pruneUntil(s.store.maintenance, 'status_changes', expired)).toBeGreaterThan(0);
     const gone = await get('cursors-a', `/status-changes?after=${list.feed_cursor}`);
     expect(gone.statusCode).toBe(410);
     expect(gone.json()).toMatchObject({ code: 'cursor_expired', status: 410 });
@@ -573,7 +572,7 @@ describe.each(engines)('status feed routes ($name)', (engine: Engine) => {
     await expect.poll(() => s.timers.pending.size).toBe(1);
     // The grace ends; one instance's policy clock records it, on the service's (fake) clock.
     clock.ms = startMs + 3 * DAY_MS;
-    const policy = new PolicyClock({ store: s.store, now: clock.now, log: quiet });
+    const policy = new PolicyClock({ maintenance: s.store.maintenance, now: clock.now, log: quiet });
     await policy.tick();
     await policy.stop();
     expect(policy.counts.lockoutsRecorded).toBe(1);
@@ -734,7 +733,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
 
     beforeAll(async () => {
       opened = await engine.open();
-      storeB = new SqlStore(await openDb(opened.target));
+      storeB = storeOver(await openDb(opened.target));
       a = await instance(opened.store, clock);
       b = await instance(storeB, clock);
     });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STORE_UNAVAILABLE_RETRY_AFTER_S } from '../../src/http/problems.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { ADMIN_TOKEN, FakeClock, buildAppWithModel, harness } from '../helpers/harness.js';
@@ -59,10 +59,11 @@ describe.each(engines)('Stripe webhook when the store fails ($name)', (engine: E
 
   it('an unreachable store answers 503, so that Stripe retries', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    const broken = new Proxy(h.store, {
+    const stripe = new Proxy(h.store.stripe, {
       get: (target, prop) =>
         prop === 'recordStripeEvent' ? () => Promise.reject(down) : (Reflect.get(target, prop) as unknown),
-    }) as Store;
+    });
+    const broken: Store = { ...h.store, stripe };
     const clock = new FakeClock(h.clock.ms);
     const app = await buildAppWithModel({ store: broken, adminToken: ADMIN_TOKEN, now: clock.now });
     const fixture = event('charge.failed', charge('cus_down', { outcome_reason: 'stolen_card' }), {

@@ -58,7 +58,7 @@ describe.each(engines)("a customer's webhook messages ($name)", (engine) => {
       return 500;
     });
     deliverer = new DownstreamDeliverer({
-      store: h.store.downstream,
+      queue: h.store.downstream.queue,
       now: h.clock.now,
       random: () => 0.5,
       attemptTimeoutMs: 2_000,

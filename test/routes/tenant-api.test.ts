@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openDb } from '../../src/store/index.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { openDb, storeOver } from '../../src/store/index.js';
 import { KeyUsage } from '../../src/http/key-usage.js';
 import { availableEngines } from '../helpers/engines.js';
 import { ADMIN_TOKEN, buildAppWithModel, harness, T0 } from '../helpers/harness.js';
@@ -242,7 +241,7 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
       .json()
       .data.find((k: { id: string }) => k.id === key.id);
     expect(before.last_used_at).toBeNull();
-    await keyUsage.flush((uses) => h.store.touchSecretKeys(uses));
+    await keyUsage.flush((uses) => h.store.keys.touchSecretKeys(uses));
     const after = (await h.admin('GET', '/tenants/acme/keys')).json().data.find((k: { id: string }) => k.id === key.id);
     expect(after.last_used_at).toBe(new Date(h.clock.ms).toISOString());
   });
@@ -290,7 +289,7 @@ describe.runIf(postgresEngine !== undefined)('secret keys across instances (post
     const a = await harness(engine);
     // A second instance on the same database: its own store, read model and app.
     const db = await openDb(a.target);
-    const storeB = new SqlStore(db);
+    const storeB = storeOver(db);
     const b = await buildAppWithModel({ store: storeB, adminToken: ADMIN_TOKEN, now: a.clock.now });
     try {
       await a.createTenant('acme');

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StripeIntakeCount } from '../../src/domain/stripe/intake.js';
 import { StripeIntake } from '../../src/http/stripe-intake.js';
-import type { ClaimedDelivery } from '../../src/store/store.js';
+import type { ClaimedDelivery } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import { harness, T0 } from '../helpers/harness.js';
 import type { Harness } from '../helpers/harness.js';
@@ -45,7 +45,7 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
   const flush = () =>
     intake.flush(async (counts) => {
       flushed.push([...counts]);
-      await h.store.addStripeIntake(counts);
+      await h.store.stripe.addStripeIntake(counts);
     });
   const v1 = (key: string, url: string) =>
     h.app.inject({ method: 'GET', url: `/v1${url}`, headers: { authorization: `Bearer ${key}` } });
@@ -77,8 +77,8 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
       expect(res.statusCode, res.body).toBe(201);
       set((res.json() as { secret_key: string }).secret_key);
     }
-    acmeId = (await h.store.getTenant('acme'))?.id ?? 0;
-    noSecretId = (await h.store.getTenant('no-secret'))?.id ?? 0;
+    acmeId = (await h.store.tenants.getTenant('acme'))?.id ?? 0;
+    noSecretId = (await h.store.tenants.getTenant('no-secret'))?.id ?? 0;
   });
   afterAll(() => h.close());
 
@@ -136,8 +136,8 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
     ).toMatchObject({ dry_run: true });
 
     // Counted in memory only: until the flush, the store holds nothing of them.
-    expect((await h.store.stripeIntake(acmeId, new Date(T0 - 7 * DAY))).days).toEqual([]);
-    expect((await h.store.stripeIntake(noSecretId, new Date(T0 - 7 * DAY))).days).toEqual([]);
+    expect((await h.store.stripe.stripeIntake(acmeId, new Date(T0 - 7 * DAY))).days).toEqual([]);
+    expect((await h.store.stripe.stripeIntake(noSecretId, new Date(T0 - 7 * DAY))).days).toEqual([]);
     // Eleven deliveries and five events since the first flush: one row per (tenant, day, kind).
     await flush();
     const rows = (flushed.at(-1) ?? []).map((c) => [c.tenantId, c.day, c.kind, c.count]);
@@ -219,7 +219,7 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
     const change = async (customerId: string, status: string) => h.setSubscriber('shop', customerId, status);
     /** Claims the one message just written (one delivery per endpoint) and records how each attempt went. */
     const attempt = async (outcomes: Record<string, 'delivered' | 'gave_up'>, at: number) => {
-      const claimed = await h.store.downstream.claim(new Date(h.clock.ms), CLAIM);
+      const claimed = await h.store.downstream.queue.claim(new Date(h.clock.ms), CLAIM);
       expect(claimed.deliveries.map((d) => d.endpointId).sort()).toEqual(Object.keys(outcomes).sort());
       for (const d of claimed.deliveries as ClaimedDelivery[]) {
         const outcome = outcomes[d.endpointId];
@@ -229,7 +229,7 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
           error: outcome === 'delivered' ? null : 'HTTP 500',
         };
         // A retry past the message's retry window: the delivery gives up.
-        const done = await h.store.downstream.complete(
+        const done = await h.store.downstream.queue.complete(
           d,
           { ...result, outcome: outcome === 'delivered' ? 'delivered' : 'failed', retryAt: new Date(at + 100 * DAY) },
           new Date(at),

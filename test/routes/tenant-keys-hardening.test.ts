@@ -160,7 +160,7 @@ describe.each(engines)('Tenant keys and endpoints under attack ($name)', (engine
       url: 'https://hooks.example.com/redirects',
     });
     const endpoint = (created.json() as { id: string }).id;
-    const db = (h.store as unknown as { db: { query<T>(sql: string, params?: unknown[]): Promise<T[]> } }).db;
+    const { db } = h;
     const [ep] = await db.query<{ id: number; tenant_id: number }>(
       'SELECT id, tenant_id FROM webhook_endpoints WHERE uid = $1',
       [endpoint],

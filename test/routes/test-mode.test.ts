@@ -246,7 +246,7 @@ describe.each(engines)('test mode: a tenant takes live events, test events or bo
   it('the demo tenant, like any tenant created without the setting, takes both modes', async () => {
     const page = await seedDemo(h.store, new Date(h.clock.ms));
     expect(page?.publishableKey).toMatch(MODELESS_KEY);
-    expect((await h.store.getTenant(DEMO_SLUG))?.livemode).toBeNull();
+    expect((await h.store.tenants.getTenant(DEMO_SLUG))?.livemode).toBeNull();
     expect((await h.admin('GET', `/tenants/${DEMO_SLUG}`)).json().livemode).toBeNull();
   });
   it("previews warning and lockout on a test tenant's lookup, with a sample lockout_at and its payment link; no other tenant previews", async () => {

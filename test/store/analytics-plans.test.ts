@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/store/db.js';
-import { IMPACT_SQL, RECOVERY_SQL } from '../../src/store/analytics.js';
+import type { Db } from '../../src/store/index.js';
+import { IMPACT_SQL, RECOVERY_SQL } from '../../src/store/analytics/analytics.js';
 import { availableEngines } from '../helpers/engines.js';
 
 /**

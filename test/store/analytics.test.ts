@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toStripeEventInput } from '../../src/services/stripe-events.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
 import { customer, event, invoice, paymentIds, subscription } from '../helpers/stripe-fixtures.js';
@@ -103,25 +103,26 @@ describe.each(engines)('recovery analytics ($name)', (engine) => {
     const opened = await engine.open();
     store = opened.store;
     cleanup = opened.cleanup;
-    const created = await store.createTenant(newTenant('analytics'), new Date(at(0) * 1000));
+    const created = await store.tenants.createTenant(newTenant('analytics'), new Date(at(0) * 1000));
     if (!created.ok) throw new Error('tenant');
     tenantId = created.tenant.id;
-    const other = await store.createTenant(newTenant('elsewhere'), new Date(at(0) * 1000));
+    const other = await store.tenants.createTenant(newTenant('elsewhere'), new Date(at(0) * 1000));
     if (!other.ok) throw new Error('tenant');
     for (const fixture of history()) {
       const input = toStripeEventInput(fixture);
       if (input === null) throw new Error(`${fixture.type}: relevant`);
-      const result = await store.recordStripeEvent(tenantId, input, new Date(fixture.created * 1000));
+      const result = await store.stripe.recordStripeEvent(tenantId, input, new Date(fixture.created * 1000));
       expect(result.outcome, fixture.type).toBe('applied');
       // Another tenant's runs never count.
       const again = toStripeEventInput({ ...fixture, id: `${fixture.id}_other` });
-      if (again !== null) await store.recordStripeEvent(other.tenant.id, again, new Date(fixture.created * 1000));
+      if (again !== null)
+        await store.stripe.recordStripeEvent(other.tenant.id, again, new Date(fixture.created * 1000));
     }
   }, 120_000);
   afterAll(async () => cleanup());
 
   it('answers every figure of a month view exactly', async () => {
-    const figures = await store.recoveryAnalytics(tenantId, {
+    const figures = await store.analytics.recoveryAnalytics(tenantId, {
       from: new Date('2026-01-01T00:00:00Z'),
       to: new Date('2026-03-01T00:00:00Z'),
       granularity: 'month',
@@ -173,7 +174,7 @@ describe.each(engines)('recovery analytics ($name)', (engine) => {
   });
 
   it('buckets by ISO week, empty weeks included, the end of the range excluded', async () => {
-    const figures = await store.recoveryAnalytics(tenantId, {
+    const figures = await store.analytics.recoveryAnalytics(tenantId, {
       from: new Date('2026-01-05T00:00:00Z'),
       to: new Date('2026-01-26T00:00:00Z'),
       granularity: 'week',
@@ -200,9 +201,9 @@ describe.each(engines)('recovery analytics ($name)', (engine) => {
   });
 
   it('answers zeros and nulls for a tenant with no runs', async () => {
-    const created = await store.createTenant(newTenant('quiet'), new Date(at(0) * 1000));
+    const created = await store.tenants.createTenant(newTenant('quiet'), new Date(at(0) * 1000));
     if (!created.ok) throw new Error('tenant');
-    const figures = await store.recoveryAnalytics(created.tenant.id, {
+    const figures = await store.analytics.recoveryAnalytics(created.tenant.id, {
       from: new Date('2026-01-01T00:00:00Z'),
       to: new Date('2026-02-01T00:00:00Z'),
       granularity: 'month',

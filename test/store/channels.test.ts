@@ -32,7 +32,7 @@ describe.skipIf(!postgres)('change notifications in a schema of their own (Postg
     expect(row?.channel).toBe(`dunwall_invalidate_${row?.schema ?? ''}`);
     await listener.query('LISTEN dunwall_invalidate');
     await listener.query(`LISTEN "${row?.channel ?? ''}"`);
-    await opened.store.createTenant(newTenant('acme'), new Date());
+    await opened.store.tenants.createTenant(newTenant('acme'), new Date());
     // Both channels' notifications of one commit would arrive together: wait for the
     // schema's, then see that production's channel heard nothing.
     for (let i = 0; i < 100 && !heard.some((h) => h.channel === row?.channel); i += 1) await listener.query('SELECT 1');

@@ -4,10 +4,9 @@ import type { HmacKey } from '../../src/domain/hmac.js';
 import { sha256 } from '../../src/domain/keys.js';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
-import type { Db } from '../../src/store/db.js';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import type { ChangeCause, Store } from '../../src/store/store.js';
-import { newTenant } from '../helpers/store-fixtures.js';
+import { loadMigrations, migrate } from '../../src/store/index.js';
+import type { ChangeCause, Db, Store } from '../../src/store/index.js';
+import { newTenant, subscriberStatus, tenantAuth } from '../helpers/store-fixtures.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 
@@ -43,17 +42,17 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   });
 
   it('creates a tenant once; a taken slug or an unknown tier is a value, not an exception', async () => {
-    const created = await store.createTenant(
+    const created = await store.tenants.createTenant(
       newTenant('acme', { cardUpdateUrl: 'https://a.test/c', allowedOrigins: ['https://a.test'] }),
       T,
     );
     expect(created.ok).toBe(true);
-    expect(await store.createTenant(newTenant('acme'), T)).toEqual({ ok: false, error: 'exists' });
-    expect(await store.createTenant(newTenant('other', { tier: 'gold' }), T)).toEqual({
+    expect(await store.tenants.createTenant(newTenant('acme'), T)).toEqual({ ok: false, error: 'exists' });
+    expect(await store.tenants.createTenant(newTenant('other', { tier: 'gold' }), T)).toEqual({
       ok: false,
       error: 'unknown_tier',
     });
-    expect(await store.countTenants()).toBe(1);
+    expect(await store.tenants.countTenants()).toBe(1);
   });
 
   it('keeps publishable keys as SHA-256 digests only, never in clear', async () => {
@@ -66,7 +65,7 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
   });
 
   it('reads the tenant as the lookup needs it', async () => {
-    const auth = await store.getTenantAuth('acme');
+    const auth = await tenantAuth(store.changes, 'acme');
     expect(auth).toMatchObject({
       slug: 'acme',
       suspended: false,
@@ -80,35 +79,38 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
       '{"status":"warning","card_update_url":"https://a.test/c","entitlements":{"powered_by_watermark":true,"custom_domain":false,"downstream_webhooks":false}}',
     );
     expect(auth?.publishableKeyHashes[0]?.value.equals(sha256('pk_acme_key_0000000000000000000'))).toBe(true);
-    expect(await store.getTenantAuth('nobody')).toBeNull();
+    expect(await tenantAuth(store.changes, 'nobody')).toBeNull();
   });
 
   it('rotates a credential: the old one expires after the overlap, the new one does not', async () => {
-    const tenant = await store.getTenant('acme');
+    const tenant = await store.tenants.getTenant('acme');
     if (!tenant) throw new Error('no tenant');
-    await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-2', 3600, at(10));
-    const auth = await store.getTenantAuth('acme');
+    await store.keys.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-2', 3600, at(10));
+    const auth = await tenantAuth(store.changes, 'acme');
     expect(auth?.hmacKeys.map((k) => [signs(k.value), k.expiresAtMs])).toEqual([
       [signs('secret-acme'), at(3610).getTime()],
       [signs('secret-acme-2'), null],
     ]);
     // A second rotation inside the overlap: the key already on its way out ends now, so that
     // two credentials at most verify.
-    await store.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-3', 86_400, at(20));
-    const again = await store.getTenantAuth('acme');
+    await store.keys.rotateCredential(tenant.id, 'hmac_secret', 'secret-acme-3', 86_400, at(20));
+    const again = await tenantAuth(store.changes, 'acme');
     expect(again?.hmacKeys.map((k) => k.expiresAtMs)).toEqual([at(20).getTime(), at(86_420).getTime(), null]);
   });
 
   it('updates only the fields in the patch', async () => {
-    const res = await store.updateTenant('acme', { suspended: true, cardUpdateUrl: null }, at(30));
+    const res = await store.tenants.updateTenant('acme', { suspended: true, cardUpdateUrl: null }, at(30));
     expect(res.ok && res.tenant).toMatchObject({
       suspended: true,
       cardUpdateUrl: null,
       allowedOrigins: ['https://a.test'],
       tier: 'starter',
     });
-    expect(await store.updateTenant('nobody', { suspended: true }, T)).toEqual({ ok: false, error: 'not_found' });
-    expect(await store.updateTenant('acme', { tier: 'gold' }, T)).toEqual({ ok: false, error: 'unknown_tier' });
+    expect(await store.tenants.updateTenant('nobody', { suspended: true }, T)).toEqual({
+      ok: false,
+      error: 'not_found',
+    });
+    expect(await store.tenants.updateTenant('acme', { tier: 'gold' }, T)).toEqual({ ok: false, error: 'unknown_tier' });
   });
 
   it('sets a signing secret in the same transaction as the patch: a refused patch stores nothing', async () => {
@@ -119,24 +121,24 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
         )
       )[0]?.n;
     const rotation = { kind: 'stripe_webhook_secret' as const, material: 'whsec_one', overlapS: 60 };
-    expect(await store.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({
+    expect(await store.tenants.updateTenant('acme', { tier: 'gold' }, T, rotation)).toEqual({
       ok: false,
       error: 'unknown_tier',
     });
     expect(await count()).toBe(0);
-    const ok = await store.updateTenant('acme', { hmacRequired: true }, T, rotation);
+    const ok = await store.tenants.updateTenant('acme', { hmacRequired: true }, T, rotation);
     expect(ok.ok).toBe(true);
     expect(await count()).toBe(1);
   });
 
   it('records subscriber changes with their cause, and deletion as a history entry', async () => {
-    const tenant = await store.getTenant('acme');
+    const tenant = await store.tenants.getTenant('acme');
     if (!tenant) throw new Error('no tenant');
-    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
-    await store.applyChange(tenant.id, 'cus_1', set('warning', 'soft_decline'), admin(at(1)), at(1));
-    await store.applyChange(tenant.id, 'cus_1', set('lockout', 'hard_decline'), admin(at(2)), at(3));
-    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBe('lockout');
-    const record = await store.getSubscriber(tenant.id, 'cus_1');
+    expect(await subscriberStatus(store.subscribers, tenant.id, 'cus_1')).toBeNull();
+    await store.subscribers.applyChange(tenant.id, 'cus_1', set('warning', 'soft_decline'), admin(at(1)), at(1));
+    await store.subscribers.applyChange(tenant.id, 'cus_1', set('lockout', 'hard_decline'), admin(at(2)), at(3));
+    expect(await subscriberStatus(store.subscribers, tenant.id, 'cus_1')).toBe('lockout');
+    const record = await store.subscribers.getSubscriber(tenant.id, 'cus_1');
     expect(record).toMatchObject({ status: 'lockout', reason: 'hard_decline', overriddenAt: at(2), episodes: [] });
     expect(record?.history).toEqual([
       {
@@ -174,31 +176,33 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
         recordedAt: at(3),
       },
     ]);
-    expect(await store.applyChange(tenant.id, 'cus_1', { kind: 'delete' }, admin(at(4)), at(4))).toBe('applied');
-    expect(await store.getSubscriberStatus(tenant.id, 'cus_1')).toBeNull();
+    expect(await store.subscribers.applyChange(tenant.id, 'cus_1', { kind: 'delete' }, admin(at(4)), at(4))).toBe(
+      'applied',
+    );
+    expect(await subscriberStatus(store.subscribers, tenant.id, 'cus_1')).toBeNull();
     // The history outlives the record.
-    const cleared = await store.getSubscriber(tenant.id, 'cus_1');
+    const cleared = await store.subscribers.getSubscriber(tenant.id, 'cus_1');
     expect(cleared).toMatchObject({ status: null, reason: null, overriddenAt: null, updatedAt: null });
     expect(cleared?.history.map((e) => [e.status, e.effect, e.adminAction])).toEqual([
       ['warning', 'changed', 'set_status'],
       ['lockout', 'changed', 'set_status'],
       [null, 'removed', 'delete'],
     ]);
-    expect(await store.getSubscriber(tenant.id, 'cus_never')).toBeNull();
+    expect(await store.subscribers.getSubscriber(tenant.id, 'cus_never')).toBeNull();
   });
 
   it('keeps subscribers of different tenants apart', async () => {
-    await store.createTenant(newTenant('beta'), T);
-    const [a, b] = [await store.getTenant('acme'), await store.getTenant('beta')];
+    await store.tenants.createTenant(newTenant('beta'), T);
+    const [a, b] = [await store.tenants.getTenant('acme'), await store.tenants.getTenant('beta')];
     if (!a || !b) throw new Error('no tenants');
-    await store.applyChange(a.id, 'cus_same', set('lockout', 'manual'), admin(T), T);
-    expect(await store.getSubscriberStatus(b.id, 'cus_same')).toBeNull();
-    await store.applyChange(b.id, 'cus_same', set('warning', 'manual'), admin(T), T);
-    expect(await store.getSubscriberStatus(a.id, 'cus_same')).toBe('lockout');
+    await store.subscribers.applyChange(a.id, 'cus_same', set('lockout', 'manual'), admin(T), T);
+    expect(await subscriberStatus(store.subscribers, b.id, 'cus_same')).toBeNull();
+    await store.subscribers.applyChange(b.id, 'cus_same', set('warning', 'manual'), admin(T), T);
+    expect(await subscriberStatus(store.subscribers, a.id, 'cus_same')).toBe('lockout');
   });
 
   it('upserts tiers, their flags normalised with the named ones first', async () => {
-    const tier = await store.putTier(
+    const tier = await store.tenants.putTier(
       'gold',
       { zeta: true, downstream_webhooks: true, powered_by_watermark: false, custom_domain: true },
       T,
@@ -209,11 +213,11 @@ describe.each(engines)('Store contract ($name)', (engine: Engine) => {
       'downstream_webhooks',
       'zeta',
     ]);
-    expect((await store.listTiers()).map((t) => t.name)).toEqual(['gold', 'growth', 'scale', 'starter']);
+    expect((await store.tenants.listTiers()).map((t) => t.name)).toEqual(['gold', 'growth', 'scale', 'starter']);
   });
 
   it('answers ping', async () => {
-    await expect(store.ping()).resolves.toBeUndefined();
+    await expect(store.maintenance.ping()).resolves.toBeUndefined();
   });
 });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { subscriberStatus } from '../helpers/store-fixtures.js';
+import { loadMigrations, migrate, storeOver } from '../../src/store/index.js';
 import { toStripeEventInput } from '../../src/services/stripe-events.js';
 import { availableEngines } from '../helpers/engines.js';
 import { event, invoice, paymentIds } from '../helpers/stripe-fixtures.js';
@@ -71,20 +71,20 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
         )
       )[0],
     ).toBe('005_episodes.sql');
-    const store = new SqlStore(db);
+    const store = storeOver(db);
 
     for (const [cus, status, reason] of rows) {
-      expect(await store.getSubscriberStatus(id, cus), cus).toBe(status);
-      expect(await store.getSubscriber(id, cus), cus).toMatchObject({
+      expect(await subscriberStatus(store.subscribers, id, cus), cus).toBe(status);
+      expect(await store.subscribers.getSubscriber(id, cus), cus).toMatchObject({
         status,
         reason,
         overriddenAt: at(10),
         episodes: [],
       });
     }
-    const gone = await store.getSubscriber(id, 'cus_gone');
+    const gone = await store.subscribers.getSubscriber(id, 'cus_gone');
     expect(gone).toMatchObject({ status: null, history: [{ status: null, effect: 'removed' }] });
-    expect((await store.getSubscriber(id, 'cus_warn'))?.history).toMatchObject([
+    expect((await store.subscribers.getSubscriber(id, 'cus_warn'))?.history).toMatchObject([
       { status: 'warning', effect: 'changed', episode: null },
     ]);
 
@@ -96,7 +96,7 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
     );
     const input = toStripeEventInput(redelivered);
     if (input === null) throw new Error('relevant event');
-    expect((await store.recordStripeEvent(id, input, at(20))).outcome).toBe('duplicate');
+    expect((await store.stripe.recordStripeEvent(id, input, at(20))).outcome).toBe('duplicate');
 
     // The same second leaves a migrated status standing; a later second takes over.
     const ids = paymentIds();
@@ -107,10 +107,10 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       event('invoice.paid', invoice('cus_lock', { ids, status: 'paid' }), { created: at(11).getTime() / 1000 }),
     );
     if (sameSecond === null || later === null) throw new Error('relevant events');
-    await store.recordStripeEvent(id, sameSecond, at(20));
-    expect(await store.getSubscriberStatus(id, 'cus_lock')).toBe('lockout');
-    await store.recordStripeEvent(id, later, at(21));
-    expect(await store.getSubscriber(id, 'cus_lock')).toMatchObject({
+    await store.stripe.recordStripeEvent(id, sameSecond, at(20));
+    expect(await subscriberStatus(store.subscribers, id, 'cus_lock')).toBe('lockout');
+    await store.stripe.recordStripeEvent(id, later, at(21));
+    expect(await store.subscribers.getSubscriber(id, 'cus_lock')).toMatchObject({
       status: 'active',
       reason: 'paid',
       overriddenAt: null,
@@ -135,14 +135,14 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       event('invoice.paid', invoice('cus_warn', { status: 'paid' }), { created: at(12).getTime() / 1000 }),
     );
     if (imported === null || otherPaid === null) throw new Error('relevant events');
-    await store.recordStripeEvent(id, imported, at(23));
-    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({
+    await store.stripe.recordStripeEvent(id, imported, at(23));
+    expect(await store.subscribers.getSubscriber(id, 'cus_warn')).toMatchObject({
       status: 'warning',
       reason: 'soft_decline',
       overriddenAt: at(10),
     });
-    await store.recordStripeEvent(id, otherPaid, at(24));
-    expect(await store.getSubscriber(id, 'cus_warn')).toMatchObject({
+    await store.stripe.recordStripeEvent(id, otherPaid, at(24));
+    expect(await store.subscribers.getSubscriber(id, 'cus_warn')).toMatchObject({
       status: 'warning',
       reason: 'soft_decline',
       overriddenAt: null,
@@ -155,7 +155,7 @@ describe.each(engines)('migration to episodes ($name)', (engine) => {
       }),
     );
     if (old === null) throw new Error('relevant event');
-    expect((await store.recordStripeEvent(id, old, at(22))).outcome).toBe('stale');
-    expect(await store.getSubscriberStatus(id, 'cus_gone')).toBeNull();
+    expect((await store.stripe.recordStripeEvent(id, old, at(22))).outcome).toBe('stale');
+    expect(await subscriberStatus(store.subscribers, id, 'cus_gone')).toBeNull();
   });
 });

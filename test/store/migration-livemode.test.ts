@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { loadMigrations, migrate, storeOver } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 
 /**
@@ -30,9 +29,9 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
       loadMigrations().filter((m) => m.version > 10),
     );
     expect(applied).toContain('012_tenant_livemode.sql');
-    const store = new SqlStore(db);
-    expect((await store.getTenant('older'))?.livemode).toBeNull();
-    expect((await store.getStripeSigningSecrets('older'))?.livemode).toBeNull();
+    const store = storeOver(db);
+    expect((await store.tenants.getTenant('older'))?.livemode).toBeNull();
+    expect((await store.stripe.getStripeSigningSecrets('older'))?.livemode).toBeNull();
 
     const base = {
       tier: 'starter',
@@ -45,19 +44,22 @@ describe.each(engines)('migration to test mode ($name)', (engine) => {
       ['newer-live', true, 'ab'],
       ['newer-test', false, 'cd'],
     ] as const) {
-      const created = await store.createTenant({ ...base, slug, livemode, publishableKeyHash: hash.repeat(32) }, T);
+      const created = await store.tenants.createTenant(
+        { ...base, slug, livemode, publishableKeyHash: hash.repeat(32) },
+        T,
+      );
       expect(created).toMatchObject({ ok: true, tenant: { slug, livemode } });
-      expect((await store.getStripeSigningSecrets(slug))?.livemode).toBe(livemode);
+      expect((await store.stripe.getStripeSigningSecrets(slug))?.livemode).toBe(livemode);
     }
-    expect(await store.updateTenant('older', { livemode: false }, T)).toMatchObject({
+    expect(await store.tenants.updateTenant('older', { livemode: false }, T)).toMatchObject({
       ok: true,
       tenant: { livemode: false },
     });
-    expect(await store.updateTenant('older', { hmacRequired: true }, T)).toMatchObject({
+    expect(await store.tenants.updateTenant('older', { hmacRequired: true }, T)).toMatchObject({
       ok: true,
       tenant: { hmacRequired: true, livemode: false },
     });
-    expect(await store.updateTenant('older', { livemode: null }, T)).toMatchObject({
+    expect(await store.tenants.updateTenant('older', { livemode: null }, T)).toMatchObject({
       ok: true,
       tenant: { livemode: null },
     });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import { loadMigrations, migrate } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 
 /**

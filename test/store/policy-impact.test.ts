@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChangeCause } from '../../src/domain/history.js';
 import type { Policy } from '../../src/domain/policy.js';
-import type { Db } from '../../src/store/db.js';
-import { SqlStore } from '../../src/store/sql-store.js';
+import { storeOver } from '../../src/store/index.js';
+import type { Db, Store } from '../../src/store/index.js';
 import { toStripeEventInput } from '../../src/services/stripe-events.js';
-import type { Store } from '../../src/store/store.js';
 import { availableEngines } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
 import { event, invoice, paymentIds } from '../helpers/stripe-fixtures.js';
@@ -74,10 +73,12 @@ describe.each(engines)('policy impact ($name)', (engine) => {
     for (const fixture of history()) {
       const input = toStripeEventInput({ ...fixture, id: `${fixture.id}_${id}` });
       if (input === null) throw new Error(`${fixture.type}: relevant`);
-      expect((await store.recordStripeEvent(id, input, new Date(fixture.created * 1000))).outcome).toBe('applied');
+      expect((await store.stripe.recordStripeEvent(id, input, new Date(fixture.created * 1000))).outcome).toBe(
+        'applied',
+      );
     }
     expect(
-      await store.applyChange(
+      await store.subscribers.applyChange(
         id,
         'cus_override',
         { kind: 'set', status: 'lockout', reason: 'manual' },
@@ -86,7 +87,7 @@ describe.each(engines)('policy impact ($name)', (engine) => {
       ),
     ).toBe('applied');
     expect(
-      await store.applyChange(
+      await store.subscribers.applyChange(
         id,
         'cus_freed',
         { kind: 'set', status: 'active', reason: 'manual' },
@@ -101,8 +102,8 @@ describe.each(engines)('policy impact ($name)', (engine) => {
     store = opened.store;
     db = opened.db;
     cleanup = opened.cleanup;
-    const created = await store.createTenant(newTenant('impact'), new Date(at(0) * 1000));
-    const other = await store.createTenant(newTenant('elsewhere'), new Date(at(0) * 1000));
+    const created = await store.tenants.createTenant(newTenant('impact'), new Date(at(0) * 1000));
+    const other = await store.tenants.createTenant(newTenant('elsewhere'), new Date(at(0) * 1000));
     if (!created.ok || !other.ok) throw new Error('tenant');
     tenantId = created.tenant.id;
     await seed(tenantId);
@@ -111,7 +112,7 @@ describe.each(engines)('policy impact ($name)', (engine) => {
   afterAll(async () => cleanup());
 
   it('has the statuses the table says (the histories are what they claim)', async () => {
-    const status = async (cus: string) => (await store.getSubscriber(tenantId, cus))?.status ?? null;
+    const status = async (cus: string) => (await store.subscribers.getSubscriber(tenantId, cus))?.status ?? null;
     expect({
       new_lock: await status('cus_new_lock'),
       old_lock: await status('cus_old_lock'),
@@ -132,7 +133,7 @@ describe.each(engines)('policy impact ($name)', (engine) => {
   });
 
   const current = { warning: 2, lockout: 3 };
-  const impact = (proposed: Partial<Policy>) => store.policyImpact(tenantId, proposed, NOW);
+  const impact = (proposed: Partial<Policy>) => store.analytics.policyImpact(tenantId, proposed, NOW);
 
   it('changes nothing when nothing is proposed', async () => {
     expect(await impact({})).toEqual({
@@ -198,7 +199,11 @@ describe.each(engines)('policy impact ($name)', (engine) => {
   });
 
   it('keeps the tenant current policy for what is not proposed, and counts from it', async () => {
-    const updated = await store.updateTenant('impact', { policy: { enforcement: 'banner_only', grace_days: 5 } }, NOW);
+    const updated = await store.tenants.updateTenant(
+      'impact',
+      { policy: { enforcement: 'banner_only', grace_days: 5 } },
+      NOW,
+    );
     expect(updated.ok).toBe(true);
     try {
       expect(await impact({ enforcement: 'gate' })).toEqual({
@@ -210,12 +215,12 @@ describe.each(engines)('policy impact ($name)', (engine) => {
         released: 0,
       });
     } finally {
-      await store.updateTenant('impact', { policy: { enforcement: 'gate', grace_days: 0 } }, NOW);
+      await store.tenants.updateTenant('impact', { policy: { enforcement: 'gate', grace_days: 0 } }, NOW);
     }
   });
 
   it('answers a tenant with 20,000 customers in dunning in one statement, nothing per customer (its time on 100,000 is in the bench)', async () => {
-    const created = await store.createTenant(newTenant('big'), NOW);
+    const created = await store.tenants.createTenant(newTenant('big'), NOW);
     if (!created.ok) throw new Error('tenant');
     const id = created.tenant.id;
     // Every third customer in lockout, the others in warning; starts 0 to 49 days before now.
@@ -241,8 +246,8 @@ describe.each(engines)('policy impact ($name)', (engine) => {
         return db.query(sql, params);
       },
     };
-    const measured = new SqlStore(counting);
-    const answer = await measured.policyImpact(id, { grace_days: 10, escalate_after_days: 20 }, NOW);
+    const measured = storeOver(counting);
+    const answer = await measured.analytics.policyImpact(id, { grace_days: 10, escalate_after_days: 20 }, NOW);
     // Lockouts started fewer than 10 days ago (i % 50 < 10) are released; warnings 20 days old or more escalate.
     expect(answer).toMatchObject({
       current: { warning: 13_334, lockout: 6_666 },

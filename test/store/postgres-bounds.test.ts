@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../../src/store/postgres.js';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/index.js';
+import { openPostgres } from '../../src/store/db/postgres.js';
 import { proxiedSchema } from '../helpers/cuttable-proxy.js';
 import type { CuttableProxy } from '../helpers/cuttable-proxy.js';
 import { availableEngines } from '../helpers/engines.js';

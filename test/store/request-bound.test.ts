@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadModel } from '../../src/readmodel/index.js';
 import {
-  outsideRequestBounds,
-  storeCallEnd,
   StoreBound,
   StoreTimeoutError,
+  isStoreUnavailable,
+  outsideRequestBounds,
+  storeCallEnd,
   withStoreBound,
-} from '../../src/store/deadline.js';
-import { isStoreUnavailable } from '../../src/store/errors.js';
-import type { ChangeCause } from '../../src/store/store.js';
+} from '../../src/store/index.js';
+import type { ChangeCause } from '../../src/store/index.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
@@ -69,14 +69,14 @@ describe.each(engines)('a request bound on the store ($name)', (engine: Engine) 
 
   it("runs what a commit sets off (the read model's catch-up, deliveries) outside the bound of the request that committed", async () => {
     const { store } = opened;
-    const created = await store.createTenant(newTenant('bound'), T);
+    const created = await store.tenants.createTenant(newTenant('bound'), T);
     if (!created.ok) throw new Error(created.error);
-    const model = await ReadModel.open(store);
+    const model = await ReadModel.open(store.changes);
     try {
       const seen: (number | null)[] = [];
-      const stop = store.onCommit(() => seen.push(storeCallEnd()));
+      const stop = store.changes.onCommit(() => seen.push(storeCallEnd()));
       await withStoreBound(new StoreBound(10_000, 'request'), () =>
-        store.applyChange(
+        store.subscribers.applyChange(
           created.tenant.id,
           'cus_bound',
           { kind: 'set', status: 'lockout', reason: 'manual' },

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Retention } from '../../src/runtime/retention.js';
-import { tryDeploymentLock, type Db } from '../../src/store/db.js';
-import { RETENTION_LOCK_KEYS } from '../../src/store/sql-store.js';
+import type { Db } from '../../src/store/index.js';
+import { tryDeploymentLock } from '../../src/store/db/db.js';
+import { RETENTION_LOCK_KEYS } from '../../src/store/maintenance/maintenance.js';
 import { availableEngines } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { newTenant } from '../helpers/store-fixtures.js';
@@ -17,7 +18,7 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
 
   beforeAll(async () => {
     opened = await engine.open();
-    const created = await opened.store.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
+    const created = await opened.store.tenants.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
     if (!created.ok) throw new Error('tenant');
     tenantId = created.tenant.id;
     // Stripe events received 1 to 60 days ago (one a day), and history entries recorded
@@ -39,7 +40,7 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
     for (const d of [500, 300, 10]) await history('cus_mixed', d);
     for (const d of [20, 5]) await history('cus_new', d);
     // Stripe intake counters of the days 91, 90 and 89 days ago: kept 90 days.
-    await opened.store.addStripeIntake(
+    await opened.store.stripe.addStripeIntake(
       [91, 90, 89].map((d) => ({
         tenantId,
         day: new Date(NOW - d * DAY_MS).toISOString().slice(0, 10),
@@ -56,7 +57,7 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
   it("prunes in batches what is past its retention, keeps the rest and every subscriber's newest entry", async () => {
     const sleeps: number[] = [];
     const retention = new Retention({
-      store: opened.store,
+      maintenance: opened.store.maintenance,
       stripeEventsDays: 30,
       historyDays: 400,
       webhookDays: 30,
@@ -111,7 +112,7 @@ describe.each(engines)('retention of Stripe events and history ($name)', (engine
   it('keeps the history for ever with historyDays 0', async () => {
     const before = await count('SELECT count(*)::int AS n FROM subscriber_history');
     const retention = new Retention({
-      store: opened.store,
+      maintenance: opened.store.maintenance,
       stripeEventsDays: 7,
       historyDays: 0,
       webhookDays: 30,
@@ -145,7 +146,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
       try {
         const ids: number[] = [];
         for (const { store, db } of [one, other]) {
-          const created = await store.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
+          const created = await store.tenants.createTenant(newTenant('acme'), new Date(NOW - 400 * DAY_MS));
           if (!created.ok) throw new Error('tenant');
           ids.push(created.tenant.id);
           await oldEvent(db, created.tenant.id, 'evt_old');
@@ -159,18 +160,18 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
         });
         expect(await holding).toBe(true);
         // Another instance of it finds the lock taken and leaves the round to it...
-        expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(0);
+        expect(await one.store.maintenance.pruneOld('stripe_events', new Date(NOW), 10)).toBe(0);
         // ...another table is not held back...
         await one.db.query(
           `INSERT INTO subscriber_history (tenant_id, processor_customer_id, status, reason, source, occurred_at, recorded_at) VALUES ($1, 'cus_1', 'warning', 'soft_decline', 'admin', $2, $2), ($1, 'cus_1', 'active', NULL, 'admin', $3, $3)`,
           [ids[0], new Date(NOW - 90 * DAY_MS), new Date(NOW - DAY_MS)],
         );
-        expect(await one.store.pruneOld('subscriber_history', new Date(NOW - 30 * DAY_MS), 10)).toBe(1);
+        expect(await one.store.maintenance.pruneOld('subscriber_history', new Date(NOW - 30 * DAY_MS), 10)).toBe(1);
         // ...and the deployment in the other schema prunes its own rows.
-        expect(await other.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
+        expect(await other.store.maintenance.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
         release();
         await pruning;
-        expect(await one.store.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
+        expect(await one.store.maintenance.pruneOld('stripe_events', new Date(NOW), 10)).toBe(1);
       } finally {
         release();
         await one.cleanup();

@@ -1,4 +1,5 @@
 import { createSecretKey, randomBytes } from 'node:crypto';
+import { tenantAuth } from '../helpers/store-fixtures.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,12 +11,9 @@ import type { App } from '../../src/http/app.js';
 import { run } from '../../src/cli/run.js';
 import { sha256 } from '../../src/domain/keys.js';
 import { SecretBox, SecretDecryptionError, encryptionKeyId } from '../../src/secrets/cipher.js';
-import type { Db } from '../../src/store/db.js';
-import { openDb, openStore } from '../../src/store/index.js';
-import type { StoreTarget } from '../../src/store/index.js';
-import { assertSecretKeysKnown } from '../../src/store/secrets-at-rest.js';
-import { SqlStore } from '../../src/store/sql-store.js';
-import type { Store } from '../../src/store/store.js';
+import { openDb, openStore, storeOver } from '../../src/store/index.js';
+import type { Db, Store, StoreTarget } from '../../src/store/index.js';
+import { assertSecretKeysKnown } from '../../src/store/maintenance/secrets-at-rest.js';
 import { availableEngines, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { event, invoice, signed } from '../helpers/stripe-fixtures.js';
@@ -93,7 +91,7 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
 
   beforeAll(async () => {
     opened = await engine.open();
-    store = new SqlStore(opened.db, { secrets: new SecretBox({ current: KEY_A }) });
+    store = storeOver(opened.db, { secrets: new SecretBox({ current: KEY_A }) });
     app = await buildAppWithModel({ store, adminTokenSha256: sha256(ADMIN_TOKEN), now: () => nowMs });
     await app.ready();
   });
@@ -161,15 +159,14 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
        WHERE tenant_id = $2 AND kind = 'hmac_secret'`,
       [acmeId, betaId],
     );
-    await expect(store.getTenantAuth('beta')).rejects.toThrow(SecretDecryptionError);
-    await expect(store.getTenantAuth('beta')).rejects.toThrow(`hmac_secret of tenant ${betaId}`);
+    await expect(tenantAuth(store.changes, 'beta')).rejects.toThrow(`hmac_secret of tenant ${betaId}`);
     // An HMAC secret's ciphertext set as a signing secret of its own tenant: the kind is bound too.
     await opened.db.query(
       `INSERT INTO tenant_credentials (tenant_id, kind, secret, created_at)
        SELECT tenant_id, 'stripe_webhook_secret', secret, now() FROM tenant_credentials WHERE tenant_id = $1 AND kind = 'hmac_secret' ORDER BY id LIMIT 1`,
       [acmeId],
     );
-    await expect(store.getStripeSigningSecrets('acme')).rejects.toThrow(SecretDecryptionError);
+    await expect(store.stripe.getStripeSigningSecrets('acme')).rejects.toThrow(SecretDecryptionError);
     // A format this version does not know stops the boot check too, rather than passing as clear text.
     await opened.db.query(
       `UPDATE tenant_credentials SET secret = 'enc:v2:0123abcd:AAAA' WHERE tenant_id = $1 AND kind = 'stripe_webhook_secret'`,
@@ -257,16 +254,16 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
   afterAll(() => place.drop());
 
   const hmacsOf = async (store: Store, slug: string) =>
-    (await store.getTenantAuth(slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
+    (await tenantAuth(store.changes, slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
   const whsecsOf = async (store: Store, slug: string) =>
-    (await store.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
+    (await store.stripe.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
 
   it('reads secrets written in clear before the key was set; writes new ones sealed', async () => {
     await withStore(place.target, SecretBox.clear(), async (store) => {
-      expect((await store.createTenant(newTenant('legacy', clearHmac), T)).ok).toBe(true);
+      expect((await store.tenants.createTenant(newTenant('legacy', clearHmac), T)).ok).toBe(true);
       expect(
         (
-          await store.updateTenant('legacy', {}, T, {
+          await store.tenants.updateTenant('legacy', {}, T, {
             kind: 'stripe_webhook_secret',
             material: clearWhsec,
             overlapS: 60,
@@ -277,10 +274,10 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
     await withStore(place.target, boxA, async (store) => {
       expect(await hmacsOf(store, 'legacy')).toEqual([computeHmac(clearHmac, 'cus_probe')]);
       expect(await whsecsOf(store, 'legacy')).toEqual([clearWhsec]);
-      expect((await store.createTenant(newTenant('fresh', sealedHmac), T)).ok).toBe(true);
+      expect((await store.tenants.createTenant(newTenant('fresh', sealedHmac), T)).ok).toBe(true);
       expect(
         (
-          await store.updateTenant('fresh', {}, T, {
+          await store.tenants.updateTenant('fresh', {}, T, {
             kind: 'stripe_webhook_secret',
             material: sealedWhsec,
             overlapS: 60,

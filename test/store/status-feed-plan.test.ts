@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/store/db.js';
+import type { Db } from '../../src/store/index.js';
 import { MAX_FEED_PAGE } from '../../src/http/routes/statuses.js';
-import { STATUS_CHANGES_SQL } from '../../src/store/status-feed.js';
+import { STATUS_CHANGES_SQL } from '../../src/store/feed/status-feed.js';
 import { availableEngines } from '../helpers/engines.js';
 
 /**

@@ -3,16 +3,15 @@ import type { FeedCursor } from '../../src/domain/feed-cursor.js';
 import type { SubscriberStatus } from '../../src/domain/types.js';
 import type { Change } from '../../src/domain/stripe/fold.js';
 import { Retention } from '../../src/runtime/retention.js';
-import { openStore } from '../../src/store/index.js';
-import { forgetForeignStatusChanges } from '../../src/store/status-feed.js';
-import { CursorNotIssuedError } from '../../src/store/errors.js';
-import type { ChangeCause, StatusChange, StatusChanges, Store } from '../../src/store/store.js';
+import { CursorNotIssuedError, openStore } from '../../src/store/index.js';
+import type { ChangeCause, StatusChange, StatusChanges, Store } from '../../src/store/index.js';
+import { forgetForeignStatusChanges } from '../../src/store/feed/status-feed.js';
 import { availableEngines, pgClients, schemaScopedUrl } from '../helpers/engines.js';
 import type { Engine } from '../helpers/engines.js';
 import { newTenant, pruneUntil } from '../helpers/store-fixtures.js';
 
 /**
- * The status feed's store (migration 014, src/store/status-feed.ts): the trigger records
+ * The status feed's store (migration 014, src/store/feed/status-feed.ts): the trigger records
  * every change of an answer and nothing else; the list pages the non-active subscribers
  * with the feed's position; the feed gives what a position had not seen, by snapshot, in
  * order per subscriber, each change once, across pages; pruning makes old cursors expire.
@@ -31,7 +30,7 @@ const admin = (d = T): ChangeCause => ({
 const set = (status: SubscriberStatus): Change => ({ kind: 'set', status, reason: 'test' });
 
 async function tenantId(store: Store, slug: string): Promise<number> {
-  const created = await store.createTenant(newTenant(slug), T);
+  const created = await store.tenants.createTenant(newTenant(slug), T);
   if (!created.ok) throw new Error(`tenant ${slug}: ${created.error}`);
   return created.tenant.id;
 }
@@ -51,7 +50,7 @@ async function drain(
   const all: StatusChange[] = [];
   let position = cursor;
   for (let pages = 1; ; pages += 1) {
-    const page = changesOf(await store.statusChangesAfter(tenant, position, limit));
+    const page = changesOf(await store.feed.statusChangesAfter(tenant, position, limit));
     expect(page.changes.length).toBeLessThanOrEqual(limit);
     all.push(...page.changes);
     position = page.next;
@@ -70,7 +69,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
   });
   afterAll(() => opened.cleanup());
 
-  const now = async () => (await store.listStatuses(0, null, 1)).feedCursor;
+  const now = async () => (await store.feed.listStatuses(0, null, 1)).feedCursor;
   /** A subscriber row written as a test wants it: the trigger sees exactly this. */
   const upsert = (
     tenant: number,
@@ -116,24 +115,24 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
   it("lists the non-active subscribers in pages, each page carrying the first page's feed position, and the feed goes on from it", async () => {
     const t = await tenantId(store, 'listed');
     for (let i = 0; i < 7; i += 1)
-      await store.applyChange(
+      await store.subscribers.applyChange(
         t,
         `cus_l${i}`,
         set(i % 3 === 0 ? 'active' : i % 3 === 1 ? 'warning' : 'lockout'),
         admin(),
         T,
       );
-    const first = await store.listStatuses(t, null, 2);
+    const first = await store.feed.listStatuses(t, null, 2);
     expect(first.entries.map((e) => [e.customerId, e.status])).toEqual([
       ['cus_l1', 'warning'],
       ['cus_l2', 'lockout'],
     ]);
     expect(first.next).not.toBeNull();
     // A change after the first page: the later pages read rows as they are, the feed has it too.
-    await store.applyChange(t, 'cus_l4', set('lockout'), admin(), T);
-    await store.applyChange(t, 'cus_l9', set('warning'), admin(), T);
+    await store.subscribers.applyChange(t, 'cus_l4', set('lockout'), admin(), T);
+    await store.subscribers.applyChange(t, 'cus_l9', set('warning'), admin(), T);
     const pages = [first];
-    while (pages.at(-1)?.next) pages.push(await store.listStatuses(t, pages.at(-1)?.next ?? null, 2));
+    while (pages.at(-1)?.next) pages.push(await store.feed.listStatuses(t, pages.at(-1)?.next ?? null, 2));
     expect(pages.flatMap((p) => p.entries.map((e) => [e.customerId, e.status]))).toEqual([
       ['cus_l1', 'warning'],
       ['cus_l2', 'lockout'],
@@ -157,7 +156,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const write = async (i: number) => {
       const customer = `cus_p${i % 7}`;
       const status = statuses[Math.floor(i / 7) % 3] ?? 'warning';
-      await store.applyChange(t, customer, set(status), admin(), T);
+      await store.subscribers.applyChange(t, customer, set(status), admin(), T);
       written.push([customer, status]);
     };
     for (let i = 0; i < 40; i += 1) await write(i);
@@ -165,7 +164,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const read: StatusChange[] = [];
     let position = from;
     for (let page = 0; page < 100; page += 1) {
-      const result = changesOf(await store.statusChangesAfter(t, position, 3));
+      const result = changesOf(await store.feed.statusChangesAfter(t, position, 3));
       read.push(...result.changes);
       position = result.next;
       if (page < 10) await write(40 + page);
@@ -195,34 +194,34 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     const a = await tenantId(store, 'iso-a');
     const b = await tenantId(store, 'iso-b');
     const from = await now();
-    await store.applyChange(b, 'cus_b1', set('lockout'), admin(), T);
-    const bCursor = changesOf(await store.statusChangesAfter(b, from, 100)).changes[0]?.cursor;
+    await store.subscribers.applyChange(b, 'cus_b1', set('lockout'), admin(), T);
+    const bCursor = changesOf(await store.feed.statusChangesAfter(b, from, 100)).changes[0]?.cursor;
     if (!bCursor) throw new Error('no change for b');
-    await store.applyChange(a, 'cus_a1', set('warning'), admin(), T);
-    await store.applyChange(b, 'cus_b2', set('warning'), admin(), T);
+    await store.subscribers.applyChange(a, 'cus_a1', set('warning'), admin(), T);
+    await store.subscribers.applyChange(b, 'cus_b2', set('warning'), admin(), T);
     expect((await drain(store, a, from, 100)).changes.map(brief)).toEqual([['cus_a1', 'warning']]);
     // B's cursor is a position only: read for A, it gives A's changes.
     expect((await drain(store, a, bCursor, 100)).changes.map(brief)).toEqual([['cus_a1', 'warning']]);
-    expect((await store.listStatuses(a, null, 100)).entries.map((e) => e.customerId)).toEqual(['cus_a1']);
+    expect((await store.feed.listStatuses(a, null, 100)).entries.map((e) => e.customerId)).toEqual(['cus_a1']);
   });
 
   it('expires a cursor once retention pruned changes it had not seen, and refuses one ahead of the database', async () => {
     const t = await tenantId(store, 'expiry');
     const old = await now();
-    await store.applyChange(t, 'cus_e1', set('warning'), admin(), T);
-    const expired = async () => 'expired' in (await store.statusChangesAfter(t, old, 100));
-    expect(await pruneUntil(store, 'status_changes', expired)).toBeGreaterThanOrEqual(1);
-    expect(await store.statusChangesAfter(t, old, 100)).toEqual({ expired: true });
+    await store.subscribers.applyChange(t, 'cus_e1', set('warning'), admin(), T);
+    const expired = async () => 'expired' in (await store.feed.statusChangesAfter(t, old, 100));
+    expect(await pruneUntil(store.maintenance, 'status_changes', expired)).toBeGreaterThanOrEqual(1);
+    expect(await store.feed.statusChangesAfter(t, old, 100)).toEqual({ expired: true });
     // A position taken after the pruning is good; so is every cursor from it on.
-    const fresh = (await store.listStatuses(t, null, 100)).feedCursor;
-    await store.applyChange(t, 'cus_e1', set('lockout'), admin(), T);
+    const fresh = (await store.feed.listStatuses(t, null, 100)).feedCursor;
+    await store.subscribers.applyChange(t, 'cus_e1', set('lockout'), admin(), T);
     expect((await drain(store, t, fresh, 100)).changes.map(brief)).toEqual([['cus_e1', 'lockout']]);
     // Transaction ids this database has not reached: a cursor it never handed out (400 invalid_cursor).
     await expect(
-      store.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100),
+      store.feed.statusChangesAfter(t, { since: '900000000000:900000000001:', within: null }, 100),
     ).rejects.toBeInstanceOf(CursorNotIssuedError);
     await expect(
-      store.statusChangesAfter(
+      store.feed.statusChangesAfter(
         t,
         { since: fresh.since, within: { upto: '900000000000:900000000000:', afterSeq: '1' } },
         100,
@@ -242,17 +241,17 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
     );
     await opened.db.query('UPDATE status_changes_horizon SET pruned_through = $1::xid8', [foreign]);
     const from = await now();
-    expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
+    expect(await store.feed.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
     expect(await forgetForeignStatusChanges(opened.db)).toBe(1);
-    await store.applyChange(t, 'cus_home', set('warning'), admin(), T);
+    await store.subscribers.applyChange(t, 'cus_home', set('warning'), admin(), T);
     expect((await drain(store, t, from, 100)).changes.map(brief)).toEqual([['cus_home', 'warning']]);
   });
 
   it('is pruned by age with the other retained tables', async () => {
     const t = await tenantId(store, 'retained');
     const from = await now();
-    await store.applyChange(t, 'cus_r1', set('warning'), admin(), new Date(Date.now() - 10 * DAY_MS));
-    await store.applyChange(t, 'cus_r2', set('warning'), admin(), new Date(Date.now() - DAY_MS));
+    await store.subscribers.applyChange(t, 'cus_r1', set('warning'), admin(), new Date(Date.now() - 10 * DAY_MS));
+    await store.subscribers.applyChange(t, 'cus_r2', set('warning'), admin(), new Date(Date.now() - DAY_MS));
     const count = async () =>
       Number(
         (
@@ -263,7 +262,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
       );
     expect(await count()).toBe(2);
     const retention = new Retention({
-      store,
+      maintenance: store.maintenance,
       stripeEventsDays: 30,
       historyDays: 0,
       webhookDays: 30,
@@ -280,7 +279,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
       { timeout: 10_000, interval: 50 },
     );
     expect(retention.deleted.status_changes).toBeGreaterThanOrEqual(1);
-    expect(await store.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
+    expect(await store.feed.statusChangesAfter(t, from, 100)).toEqual({ expired: true });
   });
 });
 
@@ -303,7 +302,7 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
 
     it('gives the change of a writer that began first and committed last, after a reader read past the later one', async () => {
       const t = await tenantId(store, 'order');
-      const from = (await store.listStatuses(t, null, 100)).feedCursor;
+      const from = (await store.feed.listStatuses(t, null, 100)).feedCursor;
       const slow = await clients.open(scoped.url);
       const fast = await clients.open(scoped.url);
       const insert = `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, updated_at) VALUES ($1, $2, $3, $3, 'test', now(), now())`;
@@ -314,12 +313,12 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
       await fast.query('BEGIN');
       await fast.query(insert, [t, 'cus_fast', 'warning']);
       await fast.query('COMMIT');
-      const first = changesOf(await store.statusChangesAfter(t, from, 100));
+      const first = changesOf(await store.feed.statusChangesAfter(t, from, 100));
       expect(first.changes.map(brief)).toEqual([['cus_fast', 'warning']]);
       // A cursor of the fast change alone, inside its set, and the set's end: all still owe the slow change.
       const inside = first.changes[0]?.cursor;
       if (!inside) throw new Error('no change');
-      expect(changesOf(await store.statusChangesAfter(t, first.next, 100)).changes).toEqual([]);
+      expect(changesOf(await store.feed.statusChangesAfter(t, first.next, 100)).changes).toEqual([]);
       await slow.query('COMMIT');
       for (const cursor of [first.next, inside, from]) {
         const rest = await drain(store, t, cursor, 1);
@@ -344,8 +343,8 @@ describe.skipIf(!engines.some((e) => e.name === 'postgres'))(
 
     it("orders one subscriber's changes as they committed: the second writer waits for the first's row lock", async () => {
       const t = await tenantId(store, 'locks');
-      await store.applyChange(t, 'cus_x', set('warning'), admin(), T);
-      const from = (await store.listStatuses(t, null, 100)).feedCursor;
+      await store.subscribers.applyChange(t, 'cus_x', set('warning'), admin(), T);
+      const from = (await store.feed.listStatuses(t, null, 100)).feedCursor;
       const one = await clients.open(scoped.url);
       const two = await clients.open(scoped.url);
       await one.query('BEGIN');

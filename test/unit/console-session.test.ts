@@ -11,7 +11,7 @@ import {
   sessionCookie,
   sessionDigest,
 } from '../../src/console/session.js';
-import type { ConsoleSessionRecord } from '../../src/store/console-sessions.js';
+import type { ConsoleSessionRecord } from '../../src/store/index.js';
 import type { TenantAuth } from '../../src/domain/types.js';
 
 describe('console session values', () => {

@@ -23,8 +23,7 @@ const reencrypt: Command = {
       throw new ConfigurationError('secrets reencrypt needs DUNWALL_ENCRYPTION_KEY: the key to encrypt under');
     // Loaded on demand: the admin commands do not need a database driver.
     const { secretBoxFor, storeTarget } = await import('../../runtime/server.js');
-    const { openDb } = await import('../../store/index.js');
-    const { reencryptSecrets } = await import('../../store/secrets-at-rest.js');
+    const { openDb, reencryptSecrets } = await import('../../store/index.js');
 
     // The messages name key ids, tenants and kinds, never a secret or a key.
     const failed = (what: string, err: unknown) =>

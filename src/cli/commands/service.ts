@@ -45,8 +45,7 @@ const migrate: Command = {
   async run(ctx) {
     const config = loadConfigOrThrow(ctx.io.env);
     const { storeTarget } = await import('../../runtime/server.js');
-    const { openDb } = await import('../../store/index.js');
-    const { migrate: applyMigrations } = await import('../../store/migrate.js');
+    const { migrate: applyMigrations, openDb } = await import('../../store/index.js');
 
     let applied: string[];
     try {

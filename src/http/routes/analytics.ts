@@ -1,7 +1,7 @@
 import { MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
 import type { Policy } from '../../domain/policy.js';
 import { MAX_ANALYTICS_RANGE_DAYS } from '../../domain/runs.js';
-import type { Analytics, CurrencyAmount, RecoveryAnalytics as Figures } from '../../store/analytics.js';
+import type { Analytics, CurrencyAmount, RecoveryAnalytics as Figures } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { PolicyImpact, PolicyImpactQuery, RecoveryAnalytics, RecoveryQuery } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, tenantOf } from './common.js';
@@ -16,7 +16,7 @@ import type { Audience } from './common.js';
  */
 export interface AnalyticsRoutesOptions {
   audience: Audience;
-  store: Analytics;
+  analytics: Analytics;
   now: () => number;
 }
 
@@ -99,7 +99,7 @@ function present(f: Figures) {
 }
 
 export async function analyticsRoutes(app: App, opts: AnalyticsRoutesOptions): Promise<void> {
-  const { audience, store } = opts;
+  const { audience, analytics } = opts;
   app.get(
     '/analytics/recovery',
     {
@@ -124,7 +124,7 @@ export async function analyticsRoutes(app: App, opts: AnalyticsRoutesOptions): P
       if (to.getTime() - from.getTime() > MAX_ANALYTICS_RANGE_DAYS * DAY_MS)
         throw invalid('from', `the range is at most ${MAX_ANALYTICS_RANGE_DAYS} days`);
       const granularity = q.granularity ?? 'month';
-      const figures = await store.recoveryAnalytics(tenantOf(req).id, { from, to, granularity });
+      const figures = await analytics.recoveryAnalytics(tenantOf(req).id, { from, to, granularity });
       return { from: from.toISOString(), to: to.toISOString(), granularity, ...present(figures) };
     },
   );
@@ -148,7 +148,7 @@ export async function analyticsRoutes(app: App, opts: AnalyticsRoutesOptions): P
     async (req) => {
       const patch = proposedPolicy(req.query);
       const at = new Date(opts.now());
-      const impact = await store.policyImpact(tenantOf(req).id, patch, at);
+      const impact = await analytics.policyImpact(tenantOf(req).id, patch, at);
       return {
         policy: impact.proposedPolicy,
         current: impact.current,

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TObject, TProperties } from 'typebox';
-import type { TenantRecord, TenantStore } from '../../store/store.js';
+import type { TenantRecord, TenantStore } from '../../store/index.js';
 import type { ResolvedTenant } from '../principal.js';
 import { AppError } from '../problems.js';
 import { AdminHeaders, ProblemRef, SecretKeyHeaders, Slug } from '../schemas.js';

@@ -18,7 +18,7 @@ import { looksLikeSecretKey, SCOPES, sha256 } from '../../domain/keys.js';
 import { formatLockoutAt } from '../../domain/policy.js';
 import { findSecretKey } from '../../domain/secret-keys.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { ConsoleSessionStore } from '../../store/console-sessions.js';
+import type { ConsoleSessionStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { ifNoneMatchHits } from '../conditional.js';
 import { AppError, sendProblem } from '../problems.js';
@@ -36,7 +36,7 @@ import { CSRF_HEADER, csrfMatches } from '../../console/session.js';
  */
 export interface ConsoleRoutesOptions {
   assets: ConsoleAssets | null;
-  store: ConsoleSessionStore;
+  sessions: ConsoleSessionStore;
   model: ReadModel;
   now: () => number;
   /** The admin token's digest; null: the operator cannot sign in. */
@@ -119,7 +119,7 @@ const SessionAnswer = Type.Object({
 });
 
 export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promise<void> {
-  const { assets, store, model, limiter } = opts;
+  const { assets, sessions, model, limiter } = opts;
 
   const page = async (_req: FastifyRequest, reply: FastifyReply) => {
     if (assets === null) return sendProblem(reply, 'not_found', 'The console is not built: run npm run build.');
@@ -145,7 +145,7 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
     // preview from anywhere else (which never carries the SameSite=Strict cookie) is not a
     // page of this origin showing a stranger's text and links.
     const id = readCookie(req.headers.cookie, SESSION_COOKIE);
-    if (id === null || (await resolveSession(store, model, id, opts.now())) === null)
+    if (id === null || (await resolveSession(sessions, model, id, opts.now())) === null)
       return sendProblem(reply, 'invalid_session');
     const q = req.query as Record<string, unknown>;
     const state = PREVIEW_STATES.find((s) => s === q.state) ?? 'warning';
@@ -191,7 +191,7 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
 
     const current = async (req: FastifyRequest): Promise<{ id: string; principal: SessionPrincipal } | null> => {
       const id = readCookie(req.headers.cookie, SESSION_COOKIE);
-      const principal = id === null ? null : await resolveSession(store, model, id, opts.now());
+      const principal = id === null ? null : await resolveSession(sessions, model, id, opts.now());
       return id === null || principal === null ? null : { id, principal };
     };
     // Plain http and a cookie without Secure only for a browser on this machine, as its socket says.
@@ -231,14 +231,14 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
         const id = newSessionId();
         const createdAt = new Date(nowMs);
         const expiresAt = new Date(nowMs + opts.sessionTtlMs);
-        await store.createConsoleSession({
+        await sessions.createConsoleSession({
           digest: sessionDigest(id),
           tenantId,
           secretKeyId: keyId,
           createdAt,
           expiresAt,
         });
-        const principal = await resolveSession(store, model, id, nowMs);
+        const principal = await resolveSession(sessions, model, id, nowMs);
         if (principal === null) throw new AppError('invalid_credentials');
         req.log.info(
           { kind: principal.kind, tenant: principal.kind === 'key' ? principal.tenant.slug : null },
@@ -266,7 +266,7 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
       const session = await current(req);
       if (session === null) throw new AppError('invalid_session');
       if (!csrfMatches(session.id, req.headers[CSRF_HEADER])) throw new AppError('csrf_token_invalid');
-      await store.deleteConsoleSession(sessionDigest(session.id));
+      await sessions.deleteConsoleSession(sessionDigest(session.id));
       return reply
         .code(204)
         .header('set-cookie', clearedSessionCookie(secure(req)))

@@ -1,7 +1,7 @@
 import type { App } from '../app-instance.js';
 import { sendProblem } from '../problems.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { Maintenance, Store } from '../../store/store.js';
+import type { Maintenance } from '../../store/index.js';
 
 /** /readyz fails instead of hanging when the store does not answer in time. */
 export const READY_TIMEOUT_MS = 2_000;
@@ -23,7 +23,7 @@ export interface ClockSkewReading {
 }
 
 export interface HealthOptions {
-  store: Pick<Maintenance, 'ping'> & Pick<Store, 'engine'>;
+  maintenance: Pick<Maintenance, 'ping' | 'engine'>;
   model: ReadModel;
   now: () => number;
   /** A monotonic clock in milliseconds (tests pass a fake one); default performance.now. */
@@ -49,7 +49,7 @@ export async function healthRoutes(app: App, opts: HealthOptions): Promise<void>
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          opts.store.ping(),
+          opts.maintenance.ping(),
           new Promise((_, reject) => {
             timer = setTimeout(() => reject(new Error('store ping timed out')), READY_TIMEOUT_MS);
           }),
@@ -76,11 +76,11 @@ export async function healthRoutes(app: App, opts: HealthOptions): Promise<void>
       );
     try {
       await storeAnswers();
-      if (opts.clockSkew === undefined) return { status: 'ok', store: opts.store.engine };
+      if (opts.clockSkew === undefined) return { status: 'ok', store: opts.maintenance.engine };
       const { skewSeconds, boundSeconds, ok } = opts.clockSkew();
       return {
         status: 'ok',
-        store: opts.store.engine,
+        store: opts.maintenance.engine,
         clock: { skew_seconds: skewSeconds, bound_seconds: boundSeconds, within_bound: ok },
       };
     } catch {

@@ -1,5 +1,5 @@
 import type { ReadModel } from '../../readmodel/index.js';
-import type { Store } from '../../store/store.js';
+import type { Store } from '../../store/index.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
 import type { StripeIntake } from '../stripe-intake.js';
@@ -17,7 +17,8 @@ export { tierRoutes } from './tiers.js';
 
 export interface TenantResourceOptions {
   audience: Audience;
-  store: Store;
+  /** The roles of the store the tenant's resources use. */
+  store: Pick<Store, 'tenants' | 'subscribers' | 'keys' | 'analytics' | 'stripe' | 'downstream'>;
   model: ReadModel;
   now: () => number;
   rotationOverlapS: number;
@@ -33,17 +34,19 @@ export interface TenantResourceOptions {
  */
 export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions): Promise<void> {
   const { audience, store, model, now, rotationOverlapS } = opts;
-  await subscriberRoutes(app, { audience, store, messages: store.downstream, model, now });
-  await settingsRoutes(app, { audience, store, now, rotationOverlapS });
-  await keyRoutes(app, { audience, store, now, rotationOverlapS });
-  await analyticsRoutes(app, { audience, store, now });
-  await tenantHealthRoutes(app, { audience, store, deliveries: store.downstream, model, now });
+  const { tenants, subscribers, keys, analytics, stripe, downstream } = store;
+  await subscriberRoutes(app, { audience, subscribers, outbox: downstream.outbox, model, now });
+  await settingsRoutes(app, { audience, tenants, keys, now, rotationOverlapS });
+  await keyRoutes(app, { audience, tenants, keys, now, rotationOverlapS });
+  await analyticsRoutes(app, { audience, analytics, now });
+  await tenantHealthRoutes(app, { audience, stripe, keys, endpoints: downstream.endpoints, model, now });
   await downstreamEndpointRoutes(app, {
     audience,
-    store,
+    tenants,
+    endpoints: downstream.endpoints,
     now: () => new Date(now()),
     rotationOverlapS,
     ...opts.webhooks,
   });
-  if (audience === 'operator') await stripeEventRoutes(app, { store, now, intake: opts.intake });
+  if (audience === 'operator') await stripeEventRoutes(app, { tenants, stripe, now, intake: opts.intake });
 }

@@ -3,8 +3,7 @@ import { Type } from 'typebox';
 import { generateKeyId, generateSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from '../../domain/keys.js';
 import type { Scope } from '../../domain/keys.js';
 import { parseScopes, scopesLacking } from '../../domain/secret-keys.js';
-import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
-import type { TenantStore } from '../../store/store.js';
+import type { SecretKeyRecord, SecretKeyStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { CreateKeyBody, KeyId, ProblemRef, RotateKeyBody, SecretKeyList, SecretKeyWithSecret } from '../schemas.js';
@@ -19,7 +18,8 @@ import type { Audience } from './common.js';
  */
 export interface KeyRoutesOptions {
   audience: Audience;
-  store: Pick<TenantStore, 'getTenant'> & SecretKeyStore;
+  tenants: Pick<TenantStore, 'getTenant'>;
+  keys: SecretKeyStore;
   now: () => number;
   /** A rotation's default overlap (DUNWALL_ROTATION_OVERLAP_S). */
   rotationOverlapS: number;
@@ -55,13 +55,13 @@ function mayManage(req: FastifyRequest, scopes: readonly Scope[]): void {
 }
 
 export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void> {
-  const { audience, store } = opts;
+  const { audience, tenants, keys } = opts;
   const tag = 'keys';
   const one = paramsOf(audience, { id: KeyId });
   const config = { scope: 'keys:write' as const };
 
   async function found(req: FastifyRequest, id: string): Promise<SecretKeyRecord> {
-    const key = await store.getSecretKey(tenantOf(req).id, id);
+    const key = await keys.getSecretKey(tenantOf(req).id, id);
     if (key === null) throw new AppError('secret_key_not_found');
     return key;
   }
@@ -77,7 +77,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
   ): Promise<{ expiresAt: Date | null; clampedBy: string | null }> {
     const p = req.principal;
     if (p === null || p.kind !== 'key') return { expiresAt: asked, clampedBy: null };
-    const creator = await store.getSecretKey(tenantOf(req).id, p.keyId);
+    const creator = await keys.getSecretKey(tenantOf(req).id, p.keyId);
     // Revoked since the request was let in: it creates nothing.
     if (creator === null) throw new AppError('invalid_secret_key');
     if (creator.expiresAt === null || (asked !== null && asked.getTime() <= creator.expiresAt.getTime()))
@@ -87,7 +87,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
 
   /** A new secret of the tenant's mode: sk_test_ for a test tenant. */
   async function newSecret(req: FastifyRequest): Promise<{ secret: string; digest: Buffer; prefix: string }> {
-    const tenant = await tenantRecord(store, req);
+    const tenant = await tenantRecord(tenants, req);
     const secret = generateSecretKey(tenant.livemode);
     return { secret, digest: sha256(secret), prefix: secret.slice(0, SECRET_KEY_PREFIX_CHARS) };
   }
@@ -113,7 +113,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       if (asked !== null && asked.getTime() <= nowMs) throw invalid('expires_at', 'must be in the future');
       const { expiresAt, clampedBy } = await boundByCreator(req, asked);
       const { secret, digest, prefix } = await newSecret(req);
-      const created = await store.createSecretKey(
+      const created = await keys.createSecretKey(
         tenantOf(req).id,
         { id: generateKeyId(), name: req.body.name, scopes: parsed.scopes, prefix, digest, expiresAt },
         new Date(nowMs),
@@ -141,7 +141,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
         response: { 200: SecretKeyList, ...ERRORS },
       },
     },
-    async (req) => ({ data: (await store.listSecretKeys(tenantOf(req).id)).map(presentKey) }),
+    async (req) => ({ data: (await keys.listSecretKeys(tenantOf(req).id)).map(presentKey) }),
   );
 
   app.delete(
@@ -157,7 +157,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
     async (req, reply) => {
       const key = await found(req, req.params.id);
       mayManage(req, key.scopes);
-      if (!(await store.revokeSecretKey(tenantOf(req).id, key.id))) throw new AppError('secret_key_not_found');
+      if (!(await keys.revokeSecretKey(tenantOf(req).id, key.id))) throw new AppError('secret_key_not_found');
       req.log.warn({ tenant: tenantOf(req).slug, key: key.id }, 'secret key revoked');
       return reply.code(204).send(null);
     },
@@ -186,7 +186,7 @@ export async function keyRoutes(app: App, opts: KeyRoutesOptions): Promise<void>
       if (key.expiresAt !== null && key.expiresAt.getTime() <= opts.now()) throw new AppError('secret_key_expired');
       const overlapS = req.body?.overlap_seconds ?? opts.rotationOverlapS;
       const { secret, digest, prefix } = await newSecret(req);
-      const rotated = await store.rotateSecretKey(
+      const rotated = await keys.rotateSecretKey(
         tenantOf(req).id,
         key.id,
         { digest, prefix },

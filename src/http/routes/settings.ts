@@ -4,12 +4,13 @@ import { cardUpdateUrlProblem, originProblem } from '../../domain/validation.js'
 import type {
   CredentialActor,
   CredentialChange,
+  KeyStore,
   TenantRecord,
   TenantSettings,
   TenantStore,
-} from '../../store/store.js';
+} from '../../store/index.js';
 
-type SettingsStore = Pick<TenantStore, 'getTenant' | 'updateTenant' | 'listCredentials' | 'credentialChanges'>;
+type SettingsTenants = Pick<TenantStore, 'getTenant' | 'updateTenant'>;
 import type { App } from '../app-instance.js';
 import { holds } from '../principal.js';
 import type { Principal } from '../principal.js';
@@ -35,7 +36,8 @@ import type { Audience } from './common.js';
  */
 export interface SettingsRoutesOptions {
   audience: Audience;
-  store: SettingsStore;
+  tenants: SettingsTenants;
+  keys: Pick<KeyStore, 'listCredentials' | 'credentialChanges'>;
   now: () => number;
   rotationOverlapS: number;
 }
@@ -90,7 +92,7 @@ export function presentCredentialChange(c: CredentialChange) {
  * while the tenant switches.
  */
 export async function updateTenant(
-  store: SettingsStore,
+  tenants: Pick<TenantStore, 'updateTenant'>,
   req: FastifyRequest,
   slug: string,
   body: UpdateTenantBody,
@@ -100,7 +102,7 @@ export async function updateTenant(
   if (body.stripe_webhook_secret !== undefined && !holds(req.principal, 'stripe:write'))
     throw new AppError('insufficient_scope', 'Setting stripe_webhook_secret needs the scope stripe:write.');
   checkSettings(body);
-  const result = await store.updateTenant(
+  const result = await tenants.updateTenant(
     slug,
     settingsPatch(body),
     at,
@@ -121,11 +123,11 @@ export async function updateTenant(
 }
 
 export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Promise<void> {
-  const { audience, store } = opts;
+  const { audience, tenants, keys } = opts;
   const tag = 'settings';
 
   async function present(tenant: TenantRecord) {
-    const credentials = await store.listCredentials(tenant.id, new Date(opts.now()));
+    const credentials = await keys.listCredentials(tenant.id, new Date(opts.now()));
     return {
       slug: tenant.slug,
       tier: tenant.tier,
@@ -151,7 +153,7 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
       },
     },
     async (req) => {
-      return present(await tenantRecord(store, req));
+      return present(await tenantRecord(tenants, req));
     },
   );
 
@@ -173,7 +175,7 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     },
     async (req) =>
       present(
-        await updateTenant(store, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS),
+        await updateTenant(tenants, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS),
       ),
   );
 
@@ -196,16 +198,16 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     async (req) => {
       const at = new Date(opts.now());
       const tenant = await updateTenant(
-        store,
+        tenants,
         req,
         tenantOf(req).slug,
         { stripe_webhook_secret: req.body.secret },
         at,
         opts.rotationOverlapS,
       );
-      const credentials = await store.listCredentials(tenant.id, at);
+      const credentials = await keys.listCredentials(tenant.id, at);
       const replaced = credentials.find((c) => c.kind === 'stripe_webhook_secret' && c.expiresAt !== null);
-      const changes = await store.credentialChanges(tenant.id, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
+      const changes = await keys.credentialChanges(tenant.id, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
       return {
         stripe_webhook_secret_set: true,
         previous_expires_at: replaced?.expiresAt?.toISOString() ?? null,

@@ -11,7 +11,7 @@ import {
 import type { FeedCursor, ListCursor } from '../../domain/feed-cursor.js';
 import { formatLockoutAt } from '../../domain/policy.js';
 import type { ChangedTenants, ReadModel } from '../../readmodel/index.js';
-import type { StatusChange, StatusChanges, StatusEntry, StatusFeed } from '../../store/store.js';
+import type { StatusChange, StatusChanges, StatusEntry, StatusFeed } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import type { Credential, ResolvedTenant } from '../principal.js';
 import { AppError } from '../problems.js';

@@ -3,7 +3,7 @@ import { zeroOutcomeCounts } from '../../domain/stripe/outcomes.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import { ingestStripeEvents } from '../../services/stripe-events.js';
-import type { StripeIngestion, TenantStore } from '../../store/store.js';
+import type { StripeEventStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
 import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
@@ -15,7 +15,8 @@ import type { StripeIntake } from '../stripe-intake.js';
  * vouches for them). The Stripe webhook itself is stripe-webhook.ts, beside it.
  */
 export interface StripeEventRoutesOptions {
-  store: StripeIngestion & Pick<TenantStore, 'getTenant'>;
+  tenants: Pick<TenantStore, 'getTenant'>;
+  stripe: StripeEventStore;
   now: () => number;
   /** The tenant's intake counters: the events a replay took are `replayed`; absent: not counted. */
   intake?: StripeIntake | null;
@@ -25,7 +26,7 @@ export interface StripeEventRoutesOptions {
 const REPLAY_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 
 export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions): Promise<void> {
-  const { store } = opts;
+  const { tenants, stripe } = opts;
   const now = () => new Date(opts.now());
 
   app.post(
@@ -44,7 +45,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(store, req);
+      const tenant = await tenantRecord(tenants, req);
       const dryRun = req.body.dry_run === true;
       const outcomes = zeroOutcomeCounts();
       const invalid: { index: number; detail: string }[] = [];
@@ -54,7 +55,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
-      const results = await ingestStripeEvents(store, tenant, events, at, dryRun);
+      const results = await ingestStripeEvents(stripe, tenant, events, at, dryRun);
       // What the tenant's health shows as its last sync: the events taken, not a dry run's.
       if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));

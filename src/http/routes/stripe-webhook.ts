@@ -12,7 +12,7 @@ import { isCurrent } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
 import { ingestStripeEvent } from '../../services/stripe-events.js';
-import type { Store } from '../../store/store.js';
+import type { StripeEventStore } from '../../store/index.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
 import type { RateLimiter } from '../rate-limit.js';
@@ -21,7 +21,7 @@ import type { StripeIntake } from '../stripe-intake.js';
 export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface StripeWebhookOptions {
-  store: Store;
+  stripe: StripeEventStore;
   /** Tells an unknown slug without a query: a flood of made-up slugs costs the database nothing. */
   model: ReadModel;
   now: () => number;
@@ -72,7 +72,7 @@ function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: numbe
  * change have committed, so that Stripe retries anything not stored.
  */
 export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions): Promise<void> {
-  const { store, now } = opts;
+  const { stripe, now } = opts;
   const intake = opts.intake ?? null;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) =>
@@ -125,13 +125,13 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
     async (req, reply) => {
       const slug = (req.params as { tenantSlug: string }).tenantSlug;
       const nowMs = now();
-      let signing: Awaited<ReturnType<Store['getStripeSigningSecrets']>>;
+      let signing: Awaited<ReturnType<StripeEventStore['getStripeSigningSecrets']>>;
       try {
         // The read model knows every tenant (it may lag a new one by milliseconds: Stripe retries).
         // One whose lookup secrets cannot be read still receives its events: its signing
         // secrets are read on their own, and its statuses must not fall behind meanwhile.
         const known = isValidSlug(slug) && (model.tenant(slug) !== null || model.unreadable(slug) !== null);
-        signing = known ? await store.getStripeSigningSecrets(slug) : null;
+        signing = known ? await stripe.getStripeSigningSecrets(slug) : null;
       } catch (err) {
         req.log.warn({ err: { message: (err as Error).message } }, 'stripe webhook: store unavailable');
         return sendProblem(reply, 'store_unavailable');
@@ -172,7 +172,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const start = process.hrtime.bigint();
       try {
         const { outcome } = await ingestStripeEvent(
-          store,
+          stripe,
           { id: tenantId, livemode: signing.livemode },
           e,
           new Date(nowMs),

@@ -4,7 +4,7 @@ import { answerBody, lookupBody } from '../../domain/lookup.js';
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Change } from '../../domain/stripe/fold.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { ChangeCause, CustomerMessages, SubscriberStore } from '../../store/store.js';
+import type { ChangeCause, Outbox, SubscriberStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentSubscriber } from '../presenters.js';
@@ -34,9 +34,9 @@ import type { Audience } from './common.js';
  */
 export interface SubscriberRoutesOptions {
   audience: Audience;
-  store: SubscriberStore;
-  /** The webhook messages of a customer (the outbox's). */
-  messages: CustomerMessages;
+  subscribers: SubscriberStore;
+  /** The downstream messages of a customer. */
+  outbox: Outbox;
   model: ReadModel;
   now: () => number;
 }
@@ -60,7 +60,7 @@ const statusesOf = (list: string | undefined): SubscriberStatus[] | undefined =>
   list === undefined ? undefined : ([...new Set(list.split(','))] as SubscriberStatus[]);
 
 export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions): Promise<void> {
-  const { audience, store, model } = opts;
+  const { audience, subscribers, model } = opts;
   const now = () => new Date(opts.now());
   const tag = 'subscribers';
   const customer = paramsOf(audience, { customerId: CustomerId });
@@ -68,10 +68,10 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
   async function apply(req: FastifyRequest, customerId: string, change: Change): Promise<void> {
     const tenant = tenantOf(req);
     const at = now();
-    const outcome = await store.applyChange(tenant.id, customerId, change, causeOf(req, at), at);
+    const outcome = await subscribers.applyChange(tenant.id, customerId, change, causeOf(req, at), at);
     if (outcome === 'applied') return;
     // Stale, but the state asked for may hold already (a repeated DELETE or PUT): that is success.
-    const current = await store.getSubscriber(tenant.id, customerId);
+    const current = await subscribers.getSubscriber(tenant.id, customerId);
     const holds =
       change.kind === 'delete'
         ? (current?.status ?? null) === null
@@ -80,7 +80,7 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
   }
 
   async function shown(req: FastifyRequest, customerId: string) {
-    const record = await store.getSubscriber(tenantOf(req).id, customerId);
+    const record = await subscribers.getSubscriber(tenantOf(req).id, customerId);
     if (!record) throw new AppError('subscriber_not_found');
     return presentSubscriber(record);
   }
@@ -107,7 +107,7 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
       if (limit > MAX_SUBSCRIBERS_PAGE) throw invalid('limit', `must be at most ${MAX_SUBSCRIBERS_PAGE}`);
       const status = statusesOf(q.status);
       const derivedStatus = statusesOf(q.derived_status);
-      const page = await store.listSubscribers(tenantOf(req).id, {
+      const page = await subscribers.listSubscribers(tenantOf(req).id, {
         limit,
         ...(status !== undefined ? { status } : {}),
         ...(derivedStatus !== undefined ? { derivedStatus } : {}),
@@ -162,7 +162,7 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     async (req) => {
       const limit = req.query.limit === undefined ? DEFAULT_CUSTOMER_WEBHOOKS : Number(req.query.limit);
       if (limit > MAX_CUSTOMER_WEBHOOKS) throw invalid('limit', `must be at most ${MAX_CUSTOMER_WEBHOOKS}`);
-      const messages = await opts.messages.listCustomerMessages(tenantOf(req).id, req.params.customerId, limit);
+      const messages = await opts.outbox.listCustomerMessages(tenantOf(req).id, req.params.customerId, limit);
       return {
         data: messages.map((m) => ({
           message_id: m.messageId,

@@ -1,13 +1,13 @@
 import { utcDayStart } from '../../domain/stripe/intake.js';
 import type { ReadModel } from '../../readmodel/index.js';
-import type { SecretKeyRecord, SecretKeyStore } from '../../store/secret-keys.js';
 import type {
   DeliveryHealth,
   EndpointStore,
-  StripeIntakeStore,
+  KeyStore,
+  SecretKeyRecord,
   StripeIntakeSummary,
-  TenantStore,
-} from '../../store/store.js';
+  StripeStore,
+} from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { STRIPE_SECRET_CHANGES_SHOWN, TENANT_HEALTH_DAYS, TenantHealth } from '../schemas.js';
 import { doc, ERRORS, paramsOf, tenantOf } from './common.js';
@@ -24,10 +24,9 @@ import { presentCredentialChange } from './settings.js';
  */
 export interface TenantHealthRoutesOptions {
   audience: Audience;
-  store: Pick<StripeIntakeStore, 'stripeIntake'> &
-    Pick<SecretKeyStore, 'listSecretKeys'> &
-    Pick<TenantStore, 'listCredentials' | 'credentialChanges'>;
-  deliveries: Pick<EndpointStore, 'deliveryHealth'>;
+  stripe: Pick<StripeStore, 'stripeIntake'>;
+  keys: Pick<KeyStore, 'listSecretKeys' | 'listCredentials' | 'credentialChanges'>;
+  endpoints: Pick<EndpointStore, 'deliveryHealth'>;
   model: Pick<ReadModel, 'serving' | 'lagMs'>;
   now: () => number;
 }
@@ -76,7 +75,7 @@ function presentSeenKeys(keys: readonly SecretKeyRecord[]) {
 }
 
 export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptions): Promise<void> {
-  const { audience, store, deliveries, model } = opts;
+  const { audience, stripe, keys, endpoints, model } = opts;
   app.get(
     '/health',
     {
@@ -96,11 +95,11 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
       const nowMs = opts.now();
       const tenantId = tenantOf(req).id;
       const since = utcDayStart(nowMs, TENANT_HEALTH_DAYS - 1);
-      const intake = await store.stripeIntake(tenantId, since);
-      const waiting = await deliveries.deliveryHealth(tenantId, new Date(nowMs - TENANT_HEALTH_DAYS * DAY_MS));
-      const keys = await store.listSecretKeys(tenantId);
-      const credentials = await store.listCredentials(tenantId, new Date(nowMs));
-      const changes = await store.credentialChanges(tenantId, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
+      const intake = await stripe.stripeIntake(tenantId, since);
+      const waiting = await endpoints.deliveryHealth(tenantId, new Date(nowMs - TENANT_HEALTH_DAYS * DAY_MS));
+      const secretKeys = await keys.listSecretKeys(tenantId);
+      const credentials = await keys.listCredentials(tenantId, new Date(nowMs));
+      const changes = await keys.credentialChanges(tenantId, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
       return {
         stripe: presentStripe(since, intake),
         stripe_webhook_secret: {
@@ -109,7 +108,7 @@ export async function tenantHealthRoutes(app: App, opts: TenantHealthRoutesOptio
         },
         read_model: { serving: model.serving(nowMs), lag_ms: model.lagMs(nowMs) },
         deliveries: presentDeliveries(waiting),
-        secret_keys: { seen_in_browser: presentSeenKeys(keys) },
+        secret_keys: { seen_in_browser: presentSeenKeys(secretKeys) },
         at: new Date(nowMs).toISOString(),
       };
     },

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../../domain/keys.js';
 import { DEFAULT_POLICY } from '../../domain/policy.js';
-import type { SubscriberStore, TenantRecord, TenantStore } from '../../store/store.js';
+import type { KeyStore, SubscriberStore, TenantRecord, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTenant } from '../presenters.js';
@@ -27,7 +27,9 @@ import { invalid } from './common.js';
  * settings, endpoints) are in their own route files, served to the operator and the tenant.
  */
 export interface TenantRoutesOptions {
-  store: TenantStore & Pick<SubscriberStore, 'countSubscribers'>;
+  tenants: TenantStore;
+  keys: Pick<KeyStore, 'listCredentials' | 'rotateCredential'>;
+  subscribers: Pick<SubscriberStore, 'countSubscribers'>;
   now: () => number;
   rotationOverlapS: number;
   /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER). */
@@ -38,11 +40,11 @@ const problemRef = ProblemRef;
 const errors = { 400: problemRef, 401: problemRef, 404: problemRef, 429: problemRef };
 
 export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise<void> {
-  const { store } = opts;
+  const { tenants, keys, subscribers } = opts;
   const now = () => new Date(opts.now());
 
   async function tenantOr404(slug: string): Promise<TenantRecord> {
-    const tenant = await store.getTenant(slug);
+    const tenant = await tenants.getTenant(slug);
     if (!tenant) throw new AppError('tenant_not_found');
     return tenant;
   }
@@ -66,7 +68,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       const livemode = body.livemode ?? null;
       const publishableKey = generatePublishableKey(livemode);
       const hmacSecret = generateHmacSecret();
-      const result = await store.createTenant(
+      const result = await tenants.createTenant(
         {
           slug: body.slug,
           tier: body.tier ?? opts.defaultTier,
@@ -110,7 +112,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       },
     },
     async () => ({
-      data: (await store.listTenants()).map(presentTenant),
+      data: (await tenants.listTenants()).map(presentTenant),
     }),
   );
 
@@ -128,8 +130,8 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
       const [credentials, counts] = await Promise.all([
-        store.listCredentials(tenant.id, now()),
-        store.countSubscribers(tenant.id),
+        keys.listCredentials(tenant.id, now()),
+        subscribers.countSubscribers(tenant.id),
       ]);
       return {
         ...presentTenant(tenant),
@@ -158,7 +160,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     },
     async (req, reply) => {
       const tenant = await tenantOr404(req.params.slug);
-      if (!(await store.deleteTenant(tenant.id))) throw new AppError('tenant_not_found');
+      if (!(await tenants.deleteTenant(tenant.id))) throw new AppError('tenant_not_found');
       req.log.warn({ tenant: tenant.slug }, 'tenant deleted');
       return reply.code(204).send(null);
     },
@@ -177,7 +179,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       },
     },
     async (req) =>
-      presentTenant(await updateTenant(store, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
+      presentTenant(await updateTenant(tenants, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
   );
 
   app.post(
@@ -200,7 +202,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       if (req.body.key === 'publishable') {
         // The tenant's mode now: a tenant switched to live gets a pk_live_ key here.
         const key = generatePublishableKey(tenant.livemode);
-        await store.rotateCredential(
+        await keys.rotateCredential(
           tenant.id,
           'publishable_key',
           sha256(key).toString('hex'),
@@ -211,7 +213,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
       }
       const secret = generateHmacSecret();
-      await store.rotateCredential(tenant.id, 'hmac_secret', secret, opts.rotationOverlapS, at);
+      await keys.rotateCredential(tenant.id, 'hmac_secret', secret, opts.rotationOverlapS, at);
       req.log.info({ tenant: tenant.slug }, 'hmac secret rotated');
       return { ...presentTenant(tenant), hmac_secret: secret, previous_expires_at: previousExpiresAt };
     },

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { NAMED_FLAGS } from '../../domain/types.js';
-import type { TenantStore } from '../../store/store.js';
+import type { TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTier } from '../presenters.js';
@@ -9,7 +9,7 @@ import { invalid } from './common.js';
 
 /** The operator's tiers (/admin/v1/tiers): the entitlements a tenant's answers carry. */
 export interface TierRoutesOptions {
-  store: Pick<TenantStore, 'listTiers' | 'putTier' | 'deleteTier'>;
+  tenants: Pick<TenantStore, 'listTiers' | 'putTier' | 'deleteTier'>;
   now: () => number;
 }
 
@@ -17,7 +17,7 @@ const problemRef = ProblemRef;
 const errors = { 400: problemRef, 401: problemRef, 404: problemRef, 429: problemRef };
 
 export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<void> {
-  const { store } = opts;
+  const { tenants } = opts;
   const now = () => new Date(opts.now());
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
 
@@ -32,7 +32,7 @@ export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<voi
       },
     },
     async () => ({
-      data: (await store.listTiers()).map(presentTier),
+      data: (await tenants.listTiers()).map(presentTier),
     }),
   );
 
@@ -52,7 +52,7 @@ export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<voi
       for (const flag of NAMED_FLAGS) {
         if (req.body.entitlements[flag] === undefined) throw invalid(`entitlements.${flag}`, 'is required');
       }
-      return presentTier(await store.putTier(req.params.name, req.body.entitlements, now()));
+      return presentTier(await tenants.putTier(req.params.name, req.body.entitlements, now()));
     },
   );
 
@@ -68,7 +68,7 @@ export async function tierRoutes(app: App, opts: TierRoutesOptions): Promise<voi
       },
     },
     async (req, reply) => {
-      const result = await store.deleteTier(req.params.name);
+      const result = await tenants.deleteTier(req.params.name);
       if (result === 'not_found') throw new AppError('tier_not_found');
       if (result === 'in_use') throw new AppError('tier_in_use');
       return reply.code(204).send(null);

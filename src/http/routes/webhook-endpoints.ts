@@ -9,7 +9,7 @@ import {
   generateSigningSecret,
   MESSAGE_ID_RE,
 } from '../../domain/downstream-endpoints.js';
-import type { EndpointStore, TenantRecord, TenantStore, DownstreamEndpointRecord } from '../../store/store.js';
+import type { DownstreamEndpointRecord, EndpointStore, TenantRecord, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { holds } from '../principal.js';
@@ -44,7 +44,8 @@ import type { Audience } from './common.js';
 
 export interface DownstreamEndpointOptions {
   audience: Audience;
-  store: Pick<TenantStore, 'getTenant'> & { readonly downstream: EndpointStore };
+  tenants: Pick<TenantStore, 'getTenant'>;
+  endpoints: EndpointStore;
   now: () => Date;
   rotationOverlapS: number;
   allowHttpLoopback: boolean;
@@ -77,7 +78,7 @@ export function presentEndpoint(e: DownstreamEndpointRecord) {
 }
 
 export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpointOptions): Promise<void> {
-  const { audience, store, now } = opts;
+  const { audience, tenants, endpoints, now } = opts;
   const allowed = new AllowedNetworks(opts.allowedNetworks);
   const errors = ERRORS;
   const common = (operationId: string) => doc(audience, operationId, '', 'downstream-webhooks');
@@ -90,7 +91,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
 
   /** The tenant, when its tier includes downstream webhooks (reading and deleting need only the tenant). */
   async function entitled(req: FastifyRequest): Promise<TenantRecord> {
-    const tenant = await tenantRecord(store, req);
+    const tenant = await tenantRecord(tenants, req);
     if (tenant.entitlements.downstream_webhooks !== true) throw new AppError('downstream_webhooks_not_entitled');
     return tenant;
   }
@@ -132,7 +133,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       checkUrl(req.body.url);
       const at = now();
       const secret = generateSigningSecret();
-      const endpoint = await store.downstream.createEndpoint(
+      const endpoint = await endpoints.createEndpoint(
         tenant.id,
         {
           url: req.body.url,
@@ -162,8 +163,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(store, req);
-      return { data: (await store.downstream.listEndpoints(tenant.id, now())).map(presentEndpoint) };
+      const tenant = await tenantRecord(tenants, req);
+      return { data: (await endpoints.listEndpoints(tenant.id, now())).map(presentEndpoint) };
     },
   );
 
@@ -179,8 +180,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(store, req);
-      return presentEndpoint(found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, now())));
+      const tenant = await tenantRecord(tenants, req);
+      return presentEndpoint(found(await endpoints.getEndpoint(tenant.id, req.params.endpointId, now())));
     },
   );
 
@@ -200,7 +201,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const tenant = await entitled(req);
       const body = req.body;
       if (body.url !== undefined) checkUrl(body.url);
-      const updated = await store.downstream.updateEndpoint(
+      const updated = await endpoints.updateEndpoint(
         tenant.id,
         req.params.endpointId,
         {
@@ -231,8 +232,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req, reply) => {
-      const tenant = await tenantRecord(store, req);
-      if (!(await store.downstream.deleteEndpoint(tenant.id, req.params.endpointId)))
+      const tenant = await tenantRecord(tenants, req);
+      if (!(await endpoints.deleteEndpoint(tenant.id, req.params.endpointId)))
         throw new AppError('webhook_endpoint_not_found');
       req.log.info({ tenant: tenant.slug, endpoint: req.params.endpointId }, 'webhook endpoint deleted');
       return reply.code(204).send(null);
@@ -256,9 +257,9 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const overlapS = req.body.overlap_seconds ?? opts.rotationOverlapS;
       const at = now();
       const secret = generateSigningSecret();
-      if (!(await store.downstream.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at)))
+      if (!(await endpoints.rotateEndpointSecret(tenant.id, req.params.endpointId, secret, overlapS, at)))
         throw new AppError('webhook_endpoint_not_found');
-      const endpoint = found(await store.downstream.getEndpoint(tenant.id, req.params.endpointId, at));
+      const endpoint = found(await endpoints.getEndpoint(tenant.id, req.params.endpointId, at));
       req.log.info({ tenant: tenant.slug, endpoint: endpoint.id }, 'webhook signing secret rotated');
       return {
         ...presentEndpoint(endpoint),
@@ -281,10 +282,8 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(store, req);
-      const attempts = found(
-        await store.downstream.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)),
-      );
+      const tenant = await tenantRecord(tenants, req);
+      const attempts = found(await endpoints.listAttempts(tenant.id, req.params.endpointId, limitOf(req.query.limit)));
       return {
         data: attempts.map((a) => ({
           message_id: a.messageId,
@@ -312,9 +311,9 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(store, req);
+      const tenant = await tenantRecord(tenants, req);
       const messages = found(
-        await store.downstream.listMessages(tenant.id, req.params.endpointId, {
+        await endpoints.listMessages(tenant.id, req.params.endpointId, {
           limit: limitOf(req.query.limit),
           ...(req.query.state ? { state: req.query.state } : {}),
         }),
@@ -350,7 +349,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
     },
     async (req, reply) => {
       const tenant = await entitled(req);
-      const result = await store.downstream.retryMessage(tenant.id, req.params.endpointId, req.params.messageId, now());
+      const result = await endpoints.retryMessage(tenant.id, req.params.endpointId, req.params.messageId, now());
       if (result === 'endpoint_not_found') throw new AppError('webhook_endpoint_not_found');
       if (result === 'message_not_found') throw new AppError('webhook_message_not_found');
       return reply.code(202).send({ queued: true });
@@ -385,9 +384,7 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       const until = req.body.until === undefined ? at : new Date(req.body.until);
       if (!(since.getTime() < until.getTime())) throw new AppError('invalid_request', 'since: must be before until');
       const range = { since, until, ...(req.body.after !== undefined ? { after: req.body.after } : {}) };
-      const result = found(
-        await store.downstream.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at),
-      );
+      const result = found(await endpoints.replay(tenant.id, req.params.endpointId, range, MAX_REPLAY_MESSAGES, at));
       req.log.info(
         { tenant: tenant.slug, endpoint: req.params.endpointId, queued: result.queued },
         'webhook messages replayed',

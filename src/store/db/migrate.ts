@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../package-root.js';
+import { packageRoot } from '../../package-root.js';
 import type { Db } from './db.js';
 
 const MIGRATION_FILE_RE = /^(\d{3})_[a-z0-9_]+\.sql$/;

@@ -1,10 +1,11 @@
-import { PolicyImpactTally } from '../domain/policy.js';
-import type { EpisodeInterval, Policy, PolicyImpactCounts } from '../domain/policy.js';
-import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../domain/runs.js';
-import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../domain/runs.js';
-import type { UnresolvedState } from '../domain/stripe/fold.js';
-import type { SubscriberStatus } from '../domain/types.js';
-import type { Queryable } from './db.js';
+import { PolicyImpactTally } from '../../domain/policy.js';
+import type { EpisodeInterval, Policy, PolicyImpactCounts } from '../../domain/policy.js';
+import { RUN_DECLINE_CLASSES, RUN_OUTCOMES } from '../../domain/runs.js';
+import type { AnalyticsGranularity, RunDeclineClass, RunOutcome } from '../../domain/runs.js';
+import type { UnresolvedState } from '../../domain/stripe/fold.js';
+import type { SubscriberStatus } from '../../domain/types.js';
+import type { Db, Queryable } from '../db/db.js';
+import { tenantPolicy } from '../stripe/episodes.js';
 
 /**
  * The recovery analytics of a tenant (docs/api.md), over its dunning runs (migration 015).
@@ -305,4 +306,17 @@ export async function policyImpact(
   for (const g of groups)
     tally.addAlike(g.override, g.override === null ? episodesOf(Number(g.kinds)) : [], Number(g.n));
   return { currentPolicy, proposedPolicy, ...tally.result() };
+}
+
+/** A tenant's analytics in SQL. */
+export class SqlAnalytics implements Analytics {
+  constructor(private readonly db: Db) {}
+
+  async recoveryAnalytics(tenantId: number, query: AnalyticsQuery): Promise<RecoveryAnalytics> {
+    return recoveryAnalytics(this.db, tenantId, query);
+  }
+
+  async policyImpact(tenantId: number, proposed: Partial<Policy>, now: Date): Promise<PolicyImpact> {
+    return policyImpact(this.db, tenantId, await tenantPolicy(this.db, tenantId), proposed, now);
+  }
 }

@@ -1,7 +1,7 @@
-import { STRIPE_INTAKE_KINDS } from '../domain/stripe/intake.js';
-import type { StripeIntakeCount, StripeIntakeKind } from '../domain/stripe/intake.js';
-import type { Queryable } from './db.js';
-import type { StripeIntakeDay, StripeIntakeSummary } from './store.js';
+import { STRIPE_INTAKE_KINDS } from '../../domain/stripe/intake.js';
+import type { StripeIntakeCount, StripeIntakeKind } from '../../domain/stripe/intake.js';
+import type { Queryable } from '../db/db.js';
+import type { StripeIntakeDay, StripeIntakeSummary } from './types.js';
 
 /**
  * The SQL of the Stripe intake counters (migration 016). Each process counts in memory and

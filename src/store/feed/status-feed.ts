@@ -1,10 +1,10 @@
-import { snapshotAhead } from '../domain/feed-cursor.js';
-import type { FeedCursor, ListCursor } from '../domain/feed-cursor.js';
-import type { SubscriberStatus } from '../domain/types.js';
-import type { Db } from './db.js';
-import { CursorNotIssuedError, readingCursor } from './errors.js';
-import { forgetForeignRows } from './lookup-changes.js';
-import type { StatusChanges, StatusEntry, StatusListPage } from './store.js';
+import { snapshotAhead } from '../../domain/feed-cursor.js';
+import type { FeedCursor, ListCursor } from '../../domain/feed-cursor.js';
+import type { SubscriberStatus } from '../../domain/types.js';
+import type { Db } from '../db/db.js';
+import { CursorNotIssuedError, readingCursor } from '../db/errors.js';
+import { forgetForeignRows } from '../changes/lookup-changes.js';
+import type { StatusChanges, StatusEntry, StatusFeed, StatusListPage } from './types.js';
 
 /**
  * The status feed's reads (migration 014, docs/feed.md): list a tenant's subscribers
@@ -218,4 +218,17 @@ export const PRUNE_STATUS_CHANGES_SQL = `WITH doomed AS (
  */
 export function forgetForeignStatusChanges(db: Db): Promise<number> {
   return forgetForeignRows(db, 'status_changes');
+}
+
+/** The status feed in SQL. */
+export class SqlStatusFeed implements StatusFeed {
+  constructor(private readonly db: Db) {}
+
+  listStatuses(tenantId: number, cursor: ListCursor | null, limit: number): Promise<StatusListPage> {
+    return listStatuses(this.db, tenantId, cursor, limit);
+  }
+
+  statusChangesAfter(tenantId: number, cursor: FeedCursor, limit: number): Promise<StatusChanges> {
+    return statusChangesAfter(this.db, tenantId, cursor, limit);
+  }
 }

@@ -1,6 +1,6 @@
-import type { Scope } from '../domain/keys.js';
-import type { SecretKeyAuth } from '../domain/types.js';
-import type { Db, Queryable } from './db.js';
+import type { Scope } from '../../domain/keys.js';
+import type { SecretKeyAuth } from '../../domain/types.js';
+import type { Db, Queryable } from '../db/db.js';
 
 /**
  * A tenant's secret keys (migration 013): digests only, found by digest. The read model holds

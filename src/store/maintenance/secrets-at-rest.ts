@@ -1,6 +1,6 @@
-import { UnknownEncryptionKeyError, sealedKeyId } from '../secrets/cipher.js';
-import type { SealedKind, SecretBox } from '../secrets/cipher.js';
-import type { Db, Queryable } from './db.js';
+import { UnknownEncryptionKeyError, sealedKeyId } from '../../secrets/cipher.js';
+import type { SealedKind, SecretBox } from '../../secrets/cipher.js';
+import type { Db, Queryable } from '../db/db.js';
 
 /** How the stored secrets are kept: how many in clear, how many under each key id. */
 export interface SecretCensus {

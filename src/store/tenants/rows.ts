@@ -1,13 +1,15 @@
-import { prepareTenant } from '../domain/lookup.js';
-import { NAMED_FLAGS } from '../domain/types.js';
-import type { Branding } from '../domain/branding.js';
-import type { Policy } from '../domain/policy.js';
-import type { Credential, Entitlements, SecretKeyAuth, TenantAuth } from '../domain/types.js';
-import { readSecretKeyAuth } from './secret-keys.js';
-import { SecretDecryptionError, UnknownEncryptionKeyError } from '../secrets/cipher.js';
-import type { SecretBox } from '../secrets/cipher.js';
-import type { Queryable } from './db.js';
-import type { CredentialKind, TenantRecord, UnreadableTenant } from './store.js';
+import { prepareTenant } from '../../domain/lookup.js';
+import { NAMED_FLAGS } from '../../domain/types.js';
+import type { Branding } from '../../domain/branding.js';
+import type { Policy } from '../../domain/policy.js';
+import type { Credential, Entitlements, SecretKeyAuth, TenantAuth } from '../../domain/types.js';
+import { readSecretKeyAuth } from '../keys/secret-keys.js';
+import { SecretDecryptionError, UnknownEncryptionKeyError } from '../../secrets/cipher.js';
+import type { SecretBox } from '../../secrets/cipher.js';
+import type { Queryable } from '../db/db.js';
+import type { UnreadableTenant } from '../changes/types.js';
+import type { CredentialKind } from '../keys/types.js';
+import type { TenantRecord } from './types.js';
 
 export interface TenantRow {
   id: number;

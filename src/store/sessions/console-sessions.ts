@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import type { Db, Queryable } from '../db/db.js';
 
 /**
  * Console sessions (migration 017): found by the digest of the id the browser holds, never
@@ -72,4 +72,21 @@ export async function deleteConsoleSession(db: Queryable, digest: Buffer): Promi
     digest,
   ]);
   return gone.length > 0;
+}
+
+/** Console sessions in SQL. */
+export class SqlSessions implements ConsoleSessionStore {
+  constructor(private readonly db: Db) {}
+
+  createConsoleSession(session: NewConsoleSession): Promise<void> {
+    return createConsoleSession(this.db, session);
+  }
+
+  findConsoleSession(digest: Buffer, now: Date): Promise<ConsoleSessionRecord | null> {
+    return findConsoleSession(this.db, digest, now);
+  }
+
+  deleteConsoleSession(digest: Buffer): Promise<boolean> {
+    return deleteConsoleSession(this.db, digest);
+  }
 }

@@ -1,4 +1,4 @@
-import { decideAdminChange, decideDueLockout, decideReanswer, statusOf } from '../domain/effect.js';
+import { decideAdminChange, decideDueLockout, decideReanswer, statusOf } from '../../domain/effect.js';
 import type {
   ApplyOutcome,
   CustomerState,
@@ -8,13 +8,13 @@ import type {
   Settled,
   StoredEpisode,
   StoredSubscriber,
-} from '../domain/effect.js';
-import type { ChangeCause } from '../domain/history.js';
-import { RUN_DECLINE_CLASSES } from '../domain/runs.js';
-import type { RunChange } from '../domain/runs.js';
-import { DEFAULT_POLICY } from '../domain/policy.js';
-import type { Policy } from '../domain/policy.js';
-import { MAX_REVISED_FAILURES, decideStripeEvent, eventInvoiceIds } from '../domain/stripe/decide.js';
+} from '../../domain/effect.js';
+import type { ChangeCause } from '../../domain/history.js';
+import { RUN_DECLINE_CLASSES } from '../../domain/runs.js';
+import type { RunChange } from '../../domain/runs.js';
+import { DEFAULT_POLICY } from '../../domain/policy.js';
+import type { Policy } from '../../domain/policy.js';
+import { MAX_REVISED_FAILURES, decideStripeEvent, eventInvoiceIds } from '../../domain/stripe/decide.js';
 import type {
   ApplicableDerivation,
   DeclineAtFailure,
@@ -24,12 +24,12 @@ import type {
   StoredInvoice,
   StripeApplyOutcome,
   StripeEvent,
-} from '../domain/stripe/decide.js';
-import type { Decline, InvoiceLink } from '../domain/stripe/derive.js';
-import type { Change, CustomerStatus, EpisodeState, Position } from '../domain/stripe/fold.js';
-import type { SubscriberStatus } from '../domain/types.js';
-import type { Queryable } from './db.js';
-import { downstreamTarget, writeOutboxMessage } from './downstream.js';
+} from '../../domain/stripe/decide.js';
+import type { Decline, InvoiceLink } from '../../domain/stripe/derive.js';
+import type { Change, CustomerStatus, EpisodeState, Position } from '../../domain/stripe/fold.js';
+import type { SubscriberStatus } from '../../domain/types.js';
+import type { Queryable } from '../db/db.js';
+import { downstreamTarget, writeOutboxMessage } from '../downstream/outbox.js';
 
 /**
  * The SQL side of docs/stripe.md, statuses from dunning episodes. Every write about a customer
@@ -63,7 +63,8 @@ interface SubscriberRow {
   pay_url: string | null;
 }
 
-interface EpisodeRow {
+/** A row of subscriber_episodes, as the store reads it. */
+export interface EpisodeRow {
   episode: string;
   state: EpisodeState;
   reason: string;

@@ -1,9 +1,9 @@
-import { STATUSES } from '../domain/types.js';
-import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
-import type { SecretBox } from '../secrets/cipher.js';
-import { tryDeploymentLock, type Db, type Queryable } from './db.js';
-import { readTenantsChecked } from './tenants.js';
-import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './store.js';
+import { STATUSES } from '../../domain/types.js';
+import type { SubscriberStatus, TenantAuth } from '../../domain/types.js';
+import type { SecretBox } from '../../secrets/cipher.js';
+import { tryDeploymentLock, type Db, type Queryable } from '../db/db.js';
+import { readTenantsChecked } from '../tenants/rows.js';
+import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './types.js';
 
 /** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
 const PRUNE_LOCK_KEY = 0x64756e70;

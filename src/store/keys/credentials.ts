@@ -1,6 +1,6 @@
-import type { SecretBox } from '../secrets/cipher.js';
-import type { Queryable } from './db.js';
-import type { CredentialChange, CredentialKind, CredentialRotation } from './store.js';
+import type { SecretBox } from '../../secrets/cipher.js';
+import type { Queryable } from '../db/db.js';
+import type { CredentialChange, CredentialKind, CredentialRotation } from './types.js';
 
 /** A rotation of a tenant credential, or of one downstream webhook endpoint's signing secret. */
 export type Rotation =

@@ -1,0 +1,99 @@
+import type { ApplicableDerivation } from '../../domain/stripe/decide.js';
+import type { Facts } from '../../domain/stripe/derive.js';
+import type { CustomerStatus } from '../../domain/stripe/fold.js';
+import type { StripeIntakeCount, StripeIntakeKind } from '../../domain/stripe/intake.js';
+import type { StripeEventOutcomeName } from '../../domain/stripe/outcomes.js';
+import type { Credential } from '../../domain/types.js';
+
+/**
+ * What the store answers of one event (the outcomes of STRIPE_EVENT_OUTCOMES an event that
+ * reaches it can have); pending: a decline not linked to an invoice (yet), it gates only once
+ * an invoice event links it.
+ */
+export type StripeEventOutcome = Exclude<StripeEventOutcomeName, 'irrelevant' | 'livemode_mismatch'>;
+
+/** What one event did: its outcome, and the customer's status before and after it (null: unknown). */
+export interface StripeEventResult {
+  outcome: StripeEventOutcome;
+  customerId: string | null;
+  before: CustomerStatus | null;
+  after: CustomerStatus | null;
+}
+
+/** A relevant event's derivation: what the store applies. */
+export type StripeDerivation = ApplicableDerivation;
+
+export interface StripeEventInput {
+  event: StripeEventRecord;
+  derivation: StripeDerivation;
+}
+
+export interface StripeEventRecord {
+  eventId: string;
+  eventType: string;
+  customerId: string | null;
+  created: Date;
+  declineCode: string | null;
+  /** The fields the derivation used. */
+  facts: Facts;
+}
+
+/** The tenant's Stripe events: their signing secrets, and each event kept with its effect. */
+export interface StripeEventStore {
+  /**
+   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
+   * and the mode of the events it takes; null: no such tenant.
+   */
+  getStripeSigningSecrets(
+    slug: string,
+  ): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
+  /**
+   * Keeps a Stripe event and applies its derivation in one transaction. A redelivered
+   * event id is a `duplicate` and changes nothing.
+   */
+  recordStripeEvent(tenantId: number, input: StripeEventInput, now: Date): Promise<StripeEventResult>;
+  /**
+   * Several events, each in its own transaction, in the order given; with `dryRun`, all of
+   * them in one transaction that is rolled back, so that the results say what they would do.
+   */
+  recordStripeEvents(
+    tenantId: number,
+    inputs: readonly StripeEventInput[],
+    now: Date,
+    options?: { dryRun?: boolean },
+  ): Promise<StripeEventResult[]>;
+}
+
+export type { StripeIntakeCount, StripeIntakeKind };
+
+/** One UTC day of a tenant's Stripe intake: a count per kind. */
+export interface StripeIntakeDay {
+  /** YYYY-MM-DD. */
+  day: string;
+  counts: Record<StripeIntakeKind, number>;
+}
+
+/** A tenant's Stripe intake as kept: the days from some day on, and the last of each kind. */
+export interface StripeIntakeSummary {
+  /** Oldest first; only days with a row. */
+  days: StripeIntakeDay[];
+  /** The latest of each kind among every day still kept (whatever the range of `days`); null: none. */
+  lastAt: Record<StripeIntakeKind, Date | null>;
+}
+
+/**
+ * The Stripe intake counters (migration 016): counted in memory by each process, added here
+ * in batches, read by the tenant's health.
+ */
+export interface StripeIntakeStore {
+  /**
+   * Adds the counts, one row per (tenant, day, kind), in one statement; `last_at` only ever
+   * moves later. Counts of a tenant deleted meanwhile are dropped.
+   */
+  addStripeIntake(counts: readonly StripeIntakeCount[]): Promise<void>;
+  /** The tenant's days from `since` (a UTC midnight) on, and the last of each kind ever kept. */
+  stripeIntake(tenantId: number, since: Date): Promise<StripeIntakeSummary>;
+}
+
+/** The Stripe intake: the tenant's signing secrets, each event kept with its effect, and the intake's counters. */
+export interface StripeStore extends StripeEventStore, StripeIntakeStore {}

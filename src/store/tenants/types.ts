@@ -1,0 +1,89 @@
+import type { Branding } from '../../domain/branding.js';
+import type { Policy } from '../../domain/policy.js';
+import type { Entitlements } from '../../domain/types.js';
+import type { CredentialRotation } from '../keys/types.js';
+
+export interface TenantRecord {
+  id: number;
+  slug: string;
+  tier: string;
+  entitlements: Entitlements;
+  cardUpdateUrl: string | null;
+  hmacRequired: boolean;
+  suspended: boolean;
+  allowedOrigins: string[] | null;
+  /** This tenant's lookup rate limit; null: the service's default. */
+  lookupsPerMinute: number | null;
+  /** What the snippet shows with a banner or a gate ({}: its defaults). */
+  branding: Branding;
+  /** How derived statuses are enforced (docs/reference.md, "The dunning policy"). */
+  policy: Policy;
+  /** Stripe events taken: live only (true), test only (false), or both (null). */
+  livemode: boolean | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface TenantSettings {
+  tier: string;
+  cardUpdateUrl: string | null;
+  hmacRequired: boolean;
+  suspended: boolean;
+  allowedOrigins: string[] | null;
+  lookupsPerMinute: number | null;
+  branding: Branding;
+  /** Any of the policy's fields: the others keep their values. */
+  policy: Partial<Policy>;
+  livemode: boolean | null;
+}
+
+export interface NewTenant extends Omit<
+  TenantSettings,
+  'suspended' | 'lookupsPerMinute' | 'branding' | 'policy' | 'livemode'
+> {
+  lookupsPerMinute?: number | null;
+  branding?: Branding;
+  policy?: Policy;
+  /** Default null: both modes. */
+  livemode?: boolean | null;
+  slug: string;
+  publishableKeyHash: string;
+  hmacSecret: string;
+}
+
+export interface TierRecord {
+  name: string;
+  entitlements: Entitlements;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type DeleteTierResult = 'deleted' | 'not_found' | 'in_use';
+
+export type CreateTenantResult = { ok: true; tenant: TenantRecord } | { ok: false; error: 'exists' | 'unknown_tier' };
+export type UpdateTenantResult =
+  { ok: true; tenant: TenantRecord } | { ok: false; error: 'not_found' | 'unknown_tier' };
+
+/**
+ * Tenants and the tiers they are on: what the operator's API and the tenant's settings
+ * change (their credentials are the keys role's).
+ */
+export interface TenantStore {
+  countTenants(): Promise<number>;
+  createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
+  listTenants(): Promise<TenantRecord[]>;
+  getTenant(slug: string): Promise<TenantRecord | null>;
+  /** Applies the patch and, in the same transaction, the rotation when one is given. */
+  updateTenant(
+    slug: string,
+    patch: Partial<TenantSettings>,
+    now: Date,
+    rotation?: CredentialRotation,
+  ): Promise<UpdateTenantResult>;
+  /** Deletes the tenant and everything it owns (credentials, subscribers, history, Stripe events); false: no such tenant. */
+  deleteTenant(tenantId: number): Promise<boolean>;
+  listTiers(): Promise<TierRecord[]>;
+  putTier(name: string, entitlements: Entitlements, now: Date): Promise<TierRecord>;
+  /** Deletes a tier no tenant is on. */
+  deleteTier(name: string): Promise<DeleteTierResult>;
+}
