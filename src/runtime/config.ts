@@ -64,11 +64,11 @@ export interface Config {
   /** Days history entries are kept; 0: for ever. */
   historyRetentionDays: number;
   /** Days downstream webhook messages (once delivered or failed) and attempts are kept. */
-  webhookRetentionDays: number;
+  downstreamRetentionDays: number;
   /** Days the status feed's changes are kept: a reader away for longer lists again (410). */
   statusFeedRetentionDays: number;
-  /** How downstream webhooks are sent. */
-  webhooks: DeliverySettings;
+  /** How downstream messages are sent to the tenants' endpoints. */
+  downstream: DeliverySettings;
   /**
    * The tier a tenant gets when its creation names none (the admin API, `dunwall tenant
    * create`). Its shape is checked here; that it exists, once the store is open.
@@ -201,7 +201,7 @@ function boolean(env: Env, name: string, fallback: boolean, problems: string[]):
   return fallback;
 }
 
-function webhookSettings(env: Env, problems: string[]): DeliverySettings {
+function downstreamSettings(env: Env, problems: string[]): DeliverySettings {
   const allowedNetworks = (env.DUNWALL_WEBHOOK_ALLOWED_NETWORKS ?? '')
     .split(',')
     .map((text) => text.trim())
@@ -370,7 +370,7 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const webhookRetentionDays = integer(
+  const downstreamRetentionDays = integer(
     env,
     'DUNWALL_WEBHOOK_RETENTION_DAYS',
     DEFAULT_WEBHOOK_RETENTION_DAYS,
@@ -386,7 +386,7 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const webhooks = webhookSettings(env, problems);
+  const downstream = downstreamSettings(env, problems);
   const maxConnectionsPerAddress = integer(
     env,
     'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
@@ -455,9 +455,9 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost,
     stripeEventsRetentionDays,
     historyRetentionDays,
-    webhookRetentionDays,
+    downstreamRetentionDays,
     statusFeedRetentionDays,
-    webhooks: Object.freeze(webhooks),
+    downstream: Object.freeze(downstream),
     defaultTier,
   });
 }

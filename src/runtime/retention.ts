@@ -21,7 +21,7 @@ export interface RetentionSettings {
   /** Days history entries are kept; 0: for ever. A subscriber's newest entry always stays. */
   historyDays: number;
   /** Days downstream webhook messages (once none waits) and attempts are kept. */
-  webhookDays: number;
+  downstreamDays: number;
   /** Days the status feed's changes are kept (default 7); a cursor older than what is kept answers 410. */
   statusFeedDays?: number;
   /** Days the Stripe intake counters are kept (default STRIPE_INTAKE_RETENTION_DAYS), by their UTC day. */
@@ -102,7 +102,7 @@ export class Retention {
     const run: RetentionRun = emptyRun();
     const plan: [RetainedTable, number][] = [['stripe_events', this.opts.stripeEventsDays]];
     if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
-    plan.push(['webhook_attempts', this.opts.webhookDays], ['webhook_events', this.opts.webhookDays]);
+    plan.push(['webhook_attempts', this.opts.downstreamDays], ['webhook_events', this.opts.downstreamDays]);
     plan.push(['status_changes', this.opts.statusFeedDays ?? DEFAULT_STATUS_FEED_RETENTION_DAYS]);
     plan.push(['stripe_intake', this.opts.stripeIntakeDays ?? STRIPE_INTAKE_RETENTION_DAYS]);
     const batch = this.opts.batch ?? RETENTION_BATCH;

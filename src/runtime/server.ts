@@ -207,7 +207,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       logLookups: config.logLookups,
       adminTokenSha256,
       rotationOverlapS: config.rotationOverlapS,
-      webhooks: config.webhooks,
+      downstream: config.downstream,
       logger: log,
       snippet,
       packages,
@@ -247,11 +247,11 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       store,
       stripeEventsDays: config.stripeEventsRetentionDays,
       historyDays: config.historyRetentionDays,
-      webhookDays: config.webhookRetentionDays,
+      downstreamDays: config.downstreamRetentionDays,
       statusFeedDays: config.statusFeedRetentionDays,
       log,
     }).start();
-    const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.webhooks, log }).start();
+    const deliverer = new DownstreamDeliverer({ store: store.downstream, ...config.downstream, log }).start();
     // Due lockouts are recorded, and a policy change begins to go through its tenant's subscribers, within a tick.
     policyClock.start();
     // A change this instance commits is sent at once; others' within the poll interval.
