@@ -8,6 +8,7 @@ import type { TrustedProxies } from '../client-address.js';
 import { LOOKUP_ROUTE, LookupAnswerer } from '../lookup.js';
 import { RateLimiter } from '../rate-limit.js';
 import { RequestIds } from '../request.js';
+import { httpMetrics } from '../request-metrics.js';
 import type { AppDeps } from './deps.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import type { HttpLimits } from './limits.js';
@@ -71,7 +72,7 @@ export function appContext(deps: AppDeps): AppContext {
     now,
     limiter,
     requestIds,
-    metrics: metrics ? metrics.http.route(LOOKUP_ROUTE, 'GET') : null,
+    metrics: metrics ? httpMetrics(metrics).route(LOOKUP_ROUTE, 'GET') : null,
     logLookups,
     logError: (err) => (deps.logger || silentLog).error({ err }, 'lookup failed'),
     keyUsage: deps.keyUsage ?? null,

@@ -1,4 +1,6 @@
+import { observeReadModel } from '../../readmodel/index.js';
 import type { App } from '../app-instance.js';
+import { httpMetrics } from '../request-metrics.js';
 import type { AppContext } from './context.js';
 
 /**
@@ -9,9 +11,10 @@ import type { AppContext } from './context.js';
 export function requestMetrics(app: App, ctx: AppContext): void {
   const { metrics, deps } = ctx;
   if (!metrics) return;
-  metrics.observeReadModel(() => ctx.model.snapshotStats());
+  observeReadModel(metrics, () => ctx.model.snapshotStats());
+  const requests = httpMetrics(metrics);
   app.addHook('onResponse', (req, reply, done) => {
-    metrics.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
+    requests.request(req.routeOptions.url ?? 'unmatched', req.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
   if (deps.metricsOnPublicPort === false) return;

@@ -5,6 +5,7 @@ import { keyAuth, operatorAuth, requireScopes, tenantBySlug } from '../auth.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from '../routes/index.js';
 import { statusFeedRoutes } from '../routes/statuses.js';
 import { stripeWebhookRoutes } from '../routes/stripe-webhook.js';
+import { stripeEventMetrics } from '../stripe-event-metrics.js';
 import type { AppContext } from './context.js';
 
 const DEFAULT_ROTATION_OVERLAP_S = 86_400;
@@ -72,7 +73,7 @@ export async function writeRoutes(app: App, ctx: AppContext): Promise<void> {
       now,
       limiter,
       intake: deps.stripeIntake ?? null,
-      ...(metrics ? { metrics } : {}),
+      ...(metrics ? { metrics: stripeEventMetrics(metrics) } : {}),
     });
     await writes.register(async (admin: App) => operatorArea(admin, ctx), { prefix: '/admin/v1' });
     await writes.register(async (v1: App) => tenantArea(v1, ctx), { prefix: '/v1' });
