@@ -10,7 +10,7 @@ import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
-import { ingestStripeEvent } from '../../services/stripe-events.js';
+import { takeInStripeEvent } from '../../services/stripe-events.js';
 import type { Store } from '../../store/store.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
@@ -172,7 +172,7 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await ingestStripeEvent(
+        const { outcome } = await takeInStripeEvent(
           store,
           { id: tenantId, livemode: signing.livemode },
           e,
