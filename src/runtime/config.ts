@@ -239,27 +239,61 @@ function downstreamSettings(env: Env, problems: string[]): DeliverySettings {
   };
 }
 
-/** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
-export function loadConfig(env: Env = process.env): Config {
-  const problems: string[] = [];
-  const port = integer(env, 'PORT', DEFAULT_PORT, 0, 65_535, problems);
-  const rotationOverlapS = integer(
-    env,
-    'DUNWALL_ROTATION_OVERLAP_S',
-    DEFAULT_ROTATION_OVERLAP_S,
-    0,
-    31_536_000,
-    problems,
-  );
+type Part<K extends keyof Config> = Pick<Config, K>;
 
+/** Where the service listens (the public port, /metrics), and who may name the client. */
+function listenSettings(
+  env: Env,
+  problems: string[],
+): Part<'port' | 'host' | 'metricsPort' | 'metricsHost' | 'maxConnectionsPerAddress' | 'trustProxy'> {
+  const port = integer(env, 'PORT', DEFAULT_PORT, 0, 65_535, problems);
   const host = env.HOST?.trim() || DEFAULT_HOST;
   if (isIP(host) === 0 && !HOSTNAME_RE.test(host))
     problems.push(`HOST must be an IP address or a host name such as localhost (got ${JSON.stringify(env.HOST)})`);
+  const metricsPortRaw = env.METRICS_PORT?.trim() || null;
+  const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
+  const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
+  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost))
+    problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host)
+    problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  const maxConnectionsPerAddress = integer(
+    env,
+    'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    0,
+    1_000_000,
+    problems,
+  );
+  let trustProxy: TrustedProxies | null = null;
+  const trustRaw = env.TRUST_PROXY?.trim() || null;
+  const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;
+  const headerKnown = FORWARDING_HEADERS.includes(trustHeader);
+  if (!headerKnown) problems.push(`TRUST_PROXY_HEADER must be one of ${FORWARDING_HEADERS.join(', ')}`);
+  if (trustRaw !== null) {
+    const parsed = parseTrustedProxies(trustRaw, headerKnown ? trustHeader : 'x-forwarded-for');
+    if (typeof parsed === 'string') problems.push(parsed);
+    else trustProxy = parsed;
+  }
+  return { port, host, metricsPort, metricsHost, maxConnectionsPerAddress, trustProxy };
+}
 
+/** The store (and its replica), its bounds in time, and Redis. */
+function storeSettings(
+  env: Env,
+  problems: string[],
+): Part<
+  | 'databaseUrl'
+  | 'databaseReadUrl'
+  | 'staleIfErrorMs'
+  | 'dbQueryTimeoutMs'
+  | 'dbConnectTimeoutMs'
+  | 'storeRequestTimeoutMs'
+  | 'redisUrl'
+  | 'dataDir'
+> {
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
-  if (databaseReadUrl !== null && databaseUrl === null)
-    problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
   const staleIfErrorMs = integer(
     env,
     'DUNWALL_STALE_IF_ERROR_MS',
@@ -284,15 +318,6 @@ export function loadConfig(env: Env = process.env): Config {
     600_000,
     problems,
   );
-  // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
-  const consoleSessionTtlMs = integer(
-    env,
-    'DUNWALL_CONSOLE_SESSION_TTL_MS',
-    DEFAULT_CONSOLE_SESSION_TTL_MS,
-    900_000,
-    7 * 86_400_000,
-    problems,
-  );
   const storeRequestTimeoutMs = integer(
     env,
     'DUNWALL_STORE_REQUEST_TIMEOUT_MS',
@@ -301,10 +326,21 @@ export function loadConfig(env: Env = process.env): Config {
     MAX_STORE_REQUEST_TIMEOUT_MS,
     problems,
   );
-  const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
-  if (!['0', '1', ''].includes(logLookupsRaw))
-    problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
+  const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
+  return {
+    databaseUrl,
+    databaseReadUrl,
+    staleIfErrorMs,
+    dbQueryTimeoutMs,
+    dbConnectTimeoutMs,
+    storeRequestTimeoutMs,
+    redisUrl,
+    dataDir: resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR),
+  };
+}
 
+/** Requests per minute per address, tenant, failure and secret key. */
+function rateLimitSettings(env: Env, problems: string[]): RateLimits {
   const rateLimits: RateLimits = {
     lookupPerIp: integer(
       env,
@@ -347,13 +383,14 @@ export function loadConfig(env: Env = process.env): Config {
       problems,
     ),
   };
-  const metricsPortRaw = env.METRICS_PORT?.trim() || null;
-  const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
-  const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
-  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost))
-    problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
-  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host)
-    problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  return Object.freeze(rateLimits);
+}
+
+/** Days each kind of row is kept. */
+function retentionSettings(
+  env: Env,
+  problems: string[],
+): Part<'stripeEventsRetentionDays' | 'historyRetentionDays' | 'downstreamRetentionDays' | 'statusFeedRetentionDays'> {
   const stripeEventsRetentionDays = integer(
     env,
     'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS',
@@ -386,78 +423,88 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const downstream = downstreamSettings(env, problems);
-  const maxConnectionsPerAddress = integer(
-    env,
-    'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
-    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
-    0,
-    1_000_000,
-    problems,
-  );
-  const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
-  let trustProxy: TrustedProxies | null = null;
-  const trustRaw = env.TRUST_PROXY?.trim() || null;
-  const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;
-  const headerKnown = FORWARDING_HEADERS.includes(trustHeader);
-  if (!headerKnown) problems.push(`TRUST_PROXY_HEADER must be one of ${FORWARDING_HEADERS.join(', ')}`);
-  if (trustRaw !== null) {
-    const parsed = parseTrustedProxies(trustRaw, headerKnown ? trustHeader : 'x-forwarded-for');
-    if (typeof parsed === 'string') problems.push(parsed);
-    else trustProxy = parsed;
-  }
+  return { stripeEventsRetentionDays, historyRetentionDays, downstreamRetentionDays, statusFeedRetentionDays };
+}
 
+/** The admin token, the keys that seal the stored secrets, and how long a rotated secret still verifies. */
+function secretSettings(
+  env: Env,
+  problems: string[],
+): Part<'adminToken' | 'encryptionKey' | 'encryptionKeysOld' | 'rotationOverlapS' | 'consoleSessionTtlMs'> {
   const adminToken = env.DUNWALL_ADMIN_TOKEN?.trim() || null;
   if (adminToken !== null && adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
     problems.push(`DUNWALL_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
   }
   const { encryptionKey, encryptionKeysOld } = encryptionKeys(env, problems);
+  const rotationOverlapS = integer(
+    env,
+    'DUNWALL_ROTATION_OVERLAP_S',
+    DEFAULT_ROTATION_OVERLAP_S,
+    0,
+    31_536_000,
+    problems,
+  );
+  // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
+  const consoleSessionTtlMs = integer(
+    env,
+    'DUNWALL_CONSOLE_SESSION_TTL_MS',
+    DEFAULT_CONSOLE_SESSION_TTL_MS,
+    900_000,
+    7 * 86_400_000,
+    problems,
+  );
+  return {
+    adminToken,
+    encryptionKey,
+    encryptionKeysOld: Object.freeze(encryptionKeysOld),
+    rotationOverlapS,
+    consoleSessionTtlMs,
+  };
+}
 
+/** The logs, the default tier, the demo. */
+function behaviourSettings(
+  env: Env,
+  problems: string[],
+): Part<'logLevel' | 'logLookups' | 'defaultTier' | 'demo' | 'retiredVariables'> {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
-
+  const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
+  if (!['0', '1', ''].includes(logLookupsRaw))
+    problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
   const defaultTier = env.DUNWALL_DEFAULT_TIER?.trim() || DEFAULT_TIER;
   if (!TIER_NAME_RE.test(defaultTier))
     problems.push(
       `DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`,
     );
-
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
   if (!['0', '1', ''].includes(demoRaw))
     problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze({
-    port,
-    host,
-    databaseUrl,
-    dataDir: resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR),
-    adminToken,
-    encryptionKey,
-    encryptionKeysOld: Object.freeze(encryptionKeysOld),
+  return {
     logLevel,
-    rotationOverlapS,
-    demo: demoRaw !== '0',
-    databaseReadUrl,
-    staleIfErrorMs,
-    retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
-    dbQueryTimeoutMs,
-    dbConnectTimeoutMs,
-    storeRequestTimeoutMs,
-    consoleSessionTtlMs,
     logLookups: logLookupsRaw === '1',
-    rateLimits: Object.freeze(rateLimits),
-    redisUrl,
-    trustProxy,
-    maxConnectionsPerAddress,
-    metricsPort,
-    metricsHost,
-    stripeEventsRetentionDays,
-    historyRetentionDays,
-    downstreamRetentionDays,
-    statusFeedRetentionDays,
-    downstream: Object.freeze(downstream),
     defaultTier,
-  });
+    demo: demoRaw !== '0',
+    retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
+  };
+}
+
+/** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const listen = listenSettings(env, problems);
+  const config: Config = {
+    ...listen,
+    ...storeSettings(env, problems),
+    rateLimits: rateLimitSettings(env, problems),
+    ...retentionSettings(env, problems),
+    downstream: Object.freeze(downstreamSettings(env, problems)),
+    ...secretSettings(env, problems),
+    ...behaviourSettings(env, problems),
+  };
+  if (config.databaseReadUrl !== null && config.databaseUrl === null)
+    problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
 }
