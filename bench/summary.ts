@@ -52,14 +52,8 @@ export interface StoreMade {
   seedSeconds: number | null;
 }
 
-export function summarize(ctx: BenchContext, made: StoreMade): void {
-  const { opts, startedAt, generator, results } = ctx;
-  const { needsStore, needsMainSeed, seedSeconds } = made;
-  const { sizes, total, zipf, baselineBody } = ctx.questions;
-  const { target, label: storeLabel } = ctx.store;
-  const { memory, extras, sdk, policy, analytics, invalidation, feed, sdkfeed, stripefeed } = ctx.findings;
-  const state = ctx.service;
-  const observedWorkers = ctx.service.observedWorkers;
+/** Each row against the baseline's rate, and the lookup rows against the peer's. */
+function compare(results: BenchContext['results']): void {
   const baseline = results.find((r) => r.row === 'baseline');
   const peer = results.find((r) => r.row === 'peer');
   for (const r of results) {
@@ -69,10 +63,16 @@ export function summarize(ctx: BenchContext, made: StoreMade): void {
         ? r.load.rps / peer.load.rps
         : null;
   }
-  if (opts.quick && needsStore)
-    note(`--quick: ${fmtN(total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`);
-  if (state.workersFlag === 'not given' && observedWorkers > 0) note(`serve ran ${observedWorkers} workers by default`);
+}
 
+/** When, on what store and seed, with which generator, service and machine. */
+function headerLines(ctx: BenchContext, made: StoreMade): string[] {
+  const { opts, startedAt, generator } = ctx;
+  const { needsStore, needsMainSeed, seedSeconds } = made;
+  const { sizes, total } = ctx.questions;
+  const { label: storeLabel } = ctx.store;
+  const state = ctx.service;
+  const observedWorkers = state.observedWorkers;
   const model = cpus()[0]?.model ?? 'unknown CPU';
   const service =
     state.workersFlag === 'passed'
@@ -80,7 +80,7 @@ export function summarize(ctx: BenchContext, made: StoreMade): void {
       : state.workersFlag === 'rejected'
         ? `serve (--workers ${opts.workers} rejected by serve: one process)`
         : 'serve';
-  const header = [
+  return [
     `Dunwall bench, ${startedAt.toISOString()}${opts.quick ? ' (--quick)' : ''}`,
     needsStore && !needsMainSeed
       ? `store: ${storeLabel}; no main seed (the rows asked for seed their own tenants)`
@@ -91,14 +91,14 @@ export function summarize(ctx: BenchContext, made: StoreMade): void {
     `service: node dist/src/cli/main.js ${service}${observedWorkers > 0 ? `, ${observedWorkers} workers (* RSS is their sum)` : ''}`,
     `machine: ${cpus().length} cores (${model}), ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; server and load generator share it`,
   ];
-  const targetList = [
-    ...targets(results, invalidation, memory),
-    feedTarget(feed),
-    ...sdkTargets(sdk, sdkfeed),
-    stripeFeedTarget(stripefeed),
-  ];
-  const output = [
-    ...header,
+}
+
+/** The printed summary: the header, the table, each finding's line, the targets and the notes. */
+function summaryText(ctx: BenchContext, made: StoreMade, targetList: ReturnType<typeof targets>): string {
+  const { results } = ctx;
+  const { memory, extras, sdk, policy, analytics, invalidation, feed, sdkfeed, stripefeed } = ctx.findings;
+  return [
+    ...headerLines(ctx, made),
     '',
     table(results),
     '',
@@ -118,8 +118,23 @@ export function summarize(ctx: BenchContext, made: StoreMade): void {
     targetsTable(targetList),
     ...(notes.length > 0 ? ['', 'notes:', ...notes.map((n) => `- ${n}`)] : []),
   ].join('\n');
-  process.stdout.write(`\n${output}\n`);
+}
 
+/** bench/results/<ISO time>.json: everything measured, and the printed summary. */
+function writeResults(
+  ctx: BenchContext,
+  made: StoreMade,
+  targetList: ReturnType<typeof targets>,
+  output: string,
+): void {
+  const { opts, startedAt, generator, results } = ctx;
+  const { seedSeconds } = made;
+  const { sizes, total, zipf, baselineBody } = ctx.questions;
+  const { target, label: storeLabel } = ctx.store;
+  const { memory, extras, sdk, policy, analytics, invalidation, feed, sdkfeed, stripefeed } = ctx.findings;
+  const state = ctx.service;
+  const observedWorkers = state.observedWorkers;
+  const model = cpus()[0]?.model ?? 'unknown CPU';
   const resultsDir = join(ROOT, 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
   const file = join(resultsDir, `${startedAt.toISOString().replace(/:/g, '-')}.json`);
@@ -159,4 +174,25 @@ export function summarize(ctx: BenchContext, made: StoreMade): void {
   };
   writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
   log(`wrote ${file}`);
+}
+
+export function summarize(ctx: BenchContext, made: StoreMade): void {
+  const { opts, results } = ctx;
+  compare(results);
+  if (opts.quick && made.needsStore)
+    note(
+      `--quick: ${fmtN(ctx.questions.total)} subscribers and ${opts.durationS} s rows; the targets assume 1,000,000 and 10 s`,
+    );
+  if (ctx.service.workersFlag === 'not given' && ctx.service.observedWorkers > 0)
+    note(`serve ran ${ctx.service.observedWorkers} workers by default`);
+  const { memory, sdk, invalidation, feed, sdkfeed, stripefeed } = ctx.findings;
+  const targetList = [
+    ...targets(results, invalidation, memory),
+    feedTarget(feed),
+    ...sdkTargets(sdk, sdkfeed),
+    stripeFeedTarget(stripefeed),
+  ];
+  const output = summaryText(ctx, made, targetList);
+  process.stdout.write(`\n${output}\n`);
+  writeResults(ctx, made, targetList, output);
 }
