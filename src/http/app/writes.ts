@@ -4,7 +4,7 @@ import type { App } from '../app-instance.js';
 import { keyAuth, operatorAuth, requireScopes, tenantBySlug } from '../auth.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from '../routes/index.js';
 import { statusFeedRoutes } from '../routes/statuses.js';
-import { stripeWebhookRoutes } from '../routes/stripe-webhook.js';
+import { stripeIntakeRoutes } from '../routes/stripe-webhook.js';
 import { stripeEventMetrics } from '../stripe-event-metrics.js';
 import type { AppContext } from './context.js';
 
@@ -67,7 +67,7 @@ async function tenantArea(app: App, ctx: AppContext): Promise<void> {
 export async function writeRoutes(app: App, ctx: AppContext): Promise<void> {
   const { store, model, now, limiter, metrics, deps } = ctx;
   await app.register(async (writes: App) => {
-    await writes.register(stripeWebhookRoutes, {
+    await writes.register(stripeIntakeRoutes, {
       store,
       model,
       now,

@@ -18,9 +18,9 @@ import type { RateLimiter } from '../rate-limit.js';
 import type { StripeEventMetrics } from '../stripe-event-metrics.js';
 import type { StripeIntake } from '../stripe-intake.js';
 
-export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+export const STRIPE_EVENT_BODY_LIMIT_BYTES = 1024 * 1024;
 
-export interface StripeWebhookOptions {
+export interface StripeIntakeOptions {
   store: Store;
   /** Tells an unknown slug without a query: a flood of made-up slugs costs the database nothing. */
   model: ReadModel;
@@ -33,7 +33,7 @@ export interface StripeWebhookOptions {
   intake?: StripeIntake | null;
 }
 
-const WEBHOOK_ROUTE = '/webhooks/stripe/:tenantSlug';
+const STRIPE_INTAKE_ROUTE = '/webhooks/stripe/:tenantSlug';
 const slugOf = (req: FastifyRequest): string => (req.params as { tenantSlug?: string } | undefined)?.tenantSlug ?? '';
 /** A tenant's webhook failures from one address are counted apart from the address's others. */
 const tenantFailureKey = (address: string, slug: string): string => `${address}|${slug}`;
@@ -72,11 +72,11 @@ function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: numbe
  * the signature covers its exact bytes. The 2xx is sent only after the event and its
  * change have committed, so that Stripe retries anything not stored.
  */
-export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions): Promise<void> {
+export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): Promise<void> {
   const { store, now } = opts;
   const intake = opts.intake ?? null;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) =>
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: STRIPE_EVENT_BODY_LIMIT_BYTES }, (_req, body, done) =>
     done(null, body),
   );
 
@@ -95,10 +95,10 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
     : {};
 
   app.post(
-    WEBHOOK_ROUTE,
+    STRIPE_INTAKE_ROUTE,
     {
       ...limited,
-      bodyLimit: WEBHOOK_BODY_LIMIT_BYTES,
+      bodyLimit: STRIPE_EVENT_BODY_LIMIT_BYTES,
       schema: {
         operationId: 'receiveStripeEvent',
         summary: "Receives the tenant's Stripe events",
