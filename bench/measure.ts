@@ -102,6 +102,37 @@ export async function prime(
   return { sent, failed };
 }
 
+/**
+ * Before a row's load: a sample of its answers checked (not the baseline's, nor right after
+ * a start), and the peer primed.
+ */
+async function prepare(
+  row: RowName,
+  server: Server,
+  requests: readonly BenchRequest[],
+  cold: boolean,
+): Promise<RowResult['check']> {
+  const check =
+    row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
+  if (check.mismatches.length > 0)
+    note(
+      `${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`,
+    );
+  // The service holds every subscriber from its start: its rows get their warm-up only,
+  // as in life. The peer's questions are asked once before, to warm the database's buffers.
+  if (row === 'peer') {
+    const primeStarted = performance.now();
+    const { workers } = serverProcesses(server.child);
+    // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
+    const { sent, failed } = await prime(server.url, requests, workers, 10_000);
+    log(
+      `${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`,
+    );
+    if (failed > 0) note(`${row}: ${failed} of ${sent} priming requests were not answered 200`);
+  }
+  return check;
+}
+
 /** The measuring function of a run: its rows' results go to `results`. */
 export function measurer(env: {
   opts: BenchOptions;
@@ -121,24 +152,7 @@ export function measurer(env: {
   ): Promise<void> {
     // Right after a start: no check, no priming, no warm-up; the load starts at once.
     const cold = row === 'zipfcold';
-    const check =
-      row === 'baseline' || cold ? { sampled: 0, ok: 0, mismatches: [] } : await checkAnswers(server.url, requests);
-    if (check.mismatches.length > 0)
-      note(
-        `${row}: ${check.sampled - check.ok} of ${check.sampled} sampled answers were wrong, e.g. ${check.mismatches[0]}`,
-      );
-    // The service holds every subscriber from its start: its rows get their warm-up only,
-    // as in life. The peer's questions are asked once before, to warm the database's buffers.
-    if (row === 'peer') {
-      const primeStarted = performance.now();
-      const { workers } = serverProcesses(server.child);
-      // The peer caches nothing: priming only warms the database's buffers, so 10 s will do.
-      const { sent, failed } = await prime(server.url, requests, workers, 10_000);
-      log(
-        `${row}: primed with ${sent} requests in ${((performance.now() - primeStarted) / 1000).toFixed(1)} s${failed > 0 ? `, ${failed} not answered 200` : ''}`,
-      );
-      if (failed > 0) note(`${row}: ${failed} of ${sent} priming requests were not answered 200`);
-    }
+    const check = await prepare(row, server, requests, cold);
     const load = { baseUrl: server.url, linesFile, connections: opts.connections, workDir };
     if (opts.warmupS > 0 && !cold) await runLoad(generator, { ...load, durationS: opts.warmupS });
     const procs = serverProcesses(server.child);
