@@ -1099,7 +1099,7 @@ describe('dunwall webhook', () => {
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const port = (receiver.address() as AddressInfo).port;
     const loopback = { allowHttpLoopback: true, allowedNetworks: ['127.0.0.0/8'] };
-    const hookApp = await buildAppWithModel({ store, adminToken: TOKEN, webhooks: loopback });
+    const hookApp = await buildAppWithModel({ store, adminToken: TOKEN, downstream: loopback });
     try {
       const env = { DUNWALL_URL: await hookApp.listen({ port: 0, host: '127.0.0.1' }), DUNWALL_ADMIN_TOKEN: TOKEN };
       expect((await cli(['tenant', 'create', 'redirected', '--tier', 'scale'], { env })).code).toBe(0);

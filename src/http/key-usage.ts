@@ -1,4 +1,5 @@
 import { outsideRequestBounds } from '../store/index.js';
+import type { Metrics } from '../metrics/index.js';
 
 /**
  * When each secret key was last used, kept in memory and written in batches
@@ -109,4 +110,13 @@ export class SecretKeySightings {
   async settled(): Promise<void> {
     await Promise.all([...this.writes]);
   }
+}
+
+/** Requests refused for a secret key sent from a browser, read at each scrape. */
+export function observeKeySightings(metrics: Metrics, sightings: Pick<SecretKeySightings, 'refused'>): void {
+  metrics.observeCounter(
+    'dunwall_secret_key_browser_refusals_total',
+    "Requests refused because they carried a tenant's secret key from a browser (Origin): the key is to be rotated",
+    () => sightings.refused,
+  );
 }

@@ -12,7 +12,7 @@ import {
 } from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
-import type { RouteMetrics } from '../metrics/index.js';
+import type { RouteMetrics } from './request-metrics.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { problemAnswer, sendProblem } from './problems.js';
 import type { ErrorCode } from './problems.js';

@@ -1,5 +1,6 @@
 import { utcDay } from '../domain/stripe/intake.js';
 import type { StripeIntakeCount, StripeIntakeKind } from '../domain/stripe/intake.js';
+import type { Metrics } from '../metrics/index.js';
 
 /**
  * The Stripe intake counters of this process (migration 016), kept in memory and added to
@@ -77,4 +78,13 @@ export class StripeIntake {
       throw err;
     }
   }
+}
+
+/** The Stripe intake counts this process could not keep, read at each scrape. */
+export function observeStripeIntake(metrics: Metrics, intake: Pick<StripeIntake, 'dropped'>): void {
+  metrics.observeCounter(
+    'dunwall_stripe_intake_dropped_total',
+    'Stripe intake counts this process dropped: its in-memory map was full between two flushes',
+    () => intake.dropped,
+  );
 }

@@ -1,7 +1,9 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import { MIN_ADMIN_TOKEN_LENGTH } from './config.js';
-import { generateAdminToken } from '../domain/keys.js';
+import type { Config } from './config.js';
+import { generateAdminToken, sha256 } from '../domain/keys.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 
@@ -38,4 +40,16 @@ export function ensureAdminTokenFile(dataDir: string): { token: string; path: st
   writeFileSync(path, `${token}\n`, { mode: 0o600 });
   chmodSync(path, 0o600);
   return { token, path, created: true };
+}
+
+/** The admin token's SHA-256 digest (the app keeps only that); null: the admin API is off. */
+export function resolveAdminTokenDigest(config: Config, log: Logger): Buffer | null {
+  if (config.adminToken !== null) return sha256(config.adminToken);
+  if (config.databaseUrl !== null) {
+    log.warn('admin API disabled: DUNWALL_ADMIN_TOKEN is not set (required with DATABASE_URL)');
+    return null;
+  }
+  const { token, path, created } = ensureAdminTokenFile(config.dataDir);
+  log.info({ path }, created ? 'admin token generated; it is in this file' : 'admin token read from the data folder');
+  return sha256(token);
 }

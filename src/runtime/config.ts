@@ -1,5 +1,7 @@
 import { isIP } from 'node:net';
 import type { KeyObject } from 'node:crypto';
+import { boolean, encryptionKeys, integer, POSTGRES_SCHEMES, url } from './env.js';
+import type { Env } from './env.js';
 import { resolve } from 'node:path';
 import { DEFAULT_STALE_IF_ERROR_MS } from '../readmodel/index.js';
 import {
@@ -9,7 +11,6 @@ import {
 } from '../store/index.js';
 import { DEFAULT_CONSOLE_SESSION_TTL_MS } from '../console/session.js';
 import { FORWARDING_HEADERS, parseTrustedProxies } from '../http/client-address.js';
-import { ENCRYPTION_KEY_BYTES, parseEncryptionKey } from '../secrets/cipher.js';
 import type { ForwardingHeader, TrustedProxies } from '../http/client-address.js';
 import { DEFAULT_PER_SECRET_KEY } from '../http/rate-limit.js';
 import type { RateLimits } from '../http/rate-limit.js';
@@ -67,11 +68,11 @@ export interface Config {
   /** Days history entries are kept; 0: for ever. */
   historyRetentionDays: number;
   /** Days downstream webhook messages (once delivered or failed) and attempts are kept. */
-  webhookRetentionDays: number;
+  downstreamRetentionDays: number;
   /** Days the status feed's changes are kept: a reader away for longer lists again (410). */
   statusFeedRetentionDays: number;
-  /** How downstream webhooks are sent. */
-  webhooks: DeliverySettings;
+  /** How downstream messages are sent to the tenants' endpoints. */
+  downstream: DeliverySettings;
   /**
    * The tier a tenant gets when its creation names none (the admin API, `dunwall tenant
    * create`). Its shape is checked here; that it exists, once the store is open.
@@ -138,73 +139,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Env = Record<string, string | undefined>;
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number, problems: string[]): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < min || value > max) {
-    problems.push(`${name} must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
-    return fallback;
-  }
-  return value;
-}
-
-const ENCRYPTION_KEY_FORMAT = `${ENCRYPTION_KEY_BYTES} bytes, as 64 hex characters or in base64 / base64url (generate one with: openssl rand -hex 32)`;
-
-/** Never echoed in a problem: a key in a log line is a key given away. */
-function encryptionKeys(
-  env: Env,
-  problems: string[],
-): { encryptionKey: KeyObject | null; encryptionKeysOld: KeyObject[] } {
-  const raw = env.DUNWALL_ENCRYPTION_KEY?.trim() || null;
-  const encryptionKey = raw === null ? null : parseEncryptionKey(raw);
-  if (raw !== null && encryptionKey === null) problems.push(`DUNWALL_ENCRYPTION_KEY must be ${ENCRYPTION_KEY_FORMAT}`);
-  const oldTexts = (env.DUNWALL_ENCRYPTION_KEYS_OLD ?? '')
-    .split(',')
-    .map((text) => text.trim())
-    .filter((text) => text !== '');
-  const encryptionKeysOld: KeyObject[] = [];
-  oldTexts.forEach((text, i) => {
-    const key = parseEncryptionKey(text);
-    if (key === null)
-      problems.push(`DUNWALL_ENCRYPTION_KEYS_OLD: key ${i + 1} of ${oldTexts.length} must be ${ENCRYPTION_KEY_FORMAT}`);
-    else encryptionKeysOld.push(key);
-  });
-  // Old keys alone would leave new secrets in clear beside sealed ones: a half-done setup.
-  if (oldTexts.length > 0 && raw === null)
-    problems.push('DUNWALL_ENCRYPTION_KEYS_OLD needs DUNWALL_ENCRYPTION_KEY (the key new secrets are encrypted under)');
-  return { encryptionKey, encryptionKeysOld };
-}
-
-/** A URL with one of `schemes` (e.g. `postgres`), or null when unset. */
-function url(env: Env, name: string, schemes: readonly string[], problems: string[]): string | null {
-  const value = env[name]?.trim() || null;
-  if (value === null) return null;
-  let ok: boolean;
-  try {
-    ok = schemes.includes(new URL(value).protocol.slice(0, -1));
-  } catch {
-    ok = false;
-  }
-  // Never echo the URL: it may hold a password.
-  if (!ok) problems.push(`${name} must be a ${schemes.map((s) => `${s}://`).join(' or ')} URL`);
-  return value;
-}
-
-const POSTGRES_SCHEMES = ['postgres', 'postgresql'];
-
-function boolean(env: Env, name: string, fallback: boolean, problems: string[]): boolean {
-  const raw = env[name]?.trim().toLowerCase();
-  if (raw === undefined || raw === '') return fallback;
-  if (['1', 'true'].includes(raw)) return true;
-  if (['0', 'false'].includes(raw)) return false;
-  problems.push(`${name} must be true or false (got ${JSON.stringify(env[name])})`);
-  return fallback;
-}
-
-function webhookSettings(env: Env, problems: string[]): DeliverySettings {
+function downstreamSettings(env: Env, problems: string[]): DeliverySettings {
   const allowedNetworks = (env.DUNWALL_WEBHOOK_ALLOWED_NETWORKS ?? '')
     .split(',')
     .map((text) => text.trim())
@@ -242,27 +177,61 @@ function webhookSettings(env: Env, problems: string[]): DeliverySettings {
   };
 }
 
-/** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
-export function loadConfig(env: Env = process.env): Config {
-  const problems: string[] = [];
-  const port = integer(env, 'PORT', DEFAULT_PORT, 0, 65_535, problems);
-  const rotationOverlapS = integer(
-    env,
-    'DUNWALL_ROTATION_OVERLAP_S',
-    DEFAULT_ROTATION_OVERLAP_S,
-    0,
-    31_536_000,
-    problems,
-  );
+type Part<K extends keyof Config> = Pick<Config, K>;
 
+/** Where the service listens (the public port, /metrics), and who may name the client. */
+function listenSettings(
+  env: Env,
+  problems: string[],
+): Part<'port' | 'host' | 'metricsPort' | 'metricsHost' | 'maxConnectionsPerAddress' | 'trustProxy'> {
+  const port = integer(env, 'PORT', DEFAULT_PORT, 0, 65_535, problems);
   const host = env.HOST?.trim() || DEFAULT_HOST;
   if (isIP(host) === 0 && !HOSTNAME_RE.test(host))
     problems.push(`HOST must be an IP address or a host name such as localhost (got ${JSON.stringify(env.HOST)})`);
+  const metricsPortRaw = env.METRICS_PORT?.trim() || null;
+  const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
+  const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
+  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost))
+    problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host)
+    problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  const maxConnectionsPerAddress = integer(
+    env,
+    'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
+    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    0,
+    1_000_000,
+    problems,
+  );
+  let trustProxy: TrustedProxies | null = null;
+  const trustRaw = env.TRUST_PROXY?.trim() || null;
+  const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;
+  const headerKnown = FORWARDING_HEADERS.includes(trustHeader);
+  if (!headerKnown) problems.push(`TRUST_PROXY_HEADER must be one of ${FORWARDING_HEADERS.join(', ')}`);
+  if (trustRaw !== null) {
+    const parsed = parseTrustedProxies(trustRaw, headerKnown ? trustHeader : 'x-forwarded-for');
+    if (typeof parsed === 'string') problems.push(parsed);
+    else trustProxy = parsed;
+  }
+  return { port, host, metricsPort, metricsHost, maxConnectionsPerAddress, trustProxy };
+}
 
+/** The store (and its replica), its bounds in time, and Redis. */
+function storeSettings(
+  env: Env,
+  problems: string[],
+): Part<
+  | 'databaseUrl'
+  | 'databaseReadUrl'
+  | 'staleIfErrorMs'
+  | 'dbQueryTimeoutMs'
+  | 'dbConnectTimeoutMs'
+  | 'storeRequestTimeoutMs'
+  | 'redisUrl'
+  | 'dataDir'
+> {
   const databaseUrl = url(env, 'DATABASE_URL', POSTGRES_SCHEMES, problems);
   const databaseReadUrl = url(env, 'DATABASE_READ_URL', POSTGRES_SCHEMES, problems);
-  if (databaseReadUrl !== null && databaseUrl === null)
-    problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
   const staleIfErrorMs = integer(
     env,
     'DUNWALL_STALE_IF_ERROR_MS',
@@ -287,15 +256,6 @@ export function loadConfig(env: Env = process.env): Config {
     600_000,
     problems,
   );
-  // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
-  const consoleSessionTtlMs = integer(
-    env,
-    'DUNWALL_CONSOLE_SESSION_TTL_MS',
-    DEFAULT_CONSOLE_SESSION_TTL_MS,
-    900_000,
-    7 * 86_400_000,
-    problems,
-  );
   const storeRequestTimeoutMs = integer(
     env,
     'DUNWALL_STORE_REQUEST_TIMEOUT_MS',
@@ -304,10 +264,21 @@ export function loadConfig(env: Env = process.env): Config {
     MAX_STORE_REQUEST_TIMEOUT_MS,
     problems,
   );
-  const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
-  if (!['0', '1', ''].includes(logLookupsRaw))
-    problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
+  const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
+  return {
+    databaseUrl,
+    databaseReadUrl,
+    staleIfErrorMs,
+    dbQueryTimeoutMs,
+    dbConnectTimeoutMs,
+    storeRequestTimeoutMs,
+    redisUrl,
+    dataDir: resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR),
+  };
+}
 
+/** Requests per minute per address, tenant, failure and secret key. */
+function rateLimitSettings(env: Env, problems: string[]): RateLimits {
   const rateLimits: RateLimits = {
     lookupPerIp: integer(
       env,
@@ -350,13 +321,14 @@ export function loadConfig(env: Env = process.env): Config {
       problems,
     ),
   };
-  const metricsPortRaw = env.METRICS_PORT?.trim() || null;
-  const metricsPort = metricsPortRaw === null ? null : integer(env, 'METRICS_PORT', 0, 0, 65_535, problems);
-  const metricsHost = env.METRICS_HOST?.trim() || DEFAULT_HOST;
-  if (isIP(metricsHost) === 0 && !HOSTNAME_RE.test(metricsHost))
-    problems.push(`METRICS_HOST must be an IP address or a host name (got ${JSON.stringify(env.METRICS_HOST)})`);
-  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && metricsHost === host)
-    problems.push('METRICS_PORT must differ from PORT (the point is to keep /metrics off the public port)');
+  return Object.freeze(rateLimits);
+}
+
+/** Days each kind of row is kept. */
+function retentionSettings(
+  env: Env,
+  problems: string[],
+): Part<'stripeEventsRetentionDays' | 'historyRetentionDays' | 'downstreamRetentionDays' | 'statusFeedRetentionDays'> {
   const stripeEventsRetentionDays = integer(
     env,
     'DUNWALL_STRIPE_EVENTS_RETENTION_DAYS',
@@ -373,7 +345,7 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const webhookRetentionDays = integer(
+  const downstreamRetentionDays = integer(
     env,
     'DUNWALL_WEBHOOK_RETENTION_DAYS',
     DEFAULT_WEBHOOK_RETENTION_DAYS,
@@ -389,78 +361,88 @@ export function loadConfig(env: Env = process.env): Config {
     36_500,
     problems,
   );
-  const webhooks = webhookSettings(env, problems);
-  const maxConnectionsPerAddress = integer(
-    env,
-    'DUNWALL_MAX_CONNECTIONS_PER_ADDRESS',
-    DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
-    0,
-    1_000_000,
-    problems,
-  );
-  const redisUrl = url(env, 'REDIS_URL', ['redis', 'rediss'], problems);
-  let trustProxy: TrustedProxies | null = null;
-  const trustRaw = env.TRUST_PROXY?.trim() || null;
-  const trustHeader = (env.TRUST_PROXY_HEADER?.trim().toLowerCase() || 'x-forwarded-for') as ForwardingHeader;
-  const headerKnown = FORWARDING_HEADERS.includes(trustHeader);
-  if (!headerKnown) problems.push(`TRUST_PROXY_HEADER must be one of ${FORWARDING_HEADERS.join(', ')}`);
-  if (trustRaw !== null) {
-    const parsed = parseTrustedProxies(trustRaw, headerKnown ? trustHeader : 'x-forwarded-for');
-    if (typeof parsed === 'string') problems.push(parsed);
-    else trustProxy = parsed;
-  }
+  return { stripeEventsRetentionDays, historyRetentionDays, downstreamRetentionDays, statusFeedRetentionDays };
+}
 
+/** The admin token, the keys that seal the stored secrets, and how long a rotated secret still verifies. */
+function secretSettings(
+  env: Env,
+  problems: string[],
+): Part<'adminToken' | 'encryptionKey' | 'encryptionKeysOld' | 'rotationOverlapS' | 'consoleSessionTtlMs'> {
   const adminToken = env.DUNWALL_ADMIN_TOKEN?.trim() || null;
   if (adminToken !== null && adminToken.length < MIN_ADMIN_TOKEN_LENGTH) {
     problems.push(`DUNWALL_ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
   }
   const { encryptionKey, encryptionKeysOld } = encryptionKeys(env, problems);
+  const rotationOverlapS = integer(
+    env,
+    'DUNWALL_ROTATION_OVERLAP_S',
+    DEFAULT_ROTATION_OVERLAP_S,
+    0,
+    31_536_000,
+    problems,
+  );
+  // A quarter of an hour to a week: long enough to work, short enough that a forgotten session ends.
+  const consoleSessionTtlMs = integer(
+    env,
+    'DUNWALL_CONSOLE_SESSION_TTL_MS',
+    DEFAULT_CONSOLE_SESSION_TTL_MS,
+    900_000,
+    7 * 86_400_000,
+    problems,
+  );
+  return {
+    adminToken,
+    encryptionKey,
+    encryptionKeysOld: Object.freeze(encryptionKeysOld),
+    rotationOverlapS,
+    consoleSessionTtlMs,
+  };
+}
 
+/** The logs, the default tier, the demo. */
+function behaviourSettings(
+  env: Env,
+  problems: string[],
+): Part<'logLevel' | 'logLookups' | 'defaultTier' | 'demo' | 'retiredVariables'> {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
-
+  const logLookupsRaw = env.DUNWALL_LOG_LOOKUPS?.trim() ?? '0';
+  if (!['0', '1', ''].includes(logLookupsRaw))
+    problems.push(`DUNWALL_LOG_LOOKUPS must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_LOG_LOOKUPS)})`);
   const defaultTier = env.DUNWALL_DEFAULT_TIER?.trim() || DEFAULT_TIER;
   if (!TIER_NAME_RE.test(defaultTier))
     problems.push(
       `DUNWALL_DEFAULT_TIER must be a tier name such as growth (got ${JSON.stringify(env.DUNWALL_DEFAULT_TIER)})`,
     );
-
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
   if (!['0', '1', ''].includes(demoRaw))
     problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze({
-    port,
-    host,
-    databaseUrl,
-    dataDir: resolve(env.DUNWALL_DATA_DIR?.trim() || DEFAULT_DATA_DIR),
-    adminToken,
-    encryptionKey,
-    encryptionKeysOld: Object.freeze(encryptionKeysOld),
+  return {
     logLevel,
-    rotationOverlapS,
-    demo: demoRaw !== '0',
-    databaseReadUrl,
-    staleIfErrorMs,
-    retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
-    dbQueryTimeoutMs,
-    dbConnectTimeoutMs,
-    storeRequestTimeoutMs,
-    consoleSessionTtlMs,
     logLookups: logLookupsRaw === '1',
-    rateLimits: Object.freeze(rateLimits),
-    redisUrl,
-    trustProxy,
-    maxConnectionsPerAddress,
-    metricsPort,
-    metricsHost,
-    stripeEventsRetentionDays,
-    historyRetentionDays,
-    webhookRetentionDays,
-    statusFeedRetentionDays,
-    webhooks: Object.freeze(webhooks),
     defaultTier,
-  });
+    demo: demoRaw !== '0',
+    retiredVariables: Object.freeze(RETIRED_VARIABLES.filter((name) => env[name] !== undefined)),
+  };
+}
+
+/** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const listen = listenSettings(env, problems);
+  const config: Config = {
+    ...listen,
+    ...storeSettings(env, problems),
+    rateLimits: rateLimitSettings(env, problems),
+    ...retentionSettings(env, problems),
+    downstream: Object.freeze(downstreamSettings(env, problems)),
+    ...secretSettings(env, problems),
+    ...behaviourSettings(env, problems),
+  };
+  if (config.databaseReadUrl !== null && config.databaseUrl === null)
+    problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Maintenance } from '../store/index.js';
+import type { Metrics } from '../metrics/index.js';
 
 /** How often due lockouts and pending policy changes are looked for. */
 export const POLICY_TICK_MS = 1_000;
@@ -153,4 +154,23 @@ export class PolicyClock {
     if (this.timer !== null) clearTimeout(this.timer);
     await this.running;
   }
+}
+
+/** The policy clock's work and this instance's clock against the database's, read at each scrape. */
+export function observePolicyClock(metrics: Metrics, clock: Pick<PolicyClock, 'counts' | 'skew'>): void {
+  metrics.observeCounter(
+    'dunwall_policy_lockouts_recorded_total',
+    'Scheduled lockouts (a grace ended, an escalation) recorded by this instance',
+    () => clock.counts.lockoutsRecorded,
+  );
+  metrics.observeGauge(
+    'dunwall_clock_skew_seconds',
+    "This instance's clock minus the database's, in seconds (time-driven changes follow the database's)",
+    () => clock.skew().skewSeconds,
+  );
+  metrics.observeCounter(
+    'dunwall_policy_subscribers_reanswered_total',
+    'Subscribers answered again under a changed policy by this instance',
+    () => clock.counts.subscribersReanswered,
+  );
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Maintenance, RetainedTable } from '../store/index.js';
 import { DEFAULT_STATUS_FEED_RETENTION_DAYS } from './config.js';
+import type { Metrics } from '../metrics/index.js';
 
 const DAY_MS = 86_400_000;
 /** Rows deleted per transaction: short enough that a webhook never waits on one. */
@@ -21,7 +22,7 @@ export interface RetentionSettings {
   /** Days history entries are kept; 0: for ever. A subscriber's newest entry always stays. */
   historyDays: number;
   /** Days downstream webhook messages (once none waits) and attempts are kept. */
-  webhookDays: number;
+  downstreamDays: number;
   /** Days the status feed's changes are kept (default 7); a cursor older than what is kept answers 410. */
   statusFeedDays?: number;
   /** Days the Stripe intake counters are kept (default STRIPE_INTAKE_RETENTION_DAYS), by their UTC day. */
@@ -102,7 +103,7 @@ export class Retention {
     const run: RetentionRun = emptyRun();
     const plan: [RetainedTable, number][] = [['stripe_events', this.opts.stripeEventsDays]];
     if (this.opts.historyDays > 0) plan.push(['subscriber_history', this.opts.historyDays]);
-    plan.push(['webhook_attempts', this.opts.webhookDays], ['webhook_events', this.opts.webhookDays]);
+    plan.push(['webhook_attempts', this.opts.downstreamDays], ['webhook_events', this.opts.downstreamDays]);
     plan.push(['status_changes', this.opts.statusFeedDays ?? DEFAULT_STATUS_FEED_RETENTION_DAYS]);
     plan.push(['stripe_intake', this.opts.stripeIntakeDays ?? STRIPE_INTAKE_RETENTION_DAYS]);
     const batch = this.opts.batch ?? RETENTION_BATCH;
@@ -124,4 +125,24 @@ export class Retention {
       );
     return run;
   }
+}
+
+/** Rows the retention pruned by age since the start, by table, read at each scrape. */
+export function observeRetention(metrics: Metrics, retention: Pick<Retention, 'deleted'>): void {
+  const pruned = (name: string, help: string, table: RetainedTable) =>
+    metrics.observeCounter(name, help, () => retention.deleted[table]);
+  pruned('dunwall_retention_stripe_events_deleted_total', 'Processed Stripe events pruned by age', 'stripe_events');
+  pruned('dunwall_retention_history_deleted_total', 'History entries pruned by age', 'subscriber_history');
+  pruned(
+    'dunwall_retention_webhook_messages_deleted_total',
+    'Downstream webhook messages pruned by age',
+    'webhook_events',
+  );
+  pruned(
+    'dunwall_retention_webhook_attempts_deleted_total',
+    'Downstream webhook attempts pruned by age',
+    'webhook_attempts',
+  );
+  pruned('dunwall_retention_status_changes_deleted_total', "The status feed's changes pruned by age", 'status_changes');
+  pruned('dunwall_retention_stripe_intake_deleted_total', 'Stripe intake counter rows pruned by age', 'stripe_intake');
 }

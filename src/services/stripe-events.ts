@@ -5,11 +5,11 @@ import { isLivemodeMismatch } from '../domain/stripe/outcomes.js';
 import type { StripeEventOutcomeName, TenantLivemode } from '../domain/stripe/outcomes.js';
 import type { StripeEventInput, StripeEventResult, StripeEventStore } from '../store/index.js';
 
-export type IngestOutcome = StripeEventOutcomeName;
-export type IngestResult = Omit<StripeEventResult, 'outcome'> & { outcome: IngestOutcome };
+export type IntakeOutcome = StripeEventOutcomeName;
+export type IntakeResult = Omit<StripeEventResult, 'outcome'> & { outcome: IntakeOutcome };
 
 /** The tenant an event is for: its id, and the Stripe mode it takes. */
-export interface IngestTenant {
+export interface IntakeTenant {
   id: number;
   livemode: TenantLivemode;
 }
@@ -18,6 +18,8 @@ export interface IngestTenant {
 export function toStripeEventInput(event: StripeEventLike): StripeEventInput | null {
   const derivation = deriveChange(event);
   if (derivation.kind === 'irrelevant') return null;
+  const eventFacts =
+    derivation.kind === 'ignored' ? { ...derivation.facts, ignored: derivation.why } : derivation.facts;
   return {
     event: {
       eventId: event.id,
@@ -25,14 +27,14 @@ export function toStripeEventInput(event: StripeEventLike): StripeEventInput | n
       customerId: derivation.customerId,
       created: new Date(event.created * 1000),
       declineCode: derivation.kind === 'change' ? derivation.declineCode : null,
-      facts: derivation.kind === 'ignored' ? { ...derivation.facts, ignored: derivation.why } : derivation.facts,
+      facts: eventFacts,
     },
     derivation,
   };
 }
 
-const IRRELEVANT: IngestResult = { outcome: 'irrelevant', customerId: null, before: null, after: null };
-const MISMATCH: IngestResult = { outcome: 'livemode_mismatch', customerId: null, before: null, after: null };
+const IRRELEVANT: IntakeResult = { outcome: 'irrelevant', customerId: null, before: null, after: null };
+const MISMATCH: IntakeResult = { outcome: 'livemode_mismatch', customerId: null, before: null, after: null };
 
 /**
  * An event of the other mode than the tenant's is answered before anything else and, like
@@ -41,37 +43,37 @@ const MISMATCH: IngestResult = { outcome: 'livemode_mismatch', customerId: null,
  * is escaped before it is read (`escapeStrings`): a U+0000 anywhere in it, which the store
  * cannot hold, must not keep the event from being stored and applied.
  */
-function prepare(tenant: IngestTenant, event: StripeEventLike): StripeEventInput | IngestResult {
+function prepare(tenant: IntakeTenant, event: StripeEventLike): StripeEventInput | IntakeResult {
   if (isLivemodeMismatch(tenant.livemode, event)) return MISMATCH;
   return toStripeEventInput(escapeStrings(event)) ?? IRRELEVANT;
 }
 
-const isInput = (p: StripeEventInput | IngestResult): p is StripeEventInput => 'derivation' in p;
+const isInput = (p: StripeEventInput | IntakeResult): p is StripeEventInput => 'derivation' in p;
 
 /**
  * One Stripe event through the derivation and into the store: the path shared by the
  * webhook and the replay. Irrelevant types and events of the other mode are not kept;
- * every other event is kept with the fields its derivation used, and its effect applied
+ * every other event is kept with its event facts (the fields its derivation used), and its effect applied
  * in the same transaction.
  */
-export async function ingestStripeEvent(
+export async function takeInStripeEvent(
   store: StripeEventStore,
-  tenant: IngestTenant,
+  tenant: IntakeTenant,
   event: StripeEventLike,
   now: Date,
-): Promise<IngestResult> {
+): Promise<IntakeResult> {
   const prepared = prepare(tenant, event);
   return isInput(prepared) ? store.recordStripeEvent(tenant.id, prepared, now) : prepared;
 }
 
 /** Several events in order; with `dryRun`, nothing is kept and the results say what would happen. */
-export async function ingestStripeEvents(
+export async function takeInStripeEvents(
   store: StripeEventStore,
-  tenant: IngestTenant,
+  tenant: IntakeTenant,
   events: readonly StripeEventLike[],
   now: Date,
   dryRun: boolean,
-): Promise<IngestResult[]> {
+): Promise<IntakeResult[]> {
   const prepared = events.map((e) => prepare(tenant, e));
   const relevant = prepared.filter(isInput);
   const results = await store.recordStripeEvents(tenant.id, relevant, now, { dryRun });

@@ -72,7 +72,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
 
   beforeEach(async () => {
     // A store per test: each a copy of the run's migrated folder, not an initdb of its own.
-    h = await harness(engine, { webhooks: LOOPBACK_OK }, {}, { fromTemplate: true });
+    h = await harness(engine, { downstream: LOOPBACK_OK }, {}, { fromTemplate: true });
     receiver = await Receiver.start();
     deliverer = newDeliverer();
     await h.createTenant('acme', { tier: 'scale' });
@@ -689,7 +689,7 @@ describe.each(engines)('downstream webhooks ($name)', (engine) => {
       maintenance: h.store.maintenance,
       stripeEventsDays: 30,
       historyDays: 0,
-      webhookDays: 30,
+      downstreamDays: 30,
       now: h.clock.now,
       log: quiet,
     });

@@ -29,7 +29,7 @@ describe.each(engines)('delivery slots at any number of stuck tenants ($name)', 
   let deliverer: DownstreamDeliverer;
 
   beforeEach(async () => {
-    h = await harness(engine, { webhooks: LOOPBACK_OK }, {}, { fromTemplate: true });
+    h = await harness(engine, { downstream: LOOPBACK_OK }, {}, { fromTemplate: true });
     healthy = await Receiver.start();
     stuck = await Receiver.start(() => 'hang');
     // Attempts that outlast the test: a stuck receiver's slot frees only if the deliverer cuts it.

@@ -40,7 +40,7 @@ describe.each(engines)('an endpoint whose signing secret cannot be read ($name)'
   beforeAll(async () => {
     opened = await engine.open();
     const store = storeOver(opened.db, { secrets: new SecretBox({ current: KEY }) });
-    app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, webhooks: LOOPBACK_OK });
+    app = await buildAppWithModel({ store, adminToken: ADMIN_TOKEN, now: clock.now, downstream: LOOPBACK_OK });
     await app.ready();
     receiver = await Receiver.start();
     deliverer = new DownstreamDeliverer({

@@ -49,7 +49,7 @@ describe.each(engines)("a customer's webhook messages ($name)", (engine) => {
   }
 
   beforeAll(async () => {
-    h = await harness(engine, { webhooks: LOOPBACK_OK });
+    h = await harness(engine, { downstream: LOOPBACK_OK });
     // cus_A's lockout meets a 500 once, then goes through; everything else at once.
     let failed = false;
     receiver = await Receiver.start((_n, r) => {

@@ -63,7 +63,7 @@ describe.each(engines)('Stripe intake and the tenant health ($name)', (engine) =
   beforeAll(async () => {
     intake = new StripeIntake();
     // No poll of the change log on its own: the lag below is the app clock's, to the millisecond.
-    h = await harness(engine, { stripeIntake: intake, webhooks: LOOPBACK_OK }, { pollIntervalMs: 3_600_000 });
+    h = await harness(engine, { stripeIntake: intake, downstream: LOOPBACK_OK }, { pollIntervalMs: 3_600_000 });
     h.clock.ms = T0 - 10 * DAY;
     await h.createTenant('acme', { livemode: true, tier: 'scale' });
     expect((await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET })).statusCode).toBe(200);

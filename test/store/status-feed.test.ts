@@ -265,7 +265,7 @@ describe.each(engines)('status feed store ($name)', (engine: Engine) => {
       maintenance: store.maintenance,
       stripeEventsDays: 30,
       historyDays: 0,
-      webhookDays: 30,
+      downstreamDays: 30,
       statusFeedDays: 7,
       log: silent,
       sleep: async () => {},

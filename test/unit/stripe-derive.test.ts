@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { deriveChange, invoiceFailureOfFacts, invoiceFailureOutcome } from '../../src/domain/stripe/derive.js';
+import { deriveChange, invoiceFailureOfEventFacts, invoiceFailureOutcome } from '../../src/domain/stripe/derive.js';
 import { eventShapeProblem } from '../../src/domain/stripe/event.js';
 import { escapeStored, escapeStrings, unescapeStored } from '../../src/domain/stripe/json.js';
 import { RANKS, comparePositions, customerStatus, endsOverride } from '../../src/domain/stripe/fold.js';
@@ -244,7 +244,7 @@ describe('invoiceFailureOutcome', () => {
         if (d.kind !== 'change' || d.change.kind !== 'episode') throw new Error('expected an episode change');
         expect(d.change.failure).toBeDefined();
         // Stored as JSON, read back as JSON.
-        expect(invoiceFailureOfFacts(JSON.parse(JSON.stringify(d.facts)))).toEqual(d.change.failure);
+        expect(invoiceFailureOfEventFacts(JSON.parse(JSON.stringify(d.facts)))).toEqual(d.change.failure);
       }
     }
     const plain = deriveChange(

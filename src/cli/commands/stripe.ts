@@ -57,7 +57,7 @@ const replay: Command = {
   name: 'stripe replay',
   usage: '--tenant SLUG FILE.jsonl',
   summary:
-    "Feed exported Stripe events (one JSON object a line; - for stdin) through the webhook's derivation, to backfill statuses.",
+    "Pass exported Stripe events (one JSON object a line; - for stdin) through the Stripe intake's derivation, to backfill statuses.",
   options: { tenant: { type: 'string' } },
   positionals: ['FILE'],
   async run(ctx) {

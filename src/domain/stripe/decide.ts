@@ -2,7 +2,7 @@ import { decideRemoval, noEffect, overrideOf, settle, statusOf, unchanged, uncha
 import type { CustomerState, Decision, StoredEpisode } from '../effect.js';
 import type { ChangeCause } from '../history.js';
 import { runChanges } from '../runs.js';
-import { invoiceFailureOfFacts, invoiceFailureOutcome, linkedDeclineOutcome } from './derive.js';
+import { invoiceFailureOfEventFacts, invoiceFailureOutcome, linkedDeclineOutcome } from './derive.js';
 import type { Derivation, InvoiceFailure } from './derive.js';
 import { RANKS, comparePositions, endsOverride, supersedes } from './fold.js';
 import type { EpisodeOutcome, EpisodeState, Override, Position } from './fold.js';
@@ -315,7 +315,7 @@ function reviseInvoiceFailures(
     const declineCode = typeof f.facts.decline_code === 'string' ? f.facts.decline_code : null;
     const e = invoiceFailureEvent(
       context.invoice,
-      invoiceFailureOfFacts(f.facts),
+      invoiceFailureOfEventFacts(f.facts),
       { eventId: f.eventId, createdMs: f.createdMs, declineCode },
       f.declineAtFailure,
     );

@@ -29,8 +29,14 @@ export const RELEVANT_EVENT_TYPES = [
 ] as const;
 const RELEVANT: ReadonlySet<string> = new Set(RELEVANT_EVENT_TYPES);
 
-/** The fields a derivation used, kept with the event so that every change can be explained. */
-export type Facts = Record<string, string | number | boolean | null>;
+/**
+ * The event facts: the fields a derivation used, kept with the event (stripe_events.facts)
+ * so that every change can be explained. Not the invoice facts (stripe_invoices), which a
+ * decision reads.
+ */
+export type EventFacts = Record<string, string | number | boolean | null>;
+/** @deprecated The store's former name of EventFacts. */
+export type Facts = EventFacts;
 
 /**
  * What an invoice event tells of its invoice, kept so that a payment's decline can find
@@ -99,14 +105,14 @@ export type Derivation =
   /** Not an event type Dunwall reads: acknowledged, not kept. */
   | { kind: 'irrelevant' }
   /** A relevant type that changes nothing (no customer, manual invoicing, no status transition). */
-  | { kind: 'ignored'; customerId: string | null; why: string; invoice: InvoiceLink | null; facts: Facts }
+  | { kind: 'ignored'; customerId: string | null; why: string; invoice: InvoiceLink | null; facts: EventFacts }
   | {
       kind: 'change';
       customerId: string;
       change: StripeChange;
       invoice: InvoiceLink | null;
       declineCode: string | null;
-      facts: Facts;
+      facts: EventFacts;
     };
 
 /** A field that is an id, or an expanded object carrying one. */
@@ -127,7 +133,7 @@ function customerOf(object: Obj): string | null {
   return id !== null && CUSTOMER_ID_RE.test(id) ? id : null;
 }
 
-function compact(facts: Facts): Facts {
+function compact(facts: EventFacts): EventFacts {
   return Object.fromEntries(Object.entries(facts).filter(([, v]) => v !== null && v !== undefined));
 }
 
@@ -138,13 +144,13 @@ function codesOf(facts: Readonly<Record<string, unknown>>): (string | null)[] {
 }
 
 /** The codes of a failed payment intent's last error, most specific first. */
-function paymentIntentCodes(pi: Obj | null): Facts {
+function paymentIntentCodes(pi: Obj | null): EventFacts {
   const error = obj(pi?.last_payment_error);
   return { decline_code: str(error?.decline_code), code: str(error?.code) };
 }
 
 /** A charge carries no decline_code: its outcome reason, then its failure code. */
-function chargeCodes(charge: Obj | null): Facts {
+function chargeCodes(charge: Obj | null): EventFacts {
   return { outcome_reason: str(obj(charge?.outcome)?.reason), failure_code: str(charge?.failure_code) };
 }
 
@@ -184,8 +190,8 @@ function attemptedAt(payment: Obj): number {
  * expanded: the latest by its time; at equal or unknown times the first listed, since
  * Stripe lists the newest first.
  */
-function invoiceCodes(payments: Obj[]): Facts {
-  let latest: { codes: Facts; at: number } | null = null;
+function invoiceCodes(payments: Obj[]): EventFacts {
+  let latest: { codes: EventFacts; at: number } | null = null;
   for (const payment of payments) {
     const id = str(payment.id) ?? '';
     const codes = id.startsWith('ch_') ? chargeCodes(payment) : paymentIntentCodes(payment);
@@ -294,8 +300,8 @@ export function invoiceFailureOutcome(
     : { state: 'lockout', reason: 'retries_exhausted' };
 }
 
-/** An invoice failure as its stored facts tell it (the facts `invoiceChange` keeps). */
-export function invoiceFailureOfFacts(facts: Readonly<Record<string, unknown>>): InvoiceFailure {
+/** An invoice failure as its stored event facts tell it (those `invoiceChange` keeps). */
+export function invoiceFailureOfEventFacts(facts: Readonly<Record<string, unknown>>): InvoiceFailure {
   const codes = codesOf(facts);
   const next = facts.next_payment_attempt;
   return {
@@ -417,7 +423,7 @@ function invoiceChange(event: StripeEventLike, customerId: string): Derivation {
     return change({ state: 'warning', reason: 'payment_action_required' });
   // invoice.payment_failed. The payload rarely carries its payment expanded: the store
   // reads the declines linked to the invoice to tell a hard one (invoiceFailureOutcome).
-  const failure = invoiceFailureOfFacts(facts);
+  const failure = invoiceFailureOfEventFacts(facts);
   return change(invoiceFailureOutcome(link, failure, null) ?? { state: 'warning', reason: 'soft_decline' }, failure);
 }
 

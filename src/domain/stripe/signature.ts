@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { MAX_AHEAD_S } from './event.js';
 
 /** Stripe's own default: a signature older than this is a replay. */
-export const WEBHOOK_TOLERANCE_S = 300;
+export const STRIPE_SIGNATURE_TOLERANCE_S = 300;
 
 const V1_RE = /^[0-9a-f]{64}$/;
 const TIMESTAMP_RE = /^\d{1,12}$/;
@@ -51,7 +51,7 @@ export function checkStripeDelivery(
   header: string,
   secrets: readonly string[],
   nowMs: number,
-  toleranceS = WEBHOOK_TOLERANCE_S,
+  toleranceS = STRIPE_SIGNATURE_TOLERANCE_S,
 ): DeliveryCheck {
   const parsed = parseSignatureHeader(header);
   if (parsed === null) return { ok: false, why: 'malformed_header' };
@@ -76,7 +76,7 @@ export function verifyStripeDelivery(
   header: string,
   secrets: readonly string[],
   nowMs: number,
-  toleranceS = WEBHOOK_TOLERANCE_S,
+  toleranceS = STRIPE_SIGNATURE_TOLERANCE_S,
 ): unknown {
   const checked = checkStripeDelivery(raw, header, secrets, nowMs, toleranceS);
   return checked.ok ? checked.event : undefined;

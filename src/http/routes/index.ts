@@ -22,7 +22,8 @@ export interface TenantResourceOptions {
   model: ReadModel;
   now: () => number;
   rotationOverlapS: number;
-  webhooks: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
+  /** How the endpoints of downstream messages are checked. */
+  downstream: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
   /** The Stripe intake counters the operator's replay adds to; null: not counted. */
   intake: StripeIntake | null;
 }
@@ -46,7 +47,7 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
     endpoints: downstream.endpoints,
     now: () => new Date(now()),
     rotationOverlapS,
-    ...opts.webhooks,
+    ...opts.downstream,
   });
   if (audience === 'operator') await stripeEventRoutes(app, { tenants, stripe, now, intake: opts.intake });
 }

@@ -2,7 +2,7 @@ import { eventShapeProblem, isStripeEvent } from '../../domain/stripe/event.js';
 import { zeroOutcomeCounts } from '../../domain/stripe/outcomes.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import type { CustomerStatus } from '../../domain/stripe/fold.js';
-import { ingestStripeEvents } from '../../services/stripe-events.js';
+import { takeInStripeEvents } from '../../services/stripe-events.js';
 import type { StripeEventStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
@@ -55,7 +55,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
-      const results = await ingestStripeEvents(stripe, tenant, events, at, dryRun);
+      const results = await takeInStripeEvents(stripe, tenant, events, at, dryRun);
       // What the tenant's health shows as its last sync: the events taken, not a dry run's.
       if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));

@@ -2,37 +2,38 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { App } from '../app-instance.js';
 import { eventShapeProblem, MAX_AHEAD_S } from '../../domain/stripe/event.js';
-import { checkStripeDelivery, WEBHOOK_TOLERANCE_S } from '../../domain/stripe/signature.js';
+import { checkStripeDelivery, STRIPE_SIGNATURE_TOLERANCE_S } from '../../domain/stripe/signature.js';
 import type { SignatureFailure } from '../../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../../domain/stripe/derive.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
-import type { Metrics } from '../../metrics/index.js';
 import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
-import { ingestStripeEvent } from '../../services/stripe-events.js';
+import { takeInStripeEvent } from '../../services/stripe-events.js';
 import type { StripeEventStore } from '../../store/index.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
 import type { RateLimiter } from '../rate-limit.js';
+import type { StripeEventMetrics } from '../stripe-event-metrics.js';
 import type { StripeIntake } from '../stripe-intake.js';
 
-export const WEBHOOK_BODY_LIMIT_BYTES = 1024 * 1024;
+export const STRIPE_EVENT_BODY_LIMIT_BYTES = 1024 * 1024;
 
-export interface StripeWebhookOptions {
+export interface StripeIntakeOptions {
   stripe: StripeEventStore;
   /** Tells an unknown slug without a query: a flood of made-up slugs costs the database nothing. */
   model: ReadModel;
   now: () => number;
   /** Rate limits; null: none. */
   limiter: RateLimiter | null;
-  metrics?: Metrics;
+  /** Each Stripe event's type and outcome, and the time to record it; absent: not counted. */
+  metrics?: StripeEventMetrics;
   /** The tenant's intake counters (received, refused); absent: not counted. */
   intake?: StripeIntake | null;
 }
 
-const WEBHOOK_ROUTE = '/webhooks/stripe/:tenantSlug';
+const STRIPE_INTAKE_ROUTE = '/webhooks/stripe/:tenantSlug';
 const slugOf = (req: FastifyRequest): string => (req.params as { tenantSlug?: string } | undefined)?.tenantSlug ?? '';
 /** A tenant's webhook failures from one address are counted apart from the address's others. */
 const tenantFailureKey = (address: string, slug: string): string => `${address}|${slug}`;
@@ -48,7 +49,7 @@ const REFUSALS: Readonly<Record<Refusal, string>> = {
   no_secret_configured: 'the tenant has no Stripe signing secret configured',
   missing_header: 'the Stripe-Signature header is missing',
   malformed_header: 'the Stripe-Signature header has no t= timestamp or no v1= signature',
-  timestamp_outside_tolerance: `the signature's timestamp is more than ${WEBHOOK_TOLERANCE_S} s old`,
+  timestamp_outside_tolerance: `the signature's timestamp is more than ${STRIPE_SIGNATURE_TOLERANCE_S} s old`,
   timestamp_ahead: `the signature's timestamp is more than ${MAX_AHEAD_S} s ahead of this clock`,
   no_matching_secret: "the signature did not match any of the tenant's signing secrets",
   not_json: 'the signed body is not JSON',
@@ -71,11 +72,11 @@ function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: numbe
  * the signature covers its exact bytes. The 2xx is sent only after the event and its
  * change have committed, so that Stripe retries anything not stored.
  */
-export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions): Promise<void> {
+export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): Promise<void> {
   const { stripe, now } = opts;
   const intake = opts.intake ?? null;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: WEBHOOK_BODY_LIMIT_BYTES }, (_req, body, done) =>
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: STRIPE_EVENT_BODY_LIMIT_BYTES }, (_req, body, done) =>
     done(null, body),
   );
 
@@ -94,14 +95,14 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
     : {};
 
   app.post(
-    WEBHOOK_ROUTE,
+    STRIPE_INTAKE_ROUTE,
     {
       ...limited,
-      bodyLimit: WEBHOOK_BODY_LIMIT_BYTES,
+      bodyLimit: STRIPE_EVENT_BODY_LIMIT_BYTES,
       schema: {
         operationId: 'receiveStripeEvent',
         summary: "Receives the tenant's Stripe events",
-        description: `Verified with the tenant's signing secret(s), ${WEBHOOK_TOLERANCE_S} s tolerance.`,
+        description: `Verified with the tenant's signing secret(s), ${STRIPE_SIGNATURE_TOLERANCE_S} s tolerance.`,
         tags: ['webhooks'],
         // Authenticated by the signature of its body, not by a bearer token.
         security: [],
@@ -171,19 +172,19 @@ export async function stripeWebhookRoutes(app: App, opts: StripeWebhookOptions):
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await ingestStripeEvent(
+        const { outcome } = await takeInStripeEvent(
           stripe,
           { id: tenantId, livemode: signing.livemode },
           e,
           new Date(nowMs),
         );
         if (outcome === 'livemode_mismatch') intake?.count(tenantId, 'refused_livemode', nowMs);
-        opts.metrics?.storeQuery('record_stripe_event', Number(process.hrtime.bigint() - start) / 1e9);
-        opts.metrics?.webhookEvent(typeLabel, outcome);
+        opts.metrics?.recordSeconds(Number(process.hrtime.bigint() - start) / 1e9);
+        opts.metrics?.stripeEvent(typeLabel, outcome);
         req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
         return { received: true as const, outcome };
       } catch (err) {
-        opts.metrics?.webhookEvent(typeLabel, 'failed');
+        opts.metrics?.stripeEvent(typeLabel, 'failed');
         // Whatever failed, nothing was committed: a non-2xx makes Stripe deliver it again.
         req.log.error(
           { err: { message: (err as Error).message, code: (err as { code?: unknown }).code }, eventId: e.id },

@@ -77,7 +77,8 @@ export function presentEndpoint(e: DownstreamEndpointRecord) {
   };
 }
 
-export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpointOptions): Promise<void> {
+/** What the endpoint routes share: the options, the schemas' parts and the checks. */
+function routeKit(opts: DownstreamEndpointOptions) {
   const { audience, tenants, endpoints, now } = opts;
   const allowed = new AllowedNetworks(opts.allowedNetworks);
   const errors = ERRORS;
@@ -115,7 +116,28 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
     if (limit > MAX_WEBHOOK_PAGE) throw new AppError('invalid_request', `limit: must be at most ${MAX_WEBHOOK_PAGE}`);
     return limit;
   };
+  return {
+    opts,
+    audience,
+    tenants,
+    endpoints,
+    now,
+    errors,
+    common,
+    endpointParams,
+    messageParams,
+    entitled,
+    checkUrl,
+    found,
+    limitOf,
+  };
+}
 
+type RouteKit = ReturnType<typeof routeKit>;
+
+/** An endpoint: created, listed, read, changed, deleted. */
+function endpointCrudRoutes(app: App, kit: RouteKit): void {
+  const { audience, tenants, endpoints, now, errors, common, endpointParams, entitled, checkUrl, found } = kit;
   app.post(
     '/webhook-endpoints',
     {
@@ -239,7 +261,11 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       return reply.code(204).send(null);
     },
   );
+}
 
+/** An endpoint's signing secret, rotated. */
+function signingSecretRoutes(app: App, kit: RouteKit): void {
+  const { tenants, endpoints, now, errors, common, endpointParams, entitled, found, opts } = kit;
   app.post(
     '/webhook-endpoints/:endpointId/rotate-secret',
     {
@@ -268,7 +294,11 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       };
     },
   );
+}
 
+/** What was sent to an endpoint: its attempts and messages, sent again, a time range replayed. */
+function deliveryRoutes(app: App, kit: RouteKit): void {
+  const { tenants, endpoints, now, errors, common, endpointParams, messageParams, entitled, found, limitOf } = kit;
   app.get(
     '/webhook-endpoints/:endpointId/attempts',
     {
@@ -395,4 +425,11 @@ export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpoin
       });
     },
   );
+}
+
+export async function downstreamEndpointRoutes(app: App, opts: DownstreamEndpointOptions): Promise<void> {
+  const kit = routeKit(opts);
+  endpointCrudRoutes(app, kit);
+  signingSecretRoutes(app, kit);
+  deliveryRoutes(app, kit);
 }
