@@ -265,7 +265,7 @@ function endpointCrudRoutes(app: App, kit: RouteKit): void {
 
 /** An endpoint's signing secret, rotated. */
 function signingSecretRoutes(app: App, kit: RouteKit): void {
-  const { tenants, endpoints, now, errors, common, endpointParams, entitled, found, opts } = kit;
+  const { endpoints, now, errors, common, endpointParams, entitled, found, opts } = kit;
   app.post(
     '/webhook-endpoints/:endpointId/rotate-secret',
     {
