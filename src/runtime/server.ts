@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { App, MetricsServer } from '../http/index.js';
 import { createMetrics } from '../metrics/index.js';
 import type { Metrics } from '../metrics/index.js';
-import type { Store } from '../store/store.js';
+import type { Store } from '../store/index.js';
 import { resolveAdminTokenDigest } from './admin-token.js';
 import { runPrimary, workerMetricsText, WorkerSiblings } from './cluster.js';
 import { ConfigError, loadConfig } from './config.js';
