@@ -26,7 +26,12 @@ if (!process.env.TMPDIR) {
 
 export default defineConfig({
   // The examples of docs/servers.md import @dunwall/node by its name: its source, here.
-  resolve: { alias: { '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)) } },
+  resolve: {
+    alias: {
+      '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)),
+      '@dunwall/wire': fileURLToPath(new URL('./packages/wire/src/index.ts', import.meta.url)),
+    },
+  },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
