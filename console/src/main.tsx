@@ -3,6 +3,7 @@ import { render } from 'preact';
 import type { ComponentType } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation, useRoute } from 'preact-iso';
+import type { Tenant, TenantList } from '@dunwall/wire';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
 import {
@@ -150,15 +151,11 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
   );
 }
 
-interface TenantItem {
-  slug: string;
-}
-
 /** The operator's choice of tenant: the address's, changed by going to the same section of another. */
 function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) => void }) {
-  const [tenants, setTenants] = useState<TenantItem[] | null>(null);
+  const [tenants, setTenants] = useState<Tenant[] | null>(null);
   useEffect(() => {
-    api.get<{ data: TenantItem[] }>('/admin/v1/tenants').then(
+    api.get<TenantList>('/admin/v1/tenants').then(
       (page) => setTenants(page.data),
       () => setTenants([]),
     );

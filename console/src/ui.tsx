@@ -4,9 +4,16 @@ import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Session } from './api.js';
 import { ApiError, tenantBase } from './api.js';
+import { SLUG_PATTERN } from '@dunwall/wire';
 
-/** A tenant's slug as the service spells them (src/domain/types.ts). */
-export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,62}$/;
+/** A tenant's slug as the service spells them. */
+export const SLUG_RE = new RegExp(SLUG_PATTERN);
+
+/**
+ * A pattern of the service as an input's `pattern` attribute: without its anchors (the
+ * browser anchors it), a class's last hyphen escaped (the browser compiles it with the v flag).
+ */
+export const inputPattern = (source: string): string => source.replace(/^\^|\$$/g, '').replaceAll('-]', '\\-]');
 
 /**
  * The address of a page of a tenant's: every one carries its tenant, so that a link copied

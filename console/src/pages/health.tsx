@@ -3,44 +3,13 @@ import type { ComponentChildren } from 'preact';
 import { useMemo } from 'preact/hooks';
 import { api, holds } from '../api.js';
 import { TimeChart } from '../chart.js';
+import type { CredentialChange as SecretChange, TenantHealth as HealthAnswer } from '@dunwall/wire';
 import { count, day, ErrorNote, Loading, Missing, Page, Stat, TableWrap, useConsole, useLoad, when } from '../ui.js';
 
 /**
  * The tenant's health: Stripe's events received and refused over 7 days, the last event and
  * sync, the read model's lag and the deliveries of webhooks, each with a verdict in words.
  */
-
-export interface HealthAnswer {
-  stripe: {
-    since: string;
-    received: number;
-    refused_signature: number;
-    refused_livemode: number;
-    replayed: number;
-    last_received_at: string | null;
-    last_refused_at: string | null;
-    last_sync_at: string | null;
-    days: { day: string; received: number; refused_signature: number; refused_livemode: number }[];
-  };
-  stripe_webhook_secret: { set: boolean; changes: SecretChange[] };
-  read_model: { serving: boolean; lag_ms: number | null };
-  deliveries: {
-    pending: number;
-    oldest_pending_at: string | null;
-    failed_7d: number;
-    endpoints: number;
-    disabled_endpoints: number;
-  };
-  secret_keys: { seen_in_browser: { id: string; name: string; prefix: string; seen_in_browser_at: string }[] };
-  at: string;
-}
-
-/** A change of the Stripe signing secret: by the operator, or by a secret key (with stripe:write). */
-export interface SecretChange {
-  at: string;
-  by: 'operator' | 'key';
-  key: { id: string; prefix: string; name: string } | null;
-}
 
 type Level = 'ok' | 'warn' | 'bad' | 'info';
 const LEVEL_WORDS: Record<Level, string> = { ok: 'OK', warn: 'Check', bad: 'Act', info: 'Note' };

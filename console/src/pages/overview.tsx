@@ -2,6 +2,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, holds, qs } from '../api.js';
 import { TimeChart } from '../chart.js';
+import type { RecoveryAmount as Amount, RecoveryAnalytics as Recovery } from '@dunwall/wire';
 import {
   count,
   day,
@@ -17,29 +18,6 @@ import {
   useConsole,
   useLoad,
 } from '../ui.js';
-
-interface Amount {
-  currency: string;
-  amount: number;
-}
-
-export interface Recovery {
-  from: string;
-  to: string;
-  granularity: 'week' | 'month';
-  at_risk: { count: number; amounts: Amount[] };
-  recovered: {
-    ended: number;
-    recovered: number;
-    rate: number | null;
-    amounts: Amount[];
-    periods: { period_start: string; ended: number; recovered: number; rate: number | null; amounts: Amount[] }[];
-  };
-  time_to_recover: { median_seconds: number | null; p90_seconds: number | null };
-  outcomes: Record<'paid' | 'voided' | 'subscription_ended' | 'removed' | 'open', number>;
-  decline_mix: Record<'soft' | 'authentication' | 'exhausted' | 'hard', number>;
-  cohorts: { month: string; started: number; recovered: number; rate: number | null }[];
-}
 
 /** The periods a reader can choose, in days back from today. */
 const PERIODS = [

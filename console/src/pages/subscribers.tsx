@@ -6,6 +6,7 @@ import type { ApiError } from '../api.js';
 import {
   asApiError,
   ErrorNote,
+  inputPattern,
   Loading,
   Missing,
   money,
@@ -17,6 +18,16 @@ import {
   useLoad,
   when,
 } from '../ui.js';
+import { CUSTOMER_ID_PATTERN, REASON_PATTERN, STATUSES } from '@dunwall/wire';
+import type {
+  CustomerMessage as Message,
+  CustomerMessageList,
+  Episode,
+  HistoryEntry,
+  Status,
+  Subscriber,
+  SubscriberPage as SubscriberList,
+} from '@dunwall/wire';
 
 /**
  * The tenant's subscribers (filters kept in the address, so a reload or a shared link shows
@@ -24,85 +35,12 @@ import {
  * and every webhook it raised with their causes, and the override.
  */
 
-const STATUSES = ['active', 'warning', 'lockout'] as const;
-type Status = (typeof STATUSES)[number];
 const PAGE_SIZES = [10, 25, 50, 100] as const;
 const DEFAULT_PAGE_SIZE = 50;
-/** The service's own patterns (src/domain/types.ts): checked here to say so before asking. */
-const CUSTOMER_RE = /^cus_[A-Za-z0-9_]{1,251}$/;
-const REASON_PATTERN = '[a-z][a-z0-9_]{0,63}';
+/** The service's own patterns: checked here to say so before asking. */
+const CUSTOMER_RE = new RegExp(CUSTOMER_ID_PATTERN);
 
-interface Row {
-  processor_customer_id: string;
-  status: Status;
-  derived_status: Status;
-  reason: string;
-  updated_at: string;
-}
-
-interface HistoryEntry {
-  status: Status | null;
-  derived_status: Status | null;
-  lockout_at: string | null;
-  reason: string | null;
-  effect: 'changed' | 'removed' | 'none';
-  episode: string | null;
-  source: 'admin' | 'stripe' | 'policy';
-  policy_rule: 'grace_ended' | 'escalated' | 'policy_changed' | null;
-  secret_key_id: string | null;
-  admin_action?: 'set_status' | 'clear_override' | 'delete' | null;
-  event_id: string | null;
-  event_type: string | null;
-  decline_code: string | null;
-  occurred_at: string;
-  recorded_at: string;
-}
-
-interface Episode {
-  episode: string;
-  state: string;
-  reason: string;
-  decline_code: string | null;
-  at: string;
-  dunning_started_at: string | null;
-  resolved_at: string | null;
-  invoice: {
-    id: string;
-    status: string | null;
-    amount_due: number | null;
-    amount_remaining: number | null;
-    currency: string | null;
-  } | null;
-}
-
-interface Subscriber {
-  processor_customer_id: string;
-  status: Status | null;
-  derived_status: Status | null;
-  lockout_at: string | null;
-  pay_url: string | null;
-  reason: string | null;
-  overridden_at: string | null;
-  updated_at: string | null;
-  episodes: Episode[];
-  history: HistoryEntry[];
-}
-
-interface Delivery {
-  endpoint_id: string;
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  last_status: number | null;
-  last_attempt_at: string | null;
-}
-
-interface Message {
-  message_id: string;
-  type: string;
-  sequence: number;
-  created_at: string;
-  deliveries: Delivery[];
-}
+type Delivery = Message['deliveries'][number];
 
 /** A comma list of the address, kept to known statuses, in their order, once each. */
 function statusesOf(value: string | undefined): Status[] {
@@ -222,7 +160,7 @@ export function Subscribers() {
   const key = listUrl(href, filters);
   const loaded = useLoad(async () => {
     if (!allowed) return null;
-    return api.get<{ data: Row[]; next_cursor: string | null }>(
+    return api.get<SubscriberList>(
       `${base}/subscribers${qs({ status: filters.status.join(','), derived_status: filters.derived.join(','), limit: filters.limit, cursor: filters.cursor })}`,
     );
   }, [base, allowed, key]);
@@ -578,7 +516,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
             <input
               name="reason"
               value={reason}
-              pattern={REASON_PATTERN}
+              pattern={inputPattern(REASON_PATTERN)}
               placeholder="manual"
               title="lowercase letters, digits and underscores"
               onInput={(e) => setReason((e.target as HTMLInputElement).value)}
@@ -638,7 +576,7 @@ export function SubscriberPage() {
   const path = `${base}/subscribers/${encodeURIComponent(id)}`;
   const subscriber = useLoad(() => (allowed ? api.get<Subscriber>(path) : Promise.resolve(null)), [path, allowed]);
   const webhooks = useLoad(
-    () => (allowed ? api.get<{ data: Message[] }>(`${path}/webhooks`) : Promise.resolve(null)),
+    () => (allowed ? api.get<CustomerMessageList>(`${path}/webhooks`) : Promise.resolve(null)),
     [path, allowed],
   );
   const reload = () => {

@@ -2,32 +2,31 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import type { ApiError } from '../api.js';
-import { asApiError, ErrorNote, Loading, Page, TableWrap, tenantPath, useConsole, useLoad, when } from '../ui.js';
-
-interface TenantRow {
-  slug: string;
-  tier: string;
-  suspended: boolean;
-  livemode: boolean | null;
-  created_at: string;
-}
-
-interface Created extends TenantRow {
-  publishable_key: string;
-  hmac_secret: string;
-}
+import { SLUG_PATTERN } from '@dunwall/wire';
+import type { Tenant, TenantList, TenantWithKeys } from '@dunwall/wire';
+import {
+  asApiError,
+  ErrorNote,
+  inputPattern,
+  Loading,
+  Page,
+  TableWrap,
+  tenantPath,
+  useConsole,
+  useLoad,
+  when,
+} from '../ui.js';
 
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
   const { session, announce } = useConsole();
   const loaded = useLoad(
-    () =>
-      session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] }),
+    () => (session.kind === 'operator' ? api.get<TenantList>('/admin/v1/tenants') : Promise.resolve({ data: [] })),
     [session],
   );
   const [newSlug, setNewSlug] = useState('');
   const [tier, setTier] = useState('');
-  const [created, setCreated] = useState<Created | null>(null);
+  const [created, setCreated] = useState<TenantWithKeys | null>(null);
   const [error, setError] = useState<ApiError | null>(null);
   if (session.kind !== 'operator') {
     return (
@@ -40,7 +39,7 @@ export function Tenants() {
     e.preventDefault();
     setError(null);
     try {
-      const t = await api.post<Created>('/admin/v1/tenants', {
+      const t = await api.post<TenantWithKeys>('/admin/v1/tenants', {
         slug: newSlug.trim(),
         ...(tier.trim() ? { tier: tier.trim() } : {}),
       });
@@ -52,7 +51,7 @@ export function Tenants() {
       setError(asApiError(err));
     }
   };
-  const suspend = async (t: TenantRow) => {
+  const suspend = async (t: Tenant) => {
     setError(null);
     try {
       await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, { suspended: !t.suspended });
@@ -118,7 +117,7 @@ export function Tenants() {
             <span>Slug</span>
             <input
               required
-              pattern="[a-z0-9][a-z0-9\-]{0,62}"
+              pattern={inputPattern(SLUG_PATTERN)}
               value={newSlug}
               onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)}
             />

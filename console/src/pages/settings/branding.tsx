@@ -1,36 +1,27 @@
 /** @jsxImportSource preact */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
-import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+import { BRANDING_COLORS, BRANDING_TEXT_KEYS, COLOR_PATTERN } from '@dunwall/wire';
+import type { Branding, BrandingColor as Color, BrandingTextKey as TextKey } from '@dunwall/wire';
+import { asApiError, ErrorNote, inputPattern, useConsole } from '../../ui.js';
 
-/** The branding of src/domain/branding.ts, as the settings answer it. */
-export interface Branding {
-  payment_url?: string;
-  support_url?: string;
-  logo_url?: string;
-  colors?: Partial<Record<Color, string>>;
-  texts?: Record<string, Partial<Record<TextKey, string>>>;
-}
-
-const COLORS = ['accent', 'background', 'text'] as const;
-type Color = (typeof COLORS)[number];
+const COLOR_RE = new RegExp(COLOR_PATTERN);
 const LINKS = [
   ['payment_url', 'Payment link (the gate, when the lookup names no invoice)'],
   ['support_url', 'Support link'],
   ['logo_url', 'Logo'],
 ] as const;
-const TEXTS = [
-  ['banner_title', "Banner title (for your own components: the snippet's banner has none)"],
-  ['banner_body', 'Banner text'],
-  ['banner_action', 'Banner button'],
-  ['banner_countdown', 'Banner countdown (holds {time}, may hold {date})'],
-  ['gate_title', 'Gate title'],
-  ['gate_body', 'Gate text'],
-  ['gate_action', 'Gate button'],
-  ['pay_action', 'Pay button'],
-  ['support', 'Support link text'],
-] as const;
-type TextKey = (typeof TEXTS)[number][0];
+const TEXT_WORDS: Record<TextKey, string> = {
+  banner_title: "Banner title (for your own components: the snippet's banner has none)",
+  banner_body: 'Banner text',
+  banner_action: 'Banner button',
+  banner_countdown: 'Banner countdown (holds {time}, may hold {date})',
+  gate_title: 'Gate title',
+  gate_body: 'Gate text',
+  gate_action: 'Gate button',
+  pay_action: 'Pay button',
+  support: 'Support link text',
+};
 const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
 const PREVIEW_DELAY_MS = 400;
 
@@ -164,19 +155,19 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
           <fieldset disabled={!props.canWrite}>
             <legend>Colors</legend>
             <div class="row">
-              {COLORS.map((c) => (
+              {BRANDING_COLORS.map((c) => (
                 <label key={c}>
                   <span>
                     {c[0]?.toUpperCase()}
                     {c.slice(1)}
-                    {draft.colors?.[c] && /^#[0-9a-fA-F]{6}$/.test(draft.colors[c] ?? '') ? (
+                    {draft.colors?.[c] && COLOR_RE.test(draft.colors[c] ?? '') ? (
                       <span class="swatch" style={{ background: draft.colors[c] }} aria-hidden="true" />
                     ) : null}
                   </span>
                   <input
                     name={`color-${c}`}
                     placeholder="#1a2b3c"
-                    pattern="#[0-9a-fA-F]{6}"
+                    pattern={inputPattern(COLOR_PATTERN)}
                     value={draft.colors?.[c] ?? ''}
                     onInput={(e) => setColor(c, (e.target as HTMLInputElement).value)}
                   />
@@ -228,10 +219,10 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                 </button>
               </div>
             </div>
-            {TEXTS.map(([key, label]) => (
+            {BRANDING_TEXT_KEYS.map((key) => (
               <div class="row" key={`${locale}-${key}`}>
                 <label>
-                  <span>{label}</span>
+                  <span>{TEXT_WORDS[key]}</span>
                   <input
                     name={`text-${key}`}
                     maxLength={300}

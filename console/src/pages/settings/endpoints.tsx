@@ -14,37 +14,14 @@ import {
   useLoad,
   when,
 } from '../../ui.js';
-
-interface Endpoint {
-  id: string;
-  url: string;
-  description: string;
-  event_types: string[] | null;
-  enabled: boolean;
-  disabled_reason: string | null;
-  failing_since: string | null;
-  pending: number;
-}
-
-interface Attempt {
-  message_id: string;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  outcome: string;
-  error: string | null;
-}
-
-interface Message {
-  message_id: string;
-  type: string;
-  processor_customer_id: string;
-  state: string;
-  attempts: number;
-  last_attempt_at: string | null;
-  last_status: number | null;
-  last_error: string | null;
-}
+import type {
+  DeliveryAttemptList,
+  Endpoint,
+  EndpointList,
+  EndpointMessage as Message,
+  EndpointMessageList,
+  EndpointWithSecret,
+} from '@dunwall/wire';
 
 const LIMIT = 20;
 
@@ -54,9 +31,9 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
   const path = `${base}/webhook-endpoints/${encodeURIComponent(props.endpoint.id)}`;
   const loaded = useLoad(async () => {
     const [attempts, pending, failed] = await Promise.all([
-      api.get<{ data: Attempt[] }>(`${path}/attempts?limit=${LIMIT}`),
-      api.get<{ data: Message[] }>(`${path}/messages?state=pending&limit=${LIMIT}`),
-      api.get<{ data: Message[] }>(`${path}/messages?state=failed&limit=${LIMIT}`),
+      api.get<DeliveryAttemptList>(`${path}/attempts?limit=${LIMIT}`),
+      api.get<EndpointMessageList>(`${path}/messages?state=pending&limit=${LIMIT}`),
+      api.get<EndpointMessageList>(`${path}/messages?state=failed&limit=${LIMIT}`),
     ]);
     // Not delivered: given up, or still being retried (a retry sends it now, with a new window).
     return { attempts: attempts.data, undelivered: [...failed.data, ...pending.data] };
@@ -164,7 +141,7 @@ export function EndpointsSection() {
   const canRead = holds(session, 'subscribers:read');
   const canWrite = holds(session, 'webhooks:write');
   const endpoints = useLoad(
-    () => (canRead ? api.get<{ data: Endpoint[] }>(`${base}/webhook-endpoints`) : Promise.resolve(null)),
+    () => (canRead ? api.get<EndpointList>(`${base}/webhook-endpoints`) : Promise.resolve(null)),
     [base, canRead],
   );
   const [url, setUrl] = useState('');
@@ -178,7 +155,7 @@ export function EndpointsSection() {
     e.preventDefault();
     setError(null);
     try {
-      const created = await api.post<Endpoint & { secret: string }>(`${base}/webhook-endpoints`, {
+      const created = await api.post<EndpointWithSecret>(`${base}/webhook-endpoints`, {
         url: url.trim(),
         ...(description.trim() ? { description: description.trim() } : {}),
       });

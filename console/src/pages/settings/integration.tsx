@@ -2,18 +2,22 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
+import type { Settings, SettingsPatch } from '@dunwall/wire';
 import { asApiError, ErrorNote, useConsole } from '../../ui.js';
 
-/** The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe. */
-export interface Integration {
-  card_update_url: string | null;
-  hmac_required: boolean;
-  allowed_origins: string[] | null;
-  /** Write-only: only whether one is set is ever answered. */
-  stripe_webhook_secret_set: boolean;
-}
+/**
+ * The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe (the
+ * signing secret is write-only: only whether one is set is ever answered).
+ */
+export type Integration = Pick<
+  Settings,
+  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret_set'
+>;
 
-type Field = 'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret';
+type Field = keyof Pick<
+  SettingsPatch,
+  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret'
+>;
 const FIELDS: readonly Field[] = ['card_update_url', 'hmac_required', 'allowed_origins', 'stripe_webhook_secret'];
 
 /**
@@ -90,7 +94,7 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
     setBusy(true);
     setError(null);
     try {
-      const settings = await api.patch<Integration>(`${base}/settings`, patch);
+      const settings = await api.patch<Settings>(`${base}/settings`, patch);
       props.onSaved(settings);
       announce('Integration settings saved.');
     } catch (err) {

@@ -1,7 +1,9 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
-import type { ApiError, Scope } from '../../api.js';
+import type { ApiError } from '../../api.js';
+import { SCOPES } from '@dunwall/wire';
+import type { Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from '@dunwall/wire';
 import {
   asApiError,
   ConfirmButton,
@@ -15,32 +17,21 @@ import {
   when,
 } from '../../ui.js';
 
-interface Key {
-  id: string;
-  name: string;
-  scopes: Scope[];
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  previous_expires_at: string | null;
-}
-
-const SCOPES: [Scope, string][] = [
-  ['status:read', "a customer's status, as the lookup answers it"],
-  ['subscribers:read', 'subscribers, analytics, health, webhook endpoints (read)'],
-  ['subscribers:write', 'overrides'],
-  ['settings:write', 'branding, policy and the other settings'],
-  ['webhooks:write', 'webhook endpoints (write), retries'],
-  ['keys:write', 'secret keys'],
-  ['stripe:write', 'the Stripe signing secret (it decides statuses, as an override does)'],
-];
+const SCOPE_WORDS: Record<Scope, string> = {
+  'status:read': "a customer's status, as the lookup answers it",
+  'subscribers:read': 'subscribers, analytics, health, webhook endpoints (read)',
+  'subscribers:write': 'overrides',
+  'settings:write': 'branding, policy and the other settings',
+  'webhooks:write': 'webhook endpoints (write), retries',
+  'keys:write': 'secret keys',
+  'stripe:write': 'the Stripe signing secret (it decides statuses, as an override does)',
+};
 
 export function KeysSection() {
   const { session, base, announce } = useConsole();
   const allowed = holds(session, 'keys:write');
   const keys = useLoad(
-    () => (allowed ? api.get<{ data: Key[] }>(`${base}/keys`) : Promise.resolve(null)),
+    () => (allowed ? api.get<SecretKeyList>(`${base}/keys`) : Promise.resolve(null)),
     [base, allowed],
   );
   const [name, setName] = useState('');
@@ -61,7 +52,7 @@ export function KeysSection() {
   const create = (e: Event) => {
     e.preventDefault();
     void run(async () => {
-      const created = await api.post<Key & { secret_key: string }>(`${base}/keys`, {
+      const created = await api.post<SecretKeyWithSecret>(`${base}/keys`, {
         name: name.trim(),
         scopes,
         ...(expires ? { expires_at: new Date(expires).toISOString() } : {}),
@@ -73,10 +64,7 @@ export function KeysSection() {
   };
   const rotate = (k: Key) =>
     run(async () => {
-      const rotated = await api.post<Key & { secret_key: string }>(
-        `${base}/keys/${encodeURIComponent(k.id)}/rotate`,
-        {},
-      );
+      const rotated = await api.post<SecretKeyWithSecret>(`${base}/keys/${encodeURIComponent(k.id)}/rotate`, {});
       setSecret({
         title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`,
         value: rotated.secret_key,
@@ -173,7 +161,7 @@ export function KeysSection() {
             <fieldset>
               <legend>Scopes</legend>
               <div class="scope-list">
-                {SCOPES.map(([scope, what]) => (
+                {SCOPES.map((scope) => (
                   <label class="check" key={scope}>
                     <input
                       type="checkbox"
@@ -186,7 +174,7 @@ export function KeysSection() {
                       }}
                     />
                     <span>
-                      <code>{scope}</code> <span class="muted">{what}</span>
+                      <code>{scope}</code> <span class="muted">{SCOPE_WORDS[scope]}</span>
                     </span>
                   </label>
                 ))}

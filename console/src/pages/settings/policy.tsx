@@ -2,26 +2,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
+import { ENFORCEMENTS } from '@dunwall/wire';
+import type { Enforcement, Policy, PolicyImpact as Impact } from '@dunwall/wire';
 import { asApiError, count, ErrorNote, useConsole } from '../../ui.js';
 
-export interface Policy {
-  enforcement: 'gate' | 'banner_only' | 'monitor';
-  grace_days: number;
-  escalate_after_days: number | null;
-}
-
-interface Impact {
-  current: { warning: number; lockout: number };
-  proposed: { warning: number; lockout: number };
-  newly_gated: number;
-  released: number;
-}
-
-const ENFORCEMENTS = [
-  ['gate', 'Gate: a lockout shows the full-screen gate'],
-  ['banner_only', 'Banner only: a lockout shows the banner'],
-  ['monitor', 'Monitor: every lookup answers active (watch before enforcing)'],
-] as const;
+const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
+  gate: 'Gate: a lockout shows the full-screen gate',
+  banner_only: 'Banner only: a lockout shows the banner',
+  monitor: 'Monitor: every lookup answers active (watch before enforcing)',
+};
 const IMPACT_DELAY_MS = 300;
 
 const people = (n: number) => `${count(n)} customer${n === 1 ? '' : 's'}`;
@@ -91,7 +80,7 @@ export function PolicySection(props: {
       <form class="form" onSubmit={save}>
         <fieldset disabled={!props.canWrite}>
           <legend>Enforcement</legend>
-          {ENFORCEMENTS.map(([value, label]) => (
+          {ENFORCEMENTS.map((value) => (
             <label class="check" key={value}>
               <input
                 type="radio"
@@ -100,7 +89,7 @@ export function PolicySection(props: {
                 checked={draft.enforcement === value}
                 onChange={() => setDraft((d) => ({ ...d, enforcement: value }))}
               />
-              {label}
+              {ENFORCEMENT_WORDS[value]}
             </label>
           ))}
         </fieldset>
