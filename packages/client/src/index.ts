@@ -5,7 +5,6 @@
  * it never throws and logs nothing unless `debug` is set.
  */
 
-import { PREVIEW_STATUSES, STATUSES } from './wire.js';
 import type {
   Entitlements as EntitlementFlags,
   KnownLookupAnswer,
@@ -95,7 +94,8 @@ function fallback(error: DunwallError): StatusResult {
 
 function lookupUrl(r: StatusRequest): string {
   const base = r.baseUrl.replace(/\/+$/, '');
-  const preview = PREVIEW_STATUSES.some((s) => s === r.preview) ? `&preview=${r.preview}` : '';
+  // `preview` is typed as the server's preview statuses: a value they lose fails the typecheck here.
+  const preview = r.preview === 'warning' || r.preview === 'lockout' ? `&preview=${r.preview}` : '';
   const query = `processor_customer_id=${encodeURIComponent(r.customerId)}${r.hmac ? `&hmac=${encodeURIComponent(r.hmac)}` : ''}${preview}`;
   return `${base}/api/subscriber-status/${encodeURIComponent(r.tenant)}?${query}`;
 }
@@ -103,8 +103,15 @@ function lookupUrl(r: StatusRequest): string {
 function isBody(value: unknown): value is KnownSubscriberBody | UnknownSubscriberBody {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  if (!STATUSES.some((s) => s === v.status)) return false;
-  if (!('entitlements' in v)) return v.status === 'active';
+  // Written out rather than a list (the snippet's size budget), each held to the server's statuses by its type.
+  const status = v.status;
+  if (
+    status !== ('active' satisfies Status) &&
+    status !== ('warning' satisfies Status) &&
+    status !== ('lockout' satisfies Status)
+  )
+    return false;
+  if (!('entitlements' in v)) return status === 'active';
   const optionalString = (x: unknown) => x === undefined || typeof x === 'string';
   return (
     typeof v.entitlements === 'object' &&
