@@ -8,7 +8,6 @@ import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
 import {
   Ctx,
-  asApiError,
   contextFor,
   ErrorNote,
   Loading,
@@ -16,9 +15,9 @@ import {
   Page as UiPage,
   SLUG_RE,
   tenantPath,
+  useAction,
   useConsole,
 } from './ui.js';
-import type { ApiError } from './api.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
 import { Settings } from './pages/settings.js';
@@ -99,22 +98,16 @@ function NotYourTenant(props: { wanted: string }) {
 
 function SignIn(props: { onSignedIn: (s: Session) => void }) {
   const [credential, setCredential] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const session = await signIn(credential.trim());
       // The credential is not kept: the session cookie stands in for it from now on.
       setCredential('');
       props.onSignedIn(session);
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return null;
+    });
   };
   useEffect(() => {
     document.title = 'Sign in · Dunwall console';

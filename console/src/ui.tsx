@@ -91,6 +91,61 @@ export function useLoad<T>(fn: () => Promise<T>, keys: readonly unknown[]): Load
   return { ...state, reload };
 }
 
+/** An action of a page (a save, a create, a revoke): its last refusal, whether it is under way, and the action. */
+export interface Action {
+  /** The last refusal; null after a success, and while trying again. */
+  error: ApiError | null;
+  busy: boolean;
+  /**
+   * Tries `what`: on success says the words it returns (to screen readers, and shown a
+   * moment) and calls `done` (a reload of what it changed); else shows its problem, and
+   * gives it to `failed` (to move the focus there). Never rejects.
+   */
+  run: (what: () => Promise<string | null>, failed?: (error: ApiError) => void) => Promise<void>;
+  setError: (error: ApiError | null) => void;
+}
+
+/** The console's one way to act: try, announce, reload, else show the problem. */
+export function useAction(done?: () => void): Action {
+  const announce = useContext(Ctx)?.announce;
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (what: () => Promise<string | null>, failed?: (error: ApiError) => void): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      const said = await what();
+      if (said !== null) announce?.(said);
+      done?.();
+    } catch (err) {
+      const error = asApiError(err);
+      setError(error);
+      failed?.(error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, busy, run, setError };
+}
+
+/**
+ * A table's head: a column header for each label; an empty label is a column of actions,
+ * named for screen readers only.
+ */
+export function TableHead(props: { columns: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((label, i) => (
+          <th scope="col" key={i}>
+            {label === '' ? <span class="sr-only">Actions</span> : label}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
 export function asApiError(err: unknown): ApiError {
   return err instanceof ApiError ? err : new ApiError(0, 'error', err instanceof Error ? err.message : String(err));
 }

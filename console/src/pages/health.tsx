@@ -4,7 +4,20 @@ import { useMemo } from 'preact/hooks';
 import { api, holds } from '../api.js';
 import { TimeChart } from '../chart.js';
 import type { CredentialChange as SecretChange, TenantHealth as HealthAnswer } from '@dunwall/wire';
-import { count, day, ErrorNote, Loading, Missing, Page, Stat, TableWrap, useConsole, useLoad, when } from '../ui.js';
+import {
+  count,
+  day,
+  ErrorNote,
+  Loading,
+  Missing,
+  Page,
+  Stat,
+  TableHead,
+  TableWrap,
+  useConsole,
+  useLoad,
+  when,
+} from '../ui.js';
 
 /**
  * The tenant's health: Stripe's events received and refused over 7 days, the last event and
@@ -171,12 +184,7 @@ function SigningSecretCard(props: { secret: HealthAnswer['stripe_webhook_secret'
         <TableWrap label="Signing secret changes" class="panel">
           <table class="secret-changes">
             <caption class="sr-only">Changes of the Stripe signing secret, the latest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">By</th>
-              </tr>
-            </thead>
+            <TableHead columns={['When', 'By']} />
             <tbody>
               {changes.map((c, i) => (
                 <tr key={`${c.at}-${i}`}>
@@ -262,14 +270,7 @@ export function Health() {
                 <TableWrap label="Events by day" class="panel">
                   <table class="by-day">
                     <caption class="sr-only">Stripe events by day</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">Day</th>
-                        <th scope="col">Received</th>
-                        <th scope="col">Refused: signature</th>
-                        <th scope="col">Refused: mode</th>
-                      </tr>
-                    </thead>
+                    <TableHead columns={['Day', 'Received', 'Refused: signature', 'Refused: mode']} />
                     <tbody>
                       {h.stripe.days.map((d) => (
                         <tr key={d.day}>

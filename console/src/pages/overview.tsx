@@ -14,6 +14,7 @@ import {
   Page,
   percent,
   Stat,
+  TableHead,
   TableWrap,
   useConsole,
   useLoad,
@@ -146,15 +147,15 @@ export function Overview() {
             <h2 id="periods-title">By {data.granularity}</h2>
             <TableWrap label={`By ${data.granularity}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">{data.granularity === 'week' ? 'Week of' : 'Month'}</th>
-                    <th scope="col">Ended</th>
-                    <th scope="col">Recovered</th>
-                    <th scope="col">Rate</th>
-                    <th scope="col">Amount recovered</th>
-                  </tr>
-                </thead>
+                <TableHead
+                  columns={[
+                    data.granularity === 'week' ? 'Week of' : 'Month',
+                    'Ended',
+                    'Recovered',
+                    'Rate',
+                    'Amount recovered',
+                  ]}
+                />
                 <tbody>
                   {data.recovered.periods.map((p) => (
                     <tr key={p.period_start}>
@@ -173,14 +174,7 @@ export function Overview() {
             <h2 id="cohorts-title">Cohorts by month of dunning start</h2>
             <TableWrap label="Cohorts">
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Month</th>
-                    <th scope="col">Runs started</th>
-                    <th scope="col">Recovered</th>
-                    <th scope="col">Rate</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Month', 'Runs started', 'Recovered', 'Rate']} />
                 <tbody>
                   {data.cohorts.map((c) => (
                     <tr key={c.month}>

@@ -13,7 +13,9 @@ import {
   Page,
   Stat,
   StatusBadge,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
   when,
@@ -215,15 +217,7 @@ export function Subscribers() {
                 <TableWrap label="Subscribers">
                   <table class="one-line">
                     <caption class="sr-only">Subscribers, in customer id order</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">Customer</th>
-                        <th scope="col">Status</th>
-                        <th scope="col">Derived</th>
-                        <th scope="col">Reason</th>
-                        <th scope="col">Changed</th>
-                      </tr>
-                    </thead>
+                    <TableHead columns={['Customer', 'Status', 'Derived', 'Reason', 'Changed']} />
                     <tbody>
                       {page.data.map((r) => (
                         <tr key={r.processor_customer_id}>
@@ -390,16 +384,7 @@ function Episodes(props: { episodes: Episode[] }) {
     <TableWrap label="Episodes">
       <table class="one-line">
         <caption class="sr-only">Episodes, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Episode</th>
-            <th scope="col">State</th>
-            <th scope="col">Reason</th>
-            <th scope="col">Invoice</th>
-            <th scope="col">In dunning since</th>
-            <th scope="col">Resolved</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Episode', 'State', 'Reason', 'Invoice', 'In dunning since', 'Resolved']} />
         <tbody>
           {props.episodes.map((e) => {
             const i = e.invoice;
@@ -438,12 +423,10 @@ function Episodes(props: { episodes: Episode[] }) {
 
 /** Sets or clears the override; a lockout is confirmed by a second, explicit press. */
 function Override(props: { base: string; customerId: string; current: Subscriber; onDone: () => void }) {
-  const { announce } = useConsole();
   const [status, setStatus] = useState<Status>('active');
   const [reason, setReason] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, busy, run } = useAction(props.onDone);
   const confirmButton = useRef<HTMLButtonElement>(null);
   const setButton = useRef<HTMLButtonElement>(null);
   const wasConfirming = useRef(false);
@@ -455,18 +438,11 @@ function Override(props: { base: string; customerId: string; current: Subscriber
   }, [confirming]);
   const path = `${props.base}/subscribers/${encodeURIComponent(props.customerId)}/override`;
   const act = async (what: () => Promise<unknown>, done: string) => {
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       await what();
-      announce(done);
-      props.onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-      setConfirming(false);
-    }
+      return done;
+    });
+    setConfirming(false);
   };
   const submit = (e: Event) => {
     e.preventDefault();

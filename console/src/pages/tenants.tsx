@@ -1,17 +1,17 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { ApiError } from '../api.js';
 import { SLUG_PATTERN } from '@dunwall/wire';
 import type { Tenant, TenantList, TenantWithKeys } from '@dunwall/wire';
 import {
-  asApiError,
   ErrorNote,
   inputPattern,
   Loading,
   Page,
+  TableHead,
   TableWrap,
   tenantPath,
+  useAction,
   useConsole,
   useLoad,
   when,
@@ -19,7 +19,7 @@ import {
 
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
-  const { session, announce } = useConsole();
+  const { session } = useConsole();
   const loaded = useLoad(
     () => (session.kind === 'operator' ? api.get<TenantList>('/admin/v1/tenants') : Promise.resolve({ data: [] })),
     [session],
@@ -27,7 +27,7 @@ export function Tenants() {
   const [newSlug, setNewSlug] = useState('');
   const [tier, setTier] = useState('');
   const [created, setCreated] = useState<TenantWithKeys | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, run } = useAction(loaded.reload);
   if (session.kind !== 'operator') {
     return (
       <Page title="Tenants">
@@ -35,32 +35,23 @@ export function Tenants() {
       </Page>
     );
   }
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void run(async () => {
       const t = await api.post<TenantWithKeys>('/admin/v1/tenants', {
         slug: newSlug.trim(),
         ...(tier.trim() ? { tier: tier.trim() } : {}),
       });
       setCreated(t);
       setNewSlug('');
-      announce(`Tenant ${t.slug} created.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
+      return `Tenant ${t.slug} created.`;
+    });
   };
-  const suspend = async (t: Tenant) => {
-    setError(null);
-    try {
+  const suspend = (t: Tenant) =>
+    run(async () => {
       await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, { suspended: !t.suspended });
-      announce(`Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+      return `Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`;
+    });
   return (
     <Page title="Tenants">
       <ErrorNote error={loaded.error ?? error} retry={loaded.error ? loaded.reload : undefined} />
@@ -69,18 +60,7 @@ export function Tenants() {
         <TableWrap label="Tenants" class="card">
           <table>
             <caption class="sr-only">Tenants</caption>
-            <thead>
-              <tr>
-                <th scope="col">Slug</th>
-                <th scope="col">Tier</th>
-                <th scope="col">Mode</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Slug', 'Tier', 'Mode', 'State', 'Created', '']} />
             <tbody>
               {loaded.data.data.map((t) => (
                 <tr key={t.slug}>

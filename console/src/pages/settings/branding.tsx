@@ -2,8 +2,8 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
 import { BRANDING_COLORS, BRANDING_TEXT_KEYS, COLOR_PATTERN } from '@dunwall/wire';
-import type { Branding, BrandingColor as Color, BrandingTextKey as TextKey } from '@dunwall/wire';
-import { asApiError, ErrorNote, inputPattern, useConsole } from '../../ui.js';
+import type { Branding, BrandingColor as Color, BrandingTextKey as TextKey, Settings } from '@dunwall/wire';
+import { ErrorNote, inputPattern, useAction, useConsole } from '../../ui.js';
 
 const COLOR_RE = new RegExp(COLOR_PATTERN);
 const LINKS = [
@@ -97,12 +97,11 @@ function useFocusKept(frames: { current: HTMLElement | null }): void {
 }
 
 export function BrandingSection(props: { saved: Branding; canWrite: boolean; onSaved: (b: Branding) => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [draft, setDraft] = useState<Branding>(props.saved);
   const [locale, setLocale] = useState('default');
   const [newLocale, setNewLocale] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run, setError } = useAction();
   const [preview, setPreview] = useState(() => previewDraft(props.saved));
   useEffect(() => setDraft(props.saved), [props.saved]);
   useEffect(() => {
@@ -120,17 +119,11 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
 
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<{ branding: Branding }>(`${base}/settings`, { branding: cleaned(draft) });
+    await run(async () => {
+      const settings = await api.patch<Settings>(`${base}/settings`, { branding: cleaned(draft) });
       props.onSaved(settings.branding);
-      announce('Branding saved.');
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return 'Branding saved.';
+    });
   };
   const addLocale = () => {
     const tag = newLocale.trim();

@@ -1,15 +1,15 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
-import type { ApiError } from '../../api.js';
 import {
-  asApiError,
   ConfirmButton,
   ErrorNote,
   Loading,
   Missing,
   ShownOnce,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
   when,
@@ -27,7 +27,7 @@ const LIMIT = 20;
 
 /** An endpoint's recent attempts and its messages not delivered yet, each sent again on demand. */
 function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const path = `${base}/webhook-endpoints/${encodeURIComponent(props.endpoint.id)}`;
   const loaded = useLoad(async () => {
     const [attempts, pending, failed] = await Promise.all([
@@ -38,17 +38,12 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
     // Not delivered: given up, or still being retried (a retry sends it now, with a new window).
     return { attempts: attempts.data, undelivered: [...failed.data, ...pending.data] };
   }, [path]);
-  const [error, setError] = useState<ApiError | null>(null);
-  const retry = async (m: Message) => {
-    setError(null);
-    try {
+  const { error, run } = useAction(loaded.reload);
+  const retry = (m: Message) =>
+    run(async () => {
       await api.post(`${path}/messages/${encodeURIComponent(m.message_id)}/retry`);
-      announce(`Message ${m.message_id} queued again.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+      return `Message ${m.message_id} queued again.`;
+    });
   if (loaded.loading && loaded.data === null) return <Loading what="the deliveries" />;
   return (
     <div class="deliveries-panel">
@@ -61,18 +56,7 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
           ) : (
             <TableWrap label={`Messages not delivered to ${props.endpoint.url}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Message</th>
-                    <th scope="col">Customer</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Last answer</th>
-                    <th scope="col">
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Message', 'Customer', 'State', 'Attempts', 'Last answer', '']} />
                 <tbody>
                   {loaded.data.undelivered.map((m) => (
                     <tr key={m.message_id}>
@@ -105,15 +89,7 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
           ) : (
             <TableWrap label={`Latest attempts of ${props.endpoint.url}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Message</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Answer</th>
-                    <th scope="col">Time</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['When', 'Message', 'Outcome', 'Answer', 'Time']} />
                 <tbody>
                   {loaded.data.attempts.map((a, i) => (
                     <tr key={`${a.message_id}-${i}`}>
@@ -137,7 +113,7 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
 }
 
 export function EndpointsSection() {
-  const { session, base, announce } = useConsole();
+  const { session, base } = useConsole();
   const canRead = holds(session, 'subscribers:read');
   const canWrite = holds(session, 'webhooks:write');
   const endpoints = useLoad(
@@ -148,13 +124,12 @@ export function EndpointsSection() {
   const [description, setDescription] = useState('');
   const [open, setOpen] = useState<string | null>(null);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, run } = useAction(endpoints.reload);
   const notEntitled = (endpoints.error ?? error)?.code === 'downstream_webhooks_not_entitled';
 
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
+    void run(async () => {
       const created = await api.post<EndpointWithSecret>(`${base}/webhook-endpoints`, {
         url: url.trim(),
         ...(description.trim() ? { description: description.trim() } : {}),
@@ -162,32 +137,19 @@ export function EndpointsSection() {
       setSecret({ title: `The signing secret of ${created.url}`, value: created.secret });
       setUrl('');
       setDescription('');
-      announce('Webhook endpoint created.');
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
+      return 'Webhook endpoint created.';
+    });
   };
-  const toggle = async (ep: Endpoint) => {
-    setError(null);
-    try {
+  const toggle = (ep: Endpoint) =>
+    run(async () => {
       await api.patch(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`, { enabled: !ep.enabled });
-      announce(`Endpoint ${ep.url} ${ep.enabled ? 'disabled' : 'enabled'}.`);
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
-  const remove = async (ep: Endpoint) => {
-    setError(null);
-    try {
+      return `Endpoint ${ep.url} ${ep.enabled ? 'disabled' : 'enabled'}.`;
+    });
+  const remove = (ep: Endpoint) =>
+    run(async () => {
       await api.del(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`);
-      announce(`Endpoint ${ep.url} deleted.`);
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+      return `Endpoint ${ep.url} deleted.`;
+    });
 
   return (
     <section class="card settings-section" aria-labelledby="endpoints-title">

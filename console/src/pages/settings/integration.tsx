@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
 import type { Settings, SettingsPatch } from '@dunwall/wire';
-import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+import { ErrorNote, useAction, useConsole } from '../../ui.js';
 
 /**
  * The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe (the
@@ -64,12 +64,11 @@ const originsOf = (text: string): string[] | null => {
 
 /** The card update page, the hmac requirement and the allowed origins: saved together, only what changed. */
 function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [url, setUrl] = useState(props.saved.card_update_url ?? '');
   const [hmac, setHmac] = useState(props.saved.hmac_required);
   const [origins, setOrigins] = useState(originsText(props.saved.allowed_origins));
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const form = useRef<HTMLFormElement>(null);
   // What the service answered replaces the draft: after a save, or another page's.
   const savedOrigins = originsText(props.saved.allowed_origins);
@@ -91,21 +90,18 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
   const save = async (e: Event) => {
     e.preventDefault();
     if (!changed) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<Settings>(`${base}/settings`, patch);
-      props.onSaved(settings);
-      announce('Integration settings saved.');
-    } catch (err) {
-      const failure = asApiError(err);
-      setError(failure);
-      // The keyboard goes where the refusal is.
-      const field = fieldOf(failure);
-      if (field !== null) form.current?.querySelector<HTMLElement>(`[name="${field}"]`)?.focus();
-    } finally {
-      setBusy(false);
-    }
+    await run(
+      async () => {
+        const settings = await api.patch<Settings>(`${base}/settings`, patch);
+        props.onSaved(settings);
+        return 'Integration settings saved.';
+      },
+      (failure) => {
+        // The keyboard goes where the refusal is.
+        const field = fieldOf(failure);
+        if (field !== null) form.current?.querySelector<HTMLElement>(`[name="${field}"]`)?.focus();
+      },
+    );
   };
   const at = fieldOf(error);
   const describe = (field: Field, hint: string) => (at === field ? `${hint} ${field}-error` : hint);
@@ -190,27 +186,22 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
  * (`PUT .../settings/stripe-webhook-secret`), which `settings:write` does not reach.
  */
 function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: () => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [secret, setSecret] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const input = useRef<HTMLInputElement>(null);
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api.put(`${base}/settings/stripe-webhook-secret`, { secret: secret.trim() });
-      // Not kept by the page once the service has it.
-      setSecret('');
-      props.onSaved();
-      announce(props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.');
-    } catch (err) {
-      setError(asApiError(err));
-      input.current?.focus();
-    } finally {
-      setBusy(false);
-    }
+    await run(
+      async () => {
+        await api.put(`${base}/settings/stripe-webhook-secret`, { secret: secret.trim() });
+        // Not kept by the page once the service has it.
+        setSecret('');
+        props.onSaved();
+        return props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.';
+      },
+      () => input.current?.focus(),
+    );
   };
   const at = fieldOf(error);
   const hints = [

@@ -1,17 +1,17 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
-import type { ApiError } from '../../api.js';
 import { SCOPES } from '@dunwall/wire';
 import type { Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from '@dunwall/wire';
 import {
-  asApiError,
   ConfirmButton,
   ErrorNote,
   Loading,
   Missing,
   ShownOnce,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
   when,
@@ -28,7 +28,7 @@ const SCOPE_WORDS: Record<Scope, string> = {
 };
 
 export function KeysSection() {
-  const { session, base, announce } = useConsole();
+  const { session, base } = useConsole();
   const allowed = holds(session, 'keys:write');
   const keys = useLoad(
     () => (allowed ? api.get<SecretKeyList>(`${base}/keys`) : Promise.resolve(null)),
@@ -38,17 +38,7 @@ export function KeysSection() {
   const [scopes, setScopes] = useState<Scope[]>(['status:read']);
   const [expires, setExpires] = useState('');
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  const run = async (what: () => Promise<void>) => {
-    setError(null);
-    try {
-      await what();
-      keys.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const { error, run } = useAction(keys.reload);
   const create = (e: Event) => {
     e.preventDefault();
     void run(async () => {
@@ -59,7 +49,7 @@ export function KeysSection() {
       });
       setSecret({ title: `The secret key "${created.name}"`, value: created.secret_key });
       setName('');
-      announce(`Key ${created.name} created.`);
+      return `Key ${created.name} created.`;
     });
   };
   const rotate = (k: Key) =>
@@ -69,12 +59,12 @@ export function KeysSection() {
         title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`,
         value: rotated.secret_key,
       });
-      announce(`Key ${k.name} rotated.`);
+      return `Key ${k.name} rotated.`;
     });
   const revoke = (k: Key) =>
     run(async () => {
       await api.del(`${base}/keys/${encodeURIComponent(k.id)}`);
-      announce(`Key ${k.name} revoked.`);
+      return `Key ${k.name} revoked.`;
     });
 
   return (
@@ -93,18 +83,7 @@ export function KeysSection() {
             <TableWrap label="Secret keys">
               <table>
                 <caption class="sr-only">Secret keys</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Key</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Name', 'Key', 'Scopes', 'Last used', 'Expires', '']} />
                 <tbody>
                   {keys.data.data.map((k) => (
                     <tr key={k.id}>

@@ -3,8 +3,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
 import { ENFORCEMENTS } from '@dunwall/wire';
-import type { Enforcement, Policy, PolicyImpact as Impact } from '@dunwall/wire';
-import { asApiError, count, ErrorNote, useConsole } from '../../ui.js';
+import type { Enforcement, Policy, PolicyImpact as Impact, Settings } from '@dunwall/wire';
+import { asApiError, count, ErrorNote, useAction, useConsole } from '../../ui.js';
 
 const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
   gate: 'Gate: a lockout shows the full-screen gate',
@@ -30,12 +30,11 @@ export function PolicySection(props: {
   canWrite: boolean;
   onSaved: (p: Policy) => void;
 }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [draft, setDraft] = useState<Policy>(props.saved);
   const [impact, setImpact] = useState<Impact | null>(null);
   const [impactError, setImpactError] = useState<ApiError | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   useEffect(() => setDraft(props.saved), [props.saved]);
   useEffect(() => {
     if (!props.canRead) return;
@@ -59,17 +58,11 @@ export function PolicySection(props: {
 
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<{ policy: Policy }>(`${base}/settings`, { policy: draft });
+    await run(async () => {
+      const settings = await api.patch<Settings>(`${base}/settings`, { policy: draft });
       props.onSaved(settings.policy);
-      announce('Policy saved.');
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return 'Policy saved.';
+    });
   };
   const number = (value: string, min: number, max: number) =>
     Math.min(max, Math.max(min, Math.round(Number(value) || 0)));
