@@ -7,9 +7,10 @@ import type { Tenant, TenantList } from '@dunwall/wire';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
 import {
-  Ctx,
   contextFor,
+  Ctx,
   ErrorNote,
+  keepValue,
   Loading,
   NeedsTenant,
   Page as UiPage,
@@ -17,6 +18,7 @@ import {
   tenantPath,
   useAction,
   useConsole,
+  valueOf,
 } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
@@ -129,7 +131,7 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
           spellcheck={false}
           required
           value={credential}
-          onInput={(e) => setCredential((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setCredential)}
           aria-describedby={error ? 'signin-error' : undefined}
         />
         <div id="signin-error">
@@ -156,7 +158,7 @@ function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) 
   return (
     <label class="picker">
       <span>Tenant</span>
-      <select value={props.slug ?? ''} onChange={(e) => props.setSlug((e.target as HTMLSelectElement).value || null)}>
+      <select value={props.slug ?? ''} onChange={(e) => props.setSlug(valueOf(e) || null)}>
         <option value="">Choose…</option>
         {(tenants ?? []).map((t) => (
           <option key={t.slug} value={t.slug}>

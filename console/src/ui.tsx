@@ -91,6 +91,16 @@ export function useLoad<T>(fn: () => Promise<T>, keys: readonly unknown[]): Load
   return { ...state, reload };
 }
 
+/** The value of the field an event came from (an input, a text area, a select). */
+export const valueOf = (e: Event): string =>
+  (e.target as HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement).value;
+
+/** A field's handler that keeps its value with `set`. */
+export const keepValue =
+  (set: (value: string) => void) =>
+  (e: Event): void =>
+    set(valueOf(e));
+
 /** An action of a page (a save, a create, a revoke): its last refusal, whether it is under way, and the action. */
 export interface Action {
   /** The last refusal; null after a success, and while trying again. */

@@ -18,6 +18,7 @@ import {
   TableWrap,
   useConsole,
   useLoad,
+  valueOf,
 } from '../ui.js';
 
 /** The periods a reader can choose, in days back from today. */
@@ -87,7 +88,7 @@ export function Overview() {
   const chooser = (
     <label class="inline">
       <span>Period</span>
-      <select value={String(days)} onChange={(e) => setDays(Number((e.target as HTMLSelectElement).value))}>
+      <select value={String(days)} onChange={(e) => setDays(Number(valueOf(e)))}>
         {PERIODS.map((p) => (
           <option key={p.days} value={String(p.days)}>
             {p.label}

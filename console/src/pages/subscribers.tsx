@@ -7,6 +7,7 @@ import {
   asApiError,
   ErrorNote,
   inputPattern,
+  keepValue,
   Loading,
   Missing,
   money,
@@ -18,6 +19,7 @@ import {
   useAction,
   useConsole,
   useLoad,
+  valueOf,
   when,
 } from '../ui.js';
 import { CUSTOMER_ID_PATTERN, REASON_PATTERN, STATUSES } from '@dunwall/wire';
@@ -134,7 +136,7 @@ function Search(props: { base: string }) {
             autocomplete="off"
             spellcheck={false}
             aria-describedby="search-note"
-            onInput={(e) => setId((e.target as HTMLInputElement).value)}
+            onInput={keepValue(setId)}
           />
         </label>
         <button type="submit" class="button" disabled={busy || id.trim() === ''}>
@@ -191,10 +193,7 @@ export function Subscribers() {
             />
             <label class="page-size">
               <span>Rows per page</span>
-              <select
-                value={String(filters.limit)}
-                onChange={(e) => change({ limit: Number((e.target as HTMLSelectElement).value) })}
-              >
+              <select value={String(filters.limit)} onChange={(e) => change({ limit: Number(valueOf(e)) })}>
                 {PAGE_SIZES.map((n) => (
                   <option key={n} value={String(n)}>
                     {n}
@@ -476,7 +475,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
               name="status"
               value={status}
               onChange={(e) => {
-                setStatus((e.target as HTMLSelectElement).value as Status);
+                setStatus(valueOf(e) as Status);
                 setConfirming(false);
               }}
             >
@@ -495,7 +494,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
               pattern={inputPattern(REASON_PATTERN)}
               placeholder="manual"
               title="lowercase letters, digits and underscores"
-              onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+              onInput={keepValue(setReason)}
             />
           </label>
         </div>

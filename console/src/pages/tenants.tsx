@@ -6,6 +6,7 @@ import type { Tenant, TenantList, TenantWithKeys } from '@dunwall/wire';
 import {
   ErrorNote,
   inputPattern,
+  keepValue,
   Loading,
   Page,
   TableHead,
@@ -95,16 +96,11 @@ export function Tenants() {
         <div class="row">
           <label>
             <span>Slug</span>
-            <input
-              required
-              pattern={inputPattern(SLUG_PATTERN)}
-              value={newSlug}
-              onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)}
-            />
+            <input required pattern={inputPattern(SLUG_PATTERN)} value={newSlug} onInput={keepValue(setNewSlug)} />
           </label>
           <label>
             <span>Tier (optional)</span>
-            <input value={tier} onInput={(e) => setTier((e.target as HTMLInputElement).value)} />
+            <input value={tier} onInput={keepValue(setTier)} />
           </label>
         </div>
         <button type="submit" class="button">

@@ -3,7 +3,7 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
 import { BRANDING_COLORS, BRANDING_TEXT_KEYS, COLOR_PATTERN } from '@dunwall/wire';
 import type { Branding, BrandingColor as Color, BrandingTextKey as TextKey, Settings } from '@dunwall/wire';
-import { ErrorNote, inputPattern, useAction, useConsole } from '../../ui.js';
+import { ErrorNote, inputPattern, keepValue, useAction, useConsole, valueOf } from '../../ui.js';
 
 const COLOR_RE = new RegExp(COLOR_PATTERN);
 const LINKS = [
@@ -162,7 +162,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                     placeholder="#1a2b3c"
                     pattern={inputPattern(COLOR_PATTERN)}
                     value={draft.colors?.[c] ?? ''}
-                    onInput={(e) => setColor(c, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setColor(c, valueOf(e))}
                   />
                 </label>
               ))}
@@ -179,7 +179,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                     name={key}
                     placeholder="https://"
                     value={draft[key] ?? ''}
-                    onInput={(e) => setLink(key, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setLink(key, valueOf(e))}
                   />
                 </label>
               </div>
@@ -190,7 +190,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
             <div class="row">
               <label>
                 <span>Locale</span>
-                <select value={locale} onChange={(e) => setLocale((e.target as HTMLSelectElement).value)}>
+                <select value={locale} onChange={(e) => setLocale(valueOf(e))}>
                   {locales.map((l) => (
                     <option key={l} value={l}>
                       {l === 'default' ? 'default (any other language)' : l}
@@ -200,11 +200,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
               </label>
               <label>
                 <span>Add a locale</span>
-                <input
-                  placeholder="fr or fr-CA"
-                  value={newLocale}
-                  onInput={(e) => setNewLocale((e.target as HTMLInputElement).value)}
-                />
+                <input placeholder="fr or fr-CA" value={newLocale} onInput={keepValue(setNewLocale)} />
               </label>
               <div class="actions-row align-end">
                 <button type="button" class="button secondary" onClick={addLocale}>
@@ -220,7 +216,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                     name={`text-${key}`}
                     maxLength={300}
                     value={draft.texts?.[locale]?.[key] ?? ''}
-                    onInput={(e) => setText(key, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setText(key, valueOf(e))}
                   />
                 </label>
               </div>

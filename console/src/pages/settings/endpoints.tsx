@@ -4,6 +4,7 @@ import { api, holds } from '../../api.js';
 import {
   ConfirmButton,
   ErrorNote,
+  keepValue,
   Loading,
   Missing,
   ShownOnce,
@@ -222,7 +223,7 @@ export function EndpointsSection() {
                 required
                 placeholder="https://"
                 value={url}
-                onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+                onInput={keepValue(setUrl)}
               />
             </label>
             <label>
@@ -231,7 +232,7 @@ export function EndpointsSection() {
                 name="endpoint-description"
                 maxLength={200}
                 value={description}
-                onInput={(e) => setDescription((e.target as HTMLInputElement).value)}
+                onInput={keepValue(setDescription)}
               />
             </label>
           </div>

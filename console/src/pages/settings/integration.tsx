@@ -3,7 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
 import type { Settings, SettingsPatch } from '@dunwall/wire';
-import { ErrorNote, useAction, useConsole } from '../../ui.js';
+import { ErrorNote, keepValue, useAction, useConsole } from '../../ui.js';
 
 /**
  * The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe (the
@@ -104,7 +104,12 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
     );
   };
   const at = fieldOf(error);
-  const describe = (field: Field, hint: string) => (at === field ? `${hint} ${field}-error` : hint);
+  /** A field's name, and its ties to its hint and, when it is the one refused, to the refusal. */
+  const fieldProps = (field: Field) => ({
+    name: field,
+    'aria-invalid': at === field ? ('true' as const) : undefined,
+    'aria-describedby': at === field ? `${field}-hint ${field}-error` : `${field}-hint`,
+  });
 
   return (
     <form class="form" onSubmit={save} ref={form} aria-labelledby="app-settings-title" noValidate>
@@ -115,16 +120,14 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         </label>
         <input
           id="card_update_url"
-          name="card_update_url"
+          {...fieldProps('card_update_url')}
           type="url"
           inputMode="url"
           autocomplete="off"
           spellcheck={false}
           placeholder="https://app.example.com/billing"
           value={url}
-          aria-invalid={at === 'card_update_url' ? 'true' : undefined}
-          aria-describedby={describe('card_update_url', 'card_update_url-hint')}
-          onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setUrl)}
         />
         <p id="card_update_url-hint" class="hint">
           Your page where a customer changes their card (https): the banner and the gate link to it, after Pay now when
@@ -136,10 +139,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         <label class="check">
           <input
             type="checkbox"
-            name="hmac_required"
+            {...fieldProps('hmac_required')}
             checked={hmac}
-            aria-invalid={at === 'hmac_required' ? 'true' : undefined}
-            aria-describedby={describe('hmac_required', 'hmac_required-hint')}
             onChange={(e) => setHmac((e.target as HTMLInputElement).checked)}
           />
           <span>Require the hmac on every lookup</span>
@@ -156,15 +157,13 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         </label>
         <textarea
           id="allowed_origins"
-          name="allowed_origins"
+          {...fieldProps('allowed_origins')}
           rows={3}
           spellcheck={false}
           autocomplete="off"
           placeholder="https://app.example.com"
           value={origins}
-          aria-invalid={at === 'allowed_origins' ? 'true' : undefined}
-          aria-describedby={describe('allowed_origins', 'allowed_origins-hint')}
-          onInput={(e) => setOrigins((e.target as HTMLTextAreaElement).value)}
+          onInput={keepValue(setOrigins)}
         />
         <p id="allowed_origins-hint" class="hint">
           The pages allowed to call the lookup from a browser, one origin a line (scheme://host[:port], as the browser
@@ -235,7 +234,7 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
           value={secret}
           aria-invalid={at === 'stripe_webhook_secret' ? 'true' : undefined}
           aria-describedby={hints.join(' ')}
-          onInput={(e) => setSecret((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setSecret)}
         />
         {props.canWrite ? (
           <p id="stripe_webhook_secret-hint" class="hint">

@@ -6,6 +6,7 @@ import type { Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from
 import {
   ConfirmButton,
   ErrorNote,
+  keepValue,
   Loading,
   Missing,
   ShownOnce,
@@ -119,22 +120,11 @@ export function KeysSection() {
             <div class="row">
               <label>
                 <span>Name (what it is for)</span>
-                <input
-                  name="key-name"
-                  required
-                  maxLength={100}
-                  value={name}
-                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
-                />
+                <input name="key-name" required maxLength={100} value={name} onInput={keepValue(setName)} />
               </label>
               <label>
                 <span>Expires (optional)</span>
-                <input
-                  type="datetime-local"
-                  name="key-expires"
-                  value={expires}
-                  onInput={(e) => setExpires((e.target as HTMLInputElement).value)}
-                />
+                <input type="datetime-local" name="key-expires" value={expires} onInput={keepValue(setExpires)} />
               </label>
             </div>
             <fieldset>

@@ -4,7 +4,7 @@ import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
 import { ENFORCEMENTS } from '@dunwall/wire';
 import type { Enforcement, Policy, PolicyImpact as Impact, Settings } from '@dunwall/wire';
-import { asApiError, count, ErrorNote, useAction, useConsole } from '../../ui.js';
+import { asApiError, count, ErrorNote, useAction, useConsole, valueOf } from '../../ui.js';
 
 const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
   gate: 'Gate: a lockout shows the full-screen gate',
@@ -95,9 +95,7 @@ export function PolicySection(props: {
               max={60}
               disabled={!props.canWrite}
               value={draft.grace_days}
-              onInput={(e) =>
-                setDraft((d) => ({ ...d, grace_days: number((e.target as HTMLInputElement).value, 0, 60) }))
-              }
+              onInput={(e) => setDraft((d) => ({ ...d, grace_days: number(valueOf(e), 0, 60) }))}
             />
           </label>
           <label>
@@ -109,7 +107,7 @@ export function PolicySection(props: {
               disabled={!props.canWrite}
               value={draft.escalate_after_days ?? ''}
               onInput={(e) => {
-                const v = (e.target as HTMLInputElement).value;
+                const v = valueOf(e);
                 setDraft((d) => ({ ...d, escalate_after_days: v === '' ? null : number(v, 1, 120) }));
               }}
             />
