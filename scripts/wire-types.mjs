@@ -440,16 +440,24 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const doc = JSON.parse(readFileSync(join(root, 'dist', 'openapi.json'), 'utf8'));
   const text = await formattedWireModule(doc);
   const stale = [];
+  let written = 0;
   for (const target of WIRE_TARGETS) {
     const path = join(root, target);
     const current = existsSync(path) ? readFileSync(path, 'utf8') : null;
     if (current === text) continue;
     if (check) stale.push(target);
-    else writeFileSync(path, text);
+    else {
+      writeFileSync(path, text);
+      written += 1;
+    }
   }
   if (stale.length > 0) {
     process.stderr.write(`wire: ${stale.join(', ')} differ from dist/openapi.json: run npm run build\n`);
     process.exit(1);
   }
-  process.stderr.write(`wire: ${WIRE_TARGETS.length} copies ${check ? 'match' : 'written from'} dist/openapi.json\n`);
+  process.stderr.write(
+    check
+      ? `wire: ${WIRE_TARGETS.length} copies match dist/openapi.json\n`
+      : `wire: ${written} of ${WIRE_TARGETS.length} copies rewritten from dist/openapi.json\n`,
+  );
 }
