@@ -5,6 +5,7 @@ import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState }
 import type { Session } from './api.js';
 import { ApiError, tenantBase } from './api.js';
 import { SLUG_PATTERN } from '@dunwall/wire';
+import type { Status } from '@dunwall/wire';
 
 /** A tenant's slug as the service spells them. */
 export const SLUG_RE = new RegExp(SLUG_PATTERN);
@@ -388,7 +389,7 @@ export function ShownOnce(props: { title: string; value: string; onDone: () => v
   );
 }
 
-export function StatusBadge(props: { status: string | null }) {
+export function StatusBadge(props: { status: Status | null }) {
   const s = props.status ?? 'unknown';
   return <span class={`badge badge-${s}`}>{s}</span>;
 }

@@ -2,7 +2,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, holds, qs } from '../api.js';
 import { TimeChart } from '../chart.js';
-import type { RecoveryAmount as Amount, RecoveryAnalytics as Recovery } from '@dunwall/wire';
+import type { AnalyticsGranularity, RecoveryAmount as Amount, RecoveryAnalytics as Recovery } from '@dunwall/wire';
 import {
   count,
   day,
@@ -27,7 +27,7 @@ const PERIODS = [
   { days: 90, label: 'Last 90 days', granularity: 'week' },
   { days: 182, label: 'Last 6 months', granularity: 'month' },
   { days: 365, label: 'Last 12 months', granularity: 'month' },
-] as const;
+] as const satisfies readonly { days: number; label: string; granularity: AnalyticsGranularity }[];
 
 const DAY_MS = 86_400_000;
 
