@@ -49,6 +49,7 @@ const TYPES = [
   ['Policy', 'GET /v1/settings 200 /properties/policy', 'How derived statuses are enforced'],
   ['Settings', 'GET /v1/settings 200', "A tenant's settings, as the tenant sees them"],
   ['SettingsPatch', 'PATCH /v1/settings body', 'What a tenant may change of itself'],
+  ['StripeWebhookSecretBody', 'PUT /v1/settings/stripe-webhook-secret body', 'A new Stripe signing secret'],
   [
     'CredentialChange',
     'PUT /v1/settings/stripe-webhook-secret 200 /properties/changes/items',
@@ -63,6 +64,7 @@ const TYPES = [
   ['TenantList', 'GET /admin/v1/tenants 200', 'Every tenant'],
   ['TenantWithKeys', 'POST /admin/v1/tenants 201', 'A created tenant, with its keys (shown once)'],
   ['CreateTenantBody', 'POST /admin/v1/tenants body', 'A tenant to create'],
+  ['UpdateTenantBody', 'PATCH /admin/v1/tenants/{slug} body', "The operator's change of a tenant"],
   ['SubscriberRow', 'GET /v1/subscribers 200 /properties/data/items', 'One subscriber of a list page'],
   ['SubscriberPage', 'GET /v1/subscribers 200', 'A page of subscribers'],
   [

@@ -28,6 +28,7 @@ import type {
   CustomerMessageList,
   Episode,
   HistoryEntry,
+  PutSubscriberBody,
   Status,
   Subscriber,
   SubscriberPage as SubscriberList,
@@ -450,7 +451,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
       return;
     }
     void act(
-      () => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) }),
+      () => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) } satisfies PutSubscriberBody),
       `Override set: ${props.customerId} is answered ${status}.`,
     );
   };

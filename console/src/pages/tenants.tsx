@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { SLUG_PATTERN } from '@dunwall/wire';
-import type { Tenant, TenantList, TenantWithKeys } from '@dunwall/wire';
+import type { CreateTenantBody, Tenant, TenantList, TenantWithKeys, UpdateTenantBody } from '@dunwall/wire';
 import {
   ErrorNote,
   inputPattern,
@@ -42,7 +42,7 @@ export function Tenants() {
       const t = await api.post<TenantWithKeys>('/admin/v1/tenants', {
         slug: newSlug.trim(),
         ...(tier.trim() ? { tier: tier.trim() } : {}),
-      });
+      } satisfies CreateTenantBody);
       setCreated(t);
       setNewSlug('');
       return `Tenant ${t.slug} created.`;
@@ -50,7 +50,9 @@ export function Tenants() {
   };
   const suspend = (t: Tenant) =>
     run(async () => {
-      await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, { suspended: !t.suspended });
+      await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, {
+        suspended: !t.suspended,
+      } satisfies UpdateTenantBody);
       return `Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`;
     });
   return (

@@ -292,6 +292,12 @@ export type SettingsPatch = {
   stripe_webhook_secret?: string;
 };
 
+/** A new Stripe signing secret */
+export type StripeWebhookSecretBody = {
+  /** The Stripe endpoint's signing secret (whsec_...); write-only */
+  secret: string;
+};
+
 /** Who changed the Stripe signing secret */
 export type CredentialChange = {
   at: string;
@@ -370,6 +376,33 @@ export type CreateTenantBody = {
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
+};
+
+/** The operator's change of a tenant */
+export type UpdateTenantBody = {
+  tier?: string;
+  /** An https URL, or null */
+  card_update_url?: string | null;
+  hmac_required?: boolean;
+  suspended?: boolean;
+  /** Origins (scheme://host[:port]) allowed to call the lookup from a browser; null: any */
+  allowed_origins?: string[] | null;
+  /** This tenant's lookup rate limit, all addresses together; null: the service's default */
+  lookups_per_minute?: number | null;
+  /** What the snippet shows with a banner or a gate */
+  branding?: Branding;
+  policy?: {
+    /** gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active */
+    enforcement?: Enforcement;
+    /** A lockout is answered warning until the episode's dunning start plus this many days */
+    grace_days?: number;
+    /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
+    escalate_after_days?: number | null;
+  };
+  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  livemode?: boolean | null;
+  /** The Stripe endpoint's signing secret (whsec_...) */
+  stripe_webhook_secret?: string;
 };
 
 /** One subscriber of a list page */

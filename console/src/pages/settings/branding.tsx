@@ -2,7 +2,13 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
 import { BRANDING_COLORS, BRANDING_TEXT_KEYS, COLOR_PATTERN } from '@dunwall/wire';
-import type { Branding, BrandingColor as Color, BrandingTextKey as TextKey, Settings } from '@dunwall/wire';
+import type {
+  Branding,
+  BrandingColor as Color,
+  BrandingTextKey as TextKey,
+  Settings,
+  SettingsPatch,
+} from '@dunwall/wire';
 import { ErrorNote, inputPattern, keepValue, useAction, useConsole, valueOf } from '../../ui.js';
 
 const COLOR_RE = new RegExp(COLOR_PATTERN);
@@ -120,7 +126,9 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
   const save = async (e: Event) => {
     e.preventDefault();
     await run(async () => {
-      const settings = await api.patch<Settings>(`${base}/settings`, { branding: cleaned(draft) });
+      const settings = await api.patch<Settings>(`${base}/settings`, {
+        branding: cleaned(draft),
+      } satisfies SettingsPatch);
       props.onSaved(settings.branding);
       return 'Branding saved.';
     });

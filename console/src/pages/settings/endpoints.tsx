@@ -16,12 +16,14 @@ import {
   when,
 } from '../../ui.js';
 import type {
+  CreateEndpointBody,
   DeliveryAttemptList,
   Endpoint,
   EndpointList,
   EndpointMessage as Message,
   EndpointMessageList,
   EndpointWithSecret,
+  UpdateEndpointBody,
 } from '@dunwall/wire';
 
 const LIMIT = 20;
@@ -134,7 +136,7 @@ export function EndpointsSection() {
       const created = await api.post<EndpointWithSecret>(`${base}/webhook-endpoints`, {
         url: url.trim(),
         ...(description.trim() ? { description: description.trim() } : {}),
-      });
+      } satisfies CreateEndpointBody);
       setSecret({ title: `The signing secret of ${created.url}`, value: created.secret });
       setUrl('');
       setDescription('');
@@ -143,7 +145,9 @@ export function EndpointsSection() {
   };
   const toggle = (ep: Endpoint) =>
     run(async () => {
-      await api.patch(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`, { enabled: !ep.enabled });
+      await api.patch(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`, {
+        enabled: !ep.enabled,
+      } satisfies UpdateEndpointBody);
       return `Endpoint ${ep.url} ${ep.enabled ? 'disabled' : 'enabled'}.`;
     });
   const remove = (ep: Endpoint) =>

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import type { Settings, SettingsPatch } from '@dunwall/wire';
+import type { Settings, SettingsPatch, StripeWebhookSecretBody } from '@dunwall/wire';
 import { ErrorNote, keepValue, useAction, useConsole } from '../../ui.js';
 
 /**
@@ -78,7 +78,7 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
     setOrigins(savedOrigins);
   }, [props.saved.card_update_url, props.saved.hmac_required, savedOrigins]);
 
-  const patch: Partial<Record<Field, unknown>> = {};
+  const patch: SettingsPatch = {};
   const wantedUrl = url.trim() === '' ? null : url.trim();
   if (wantedUrl !== props.saved.card_update_url) patch.card_update_url = wantedUrl;
   if (hmac !== props.saved.hmac_required) patch.hmac_required = hmac;
@@ -193,7 +193,9 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
     e.preventDefault();
     await run(
       async () => {
-        await api.put(`${base}/settings/stripe-webhook-secret`, { secret: secret.trim() });
+        await api.put(`${base}/settings/stripe-webhook-secret`, {
+          secret: secret.trim(),
+        } satisfies StripeWebhookSecretBody);
         // Not kept by the page once the service has it.
         setSecret('');
         props.onSaved();

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
 import { SCOPES } from '@dunwall/wire';
-import type { Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from '@dunwall/wire';
+import type { CreateKeyBody, Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from '@dunwall/wire';
 import {
   ConfirmButton,
   ErrorNote,
@@ -47,7 +47,7 @@ export function KeysSection() {
         name: name.trim(),
         scopes,
         ...(expires ? { expires_at: new Date(expires).toISOString() } : {}),
-      });
+      } satisfies CreateKeyBody);
       setSecret({ title: `The secret key "${created.name}"`, value: created.secret_key });
       setName('');
       return `Key ${created.name} created.`;

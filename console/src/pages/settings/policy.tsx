@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
 import { ENFORCEMENTS } from '@dunwall/wire';
-import type { Enforcement, Policy, PolicyImpact as Impact, Settings } from '@dunwall/wire';
+import type { Enforcement, Policy, PolicyImpact as Impact, Settings, SettingsPatch } from '@dunwall/wire';
 import { asApiError, count, ErrorNote, useAction, useConsole, valueOf } from '../../ui.js';
 
 const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
@@ -59,7 +59,7 @@ export function PolicySection(props: {
   const save = async (e: Event) => {
     e.preventDefault();
     await run(async () => {
-      const settings = await api.patch<Settings>(`${base}/settings`, { policy: draft });
+      const settings = await api.patch<Settings>(`${base}/settings`, { policy: draft } satisfies SettingsPatch);
       props.onSaved(settings.policy);
       return 'Policy saved.';
     });
