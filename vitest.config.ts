@@ -31,6 +31,7 @@ export default defineConfig({
     alias: {
       '@dunwall/core': fileURLToPath(new URL('./packages/core/src/index.ts', import.meta.url)),
       '@dunwall/node': fileURLToPath(new URL('./packages/node/src/index.ts', import.meta.url)),
+      '@dunwall/wire': fileURLToPath(new URL('./packages/wire/src/index.ts', import.meta.url)),
     },
   },
   test: {

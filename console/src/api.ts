@@ -5,15 +5,9 @@
  * page back to the sign-in.
  */
 
-export type Scope =
-  | 'status:read'
-  | 'subscribers:read'
-  | 'subscribers:write'
-  | 'settings:write'
-  | 'webhooks:write'
-  | 'keys:write'
-  | 'stripe:write';
+import type { ProblemCode, Scope } from '@dunwall/wire';
 
+/** The console's session (`/console/api/session`, a route of the console only). */
 export interface Session {
   kind: 'operator' | 'tenant';
   tenant: { slug: string } | null;
@@ -26,7 +20,8 @@ export interface Session {
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    /** The problem's code; `network` when the service was not reached, `error` when it sent no problem. */
+    readonly code: ProblemCode | 'network' | 'error',
     readonly detail: string,
   ) {
     super(detail);
@@ -78,7 +73,7 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
     parsed = null;
   }
   if (!res.ok) {
-    const p = (parsed ?? {}) as { code?: string; detail?: string };
+    const p = (parsed ?? {}) as { code?: ProblemCode; detail?: string };
     const error = new ApiError(res.status, p.code ?? 'error', p.detail ?? `The service answered ${res.status}.`);
     // Any 401 of the API means the session is gone (ended, signed out elsewhere, its key revoked).
     if (res.status === 401 && !path.endsWith('/console/api/session')) onSignedOut();

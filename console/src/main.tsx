@@ -3,21 +3,23 @@ import { render } from 'preact';
 import type { ComponentType } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation, useRoute } from 'preact-iso';
+import type { Tenant, TenantList } from '@dunwall/wire';
 import type { Session } from './api.js';
 import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
 import {
-  Ctx,
-  asApiError,
   contextFor,
+  Ctx,
   ErrorNote,
+  keepValue,
   Loading,
   NeedsTenant,
   Page as UiPage,
   SLUG_RE,
   tenantPath,
+  useAction,
   useConsole,
+  valueOf,
 } from './ui.js';
-import type { ApiError } from './api.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
 import { Settings } from './pages/settings.js';
@@ -98,22 +100,16 @@ function NotYourTenant(props: { wanted: string }) {
 
 function SignIn(props: { onSignedIn: (s: Session) => void }) {
   const [credential, setCredential] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const session = await signIn(credential.trim());
       // The credential is not kept: the session cookie stands in for it from now on.
       setCredential('');
       props.onSignedIn(session);
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return null;
+    });
   };
   useEffect(() => {
     document.title = 'Sign in · Dunwall console';
@@ -135,7 +131,7 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
           spellcheck={false}
           required
           value={credential}
-          onInput={(e) => setCredential((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setCredential)}
           aria-describedby={error ? 'signin-error' : undefined}
         />
         <div id="signin-error">
@@ -150,15 +146,11 @@ function SignIn(props: { onSignedIn: (s: Session) => void }) {
   );
 }
 
-interface TenantItem {
-  slug: string;
-}
-
 /** The operator's choice of tenant: the address's, changed by going to the same section of another. */
 function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) => void }) {
-  const [tenants, setTenants] = useState<TenantItem[] | null>(null);
+  const [tenants, setTenants] = useState<Tenant[] | null>(null);
   useEffect(() => {
-    api.get<{ data: TenantItem[] }>('/admin/v1/tenants').then(
+    api.get<TenantList>('/admin/v1/tenants').then(
       (page) => setTenants(page.data),
       () => setTenants([]),
     );
@@ -166,7 +158,7 @@ function TenantPicker(props: { slug: string | null; setSlug: (s: string | null) 
   return (
     <label class="picker">
       <span>Tenant</span>
-      <select value={props.slug ?? ''} onChange={(e) => props.setSlug((e.target as HTMLSelectElement).value || null)}>
+      <select value={props.slug ?? ''} onChange={(e) => props.setSlug(valueOf(e) || null)}>
         <option value="">Choose…</option>
         {(tenants ?? []).map((t) => (
           <option key={t.slug} value={t.slug}>

@@ -4,9 +4,17 @@ import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Session } from './api.js';
 import { ApiError, tenantBase } from './api.js';
+import { SLUG_PATTERN } from '@dunwall/wire';
+import type { Status } from '@dunwall/wire';
 
-/** A tenant's slug as the service spells them (src/domain/types.ts). */
-export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,62}$/;
+/** A tenant's slug as the service spells them. */
+export const SLUG_RE = new RegExp(SLUG_PATTERN);
+
+/**
+ * A pattern of the service as an input's `pattern` attribute: without its anchors (the
+ * browser anchors it), a class's last hyphen escaped (the browser compiles it with the v flag).
+ */
+export const inputPattern = (source: string): string => source.replace(/^\^|\$$/g, '').replaceAll('-]', '\\-]');
 
 /**
  * The address of a page of a tenant's: every one carries its tenant, so that a link copied
@@ -82,6 +90,71 @@ export function useLoad<T>(fn: () => Promise<T>, keys: readonly unknown[]): Load
   }, [...keys, tick]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
   return { ...state, reload };
+}
+
+/** The value of the field an event came from (an input, a text area, a select). */
+export const valueOf = (e: Event): string =>
+  (e.target as HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement).value;
+
+/** A field's handler that keeps its value with `set`. */
+export const keepValue =
+  (set: (value: string) => void) =>
+  (e: Event): void =>
+    set(valueOf(e));
+
+/** An action of a page (a save, a create, a revoke): its last refusal, whether it is under way, and the action. */
+export interface Action {
+  /** The last refusal; null after a success, and while trying again. */
+  error: ApiError | null;
+  busy: boolean;
+  /**
+   * Tries `what`: on success says the words it returns (to screen readers, and shown a
+   * moment) and calls `done` (a reload of what it changed); else shows its problem, and
+   * gives it to `failed` (to move the focus there). Never rejects.
+   */
+  run: (what: () => Promise<string | null>, failed?: (error: ApiError) => void) => Promise<void>;
+  setError: (error: ApiError | null) => void;
+}
+
+/** The console's one way to act: try, announce, reload, else show the problem. */
+export function useAction(done?: () => void): Action {
+  const announce = useContext(Ctx)?.announce;
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = async (what: () => Promise<string | null>, failed?: (error: ApiError) => void): Promise<void> => {
+    setBusy(true);
+    setError(null);
+    try {
+      const said = await what();
+      if (said !== null) announce?.(said);
+      done?.();
+    } catch (err) {
+      const error = asApiError(err);
+      setError(error);
+      failed?.(error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { error, busy, run, setError };
+}
+
+/**
+ * A table's head: a column header for each label; an empty label is a column of actions,
+ * named for screen readers only.
+ */
+export function TableHead(props: { columns: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((label, i) => (
+          <th scope="col" key={i}>
+            {label === '' ? <span class="sr-only">Actions</span> : label}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
 }
 
 export function asApiError(err: unknown): ApiError {
@@ -316,7 +389,7 @@ export function ShownOnce(props: { title: string; value: string; onDone: () => v
   );
 }
 
-export function StatusBadge(props: { status: string | null }) {
+export function StatusBadge(props: { status: Status | null }) {
   const s = props.status ?? 'unknown';
   return <span class={`badge badge-${s}`}>{s}</span>;
 }

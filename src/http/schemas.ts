@@ -41,6 +41,7 @@ import {
   TIER_NAME_PATTERN,
 } from '../domain/types.js';
 import { SCOPES } from '../domain/keys.js';
+import { ERRORS } from './problems.js';
 import type { Scope } from '../domain/keys.js';
 
 export { MAX_URL_LENGTH };
@@ -76,7 +77,7 @@ export const Problem = Type.Object(
     type: Type.Literal('about:blank'),
     title: Type.String(),
     status: Type.Integer(),
-    code: Type.String({ description: 'Stable machine code; docs/api.md lists them.' }),
+    code: Type.String({ enum: Object.keys(ERRORS), description: 'Stable machine code; docs/api.md lists them.' }),
     detail: Type.String(),
   },
   { $id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' },

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
@@ -82,10 +83,30 @@ describe('the @dunwall/client package', () => {
     expect(manifest.dependencies).toBeUndefined();
     expect(manifest.type).toBe('module');
     expect(existsSync(join(installed, 'dist', 'index.d.ts'))).toBe(true);
-    // Its types name what a known subscriber's body may hold, and the preview option.
-    const types = readFileSync(join(installed, 'dist', 'index.d.ts'), 'utf8');
-    for (const declared of ['lockout_at?: string;', 'pay_url?: string;', "preview?: 'warning' | 'lockout' | null;"])
-      expect(types).toContain(declared);
+    // Its types, as the app's compiler sees them from this install alone, name what a known
+    // subscriber's body may hold and the preview option (and nothing outside the package).
+    writeFileSync(
+      join(project, 'types.ts'),
+      [
+        "import type { KnownSubscriberBody, StatusRequest } from '@dunwall/client';",
+        'const flags = { powered_by_watermark: true, custom_domain: false, downstream_webhooks: false };',
+        "export const body: KnownSubscriberBody = { status: 'warning', card_update_url: null, entitlements: flags, lockout_at: '2026-12-03T12:00:00Z', pay_url: 'https://pay.example/1' };",
+        "export const preview: StatusRequest['preview'] = 'lockout';",
+        '// @ts-expect-error: active is no preview',
+        "export const notPreview: StatusRequest['preview'] = 'active';",
+      ].join('\n'),
+    );
+    const program = ts.createProgram([join(project, 'types.ts')], {
+      strict: true,
+      noEmit: true,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      target: ts.ScriptTarget.ES2022,
+      types: [],
+    });
+    expect(ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual(
+      [],
+    );
     // Nothing else came with it.
     expect(readdirSync(join(project, 'node_modules')).filter((d) => !d.startsWith('.'))).toEqual(['@dunwall']);
 

@@ -3,44 +3,26 @@ import type { ComponentChildren } from 'preact';
 import { useMemo } from 'preact/hooks';
 import { api, holds } from '../api.js';
 import { TimeChart } from '../chart.js';
-import { count, day, ErrorNote, Loading, Missing, Page, Stat, TableWrap, useConsole, useLoad, when } from '../ui.js';
+import type { CredentialChange as SecretChange, TenantHealth as HealthAnswer } from '@dunwall/wire';
+import {
+  count,
+  day,
+  ErrorNote,
+  Loading,
+  Missing,
+  Page,
+  Stat,
+  TableHead,
+  TableWrap,
+  useConsole,
+  useLoad,
+  when,
+} from '../ui.js';
 
 /**
  * The tenant's health: Stripe's events received and refused over 7 days, the last event and
  * sync, the read model's lag and the deliveries of webhooks, each with a verdict in words.
  */
-
-export interface HealthAnswer {
-  stripe: {
-    since: string;
-    received: number;
-    refused_signature: number;
-    refused_livemode: number;
-    replayed: number;
-    last_received_at: string | null;
-    last_refused_at: string | null;
-    last_sync_at: string | null;
-    days: { day: string; received: number; refused_signature: number; refused_livemode: number }[];
-  };
-  stripe_webhook_secret: { set: boolean; changes: SecretChange[] };
-  read_model: { serving: boolean; lag_ms: number | null };
-  deliveries: {
-    pending: number;
-    oldest_pending_at: string | null;
-    failed_7d: number;
-    endpoints: number;
-    disabled_endpoints: number;
-  };
-  secret_keys: { seen_in_browser: { id: string; name: string; prefix: string; seen_in_browser_at: string }[] };
-  at: string;
-}
-
-/** A change of the Stripe signing secret: by the operator, or by a secret key (with stripe:write). */
-export interface SecretChange {
-  at: string;
-  by: 'operator' | 'key';
-  key: { id: string; prefix: string; name: string } | null;
-}
 
 type Level = 'ok' | 'warn' | 'bad' | 'info';
 const LEVEL_WORDS: Record<Level, string> = { ok: 'OK', warn: 'Check', bad: 'Act', info: 'Note' };
@@ -202,12 +184,7 @@ function SigningSecretCard(props: { secret: HealthAnswer['stripe_webhook_secret'
         <TableWrap label="Signing secret changes" class="panel">
           <table class="secret-changes">
             <caption class="sr-only">Changes of the Stripe signing secret, the latest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">By</th>
-              </tr>
-            </thead>
+            <TableHead columns={['When', 'By']} />
             <tbody>
               {changes.map((c, i) => (
                 <tr key={`${c.at}-${i}`}>
@@ -293,14 +270,7 @@ export function Health() {
                 <TableWrap label="Events by day" class="panel">
                   <table class="by-day">
                     <caption class="sr-only">Stripe events by day</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">Day</th>
-                        <th scope="col">Received</th>
-                        <th scope="col">Refused: signature</th>
-                        <th scope="col">Refused: mode</th>
-                      </tr>
-                    </thead>
+                    <TableHead columns={['Day', 'Received', 'Refused: signature', 'Refused: mode']} />
                     <tbody>
                       {h.stripe.days.map((d) => (
                         <tr key={d.day}>

@@ -2,6 +2,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { api, holds, qs } from '../api.js';
 import { TimeChart } from '../chart.js';
+import type { AnalyticsGranularity, RecoveryAmount as Amount, RecoveryAnalytics as Recovery } from '@dunwall/wire';
 import {
   count,
   day,
@@ -13,33 +14,12 @@ import {
   Page,
   percent,
   Stat,
+  TableHead,
   TableWrap,
   useConsole,
   useLoad,
+  valueOf,
 } from '../ui.js';
-
-interface Amount {
-  currency: string;
-  amount: number;
-}
-
-export interface Recovery {
-  from: string;
-  to: string;
-  granularity: 'week' | 'month';
-  at_risk: { count: number; amounts: Amount[] };
-  recovered: {
-    ended: number;
-    recovered: number;
-    rate: number | null;
-    amounts: Amount[];
-    periods: { period_start: string; ended: number; recovered: number; rate: number | null; amounts: Amount[] }[];
-  };
-  time_to_recover: { median_seconds: number | null; p90_seconds: number | null };
-  outcomes: Record<'paid' | 'voided' | 'subscription_ended' | 'removed' | 'open', number>;
-  decline_mix: Record<'soft' | 'authentication' | 'exhausted' | 'hard', number>;
-  cohorts: { month: string; started: number; recovered: number; rate: number | null }[];
-}
 
 /** The periods a reader can choose, in days back from today. */
 const PERIODS = [
@@ -47,7 +27,7 @@ const PERIODS = [
   { days: 90, label: 'Last 90 days', granularity: 'week' },
   { days: 182, label: 'Last 6 months', granularity: 'month' },
   { days: 365, label: 'Last 12 months', granularity: 'month' },
-] as const;
+] as const satisfies readonly { days: number; label: string; granularity: AnalyticsGranularity }[];
 
 const DAY_MS = 86_400_000;
 
@@ -108,7 +88,7 @@ export function Overview() {
   const chooser = (
     <label class="inline">
       <span>Period</span>
-      <select value={String(days)} onChange={(e) => setDays(Number((e.target as HTMLSelectElement).value))}>
+      <select value={String(days)} onChange={(e) => setDays(Number(valueOf(e)))}>
         {PERIODS.map((p) => (
           <option key={p.days} value={String(p.days)}>
             {p.label}
@@ -168,15 +148,15 @@ export function Overview() {
             <h2 id="periods-title">By {data.granularity}</h2>
             <TableWrap label={`By ${data.granularity}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">{data.granularity === 'week' ? 'Week of' : 'Month'}</th>
-                    <th scope="col">Ended</th>
-                    <th scope="col">Recovered</th>
-                    <th scope="col">Rate</th>
-                    <th scope="col">Amount recovered</th>
-                  </tr>
-                </thead>
+                <TableHead
+                  columns={[
+                    data.granularity === 'week' ? 'Week of' : 'Month',
+                    'Ended',
+                    'Recovered',
+                    'Rate',
+                    'Amount recovered',
+                  ]}
+                />
                 <tbody>
                   {data.recovered.periods.map((p) => (
                     <tr key={p.period_start}>
@@ -195,14 +175,7 @@ export function Overview() {
             <h2 id="cohorts-title">Cohorts by month of dunning start</h2>
             <TableWrap label="Cohorts">
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Month</th>
-                    <th scope="col">Runs started</th>
-                    <th scope="col">Recovered</th>
-                    <th scope="col">Rate</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Month', 'Runs started', 'Recovered', 'Rate']} />
                 <tbody>
                   {data.cohorts.map((c) => (
                     <tr key={c.month}>

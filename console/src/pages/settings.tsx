@@ -3,18 +3,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, holds } from '../api.js';
 import { ErrorNote, Loading, Missing, Page, useConsole, useLoad } from '../ui.js';
 import { BrandingSection } from './settings/branding.js';
-import type { Branding } from './settings/branding.js';
 import { EndpointsSection } from './settings/endpoints.js';
 import { IntegrationSection } from './settings/integration.js';
 import type { Integration } from './settings/integration.js';
+import type { Settings as SettingsAnswer } from '@dunwall/wire';
 import { KeysSection } from './settings/keys.js';
 import { PolicySection } from './settings/policy.js';
-import type { Policy } from './settings/policy.js';
-
-interface SettingsAnswer extends Integration {
-  branding: Branding;
-  policy: Policy;
-}
 
 /** The integration's part of a settings answer: the only fields its section changes. */
 function pickIntegration(s: Integration): Integration {

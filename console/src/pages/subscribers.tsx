@@ -6,17 +6,33 @@ import type { ApiError } from '../api.js';
 import {
   asApiError,
   ErrorNote,
+  inputPattern,
+  keepValue,
   Loading,
   Missing,
   money,
   Page,
   Stat,
   StatusBadge,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
+  valueOf,
   when,
 } from '../ui.js';
+import { CUSTOMER_ID_PATTERN, REASON_PATTERN, STATUSES } from '@dunwall/wire';
+import type {
+  CustomerMessage as Message,
+  CustomerMessageList,
+  Episode,
+  HistoryEntry,
+  PutSubscriberBody,
+  Status,
+  Subscriber,
+  SubscriberPage as SubscriberList,
+} from '@dunwall/wire';
 
 /**
  * The tenant's subscribers (filters kept in the address, so a reload or a shared link shows
@@ -24,85 +40,12 @@ import {
  * and every webhook it raised with their causes, and the override.
  */
 
-const STATUSES = ['active', 'warning', 'lockout'] as const;
-type Status = (typeof STATUSES)[number];
 const PAGE_SIZES = [10, 25, 50, 100] as const;
 const DEFAULT_PAGE_SIZE = 50;
-/** The service's own patterns (src/domain/types.ts): checked here to say so before asking. */
-const CUSTOMER_RE = /^cus_[A-Za-z0-9_]{1,251}$/;
-const REASON_PATTERN = '[a-z][a-z0-9_]{0,63}';
+/** The service's own patterns: checked here to say so before asking. */
+const CUSTOMER_RE = new RegExp(CUSTOMER_ID_PATTERN);
 
-interface Row {
-  processor_customer_id: string;
-  status: Status;
-  derived_status: Status;
-  reason: string;
-  updated_at: string;
-}
-
-interface HistoryEntry {
-  status: Status | null;
-  derived_status: Status | null;
-  lockout_at: string | null;
-  reason: string | null;
-  effect: 'changed' | 'removed' | 'none';
-  episode: string | null;
-  source: 'admin' | 'stripe' | 'policy';
-  policy_rule: 'grace_ended' | 'escalated' | 'policy_changed' | null;
-  secret_key_id: string | null;
-  admin_action?: 'set_status' | 'clear_override' | 'delete' | null;
-  event_id: string | null;
-  event_type: string | null;
-  decline_code: string | null;
-  occurred_at: string;
-  recorded_at: string;
-}
-
-interface Episode {
-  episode: string;
-  state: string;
-  reason: string;
-  decline_code: string | null;
-  at: string;
-  dunning_started_at: string | null;
-  resolved_at: string | null;
-  invoice: {
-    id: string;
-    status: string | null;
-    amount_due: number | null;
-    amount_remaining: number | null;
-    currency: string | null;
-  } | null;
-}
-
-interface Subscriber {
-  processor_customer_id: string;
-  status: Status | null;
-  derived_status: Status | null;
-  lockout_at: string | null;
-  pay_url: string | null;
-  reason: string | null;
-  overridden_at: string | null;
-  updated_at: string | null;
-  episodes: Episode[];
-  history: HistoryEntry[];
-}
-
-interface Delivery {
-  endpoint_id: string;
-  state: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  last_status: number | null;
-  last_attempt_at: string | null;
-}
-
-interface Message {
-  message_id: string;
-  type: string;
-  sequence: number;
-  created_at: string;
-  deliveries: Delivery[];
-}
+type Delivery = Message['deliveries'][number];
 
 /** A comma list of the address, kept to known statuses, in their order, once each. */
 function statusesOf(value: string | undefined): Status[] {
@@ -194,7 +137,7 @@ function Search(props: { base: string }) {
             autocomplete="off"
             spellcheck={false}
             aria-describedby="search-note"
-            onInput={(e) => setId((e.target as HTMLInputElement).value)}
+            onInput={keepValue(setId)}
           />
         </label>
         <button type="submit" class="button" disabled={busy || id.trim() === ''}>
@@ -222,7 +165,7 @@ export function Subscribers() {
   const key = listUrl(href, filters);
   const loaded = useLoad(async () => {
     if (!allowed) return null;
-    return api.get<{ data: Row[]; next_cursor: string | null }>(
+    return api.get<SubscriberList>(
       `${base}/subscribers${qs({ status: filters.status.join(','), derived_status: filters.derived.join(','), limit: filters.limit, cursor: filters.cursor })}`,
     );
   }, [base, allowed, key]);
@@ -251,10 +194,7 @@ export function Subscribers() {
             />
             <label class="page-size">
               <span>Rows per page</span>
-              <select
-                value={String(filters.limit)}
-                onChange={(e) => change({ limit: Number((e.target as HTMLSelectElement).value) })}
-              >
+              <select value={String(filters.limit)} onChange={(e) => change({ limit: Number(valueOf(e)) })}>
                 {PAGE_SIZES.map((n) => (
                   <option key={n} value={String(n)}>
                     {n}
@@ -277,15 +217,7 @@ export function Subscribers() {
                 <TableWrap label="Subscribers">
                   <table class="one-line">
                     <caption class="sr-only">Subscribers, in customer id order</caption>
-                    <thead>
-                      <tr>
-                        <th scope="col">Customer</th>
-                        <th scope="col">Status</th>
-                        <th scope="col">Derived</th>
-                        <th scope="col">Reason</th>
-                        <th scope="col">Changed</th>
-                      </tr>
-                    </thead>
+                    <TableHead columns={['Customer', 'Status', 'Derived', 'Reason', 'Changed']} />
                     <tbody>
                       {page.data.map((r) => (
                         <tr key={r.processor_customer_id}>
@@ -452,16 +384,7 @@ function Episodes(props: { episodes: Episode[] }) {
     <TableWrap label="Episodes">
       <table class="one-line">
         <caption class="sr-only">Episodes, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Episode</th>
-            <th scope="col">State</th>
-            <th scope="col">Reason</th>
-            <th scope="col">Invoice</th>
-            <th scope="col">In dunning since</th>
-            <th scope="col">Resolved</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Episode', 'State', 'Reason', 'Invoice', 'In dunning since', 'Resolved']} />
         <tbody>
           {props.episodes.map((e) => {
             const i = e.invoice;
@@ -500,12 +423,10 @@ function Episodes(props: { episodes: Episode[] }) {
 
 /** Sets or clears the override; a lockout is confirmed by a second, explicit press. */
 function Override(props: { base: string; customerId: string; current: Subscriber; onDone: () => void }) {
-  const { announce } = useConsole();
   const [status, setStatus] = useState<Status>('active');
   const [reason, setReason] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, busy, run } = useAction(props.onDone);
   const confirmButton = useRef<HTMLButtonElement>(null);
   const setButton = useRef<HTMLButtonElement>(null);
   const wasConfirming = useRef(false);
@@ -517,18 +438,11 @@ function Override(props: { base: string; customerId: string; current: Subscriber
   }, [confirming]);
   const path = `${props.base}/subscribers/${encodeURIComponent(props.customerId)}/override`;
   const act = async (what: () => Promise<unknown>, done: string) => {
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       await what();
-      announce(done);
-      props.onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-      setConfirming(false);
-    }
+      return done;
+    });
+    setConfirming(false);
   };
   const submit = (e: Event) => {
     e.preventDefault();
@@ -537,7 +451,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
       return;
     }
     void act(
-      () => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) }),
+      () => api.put(path, { status, ...(reason.trim() ? { reason: reason.trim() } : {}) } satisfies PutSubscriberBody),
       `Override set: ${props.customerId} is answered ${status}.`,
     );
   };
@@ -562,7 +476,7 @@ function Override(props: { base: string; customerId: string; current: Subscriber
               name="status"
               value={status}
               onChange={(e) => {
-                setStatus((e.target as HTMLSelectElement).value as Status);
+                setStatus(valueOf(e) as Status);
                 setConfirming(false);
               }}
             >
@@ -578,10 +492,10 @@ function Override(props: { base: string; customerId: string; current: Subscriber
             <input
               name="reason"
               value={reason}
-              pattern={REASON_PATTERN}
+              pattern={inputPattern(REASON_PATTERN)}
               placeholder="manual"
               title="lowercase letters, digits and underscores"
-              onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+              onInput={keepValue(setReason)}
             />
           </label>
         </div>
@@ -638,7 +552,7 @@ export function SubscriberPage() {
   const path = `${base}/subscribers/${encodeURIComponent(id)}`;
   const subscriber = useLoad(() => (allowed ? api.get<Subscriber>(path) : Promise.resolve(null)), [path, allowed]);
   const webhooks = useLoad(
-    () => (allowed ? api.get<{ data: Message[] }>(`${path}/webhooks`) : Promise.resolve(null)),
+    () => (allowed ? api.get<CustomerMessageList>(`${path}/webhooks`) : Promise.resolve(null)),
     [path, allowed],
   );
   const reload = () => {

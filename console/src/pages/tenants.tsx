@@ -1,34 +1,34 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import type { ApiError } from '../api.js';
-import { asApiError, ErrorNote, Loading, Page, TableWrap, tenantPath, useConsole, useLoad, when } from '../ui.js';
-
-interface TenantRow {
-  slug: string;
-  tier: string;
-  suspended: boolean;
-  livemode: boolean | null;
-  created_at: string;
-}
-
-interface Created extends TenantRow {
-  publishable_key: string;
-  hmac_secret: string;
-}
+import { SLUG_PATTERN } from '@dunwall/wire';
+import type { CreateTenantBody, Tenant, TenantList, TenantWithKeys, UpdateTenantBody } from '@dunwall/wire';
+import {
+  ErrorNote,
+  inputPattern,
+  keepValue,
+  Loading,
+  Page,
+  TableHead,
+  TableWrap,
+  tenantPath,
+  useAction,
+  useConsole,
+  useLoad,
+  when,
+} from '../ui.js';
 
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
-  const { session, announce } = useConsole();
+  const { session } = useConsole();
   const loaded = useLoad(
-    () =>
-      session.kind === 'operator' ? api.get<{ data: TenantRow[] }>('/admin/v1/tenants') : Promise.resolve({ data: [] }),
+    () => (session.kind === 'operator' ? api.get<TenantList>('/admin/v1/tenants') : Promise.resolve({ data: [] })),
     [session],
   );
   const [newSlug, setNewSlug] = useState('');
   const [tier, setTier] = useState('');
-  const [created, setCreated] = useState<Created | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [created, setCreated] = useState<TenantWithKeys | null>(null);
+  const { error, run } = useAction(loaded.reload);
   if (session.kind !== 'operator') {
     return (
       <Page title="Tenants">
@@ -36,32 +36,25 @@ export function Tenants() {
       </Page>
     );
   }
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
-      const t = await api.post<Created>('/admin/v1/tenants', {
+    void run(async () => {
+      const t = await api.post<TenantWithKeys>('/admin/v1/tenants', {
         slug: newSlug.trim(),
         ...(tier.trim() ? { tier: tier.trim() } : {}),
-      });
+      } satisfies CreateTenantBody);
       setCreated(t);
       setNewSlug('');
-      announce(`Tenant ${t.slug} created.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
+      return `Tenant ${t.slug} created.`;
+    });
   };
-  const suspend = async (t: TenantRow) => {
-    setError(null);
-    try {
-      await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, { suspended: !t.suspended });
-      announce(`Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const suspend = (t: Tenant) =>
+    run(async () => {
+      await api.patch(`/admin/v1/tenants/${encodeURIComponent(t.slug)}`, {
+        suspended: !t.suspended,
+      } satisfies UpdateTenantBody);
+      return `Tenant ${t.slug} ${t.suspended ? 'resumed' : 'suspended'}.`;
+    });
   return (
     <Page title="Tenants">
       <ErrorNote error={loaded.error ?? error} retry={loaded.error ? loaded.reload : undefined} />
@@ -70,18 +63,7 @@ export function Tenants() {
         <TableWrap label="Tenants" class="card">
           <table>
             <caption class="sr-only">Tenants</caption>
-            <thead>
-              <tr>
-                <th scope="col">Slug</th>
-                <th scope="col">Tier</th>
-                <th scope="col">Mode</th>
-                <th scope="col">State</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="sr-only">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Slug', 'Tier', 'Mode', 'State', 'Created', '']} />
             <tbody>
               {loaded.data.data.map((t) => (
                 <tr key={t.slug}>
@@ -116,16 +98,11 @@ export function Tenants() {
         <div class="row">
           <label>
             <span>Slug</span>
-            <input
-              required
-              pattern="[a-z0-9][a-z0-9\-]{0,62}"
-              value={newSlug}
-              onInput={(e) => setNewSlug((e.target as HTMLInputElement).value)}
-            />
+            <input required pattern={inputPattern(SLUG_PATTERN)} value={newSlug} onInput={keepValue(setNewSlug)} />
           </label>
           <label>
             <span>Tier (optional)</span>
-            <input value={tier} onInput={(e) => setTier((e.target as HTMLInputElement).value)} />
+            <input value={tier} onInput={keepValue(setTier)} />
           </label>
         </div>
         <button type="submit" class="button">

@@ -5,36 +5,33 @@
  * it never throws and logs nothing unless `debug` is set.
  */
 
-export type SubscriberStatus = 'active' | 'warning' | 'lockout';
+import type {
+  Entitlements as EntitlementFlags,
+  KnownLookupAnswer,
+  PreviewStatus,
+  Status,
+  UnknownLookupAnswer,
+} from './wire.js';
 
-export interface Entitlements {
+/** A subscriber's status: active, warning or lockout. */
+export type SubscriberStatus = Status;
+
+/** The tier's capability flags; the service always sends these three (docs/api.md). */
+export type Entitlements = EntitlementFlags & {
   powered_by_watermark: boolean;
   custom_domain: boolean;
   downstream_webhooks: boolean;
-  [flag: string]: boolean;
-}
+};
 
-/** The lookup's 200 body for a subscriber the service knows. */
-export interface KnownSubscriberBody {
-  status: SubscriberStatus;
-  card_update_url: string | null;
-  entitlements: Entitlements;
-  /**
-   * While `warning` and a lockout is scheduled: when it becomes `lockout` (RFC 3339, UTC,
-   * seconds, e.g. `2026-12-03T12:00:00Z`).
-   */
-  lockout_at?: string;
-  /**
-   * Stripe's hosted page of the overdue invoice (https), for `warning` and `lockout`; given
-   * only to a lookup that carried a valid `hmac`.
-   */
-  pay_url?: string;
-}
+/**
+ * The lookup's 200 body for a subscriber the service knows. `lockout_at`: while `warning`
+ * and a lockout is scheduled, when it becomes `lockout` (RFC 3339, UTC, seconds). `pay_url`:
+ * Stripe's hosted page of the overdue invoice (https), only to a lookup with a valid `hmac`.
+ */
+export type KnownSubscriberBody = Omit<KnownLookupAnswer, 'entitlements'> & { entitlements: Entitlements };
 
 /** The lookup's 200 body for a subscriber it does not know. */
-export interface UnknownSubscriberBody {
-  status: 'active';
-}
+export type UnknownSubscriberBody = UnknownLookupAnswer;
 
 export type DunwallErrorKind = 'timeout' | 'network' | 'http' | 'invalid_response';
 
@@ -65,7 +62,7 @@ export interface StatusRequest {
    * A test tenant only: answer as if the customer were in `warning` or `lockout`, to see the
    * banner or the gate. Other values are not sent; a live tenant ignores it.
    */
-  preview?: 'warning' | 'lockout' | null;
+  preview?: PreviewStatus | null;
 }
 
 export interface ClientOptions {
@@ -97,6 +94,7 @@ function fallback(error: DunwallError): StatusResult {
 
 function lookupUrl(r: StatusRequest): string {
   const base = r.baseUrl.replace(/\/+$/, '');
+  // `preview` is typed as the server's preview statuses: a value they lose fails the typecheck here.
   const preview = r.preview === 'warning' || r.preview === 'lockout' ? `&preview=${r.preview}` : '';
   const query = `processor_customer_id=${encodeURIComponent(r.customerId)}${r.hmac ? `&hmac=${encodeURIComponent(r.hmac)}` : ''}${preview}`;
   return `${base}/api/subscriber-status/${encodeURIComponent(r.tenant)}?${query}`;
@@ -105,8 +103,15 @@ function lookupUrl(r: StatusRequest): string {
 function isBody(value: unknown): value is KnownSubscriberBody | UnknownSubscriberBody {
   if (typeof value !== 'object' || value === null) return false;
   const v = value as Record<string, unknown>;
-  if (v.status !== 'active' && v.status !== 'warning' && v.status !== 'lockout') return false;
-  if (!('entitlements' in v)) return v.status === 'active';
+  // Written out rather than a list (the snippet's size budget), each held to the server's statuses by its type.
+  const status = v.status;
+  if (
+    status !== ('active' satisfies Status) &&
+    status !== ('warning' satisfies Status) &&
+    status !== ('lockout' satisfies Status)
+  )
+    return false;
+  if (!('entitlements' in v)) return status === 'active';
   const optionalString = (x: unknown) => x === undefined || typeof x === 'string';
   return (
     typeof v.entitlements === 'object' &&

@@ -1,4 +1,5 @@
 import type { AnswerSource, BillingStatus, BootstrapAnswer, BootstrapEntitlements, StatusAnswer } from './types.js';
+import { STATUSES as STATUS_LIST } from './wire.js';
 
 /**
  * The copy of a tenant's non-active subscribers, and the answers `status()` hands out.
@@ -184,7 +185,7 @@ export class Copy {
 
 // --- validation of what the service sends ---------------------------------------------------
 
-const STATUSES: ReadonlySet<string> = new Set(['active', 'warning', 'lockout']);
+const STATUSES: ReadonlySet<string> = new Set(STATUS_LIST);
 const MAX_CUSTOMER_ID_LENGTH = 255;
 
 type Obj = Record<string, unknown>;

@@ -3,7 +3,10 @@
  * middleware for Express, Fastify, Hono and the Fetch API.
  */
 
-export type BillingStatus = 'active' | 'warning' | 'lockout';
+import type { Status } from './wire.js';
+
+/** A subscriber's status: active, warning or lockout. */
+export type BillingStatus = Status;
 
 /**
  * Where an answer came from: `feed` (the copy follows Dunwall's status feed and heard from it

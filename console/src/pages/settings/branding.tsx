@@ -1,36 +1,33 @@
 /** @jsxImportSource preact */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, ApiError } from '../../api.js';
-import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+import { BRANDING_COLORS, BRANDING_TEXT_KEYS, COLOR_PATTERN } from '@dunwall/wire';
+import type {
+  Branding,
+  BrandingColor as Color,
+  BrandingTextKey as TextKey,
+  Settings,
+  SettingsPatch,
+} from '@dunwall/wire';
+import { ErrorNote, inputPattern, keepValue, useAction, useConsole, valueOf } from '../../ui.js';
 
-/** The branding of src/domain/branding.ts, as the settings answer it. */
-export interface Branding {
-  payment_url?: string;
-  support_url?: string;
-  logo_url?: string;
-  colors?: Partial<Record<Color, string>>;
-  texts?: Record<string, Partial<Record<TextKey, string>>>;
-}
-
-const COLORS = ['accent', 'background', 'text'] as const;
-type Color = (typeof COLORS)[number];
+const COLOR_RE = new RegExp(COLOR_PATTERN);
 const LINKS = [
   ['payment_url', 'Payment link (the gate, when the lookup names no invoice)'],
   ['support_url', 'Support link'],
   ['logo_url', 'Logo'],
 ] as const;
-const TEXTS = [
-  ['banner_title', "Banner title (for your own components: the snippet's banner has none)"],
-  ['banner_body', 'Banner text'],
-  ['banner_action', 'Banner button'],
-  ['banner_countdown', 'Banner countdown (holds {time}, may hold {date})'],
-  ['gate_title', 'Gate title'],
-  ['gate_body', 'Gate text'],
-  ['gate_action', 'Gate button'],
-  ['pay_action', 'Pay button'],
-  ['support', 'Support link text'],
-] as const;
-type TextKey = (typeof TEXTS)[number][0];
+const TEXT_WORDS: Record<TextKey, string> = {
+  banner_title: "Banner title (for your own components: the snippet's banner has none)",
+  banner_body: 'Banner text',
+  banner_action: 'Banner button',
+  banner_countdown: 'Banner countdown (holds {time}, may hold {date})',
+  gate_title: 'Gate title',
+  gate_body: 'Gate text',
+  gate_action: 'Gate button',
+  pay_action: 'Pay button',
+  support: 'Support link text',
+};
 const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
 const PREVIEW_DELAY_MS = 400;
 
@@ -106,12 +103,11 @@ function useFocusKept(frames: { current: HTMLElement | null }): void {
 }
 
 export function BrandingSection(props: { saved: Branding; canWrite: boolean; onSaved: (b: Branding) => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [draft, setDraft] = useState<Branding>(props.saved);
   const [locale, setLocale] = useState('default');
   const [newLocale, setNewLocale] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run, setError } = useAction();
   const [preview, setPreview] = useState(() => previewDraft(props.saved));
   useEffect(() => setDraft(props.saved), [props.saved]);
   useEffect(() => {
@@ -129,17 +125,13 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
 
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<{ branding: Branding }>(`${base}/settings`, { branding: cleaned(draft) });
+    await run(async () => {
+      const settings = await api.patch<Settings>(`${base}/settings`, {
+        branding: cleaned(draft),
+      } satisfies SettingsPatch);
       props.onSaved(settings.branding);
-      announce('Branding saved.');
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return 'Branding saved.';
+    });
   };
   const addLocale = () => {
     const tag = newLocale.trim();
@@ -164,21 +156,21 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
           <fieldset disabled={!props.canWrite}>
             <legend>Colors</legend>
             <div class="row">
-              {COLORS.map((c) => (
+              {BRANDING_COLORS.map((c) => (
                 <label key={c}>
                   <span>
                     {c[0]?.toUpperCase()}
                     {c.slice(1)}
-                    {draft.colors?.[c] && /^#[0-9a-fA-F]{6}$/.test(draft.colors[c] ?? '') ? (
+                    {draft.colors?.[c] && COLOR_RE.test(draft.colors[c] ?? '') ? (
                       <span class="swatch" style={{ background: draft.colors[c] }} aria-hidden="true" />
                     ) : null}
                   </span>
                   <input
                     name={`color-${c}`}
                     placeholder="#1a2b3c"
-                    pattern="#[0-9a-fA-F]{6}"
+                    pattern={inputPattern(COLOR_PATTERN)}
                     value={draft.colors?.[c] ?? ''}
-                    onInput={(e) => setColor(c, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setColor(c, valueOf(e))}
                   />
                 </label>
               ))}
@@ -195,7 +187,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                     name={key}
                     placeholder="https://"
                     value={draft[key] ?? ''}
-                    onInput={(e) => setLink(key, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setLink(key, valueOf(e))}
                   />
                 </label>
               </div>
@@ -206,7 +198,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
             <div class="row">
               <label>
                 <span>Locale</span>
-                <select value={locale} onChange={(e) => setLocale((e.target as HTMLSelectElement).value)}>
+                <select value={locale} onChange={(e) => setLocale(valueOf(e))}>
                   {locales.map((l) => (
                     <option key={l} value={l}>
                       {l === 'default' ? 'default (any other language)' : l}
@@ -216,11 +208,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
               </label>
               <label>
                 <span>Add a locale</span>
-                <input
-                  placeholder="fr or fr-CA"
-                  value={newLocale}
-                  onInput={(e) => setNewLocale((e.target as HTMLInputElement).value)}
-                />
+                <input placeholder="fr or fr-CA" value={newLocale} onInput={keepValue(setNewLocale)} />
               </label>
               <div class="actions-row align-end">
                 <button type="button" class="button secondary" onClick={addLocale}>
@@ -228,15 +216,15 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
                 </button>
               </div>
             </div>
-            {TEXTS.map(([key, label]) => (
+            {BRANDING_TEXT_KEYS.map((key) => (
               <div class="row" key={`${locale}-${key}`}>
                 <label>
-                  <span>{label}</span>
+                  <span>{TEXT_WORDS[key]}</span>
                   <input
                     name={`text-${key}`}
                     maxLength={300}
                     value={draft.texts?.[locale]?.[key] ?? ''}
-                    onInput={(e) => setText(key, (e.target as HTMLInputElement).value)}
+                    onInput={(e) => setText(key, valueOf(e))}
                   />
                 </label>
               </div>

@@ -1,77 +1,52 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
-import type { ApiError } from '../../api.js';
 import {
-  asApiError,
   ConfirmButton,
   ErrorNote,
+  keepValue,
   Loading,
   Missing,
   ShownOnce,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
   when,
 } from '../../ui.js';
-
-interface Endpoint {
-  id: string;
-  url: string;
-  description: string;
-  event_types: string[] | null;
-  enabled: boolean;
-  disabled_reason: string | null;
-  failing_since: string | null;
-  pending: number;
-}
-
-interface Attempt {
-  message_id: string;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  outcome: string;
-  error: string | null;
-}
-
-interface Message {
-  message_id: string;
-  type: string;
-  processor_customer_id: string;
-  state: string;
-  attempts: number;
-  last_attempt_at: string | null;
-  last_status: number | null;
-  last_error: string | null;
-}
+import type {
+  CreateEndpointBody,
+  DeliveryAttemptList,
+  Endpoint,
+  EndpointList,
+  EndpointMessage as Message,
+  EndpointMessageList,
+  EndpointWithSecret,
+  UpdateEndpointBody,
+} from '@dunwall/wire';
 
 const LIMIT = 20;
 
 /** An endpoint's recent attempts and its messages not delivered yet, each sent again on demand. */
 function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const path = `${base}/webhook-endpoints/${encodeURIComponent(props.endpoint.id)}`;
   const loaded = useLoad(async () => {
     const [attempts, pending, failed] = await Promise.all([
-      api.get<{ data: Attempt[] }>(`${path}/attempts?limit=${LIMIT}`),
-      api.get<{ data: Message[] }>(`${path}/messages?state=pending&limit=${LIMIT}`),
-      api.get<{ data: Message[] }>(`${path}/messages?state=failed&limit=${LIMIT}`),
+      api.get<DeliveryAttemptList>(`${path}/attempts?limit=${LIMIT}`),
+      api.get<EndpointMessageList>(`${path}/messages?state=pending&limit=${LIMIT}`),
+      api.get<EndpointMessageList>(`${path}/messages?state=failed&limit=${LIMIT}`),
     ]);
     // Not delivered: given up, or still being retried (a retry sends it now, with a new window).
     return { attempts: attempts.data, undelivered: [...failed.data, ...pending.data] };
   }, [path]);
-  const [error, setError] = useState<ApiError | null>(null);
-  const retry = async (m: Message) => {
-    setError(null);
-    try {
+  const { error, run } = useAction(loaded.reload);
+  const retry = (m: Message) =>
+    run(async () => {
       await api.post(`${path}/messages/${encodeURIComponent(m.message_id)}/retry`);
-      announce(`Message ${m.message_id} queued again.`);
-      loaded.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+      return `Message ${m.message_id} queued again.`;
+    });
   if (loaded.loading && loaded.data === null) return <Loading what="the deliveries" />;
   return (
     <div class="deliveries-panel">
@@ -84,18 +59,7 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
           ) : (
             <TableWrap label={`Messages not delivered to ${props.endpoint.url}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Message</th>
-                    <th scope="col">Customer</th>
-                    <th scope="col">State</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Last answer</th>
-                    <th scope="col">
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Message', 'Customer', 'State', 'Attempts', 'Last answer', '']} />
                 <tbody>
                   {loaded.data.undelivered.map((m) => (
                     <tr key={m.message_id}>
@@ -128,15 +92,7 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
           ) : (
             <TableWrap label={`Latest attempts of ${props.endpoint.url}`}>
               <table>
-                <thead>
-                  <tr>
-                    <th scope="col">When</th>
-                    <th scope="col">Message</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Answer</th>
-                    <th scope="col">Time</th>
-                  </tr>
-                </thead>
+                <TableHead columns={['When', 'Message', 'Outcome', 'Answer', 'Time']} />
                 <tbody>
                   {loaded.data.attempts.map((a, i) => (
                     <tr key={`${a.message_id}-${i}`}>
@@ -160,57 +116,45 @@ function Deliveries(props: { endpoint: Endpoint; canWrite: boolean }) {
 }
 
 export function EndpointsSection() {
-  const { session, base, announce } = useConsole();
+  const { session, base } = useConsole();
   const canRead = holds(session, 'subscribers:read');
   const canWrite = holds(session, 'webhooks:write');
   const endpoints = useLoad(
-    () => (canRead ? api.get<{ data: Endpoint[] }>(`${base}/webhook-endpoints`) : Promise.resolve(null)),
+    () => (canRead ? api.get<EndpointList>(`${base}/webhook-endpoints`) : Promise.resolve(null)),
     [base, canRead],
   );
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
   const [open, setOpen] = useState<string | null>(null);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, run } = useAction(endpoints.reload);
   const notEntitled = (endpoints.error ?? error)?.code === 'downstream_webhooks_not_entitled';
 
-  const create = async (e: Event) => {
+  const create = (e: Event) => {
     e.preventDefault();
-    setError(null);
-    try {
-      const created = await api.post<Endpoint & { secret: string }>(`${base}/webhook-endpoints`, {
+    void run(async () => {
+      const created = await api.post<EndpointWithSecret>(`${base}/webhook-endpoints`, {
         url: url.trim(),
         ...(description.trim() ? { description: description.trim() } : {}),
-      });
+      } satisfies CreateEndpointBody);
       setSecret({ title: `The signing secret of ${created.url}`, value: created.secret });
       setUrl('');
       setDescription('');
-      announce('Webhook endpoint created.');
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
+      return 'Webhook endpoint created.';
+    });
   };
-  const toggle = async (ep: Endpoint) => {
-    setError(null);
-    try {
-      await api.patch(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`, { enabled: !ep.enabled });
-      announce(`Endpoint ${ep.url} ${ep.enabled ? 'disabled' : 'enabled'}.`);
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
-  const remove = async (ep: Endpoint) => {
-    setError(null);
-    try {
+  const toggle = (ep: Endpoint) =>
+    run(async () => {
+      await api.patch(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`, {
+        enabled: !ep.enabled,
+      } satisfies UpdateEndpointBody);
+      return `Endpoint ${ep.url} ${ep.enabled ? 'disabled' : 'enabled'}.`;
+    });
+  const remove = (ep: Endpoint) =>
+    run(async () => {
       await api.del(`${base}/webhook-endpoints/${encodeURIComponent(ep.id)}`);
-      announce(`Endpoint ${ep.url} deleted.`);
-      endpoints.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+      return `Endpoint ${ep.url} deleted.`;
+    });
 
   return (
     <section class="card settings-section" aria-labelledby="endpoints-title">
@@ -283,7 +227,7 @@ export function EndpointsSection() {
                 required
                 placeholder="https://"
                 value={url}
-                onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+                onInput={keepValue(setUrl)}
               />
             </label>
             <label>
@@ -292,7 +236,7 @@ export function EndpointsSection() {
                 name="endpoint-description"
                 maxLength={200}
                 value={description}
-                onInput={(e) => setDescription((e.target as HTMLInputElement).value)}
+                onInput={keepValue(setDescription)}
               />
             </label>
           </div>

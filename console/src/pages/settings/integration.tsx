@@ -2,18 +2,22 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import { asApiError, ErrorNote, useConsole } from '../../ui.js';
+import type { Settings, SettingsPatch, StripeWebhookSecretBody } from '@dunwall/wire';
+import { ErrorNote, keepValue, useAction, useConsole } from '../../ui.js';
 
-/** The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe. */
-export interface Integration {
-  card_update_url: string | null;
-  hmac_required: boolean;
-  allowed_origins: string[] | null;
-  /** Write-only: only whether one is set is ever answered. */
-  stripe_webhook_secret_set: boolean;
-}
+/**
+ * The settings of the tenant object that tie Dunwall to the tenant's app and to Stripe (the
+ * signing secret is write-only: only whether one is set is ever answered).
+ */
+export type Integration = Pick<
+  Settings,
+  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret_set'
+>;
 
-type Field = 'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret';
+type Field = keyof Pick<
+  SettingsPatch,
+  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret'
+>;
 const FIELDS: readonly Field[] = ['card_update_url', 'hmac_required', 'allowed_origins', 'stripe_webhook_secret'];
 
 /**
@@ -60,12 +64,11 @@ const originsOf = (text: string): string[] | null => {
 
 /** The card update page, the hmac requirement and the allowed origins: saved together, only what changed. */
 function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [url, setUrl] = useState(props.saved.card_update_url ?? '');
   const [hmac, setHmac] = useState(props.saved.hmac_required);
   const [origins, setOrigins] = useState(originsText(props.saved.allowed_origins));
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const form = useRef<HTMLFormElement>(null);
   // What the service answered replaces the draft: after a save, or another page's.
   const savedOrigins = originsText(props.saved.allowed_origins);
@@ -75,7 +78,7 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
     setOrigins(savedOrigins);
   }, [props.saved.card_update_url, props.saved.hmac_required, savedOrigins]);
 
-  const patch: Partial<Record<Field, unknown>> = {};
+  const patch: SettingsPatch = {};
   const wantedUrl = url.trim() === '' ? null : url.trim();
   if (wantedUrl !== props.saved.card_update_url) patch.card_update_url = wantedUrl;
   if (hmac !== props.saved.hmac_required) patch.hmac_required = hmac;
@@ -87,24 +90,26 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
   const save = async (e: Event) => {
     e.preventDefault();
     if (!changed) return;
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<Integration>(`${base}/settings`, patch);
-      props.onSaved(settings);
-      announce('Integration settings saved.');
-    } catch (err) {
-      const failure = asApiError(err);
-      setError(failure);
-      // The keyboard goes where the refusal is.
-      const field = fieldOf(failure);
-      if (field !== null) form.current?.querySelector<HTMLElement>(`[name="${field}"]`)?.focus();
-    } finally {
-      setBusy(false);
-    }
+    await run(
+      async () => {
+        const settings = await api.patch<Settings>(`${base}/settings`, patch);
+        props.onSaved(settings);
+        return 'Integration settings saved.';
+      },
+      (failure) => {
+        // The keyboard goes where the refusal is.
+        const field = fieldOf(failure);
+        if (field !== null) form.current?.querySelector<HTMLElement>(`[name="${field}"]`)?.focus();
+      },
+    );
   };
   const at = fieldOf(error);
-  const describe = (field: Field, hint: string) => (at === field ? `${hint} ${field}-error` : hint);
+  /** A field's name, and its ties to its hint and, when it is the one refused, to the refusal. */
+  const fieldProps = (field: Field) => ({
+    name: field,
+    'aria-invalid': at === field ? ('true' as const) : undefined,
+    'aria-describedby': at === field ? `${field}-hint ${field}-error` : `${field}-hint`,
+  });
 
   return (
     <form class="form" onSubmit={save} ref={form} aria-labelledby="app-settings-title" noValidate>
@@ -115,16 +120,14 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         </label>
         <input
           id="card_update_url"
-          name="card_update_url"
+          {...fieldProps('card_update_url')}
           type="url"
           inputMode="url"
           autocomplete="off"
           spellcheck={false}
           placeholder="https://app.example.com/billing"
           value={url}
-          aria-invalid={at === 'card_update_url' ? 'true' : undefined}
-          aria-describedby={describe('card_update_url', 'card_update_url-hint')}
-          onInput={(e) => setUrl((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setUrl)}
         />
         <p id="card_update_url-hint" class="hint">
           Your page where a customer changes their card (https): the banner and the gate link to it, after Pay now when
@@ -136,10 +139,8 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         <label class="check">
           <input
             type="checkbox"
-            name="hmac_required"
+            {...fieldProps('hmac_required')}
             checked={hmac}
-            aria-invalid={at === 'hmac_required' ? 'true' : undefined}
-            aria-describedby={describe('hmac_required', 'hmac_required-hint')}
             onChange={(e) => setHmac((e.target as HTMLInputElement).checked)}
           />
           <span>Require the hmac on every lookup</span>
@@ -156,15 +157,13 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
         </label>
         <textarea
           id="allowed_origins"
-          name="allowed_origins"
+          {...fieldProps('allowed_origins')}
           rows={3}
           spellcheck={false}
           autocomplete="off"
           placeholder="https://app.example.com"
           value={origins}
-          aria-invalid={at === 'allowed_origins' ? 'true' : undefined}
-          aria-describedby={describe('allowed_origins', 'allowed_origins-hint')}
-          onInput={(e) => setOrigins((e.target as HTMLTextAreaElement).value)}
+          onInput={keepValue(setOrigins)}
         />
         <p id="allowed_origins-hint" class="hint">
           The pages allowed to call the lookup from a browser, one origin a line (scheme://host[:port], as the browser
@@ -186,27 +185,24 @@ function AppSettings(props: { saved: Integration; onSaved: (s: Integration) => v
  * (`PUT .../settings/stripe-webhook-secret`), which `settings:write` does not reach.
  */
 function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: () => void }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [secret, setSecret] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const input = useRef<HTMLInputElement>(null);
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await api.put(`${base}/settings/stripe-webhook-secret`, { secret: secret.trim() });
-      // Not kept by the page once the service has it.
-      setSecret('');
-      props.onSaved();
-      announce(props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.');
-    } catch (err) {
-      setError(asApiError(err));
-      input.current?.focus();
-    } finally {
-      setBusy(false);
-    }
+    await run(
+      async () => {
+        await api.put(`${base}/settings/stripe-webhook-secret`, {
+          secret: secret.trim(),
+        } satisfies StripeWebhookSecretBody);
+        // Not kept by the page once the service has it.
+        setSecret('');
+        props.onSaved();
+        return props.set ? 'Stripe signing secret replaced.' : 'Stripe signing secret set.';
+      },
+      () => input.current?.focus(),
+    );
   };
   const at = fieldOf(error);
   const hints = [
@@ -240,7 +236,7 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
           value={secret}
           aria-invalid={at === 'stripe_webhook_secret' ? 'true' : undefined}
           aria-describedby={hints.join(' ')}
-          onInput={(e) => setSecret((e.target as HTMLInputElement).value)}
+          onInput={keepValue(setSecret)}
         />
         {props.canWrite ? (
           <p id="stripe_webhook_secret-hint" class="hint">

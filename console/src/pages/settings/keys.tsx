@@ -1,92 +1,71 @@
 /** @jsxImportSource preact */
 import { useState } from 'preact/hooks';
 import { api, holds } from '../../api.js';
-import type { ApiError, Scope } from '../../api.js';
+import { SCOPES } from '@dunwall/wire';
+import type { CreateKeyBody, Scope, SecretKey as Key, SecretKeyList, SecretKeyWithSecret } from '@dunwall/wire';
 import {
-  asApiError,
   ConfirmButton,
   ErrorNote,
+  keepValue,
   Loading,
   Missing,
   ShownOnce,
+  TableHead,
   TableWrap,
+  useAction,
   useConsole,
   useLoad,
   when,
 } from '../../ui.js';
 
-interface Key {
-  id: string;
-  name: string;
-  scopes: Scope[];
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-  previous_expires_at: string | null;
-}
-
-const SCOPES: [Scope, string][] = [
-  ['status:read', "a customer's status, as the lookup answers it"],
-  ['subscribers:read', 'subscribers, analytics, health, webhook endpoints (read)'],
-  ['subscribers:write', 'overrides'],
-  ['settings:write', 'branding, policy and the other settings'],
-  ['webhooks:write', 'webhook endpoints (write), retries'],
-  ['keys:write', 'secret keys'],
-  ['stripe:write', 'the Stripe signing secret (it decides statuses, as an override does)'],
-];
+const SCOPE_WORDS: Record<Scope, string> = {
+  'status:read': "a customer's status, as the lookup answers it",
+  'subscribers:read': 'subscribers, analytics, health, webhook endpoints (read)',
+  'subscribers:write': 'overrides',
+  'settings:write': 'branding, policy and the other settings',
+  'webhooks:write': 'webhook endpoints (write), retries',
+  'keys:write': 'secret keys',
+  'stripe:write': 'the Stripe signing secret (it decides statuses, as an override does)',
+};
 
 export function KeysSection() {
-  const { session, base, announce } = useConsole();
+  const { session, base } = useConsole();
   const allowed = holds(session, 'keys:write');
   const keys = useLoad(
-    () => (allowed ? api.get<{ data: Key[] }>(`${base}/keys`) : Promise.resolve(null)),
+    () => (allowed ? api.get<SecretKeyList>(`${base}/keys`) : Promise.resolve(null)),
     [base, allowed],
   );
   const [name, setName] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['status:read']);
   const [expires, setExpires] = useState('');
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-
-  const run = async (what: () => Promise<void>) => {
-    setError(null);
-    try {
-      await what();
-      keys.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const { error, run } = useAction(keys.reload);
   const create = (e: Event) => {
     e.preventDefault();
     void run(async () => {
-      const created = await api.post<Key & { secret_key: string }>(`${base}/keys`, {
+      const created = await api.post<SecretKeyWithSecret>(`${base}/keys`, {
         name: name.trim(),
         scopes,
         ...(expires ? { expires_at: new Date(expires).toISOString() } : {}),
-      });
+      } satisfies CreateKeyBody);
       setSecret({ title: `The secret key "${created.name}"`, value: created.secret_key });
       setName('');
-      announce(`Key ${created.name} created.`);
+      return `Key ${created.name} created.`;
     });
   };
   const rotate = (k: Key) =>
     run(async () => {
-      const rotated = await api.post<Key & { secret_key: string }>(
-        `${base}/keys/${encodeURIComponent(k.id)}/rotate`,
-        {},
-      );
+      const rotated = await api.post<SecretKeyWithSecret>(`${base}/keys/${encodeURIComponent(k.id)}/rotate`, {});
       setSecret({
         title: `The new secret of "${k.name}" (the old one works until ${when(rotated.previous_expires_at)})`,
         value: rotated.secret_key,
       });
-      announce(`Key ${k.name} rotated.`);
+      return `Key ${k.name} rotated.`;
     });
   const revoke = (k: Key) =>
     run(async () => {
       await api.del(`${base}/keys/${encodeURIComponent(k.id)}`);
-      announce(`Key ${k.name} revoked.`);
+      return `Key ${k.name} revoked.`;
     });
 
   return (
@@ -105,18 +84,7 @@ export function KeysSection() {
             <TableWrap label="Secret keys">
               <table>
                 <caption class="sr-only">Secret keys</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Key</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">Last used</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">
-                      <span class="sr-only">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
+                <TableHead columns={['Name', 'Key', 'Scopes', 'Last used', 'Expires', '']} />
                 <tbody>
                   {keys.data.data.map((k) => (
                     <tr key={k.id}>
@@ -152,28 +120,17 @@ export function KeysSection() {
             <div class="row">
               <label>
                 <span>Name (what it is for)</span>
-                <input
-                  name="key-name"
-                  required
-                  maxLength={100}
-                  value={name}
-                  onInput={(e) => setName((e.target as HTMLInputElement).value)}
-                />
+                <input name="key-name" required maxLength={100} value={name} onInput={keepValue(setName)} />
               </label>
               <label>
                 <span>Expires (optional)</span>
-                <input
-                  type="datetime-local"
-                  name="key-expires"
-                  value={expires}
-                  onInput={(e) => setExpires((e.target as HTMLInputElement).value)}
-                />
+                <input type="datetime-local" name="key-expires" value={expires} onInput={keepValue(setExpires)} />
               </label>
             </div>
             <fieldset>
               <legend>Scopes</legend>
               <div class="scope-list">
-                {SCOPES.map(([scope, what]) => (
+                {SCOPES.map((scope) => (
                   <label class="check" key={scope}>
                     <input
                       type="checkbox"
@@ -186,7 +143,7 @@ export function KeysSection() {
                       }}
                     />
                     <span>
-                      <code>{scope}</code> <span class="muted">{what}</span>
+                      <code>{scope}</code> <span class="muted">{SCOPE_WORDS[scope]}</span>
                     </span>
                   </label>
                 ))}

@@ -2,26 +2,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import { asApiError, count, ErrorNote, useConsole } from '../../ui.js';
+import { ENFORCEMENTS } from '@dunwall/wire';
+import type { Enforcement, Policy, PolicyImpact as Impact, Settings, SettingsPatch } from '@dunwall/wire';
+import { asApiError, count, ErrorNote, useAction, useConsole, valueOf } from '../../ui.js';
 
-export interface Policy {
-  enforcement: 'gate' | 'banner_only' | 'monitor';
-  grace_days: number;
-  escalate_after_days: number | null;
-}
-
-interface Impact {
-  current: { warning: number; lockout: number };
-  proposed: { warning: number; lockout: number };
-  newly_gated: number;
-  released: number;
-}
-
-const ENFORCEMENTS = [
-  ['gate', 'Gate: a lockout shows the full-screen gate'],
-  ['banner_only', 'Banner only: a lockout shows the banner'],
-  ['monitor', 'Monitor: every lookup answers active (watch before enforcing)'],
-] as const;
+const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
+  gate: 'Gate: a lockout shows the full-screen gate',
+  banner_only: 'Banner only: a lockout shows the banner',
+  monitor: 'Monitor: every lookup answers active (watch before enforcing)',
+};
 const IMPACT_DELAY_MS = 300;
 
 const people = (n: number) => `${count(n)} customer${n === 1 ? '' : 's'}`;
@@ -41,12 +30,11 @@ export function PolicySection(props: {
   canWrite: boolean;
   onSaved: (p: Policy) => void;
 }) {
-  const { base, announce } = useConsole();
+  const { base } = useConsole();
   const [draft, setDraft] = useState<Policy>(props.saved);
   const [impact, setImpact] = useState<Impact | null>(null);
   const [impactError, setImpactError] = useState<ApiError | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   useEffect(() => setDraft(props.saved), [props.saved]);
   useEffect(() => {
     if (!props.canRead) return;
@@ -70,17 +58,11 @@ export function PolicySection(props: {
 
   const save = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const settings = await api.patch<{ policy: Policy }>(`${base}/settings`, { policy: draft });
+    await run(async () => {
+      const settings = await api.patch<Settings>(`${base}/settings`, { policy: draft } satisfies SettingsPatch);
       props.onSaved(settings.policy);
-      announce('Policy saved.');
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+      return 'Policy saved.';
+    });
   };
   const number = (value: string, min: number, max: number) =>
     Math.min(max, Math.max(min, Math.round(Number(value) || 0)));
@@ -91,7 +73,7 @@ export function PolicySection(props: {
       <form class="form" onSubmit={save}>
         <fieldset disabled={!props.canWrite}>
           <legend>Enforcement</legend>
-          {ENFORCEMENTS.map(([value, label]) => (
+          {ENFORCEMENTS.map((value) => (
             <label class="check" key={value}>
               <input
                 type="radio"
@@ -100,7 +82,7 @@ export function PolicySection(props: {
                 checked={draft.enforcement === value}
                 onChange={() => setDraft((d) => ({ ...d, enforcement: value }))}
               />
-              {label}
+              {ENFORCEMENT_WORDS[value]}
             </label>
           ))}
         </fieldset>
@@ -113,9 +95,7 @@ export function PolicySection(props: {
               max={60}
               disabled={!props.canWrite}
               value={draft.grace_days}
-              onInput={(e) =>
-                setDraft((d) => ({ ...d, grace_days: number((e.target as HTMLInputElement).value, 0, 60) }))
-              }
+              onInput={(e) => setDraft((d) => ({ ...d, grace_days: number(valueOf(e), 0, 60) }))}
             />
           </label>
           <label>
@@ -127,7 +107,7 @@ export function PolicySection(props: {
               disabled={!props.canWrite}
               value={draft.escalate_after_days ?? ''}
               onInput={(e) => {
-                const v = (e.target as HTMLInputElement).value;
+                const v = valueOf(e);
                 setDraft((d) => ({ ...d, escalate_after_days: v === '' ? null : number(v, 1, 120) }));
               }}
             />

@@ -10,8 +10,7 @@
  * does the middleware, even for a status outside `allow`.
  */
 import type { BillingStatus, Dunwall, GuardOptions, LockoutProblem, StatusAnswer } from '../types.js';
-
-const STATUSES: readonly BillingStatus[] = ['active', 'warning', 'lockout'];
+import { STATUSES } from '../wire.js';
 
 /** What is let through when `allow` is not given. */
 export const DEFAULT_ALLOW: readonly BillingStatus[] = ['active', 'warning'];
