@@ -1,15 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from './app-instance.js';
-import {
-  allowedOrigin,
-  answerBody,
-  checkBearer,
-  checkLookup,
-  isValidSlug,
-  lookupBody,
-  previewBody,
-} from '../domain/lookup.js';
+import { allowedOrigin, checkBearer, checkLookup, isValidSlug, previewBody } from '../domain/lookup.js';
 import type { LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
 import type { RouteMetrics } from '../metrics/index.js';
@@ -239,12 +231,7 @@ export class LookupAnswerer {
       if (check.preview !== null) {
         body = previewBody(tenant, check.preview, nowMs);
       } else {
-        const status = model.status(tenant.id, check.customerId);
-        // Unknown and active: their prebuilt bytes, without a look at the extras.
-        body =
-          status === null || status === 'active'
-            ? lookupBody(tenant, status)
-            : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+        body = model.answer(tenant, check.customerId, check.signed, nowMs);
       }
       // Every check passed: only now does the lookup count against its tenant's quota (a
       // secret key's, against the key's).
