@@ -34,17 +34,18 @@ export interface ExtraView {
 
 /**
  * One subscriber's answer as built: for the tenant and stored status it was built from, the
- * bytes of an unsigned and of a signed lookup (the same buffer without a pay link), true at
- * every instant from `fromMs` (inclusive) to `untilMs` (exclusive): either side of a
- * scheduled lockout, or always.
+ * bytes of an unsigned and of a signed lookup, each built when first asked for (a
+ * subscriber's lookups are usually all signed, or all not; without a pay link both are the
+ * same buffer), true at every instant from `fromMs` (inclusive) to `untilMs` (exclusive):
+ * either side of a scheduled lockout, or always.
  */
 interface BuiltAnswer {
   readonly tenant: TenantAuth;
   readonly status: SubscriberStatus;
   readonly fromMs: number;
   readonly untilMs: number;
-  readonly unsigned: Buffer;
-  readonly signed: Buffer;
+  unsigned: Buffer | null;
+  signed: Buffer | null;
 }
 
 export class SubscriberExtras {
@@ -93,20 +94,18 @@ export class SubscriberExtras {
       nowMs < built.fromMs ||
       nowMs >= built.untilMs
     ) {
-      built = this.build(slot, tenant, status, nowMs);
+      built = this.span(slot, tenant, status, nowMs);
       this.answers[slot] = built;
     }
-    return signed ? built.signed : built.unsigned;
+    if (signed) return built.signed ?? this.build(slot, built, true, nowMs);
+    return built.unsigned ?? this.build(slot, built, false, nowMs);
   }
 
-  private build(slot: number, tenant: TenantAuth, status: SubscriberStatus, nowMs: number): BuiltAnswer {
-    const lockoutAtS = this.lockouts[slot] ?? 0;
-    const payUrl = this.links[slot] ?? null;
-    const extra: ExtraView = { lockoutAtS, payUrl };
-    const unsigned = answerBody(tenant, status, extra, false, nowMs);
-    const signed = payUrl === null ? unsigned : answerBody(tenant, status, extra, true, nowMs);
+  /** The span of instants an answer of the slot holds for, its bytes not built yet. */
+  private span(slot: number, tenant: TenantAuth, status: SubscriberStatus, nowMs: number): BuiltAnswer {
     // The answer turns when the clock reaches a warning's scheduled lockout (answerBody's
     // comparison); a lockout, or an answer without one, holds at every instant.
+    const lockoutAtS = this.lockouts[slot] ?? 0;
     const lockoutMs = status === 'warning' && lockoutAtS > 0 ? lockoutAtS * 1000 : 0;
     const before = lockoutMs > 0 && nowMs < lockoutMs;
     return {
@@ -114,9 +113,29 @@ export class SubscriberExtras {
       status,
       fromMs: lockoutMs === 0 || before ? -Infinity : lockoutMs,
       untilMs: before ? lockoutMs : Infinity,
-      unsigned,
-      signed,
+      unsigned: null,
+      signed: null,
     };
+  }
+
+  /** Builds the bytes of one kind of lookup of the slot, at an instant of `built`'s span. */
+  private build(slot: number, built: BuiltAnswer, signed: boolean, nowMs: number): Buffer {
+    const payUrl = this.links[slot] ?? null;
+    const extra: ExtraView = { lockoutAtS: this.lockouts[slot] ?? 0, payUrl };
+    const made = answerBody(built.tenant, built.status, extra, signed, nowMs);
+    const known = built.tenant.knownBodies;
+    // The tenant's own bytes are shared. Others are kept for as long as the subscriber is in
+    // dunning: in a buffer of their size, not in a slab of Buffer's pool beside the garbage
+    // of their making, which the slab would keep too.
+    let body = made;
+    if (made !== known.warning && made !== known.lockout && made !== known.active) {
+      body = Buffer.allocUnsafeSlow(made.length);
+      made.copy(body);
+    }
+    // Without a pay link, a signed lookup's answer is the unsigned one's.
+    if (signed || payUrl === null) built.signed = body;
+    if (!signed || payUrl === null) built.unsigned = body;
+    return body;
   }
 
   /** Sets (or, with null, clears) a subscriber's extra. */

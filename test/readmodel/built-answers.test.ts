@@ -158,6 +158,20 @@ describe('answers built by the read model', () => {
     expect(model.answer(t, 'cus_dunning', false, NOW + 2000)).toBe(unsigned);
   });
 
+  it("share the tenant's own bytes when the subscriber's answer is one of them", async () => {
+    const t = tenant();
+    const { model } = await open(
+      [t],
+      [{ tenantId: 1, customerId: 'cus_link', status: 'warning', extra: { lockoutAtS: null, payUrl: PAY } }],
+    );
+    // Unsigned, a pay link is not shown: the answer is the tenant's warning.
+    expect(model.answer(t, 'cus_link', false, NOW)).toBe(t.knownBodies.warning);
+    const signed = model.answer(t, 'cus_link', true, NOW);
+    expect(JSON.parse(signed.toString())).toMatchObject({ status: 'warning', pay_url: PAY });
+    expect(model.answer(t, 'cus_link', true, NOW)).toBe(signed);
+    expect(model.answer(t, 'cus_link', false, NOW)).toBe(t.knownBodies.warning);
+  });
+
   it('turn when the clock reaches a scheduled lockout, and back when it is set back before it', async () => {
     const t = tenant();
     const lockoutMs = NOW + HOUR_MS;
