@@ -1,6 +1,6 @@
 /**
  * The bench's customers in dunning (issue: a gate the customer can pay through): lookups
- * whose answers carry `lockout_at` and `pay_url` and are built per request, the memory each
+ * whose answers carry `lockout_at` and `pay_url` (built once per customer, then kept), the memory each
  * such customer adds to the read model, and a policy change going through a tenant of a
  * million subscribers while lookups are served.
  */

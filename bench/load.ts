@@ -7,6 +7,7 @@ import { execFile, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { DEFAULT_HTTP_LIMITS } from '../src/http/app.js';
 import { cpuSeconds, trackHelper } from './procs.js';
 
 export type GeneratorKind = 'wrk' | 'autocannon';
@@ -202,6 +203,12 @@ async function runAutocannon(opts: LoadOptions): Promise<LoadResult> {
     connections: opts.connections,
     duration: opts.durationS,
     timeout: 5,
+    // The service answers a connection's 10,000th request with `Connection: close` and any
+    // further one with a 503 (Node's maxRequestsPerSocket). wrk opens a new connection then;
+    // autocannon ignores the header, so it is told to reconnect after that many requests
+    // (the response it reconnects on goes uncounted: one in 10,000). Every row, the
+    // baseline's too, is asked the same way.
+    reconnectRate: DEFAULT_HTTP_LIMITS.maxRequestsPerSocket,
     requests: [
       {
         method: 'GET',

@@ -272,7 +272,7 @@ export async function dunningRow(ctx: BenchContext): Promise<void> {
   const row = results.find((r) => r.row === 'dunning');
   if (hotRow && row)
     note(
-      `dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers built per request; target at least 0.9)`,
+      `dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers with lockout_at and pay_url; target at least 0.9)`,
     );
 }
 

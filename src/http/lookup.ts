@@ -1,17 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { App } from './app-instance.js';
-import {
-  allowedOrigin,
-  answerBody,
-  checkBearer,
-  checkLookup,
-  isValidSlug,
-  lookupBody,
-  previewBody,
-} from '../domain/lookup.js';
-import type { LookupFailure } from '../domain/lookup.js';
+import { allowedOrigin, checkBearer, checkLookup, isValidSlug, previewBody } from '../domain/lookup.js';
+import type { LookupCheck, LookupFailure } from '../domain/lookup.js';
 import type { TenantAuth } from '../domain/types.js';
+import { Lru } from './lru.js';
 import type { RouteMetrics } from './request-metrics.js';
 import type { ReadModel } from '../readmodel/index.js';
 import { problemAnswer, sendProblem } from './problems.js';
@@ -45,6 +38,37 @@ export interface LookupOptions {
   keyUsage?: KeyUsage | null;
   /** Where a tenant's secret key sent from a browser is counted, logged and marked; null: not recorded. */
   keySightings?: SecretKeySightings | null;
+}
+
+/**
+ * Lookups whose checks passed, remembered by their query (`VerifiedLookup`): a page view
+ * asks for the same customer with the same key and hmac as the last one did. About 400
+ * bytes each (the query, the header, the entry), so at most 6.5 MB a process.
+ */
+export const VERIFIED_LOOKUPS_MAX = 16_384;
+/** A remembered check is done again at least this often, whatever else holds. */
+const VERIFIED_LOOKUP_TTL_MS = 5 * 60_000;
+/**
+ * Longer queries or headers are checked every time, never remembered: a client padding
+ * either (extra parameters, spaces after `Bearer`) cannot make the entries large. A
+ * lookup's own query is at most about 380 characters (a 255-character customer id, its hmac).
+ */
+const VERIFIED_QUERY_MAX = 512;
+const VERIFIED_AUTHORIZATION_MAX = 256;
+
+/**
+ * A lookup whose checks 1 to 6 passed with a publishable key: the same query with the same
+ * Authorization header, for the same prepared tenant, passes them again until the first of
+ * the tenant's keys and HMAC secrets expires. Any change of the tenant (keys, secrets,
+ * suspension, hmac_required, livemode) prepares another `TenantAuth`, which no remembered
+ * check matches. Only what passed is remembered, found by the exact strings a client sent
+ * (as the tenant's accepted keys are): a guess at an hmac is never a hit, and a Map read
+ * compares its key's hash before its characters.
+ */
+interface VerifiedLookup {
+  readonly tenant: TenantAuth;
+  readonly authorization: string;
+  readonly check: Extract<LookupCheck, { ok: true }>;
 }
 
 /** `Bearer sk_...`: a server's lookup with a secret key, counted against the key, never its address. */
@@ -115,6 +139,8 @@ function corsHeaders(headers: string[], tenant: TenantAuth | null, origin: strin
  * Nothing here awaits unless the rate limits are counted in Redis.
  */
 export class LookupAnswerer {
+  private readonly verified = new Lru<string, VerifiedLookup>(VERIFIED_LOOKUPS_MAX);
+
   constructor(private readonly opts: LookupOptions) {}
 
   /**
@@ -201,12 +227,21 @@ export class LookupAnswerer {
   private check(call: Call): void {
     try {
       const headers = call.headers;
-      const bearer = checkBearer(headers.authorization);
-      if (!bearer.ok) {
-        this.fail(call, bearer.code, null, headers.origin);
-        return;
-      }
+      const authorization = headers.authorization;
       const nowMs = this.opts.now();
+      // The same query and header as a lookup that passed every check: check 1 passes
+      // (the header is the one that passed it), and checks 2 to 6 once the tenant is the same.
+      const seen = typeof authorization === 'string' ? this.verified.get(call.search, nowMs) : undefined;
+      const remembered = seen !== undefined && seen.authorization === authorization ? seen : undefined;
+      let token = '';
+      if (remembered === undefined) {
+        const bearer = checkBearer(authorization);
+        if (!bearer.ok) {
+          this.fail(call, bearer.code, null, headers.origin);
+          return;
+        }
+        token = bearer.token;
+      }
       const model = this.opts.model;
       // Out of touch with the database for too long: a 503 the snippet fails open on.
       if (!model.serving(nowMs)) {
@@ -220,11 +255,10 @@ export class LookupAnswerer {
         this.problem(call, 'store_unavailable', null, undefined, null);
         return;
       }
-      const check = checkLookup(
-        { token: bearer.token, query: lookupParameters(call.search), origin: headers.origin },
-        tenant,
-        nowMs,
-      );
+      const check =
+        remembered !== undefined && remembered.tenant === tenant
+          ? remembered.check
+          : this.checkAndRemember(call, authorization, token, tenant, nowMs);
       if (!check.ok || tenant === null) {
         if (!check.ok && check.leaked !== undefined && tenant !== null) {
           this.opts.keySightings?.seen(
@@ -239,12 +273,7 @@ export class LookupAnswerer {
       if (check.preview !== null) {
         body = previewBody(tenant, check.preview, nowMs);
       } else {
-        const status = model.status(tenant.id, check.customerId);
-        // Unknown and active: their prebuilt bytes, without a look at the extras.
-        body =
-          status === null || status === 'active'
-            ? lookupBody(tenant, status)
-            : answerBody(tenant, status, model.extra(tenant.id, check.customerId), check.signed, nowMs);
+        body = model.answer(tenant, check.customerId, check.signed, nowMs);
       }
       // Every check passed: only now does the lookup count against its tenant's quota (a
       // secret key's, against the key's).
@@ -267,6 +296,35 @@ export class LookupAnswerer {
     } catch (err) {
       this.failed(call, err);
     }
+  }
+
+  /** Checks 2 to 6 (`checkLookup`); a publishable key's lookup that passed is remembered. */
+  private checkAndRemember(
+    call: Call,
+    authorization: string | string[] | undefined,
+    token: string,
+    tenant: TenantAuth | null,
+    nowMs: number,
+  ): LookupCheck {
+    // A remembered header whose tenant has changed since: check 1 again (it passes).
+    if (token === '') {
+      const bearer = checkBearer(authorization);
+      if (!bearer.ok) return { ok: false, code: bearer.code };
+      token = bearer.token;
+    }
+    const origin = call.headers.origin;
+    const check = checkLookup({ token, query: lookupParameters(call.search), origin }, tenant, nowMs);
+    if (
+      check.ok &&
+      check.keyId === null &&
+      tenant !== null &&
+      typeof authorization === 'string' &&
+      authorization.length <= VERIFIED_AUTHORIZATION_MAX &&
+      call.search.length <= VERIFIED_QUERY_MAX
+    ) {
+      this.verified.set(call.search, { tenant, authorization, check }, verifiedUntil(tenant, nowMs));
+    }
+    return check;
   }
 
   private ok(call: Call, tenant: TenantAuth, origin: string | undefined, body: Buffer, counted: Count | null): void {
@@ -341,6 +399,18 @@ export class LookupAnswerer {
     this.opts.logError(err);
     this.problem(call, 'internal_error', null, undefined, null);
   }
+}
+
+/** Until when a check that passed at `nowMs` holds: the first expiry among the tenant's keys and secrets, or the TTL. */
+function verifiedUntil(tenant: TenantAuth, nowMs: number): number {
+  let until = nowMs + VERIFIED_LOOKUP_TTL_MS;
+  for (const key of tenant.publishableKeyHashes) {
+    if (key.expiresAtMs !== null && key.expiresAtMs < until) until = key.expiresAtMs;
+  }
+  for (const key of tenant.hmacKeys) {
+    if (key.expiresAtMs !== null && key.expiresAtMs < until) until = key.expiresAtMs;
+  }
+  return until;
 }
 
 interface Call {

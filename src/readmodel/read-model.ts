@@ -1,9 +1,10 @@
+import { answerBody, lookupBody } from '../domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { outsideRequestBounds, positionCovers } from '../store/index.js';
 import type { ChangeLog, ChangePosition, LookupChanges, SubscriberExtra, UnreadableTenant } from '../store/index.js';
 import { SubscriberExtras } from './subscriber-extras.js';
 import type { ExtraView } from './subscriber-extras.js';
-import { SubscriberIndex } from './subscriber-index.js';
+import { fingerprint, SubscriberIndex } from './subscriber-index.js';
 
 /**
  * How long after the database was last read the copy may still answer once the database is
@@ -74,6 +75,8 @@ class Copy {
   readonly extras = new SubscriberExtras();
   /** Every tenant by the digests of its secret keys (as latin1 strings): a tenant API call names no slug. */
   readonly byKeyDigest = new Map<string, TenantAuth>();
+  /** One subscriber's fingerprint, read by the index and then the extras: a lookup hashes its id once. */
+  private readonly fp = new Uint32Array(4);
 
   constructor(subscribers: number, tenants: readonly TenantAuth[], unreadable: readonly UnreadableTenant[]) {
     this.index = new SubscriberIndex(subscribers);
@@ -130,6 +133,17 @@ class Copy {
     if (status === null) this.index.delete(tenantId, customerId);
     else this.index.set(tenantId, customerId, status);
     this.extras.set(tenantId, customerId, status === null || status === 'active' ? null : extra);
+  }
+
+  /** `ReadModel.answer`, on this copy. */
+  answer(tenant: TenantAuth, customerId: string, signed: boolean, nowMs: number): Buffer {
+    const fp = this.fp;
+    if (!fingerprint(tenant.id, customerId, fp)) return lookupBody(tenant, null);
+    const status = this.index.statusOf(fp);
+    // Unknown and active: their prebuilt bytes, without a look at the extras.
+    if (status === null || status === 'active') return lookupBody(tenant, status);
+    // Without an extra: the tenant's prebuilt bytes, its enforcement applied.
+    return this.extras.answer(fp, tenant, status, signed, nowMs) ?? answerBody(tenant, status, null, false, nowMs);
   }
 
   apply(changes: LookupChanges): void {
@@ -314,6 +328,18 @@ export class ReadModel {
   /** A subscriber's status as last written; null: unknown. */
   status(tenantId: number, customerId: string): SubscriberStatus | null {
     return this.copy?.index.get(tenantId, customerId) ?? null;
+  }
+
+  /**
+   * The lookup's 200 body for a customer of `tenant` (which the caller took from this model)
+   * at `nowMs`: its status as answered (docs/reference.md, "Statuses and their derivation"
+   * and "The dunning policy"), `lockout_at` while a lockout is scheduled, `pay_url` when
+   * `signed`. The same bytes as `answerBody` with the subscriber's status and extra, built
+   * when the subscriber, its tenant or the side of its scheduled lockout changes, never per
+   * lookup.
+   */
+  answer(tenant: TenantAuth, customerId: string, signed: boolean, nowMs: number): Buffer {
+    return this.copy === null ? lookupBody(tenant, null) : this.copy.answer(tenant, customerId, signed, nowMs);
   }
 
   /** What a non-active subscriber's answer carries (its scheduled lockout, its pay link); null: nothing. */

@@ -1,3 +1,5 @@
+import { answerBody } from '../domain/lookup.js';
+import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { findSlot, fingerprint, fingerprintBytes } from './subscriber-index.js';
 import type { SubscriberExtra } from '../store/index.js';
 
@@ -10,6 +12,12 @@ import type { SubscriberExtra } from '../store/index.js';
  * full. A slot is 16 + 4 + 1 bytes and a reference to the link: 29 bytes, so 39 to 77 a
  * subscriber with the link's own string (16 bytes and one a character) on top; measured
  * in the benchmark (bench/README.md).
+ *
+ * A subscriber's answer bytes are built at its first lookup and kept beside its slot
+ * (`answer`) until they could change: its status or extra is set again (the slot's answer is
+ * dropped), its tenant is prepared again (a change of policy, branding, entitlements: another
+ * `TenantAuth`), or the clock crosses its scheduled lockout (the bytes say for which instants
+ * they hold). A lookup compares two numbers and a reference, and builds nothing.
  */
 
 const EMPTY = 0;
@@ -24,12 +32,30 @@ export interface ExtraView {
   payUrl: string | null;
 }
 
+/**
+ * One subscriber's answer as built: for the tenant and stored status it was built from, the
+ * bytes of an unsigned and of a signed lookup, each built when first asked for (a
+ * subscriber's lookups are usually all signed, or all not; without a pay link both are the
+ * same buffer), true at every instant from `fromMs` (inclusive) to `untilMs` (exclusive):
+ * either side of a scheduled lockout, or always.
+ */
+interface BuiltAnswer {
+  readonly tenant: TenantAuth;
+  readonly status: SubscriberStatus;
+  readonly fromMs: number;
+  readonly untilMs: number;
+  unsigned: Buffer | null;
+  signed: Buffer | null;
+}
+
 export class SubscriberExtras {
   private slots = MIN_SLOTS;
   private keys = new Uint32Array(MIN_SLOTS * 4);
   private states = new Uint8Array(MIN_SLOTS);
   private lockouts = new Uint32Array(MIN_SLOTS);
   private links: (string | null)[] = new Array<string | null>(MIN_SLOTS).fill(null);
+  /** Each slot's answer once a lookup built it; undefined: none built, or dropped since. */
+  private answers: (BuiltAnswer | undefined)[] = new Array<BuiltAnswer | undefined>(MIN_SLOTS);
   private live = 0;
   private deleted = 0;
   private readonly fp = new Uint32Array(4);
@@ -50,6 +76,68 @@ export class SubscriberExtras {
     return this.view;
   }
 
+  /**
+   * The answer of a subscriber of fingerprint `fp` (as `fingerprint` makes it) whose stored
+   * status is `status` (not `active`), at `nowMs`; null when it has no extra, so that its
+   * tenant's prebuilt bytes answer. Built once, then reused while its tenant, its status and
+   * the side of its scheduled lockout stay the same.
+   */
+  answer(fp: Uint32Array, tenant: TenantAuth, status: SubscriberStatus, signed: boolean, nowMs: number): Buffer | null {
+    if (this.live === 0) return null;
+    const slot = this.find(fp);
+    if (slot < 0) return null;
+    let built = this.answers[slot];
+    if (
+      built === undefined ||
+      built.tenant !== tenant ||
+      built.status !== status ||
+      nowMs < built.fromMs ||
+      nowMs >= built.untilMs
+    ) {
+      built = this.span(slot, tenant, status, nowMs);
+      this.answers[slot] = built;
+    }
+    if (signed) return built.signed ?? this.build(slot, built, true, nowMs);
+    return built.unsigned ?? this.build(slot, built, false, nowMs);
+  }
+
+  /** The span of instants an answer of the slot holds for, its bytes not built yet. */
+  private span(slot: number, tenant: TenantAuth, status: SubscriberStatus, nowMs: number): BuiltAnswer {
+    // The answer turns when the clock reaches a warning's scheduled lockout (answerBody's
+    // comparison); a lockout, or an answer without one, holds at every instant.
+    const lockoutAtS = this.lockouts[slot] ?? 0;
+    const lockoutMs = status === 'warning' && lockoutAtS > 0 ? lockoutAtS * 1000 : 0;
+    const before = lockoutMs > 0 && nowMs < lockoutMs;
+    return {
+      tenant,
+      status,
+      fromMs: lockoutMs === 0 || before ? -Infinity : lockoutMs,
+      untilMs: before ? lockoutMs : Infinity,
+      unsigned: null,
+      signed: null,
+    };
+  }
+
+  /** Builds the bytes of one kind of lookup of the slot, at an instant of `built`'s span. */
+  private build(slot: number, built: BuiltAnswer, signed: boolean, nowMs: number): Buffer {
+    const payUrl = this.links[slot] ?? null;
+    const extra: ExtraView = { lockoutAtS: this.lockouts[slot] ?? 0, payUrl };
+    const made = answerBody(built.tenant, built.status, extra, signed, nowMs);
+    const known = built.tenant.knownBodies;
+    // The tenant's own bytes are shared. Others are kept for as long as the subscriber is in
+    // dunning: in a buffer of their size, not in a slab of Buffer's pool beside the garbage
+    // of their making, which the slab would keep too.
+    let body = made;
+    if (made !== known.warning && made !== known.lockout && made !== known.active) {
+      body = Buffer.allocUnsafeSlow(made.length);
+      made.copy(body);
+    }
+    // Without a pay link, a signed lookup's answer is the unsigned one's.
+    if (signed || payUrl === null) built.signed = body;
+    if (!signed || payUrl === null) built.unsigned = body;
+    return body;
+  }
+
   /** Sets (or, with null, clears) a subscriber's extra. */
   set(tenantId: number, customerId: string, extra: SubscriberExtra | null): void {
     if (fingerprint(tenantId, customerId, this.fp)) this.put(extra);
@@ -61,6 +149,8 @@ export class SubscriberExtras {
 
   private put(extra: SubscriberExtra | null): void {
     const found = this.find(this.fp);
+    // Whatever is set, the answer built from what was there is no longer true.
+    if (found >= 0) this.answers[found] = undefined;
     if (extra === null || (extra.lockoutAtS === null && extra.payUrl === null)) {
       if (found < 0) return;
       this.states[found] = DELETED;
@@ -103,6 +193,8 @@ export class SubscriberExtras {
     this.states = new Uint8Array(slots);
     this.lockouts = new Uint32Array(slots);
     this.links = new Array<string | null>(slots).fill(null);
+    // Built answers are not carried over: each is built again at its next lookup.
+    this.answers = new Array<BuiltAnswer | undefined>(slots);
     this.live = 0;
     this.deleted = 0;
     const fp = new Uint32Array(4);

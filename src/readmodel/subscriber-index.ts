@@ -231,7 +231,12 @@ export class SubscriberIndex {
   /** The status of a known subscriber; null: not known. */
   get(tenantId: number, customerId: string): SubscriberStatus | null {
     if (!fingerprint(tenantId, customerId, this.fp)) return null;
-    const slot = this.find(this.fp);
+    return this.statusOf(this.fp);
+  }
+
+  /** The status of the subscriber of fingerprint `fp` (`fingerprint`): a caller that reads more than the status hashes once. */
+  statusOf(fp: Uint32Array): SubscriberStatus | null {
+    const slot = this.find(fp);
     return slot < 0 ? null : (STATUS_OF[this.states[slot] ?? 0] ?? null);
   }
 
