@@ -42,8 +42,10 @@ export default defineConfig({
     // left durations, vitest's own order (failed first, then longest first).
     sequence: { sequencer: LongestFirstSequencer },
     // End-to-end tests start processes that create a PGlite folder (initdb) on a loaded 2-core box.
+    // A file's setup (a service process, Chromium and a seeded tenant, started together) does as
+    // much as a test: it has the same bound (60 s failed one such setup on a loaded machine).
     testTimeout: 120_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     // PGlite instances are memory-hungry WebAssembly; two cores run two forks well.
     pool: 'forks',
     maxWorkers: 2,

@@ -8,21 +8,21 @@ import type { TestSpecification } from 'vitest/node';
  * Starting the longest first lets the short ones fill in around them.
  */
 const LONGEST_FIRST = [
-  'test/e2e/reference-app.test.ts',
   'test/downstream/delivery.test.ts',
-  'test/cli/stripe-sync.test.ts',
-  'test/e2e/server.test.ts',
-  'test/e2e/hostile.test.ts',
-  'test/store/secrets-at-rest.test.ts',
-  'test/routes/tenant-api.test.ts',
-  'test/e2e/browser.test.ts',
+  'test/e2e/reference-app.test.ts',
+  'test/e2e/rate-limit-wiring.test.ts',
   'test/routes/rate-limit.test.ts',
-  'test/e2e/react.test.ts',
+  'test/cli/stripe-sync.test.ts',
+  'test/e2e/browser.test.ts',
+  'test/routes/stripe-webhook.property.test.ts',
+  'test/e2e/server.test.ts',
+  'test/downstream/stuck-tenants.test.ts',
+  'test/routes/stripe-episodes.test.ts',
+  'test/e2e/react-ssr.test.ts',
   'test/e2e/secrets.test.ts',
-  'test/e2e/react-findings.test.ts',
-  'test/e2e/console-subscribers.test.ts',
-  'test/readmodel/read-model.test.ts',
-  'test/routes/stripe-webhook.test.ts',
+  'test/cli.test.ts',
+  'test/e2e/webhook-crash.test.ts',
+  'test/store/request-bound.test.ts',
 ];
 
 /**
