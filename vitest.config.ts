@@ -1,6 +1,7 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { LongestFirstSequencer } from './test/helpers/sequencer.js';
 
 /**
  * The suite writes and deletes thousands of short-lived files (an embedded store is a folder of
@@ -37,9 +38,21 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // `vi.waitFor` without a bound of its own waits as long as `expect.poll` below.
+    setupFiles: ['test/helpers/waits.ts'],
+    // A poll returns once what it waits for is there; its bound is only how long a failing test
+    // takes to fail. Vitest's default, one second, failed passing tests on a loaded machine
+    // (a page load, a catch-up of another process). Below the test's timeout, so the failure
+    // names what was awaited.
+    expect: { poll: { timeout: 60_000 } },
+    // The longest files first on a fresh clone (test/helpers/sequencer.ts); once a run has
+    // left durations, vitest's own order (failed first, then longest first).
+    sequence: { sequencer: LongestFirstSequencer },
     // End-to-end tests start processes that create a PGlite folder (initdb) on a loaded 2-core box.
+    // A file's setup (a service process, Chromium and a seeded tenant, started together) does as
+    // much as a test: it has the same bound (60 s failed one such setup on a loaded machine).
     testTimeout: 120_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     // PGlite instances are memory-hungry WebAssembly; two cores run two forks well.
     pool: 'forks',
     maxWorkers: 2,

@@ -2,8 +2,9 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import ts from 'typescript';
+import { packedTarball } from '../helpers/packed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { computeHmac } from '../../src/domain/hmac.js';
@@ -12,7 +13,6 @@ import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, buildAppWithModel } from '../helpers/harness.js';
 import { portOf } from '../helpers/socket.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /**
@@ -58,19 +58,13 @@ describe('the @dunwall/client package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/client', '--pack-destination', packed], {
-      cwd: ROOT,
-      stdio: 'pipe',
-      timeout: 120_000,
-    });
-    const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
-    if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+    const tarball = packedTarball('client', packed);
 
     writeFileSync(
       join(project, 'package.json'),
       JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
     );
-    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], {
+    execFileSync(npm, ['install', tarball, '--no-audit', '--no-fund', '--offline'], {
       cwd: project,
       stdio: 'pipe',
       timeout: 120_000,

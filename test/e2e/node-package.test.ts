@@ -3,8 +3,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { packedTarball } from '../helpers/packed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/http/app.js';
 import { openStore } from '../../src/store/index.js';
@@ -12,7 +13,6 @@ import type { Store } from '../../src/store/index.js';
 import { ADMIN_TOKEN, adminRequest, buildAppWithModel } from '../helpers/harness.js';
 import { portOf } from '../helpers/socket.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /**
@@ -53,19 +53,13 @@ describe('the @dunwall/node package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-node-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-node-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/node', '--pack-destination', packed], {
-      cwd: ROOT,
-      stdio: 'pipe',
-      timeout: 120_000,
-    });
-    const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
-    if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+    const tarball = packedTarball('node', packed);
 
     writeFileSync(
       join(project, 'package.json'),
       JSON.stringify({ name: 'a-server', version: '1.0.0', private: true, type: 'module' }),
     );
-    execFileSync(npm, ['install', join(packed, tarball), '--no-audit', '--no-fund', '--offline'], {
+    execFileSync(npm, ['install', tarball, '--no-audit', '--no-fund', '--offline'], {
       cwd: project,
       stdio: 'pipe',
       timeout: 120_000,

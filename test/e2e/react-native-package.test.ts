@@ -1,11 +1,11 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { packedTarball } from '../helpers/packed.js';
 import { afterAll, describe, expect, it } from 'vitest';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 /** Every module a file imports, statically or dynamically, or requires. */
@@ -32,28 +32,18 @@ describe('the @dunwall/react-native package', () => {
     const packed = mkdtempSync(join(tmpdir(), 'dunwall-pack-'));
     const project = mkdtempSync(join(tmpdir(), 'dunwall-rn-app-'));
     dirs.push(packed, project);
-    execFileSync(npm, ['pack', '--workspace', '@dunwall/react-native', '--pack-destination', packed], {
-      cwd: ROOT,
-      stdio: 'pipe',
-      timeout: 180_000,
-    });
-    const [tarball] = readdirSync(packed).filter((f) => f.endsWith('.tgz'));
-    if (tarball === undefined) throw new Error('npm pack wrote no tarball');
+    const tarball = packedTarball('react-native', packed);
 
     writeFileSync(
       join(project, 'package.json'),
       JSON.stringify({ name: 'an-app', version: '1.0.0', private: true, type: 'module' }),
     );
     // React Native is the app's (an optional peer: npm does not fetch its 175 MB tree for it).
-    execFileSync(
-      npm,
-      ['install', join(packed, tarball), 'react@19', 'react-dom@19', '--no-audit', '--no-fund', '--offline'],
-      {
-        cwd: project,
-        stdio: 'pipe',
-        timeout: 120_000,
-      },
-    );
+    execFileSync(npm, ['install', tarball, 'react@19', 'react-dom@19', '--no-audit', '--no-fund', '--offline'], {
+      cwd: project,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
     const installed = join(project, 'node_modules', '@dunwall', 'react-native');
     const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
       dependencies?: object;

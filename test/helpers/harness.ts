@@ -49,6 +49,14 @@ export interface Harness {
 }
 
 /**
+ * The bound on a request's store calls in an app a test builds, unless the test gives its own.
+ * The service's default (4 s of the real clock) is a margin that a loaded 2-core machine
+ * spends on a PGlite batch (a dry run of 235 customers answered 503 there); the tests of the
+ * bound itself set theirs (test/store/request-bound.test.ts, test/e2e/frozen-db.test.ts).
+ */
+export const TEST_STORE_REQUEST_TIMEOUT_MS = 60_000;
+
+/**
  * `buildApp` with a read model opened on `deps.store` (on the app's clock, with `options`),
  * closed with the app, as the server wires them.
  */
@@ -58,7 +66,7 @@ export async function appWithModel(
 ): Promise<{ app: App; model: ReadModel }> {
   const model = await ReadModel.open(deps.store.changes, { ...options, ...(deps.now ? { now: deps.now } : {}) });
   try {
-    const app = await buildApp({ ...deps, model });
+    const app = await buildApp({ storeRequestTimeoutMs: TEST_STORE_REQUEST_TIMEOUT_MS, ...deps, model });
     app.addHook('onClose', () => model.close());
     return { app, model };
   } catch (err) {
