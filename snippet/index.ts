@@ -30,7 +30,7 @@ import {
 } from '@dunwall/core';
 import type { Colors as BaseColors, BillingView, Link, Texts, ViewState } from '@dunwall/core';
 import { askStatus, DEFAULT_TIMEOUT_MS } from '../packages/client/src/index.js';
-import type { DunwallError, StatusRequest, StatusResult } from '../packages/client/src/index.js';
+import type { DunwallError, PreviewStatus, StatusRequest, StatusResult } from '../packages/client/src/index.js';
 
 export type { Texts };
 
@@ -68,7 +68,7 @@ export interface CheckOptions {
   /** A selector: the banner is rendered inside this element of the page, in its flow. */
   mount?: string | null;
   /** A test tenant only: show the banner or the gate as the service previews them. */
-  preview?: 'warning' | 'lockout' | null;
+  preview?: PreviewStatus | null;
 }
 
 /** What a check from the script tag carries besides its options. */

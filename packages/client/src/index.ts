@@ -13,6 +13,9 @@ import type {
   UnknownLookupAnswer,
 } from './wire.js';
 
+export type { PreviewStatus } from './wire.js';
+export { STATUSES } from './wire.js';
+
 /** A subscriber's status: active, warning or lockout. */
 export type SubscriberStatus = Status;
 

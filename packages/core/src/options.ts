@@ -3,6 +3,7 @@
  * alike (each package adds only what is its own: the web's CSP nonce, the app's NetInfo), and
  * the status store's options that the provider derives from it.
  */
+import type { PreviewStatus } from '../../client/src/index.js';
 import type { Branding } from './view.js';
 import type { BillingBootstrap, PersistStorage, StatusStoreOptions } from './status-store.js';
 
@@ -24,7 +25,7 @@ export interface DunwallOptions {
   /** A persisted answer older than this is not used. Default 24 h. */
   maxAgeMs?: number;
   /** A test tenant only: show the real banner or gate. */
-  preview?: 'warning' | 'lockout' | null;
+  preview?: PreviewStatus | null;
   timeoutMs?: number;
   /** Logs every answer and decision in the console (never a key, hmac, customer id or pay link). */
   debug?: boolean;

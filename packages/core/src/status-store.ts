@@ -10,8 +10,14 @@
  * lookup failing keeps the banner), but never after a fresh answer, and never worse than a
  * newer bootstrap. A failed question keeps what was shown, never as a gate: fail open.
  */
-import { askStatus } from '../../client/src/index.js';
-import type { DunwallError, Entitlements, StatusResult, SubscriberStatus } from '../../client/src/index.js';
+import { askStatus, STATUSES } from '../../client/src/index.js';
+import type {
+  DunwallError,
+  Entitlements,
+  PreviewStatus,
+  StatusResult,
+  SubscriberStatus,
+} from '../../client/src/index.js';
 import { explain, say } from './explain.js';
 import { fetchBranding } from './view.js';
 import type { Branding } from './view.js';
@@ -66,7 +72,7 @@ export interface StatusStoreOptions {
   /** Hex HMAC-SHA256 of the customer id, from the tenant's backend (gives `pay_url`). */
   hmac?: string | null;
   /** A test tenant only: show the real banner or gate without a failing card. Never persisted. */
-  preview?: 'warning' | 'lockout' | null;
+  preview?: PreviewStatus | null;
   bootstrap?: BillingBootstrap | null;
   /** The tenant's branding, when the app has it already. */
   branding?: Branding | null;
@@ -112,7 +118,6 @@ const FOLLOW_EVERY_MS = 2_000;
 const FOLLOW_FOR_MS = 30_000;
 /** setTimeout's largest delay; a later lockout is armed again when this one fires. */
 const MAX_TIMER_MS = 2_147_483_647;
-const STATUSES: readonly string[] = ['active', 'warning', 'lockout'];
 
 const ACTIVE: BillingState = {
   status: 'active',
@@ -153,7 +158,7 @@ function stateOf(a: BillingBootstrap, source: BillingSource, ready: boolean): Bi
 function readCopy(text: string | null): (BillingBootstrap & { at: number }) | null {
   try {
     const v: unknown = JSON.parse(text ?? '');
-    return isObject(v) && typeof v.at === 'number' && STATUSES.includes(v.status as string)
+    return isObject(v) && typeof v.at === 'number' && (STATUSES as readonly string[]).includes(v.status as string)
       ? (v as unknown as BillingBootstrap & { at: number })
       : null;
   } catch {
