@@ -1,5 +1,5 @@
 import type { App } from './app-instance.js';
-import { StoreBound, withStoreBound } from '../store/index.js';
+import { holdStoreBound, StoreBound } from '../store/index.js';
 import type { StoreBoundMode } from '../store/index.js';
 
 declare module 'fastify' {
@@ -22,7 +22,13 @@ declare module 'fastify' {
  * AsyncResource of the request), so the hooks and the handler after it are bounded too.
  */
 export function boundStoreCalls(app: App, timeoutMs: number): void {
-  app.addHook('onRequest', (req, _reply, done) => {
-    withStoreBound(new StoreBound(timeoutMs, req.routeOptions.config.storeBound ?? 'request'), done);
+  app.addHook('onRequest', (req, reply, done) => {
+    const bound = new StoreBound(timeoutMs, req.routeOptions.config.storeBound ?? 'request');
+    // Held until the response is closed (sent, or its connection lost): the lookup's fast
+    // path, which never reaches Fastify, then runs without the bounds' async context.
+    const res = reply.raw;
+    const release = holdStoreBound(bound, done);
+    if (res.closed) release();
+    else res.once('close', release);
   });
 }

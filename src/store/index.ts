@@ -44,6 +44,7 @@ export {
   outsideRequestBounds,
   storeCallEnd,
   withStoreBound,
+  holdStoreBound,
 } from './db/deadline.js';
 export type { StoreBoundMode } from './db/deadline.js';
 export { CursorNotIssuedError, StoreUnavailableError, isStoreUnavailable, readingCursor } from './db/errors.js';

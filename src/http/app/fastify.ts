@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
 import { checkBearer } from '../../domain/lookup.js';
 import type { App } from '../app-instance.js';
-import { answerClientError, capConnectionsPerAddress } from '../connections.js';
+import { answerClientError, capConnectionsPerAddress, closeIdleSockets } from '../connections.js';
 import { LOOKUP_PREFIX } from '../lookup.js';
 import { sendProblem } from '../problems.js';
 import { authorizationOf } from '../request.js';
@@ -37,7 +37,8 @@ function lookupFirstServer(ctx: AppContext, isClosing: () => boolean) {
     // What Fastify sets on a server it creates itself.
     server.keepAliveTimeout = limits.keepAliveTimeoutMs;
     server.requestTimeout = limits.requestTimeoutMs;
-    server.setTimeout(limits.idleSocketTimeoutMs);
+    // Not `server.setTimeout`, whose timer every read and write of every socket re-arms.
+    closeIdleSockets(server, limits.idleSocketTimeoutMs, limits.checkIntervalMs);
     server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
     const refused = capConnectionsPerAddress(server, limits.maxConnectionsPerAddress, trusted);
     metrics?.observeCounter(

@@ -55,6 +55,30 @@ export function withStoreBound<T>(bound: StoreBound, fn: () => T): T {
   return bounds.run(bound, fn);
 }
 
+/** Requests whose bound is held (`holdStoreBound`): while none is, the bounds' async context is off. */
+let held = 0;
+
+/**
+ * Runs `fn` (and everything it starts) with its store calls bounded by `bound`, like
+ * `withStoreBound`, until the returned function is called (once the request has answered).
+ * The async context that carries a bound costs every async resource of the process (each
+ * socket, request, timer and promise) once it is on, those of the requests that never touch
+ * the store included; it is switched off again whenever no held request is left. A store
+ * call made after its request released the bound (work the request does not wait for) keeps
+ * only the store's own bounds.
+ */
+export function holdStoreBound(bound: StoreBound, fn: () => void): () => void {
+  held++;
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    if (--held === 0) bounds.disable();
+  };
+  bounds.run(bound, fn);
+  return release;
+}
+
 /**
  * Runs `fn` outside any request's bound: work a request sets off but does not wait for
  * (the read model's catch-up after a commit, the outbox's delivery) keeps the store's own
