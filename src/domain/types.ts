@@ -54,6 +54,14 @@ export const SLUG_RE = new RegExp(SLUG_PATTERN);
 export const CUSTOMER_ID_RE = new RegExp(CUSTOMER_ID_PATTERN);
 
 /** What the store holds of a tenant for the lookup. */
+/**
+ * A tenant's two modes, as a Stripe account has them: `pk_live_` / `sk_live_` keys and
+ * Stripe's live events address the live mode, `pk_test_` / `sk_test_` keys and test events
+ * the test mode. A subscriber, its history and everything derived from it belong to one mode.
+ */
+export const MODES = ['live', 'test'] as const;
+export type Mode = (typeof MODES)[number];
+
 export interface TenantAuthFields {
   id: number;
   slug: string;
