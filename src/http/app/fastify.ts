@@ -9,6 +9,7 @@ import { LOOKUP_PREFIX } from '../lookup.js';
 import { sendProblem } from '../problems.js';
 import { authorizationOf } from '../request.js';
 import type { AppContext } from './context.js';
+import { cachedSerializers } from './serializers.js';
 
 const MAX_PARAM_LENGTH = 300;
 const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -58,6 +59,7 @@ export function createFastify(ctx: AppContext): App {
     ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit: deps.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     serverFactory: lookupFirstServer(ctx, () => closing),
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializers } },
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionTimeout: limits.idleSocketTimeoutMs,
