@@ -157,6 +157,53 @@ describe('the notice', () => {
   });
 });
 
+describe('the kept answer', () => {
+  it('keeps the notice, never the pay or the card link (a portal session on the card to whoever holds it)', async () => {
+    const kept = new Map<string, string>();
+    const storage = {
+      getItem: (k: string) => kept.get(k) ?? null,
+      setItem: (k: string, v: string) => void kept.set(k, v),
+      removeItem: (k: string) => void kept.delete(k),
+    };
+    const ask = (answer: unknown) =>
+      createStatusStore({
+        baseUrl: 'https://dunwall.test',
+        tenant: 'acme',
+        publishableKey: 'pk_test_1',
+        customer: 'cus_1',
+        storage,
+        fetch: () => Promise.resolve(new Response(JSON.stringify(answer), { status: 200 })),
+      });
+    await ask({
+      status: 'active',
+      entitlements: {},
+      card_update_url: 'https://dunwall.test/card/tok',
+      notice: NOTICE,
+    }).refresh();
+    const copy = JSON.parse(kept.get('dunwall:v1:acme:cus_1') ?? '{}') as Record<string, unknown>;
+    expect([copy.status, copy.notice, 'card_update_url' in copy, 'pay_url' in copy]).toEqual([
+      'active',
+      NOTICE,
+      false,
+      false,
+    ]);
+    // Read back (the service down): the notice, without a link of the answer's.
+    const down = createStatusStore({
+      baseUrl: 'https://dunwall.test',
+      tenant: 'acme',
+      publishableKey: 'pk_test_1',
+      customer: 'cus_1',
+      storage,
+      fetch: () => Promise.reject(new TypeError('down')),
+    });
+    expect([down.getSnapshot().source, down.getSnapshot().notice, down.getSnapshot().cardUpdateUrl]).toEqual([
+      'persisted',
+      NOTICE,
+      null,
+    ]);
+  });
+});
+
 describe('links', () => {
   it('https always; http to this machine only (127.0.0.0/8, ::1, localhost); nothing else, in the browser and in React Native alike', () => {
     for (const ok of [

@@ -246,9 +246,13 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   const persist = (result: StatusResult, at: number) => {
     if (!key || !o.storage || o.preview) return;
     try {
-      // Never the pay link: it opens the customer's invoice to whoever holds it.
+      // Never the pay link, nor the card link: one opens the customer's invoice, the other (a
+      // Dunwall card link) a portal session on the customer's card, to whoever holds it.
       void Promise.resolve(
-        o.storage.setItem(key, JSON.stringify({ ...result, pay_url: undefined, source: undefined, at })),
+        o.storage.setItem(
+          key,
+          JSON.stringify({ ...result, pay_url: undefined, card_update_url: undefined, source: undefined, at }),
+        ),
       ).catch(() => {});
     } catch {
       // A full or refused storage: the copy is only a convenience.
