@@ -27,8 +27,8 @@ const TEXT_WORDS: Record<TextKey, string> = {
   gate_action: 'Gate button',
   pay_action: 'Pay button',
   support: 'Support link text',
-  member_body: 'Banner text for a member (who cannot pay: no link shown)',
-  member_gate_body: 'Gate text for a member',
+  member_body: "A member's banner (who cannot pay: no link is shown)",
+  member_gate_body: "A member's gate sentence",
 };
 const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
 const PREVIEW_DELAY_MS = 400;
