@@ -11,6 +11,9 @@
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
  *
+ * `data-role="member"` is for a reader who cannot pay: the member's texts, no pay or card
+ * link. An active answer's notice (a card about to expire) is a soft banner, never a gate.
+ *
  * What is shown, with which texts, links and countdown, and a banner's dismissal, are decided
  * by `@dunwall/core`, as for `@dunwall/react` and `@dunwall/react-native`: this file draws
  * them in the page, and holds the page under a gate with the core's `holdPage`.

@@ -20,6 +20,9 @@ export type Notice = NonNullable<KnownSubscriberBody['notice']>;
  */
 export type Role = 'billing_admin' | 'member';
 
+/** The unknown roles said in the console: each once per page. */
+const toldRoles = new Set<string>();
+
 /**
  * The role an app named. Anything but `billing_admin` (or nothing) is a member: a mistyped
  * role hides the payment links from whoever reads, it never shows them to a member (it is
@@ -27,7 +30,8 @@ export type Role = 'billing_admin' | 'member';
  */
 export function roleOf(value: string | null | undefined, tenant: string): Role {
   if (value == null || value === 'billing_admin') return 'billing_admin';
-  if (value !== 'member') console.warn(`[dunwall] unknown_role: "${value}" (tenant "${tenant}"): shown as member`);
+  if (value !== 'member' && !toldRoles.has(value) && toldRoles.add(value))
+    console.warn(`[dunwall] unknown_role: "${value}" (tenant "${tenant}"): shown as member`);
   return 'member';
 }
 
