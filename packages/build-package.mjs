@@ -13,9 +13,11 @@ import { build } from 'esbuild';
  * Gzipped bytes of the minified bundle, React itself not counted. 6 KB held the status, the
  * banner and the gate (6,105 and 5,820 bytes); 7 KB since the lockout from the app's own API
  * (`useBillingFetch`), the misconfigurations said in the console with their codes, `debug`,
- * and the persisted warning kept through a failed lookup (6,890 and 6,612 bytes).
+ * and the persisted warning kept through a failed lookup (6,890 and 6,612 bytes). 7.5 KB since
+ * roles (the provider's `role`: a member's texts, no pay or card link), the card-expiring
+ * notice (a soft banner, dismissed on its own) and http links to this machine (7,597 and 7,279).
  */
-const BUDGETS = { react: 7 * 1024, 'react-native': 7 * 1024 };
+const BUDGETS = { react: 7.5 * 1024, 'react-native': 7.5 * 1024 };
 const name = process.argv[2];
 if (!(name in BUDGETS)) throw new Error(`build-package: unknown package ${name}`);
 const dir = join(dirname(fileURLToPath(import.meta.url)), name);

@@ -12,7 +12,9 @@ import { build } from 'esbuild';
 // can tell a wrong key from a paying customer) to 7.2 KB. The view and the gate shared with
 // @dunwall/react and @dunwall/react-native (@dunwall/core) took it to 7.7 KB, asking through the
 // client's one lookup instead of its cached client (the snippet keeps no cache) back to 7.3 KB.
-const GZIP_BUDGET_BYTES = 7.5 * 1024;
+// 8 KB: roles (a member's texts, no pay or card link), the card-expiring notice (a soft banner
+// of its own, dismissed on its own) and http links to this machine took it from 7.33 to 7.84 KB.
+const GZIP_BUDGET_BYTES = 8 * 1024;
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const outfile = join(root, 'dist', 'snippet', 'snippet.js');
 

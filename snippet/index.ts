@@ -11,6 +11,9 @@
  * snippet asks again when the page comes back into view (the customer returning from paying
  * in that other tab), and when a scheduled lockout (`lockout_at`) arrives.
  *
+ * `data-role="member"` is for a reader who cannot pay: the member's texts, no pay or card
+ * link. An active answer's notice (a card about to expire) is a soft banner, never a gate.
+ *
  * What is shown, with which texts, links and countdown, and a banner's dismissal, are decided
  * by `@dunwall/core`, as for `@dunwall/react` and `@dunwall/react-native`: this file draws
  * them in the page, and holds the page under a gate with the core's `holdPage`.
@@ -22,7 +25,9 @@ import {
   fetchBranding,
   gateLinks,
   holdPage,
+  noticeOf,
   reachable,
+  roleOf,
   safeUrl as safeAt,
   sessionDismissals,
   shownFor,
@@ -69,6 +74,11 @@ export interface CheckOptions {
   mount?: string | null;
   /** A test tenant only: show the banner or the gate as the service previews them. */
   preview?: PreviewStatus | null;
+  /**
+   * `billing_admin` (default): shown the ways to pay. `member`: the member's texts and no pay
+   * or card link; any other value is taken as `member` (said in the console).
+   */
+  role?: string | null;
 }
 
 /** What a check from the script tag carries besides its options. */
@@ -236,11 +246,13 @@ function watermark(view: BillingView): HTMLElement | null {
 }
 
 /** The same key as @dunwall/react's: a banner dismissed in one (for the browser session) is dismissed in the other. */
-const dismissKey = (o: CheckOptions) => keyOf(o.tenant, o.customer);
+const dismissKey = (o: CheckOptions, s?: ViewState) => keyOf(o.tenant, o.customer, s?.notice);
 
 /** What a banner or a gate shows (the shared view); the countdown is to `at` (NaN: none). */
 interface View {
   o: CheckOptions;
+  /** The banner's dismissal (a notice's is its own). */
+  key: string;
   view: BillingView;
   colors: Colors;
   at: number;
@@ -281,7 +293,7 @@ function pinnedAt(w: number, y: number): [HTMLElement, boolean] | undefined {
   return undefined;
 }
 
-function renderBanner({ o, view, colors, at, locales }: View): void {
+function renderBanner({ o, key, view, colors, at, locales }: View): void {
   const { texts } = view;
   const position = o.position === 'bottom' ? 'bottom' : 'top';
   const container = o.mount ? document.querySelector(o.mount) : null;
@@ -302,8 +314,12 @@ function renderBanner({ o, view, colors, at, locales }: View): void {
           ? undefined
           : (h) => document.body.prepend(h),
   );
-  const bar = el('div', { class: fixed ? `bar fixed ${position}` : below ? 'bar fixed' : 'bar', role: 'alert' });
-  const text = bar.appendChild(el('p', {}, texts.warning));
+  // A notice is told politely (a status), a warning at once (an alert).
+  const bar = el('div', {
+    class: fixed ? `bar fixed ${position}` : below ? 'bar fixed' : 'bar',
+    role: view.state.notice ? 'status' : 'alert',
+  });
+  const text = bar.appendChild(el('p', {}, view.message));
   let tick: (() => void) | undefined;
   if (at === at) {
     // Text only: the sentence and the date become a text node and an attribute, never markup.
@@ -319,7 +335,7 @@ function renderBanner({ o, view, colors, at, locales }: View): void {
   if (mark) bar.appendChild(mark);
   const close = el('button', { class: 'x', type: 'button', 'aria-label': texts.dismiss }, '×');
   close.addEventListener('click', () => {
-    sessionDismissals.add(dismissKey(o));
+    sessionDismissals.add(key);
     // Nothing shown any more, but a scheduled lockout still comes at its time.
     removeCurrent();
   });
@@ -380,7 +396,8 @@ function renderGate({ o, view, colors }: View, now?: boolean): void {
   const row = box.appendChild(el('div', { class: 'acts' }));
   const links = gateLinks(view);
   links.forEach((l, i) => row.appendChild(link(l, i)));
-  if (!links.length) box.appendChild(el('p', {}, texts.noLink));
+  // A member's gate says whom to ask instead (its noLink is empty).
+  if (!links.length && texts.noLink) box.appendChild(el('p', {}, texts.noLink));
   const mark = watermark(view);
   if (mark) box.appendChild(mark);
   veil.appendChild(box);
@@ -514,6 +531,7 @@ export async function check(o: FromTag): Promise<StatusResult> {
       payUrl: known?.pay_url ?? null,
       cardUpdateUrl: known?.card_update_url ?? null,
       entitlements: known?.entitlements ?? null,
+      notice: result.status === 'active' ? noticeOf(known?.notice) : null,
     };
     const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
     // The same answer for the same page as what is shown (a return, a route change): it stays
@@ -523,7 +541,8 @@ export async function check(o: FromTag): Promise<StatusResult> {
     if (!current || current.sig !== sig) {
       // The tenant's branding, asked only when there is something to show; the page's own
       // attributes win over it, and it over the defaults. What is shown stays until then.
-      const b = result.status === 'active' ? {} : await fetchBranding(o.baseUrl ?? DEFAULT_BASE, o.tenant);
+      const b =
+        result.status === 'active' && !state.notice ? {} : await fetchBranding(o.baseUrl ?? DEFAULT_BASE, o.tenant);
       if (mine !== sequence) return result;
       removeCurrent();
       const languages = navigator.languages?.length ? navigator.languages : [navigator.language];
@@ -536,15 +555,17 @@ export async function check(o: FromTag): Promise<StatusResult> {
         own: o,
         now: Date.now(),
         safe: safeUrl,
+        role: roleOf(o.role, o.tenant),
       });
       const auto = Object.keys({ ...b.colors, ...o.colors }).length === 0;
-      const shown = shownFor(state, sessionDismissals.has(dismissKey(o)));
-      const drawn: View = { o, view, colors: { ...colors, auto }, at, locales };
+      const key = dismissKey(o, state);
+      const shown = shownFor(state, sessionDismissals.has(key));
+      const drawn: View = { o, key, view, colors: { ...colors, auto }, at, locales };
       // The page hidden until the answer is shown with it (and visible before the banner
       // looks for the page's header, which a hidden page does not draw).
       const now = o.reveal?.();
       try {
-        if (shown === 'banner') renderBanner(drawn);
+        if (shown === 'banner' || shown === 'notice') renderBanner(drawn);
         else if (shown === 'gate') renderGate(drawn, now);
       } catch {
         // A page that breaks the rendering gets nothing rather than a broken page: fail open.
@@ -598,6 +619,7 @@ function fromScript(s: HTMLScriptElement): FromTag | null {
     ...(d.position === 'top' || d.position === 'bottom' ? { position: d.position } : {}),
     ...(d.mode === 'push' || d.mode === 'overlay' ? { mode: d.mode } : {}),
     mount: d.mount ?? null,
+    role: d.role ?? null,
     ...(d.preview === 'warning' || d.preview === 'lockout' ? { preview: d.preview } : {}),
     texts,
     colors,

@@ -17,6 +17,10 @@ export const BRANDING_TEXT_KEYS = [
   'gate_action',
   'pay_action',
   'support',
+  // What a member (a reader who cannot pay: the snippet's `data-role="member"`) reads in the
+  // banner and the gate, which then carry no pay or card link.
+  'member_body',
+  'member_gate_body',
 ] as const;
 export type BrandingTextKey = (typeof BRANDING_TEXT_KEYS)[number];
 export type BrandingTexts = Partial<Record<BrandingTextKey, string>>;

@@ -62,6 +62,15 @@ export const CUSTOMER_ID_RE = new RegExp(CUSTOMER_ID_PATTERN);
 export const MODES = ['live', 'test'] as const;
 export type Mode = (typeof MODES)[number];
 
+/**
+ * What an active subscriber's answer may tell ahead of a failure (`notice.kind`): never a
+ * gate, never a change of status. `card_expiring`: the default card expires before the next
+ * renewal (`notice.expires`, `YYYY-MM`).
+ */
+export const NOTICE_KINDS = ['card_expiring'] as const;
+export type NoticeKind = (typeof NOTICE_KINDS)[number];
+export const NOTICE_EXPIRES_PATTERN = '^[0-9]{4}-(0[1-9]|1[0-2])$';
+
 export interface TenantAuthFields {
   id: number;
   slug: string;

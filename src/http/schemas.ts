@@ -35,6 +35,8 @@ import type { StripeEventOutcomeName } from '../domain/stripe/outcomes.js';
 import {
   CUSTOMER_ID_PATTERN,
   FLAG_NAME_PATTERN,
+  NOTICE_EXPIRES_PATTERN,
+  NOTICE_KINDS,
   REASON_PATTERN,
   SLUG_PATTERN,
   STATUSES,
@@ -148,9 +150,23 @@ export const LookupHeaders = Type.Object({
   authorization: Type.String({ description: 'Bearer <publishable key>' }),
 });
 export const LookupUnknown = Type.Object({ status: Type.Literal('active') }, { additionalProperties: false });
+export const LookupNotice = Type.Object(
+  {
+    kind: oneOf(NOTICE_KINDS),
+    expires: Type.String({ pattern: NOTICE_EXPIRES_PATTERN, description: 'The month the card expires (YYYY-MM)' }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'An active subscriber told ahead of a failure (a tenant whose policy enables notices; only where pay_url could be given): shown as a dismissable soft banner, never a gate',
+  },
+);
 export const LookupKnown = Type.Object({
   status: Status,
-  card_update_url: Type.Union([Type.String(), Type.Null()]),
+  card_update_url: Type.Union([Type.String(), Type.Null()], {
+    description:
+      'Where the customer updates the card: with a warning, or an active answer carrying a notice; else null',
+  }),
   entitlements: Entitlements,
   lockout_at: Type.Optional(
     Type.String({
@@ -163,6 +179,7 @@ export const LookupKnown = Type.Object({
       description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged",
     }),
   ),
+  notice: Type.Optional(LookupNotice),
 });
 
 // --- admin -------------------------------------------------------------------------------

@@ -169,6 +169,23 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       } finally {
         await app.close();
       }
+      // As a member reads it: the member's sentences, and no link in the banner or the gate
+      // (which a billing admin reads with the draft's payment link).
+      await page.getByRole('textbox', { name: /Payment link/ }).fill('https://billing.acme.test/pay');
+      await expect.poll(() => banner.locator('dunwall-enforcement .bar a').count()).toBe(1);
+      await expect.poll(() => gate.locator('dunwall-enforcement .box a').count()).toBe(1);
+      await page.getByRole('textbox', { name: "A member's gate sentence" }).fill('Ask Dana to update the card.');
+      await page.getByRole('checkbox', { name: /As a member reads it/ }).check();
+      await expect
+        .poll(async () => (await drawn(banner, 'warning')).text)
+        .toBe("Ask your account's billing admin to update the payment method.");
+      await expect
+        .poll(() => gate.locator('dunwall-enforcement .box #dw-text').innerText())
+        .toBe('Ask Dana to update the card.');
+      expect(await banner.locator('dunwall-enforcement .bar a').count()).toBe(0);
+      expect(await gate.locator('dunwall-enforcement .box a').count()).toBe(0);
+      await page.getByRole('checkbox', { name: /As a member reads it/ }).uncheck();
+      await expect.poll(async () => (await drawn(banner, 'warning')).text).toBe('Your card was declined');
       await shot(page, 'settings');
       await noSeriousViolation(page);
       expect(problems).toEqual([]);

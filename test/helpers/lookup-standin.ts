@@ -14,8 +14,9 @@ import type { Branding } from '../../src/domain/branding.js';
  * It also serves the page and the app's bundle, from the same origin.
  *
  * Checks, in the contract's order: the bearer key, the tenant, the customer id, the `hmac`
- * (when sent; it gives `pay_url`); a test tenant's `preview=warning|lockout` answers that
- * status with the branding's payment link as `pay_url` and `lockout_at` a week ahead.
+ * (when sent; it gives `pay_url`, and an active answer's `notice` with its `card_update_url`);
+ * a test tenant's `preview=warning|lockout` answers that status with the branding's payment
+ * link as `pay_url` and `lockout_at` a week ahead.
  */
 export type Answer =
   | {
@@ -24,6 +25,8 @@ export type Answer =
       pay_url?: string;
       card_update_url?: string | null;
       entitlements?: Record<string, boolean>;
+      /** With `active`: told only to a signed lookup, as `pay_url` is, with `card_update_url`. */
+      notice?: { kind: 'card_expiring'; expires: string };
     }
   | { fail: number };
 
@@ -104,17 +107,18 @@ export async function startStandIn(branding: Branding): Promise<StandIn> {
           }
         : answers.get(customer);
     if (answer && 'fail' in answer) return problem(res, answer.fail, 'service_unavailable');
+    const signed = hmac.length === 1;
+    const notice = answer && !('fail' in answer) && answer.status === 'active' && signed ? answer.notice : undefined;
     const body = !answer
       ? { status: 'active' }
       : {
           status: answer.status,
-          card_update_url: answer.status === 'warning' ? (answer.card_update_url ?? null) : null,
+          card_update_url: answer.status === 'warning' || notice ? (answer.card_update_url ?? null) : null,
+          ...(notice ? { notice } : {}),
           entitlements: answer.entitlements ?? ENTITLEMENTS,
           ...(answer.status === 'warning' && answer.lockout_at ? { lockout_at: answer.lockout_at } : {}),
           // The invoice's page goes only to a signed lookup (or a preview).
-          ...(answer.status !== 'active' && answer.pay_url && (hmac.length === 1 || preview)
-            ? { pay_url: answer.pay_url }
-            : {}),
+          ...(answer.status !== 'active' && answer.pay_url && (signed || preview) ? { pay_url: answer.pay_url } : {}),
         };
     res
       .writeHead(200, {

@@ -13,8 +13,12 @@ const BRANDING = {
   logo_url: 'https://acme.test/logo.svg',
   colors: { accent: '#0a7cff', background: '#ffffff', text: '#111111' },
   texts: {
-    default: { gate_title: 'Your subscription is paused', gate_action: 'Pay now' },
-    fr: { gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer' },
+    default: {
+      gate_title: 'Your subscription is paused',
+      gate_action: 'Pay now',
+      member_body: 'Ask Dana, your billing admin, to update the card.',
+    },
+    fr: { gate_title: 'Votre abonnement est suspendu', gate_action: 'Payer', member_gate_body: 'Demandez à Dana.' },
     'fr-CA': { gate_action: 'Payer maintenant' },
   },
 };
@@ -83,6 +87,8 @@ describe.each(engines)("a tenant's branding, set once and served to pages ($name
       [{ colors: { accent: 'blue' } }, 'colors'],
       [{ texts: { 'Not A Locale': { gate_title: 'x' } } }, 'texts'],
       [{ texts: { fr: { gate_title: '' } } }, 'gate_title'],
+      [{ texts: { fr: { member_body: ' ' } } }, 'member_body'],
+      [{ texts: { fr: { member_gate_body: 'x'.repeat(301) } } }, 'member_gate_body'],
       [{ texts: { fr: { headline: 'x' } } }, 'headline'],
       [
         { texts: { fr: { banner_countdown: "L'accès sera suspendu bientôt." } } },

@@ -182,6 +182,12 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     expect(page.headers['content-security-policy']).toContain("frame-ancestors 'self'");
     expect(page.body).toContain(`data-base-url="/console/preview/api/lockout/${draft}"`);
     expect(page.body).toContain('src="/snippet.js"');
+    expect(page.body).not.toContain('data-role');
+    // As a member reads it: the snippet's role; any other value is the billing admin's view.
+    const member = await as(s.cookie, 'GET', `/console/preview?state=lockout&draft=${draft}&role=member`);
+    expect(member.body).toContain(' data-role="member" ');
+    const other = await as(s.cookie, 'GET', `/console/preview?state=lockout&draft=${draft}&role=%22%3E%3Cscript%3E`);
+    expect(other.body).not.toContain('data-role');
     const status = await h.app.inject({
       method: 'GET',
       url: `/console/preview/api/warning/${draft}/api/subscriber-status/preview?processor_customer_id=cus_preview`,

@@ -65,6 +65,8 @@ export const BRANDING_TEXT_KEYS = [
   'gate_action',
   'pay_action',
   'support',
+  'member_body',
+  'member_gate_body',
 ] as const;
 export type BrandingTextKey = (typeof BRANDING_TEXT_KEYS)[number];
 export const CREDENTIAL_CHANGE_BY = ['operator', 'key'] as const;
@@ -158,6 +160,7 @@ export type LookupAnswer = KnownLookupAnswer | UnknownLookupAnswer;
 /** The lookup of a known subscriber */
 export type KnownLookupAnswer = {
   status: Status;
+  /** Where the customer updates the card: with a warning, or an active answer carrying a notice; else null */
   card_update_url: string | null;
   /** Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present. */
   entitlements: Entitlements;
@@ -165,6 +168,12 @@ export type KnownLookupAnswer = {
   lockout_at?: string;
   /** Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged */
   pay_url?: string;
+  /** An active subscriber told ahead of a failure (a tenant whose policy enables notices; only where pay_url could be given): shown as a dismissable soft banner, never a gate */
+  notice?: {
+    kind: 'card_expiring';
+    /** The month the card expires (YYYY-MM) */
+    expires: string;
+  };
 };
 
 /** The lookup of an unknown subscriber */
@@ -241,6 +250,8 @@ export type BrandingTexts = {
   gate_action?: string;
   pay_action?: string;
   support?: string;
+  member_body?: string;
+  member_gate_body?: string;
 };
 
 /** How derived statuses are enforced */

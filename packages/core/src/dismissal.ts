@@ -5,9 +5,20 @@
  * session in React Native (memory: a new launch shows it again).
  */
 
-/** Tenant slugs and customer ids are [a-z0-9-] and [A-Za-z0-9_]: safe in a cookie name. */
-export function dismissKey(tenant: string, customer: string): string {
-  return `dunwall_dismissed_${tenant}_${customer}`.replace(/[^A-Za-z0-9_-]/g, '_');
+/**
+ * Tenant slugs and customer ids are [a-z0-9-] and [A-Za-z0-9_]: safe in a cookie name. A
+ * notice's dismissal is its own (kind and month): dismissing it never hides a warning, and a
+ * card expiring another month is told again.
+ */
+export function dismissKey(
+  tenant: string,
+  customer: string,
+  notice?: { kind: string; expires: string } | null,
+): string {
+  return `dunwall_dismissed_${tenant}_${customer}${notice ? `_${notice.kind}_${notice.expires}` : ''}`.replace(
+    /[^A-Za-z0-9_-]/g,
+    '_',
+  );
 }
 
 export interface Dismissals {

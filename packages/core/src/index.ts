@@ -19,7 +19,19 @@ export type {
   StatusStoreOptions,
   SubscriberStatus,
 } from './status-store.js';
-export { countdown, DEFAULT_COLORS, fetchBranding, gateLinks, payLinks, safeUrl, shownFor, viewOf } from './view.js';
+export {
+  countdown,
+  DEFAULT_COLORS,
+  fetchBranding,
+  gateLinks,
+  LOOPBACK,
+  noticeOf,
+  payLinks,
+  roleOf,
+  safeUrl,
+  shownFor,
+  viewOf,
+} from './view.js';
 export type {
   BannerOptions,
   BillingView,
@@ -27,6 +39,8 @@ export type {
   Colors,
   GateOptions,
   Link,
+  Notice,
+  Role,
   Shown,
   ViewInput,
   ViewOptions,

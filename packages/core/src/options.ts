@@ -4,7 +4,7 @@
  * the status store's options that the provider derives from it.
  */
 import type { PreviewStatus } from '../../client/src/index.js';
-import type { Branding } from './view.js';
+import type { Branding, Role } from './view.js';
 import type { BillingBootstrap, PersistStorage, StatusStoreOptions } from './status-store.js';
 
 export interface DunwallOptions {
@@ -29,6 +29,11 @@ export interface DunwallOptions {
   timeoutMs?: number;
   /** Logs every answer and decision in the console (never a key, hmac, customer id or pay link). */
   debug?: boolean;
+  /**
+   * Who reads: `billing_admin` (default) is shown the ways to pay; `member`, the branding's
+   * member texts and no pay or card link (any other value is taken as `member`). Display only.
+   */
+  role?: Role | null;
 }
 
 /**

@@ -19,8 +19,8 @@ import type {
   SubscriberStatus,
 } from '../../client/src/index.js';
 import { explain, say } from './explain.js';
-import { fetchBranding } from './view.js';
-import type { Branding } from './view.js';
+import { fetchBranding, noticeOf } from './view.js';
+import type { Branding, Notice } from './view.js';
 
 export type { DunwallError, Entitlements, SubscriberStatus };
 
@@ -33,8 +33,10 @@ export interface BillingState {
   lockoutAt: string | null;
   /** Stripe's page of the overdue invoice (needs the `hmac`), else null. */
   payUrl: string | null;
-  /** The tenant's card update page, with a warning. */
+  /** The tenant's card update page, with a warning or a notice. */
   cardUpdateUrl: string | null;
+  /** With `active`: what the service tells ahead of a failure (a card expiring), shown as a soft banner; else null. */
+  notice: Notice | null;
   /** The tenant tier's flags; null until some answer named them. */
   entitlements: Entitlements | null;
   /** An answer of the service, or its failure, has come (or a bootstrap was given). */
@@ -51,6 +53,7 @@ export interface BillingBootstrap {
   pay_url?: string | null;
   card_update_url?: string | null;
   entitlements?: Entitlements | null;
+  notice?: Notice | null;
   /** When the server asked (epoch ms or RFC 3339): a bootstrap older than the page's last fresh answer never makes it worse. */
   at?: number | string;
 }
@@ -124,6 +127,7 @@ const ACTIVE: BillingState = {
   lockoutAt: null,
   payUrl: null,
   cardUpdateUrl: null,
+  notice: null,
   entitlements: null,
   ready: false,
   source: 'fallback',
@@ -141,12 +145,14 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** An answer as a state; `lockout` from anything but a fresh answer is shown as `warning`. */
 function stateOf(a: BillingBootstrap, source: BillingSource, ready: boolean): BillingState {
   const status = source !== 'service' && a.status === 'lockout' ? 'warning' : a.status;
+  const notice = status === 'active' ? noticeOf(a.notice) : null;
   const shown = status !== 'active';
   return {
     status,
     lockoutAt: status === 'warning' ? str(a.lockout_at) : null,
     payUrl: shown ? str(a.pay_url) : null,
-    cardUpdateUrl: shown ? str(a.card_update_url) : null,
+    cardUpdateUrl: shown || notice ? str(a.card_update_url) : null,
+    notice,
     entitlements: isObject(a.entitlements) ? a.entitlements : null,
     ready,
     source,
@@ -240,9 +246,13 @@ export function createStatusStore(o: StatusStoreOptions): StatusStore {
   const persist = (result: StatusResult, at: number) => {
     if (!key || !o.storage || o.preview) return;
     try {
-      // Never the pay link: it opens the customer's invoice to whoever holds it.
+      // Never the pay link, nor the card link: one opens the customer's invoice, the other (a
+      // Dunwall card link) a portal session on the customer's card, to whoever holds it.
       void Promise.resolve(
-        o.storage.setItem(key, JSON.stringify({ ...result, pay_url: undefined, source: undefined, at })),
+        o.storage.setItem(
+          key,
+          JSON.stringify({ ...result, pay_url: undefined, card_update_url: undefined, source: undefined, at }),
+        ),
       ).catch(() => {});
     } catch {
       // A full or refused storage: the copy is only a convenience.

@@ -21,6 +21,12 @@ export interface Texts {
   payNow: string;
   /** The banner's countdown to a lockout: `{time}` ("in 3 days"), `{date}` (the date). */
   countdown: string;
+  /** A member's banner (and notice), in place of `warning`: no link is shown to a member. */
+  member: string;
+  /** A member's gate, in place of `lockout`. */
+  memberGate: string;
+  /** The card-expiring notice: `{expires}` is the card's month (`MM/YYYY`). */
+  notice: string;
 }
 
 export const DEFAULT_TEXTS: Texts = {
@@ -33,6 +39,9 @@ export const DEFAULT_TEXTS: Texts = {
   noLink: 'Please contact the support team of this service to restore your access.',
   payNow: 'Pay now',
   countdown: 'Access will be paused {time}.',
+  member: "Ask your account's billing admin to update the payment method.",
+  memberGate: "Ask your account's billing admin to update the payment method.",
+  notice: 'Your card expires {expires}. Update it to keep your subscription running.',
 };
 
 /** Which branding text (`BRANDING_TEXT_KEYS` of the domain) stands for which text. */
@@ -45,6 +54,8 @@ export const FROM_BRANDING: readonly (readonly [keyof Texts, BrandingTextKey])[]
   ['pay', 'gate_action'],
   ['payNow', 'pay_action'],
   ['support', 'support'],
+  ['member', 'member_body'],
+  ['memberGate', 'member_gate_body'],
 ];
 
 /**

@@ -5,11 +5,35 @@
  * only render a view; they decide none of it.
  */
 import type { Branding } from '../../../src/domain/branding.js';
-import type { Entitlements, SubscriberStatus } from '../../client/src/index.js';
+import type { Entitlements, KnownSubscriberBody, SubscriberStatus } from '../../client/src/index.js';
 import { textsFor } from './texts.js';
 import type { Texts } from './texts.js';
 
 export type { Branding };
+
+/** What an active answer may tell ahead of a failure: the lookup's `notice`. */
+export type Notice = NonNullable<KnownSubscriberBody['notice']>;
+
+/**
+ * Who reads: `billing_admin` (the default) can pay; a `member` cannot, and is shown the
+ * banner and the gate with the member's texts and no pay or card link. Display only.
+ */
+export type Role = 'billing_admin' | 'member';
+
+/** The unknown roles said in the console: each once per page. */
+const toldRoles = new Set<string>();
+
+/**
+ * The role an app named. Anything but `billing_admin` (or nothing) is a member: a mistyped
+ * role hides the payment links from whoever reads, it never shows them to a member (it is
+ * said in the console, once).
+ */
+export function roleOf(value: string | null | undefined, tenant: string): Role {
+  if (value == null || value === 'billing_admin') return 'billing_admin';
+  if (value !== 'member' && !toldRoles.has(value) && toldRoles.add(value))
+    console.warn(`[dunwall] unknown_role: "${value}" (tenant "${tenant}"): shown as member`);
+  return 'member';
+}
 
 export interface Colors {
   accent: string;
@@ -36,6 +60,8 @@ export interface ViewState {
   payUrl: string | null;
   cardUpdateUrl: string | null;
   entitlements: Entitlements | null;
+  /** With `active`: what the answer tells ahead of a failure; none: nothing to tell. */
+  notice?: Notice | null;
 }
 
 /** What the app says of a banner or a gate, over the branding's and the defaults. */
@@ -60,8 +86,12 @@ export interface GateOptions {
 /** What a banner or a gate (the tenant's own too) is drawn from. */
 export interface BillingView<S extends ViewState = ViewState> {
   state: S;
+  /** A member's: `warning` and `lockout` are the member's texts, `noLink` is empty. */
   texts: Texts;
-  /** The way to pay first; each `external` link opens apart (a new tab). */
+  /** The banner's sentence: the warning's, the notice's, or the member's. */
+  message: string;
+  role: Role;
+  /** The way to pay first (the card link alone for a notice; none for a member); each `external` link opens apart (a new tab). */
   links: Link[];
   /** The countdown sentence ('' without a scheduled lockout, or before the clock is read). */
   countdown: string;
@@ -70,25 +100,39 @@ export interface BillingView<S extends ViewState = ViewState> {
   watermark: boolean;
 }
 
-export type Shown = 'banner' | 'gate' | null;
+export type Shown = 'banner' | 'notice' | 'gate' | null;
 
 /**
- * A banner for `warning` unless dismissed; a gate for `lockout` from a fresh answer only (the
- * service's, or the app's API's 402): never a false gate; nothing for anything else.
+ * A banner for `warning` unless dismissed; a soft banner for an active answer's notice unless
+ * dismissed (never a gate); a gate for `lockout` from a fresh answer only (the service's, or
+ * the app's API's 402): never a false gate; nothing for anything else.
  */
-export function shownFor(state: Pick<ViewState, 'status' | 'source'>, dismissed: boolean): Shown {
+export function shownFor(state: Pick<ViewState, 'status' | 'source' | 'notice'>, dismissed: boolean): Shown {
   if (state.status === 'warning') return dismissed ? null : 'banner';
+  if (state.status === 'active') return state.notice && !dismissed ? 'notice' : null;
   return state.status === 'lockout' && (state.source === 'service' || state.source === 'api') ? 'gate' : null;
+}
+
+/** A notice of a kind and month this code knows (`card_expiring`, `YYYY-MM`), else null: an unknown one is not shown. */
+export function noticeOf(value: unknown): Notice | null {
+  const n = value as Notice | null;
+  return n?.kind === 'card_expiring' && /^\d{4}-(0[1-9]|1[0-2])$/.test(n.expires) ? n : null;
 }
 
 const MINUTE_MS = 60_000;
 
-/** Links and images are https only: never `javascript:`, `data:` or plain http. */
+/** The hosts of this machine (127.0.0.0/8, ::1, localhost), as `URL` writes them. */
+export const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/;
+
+/**
+ * Links and images are https, or http to this machine only (a service tried locally, with
+ * `DUNWALL_PUBLIC_URL=http://127.0.0.1:...`): never `javascript:`, `data:` or plain http to a host.
+ */
 export function safeUrl(value: string | null | undefined, base?: string): string | null {
   if (!value) return null;
   try {
     const url = base ? new URL(value, base) : new URL(value);
-    return url.protocol === 'https:' ? url.href : null;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.test(url.hostname)) ? url.href : null;
   } catch {
     return null;
   }
@@ -163,6 +207,8 @@ export interface ViewInput<S extends ViewState> {
   now: number | null;
   /** How a link is checked: `safeUrl` in a browser, React Native's own check in an app. */
   safe: (url: string | null | undefined) => string | null;
+  /** Default `billing_admin`. */
+  role?: Role;
 }
 
 /**
@@ -178,13 +224,34 @@ export function viewOf<S extends ViewState>({
   own,
   now,
   safe,
+  role = 'billing_admin',
 }: ViewInput<S>): { view: BillingView<S>; colors: Colors; locales: readonly string[] } {
-  const { texts, locales } = textsFor(branding, languages, own.texts);
+  const found = textsFor(branding, languages, own.texts);
+  const { locales } = found;
+  const member = role === 'member';
+  // A member is told whom to ask, never sent to pay: no link, and no "contact support to restore" either.
+  const texts = member
+    ? { ...found.texts, warning: found.texts.member, lockout: found.texts.memberGate, noLink: '' }
+    : found.texts;
   const at = state.lockoutAt ? Date.parse(state.lockoutAt) : NaN;
+  const card = safe(state.cardUpdateUrl ?? own.cardUpdateUrl);
+  const notice = state.status === 'active' ? state.notice : undefined;
   const view: BillingView<S> = {
     state,
     texts,
-    links: payLinks(state, texts, branding, own.cardUpdateUrl, safe),
+    // `{expires}` as MM/YYYY; split/join, not replace: the text only ever becomes text.
+    message:
+      notice && !member
+        ? texts.notice.split('{expires}').join(notice.expires.replace(/(\d+)-(\d+)/, '$2/$1'))
+        : texts.warning,
+    role,
+    links: member
+      ? []
+      : notice
+        ? card
+          ? [{ href: card, text: texts.update, external: false }]
+          : []
+        : payLinks(state, texts, branding, own.cardUpdateUrl, safe),
     countdown: now !== null && at === at ? countdown(at, locales, texts.countdown, now)[0] : '',
     support: safe(own.supportUrl ?? branding.support_url),
     logo: safe(own.logoUrl ?? branding.logo_url),

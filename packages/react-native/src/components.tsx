@@ -106,13 +106,22 @@ function useMinute(on: boolean): number {
 }
 
 function useView(show: boolean, props: BillingViewProps & GateOptions): [BillingView, Colors] {
+  const { role } = useDunwallContext();
   const state = useBillingStatus();
   const branding = useBranding(show) ?? NO_BRANDING;
   const own = props.languages;
   const joined = own === undefined ? '' : typeof own === 'string' ? own : own.join(',');
   const languages = useMemo(() => (joined ? joined.split(',') : deviceLanguages()), [joined]);
   const minute = useMinute(show && state.lockoutAt !== null);
-  const { view, colors } = viewOf({ state, branding, languages, own: props, now: minute * MINUTE_MS, safe: httpsUrl });
+  const { view, colors } = viewOf({
+    state,
+    branding,
+    languages,
+    own: props,
+    now: minute * MINUTE_MS,
+    safe: httpsUrl,
+    role,
+  });
   return [{ ...view, open }, colors];
 }
 
@@ -155,17 +164,21 @@ function Watermark({ style }: { style: StyleProp<TextStyle> }) {
 // Dismissal: per tenant and customer, for the app's session (memory: a new launch shows it again).
 const dismissals = memoryDismissals();
 
-/** The warning banner, where it is placed (at the top of a screen); nothing for any other status. */
+/**
+ * The warning banner, or an active answer's notice (a soft banner, announced politely), where
+ * it is placed (at the top of a screen); nothing for any other status.
+ */
 export function BillingBanner(props: BillingBannerProps) {
   const { tenant, customer } = useDunwallContext();
   const state = useBillingStatus();
-  const key = customer ? dismissKey(tenant, customer) : '';
+  const key = customer ? dismissKey(tenant, customer, state.notice) : '';
   const dismissed = useSyncExternalStore(
     dismissals.subscribe,
     () => dismissals.has(key),
     () => false,
   );
-  const show = shownFor(state, dismissed) === 'banner';
+  const shown = shownFor(state, dismissed);
+  const show = shown === 'banner' || shown === 'notice';
   const [view, colors] = useView(show, props);
   if (!show) return null;
   const dismiss = () => key && dismissals.add(key);
@@ -180,7 +193,7 @@ export function BillingBanner(props: BillingBannerProps) {
     <View style={[{ flexDirection: 'row', alignItems: 'flex-start' }, pad(10, insets)]}>
       <View style={{ flex: 1 }}>
         <Text style={[{ color: colors.text, fontSize: 15, lineHeight: 21 }, styles.text]}>
-          {view.texts.warning}
+          {view.message}
           {view.countdown ? (
             <Text style={[{ fontWeight: '600' }, styles.countdown]}>{` ${view.countdown}`}</Text>
           ) : null}
@@ -205,9 +218,9 @@ export function BillingBanner(props: BillingBannerProps) {
   );
   return (
     <View
-      accessibilityRole="alert"
+      accessibilityRole={shown === 'notice' ? 'summary' : 'alert'}
       accessibilityLiveRegion="polite"
-      testID="dunwall-banner"
+      testID={shown === 'notice' ? 'dunwall-notice' : 'dunwall-banner'}
       style={[
         { backgroundColor: colors.background, borderBottomWidth: 3, borderBottomColor: colors.accent },
         props.style,
@@ -284,7 +297,7 @@ export function BillingGate(props: BillingGateProps) {
                 >
                   <Links links={links} colors={colors} styles={styles} />
                 </View>
-                {links.length ? null : (
+                {links.length || !view.texts.noLink ? null : (
                   <Text style={[{ color: colors.text, fontSize: 16, marginTop: 12 }, styles.text]}>
                     {view.texts.noLink}
                   </Text>

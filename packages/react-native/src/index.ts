@@ -23,7 +23,9 @@ export type {
   DunwallError,
   Entitlements,
   Link,
+  Notice,
   PersistStorage,
+  Role,
   SubscriberStatus,
   Texts,
 } from '@dunwall/core';

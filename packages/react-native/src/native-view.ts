@@ -7,10 +7,12 @@
  */
 
 const HTTPS = /^https:\/\/[^\s/?#\\]+(?:[/?#][^\s]*)?$/i;
+/** http to this machine only (127.0.0.0/8, ::1, localhost), as the shared `safeUrl` takes it. */
+const LOOPBACK_HTTP = /^http:\/\/(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])(?::\d{1,5})?(?:[/?#][^\s]*)?$/i;
 
-/** An https link, or null. */
+/** An https link (or an http one to this machine), or null. */
 export function httpsUrl(value: string | null | undefined): string | null {
-  return value && value.length <= 2048 && HTTPS.test(value) ? value : null;
+  return value && value.length <= 2048 && (HTTPS.test(value) || LOOPBACK_HTTP.test(value)) ? value : null;
 }
 
 /** The device's language (`Intl`, as Hermes and JavaScriptCore report it), else English. */

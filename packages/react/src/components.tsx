@@ -75,6 +75,7 @@ function useMinute(on: boolean): number | null {
 }
 
 function useView(show: boolean, props: BillingViewProps & GateOptions): [BillingView, string] {
+  const { role } = useDunwallContext();
   const state = useBillingStatus();
   const branding = useBranding(show) ?? {};
   const languages = useLanguages(props.locale);
@@ -87,6 +88,7 @@ function useView(show: boolean, props: BillingViewProps & GateOptions): [Billing
     own: props,
     now: minute === null ? null : minute * MINUTE_MS,
     safe: (u) => safeUrl(u, base),
+    role,
   });
   return [view, cssOf(colors)];
 }
@@ -104,24 +106,28 @@ const links = (all: Link[]) =>
     </a>
   ));
 
-/** The warning banner, in the page's flow where it is placed; nothing for any other status. */
+/**
+ * The warning banner, or an active answer's notice (a soft banner: a status, not an alert), in
+ * the page's flow where it is placed; nothing for any other status.
+ */
 export function BillingBanner(props: BillingBannerProps) {
   const { tenant, customer, nonce } = useDunwallContext();
   const state = useBillingStatus();
-  const key = customer ? dismissKey(tenant, customer) : '';
+  const key = customer ? dismissKey(tenant, customer, state.notice) : '';
   const dismissed = useSyncExternalStore(
     sessionDismissals.subscribe,
     () => key !== '' && sessionDismissals.has(key),
     () => false,
   );
-  const show = shownFor(state, dismissed) === 'banner';
+  const shown = shownFor(state, dismissed);
+  const show = shown === 'banner' || shown === 'notice';
   const [view, css] = useView(show, props);
   if (!show) return null;
   const close = () => key && sessionDismissals.add(key);
   return (
     <div
-      role="alert"
-      data-status="warning"
+      role={shown === 'notice' ? 'status' : 'alert'}
+      data-status={shown === 'notice' ? 'notice' : 'warning'}
       className={`dunwall-banner${props.className ? ` ${props.className}` : ''}`}
       style={props.style}
     >
@@ -131,7 +137,7 @@ export function BillingBanner(props: BillingBannerProps) {
       ) : (
         <>
           <p>
-            {view.texts.warning}
+            {view.message}
             {state.lockoutAt ? (
               <>
                 {' '}
@@ -194,7 +200,7 @@ function Gate({ view, css, props }: { view: BillingView; css: string; props: Bil
             <h2 id="dunwall-title">{view.texts.lockoutTitle}</h2>
             <p id="dunwall-text">{view.texts.lockout}</p>
             <div>{links(all)}</div>
-            {all.length ? null : <p>{view.texts.noLink}</p>}
+            {all.length || !view.texts.noLink ? null : <p>{view.texts.noLink}</p>}
             {view.watermark ? WATERMARK : null}
           </>
         )}

@@ -15,7 +15,9 @@ export type {
   DunwallError,
   Entitlements,
   Link,
+  Notice,
   PersistStorage,
+  Role,
   SubscriberStatus,
   Texts,
 } from '@dunwall/core';

@@ -8,8 +8,8 @@
  */
 import { createContext, createElement, useContext, useEffect, useMemo, useRef, useSyncExternalStore } from 'react';
 import type { ReactNode } from 'react';
-import { createStatusStore, reachable, storeOptions } from '@dunwall/core';
-import type { BillingState, Branding, DunwallOptions, PersistStorage, StatusStore } from '@dunwall/core';
+import { createStatusStore, reachable, roleOf, storeOptions } from '@dunwall/core';
+import type { BillingState, Branding, DunwallOptions, PersistStorage, Role, StatusStore } from '@dunwall/core';
 
 export interface DunwallProviderProps extends DunwallOptions {
   /** Where the last answer is kept (default: localStorage); null: nowhere. */
@@ -25,6 +25,8 @@ export interface DunwallContext {
   tenant: string;
   customer: string | null;
   nonce: string | undefined;
+  /** Who reads (the provider's `role`): a member is shown no pay or card link. */
+  role: Role;
 }
 
 const Context = createContext<DunwallContext | null>(null);
@@ -63,25 +65,29 @@ export function makeProvider(
   return function DunwallProvider(
     props: DunwallOptions & { nonce?: string; children?: ReactNode; watch?: PlatformWatch },
   ) {
-    const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug } = props;
+    const { baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug, role } = props;
     // The bootstrap, branding and storage of the render that made the store: an inline object
     // given again on every render must not make a new store.
     const latest = useRef(props);
     latest.current = props;
-    const value = useMemo<DunwallContext>(() => {
-      const p = latest.current;
-      const store = createStatusStore(storeOptions(p, platformStorage, probe));
-      return { store, tenant, customer: customer || null, nonce: p.nonce };
-    }, [baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug]);
+    const store = useMemo(
+      () => createStatusStore(storeOptions(latest.current, platformStorage, probe)),
+      [baseUrl, tenant, publishableKey, customer, hmac, preview, maxAgeMs, timeoutMs, debug],
+    );
+    // The role is display only: another role draws the same answer differently, never asks again.
+    const value = useMemo<DunwallContext>(
+      () => ({ store, tenant, customer: customer || null, nonce: latest.current.nonce, role: roleOf(role, tenant) }),
+      [store, role],
+    );
     const platform = props.watch ?? watch;
     useEffect(() => {
-      const stop = value.store.start();
-      const unwatch = platform(() => value.store.returned());
+      const stop = store.start();
+      const unwatch = platform(() => store.returned());
       return () => {
         unwatch();
         stop();
       };
-    }, [value, platform]);
+    }, [store, platform]);
     return createElement(Context.Provider, { value }, props.children);
   };
 }

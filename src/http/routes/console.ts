@@ -152,11 +152,13 @@ export async function consoleRoutes(app: App, opts: ConsoleRoutesOptions): Promi
     const draft = typeof q.draft === 'string' && /^[A-Za-z0-9_-]{0,12000}$/.test(q.draft) ? q.draft : '';
     const css = [...(assets?.files.keys() ?? [])].find((name) => name.startsWith('preview-') && name.endsWith('.css'));
     const base = `/console/preview/api/${state}/${draft || 'e30'}`;
+    // As a member reads it (the member's texts, no link), or as a billing admin.
+    const role = q.role === 'member' ? ' data-role="member"' : '';
     const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <title>Preview</title>${css ? `<link rel="stylesheet" href="/console/assets/${css}">` : ''}</head><body class="preview-page">
 <nav class="preview-nav" aria-hidden="true"><span></span><span></span><span></span></nav>
 <main class="preview-main" aria-hidden="true"><div></div><div></div><div></div></main>
-<script src="/snippet.js" data-tenant="preview" data-key="pk_preview" data-customer="cus_preview" data-base-url="${escapeHtml(base)}" async></script>
+<script src="/snippet.js" data-tenant="preview" data-key="pk_preview" data-customer="cus_preview" data-base-url="${escapeHtml(base)}"${role} async></script>
 </body></html>`;
     return pageHeaders(reply, PREVIEW_CSP)
       .header('x-frame-options', 'SAMEORIGIN')

@@ -27,6 +27,8 @@ const TEXT_WORDS: Record<TextKey, string> = {
   gate_action: 'Gate button',
   pay_action: 'Pay button',
   support: 'Support link text',
+  member_body: "A member's banner (who cannot pay: no link is shown)",
+  member_gate_body: "A member's gate sentence",
 };
 const LOCALE_RE = /^(default|[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3})$/;
 const PREVIEW_DELAY_MS = 400;
@@ -109,6 +111,7 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
   const [newLocale, setNewLocale] = useState('');
   const { error, busy, run, setError } = useAction();
   const [preview, setPreview] = useState(() => previewDraft(props.saved));
+  const [asMember, setAsMember] = useState(false);
   useEffect(() => setDraft(props.saved), [props.saved]);
   useEffect(() => {
     const timer = setTimeout(() => setPreview(previewDraft(draft)), PREVIEW_DELAY_MS);
@@ -245,15 +248,24 @@ export function BrandingSection(props: { saved: Branding; canWrite: boolean; onS
           </p>
           {/* Inert: the keyboard never enters the frames, where the gate would hold it (its focus
               trap, as on a customer's page), and their links are not followed from here. */}
+          <label class="check">
+            <input
+              type="checkbox"
+              name="preview-member"
+              checked={asMember}
+              onChange={(e) => setAsMember((e.target as HTMLInputElement).checked)}
+            />
+            <span>As a member reads it (who cannot pay: the member texts, no link)</span>
+          </label>
           <div class="preview-frames" ref={frames}>
             <iframe
               title="Preview of the banner (warning)"
-              src={`/console/preview?state=warning&draft=${preview}`}
+              src={`/console/preview?state=warning&draft=${preview}${asMember ? '&role=member' : ''}`}
               inert
             />
             <iframe
               title="Preview of the gate (lockout)"
-              src={`/console/preview?state=lockout&draft=${preview}`}
+              src={`/console/preview?state=lockout&draft=${preview}${asMember ? '&role=member' : ''}`}
               inert
             />
           </div>
