@@ -113,6 +113,12 @@ export const PROBLEM_CODES = [
   'request_timeout',
   'headers_too_large',
   'rate_limited',
+  'stripe_key_invalid',
+  'stripe_key_permission',
+  'stripe_key_mode_mismatch',
+  'stripe_portal_not_ready',
+  'stripe_error',
+  'stripe_unreachable',
   'store_unavailable',
   'internal_error',
 ] as const;
@@ -269,6 +275,12 @@ export type Settings = {
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
   stripe_webhook_secret_set: boolean;
+  /** The Stripe API key of this mode: its prefix and when it was set, never the key; null: none */
+  stripe_api_key: {
+    /** The first 12 characters of the key (rk_live_51Ab...) */
+    prefix: string;
+    set_at: string;
+  } | null;
 };
 
 /** What a tenant may change of itself */

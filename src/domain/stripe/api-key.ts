@@ -8,7 +8,8 @@ import type { Mode } from '../types.js';
  */
 
 /** Stripe's keys are `rk_` / `sk_`, the mode, then base62 (with underscores in restricted keys). */
-const STRIPE_API_KEY_RE = /^(rk|sk)_(live|test)_[A-Za-z0-9_]{16,247}$/;
+export const STRIPE_API_KEY_PATTERN = '^(rk|sk)_(live|test)_[A-Za-z0-9_]{16,247}$';
+const STRIPE_API_KEY_RE = new RegExp(STRIPE_API_KEY_PATTERN);
 
 /** The characters of a key shown again (`rk_live_51Ab`): enough to tell keys apart, never enough to use one. */
 export const STRIPE_API_KEY_PREFIX_CHARS = 12;
