@@ -331,6 +331,26 @@ export type StripeWebhookSecretState = {
   changes: CredentialChange[];
 };
 
+/** A mode's Stripe API key to set */
+export type StripeApiKeyBody = {
+  /** A restricted key (rk_live_... / rk_test_...) with read on Invoices, Customers and Subscriptions and write on Customer portal, or a secret key (sk_...); write-only */
+  key: string;
+};
+
+/** A mode's Stripe API key after a change: its prefix and date, never the key */
+export type StripeApiKeyState = {
+  /** The mode the key serves */
+  mode: 'live' | 'test';
+  /** The Stripe API key of this mode: its prefix and when it was set, never the key; null: none */
+  stripe_api_key: {
+    /** The first 12 characters of the key (rk_live_51Ab...) */
+    prefix: string;
+    set_at: string;
+  } | null;
+  /** The latest changes of this mode's Stripe API key, the latest first (10 at most) */
+  changes: CredentialChange[];
+};
+
 /** A tenant, as the operator sees it */
 export type Tenant = {
   slug: string;
