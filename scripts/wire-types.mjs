@@ -60,6 +60,12 @@ const TYPES = [
     'PUT /v1/settings/stripe-webhook-secret 200',
     'The Stripe signing secret after a change',
   ],
+  ['StripeApiKeyBody', 'PUT /v1/settings/stripe-api-key body', "A mode's Stripe API key to set"],
+  [
+    'StripeApiKeyState',
+    'PUT /v1/settings/stripe-api-key 200',
+    "A mode's Stripe API key after a change: its prefix and date, never the key",
+  ],
   ['Tenant', 'GET /admin/v1/tenants 200 /properties/data/items', 'A tenant, as the operator sees it'],
   ['TenantList', 'GET /admin/v1/tenants 200', 'Every tenant'],
   ['TenantWithKeys', 'POST /admin/v1/tenants 201', 'A created tenant, with its keys (shown once)'],

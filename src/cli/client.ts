@@ -6,6 +6,7 @@ import type {
   RotatedTenant,
   SecretKeyList,
   SecretKeyWithSecret,
+  StripeApiKeyState,
   Subscriber,
   SubscriberPage,
   Tenant,
@@ -31,6 +32,7 @@ export type TenantWithKeysView = Static<typeof TenantWithKeys>;
 export type RotatedTenantView = Static<typeof RotatedTenant>;
 export type TenantListView = Static<typeof TenantList>;
 export type TenantDetailView = Static<typeof TenantDetail>;
+export type StripeApiKeyStateView = Static<typeof StripeApiKeyState>;
 export type SubscriberPageView = Static<typeof SubscriberPage>;
 export interface SubscriberFilter {
   /** One status or several, comma-separated (`warning,lockout`). */
@@ -149,6 +151,15 @@ export class AdminClient {
 
   updateTenant(slug: string, body: Static<typeof UpdateTenantBody>): Promise<TenantView> {
     return this.#json('PATCH', `/tenants/${enc(slug)}`, body);
+  }
+
+  /** Sets the Stripe API key of one mode of the tenant: Stripe checks it first. */
+  setStripeApiKey(slug: string, mode: 'live' | 'test', key: string): Promise<StripeApiKeyStateView> {
+    return this.#json('PUT', `/tenants/${enc(slug)}/stripe-api-key?mode=${mode}`, { key });
+  }
+
+  deleteStripeApiKey(slug: string, mode: 'live' | 'test'): Promise<StripeApiKeyStateView> {
+    return this.#json('DELETE', `/tenants/${enc(slug)}/stripe-api-key?mode=${mode}`);
   }
 
   rotate(slug: string, key: RotateKey): Promise<RotatedTenantView> {

@@ -7,6 +7,7 @@ import type {
   RotatedTenantView,
   SecretKeyView,
   SecretKeyWithSecretView,
+  StripeApiKeyStateView,
   SubscriberPageView,
   SubscriberView,
   TenantDetailView,
@@ -183,7 +184,33 @@ export function formatTenantDetail(t: TenantDetailView): string {
       'stripe_webhook',
       t.stripe_webhook_secret_set ? 'signing secret set' : 'no signing secret: deliveries answer 400 invalid_signature',
     ],
+    [
+      'stripe_api_key',
+      t.stripe_api_key === null
+        ? 'none: pay and card links are the stored Stripe pages'
+        : `${t.stripe_api_key.prefix}... set ${t.stripe_api_key.set_at}`,
+    ],
     ['credentials', credentials.join(', ')],
+  ]);
+}
+
+/** `tenant update --stripe-api-key`: the mode's key as it is now (its prefix, never the key) and who changed it. */
+export function formatStripeApiKeyState(s: StripeApiKeyStateView): string {
+  const last = s.changes[0];
+  return keyValues([
+    ['mode', s.mode],
+    [
+      'stripe_api_key',
+      s.stripe_api_key === null ? 'none' : `${s.stripe_api_key.prefix}... set ${s.stripe_api_key.set_at}`,
+    ],
+    ...(last === undefined
+      ? []
+      : [
+          [
+            'last_change',
+            `${last.at} by ${last.key === null ? 'the operator' : `key ${last.key.prefix} (${last.key.name})`}`,
+          ] as [string, string],
+        ]),
   ]);
 }
 

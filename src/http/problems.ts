@@ -95,6 +95,29 @@ export const ERRORS = {
     status: 429,
     detail: 'Too many requests from this address or for this tenant; retry after the number of seconds in Retry-After.',
   },
+  stripe_key_invalid: {
+    status: 400,
+    detail: 'Stripe does not accept this API key (revoked, rolled or mistyped): nothing was stored.',
+  },
+  stripe_key_permission: {
+    status: 400,
+    detail:
+      'The restricted key lacks a permission Dunwall needs (read on Invoices, Customers and Subscriptions, write on Customer portal): nothing was stored.',
+  },
+  stripe_key_mode_mismatch: {
+    status: 400,
+    detail: "The key's mode (live or test) is not the mode addressed: nothing was stored.",
+  },
+  stripe_portal_not_ready: {
+    status: 400,
+    detail:
+      "Stripe refused a Customer Portal session with this key (save the portal's settings in Stripe): nothing was stored.",
+  },
+  stripe_error: { status: 502, detail: 'Stripe answered with an error: nothing was stored; retry later.' },
+  stripe_unreachable: {
+    status: 503,
+    detail: 'Stripe did not answer in time, could not be reached or is rate limiting: nothing was stored; retry later.',
+  },
   store_unavailable: { status: 503, detail: 'The store is unavailable; retry shortly.' },
   internal_error: { status: 500, detail: 'An internal error occurred.' },
 } as const satisfies Record<string, { status: number; detail: string }>;

@@ -43,6 +43,7 @@ import {
   TIER_NAME_PATTERN,
 } from '../domain/types.js';
 import { SCOPES } from '../domain/keys.js';
+import { STRIPE_API_KEY_PATTERN } from '../domain/stripe/api-key.js';
 import { ERRORS } from './problems.js';
 import type { Scope } from '../domain/keys.js';
 
@@ -244,6 +245,17 @@ export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalPr
   additionalProperties: false,
 });
 
+/** A data space's Stripe API key as it is shown: never the key. */
+export const StripeApiKeyView = Type.Union(
+  [
+    Type.Object({
+      prefix: Type.String({ description: 'The first 12 characters of the key (rk_live_51Ab...)' }),
+      set_at: Timestamp,
+    }),
+    Type.Null(),
+  ],
+  { description: 'The Stripe API key of this mode: its prefix and when it was set, never the key; null: none' },
+);
 export const Tenant = Type.Object({
   slug: Type.String(),
   tier: Type.String(),
@@ -302,6 +314,7 @@ export const TenantDetail = Type.Intersect([
     stripe_webhook_secret_set: Type.Boolean({
       description: 'A Stripe signing secret is set, so the webhook can verify deliveries',
     }),
+    stripe_api_key: StripeApiKeyView,
     credentials: Type.Array(CredentialSummary, { description: 'Keys and secrets in force now: never their values' }),
     subscriber_counts: Type.Object(statusCounts(), { description: "By answered status (after the tenant's policy)" }),
     derived_subscriber_counts: Type.Object(statusCounts(), {
@@ -501,6 +514,7 @@ export const Settings = Type.Object({
   policy: Policy,
   livemode: Livemode,
   stripe_webhook_secret_set: Type.Boolean(),
+  stripe_api_key: StripeApiKeyView,
 });
 /** `PUT /v1/settings/stripe-webhook-secret` (`stripe:write`). */
 export const StripeWebhookSecretBody = Type.Object(
@@ -521,6 +535,30 @@ export const CredentialChangeView = Type.Object({
   }),
 });
 export const STRIPE_SECRET_CHANGES_SHOWN = 10;
+
+/** `PUT .../stripe-api-key` (`stripe:write`). */
+export const StripeApiKeyBody = Type.Object(
+  {
+    key: Type.String({
+      pattern: STRIPE_API_KEY_PATTERN,
+      description:
+        'A restricted key (rk_live_... / rk_test_...) with read on Invoices, Customers and Subscriptions and write on Customer portal, or a secret key (sk_...); write-only',
+    }),
+  },
+  { additionalProperties: false },
+);
+export const StripeApiKeyState = Type.Object({
+  mode: Type.Union([Type.Literal('live'), Type.Literal('test')], { description: 'The mode the key serves' }),
+  stripe_api_key: StripeApiKeyView,
+  changes: Type.Array(CredentialChangeView, {
+    description: `The latest changes of this mode's Stripe API key, the latest first (${STRIPE_SECRET_CHANGES_SHOWN} at most)`,
+  }),
+});
+/** `?mode=live|test` of the operator's routes of a mode's data (default live). */
+export const ModeQuery = Type.Object(
+  { mode: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')], { default: 'live' })) },
+  { additionalProperties: false },
+);
 export const StripeWebhookSecretState = Type.Object({
   stripe_webhook_secret_set: Type.Boolean(),
   previous_expires_at: Type.Union([Timestamp, Type.Null()], {

@@ -17,6 +17,7 @@ import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
 import { parseCidr } from '../domain/downstream-endpoints.js';
 import { DEFAULT_TIER, TIER_NAME_PATTERN } from '../domain/types.js';
+import { DEFAULT_STRIPE_API_URL, parseStripeApiUrl } from '../services/stripe-api.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../downstream/index.js';
 import type { DeliverySettings } from '../downstream/index.js';
 
@@ -78,6 +79,8 @@ export interface Config {
    * create`). Its shape is checked here; that it exists, once the store is open.
    */
   defaultTier: string;
+  /** Stripe's API, as the service calls it with the tenants' Stripe API keys (DUNWALL_STRIPE_API_URL). */
+  stripeApiUrl: string;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -404,7 +407,7 @@ function secretSettings(
 function behaviourSettings(
   env: Env,
   problems: string[],
-): Part<'logLevel' | 'logLookups' | 'defaultTier' | 'demo' | 'retiredVariables'> {
+): Part<'logLevel' | 'logLookups' | 'defaultTier' | 'demo' | 'retiredVariables' | 'stripeApiUrl'> {
   const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel))
     problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(env.LOG_LEVEL)})`);
@@ -419,7 +422,11 @@ function behaviourSettings(
   const demoRaw = env.DUNWALL_DEMO?.trim() ?? '1';
   if (!['0', '1', ''].includes(demoRaw))
     problems.push(`DUNWALL_DEMO must be 0 or 1 (got ${JSON.stringify(env.DUNWALL_DEMO)})`);
+  // The key travels in every call: https, or http to this machine only (a local stand-in).
+  const stripeApi = parseStripeApiUrl(env.DUNWALL_STRIPE_API_URL?.trim() || DEFAULT_STRIPE_API_URL);
+  if (!stripeApi.ok) problems.push(`DUNWALL_STRIPE_API_URL ${stripeApi.problem}`);
   return {
+    stripeApiUrl: stripeApi.ok ? stripeApi.url : DEFAULT_STRIPE_API_URL,
     logLevel,
     logLookups: logLookupsRaw === '1',
     defaultTier,

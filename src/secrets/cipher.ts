@@ -12,8 +12,8 @@ const ALGORITHM = 'aes-256-gcm';
 
 /**
  * Every sealed value starts with this; anything else is a secret written in clear before a
- * key was set. Clear secrets never start with it: HMAC secrets are base64url and Stripe
- * signing secrets `whsec_...`, neither holds a colon.
+ * key was set. Clear secrets never start with it: HMAC secrets are base64url, Stripe
+ * signing secrets `whsec_...` and Stripe API keys `rk_...` / `sk_...`; none holds a colon.
  */
 export const SEALED_PREFIX = 'enc:';
 const FORMAT_V1 = 'enc:v1';
@@ -25,7 +25,7 @@ const HEX_KEY_RE = /^[0-9a-fA-F]{64}$/;
 const BASE64_KEY_RE = /^(?:[A-Za-z0-9+/]{43}|[A-Za-z0-9_-]{43})=?$/;
 
 /** The secrets kept usable (publishable keys are kept as digests, never sealed). */
-export type SealedKind = 'hmac_secret' | 'stripe_webhook_secret' | 'webhook_signing_secret';
+export type SealedKind = 'hmac_secret' | 'stripe_webhook_secret' | 'webhook_signing_secret' | 'stripe_api_key';
 
 /** The row a sealed value belongs to: bound to it, so that a copy elsewhere does not open. */
 export interface SecretOwner {

@@ -11,6 +11,7 @@ export type { Store } from './store.js';
 // The roles: their interfaces and records.
 export type * from './tenants/types.js';
 export type * from './keys/types.js';
+export type * from './stripe-keys/types.js';
 export type { NewSecretKey, SecretKeyRecord, SecretKeyStore } from './keys/secret-keys.js';
 export { MAX_SECRET_KEYS_PER_TENANT } from './keys/secret-keys.js';
 export type * from './subscribers/types.js';

@@ -19,6 +19,8 @@ import { SqlSessions } from './sessions/console-sessions.js';
 import type { ConsoleSessionStore } from './sessions/console-sessions.js';
 import { SqlStripe } from './stripe/stripe.js';
 import type { StripeStore } from './stripe/types.js';
+import { SqlStripeApiKeys } from './stripe-keys/stripe-api-keys.js';
+import type { StripeApiKeyStore } from './stripe-keys/types.js';
 import { SqlSubscribers } from './subscribers/subscribers.js';
 import type { SubscriberStore } from './subscribers/types.js';
 import { SqlTenants } from './tenants/tenants.js';
@@ -43,6 +45,8 @@ export interface Store {
   downstream: DownstreamStore;
   /** A tenant's credentials and secret keys. */
   keys: KeyStore;
+  /** Each data space's Stripe API key, sealed. */
+  stripeApiKeys: StripeApiKeyStore;
   /** Console sessions. */
   sessions: ConsoleSessionStore;
   analytics: Analytics;
@@ -72,6 +76,7 @@ export function storeOver(db: Db, options: { secrets?: SecretBox } = {}): Store 
       queue: new SqlDeliveryQueue(db, secrets),
     },
     keys: new SqlKeys(db, secrets, commits),
+    stripeApiKeys: new SqlStripeApiKeys(db, secrets, commits),
     sessions: new SqlSessions(db),
     analytics: new SqlAnalytics(db),
     maintenance: new SqlMaintenance(db, commits),

@@ -3,10 +3,12 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /**
- * A local stand-in for the read endpoints of Stripe's REST API that `dunwall stripe sync`
- * calls through the official `stripe` package (pointed here with `host`, `port` and
- * `protocol: 'http'`). No Stripe account is reachable from the test machine, so the import
- * is exercised against this server instead.
+ * A stand-in for Stripe's REST API, for the tests: not Stripe, and no Stripe account is
+ * reachable from the test machine. It serves what Dunwall calls: the read endpoints of
+ * `dunwall stripe sync` (through the official `stripe` package, pointed here with `host`,
+ * `port` and `protocol: 'http'`), and the service's own calls with a tenant's Stripe API key
+ * (plain fetch, DUNWALL_STRIPE_API_URL): an invoice, a customer and its default payment
+ * method, lists of one to check a key, and Customer Portal sessions.
  *
  * The objects follow the shapes of Stripe's OpenAPI fixtures (stripe/openapi,
  * openapi/fixtures3.json) for API versions from 2025-03-31.basil on: an invoice names its
@@ -15,10 +17,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * A client asking for an older `Stripe-Version` is refused rather than served shapes it
  * does not expect.
  *
- * It answers as Stripe does where the import depends on it: bearer auth, list envelopes,
- * newest-first cursor pagination, `expand[]`, error bodies, 429 with `Retry-After`, and 500
- * with `Stripe-Should-Retry: false`. Parameters Stripe accepts but the stand-in does not
- * implement are refused with a 400, so that a filter is never silently ignored.
+ * It answers as Stripe documents where Dunwall depends on it: `Authorization: Bearer` keys,
+ * form-encoded request bodies, list envelopes, newest-first cursor pagination, `expand[]`,
+ * the error envelope `{"error": {"type", "code", "message", "param"}}`, 401 for an unknown
+ * key, 403 for a restricted key without the permission an endpoint needs (checked before the
+ * resource, as Stripe does), 429 with `Retry-After`, and 500 with `Stripe-Should-Retry:
+ * false`. Parameters Stripe accepts but the stand-in does not implement are refused with a
+ * 400, so that a filter is never silently ignored. Switches make it slow (answers held until
+ * released) or down (connections dropped), and every request is kept so that a test can
+ * assert what was asked.
  */
 
 type Obj = Record<string, unknown>;
@@ -776,6 +783,108 @@ export function buildSubscription(o: SubscriptionOptions): Obj {
 }
 
 // ---------------------------------------------------------------------------------------
+// Customers and payment methods
+
+export interface PaymentMethodOptions {
+  id?: string;
+  customer: string | null;
+  expMonth: number;
+  expYear: number;
+  last4?: string;
+  createdS?: number;
+}
+
+/** A card PaymentMethod, attached to `customer`. */
+export function buildPaymentMethod(o: PaymentMethodOptions): Obj {
+  return {
+    id: o.id ?? stripeId('pm'),
+    object: 'payment_method',
+    allow_redisplay: 'unspecified',
+    billing_details: { address: null, email: null, name: null, phone: null, tax_id: null },
+    card: {
+      brand: 'visa',
+      checks: { address_line1_check: null, address_postal_code_check: null, cvc_check: 'pass' },
+      country: 'US',
+      display_brand: 'visa',
+      exp_month: o.expMonth,
+      exp_year: o.expYear,
+      fingerprint: base62(16),
+      funding: 'credit',
+      generated_from: null,
+      last4: o.last4 ?? '4242',
+      networks: { available: ['visa'], preferred: null },
+      regulated_status: 'unregulated',
+      three_d_secure_usage: { supported: true },
+      wallet: null,
+    },
+    created: o.createdS ?? PRICE_CREATED_S,
+    customer: o.customer,
+    livemode: false,
+    metadata: {},
+    type: 'card',
+  };
+}
+
+export interface CustomerOptions {
+  id?: string;
+  /** The PaymentMethod id renewals are charged to (`invoice_settings.default_payment_method`). */
+  defaultPaymentMethod?: string | null;
+  /** A legacy default source: a Card object (object 'card'), or its id. */
+  defaultSource?: Obj | string | null;
+  createdS?: number;
+  email?: string | null;
+}
+
+export function buildCustomer(o: CustomerOptions = {}): Obj {
+  const id = o.id ?? buildCustomerId();
+  return {
+    id,
+    object: 'customer',
+    address: null,
+    balance: 0,
+    created: o.createdS ?? PRICE_CREATED_S,
+    currency: DEFAULT_CURRENCY,
+    default_source: o.defaultSource ?? null,
+    delinquent: false,
+    description: null,
+    discount: null,
+    email: o.email ?? null,
+    invoice_prefix: base62(8).toUpperCase(),
+    invoice_settings: {
+      custom_fields: null,
+      default_payment_method: o.defaultPaymentMethod ?? null,
+      footer: null,
+      rendering_options: null,
+    },
+    livemode: false,
+    metadata: {},
+    name: null,
+    phone: null,
+    preferred_locales: [],
+    shipping: null,
+    tax_exempt: 'none',
+    test_clock: null,
+  };
+}
+
+/** A legacy Card source (`default_source`), as `customer.sources` holds it. */
+export function buildCardSource(o: { customer: string; expMonth: number; expYear: number }): Obj {
+  return {
+    id: stripeId('card'),
+    object: 'card',
+    brand: 'Visa',
+    country: 'US',
+    customer: o.customer,
+    exp_month: o.expMonth,
+    exp_year: o.expYear,
+    fingerprint: base62(16),
+    funding: 'credit',
+    last4: '4242',
+    metadata: {},
+  };
+}
+
+// ---------------------------------------------------------------------------------------
 // The server
 
 export interface StripeStandinData {
@@ -784,14 +893,38 @@ export interface StripeStandinData {
   invoicePayments: Obj[];
   paymentIntents: Obj[];
   charges: Obj[];
+  /** Customer objects (buildCustomer); absent: none. */
+  customers?: Obj[];
+  /** PaymentMethod objects (buildPaymentMethod); absent: none. */
+  paymentMethods?: Obj[];
 }
 
 export interface StandinRequest {
   method: string;
   path: string;
   query: URLSearchParams;
+  /** The form-encoded body of a POST (empty for a GET). */
+  form: URLSearchParams;
+  /** The key it was asked with (the bearer), to tell the spaces' keys apart. */
+  key: string | null;
   status: number;
 }
+
+/**
+ * The restricted-key permissions of the endpoints the stand-in serves, named as Stripe's
+ * permission errors name them (`rak_<resource>_<read|write>`). Write implies read.
+ */
+export const STANDIN_PERMISSIONS = [
+  'rak_invoice_read',
+  'rak_customer_read',
+  'rak_subscription_read',
+  'rak_payment_method_read',
+  'rak_invoice_payment_read',
+  'rak_payment_intent_read',
+  'rak_charge_read',
+  'rak_billing_portal_session_write',
+] as const;
+export type StandinPermission = (typeof STANDIN_PERMISSIONS)[number];
 
 export interface StripeStandin {
   /** http://127.0.0.1:PORT */
@@ -808,6 +941,23 @@ export interface StripeStandin {
    */
   failFrom(n: number): void;
   recover(): void;
+  /** Accepts `key` from now on: with every permission (a secret key), or a restricted key's list. */
+  addKey(key: string, permissions: 'all' | readonly StandinPermission[]): void;
+  /** Stripe no longer knows `key` (rolled or deleted): 401 from now on. */
+  removeKey(key: string): void;
+  /** Every request from now on waits, unanswered, until `release()`: Stripe slow past any bound. */
+  hold(): void;
+  /** Answers the held requests and stops holding. */
+  release(): void;
+  /** How many requests are waiting in `hold()`. */
+  readonly held: number;
+  /** Connections are dropped without an answer until `up()`: Stripe unreachable. */
+  down(): void;
+  up(): void;
+  /** Customer Portal sessions are refused as on an account that never saved its portal settings. */
+  portalConfigured(configured: boolean): void;
+  /** The requests answered to `method path` (the path exactly, or every path under it with a trailing `/`). */
+  count(method: string, path: string): number;
   close(): Promise<void>;
 }
 
@@ -917,21 +1067,70 @@ const INVOICE_STATUSES = ['draft', 'open', 'paid', 'uncollectible', 'void'] as c
 const COLLECTION_METHODS = ['charge_automatically', 'send_invoice'] as const;
 const INVOICE_PAYMENT_STATUSES = ['canceled', 'open', 'paid'] as const;
 
-/** Stripe's read routes: one of the five collections, served from the data as it is at each request. */
+/** The permission each endpoint needs of a restricted key; write implies read. */
+function permissionFor(method: string, path: string): StandinPermission | null {
+  if (method === 'POST' && path === '/v1/billing_portal/sessions') return 'rak_billing_portal_session_write';
+  if (method !== 'GET') return null;
+  const resource = /^\/v1\/([a-z_]+)/.exec(path)?.[1];
+  switch (resource) {
+    case 'invoices':
+      return 'rak_invoice_read';
+    case 'customers':
+      return 'rak_customer_read';
+    case 'subscriptions':
+      return 'rak_subscription_read';
+    case 'payment_methods':
+      return 'rak_payment_method_read';
+    case 'invoice_payments':
+      return 'rak_invoice_payment_read';
+    case 'payment_intents':
+      return 'rak_payment_intent_read';
+    case 'charges':
+      return 'rak_charge_read';
+    default:
+      return null;
+  }
+}
+
+const PORTAL_FLOWS = [
+  'payment_method_update',
+  'subscription_cancel',
+  'subscription_update',
+  'subscription_update_confirm',
+];
+const PORTAL_PARAMS = ['customer', 'flow_data', 'locale', 'return_url', 'configuration', 'on_behalf_of', 'expand'];
+
+/** Stripe's routes the stand-in serves, from the data as it is at each request. */
 export async function startStripeStandin(
   data: StripeStandinData,
-  opts: { apiKey?: string } = {},
+  opts: { apiKey?: string; keys?: Record<string, 'all' | readonly StandinPermission[]> } = {},
 ): Promise<StripeStandin> {
-  const apiKey = opts.apiKey ?? 'rk_test_standin';
+  const keys = new Map<string, 'all' | readonly StandinPermission[]>([[opts.apiKey ?? 'rk_test_standin', 'all']]);
+  for (const [k, p] of Object.entries(opts.keys ?? {})) keys.set(k, p);
   const requests: StandinRequest[] = [];
   let seen = 0;
   let rateLimited = 0;
   let retryAfter = 1;
   let failAt = Number.POSITIVE_INFINITY;
+  let holding = false;
+  let isDown = false;
+  let portalReady = true;
+  const heldReplies: Array<() => void> = [];
+
+  const customers = (): Obj[] => data.customers ?? [];
+  const paymentMethods = (): Obj[] => data.paymentMethods ?? [];
 
   const byId = (): Map<string, Obj> => {
     const index = new Map<string, Obj>();
-    for (const list of [data.subscriptions, data.invoices, data.invoicePayments, data.paymentIntents, data.charges]) {
+    for (const list of [
+      data.subscriptions,
+      data.invoices,
+      data.invoicePayments,
+      data.paymentIntents,
+      data.charges,
+      customers(),
+      paymentMethods(),
+    ]) {
       for (const o of list) if (typeof o.id === 'string') index.set(o.id, o);
     }
     return index;
@@ -1007,8 +1206,63 @@ export async function startStripeStandin(
     return { status: 200, body: render(found, q.expand, q.expand.length > 0 ? byId() : new Map()) };
   };
 
-  const route = (method: string, path: string, params: URLSearchParams): Reply => {
+  /** POST /v1/billing_portal/sessions: a session for a known customer, its card form when the flow asks for it. */
+  const portalSession = (form: URLSearchParams): Reply => {
+    const q = parseQuery(form, ['customer', 'flow_data', 'locale', 'return_url'], PORTAL_PARAMS);
+    const customer = q.params.get('customer');
+    if (customer === null || customer === '') {
+      throw invalidRequest('Missing required param: customer.', { code: 'parameter_missing', param: 'customer' });
+    }
+    const flow = q.params.get('flow_data[type]');
+    if (flow !== null && !PORTAL_FLOWS.includes(flow)) {
+      throw invalidRequest(`Invalid flow_data[type]: must be one of ${PORTAL_FLOWS.join(', ')}`, {
+        param: 'flow_data[type]',
+      });
+    }
+    const returnUrl = q.params.get('return_url');
+    if (returnUrl !== null && !URL.canParse(returnUrl)) {
+      throw invalidRequest('Not a valid URL', { code: 'url_invalid', param: 'return_url' });
+    }
+    // The account's portal configuration is resolved before the customer.
+    if (!portalReady) {
+      throw invalidRequest(
+        'No configuration provided and your test mode default configuration has not been created. Provide a configuration or create your default by saving your customer portal settings in test mode at https://dashboard.stripe.com/test/settings/billing/portal.',
+      );
+    }
+    if (!customers().some((c) => c.id === customer)) {
+      throw invalidRequest(`No such customer: '${customer}'`, { code: 'resource_missing', param: 'customer' });
+    }
+    const id = stripeId('bps');
+    return {
+      status: 200,
+      body: {
+        id,
+        object: 'billing_portal.session',
+        configuration: 'bpc_standin',
+        created: Math.floor(Date.now() / 1000),
+        customer,
+        flow:
+          flow === null
+            ? null
+            : {
+                type: flow,
+                after_completion: { type: 'portal_homepage', hosted_confirmation: null, redirect: null },
+                subscription_cancel: null,
+                subscription_update: null,
+                subscription_update_confirm: null,
+              },
+        livemode: false,
+        locale: q.params.get('locale') === 'auto' ? null : q.params.get('locale'),
+        on_behalf_of: null,
+        return_url: returnUrl,
+        url: `https://billing.stripe.com/p/session/test_${base62(40)}`,
+      },
+    };
+  };
+
+  const route = (method: string, path: string, params: URLSearchParams, form: URLSearchParams): Reply => {
     const unrecognized = invalidRequest(`Unrecognized request URL (${method}: ${path}).`, {}, 404);
+    if (method === 'POST' && path === '/v1/billing_portal/sessions') return portalSession(form);
     if (method !== 'GET') throw unrecognized;
 
     if (path === '/v1/subscriptions') {
@@ -1067,6 +1321,12 @@ export async function startStripeStandin(
       });
     }
 
+    if (path === '/v1/customers') {
+      const q = parseQuery(params, ['email', ...PAGINATION], ['created', 'test_clock']);
+      const email = q.params.get('email');
+      return list('/v1/customers', 'customer', customers(), q, (c) => email === null || c.email === email);
+    }
+
     if (path === '/v1/invoice_payments') {
       const q = parseQuery(params, ['invoice', 'status', ...PAGINATION], ['created', 'payment']);
       const invoice = q.params.get('invoice');
@@ -1079,21 +1339,43 @@ export async function startStripeStandin(
       });
     }
 
-    const single = /^\/v1\/(payment_intents|charges)\/([^/]+)$/.exec(path);
+    const single = /^\/v1\/(payment_intents|charges|invoices|customers|payment_methods|subscriptions)\/([^/]+)$/.exec(
+      path,
+    );
     if (single !== null) {
       const id = decodeURIComponent(single[2] ?? '');
-      if (single[1] === 'payment_intents') {
-        const q = parseQuery(params, [], ['client_secret']);
-        return retrieve('payment_intent', 'intent', data.paymentIntents, id, q);
+      switch (single[1]) {
+        case 'payment_intents':
+          return retrieve(
+            'payment_intent',
+            'intent',
+            data.paymentIntents,
+            id,
+            parseQuery(params, [], ['client_secret']),
+          );
+        case 'charges':
+          return retrieve('charge', 'id', data.charges, id, parseQuery(params, [], []));
+        case 'invoices':
+          return retrieve('invoice', 'invoice', data.invoices, id, parseQuery(params, [], []));
+        case 'customers':
+          return retrieve('customer', 'id', customers(), id, parseQuery(params, [], []));
+        case 'payment_methods':
+          return retrieve('payment_method', 'payment_method', paymentMethods(), id, parseQuery(params, [], []));
+        default:
+          return retrieve(
+            'subscription',
+            'subscription_exposed_id',
+            data.subscriptions,
+            id,
+            parseQuery(params, [], []),
+          );
       }
-      const q = parseQuery(params, [], []);
-      return retrieve('charge', 'id', data.charges, id, q);
     }
 
     throw unrecognized;
   };
 
-  const answer = (req: IncomingMessage, url: URL): Reply => {
+  const answer = (req: IncomingMessage, url: URL, form: URLSearchParams, bearer: string | null): Reply => {
     seen += 1;
     if (seen >= failAt) {
       return stripeError(
@@ -1116,20 +1398,19 @@ export async function startStripeStandin(
       );
     }
 
-    const auth = req.headers.authorization;
-    if (auth === undefined || auth === '') {
+    if (bearer === null) {
       return stripeError(401, {
         type: 'invalid_request_error',
         message:
           "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY').",
       });
     }
-    const bearer = /^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim();
-    if (bearer !== apiKey) {
+    const permissions = keys.get(bearer);
+    if (permissions === undefined) {
       return stripeError(401, {
         type: 'invalid_request_error',
         code: 'api_key_invalid',
-        message: `Invalid API Key provided: ${maskKey(bearer ?? '')}`,
+        message: `Invalid API Key provided: ${maskKey(bearer)}`,
       });
     }
 
@@ -1142,8 +1423,21 @@ export async function startStripeStandin(
       });
     }
 
+    // A restricted key is checked before the resource: a missing permission is answered even for an id that does not exist.
+    const method = req.method ?? 'GET';
+    const needed = permissionFor(method, url.pathname);
+    if (permissions !== 'all' && needed !== null) {
+      const write = needed.replace(/_read$/, '_write') as StandinPermission;
+      if (!permissions.includes(needed) && !permissions.includes(write)) {
+        return stripeError(403, {
+          type: 'invalid_request_error',
+          message: `The provided key '${maskKey(bearer)}' does not have the required permissions for this endpoint on account 'acct_standin'. Having the '${needed}' permission would allow this request to continue.`,
+        });
+      }
+    }
+
     try {
-      return route(req.method ?? 'GET', url.pathname, url.searchParams);
+      return route(method, url.pathname, url.searchParams, form);
     } catch (err) {
       if (err instanceof ReplyError) return err.reply;
       throw err;
@@ -1151,29 +1445,50 @@ export async function startStripeStandin(
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    // A body is never read; draining it keeps the connection reusable.
-    req.resume();
-    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1')
-      ? new URL(req.url ?? '/', 'http://127.0.0.1')
-      : new URL('http://127.0.0.1/');
-    let reply: Reply;
-    try {
-      reply = answer(req, url);
-    } catch (err) {
-      // A fault in the stand-in shows in the test as a 500, not as a crashed test process.
-      reply = stripeError(500, { type: 'api_error', message: `Stand-in failure: ${(err as Error).message}` });
+    if (isDown) {
+      req.socket.destroy();
+      return;
     }
-    const payload = JSON.stringify(reply.body);
-    const version = req.headers['stripe-version'];
-    res.writeHead(reply.status, {
-      'Content-Type': 'application/json',
-      'Content-Length': Buffer.byteLength(payload),
-      'Request-Id': `req_${base62(14)}`,
-      ...(typeof version === 'string' ? { 'Stripe-Version': version } : {}),
-      ...(reply.headers ?? {}),
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1')
+        ? new URL(req.url ?? '/', 'http://127.0.0.1')
+        : new URL('http://127.0.0.1/');
+      const form = new URLSearchParams(req.method === 'POST' ? Buffer.concat(chunks).toString('utf8') : '');
+      const auth = req.headers.authorization;
+      const bearer = auth === undefined || auth === '' ? null : (/^Bearer\s+(.+)$/i.exec(auth)?.[1]?.trim() ?? '');
+      const reply = (): void => {
+        if (res.destroyed) return;
+        let r: Reply;
+        try {
+          r = answer(req, url, form, bearer);
+        } catch (err) {
+          // A fault in the stand-in shows in the test as a 500, not as a crashed test process.
+          r = stripeError(500, { type: 'api_error', message: `Stand-in failure: ${(err as Error).message}` });
+        }
+        const payload = JSON.stringify(r.body);
+        const version = req.headers['stripe-version'];
+        res.writeHead(r.status, {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(payload),
+          'Request-Id': `req_${base62(14)}`,
+          ...(typeof version === 'string' ? { 'Stripe-Version': version } : {}),
+          ...(r.headers ?? {}),
+        });
+        res.end(payload);
+        requests.push({
+          method: req.method ?? 'GET',
+          path: url.pathname,
+          query: url.searchParams,
+          form,
+          key: bearer,
+          status: r.status,
+        });
+      };
+      if (holding) heldReplies.push(reply);
+      else reply();
     });
-    res.end(payload);
-    requests.push({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, status: reply.status });
   };
 
   const server = createServer(handle);
@@ -1194,6 +1509,11 @@ export async function startStripeStandin(
   if (address === null || typeof address === 'string') throw new Error('stripe stand-in: no TCP address');
   const port = address.port;
 
+  const releaseAll = (): void => {
+    holding = false;
+    for (const reply of heldReplies.splice(0)) reply();
+  };
+
   let closed: Promise<void> | null = null;
   return {
     url: `http://127.0.0.1:${port}`,
@@ -1212,8 +1532,37 @@ export async function startStripeStandin(
     recover(): void {
       failAt = Number.POSITIVE_INFINITY;
     },
+    addKey(key: string, permissions: 'all' | readonly StandinPermission[]): void {
+      keys.set(key, permissions);
+    },
+    removeKey(key: string): void {
+      keys.delete(key);
+    },
+    hold(): void {
+      holding = true;
+    },
+    release: releaseAll,
+    get held(): number {
+      return heldReplies.length;
+    },
+    down(): void {
+      isDown = true;
+      server.closeAllConnections();
+    },
+    up(): void {
+      isDown = false;
+    },
+    portalConfigured(configured: boolean): void {
+      portalReady = configured;
+    },
+    count(method: string, path: string): number {
+      return requests.filter(
+        (r) => r.method === method && (path.endsWith('/') ? r.path.startsWith(path) : r.path === path),
+      ).length;
+    },
     close(): Promise<void> {
       closed ??= new Promise<void>((resolve) => {
+        releaseAll();
         server.close(() => resolve());
         server.closeAllConnections();
       });

@@ -56,7 +56,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
     });
   });
 
-  it('lists and shows tenants without any key or secret', async () => {
+  it('lists and shows tenants without any key or secret (a Stripe API key by its prefix only)', async () => {
     const list = await h.admin('GET', '/tenants');
     expect(list.statusCode).toBe(200);
     expect(list.json().data.map((t: { slug: string }) => t.slug)).toEqual(['acme', 'full-co']);
@@ -75,6 +75,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       'lookups_per_minute',
       'policy',
       'slug',
+      'stripe_api_key',
       'stripe_webhook_secret_set',
       'subscriber_counts',
       'suspended',

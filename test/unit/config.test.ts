@@ -56,3 +56,19 @@ describe('configuration of console sessions', () => {
     expect(() => loadConfig({ DUNWALL_CONSOLE_SESSION_TTL_MS: '8h' })).toThrow('DUNWALL_CONSOLE_SESSION_TTL_MS');
   });
 });
+
+describe("configuration of Stripe's API", () => {
+  it('calls api.stripe.com by default; https anywhere, http to a loopback address only', () => {
+    expect(loadConfig({}).stripeApiUrl).toBe('https://api.stripe.com');
+    expect(loadConfig({ DUNWALL_STRIPE_API_URL: 'http://127.0.0.1:12111/' }).stripeApiUrl).toBe(
+      'http://127.0.0.1:12111',
+    );
+    expect(loadConfig({ DUNWALL_STRIPE_API_URL: 'https://stripe-proxy.internal' }).stripeApiUrl).toBe(
+      'https://stripe-proxy.internal',
+    );
+    expect(() => loadConfig({ DUNWALL_STRIPE_API_URL: 'http://stripe-proxy.internal' })).toThrow(
+      /DUNWALL_STRIPE_API_URL may use http:\/\/ only for localhost/,
+    );
+    expect(() => loadConfig({ DUNWALL_STRIPE_API_URL: 'not a url' })).toThrow(/DUNWALL_STRIPE_API_URL must be/);
+  });
+});

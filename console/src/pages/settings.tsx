@@ -17,6 +17,7 @@ function pickIntegration(s: Integration): Integration {
     hmac_required: s.hmac_required,
     allowed_origins: s.allowed_origins,
     stripe_webhook_secret_set: s.stripe_webhook_secret_set,
+    stripe_api_key: s.stripe_api_key,
   };
 }
 

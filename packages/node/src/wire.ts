@@ -115,6 +115,12 @@ export const PROBLEM_CODES = [
   'request_timeout',
   'headers_too_large',
   'rate_limited',
+  'stripe_key_invalid',
+  'stripe_key_permission',
+  'stripe_key_mode_mismatch',
+  'stripe_portal_not_ready',
+  'stripe_error',
+  'stripe_unreachable',
   'store_unavailable',
   'internal_error',
 ] as const;
@@ -280,6 +286,12 @@ export type Settings = {
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
   stripe_webhook_secret_set: boolean;
+  /** The Stripe API key of this mode: its prefix and when it was set, never the key; null: none */
+  stripe_api_key: {
+    /** The first 12 characters of the key (rk_live_51Ab...) */
+    prefix: string;
+    set_at: string;
+  } | null;
 };
 
 /** What a tenant may change of itself */
@@ -327,6 +339,26 @@ export type StripeWebhookSecretState = {
   /** When the secret this one replaced stops verifying (the overlap); null: none was set */
   previous_expires_at: string | null;
   /** The latest changes of the signing secret, the latest first (10 at most) */
+  changes: CredentialChange[];
+};
+
+/** A mode's Stripe API key to set */
+export type StripeApiKeyBody = {
+  /** A restricted key (rk_live_... / rk_test_...) with read on Invoices, Customers and Subscriptions and write on Customer portal, or a secret key (sk_...); write-only */
+  key: string;
+};
+
+/** A mode's Stripe API key after a change: its prefix and date, never the key */
+export type StripeApiKeyState = {
+  /** The mode the key serves */
+  mode: 'live' | 'test';
+  /** The Stripe API key of this mode: its prefix and when it was set, never the key; null: none */
+  stripe_api_key: {
+    /** The first 12 characters of the key (rk_live_51Ab...) */
+    prefix: string;
+    set_at: string;
+  } | null;
+  /** The latest changes of this mode's Stripe API key, the latest first (10 at most) */
   changes: CredentialChange[];
 };
 

@@ -3,7 +3,14 @@ import { booleanOption, parseBoolean, stringOption, wholeNumberOption } from '..
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
 import type { AdminClient, RotateKey } from '../client.js';
 import { CliError, EXIT_FAILURE, UsageError } from '../errors.js';
-import { formatCreatedTenant, formatRotated, formatTenant, formatTenantDetail, formatTenantList } from '../format.js';
+import {
+  formatCreatedTenant,
+  formatRotated,
+  formatStripeApiKeyState,
+  formatTenant,
+  formatTenantDetail,
+  formatTenantList,
+} from '../format.js';
 import { readAll, readLine } from '../io.js';
 import { MAX_LOOKUPS_PER_MINUTE } from '../../http/schemas.js';
 import type { Command, CommandContext } from '../io.js';
@@ -57,6 +64,21 @@ async function webhookSecret(ctx: CommandContext, value: string): Promise<string
   const secret = (await readAll(ctx.io.stdin)).trim();
   if (secret === '') throw new UsageError('--stripe-webhook-secret -: no secret on stdin');
   return secret;
+}
+
+/**
+ * `--stripe-api-key -`: the key from stdin, never from the command line (where shell history
+ * and the process list would keep it); `none` removes it.
+ */
+async function stripeApiKey(ctx: CommandContext, value: string): Promise<string | null> {
+  if (value === 'none') return null;
+  if (value !== '-')
+    throw new UsageError(
+      "--stripe-api-key takes '-' (the key on stdin) or 'none', never the key itself: echo \"$KEY\" | dunwall tenant update SLUG --stripe-api-key -",
+    );
+  const key = (await readAll(ctx.io.stdin)).trim();
+  if (key === '') throw new UsageError('--stripe-api-key -: no key on stdin');
+  return key;
 }
 
 /** The branding JSON (docs/snippet-and-client.md) from a file, or from stdin with `-`. */
@@ -192,9 +214,9 @@ const remove: Command = {
 
 const update: Command = {
   name: 'tenant update',
-  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
+  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--stripe-api-key -|none [--test]] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
   summary:
-    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; --live, --test or --either-mode sets the Stripe events it takes.",
+    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret or the Stripe API key from stdin; --live, --test or --either-mode sets the Stripe events it takes (with --stripe-api-key, --test names the mode the key is for).",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
@@ -202,6 +224,7 @@ const update: Command = {
     'allowed-origins': { type: 'string' },
     'lookups-per-minute': { type: 'string' },
     'stripe-webhook-secret': { type: 'string' },
+    'stripe-api-key': { type: 'string' },
     'branding-file': { type: 'string' },
     live: { type: 'boolean' },
     test: { type: 'boolean' },
@@ -219,6 +242,8 @@ const update: Command = {
     const brandingFile = stringOption(ctx.values, 'branding-file');
     const policy = policyOptions(ctx);
     const livemode = livemodeFlag(ctx, 'tenant update', true);
+    const apiKeyOption = stringOption(ctx.values, 'stripe-api-key');
+    if (apiKeyOption !== undefined) return updateStripeApiKey(ctx, apiKeyOption, livemode);
     const body: UpdateBody = {
       ...(policy !== undefined ? { policy } : {}),
       ...(brandingFile !== undefined ? { branding: await brandingFrom(ctx, brandingFile) } : {}),
@@ -232,12 +257,37 @@ const update: Command = {
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --stripe-api-key, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);
   },
 };
+
+/**
+ * `--stripe-api-key -|none [--test]`: the key of one mode (live unless --test), set (Stripe
+ * checks it first) or removed. Given alone: the other settings are changed by another call.
+ */
+async function updateStripeApiKey(
+  ctx: CommandContext,
+  value: string,
+  livemode: boolean | null | undefined,
+): Promise<void> {
+  const others = Object.keys(ctx.values).filter((k) => !['stripe-api-key', 'live', 'test'].includes(k));
+  if (others.length > 0 || livemode === null)
+    throw new UsageError(
+      `tenant update --stripe-api-key: give it alone, with --test for the test mode (not with --${others[0] ?? 'either-mode'})`,
+    );
+  const mode = livemode === false ? 'test' : 'live';
+  const key = await stripeApiKey(ctx, value);
+  const client = ctx.client();
+  ctx.output(
+    key === null
+      ? await client.deleteStripeApiKey(slugOf(ctx), mode)
+      : await client.setStripeApiKey(slugOf(ctx), mode, key),
+    formatStripeApiKeyState,
+  );
+}
 
 function suspension(name: string, suspended: boolean, summary: string): Command {
   return {

@@ -5,6 +5,7 @@ import type { DemoPage } from '../../demo/index.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { ReadModel } from '../../readmodel/index.js';
+import type { StripeApiOptions } from '../../services/stripe-api.js';
 import type { Store } from '../../store/index.js';
 import type { TrustedProxies } from '../client-address.js';
 import type { KeyUsage, SecretKeySightings } from '../key-usage.js';
@@ -76,6 +77,12 @@ export interface AppDeps {
   trustedProxies?: TrustedProxies | null;
   /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
   storeRequestTimeoutMs?: number;
+  /**
+   * Stripe's API as the service calls it with the tenants' Stripe API keys: its base URL
+   * (DUNWALL_STRIPE_API_URL, checked; default https://api.stripe.com) and the bound of a call
+   * (default 3 s); tests pass their timers.
+   */
+  stripeApi?: Partial<StripeApiOptions>;
   /** The console at /console: its built files (null: not built) and how long a session lasts (DUNWALL_CONSOLE_SESSION_TTL_MS). */
   console?: { assets: ConsoleAssets | null; sessionTtlMs?: number };
 }

@@ -1,5 +1,6 @@
 import { DEFAULT_TIER } from '../../domain/types.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../../downstream/index.js';
+import { DEFAULT_STRIPE_API_URL, STRIPE_REQUEST_TIMEOUT_MS } from '../../services/stripe-api.js';
 import type { App } from '../app-instance.js';
 import { keyAuth, operatorAuth, requireScopes, tenantBySlug } from '../auth.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from '../routes/index.js';
@@ -19,6 +20,11 @@ function resourceOptions(ctx: AppContext) {
     rotationOverlapS: ctx.deps.rotationOverlapS ?? DEFAULT_ROTATION_OVERLAP_S,
     downstream: ctx.deps.downstream ?? DEFAULT_DELIVERY_SETTINGS,
     intake: ctx.deps.stripeIntake ?? null,
+    stripeApi: {
+      apiUrl: ctx.deps.stripeApi?.apiUrl ?? DEFAULT_STRIPE_API_URL,
+      timeoutMs: ctx.deps.stripeApi?.timeoutMs ?? STRIPE_REQUEST_TIMEOUT_MS,
+      ...(ctx.deps.stripeApi?.timers ? { timers: ctx.deps.stripeApi.timers } : {}),
+    },
   };
 }
 
@@ -31,6 +37,7 @@ async function operatorArea(app: App, ctx: AppContext): Promise<void> {
     tenants: store.tenants,
     keys: store.keys,
     subscribers: store.subscribers,
+    stripeApiKeys: store.stripeApiKeys,
     now,
     rotationOverlapS: resources.rotationOverlapS,
     defaultTier: deps.defaultTier ?? DEFAULT_TIER,

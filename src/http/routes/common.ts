@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { TObject, TProperties } from 'typebox';
-import type { TenantRecord, TenantStore } from '../../store/index.js';
+import type { StripeApiKeyStore, TenantRecord, TenantStore } from '../../store/index.js';
 import type { ResolvedTenant } from '../principal.js';
 import { AppError } from '../problems.js';
 import { AdminHeaders, ProblemRef, SecretKeyHeaders, Slug } from '../schemas.js';
@@ -65,4 +65,13 @@ export async function tenantRecord(store: Pick<TenantStore, 'getTenant'>, req: F
 
 export function invalid(field: string, why: string): AppError {
   return new AppError('invalid_request', `${field}: ${why}`);
+}
+
+/** The Stripe API key shown with a tenant: its prefix and date, never the key; null: none. */
+export async function presentStripeApiKey(
+  stripeApiKeys: Pick<StripeApiKeyStore, 'stripeApiKeyOf'>,
+  spaceId: number,
+): Promise<{ prefix: string; set_at: string } | null> {
+  const summary = await stripeApiKeys.stripeApiKeyOf(spaceId);
+  return summary === null ? null : { prefix: summary.prefix, set_at: summary.setAt.toISOString() };
 }

@@ -2,11 +2,13 @@ import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/index.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
+import type { StripeApiOptions } from '../../services/stripe-api.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { Audience } from './common.js';
 import { analyticsRoutes } from './analytics.js';
 import { keyRoutes } from './keys.js';
 import { settingsRoutes } from './settings.js';
+import { stripeApiKeyRoutes } from './stripe-api-key.js';
 import { stripeEventRoutes } from './stripe-events.js';
 import { subscriberRoutes } from './subscribers.js';
 import { tenantHealthRoutes } from './tenant-health.js';
@@ -18,7 +20,7 @@ export { tierRoutes } from './tiers.js';
 export interface TenantResourceOptions {
   audience: Audience;
   /** The roles of the store the tenant's resources use. */
-  store: Pick<Store, 'tenants' | 'subscribers' | 'keys' | 'analytics' | 'stripe' | 'downstream'>;
+  store: Pick<Store, 'tenants' | 'subscribers' | 'keys' | 'stripeApiKeys' | 'analytics' | 'stripe' | 'downstream'>;
   model: ReadModel;
   now: () => number;
   rotationOverlapS: number;
@@ -26,6 +28,8 @@ export interface TenantResourceOptions {
   downstream: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
   /** The Stripe intake counters the operator's replay adds to; null: not counted. */
   intake: StripeIntake | null;
+  /** Where Stripe's API is, and the bound of a call (a Stripe API key is checked on set). */
+  stripeApi: StripeApiOptions;
 }
 
 /**
@@ -35,9 +39,10 @@ export interface TenantResourceOptions {
  */
 export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions): Promise<void> {
   const { audience, store, model, now, rotationOverlapS } = opts;
-  const { tenants, subscribers, keys, analytics, stripe, downstream } = store;
+  const { tenants, subscribers, keys, stripeApiKeys, analytics, stripe, downstream } = store;
   await subscriberRoutes(app, { audience, subscribers, outbox: downstream.outbox, model, now });
-  await settingsRoutes(app, { audience, tenants, keys, now, rotationOverlapS });
+  await settingsRoutes(app, { audience, tenants, keys, stripeApiKeys, now, rotationOverlapS });
+  await stripeApiKeyRoutes(app, { audience, tenants, stripeApiKeys, keys, stripeApi: opts.stripeApi, now });
   await keyRoutes(app, { audience, tenants, keys, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, analytics, now });
   await tenantHealthRoutes(app, { audience, stripe, keys, endpoints: downstream.endpoints, model, now });

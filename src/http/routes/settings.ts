@@ -5,6 +5,7 @@ import type {
   CredentialActor,
   CredentialChange,
   KeyStore,
+  StripeApiKeyStore,
   TenantRecord,
   TenantSettings,
   TenantStore,
@@ -23,7 +24,7 @@ import {
   UpdateSettingsBody,
 } from '../schemas.js';
 import type { UpdateTenantBody } from '../schemas.js';
-import { doc, ERRORS, invalid, paramsOf, tenantOf, tenantRecord } from './common.js';
+import { doc, ERRORS, invalid, paramsOf, presentStripeApiKey, tenantOf, tenantRecord } from './common.js';
 import type { Audience } from './common.js';
 
 /**
@@ -38,6 +39,7 @@ export interface SettingsRoutesOptions {
   audience: Audience;
   tenants: SettingsTenants;
   keys: Pick<KeyStore, 'listCredentials' | 'credentialChanges'>;
+  stripeApiKeys: Pick<StripeApiKeyStore, 'stripeApiKeyOf'>;
   now: () => number;
   rotationOverlapS: number;
 }
@@ -73,7 +75,7 @@ export function settingsPatch(body: UpdateTenantBody): Partial<TenantSettings> {
 }
 
 /** Who a change is recorded as made by: the operator, or the request's secret key. */
-function actorOf(principal: Principal | null): CredentialActor {
+export function actorOf(principal: Principal | null): CredentialActor {
   return principal?.kind === 'key' ? { kind: 'key', keyId: principal.keyId } : { kind: 'operator' };
 }
 
@@ -139,6 +141,7 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
       policy: tenant.policy,
       livemode: tenant.livemode,
       stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
+      stripe_api_key: await presentStripeApiKey(opts.stripeApiKeys, tenant.id),
     };
   }
 

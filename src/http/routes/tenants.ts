@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { generateHmacSecret, generatePublishableKey, sha256 } from '../../domain/keys.js';
 import { DEFAULT_POLICY } from '../../domain/policy.js';
-import type { KeyStore, SubscriberStore, TenantRecord, TenantStore } from '../../store/index.js';
+import type { KeyStore, StripeApiKeyStore, SubscriberStore, TenantRecord, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { presentTenant } from '../presenters.js';
@@ -19,7 +19,7 @@ import {
   UpdateTenantBody,
 } from '../schemas.js';
 import { checkSettings, updateTenant } from './settings.js';
-import { invalid } from './common.js';
+import { invalid, presentStripeApiKey } from './common.js';
 
 /**
  * The operator's tenants (/admin/v1/tenants): create, list, show, change, rotate the
@@ -30,6 +30,7 @@ export interface TenantRoutesOptions {
   tenants: TenantStore;
   keys: Pick<KeyStore, 'listCredentials' | 'rotateCredential'>;
   subscribers: Pick<SubscriberStore, 'countSubscribers'>;
+  stripeApiKeys: Pick<StripeApiKeyStore, 'stripeApiKeyOf'>;
   now: () => number;
   rotationOverlapS: number;
   /** The tier of a tenant created without one (DUNWALL_DEFAULT_TIER). */
@@ -129,13 +130,15 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
-      const [credentials, counts] = await Promise.all([
+      const [credentials, counts, stripeApiKey] = await Promise.all([
         keys.listCredentials(tenant.id, now()),
         subscribers.countSubscribers(tenant.id),
+        presentStripeApiKey(opts.stripeApiKeys, tenant.id),
       ]);
       return {
         ...presentTenant(tenant),
         stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
+        stripe_api_key: stripeApiKey,
         credentials: credentials.map((c) => ({
           kind: c.kind,
           created_at: c.createdAt.toISOString(),

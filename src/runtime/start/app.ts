@@ -51,6 +51,7 @@ export function buildConfiguredApp(
     storeRequestTimeoutMs: config.storeRequestTimeoutMs,
     metricsOnPublicPort: config.metricsPort === null,
     defaultTier: config.defaultTier,
+    stripeApi: { apiUrl: config.stripeApiUrl },
     console: { assets: assets.console, sessionTtlMs: config.consoleSessionTtlMs },
   });
 }

@@ -1,6 +1,6 @@
 import type { SecretBox } from '../../secrets/cipher.js';
 import type { Queryable } from '../db/db.js';
-import type { CredentialChange, CredentialKind, CredentialRotation } from './types.js';
+import type { CredentialChange, CredentialRotation, RecordedCredentialKind } from './types.js';
 
 /** A rotation of a tenant credential, or of one downstream webhook endpoint's signing secret. */
 export type Rotation =
@@ -47,10 +47,10 @@ export async function rotateIn(
  * or the key with its prefix and name as they are now (a revoked key is deleted; its record
  * stays). A key revoked while its request was under way is still named by its id.
  */
-async function recordChange(
+export async function recordChange(
   tx: Queryable,
   tenantId: number,
-  kind: CredentialKind,
+  kind: RecordedCredentialKind,
   by: NonNullable<CredentialRotation['by']>,
   now: Date,
 ): Promise<void> {
@@ -66,7 +66,7 @@ async function recordChange(
 }
 
 interface ChangeRow {
-  kind: CredentialKind;
+  kind: RecordedCredentialKind;
   at: Date;
   secret_key_id: string | null;
   secret_key_prefix: string | null;
@@ -77,7 +77,7 @@ interface ChangeRow {
 export async function credentialChanges(
   db: Queryable,
   tenantId: number,
-  kind: CredentialKind,
+  kind: RecordedCredentialKind,
   limit: number,
 ): Promise<CredentialChange[]> {
   const rows = await db.query<ChangeRow>(

@@ -12,7 +12,7 @@ import {
   touchSecretKeys,
 } from './secret-keys.js';
 import type { NewSecretKey, SecretKeyRecord } from './secret-keys.js';
-import type { CredentialChange, CredentialKind, CredentialSummary, KeyStore } from './types.js';
+import type { CredentialChange, CredentialKind, CredentialSummary, KeyStore, RecordedCredentialKind } from './types.js';
 
 /** Tenant credentials and secret keys in SQL. */
 export class SqlKeys implements KeyStore {
@@ -46,7 +46,7 @@ export class SqlKeys implements KeyStore {
     }));
   }
 
-  credentialChanges(tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]> {
+  credentialChanges(tenantId: number, kind: RecordedCredentialKind, limit: number): Promise<CredentialChange[]> {
     return credentialChanges(this.db, tenantId, kind, limit);
   }
 

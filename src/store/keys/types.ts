@@ -1,6 +1,8 @@
 import type { SecretKeyStore } from './secret-keys.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
+/** What a change is recorded of (tenant_credential_changes): a credential, or the Stripe API key (migration 023). */
+export type RecordedCredentialKind = CredentialKind | 'stripe_api_key';
 
 /** A new credential; the current ones of its kind expire `overlapS` seconds later. */
 export interface CredentialRotation {
@@ -17,7 +19,7 @@ export type CredentialActor = { kind: 'operator' } | { kind: 'key'; keyId: strin
 
 /** One recorded change of a credential: when, and the operator or the key (as it was then) that made it. */
 export interface CredentialChange {
-  kind: CredentialKind;
+  kind: RecordedCredentialKind;
   at: Date;
   by: { kind: 'operator' } | { kind: 'key'; id: string; prefix: string; name: string };
 }
@@ -46,7 +48,7 @@ export interface CredentialStore {
   /** The tenant's credentials still in force at `now` (expired ones are left out). */
   listCredentials(tenantId: number, now: Date): Promise<CredentialSummary[]>;
   /** The tenant's recorded changes of credentials of `kind`, the latest first, `limit` at most. */
-  credentialChanges(tenantId: number, kind: CredentialKind, limit: number): Promise<CredentialChange[]>;
+  credentialChanges(tenantId: number, kind: RecordedCredentialKind, limit: number): Promise<CredentialChange[]>;
 }
 
 /** What a tenant authenticates with: its credentials and its secret keys. */

@@ -14,7 +14,9 @@ export interface SecretCensus {
 export async function secretCensus(q: Queryable): Promise<SecretCensus> {
   const rows = await q.query<{ sealed: boolean; key_id: string | null; n: number }>(
     `SELECT secret LIKE 'enc:%' AS sealed, substring(secret from '^enc:v1:([0-9a-f]{8}):') AS key_id, count(*)::int AS n
-     FROM tenant_credentials WHERE secret IS NOT NULL GROUP BY 1, 2`,
+     FROM (SELECT secret FROM tenant_credentials WHERE secret IS NOT NULL
+           UNION ALL SELECT secret FROM tenant_stripe_api_keys) AS stored
+     GROUP BY 1, 2`,
   );
   const census: SecretCensus = { clear: 0, byKeyId: new Map(), unreadable: 0 };
   for (const row of rows) {
@@ -52,6 +54,7 @@ export interface ReencryptCounts {
 }
 
 interface StoredSecretRow {
+  /** The row's id in its table: tenant_credentials' id, or the space's id for a Stripe API key. */
   id: number;
   tenant_id: number;
   kind: SealedKind;
@@ -66,10 +69,14 @@ export async function reencryptSecrets(db: Db, secrets: SecretBox): Promise<Reen
   const keyId = secrets.currentKeyId;
   if (keyId === null) throw new Error('re-encrypting needs a current key (DUNWALL_ENCRYPTION_KEY)');
   return db.transaction(async (tx) => {
-    const rows = await tx.query<StoredSecretRow>(
+    const credentials = await tx.query<StoredSecretRow>(
       `SELECT id, tenant_id, kind, secret FROM tenant_credentials
        WHERE secret IS NOT NULL AND kind IN ('hmac_secret', 'stripe_webhook_secret', 'webhook_signing_secret') ORDER BY id FOR UPDATE`,
     );
+    const stripeApiKeys = await tx.query<StoredSecretRow>(
+      `SELECT tenant_id AS id, tenant_id, 'stripe_api_key' AS kind, secret FROM tenant_stripe_api_keys ORDER BY tenant_id FOR UPDATE`,
+    );
+    const rows = [...credentials, ...stripeApiKeys];
     const sealed = rows.map((row) => {
       const owner = { tenantId: row.tenant_id, kind: row.kind };
       return { row, owner, from: sealedKeyId(row.secret, owner) };
@@ -86,7 +93,12 @@ export async function reencryptSecrets(db: Db, secrets: SecretBox): Promise<Reen
         counts.unchanged += 1;
         continue;
       }
-      await tx.query('UPDATE tenant_credentials SET secret = $2 WHERE id = $1', [row.id, secrets.seal(secret, owner)]);
+      await tx.query(
+        row.kind === 'stripe_api_key'
+          ? 'UPDATE tenant_stripe_api_keys SET secret = $2 WHERE tenant_id = $1'
+          : 'UPDATE tenant_credentials SET secret = $2 WHERE id = $1',
+        [row.id, secrets.seal(secret, owner)],
+      );
       if (from === null) counts.encrypted += 1;
       else counts.reencrypted += 1;
     }

@@ -2,7 +2,13 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import type { Settings, SettingsPatch, StripeWebhookSecretBody } from '@dunwall/wire';
+import type {
+  Settings,
+  SettingsPatch,
+  StripeApiKeyBody,
+  StripeApiKeyState,
+  StripeWebhookSecretBody,
+} from '@dunwall/wire';
 import { ErrorNote, keepValue, useAction, useConsole } from '../../ui.js';
 
 /**
@@ -11,7 +17,7 @@ import { ErrorNote, keepValue, useAction, useConsole } from '../../ui.js';
  */
 export type Integration = Pick<
   Settings,
-  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret_set'
+  'card_update_url' | 'hmac_required' | 'allowed_origins' | 'stripe_webhook_secret_set' | 'stripe_api_key'
 >;
 
 type Field = keyof Pick<
@@ -263,6 +269,101 @@ function StripeSecret(props: { set: boolean | null; canWrite: boolean; onSaved: 
   );
 }
 
+/** A date as the person reading it writes dates. */
+const dateOf = (iso: string) => new Date(iso).toLocaleString();
+
+/**
+ * The Stripe API key (docs/links.md): written, never shown back but by its prefix and date.
+ * Stripe checks it before it is kept, and a refusal names what is missing (a permission, the
+ * portal's settings). It reaches the tenant's Stripe account, so it needs `stripe:write`.
+ */
+function StripeApiKey(props: {
+  saved: StripeApiKeyState['stripe_api_key'] | undefined;
+  canWrite: boolean;
+  onSaved: (key: StripeApiKeyState['stripe_api_key']) => void;
+}) {
+  const { base, session } = useConsole();
+  const path = session.kind === 'tenant' ? `${base}/settings/stripe-api-key` : `${base}/stripe-api-key`;
+  const [key, setKey] = useState('');
+  const { error, busy, run } = useAction();
+  const input = useRef<HTMLInputElement>(null);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    await run(
+      async () => {
+        const state = await api.put<StripeApiKeyState>(path, { key: key.trim() } satisfies StripeApiKeyBody);
+        // Not kept by the page once the service has it.
+        setKey('');
+        props.onSaved(state.stripe_api_key);
+        return 'Stripe API key checked with Stripe and saved.';
+      },
+      () => input.current?.focus(),
+    );
+  };
+  const remove = async () => {
+    await run(async () => {
+      const state = await api.del<StripeApiKeyState>(path);
+      props.onSaved(state.stripe_api_key);
+      return 'Stripe API key removed.';
+    });
+  };
+  const saved = props.saved;
+  return (
+    <form class="form" onSubmit={save} aria-labelledby="stripe-api-key-title" noValidate>
+      <h3 id="stripe-api-key-title">Stripe API key</h3>
+      <p id="stripe_api_key-state" class="note" role="status">
+        {saved === undefined
+          ? 'Which key is set is shown to a key with the settings:write scope.'
+          : saved === null
+            ? 'No Stripe API key: pay and card links are the pages Stripe’s events carried.'
+            : `Key ${saved.prefix}… set ${dateOf(saved.set_at)}.`}
+      </p>
+      <div class="field">
+        <label for="stripe_api_key">
+          <span>{saved ? 'New Stripe API key' : 'Stripe API key'}</span>
+        </label>
+        <input
+          id="stripe_api_key"
+          name="stripe_api_key"
+          ref={input}
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="rk_live_…"
+          disabled={!props.canWrite}
+          value={key}
+          aria-describedby={`stripe_api_key-state ${props.canWrite ? 'stripe_api_key-hint' : 'stripe_api_key-scope'}`}
+          onInput={keepValue(setKey)}
+        />
+        {props.canWrite ? (
+          <p id="stripe_api_key-hint" class="hint">
+            A restricted key (rk_…) with read on Invoices, Customers and Subscriptions and write on Customer portal.
+            Stripe is asked to prove these before the key is kept; it is never shown again, only its first characters.
+          </p>
+        ) : (
+          <p id="stripe_api_key-scope" class="hint">
+            Setting the Stripe API key needs the <code>stripe:write</code> scope, which the key this session was opened
+            with does not hold.
+          </p>
+        )}
+      </div>
+      <ErrorNote error={error} />
+      {props.canWrite ? (
+        <div class="actions-row">
+          <button type="submit" class="button" disabled={busy || key.trim() === ''}>
+            {busy ? 'Checking with Stripe…' : saved ? 'Replace Stripe API key' : 'Set Stripe API key'}
+          </button>
+          {saved ? (
+            <button type="button" class="button secondary" disabled={busy} onClick={() => void remove()}>
+              Remove
+            </button>
+          ) : null}
+        </div>
+      ) : null}
+    </form>
+  );
+}
+
 /**
  * The tenant object's settings besides branding and policy: the card update page, the hmac
  * requirement, the allowed origins and Stripe's signing secret, each refused as the API
@@ -284,6 +385,11 @@ export function IntegrationSection(props: {
         set={saved?.stripe_webhook_secret_set ?? null}
         canWrite={props.canSetStripe}
         onSaved={() => (saved !== null ? onSaved({ ...saved, stripe_webhook_secret_set: true }) : undefined)}
+      />
+      <StripeApiKey
+        saved={saved === null ? undefined : saved.stripe_api_key}
+        canWrite={props.canSetStripe}
+        onSaved={(key) => (saved !== null ? onSaved({ ...saved, stripe_api_key: key }) : undefined)}
       />
     </section>
   );
