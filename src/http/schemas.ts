@@ -12,6 +12,8 @@ import {
 import type { Branding as BrandingValue } from '../domain/branding.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS, POLICY_RULES } from '../domain/policy.js';
 import type { Enforcement } from '../domain/policy.js';
+import { NOTICE_KINDS } from '../domain/notices.js';
+import type { NoticeKind } from '../domain/notices.js';
 import { ADMIN_ACTIONS, HISTORY_EFFECTS, HISTORY_SOURCES } from '../domain/history.js';
 import { PREVIEW_STATUSES } from '../domain/lookup.js';
 import { EPISODE_STATES } from '../domain/stripe/fold.js';
@@ -163,6 +165,22 @@ export const LookupKnown = Type.Object({
       description: "Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged",
     }),
   ),
+  notice: Type.Optional(
+    Type.Object(
+      {
+        kind: Type.Unsafe<NoticeKind>({ type: 'string', enum: [...NOTICE_KINDS] }),
+        expires: Type.String({
+          pattern: '^[0-9]{4}-(0[1-9]|1[0-2])$',
+          description: "The card's expiry month, YYYY-MM",
+        }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          "An active subscriber's notice (docs/notices.md), when the tenant's policy enables it: the default card expires before the next renewal. Only for a lookup with a valid hmac or a secret key; never changes the status. With it, card_update_url is where the card is updated (null: nowhere known)",
+      },
+    ),
+  ),
 });
 
 // --- admin -------------------------------------------------------------------------------
@@ -218,12 +236,28 @@ const policyFields = {
     description: 'A warning still unresolved this many days after its dunning start is answered lockout; null: never',
   }),
 };
-export const Policy = Type.Object(policyFields, {
+/** The tenant's policy: the enforcement's fields, and the notices (which never change a status). */
+const tenantPolicyFields = {
+  ...policyFields,
+  notices: Type.Array(
+    Type.Unsafe<NoticeKind>({
+      type: 'string',
+      enum: [...NOTICE_KINDS],
+      description: 'card_expiring: an active subscriber whose default card expires before its next renewal is told so',
+    }),
+    {
+      uniqueItems: true,
+      maxItems: NOTICE_KINDS.length,
+      description: "The notices an active subscriber's answer may carry (docs/notices.md); default none",
+    },
+  ),
+};
+export const Policy = Type.Object(tenantPolicyFields, {
   additionalProperties: false,
-  description: 'How derived statuses are enforced (docs/policy.md)',
+  description: 'How derived statuses are enforced, and the notices answered (docs/policy.md)',
 });
 /** Any subset of the policy's fields: the others keep their values. */
-export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalProperties: false }), {
+export const PolicyPatch = Type.Partial(Type.Object(tenantPolicyFields, { additionalProperties: false }), {
   additionalProperties: false,
 });
 

@@ -251,6 +251,8 @@ export type Policy = {
   grace_days: number;
   /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
   escalate_after_days: number | null;
+  /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+  notices: 'card_expiring'[];
 };
 
 /** A tenant's settings, as the tenant sees them */
@@ -264,7 +266,7 @@ export type Settings = {
   allowed_origins: string[] | null;
   /** What the snippet shows with a banner or a gate */
   branding: Branding;
-  /** How derived statuses are enforced (docs/policy.md) */
+  /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
@@ -287,6 +289,8 @@ export type SettingsPatch = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: 'card_expiring'[];
   };
   /** The Stripe endpoint's signing secret (whsec_...); write-only */
   stripe_webhook_secret?: string;
@@ -332,7 +336,7 @@ export type Tenant = {
   lookups_per_minute: number | null;
   /** What the snippet shows with a banner or a gate */
   branding: Branding;
-  /** How derived statuses are enforced (docs/policy.md) */
+  /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
@@ -373,6 +377,8 @@ export type CreateTenantBody = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: 'card_expiring'[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
@@ -398,6 +404,8 @@ export type UpdateTenantBody = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: 'card_expiring'[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
@@ -635,7 +643,14 @@ export type RecoveryAnalytics = {
 /** What a proposed policy would change now */
 export type PolicyImpact = {
   /** The proposed policy: the fields given over the tenant's current ones */
-  policy: Policy;
+  policy: {
+    /** gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active */
+    enforcement: Enforcement;
+    /** A lockout is answered warning until the episode's dunning start plus this many days */
+    grace_days: number;
+    /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
+    escalate_after_days: number | null;
+  };
   /** Customers answered warning and lockout under the current policy, now */
   current: {
     warning: number;

@@ -19,6 +19,7 @@ function resourceOptions(ctx: AppContext) {
     rotationOverlapS: ctx.deps.rotationOverlapS ?? DEFAULT_ROTATION_OVERLAP_S,
     downstream: ctx.deps.downstream ?? DEFAULT_DELIVERY_SETTINGS,
     intake: ctx.deps.stripeIntake ?? null,
+    cardExpiry: ctx.deps.cardExpiry ?? null,
   };
 }
 
@@ -71,6 +72,7 @@ export async function writeRoutes(app: App, ctx: AppContext): Promise<void> {
   await app.register(async (writes: App) => {
     await writes.register(stripeIntakeRoutes, {
       stripe: store.stripe,
+      notices: { store: store.stripe, cards: deps.cardExpiry ?? null },
       model,
       now,
       limiter,

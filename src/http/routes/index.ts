@@ -2,6 +2,7 @@ import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/index.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
+import type { CardExpirySource } from '../../services/stripe-events.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { Audience } from './common.js';
 import { analyticsRoutes } from './analytics.js';
@@ -26,6 +27,8 @@ export interface TenantResourceOptions {
   downstream: Pick<DeliverySettings, 'allowHttpLoopback' | 'allowedNetworks'>;
   /** The Stripe intake counters the operator's replay adds to; null: not counted. */
   intake: StripeIntake | null;
+  /** Where an `invoice.upcoming` learns the default card for its notice; absent or null: not asked. */
+  cardExpiry?: CardExpirySource | null;
 }
 
 /**
@@ -49,5 +52,12 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
     rotationOverlapS,
     ...opts.downstream,
   });
-  if (audience === 'operator') await stripeEventRoutes(app, { tenants, stripe, now, intake: opts.intake });
+  if (audience === 'operator')
+    await stripeEventRoutes(app, {
+      tenants,
+      stripe,
+      now,
+      intake: opts.intake,
+      notices: { store: stripe, cards: opts.cardExpiry ?? null },
+    });
 }

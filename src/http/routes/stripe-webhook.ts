@@ -10,7 +10,8 @@ import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
-import { takeInStripeEvent } from '../../services/stripe-events.js';
+import { takeInStripeEventWithNotices } from '../../services/stripe-events.js';
+import type { NoticeIntake } from '../../services/stripe-events.js';
 import type { StripeEventStore } from '../../store/index.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
@@ -31,6 +32,8 @@ export interface StripeIntakeOptions {
   metrics?: StripeEventMetrics;
   /** The tenant's intake counters (received, refused); absent: not counted. */
   intake?: StripeIntake | null;
+  /** The notices the events tell of (docs/notices.md); absent: not learned. */
+  notices?: NoticeIntake | null;
 }
 
 const STRIPE_INTAKE_ROUTE = '/webhooks/stripe/:tenantSlug';
@@ -172,8 +175,9 @@ export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): P
       const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await takeInStripeEvent(
+        const { outcome } = await takeInStripeEventWithNotices(
           stripe,
+          opts.notices ?? null,
           { id: tenantId, livemode: signing.livemode },
           e,
           new Date(nowMs),
