@@ -19,6 +19,8 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
+export const NOTICE_KINDS = ['card_expiring'] as const;
+export type NoticeKind = (typeof NOTICE_KINDS)[number];
 export const HISTORY_EFFECTS = ['changed', 'removed', 'none'] as const;
 export type HistoryEffect = (typeof HISTORY_EFFECTS)[number];
 export const HISTORY_SOURCES = ['admin', 'stripe', 'policy'] as const;
@@ -165,6 +167,12 @@ export type KnownLookupAnswer = {
   lockout_at?: string;
   /** Stripe's hosted page of the open invoice to pay; only for a lookup with a valid hmac, never logged */
   pay_url?: string;
+  /** An active subscriber's notice (docs/notices.md), when the tenant's policy enables it: the default card expires before the next renewal. Only for a lookup with a valid hmac or a secret key; never changes the status. With it, card_update_url is where the card is updated (null: nowhere known) */
+  notice?: {
+    kind: NoticeKind;
+    /** The card's expiry month, YYYY-MM */
+    expires: string;
+  };
 };
 
 /** The lookup of an unknown subscriber */
@@ -252,7 +260,7 @@ export type Policy = {
   /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
   escalate_after_days: number | null;
   /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
-  notices: 'card_expiring'[];
+  notices: NoticeKind[];
 };
 
 /** A tenant's settings, as the tenant sees them */
@@ -290,7 +298,7 @@ export type SettingsPatch = {
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
     /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
-    notices?: 'card_expiring'[];
+    notices?: NoticeKind[];
   };
   /** The Stripe endpoint's signing secret (whsec_...); write-only */
   stripe_webhook_secret?: string;
@@ -378,7 +386,7 @@ export type CreateTenantBody = {
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
     /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
-    notices?: 'card_expiring'[];
+    notices?: NoticeKind[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
@@ -405,7 +413,7 @@ export type UpdateTenantBody = {
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
     /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
-    notices?: 'card_expiring'[];
+    notices?: NoticeKind[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
