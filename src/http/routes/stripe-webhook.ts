@@ -5,6 +5,7 @@ import { eventShapeProblem, MAX_AHEAD_S } from '../../domain/stripe/event.js';
 import { checkStripeDelivery, STRIPE_SIGNATURE_TOLERANCE_S } from '../../domain/stripe/signature.js';
 import type { SignatureFailure } from '../../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../../domain/stripe/derive.js';
+import { NOTICE_EVENT_TYPES } from '../../domain/notices.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
@@ -35,6 +36,9 @@ export interface StripeIntakeOptions {
   /** The notices the events tell of (docs/notices.md); absent: not learned. */
   notices?: NoticeIntake | null;
 }
+
+/** The event types Dunwall reads (statuses and notices): each is a label value of its own. */
+const LABELLED_TYPES: ReadonlySet<string> = new Set<string>([...RELEVANT_EVENT_TYPES, ...NOTICE_EVENT_TYPES]);
 
 const STRIPE_INTAKE_ROUTE = '/webhooks/stripe/:tenantSlug';
 const slugOf = (req: FastifyRequest): string => (req.params as { tenantSlug?: string } | undefined)?.tenantSlug ?? '';
@@ -172,7 +176,7 @@ export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): P
 
       const e = event as StripeEventLike;
       // Any type Stripe may send is a label value only if Dunwall reads it: the set stays small.
-      const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
+      const typeLabel = LABELLED_TYPES.has(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
         const { outcome } = await takeInStripeEventWithNotices(
