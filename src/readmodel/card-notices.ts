@@ -33,6 +33,8 @@ export class CardNotices {
 
   /** Sets (or, with null, clears) a customer's notice. */
   set(tenantId: number, customerId: string, notice: CardNoticeExtra | null): void {
+    // Most changes are of subscribers without a notice: nothing to forget, no key to make.
+    if (notice === null && this.byKey.size === 0) return;
     const key = keyOf(tenantId, customerId);
     if (notice === null) this.byKey.delete(key);
     else this.byKey.set(key, { expires: notice.expires, untilMs: notice.untilS * 1000, tenant: null, body: null });
