@@ -142,6 +142,7 @@ const VOCABULARIES = [
   ['PREVIEW_STATUSES', 'PreviewStatus', 'values', 'GET /api/subscriber-status/{tenantSlug} query preview'],
   ['SCOPES', 'Scope', 'values', 'GET /v1/keys 200 /properties/data/items/properties/scopes/items'],
   ['ENFORCEMENTS', 'Enforcement', 'values', 'GET /v1/settings 200 /properties/policy/properties/enforcement'],
+  ['NOTICE_KINDS', 'NoticeKind', 'values', 'GET /v1/settings 200 /properties/policy/properties/notices/items'],
   [
     'HISTORY_EFFECTS',
     'HistoryEffect',

@@ -76,7 +76,8 @@ export function policySummary(p: TenantView['policy']): string {
     p.escalate_after_days === null
       ? 'no escalation'
       : `escalate after ${p.escalate_after_days} day${p.escalate_after_days === 1 ? '' : 's'}`;
-  return `${p.enforcement}, ${grace}, ${escalate}`;
+  const notices = p.notices === undefined || p.notices.length === 0 ? '' : `, notices: ${p.notices.join(', ')}`;
+  return `${p.enforcement}, ${grace}, ${escalate}${notices}`;
 }
 
 function tenantRows(t: TenantView): [string, string][] {

@@ -21,8 +21,13 @@ export const SAMPLE_SCENARIOS = [
   'action_required',
   'paid',
   'subscription_deleted',
+  'card_expiring',
+  'renewal_upcoming',
+  'card_updated',
 ] as const;
 export type SampleScenario = (typeof SAMPLE_SCENARIOS)[number];
+/** The scenarios of a card (docs/notices.md): no invoice of theirs is paid or failed. */
+export const CARD_SAMPLE_SCENARIOS: readonly SampleScenario[] = ['card_expiring', 'renewal_upcoming', 'card_updated'];
 
 export const SAMPLE_SHAPES = ['basil', 'legacy'] as const;
 export type SampleShape = (typeof SAMPLE_SHAPES)[number];
@@ -41,6 +46,10 @@ export const SAMPLE_DERIVED: Readonly<Record<SampleScenario, { status: Subscribe
   action_required: { status: 'warning', reason: 'payment_action_required' },
   paid: { status: 'active', reason: 'paid' },
   subscription_deleted: { status: 'active', reason: 'subscription_ended' },
+  // The card scenarios never change a status (docs/notices.md): what they tell is the notice.
+  card_expiring: { status: 'active', reason: 'card_expiring' },
+  renewal_upcoming: { status: 'active', reason: 'renewal_upcoming' },
+  card_updated: { status: 'active', reason: 'card_changed' },
 };
 
 export const SUBSCRIPTION_ID_RE = /^sub_[A-Za-z0-9]{1,64}$/;
@@ -123,13 +132,14 @@ function envelope(
   type: string,
   object: Obj,
   created: number,
+  previous?: Obj,
 ): Obj {
   return {
     id: newId('evt'),
     object: 'event',
     api_version: SAMPLE_API_VERSIONS[req.shape],
     created,
-    data: { object },
+    data: { object, ...(previous === undefined ? {} : { previous_attributes: previous }) },
     livemode: false,
     pending_webhooks: 1,
     request: { id: null, idempotency_key: null },
@@ -309,9 +319,80 @@ export function sampleEvents(req: SampleRequest): Obj[] {
           now,
         ),
       ];
+    case 'card_expiring':
+      return [envelope(req, newId, 'customer.source.expiring', expiringCard(req), now)];
+    case 'renewal_upcoming':
+      return [envelope(req, newId, 'invoice.upcoming', upcomingInvoice(req), now)];
+    case 'card_updated':
+      // The customer chose a new default card (the Customer Portal's card form does this).
+      return [
+        envelope(req, newId, 'customer.updated', customerObject(req, newId('pm')), now, {
+          invoice_settings: { default_payment_method: newId('pm') },
+        }),
+      ];
     default:
       return [envelope(req, newId, 'customer.subscription.deleted', subscriptionObject(req, 'canceled'), now)];
   }
+}
+
+/** The customer's default card, expiring at the end of the month of `nowS` (what `customer.source.expiring` carries). */
+function expiringCard(req: SampleRequest): Obj {
+  const now = new Date(req.nowS * 1000);
+  return {
+    id: stableId('card', 'dunwall-sample', req.tenant, req.customer),
+    object: 'card',
+    brand: 'Visa',
+    country: 'US',
+    customer: req.customer,
+    exp_month: now.getUTCMonth() + 1,
+    exp_year: now.getUTCFullYear(),
+    funding: 'credit',
+    last4: '4242',
+    metadata: {},
+  };
+}
+
+/**
+ * The subscription's next invoice, a week ahead of its attempt (what `invoice.upcoming`
+ * carries: no id, as Stripe has not created it yet).
+ */
+function upcomingInvoice(req: SampleRequest): Obj {
+  const { ids, customer, nowS } = req;
+  const attempt = nowS + 7 * DAY_S;
+  return {
+    object: 'invoice',
+    amount_due: AMOUNT,
+    amount_remaining: AMOUNT,
+    billing_reason: 'upcoming',
+    collection_method: 'charge_automatically',
+    currency: CURRENCY,
+    customer,
+    livemode: false,
+    next_payment_attempt: attempt,
+    period_start: attempt - 30 * DAY_S,
+    period_end: attempt,
+    status: 'draft',
+    ...(req.shape === 'legacy'
+      ? { subscription: ids.subscription }
+      : {
+          parent: {
+            type: 'subscription_details',
+            subscription_details: { subscription: ids.subscription, metadata: {} },
+            quote_details: null,
+          },
+        }),
+  };
+}
+
+function customerObject(req: SampleRequest, defaultPaymentMethod: string): Obj {
+  return {
+    id: req.customer,
+    object: 'customer',
+    email: null,
+    invoice_settings: { custom_fields: null, default_payment_method: defaultPaymentMethod, footer: null },
+    livemode: false,
+    metadata: {},
+  };
 }
 
 /** The most a sample may be backdated (`--at`, `--days-ago`): past any grace (60 days) or escalation (120 days). */

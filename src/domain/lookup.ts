@@ -221,6 +221,21 @@ export function previewBody(tenant: TenantAuth, preview: PreviewStatus, nowMs: n
   return Buffer.concat([prefix, Buffer.from(`${lockoutAt}${payUrl}}`)]);
 }
 
+/**
+ * An active subscriber's signed answer with its card-expiring notice (docs/notices.md): the
+ * known active body, with the tenant's own card update URL (the customer can act before
+ * the card fails), then `notice`. Built when the notice or the tenant changes, never per lookup.
+ */
+export function noticeBody(tenant: TenantAuth, expires: string): Buffer {
+  const body: KnownSubscriberBody & { notice: { kind: 'card_expiring'; expires: string } } = {
+    status: 'active',
+    card_update_url: tenant.cardUpdateUrl,
+    entitlements: tenant.entitlements,
+    notice: { kind: 'card_expiring', expires },
+  };
+  return Buffer.from(JSON.stringify(body));
+}
+
 /** What the read model holds beside a non-active subscriber's status (`lockoutAtS` 0: none scheduled). */
 export interface AnswerExtra {
   readonly lockoutAtS: number;

@@ -1,6 +1,8 @@
 import { ENFORCEMENTS } from './types.js';
 import type { Enforcement, SubscriberStatus } from './types.js';
 import type { UnresolvedState } from './stripe/fold.js';
+import { noticesProblem, NOTICE_KINDS } from './notices.js';
+import type { NoticeKind } from './notices.js';
 
 export { ENFORCEMENTS };
 export type { Enforcement };
@@ -21,12 +23,21 @@ export interface Policy {
   grace_days: number;
   /** Null or 1 to 120: a warning still unresolved this long after its dunning start is answered `lockout`. */
   escalate_after_days: number | null;
+  /**
+   * The notices an active subscriber's answer may carry (docs/notices.md); none by default.
+   * They never change a status, so the derivation does not read them. Absent: none.
+   */
+  notices?: NoticeKind[];
 }
 
-export const DEFAULT_POLICY: Readonly<Policy> = Object.freeze({
+/** A policy as a tenant holds it: its notices always said. */
+export type TenantPolicy = Policy & { notices: NoticeKind[] };
+
+export const DEFAULT_POLICY: Readonly<TenantPolicy> = Object.freeze({
   enforcement: 'gate',
   grace_days: 0,
   escalate_after_days: null,
+  notices: Object.freeze([]) as unknown as NoticeKind[],
 });
 
 /** Why a scheduled lockout happens: a grace that ends, or an escalation that falls due. */
@@ -49,8 +60,11 @@ export function policyProblem(value: unknown): string | null {
       if (v !== null && (!Number.isInteger(v) || (v as number) < 1 || (v as number) > MAX_ESCALATE_AFTER_DAYS)) {
         return `policy.escalate_after_days: must be null or a whole number from 1 to ${MAX_ESCALATE_AFTER_DAYS}`;
       }
+    } else if (key === 'notices') {
+      const problem = noticesProblem(v);
+      if (problem !== null) return problem;
     } else {
-      return `policy.${key}: is not a known field (enforcement, grace_days, escalate_after_days)`;
+      return `policy.${key}: is not a known field (enforcement, grace_days, escalate_after_days, notices: ${NOTICE_KINDS.join(', ')})`;
     }
   }
   return null;

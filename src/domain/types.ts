@@ -84,6 +84,8 @@ export interface TenantAuthFields {
   branding: Branding;
   /** The policy's enforcement: applied again at each lookup, so that a change reaches every answer at once. */
   enforcement: Enforcement;
+  /** The policy enables the card-expiring notice (docs/notices.md): only then does an active answer carry one. */
+  cardExpiringNotice?: boolean;
   /** Live (true), test (false) or either (null): only a test tenant's lookups preview. */
   livemode: boolean | null;
   entitlements: Entitlements;

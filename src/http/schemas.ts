@@ -42,6 +42,7 @@ import {
   STATUSES,
   TIER_NAME_PATTERN,
 } from '../domain/types.js';
+import type { NoticeKind } from '../domain/types.js';
 import { SCOPES } from '../domain/keys.js';
 import { STRIPE_API_KEY_PATTERN } from '../domain/stripe/api-key.js';
 import { ERRORS } from './problems.js';
@@ -236,12 +237,28 @@ const policyFields = {
     description: 'A warning still unresolved this many days after its dunning start is answered lockout; null: never',
   }),
 };
-export const Policy = Type.Object(policyFields, {
+/** The tenant's policy: the enforcement's fields, and the notices (which never change a status). */
+const tenantPolicyFields = {
+  ...policyFields,
+  notices: Type.Array(
+    Type.Unsafe<NoticeKind>({
+      type: 'string',
+      enum: [...NOTICE_KINDS],
+      description: 'card_expiring: an active subscriber whose default card expires before its next renewal is told so',
+    }),
+    {
+      uniqueItems: true,
+      maxItems: NOTICE_KINDS.length,
+      description: "The notices an active subscriber's answer may carry (docs/notices.md); default none",
+    },
+  ),
+};
+export const Policy = Type.Object(tenantPolicyFields, {
   additionalProperties: false,
-  description: 'How derived statuses are enforced (docs/policy.md)',
+  description: 'How derived statuses are enforced, and the notices answered (docs/policy.md)',
 });
 /** Any subset of the policy's fields: the others keep their values. */
-export const PolicyPatch = Type.Partial(Type.Object(policyFields, { additionalProperties: false }), {
+export const PolicyPatch = Type.Partial(Type.Object(tenantPolicyFields, { additionalProperties: false }), {
   additionalProperties: false,
 });
 

@@ -1,10 +1,18 @@
 import { answerBody, lookupBody } from '../domain/lookup.js';
 import type { SubscriberStatus, TenantAuth } from '../domain/types.js';
 import { outsideRequestBounds, positionCovers } from '../store/index.js';
-import type { ChangeLog, ChangePosition, LookupChanges, SubscriberExtra, UnreadableTenant } from '../store/index.js';
+import type {
+  CardNoticeExtra,
+  ChangeLog,
+  ChangePosition,
+  LookupChanges,
+  SubscriberExtra,
+  UnreadableTenant,
+} from '../store/index.js';
 import { SubscriberExtras } from './subscriber-extras.js';
+import { CardNotices } from './card-notices.js';
 import type { ExtraView } from './subscriber-extras.js';
-import { fingerprint, SubscriberIndex } from './subscriber-index.js';
+import { fingerprint, NOTICED_ACTIVE, statusOfState, SubscriberIndex } from './subscriber-index.js';
 
 /**
  * How long after the database was last read the copy may still answer once the database is
@@ -73,6 +81,8 @@ class Copy {
   readonly slugs = new Map<number, string>();
   readonly index: SubscriberIndex;
   readonly extras = new SubscriberExtras();
+  /** The card-expiring notices that hold: the index's state marks their customers. */
+  readonly notices = new CardNotices();
   /** Every tenant by the digests of its secret keys (as latin1 strings): a tenant API call names no slug. */
   readonly byKeyDigest = new Map<string, TenantAuth>();
   /** One subscriber's fingerprint, read by the index and then the extras: a lookup hashes its id once. */
@@ -129,26 +139,45 @@ class Copy {
     customerId: string,
     status: SubscriberStatus | null,
     extra: SubscriberExtra | null,
+    notice: CardNoticeExtra | null = null,
   ): void {
-    if (status === null) this.index.delete(tenantId, customerId);
+    this.notices.set(tenantId, customerId, notice);
+    if (notice !== null) this.index.setWithNotice(tenantId, customerId, status, true);
+    else if (status === null) this.index.delete(tenantId, customerId);
     else this.index.set(tenantId, customerId, status);
     this.extras.set(tenantId, customerId, status === null || status === 'active' ? null : extra);
+  }
+
+  /** A notice of a snapshot load, after every subscriber: the index's state says it is there. */
+  loadNotice(tenantId: number, customerId: string, notice: CardNoticeExtra): void {
+    this.notices.set(tenantId, customerId, notice);
+    this.index.setWithNotice(tenantId, customerId, this.index.get(tenantId, customerId), true);
   }
 
   /** `ReadModel.answer`, on this copy. */
   answer(tenant: TenantAuth, customerId: string, signed: boolean, nowMs: number): Buffer {
     const fp = this.fp;
     if (!fingerprint(tenant.id, customerId, fp)) return lookupBody(tenant, null);
-    const status = this.index.statusOf(fp);
+    const state = this.index.stateOf(fp);
+    // A customer with a notice (docs/notices.md): its notice's bytes, for a signed lookup of
+    // a tenant that enables it while the notice holds; else as without one.
+    if (state >= NOTICED_ACTIVE) return this.noticed(tenant, customerId, state === NOTICED_ACTIVE, signed, nowMs);
+    const status = statusOfState(state);
     // Unknown and active: their prebuilt bytes, without a look at the extras.
     if (status === null || status === 'active') return lookupBody(tenant, status);
     // Without an extra: the tenant's prebuilt bytes, its enforcement applied.
     return this.extras.answer(fp, tenant, status, signed, nowMs) ?? answerBody(tenant, status, null, false, nowMs);
   }
 
+  private noticed(tenant: TenantAuth, customerId: string, known: boolean, signed: boolean, nowMs: number): Buffer {
+    const body = signed && tenant.cardExpiringNotice === true ? this.notices.answer(tenant, customerId, nowMs) : null;
+    return body ?? lookupBody(tenant, known ? 'active' : null);
+  }
+
   apply(changes: LookupChanges): void {
     for (const t of changes.tenants) this.putTenant(t.id, t.tenant, t.unreadable ?? null);
-    for (const s of changes.subscribers) this.putSubscriber(s.tenantId, s.customerId, s.status, s.extra);
+    for (const s of changes.subscribers)
+      this.putSubscriber(s.tenantId, s.customerId, s.status, s.extra, s.notice ?? null);
   }
 }
 
@@ -529,6 +558,7 @@ export class ReadModel {
         copy?.index.setBytes(tenantId, bytes, start, end, status);
         if (extra !== null) copy?.extras.setBytes(tenantId, bytes, start, end, extra);
       },
+      notice: (tenantId, customerId, notice) => copy?.loadNotice(tenantId, customerId, notice),
     });
     if (copy === null) throw new Error('the snapshot load returned nothing');
     this.copy = copy;

@@ -25,11 +25,26 @@ import type { SubscriberStatus } from '../domain/types.js';
 
 const EMPTY = 0;
 const DELETED = 1;
-/** A slot's state byte: EMPTY, DELETED, then each status in the order of `STATUSES`. */
-const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, ...STATUSES];
+/**
+ * A slot's state byte: EMPTY, DELETED, then each status in the order of `STATUSES`, then
+ * the two states of a customer with a notice (docs/notices.md): an active subscriber's, and
+ * one Dunwall knows no status of (answered as unknown, but for its notice). A lookup reads
+ * the state byte it reads anyway: an active subscriber without a notice costs nothing more.
+ */
+const STATUS_OF: readonly (SubscriberStatus | null)[] = [null, null, ...STATUSES, 'active', null];
 const STATE_OF = Object.fromEntries(STATUSES.map((s) => [s, STATUS_OF.indexOf(s)])) as Readonly<
   Record<SubscriberStatus, number>
 >;
+/** The state of an active subscriber with a notice. */
+export const NOTICED_ACTIVE = STATUSES.length + 2;
+/** The state of a customer with a notice and no status kept (answered unknown, but for its notice). */
+export const NOTICED_UNKNOWN = STATUSES.length + 3;
+/** The status a state byte stands for (null: not known). */
+export function statusOfState(state: number): SubscriberStatus | null {
+  return STATUS_OF[state] ?? null;
+}
+/** The state byte of each status (what `stateOf` answers for a subscriber without a notice). */
+export const STATE_OF_STATUS = STATE_OF;
 const MIN_SLOTS = 16;
 const MAX_LOAD = 0.75;
 /** How full a table sized up front may start: room for growth before the first rebuild. */
@@ -238,6 +253,33 @@ export class SubscriberIndex {
   statusOf(fp: Uint32Array): SubscriberStatus | null {
     const slot = this.find(fp);
     return slot < 0 ? null : (STATUS_OF[this.states[slot] ?? 0] ?? null);
+  }
+
+  /**
+   * The state byte of the subscriber of fingerprint `fp`: 0 when not known, a status's
+   * (`STATE_OF_STATUS`), or NOTICED_ACTIVE / NOTICED_UNKNOWN.
+   */
+  stateOf(fp: Uint32Array): number {
+    const slot = this.find(fp);
+    return slot < 0 ? EMPTY : (this.states[slot] ?? EMPTY);
+  }
+
+  /**
+   * Records a subscriber's status (null: none kept) and whether a notice holds for it; false,
+   * storing nothing, for an id that is not ASCII.
+   */
+  setWithNotice(tenantId: number, customerId: string, status: SubscriberStatus | null, noticed: boolean): boolean {
+    if (!fingerprint(tenantId, customerId, this.fp)) return false;
+    if (noticed && (status === null || status === 'active'))
+      return this.put(status === null ? NOTICED_UNKNOWN : NOTICED_ACTIVE);
+    if (status !== null) return this.put(STATE_OF[status]);
+    const slot = this.find(this.fp);
+    if (slot >= 0) {
+      this.states[slot] = DELETED;
+      this.live -= 1;
+      this.deleted += 1;
+    }
+    return true;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { NOTICE_KINDS } from '../../src/domain/notices.js';
 import { dirname, join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONSOLE_SESSION_TTL_MS } from '../../src/console/session.js';
@@ -318,10 +319,11 @@ describe('docs/reference.md', () => {
     const rows = Object.fromEntries(
       table('The dunning policy', 'field').map(([field = '', values = '']) => [codesOf(field)[0], values]),
     );
-    expect(Object.keys(rows)).toEqual(['enforcement', 'grace_days', 'escalate_after_days']);
+    expect(Object.keys(rows)).toEqual(['enforcement', 'grace_days', 'escalate_after_days', 'notices']);
     expect(codesOf(rows.enforcement ?? '')).toEqual([...ENFORCEMENTS]);
     expect(rows.grace_days).toBe(`\`0\`, or 1 to ${MAX_GRACE_DAYS}`);
     expect(rows.escalate_after_days).toBe(`\`null\`, or 1 to ${MAX_ESCALATE_AFTER_DAYS}`);
+    expect(rows.notices).toBe(`\`[]\`, or \`${JSON.stringify([...NOTICE_KINDS])}\``);
   });
 
   it('gives each mode’s key prefixes', () => {

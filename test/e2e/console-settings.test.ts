@@ -212,12 +212,21 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       expect(await impact.innerText()).toMatch(
         /Now: 1 customer gated, 4 customers warned\. With this policy: 2 customers gated, 3 customers warned\./,
       );
+      // The card-expiring notice: a checkbox, off by default.
+      const notice = page.getByRole('checkbox', { name: /Card expiring/ });
+      expect(await notice.isChecked()).toBe(false);
+      await notice.check();
       await page.getByRole('button', { name: 'Save policy' }).click();
       await page.getByRole('status').filter({ hasText: 'Policy saved.' }).waitFor();
       const settings = (await (
         await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${fullKey}` } })
       ).json()) as { policy: unknown };
-      expect(settings.policy).toEqual({ enforcement: 'gate', grace_days: 0, escalate_after_days: 2 });
+      expect(settings.policy).toEqual({
+        enforcement: 'gate',
+        grace_days: 0,
+        escalate_after_days: 2,
+        notices: ['card_expiring'],
+      });
       expect(problems).toEqual([]);
     } finally {
       await close();

@@ -27,7 +27,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       allowed_origins: null,
       lookups_per_minute: null,
       branding: {},
-      policy: { enforcement: 'gate', grace_days: 0, escalate_after_days: null },
+      policy: { enforcement: 'gate', grace_days: 0, escalate_after_days: null, notices: [] },
       livemode: null,
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),

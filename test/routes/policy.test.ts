@@ -320,6 +320,7 @@ describe.each(engines)('Dunning policy ($name)', (engine) => {
           enforcement: 'banner_only',
           grace_days: 0,
           escalate_after_days: null,
+          notices: [],
         },
       );
       // Before the sweep has written anything, the lookup already answers by the new policy.

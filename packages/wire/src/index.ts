@@ -19,6 +19,8 @@ export const SCOPES = [
 export type Scope = (typeof SCOPES)[number];
 export const ENFORCEMENTS = ['gate', 'banner_only', 'monitor'] as const;
 export type Enforcement = (typeof ENFORCEMENTS)[number];
+export const NOTICE_KINDS = ['card_expiring'] as const;
+export type NoticeKind = (typeof NOTICE_KINDS)[number];
 export const HISTORY_EFFECTS = ['changed', 'removed', 'none'] as const;
 export type HistoryEffect = (typeof HISTORY_EFFECTS)[number];
 export const HISTORY_SOURCES = ['admin', 'stripe', 'policy'] as const;
@@ -176,7 +178,7 @@ export type KnownLookupAnswer = {
   pay_url?: string;
   /** An active subscriber told ahead of a failure (a tenant whose policy enables notices; only where pay_url could be given): shown as a dismissable soft banner, never a gate */
   notice?: {
-    kind: 'card_expiring';
+    kind: NoticeKind;
     /** The month the card expires (YYYY-MM) */
     expires: string;
   };
@@ -268,6 +270,8 @@ export type Policy = {
   grace_days: number;
   /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
   escalate_after_days: number | null;
+  /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+  notices: NoticeKind[];
 };
 
 /** A tenant's settings, as the tenant sees them */
@@ -281,7 +285,7 @@ export type Settings = {
   allowed_origins: string[] | null;
   /** What the snippet shows with a banner or a gate */
   branding: Branding;
-  /** How derived statuses are enforced (docs/policy.md) */
+  /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
@@ -310,6 +314,8 @@ export type SettingsPatch = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: NoticeKind[];
   };
   /** The Stripe endpoint's signing secret (whsec_...); write-only */
   stripe_webhook_secret?: string;
@@ -375,7 +381,7 @@ export type Tenant = {
   lookups_per_minute: number | null;
   /** What the snippet shows with a banner or a gate */
   branding: Branding;
-  /** How derived statuses are enforced (docs/policy.md) */
+  /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode: boolean | null;
@@ -416,6 +422,8 @@ export type CreateTenantBody = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: NoticeKind[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
@@ -441,6 +449,8 @@ export type UpdateTenantBody = {
     grace_days?: number;
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
+    /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
+    notices?: NoticeKind[];
   };
   /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
   livemode?: boolean | null;
@@ -678,7 +688,14 @@ export type RecoveryAnalytics = {
 /** What a proposed policy would change now */
 export type PolicyImpact = {
   /** The proposed policy: the fields given over the tenant's current ones */
-  policy: Policy;
+  policy: {
+    /** gate: as derived; banner_only: a lockout is answered warning; monitor: every lookup answers active */
+    enforcement: Enforcement;
+    /** A lockout is answered warning until the episode's dunning start plus this many days */
+    grace_days: number;
+    /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
+    escalate_after_days: number | null;
+  };
   /** Customers answered warning and lockout under the current policy, now */
   current: {
     warning: number;

@@ -4,7 +4,7 @@ import { signStripePayload } from '../../domain/stripe/signature.js';
 import { CUSTOMER_ID_RE } from '../../domain/types.js';
 import { stringOption, tenantOption } from '../args.js';
 import { formatLockoutAt } from '../../domain/policy.js';
-import type { Policy } from '../../domain/policy.js';
+import type { TenantPolicy } from '../../domain/policy.js';
 import { DEFAULT_TIMEOUT_MS, displayUrl, networkReason } from '../client.js';
 import type { SubscriberView } from '../client.js';
 import { baseUrlFrom, clientFrom } from '../env.js';
@@ -65,7 +65,7 @@ interface SendSampleResult {
   /** What the events derive, before the tenant's policy. */
   derived: { status: string; reason: string };
   /** What the lookup answers under the tenant's policy; null when it could not be read (`answered_unknown` says why). */
-  answered: (SampleAnswer & { policy: Policy }) | null;
+  answered: (SampleAnswer & { policy: TenantPolicy }) | null;
   answered_unknown: string | null;
 }
 

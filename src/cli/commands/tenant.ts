@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { NOTICE_KINDS, normaliseNotices } from '../../domain/notices.js';
+import type { NoticeKind } from '../../domain/notices.js';
 import { booleanOption, parseBoolean, stringOption, wholeNumberOption } from '../args.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../domain/policy.js';
 import type { AdminClient, RotateKey } from '../client.js';
@@ -99,12 +101,27 @@ async function brandingFrom(ctx: CommandContext, file: string): Promise<NonNulla
   }
 }
 
-const POLICY_USAGE = `[--enforcement ${ENFORCEMENTS.join('|')}] [--grace-days N] [--escalate-after-days N|none]`;
+const POLICY_USAGE = `[--enforcement ${ENFORCEMENTS.join('|')}] [--grace-days N] [--escalate-after-days N|none] [--notices ${NOTICE_KINDS.join(',')}|none]`;
 const POLICY_OPTIONS = {
   enforcement: { type: 'string' },
   'grace-days': { type: 'string' },
   'escalate-after-days': { type: 'string' },
+  notices: { type: 'string' },
 } as const;
+
+/** `--notices card_expiring` (a comma-separated list of kinds) or `--notices none`; undefined when not given. */
+function noticesOption(ctx: CommandContext): NoticeKind[] | undefined {
+  const value = stringOption(ctx.values, 'notices');
+  if (value === undefined) return undefined;
+  if (value === 'none') return [];
+  const kinds = value.split(',').map((k) => k.trim());
+  const unknown = kinds.find((k) => !(NOTICE_KINDS as readonly string[]).includes(k));
+  if (unknown !== undefined)
+    throw new UsageError(
+      `--notices must be none or a comma-separated list of ${NOTICE_KINDS.join(', ')} (got '${unknown}')`,
+    );
+  return normaliseNotices(kinds);
+}
 
 /** The policy fields given (docs/policy.md); undefined when none is. */
 function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
@@ -113,6 +130,7 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
     throw new UsageError(`--enforcement must be one of ${ENFORCEMENTS.join(', ')} (got '${enforcement}')`);
   }
   const graceDays = wholeNumberOption(ctx.values, 'grace-days', 0, MAX_GRACE_DAYS);
+  const notices = noticesOption(ctx);
   // `none`: never escalate.
   const escalateAfterDays =
     stringOption(ctx.values, 'escalate-after-days') === 'none'
@@ -122,6 +140,7 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
     ...(enforcement !== undefined ? { enforcement: enforcement as (typeof ENFORCEMENTS)[number] } : {}),
     ...(graceDays !== undefined ? { grace_days: graceDays } : {}),
     ...(escalateAfterDays !== undefined ? { escalate_after_days: escalateAfterDays } : {}),
+    ...(notices !== undefined ? { notices } : {}),
   };
   return Object.keys(policy).length === 0 ? undefined : policy;
 }
@@ -257,7 +276,7 @@ const update: Command = {
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --stripe-api-key, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --stripe-api-key, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days, --notices',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);

@@ -14,6 +14,7 @@ import type { RateLimits } from '../rate-limit.js';
 import type { ClockSkewReading } from '../routes/health.js';
 import type { StatusFeedOptions } from '../routes/statuses.js';
 import type { SnippetAsset } from '../snippet-asset.js';
+import type { CardExpirySource } from '../../services/stripe-events.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { HttpLimits } from './limits.js';
 
@@ -73,6 +74,11 @@ export interface AppDeps {
   keySightings?: SecretKeySightings | null;
   /** Where the Stripe intake (webhook and replay) is counted for the tenants' health; absent: not counted. */
   stripeIntake?: StripeIntake | null;
+  /**
+   * Where an `invoice.upcoming` learns the customer's default card for its notice (Stripe's
+   * API with the space's key); absent: not asked, and only `customer.source.expiring` starts one.
+   */
+  cardExpiry?: CardExpirySource | null;
   /** Proxies trusted to name the client (Forwarded / X-Forwarded-For); absent: none. */
   trustedProxies?: TrustedProxies | null;
   /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */

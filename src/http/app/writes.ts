@@ -25,6 +25,7 @@ function resourceOptions(ctx: AppContext) {
       timeoutMs: ctx.deps.stripeApi?.timeoutMs ?? STRIPE_REQUEST_TIMEOUT_MS,
       ...(ctx.deps.stripeApi?.timers ? { timers: ctx.deps.stripeApi.timers } : {}),
     },
+    cardExpiry: ctx.deps.cardExpiry ?? null,
   };
 }
 
@@ -78,6 +79,7 @@ export async function writeRoutes(app: App, ctx: AppContext): Promise<void> {
   await app.register(async (writes: App) => {
     await writes.register(stripeIntakeRoutes, {
       stripe: store.stripe,
+      notices: { store: store.stripe, cards: deps.cardExpiry ?? null },
       model,
       now,
       limiter,

@@ -3,6 +3,7 @@ import type { Store } from '../../store/index.js';
 import type { DeliverySettings } from '../../downstream/index.js';
 import type { App } from '../app-instance.js';
 import type { StripeApiOptions } from '../../services/stripe-api.js';
+import type { CardExpirySource } from '../../services/stripe-events.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { Audience } from './common.js';
 import { analyticsRoutes } from './analytics.js';
@@ -30,6 +31,8 @@ export interface TenantResourceOptions {
   intake: StripeIntake | null;
   /** Where Stripe's API is, and the bound of a call (a Stripe API key is checked on set). */
   stripeApi: StripeApiOptions;
+  /** Where an `invoice.upcoming` learns the default card for its notice; absent or null: not asked. */
+  cardExpiry?: CardExpirySource | null;
 }
 
 /**
@@ -54,5 +57,12 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
     rotationOverlapS,
     ...opts.downstream,
   });
-  if (audience === 'operator') await stripeEventRoutes(app, { tenants, stripe, now, intake: opts.intake });
+  if (audience === 'operator')
+    await stripeEventRoutes(app, {
+      tenants,
+      stripe,
+      now,
+      intake: opts.intake,
+      notices: { store: stripe, cards: opts.cardExpiry ?? null },
+    });
 }

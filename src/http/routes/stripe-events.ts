@@ -3,6 +3,7 @@ import { zeroOutcomeCounts } from '../../domain/stripe/outcomes.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import { takeInStripeEvents } from '../../services/stripe-events.js';
+import type { NoticeIntake } from '../../services/stripe-events.js';
 import type { StripeEventStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
@@ -20,6 +21,8 @@ export interface StripeEventRoutesOptions {
   now: () => number;
   /** The tenant's intake counters: the events a replay took are `replayed`; absent: not counted. */
   intake?: StripeIntake | null;
+  /** The notices the events tell of (docs/notices.md); absent: not learned. */
+  notices?: NoticeIntake | null;
 }
 
 /** A replay batch: the CLI sends at most 500 events and 4 MiB at a time. */
@@ -55,7 +58,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
-      const results = await takeInStripeEvents(stripe, tenant, events, at, dryRun);
+      const results = await takeInStripeEvents(stripe, tenant, events, at, dryRun, opts.notices ?? null);
       // What the tenant's health shows as its last sync: the events taken, not a dry run's.
       if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));

@@ -5,12 +5,14 @@ import { eventShapeProblem, MAX_AHEAD_S } from '../../domain/stripe/event.js';
 import { checkStripeDelivery, STRIPE_SIGNATURE_TOLERANCE_S } from '../../domain/stripe/signature.js';
 import type { SignatureFailure } from '../../domain/stripe/signature.js';
 import { RELEVANT_EVENT_TYPES } from '../../domain/stripe/derive.js';
+import { NOTICE_EVENT_TYPES } from '../../domain/notices.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
-import { takeInStripeEvent } from '../../services/stripe-events.js';
+import { takeInStripeEventWithNotices } from '../../services/stripe-events.js';
+import type { NoticeIntake } from '../../services/stripe-events.js';
 import type { StripeEventStore } from '../../store/index.js';
 import type { ReadModel } from '../../readmodel/index.js';
 import { countFailures, guardAddress } from '../rate-limit.js';
@@ -31,7 +33,12 @@ export interface StripeIntakeOptions {
   metrics?: StripeEventMetrics;
   /** The tenant's intake counters (received, refused); absent: not counted. */
   intake?: StripeIntake | null;
+  /** The notices the events tell of (docs/notices.md); absent: not learned. */
+  notices?: NoticeIntake | null;
 }
+
+/** The event types Dunwall reads (statuses and notices): each is a label value of its own. */
+const LABELLED_TYPES: ReadonlySet<string> = new Set<string>([...RELEVANT_EVENT_TYPES, ...NOTICE_EVENT_TYPES]);
 
 const STRIPE_INTAKE_ROUTE = '/webhooks/stripe/:tenantSlug';
 const slugOf = (req: FastifyRequest): string => (req.params as { tenantSlug?: string } | undefined)?.tenantSlug ?? '';
@@ -169,11 +176,12 @@ export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): P
 
       const e = event as StripeEventLike;
       // Any type Stripe may send is a label value only if Dunwall reads it: the set stays small.
-      const typeLabel = (RELEVANT_EVENT_TYPES as readonly string[]).includes(e.type) ? e.type : 'other';
+      const typeLabel = LABELLED_TYPES.has(e.type) ? e.type : 'other';
       const start = process.hrtime.bigint();
       try {
-        const { outcome } = await takeInStripeEvent(
+        const { outcome } = await takeInStripeEventWithNotices(
           stripe,
+          opts.notices ?? null,
           { id: tenantId, livemode: signing.livemode },
           e,
           new Date(nowMs),

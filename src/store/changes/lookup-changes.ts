@@ -5,6 +5,10 @@ import { tryDeploymentLock, type Db, type Queryable } from '../db/db.js';
 import { readTenantsChecked } from '../tenants/rows.js';
 import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './types.js';
 
+/** The notices that hold (migration 025), for a snapshot load. */
+const HOLDING_NOTICES_ROWS = `SELECT tenant_id, processor_customer_id, expires, floor(extract(epoch FROM until_at))::bigint::text AS until_s
+  FROM card_notices WHERE expires IS NOT NULL`;
+
 /** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
 const PRUNE_LOCK_KEY = 0x64756e70;
 
@@ -112,6 +116,17 @@ export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupSt
     // Parsed as it arrives: no row becomes an object, so a load of millions leaves no
     // garbage behind to grow the heap.
     await tx.copyRows(SUBSCRIBERS, (rows) => parseSubscriberRows(rows, sink));
+    // The notices that hold: few (a card's last month), read as rows.
+    if (sink.notice !== undefined) {
+      const notices = await tx.query<{
+        tenant_id: number;
+        processor_customer_id: string;
+        expires: string;
+        until_s: string;
+      }>(HOLDING_NOTICES_ROWS);
+      for (const n of notices)
+        sink.notice(n.tenant_id, n.processor_customer_id, { expires: n.expires, untilS: Number(n.until_s) });
+    }
     return position;
   });
 }
@@ -137,11 +152,15 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       status: SubscriberStatus | null;
       lockout_s: string | null;
       pay_url: string | null;
+      notice_expires: string | null;
+      notice_until_s: string | null;
     }>(
-      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status, ceil(extract(epoch FROM s.lockout_at))::bigint::text AS lockout_s, s.pay_url
+      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status, ceil(extract(epoch FROM s.lockout_at))::bigint::text AS lockout_s, s.pay_url,
+         n.expires AS notice_expires, floor(extract(epoch FROM n.until_at))::bigint::text AS notice_until_s
        FROM (SELECT DISTINCT tenant_id, processor_customer_id, tier FROM lookup_changes
              WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) c
-       LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id`,
+       LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id
+       LEFT JOIN card_notices n ON n.tenant_id = c.tenant_id AND n.processor_customer_id = c.processor_customer_id AND n.expires IS NOT NULL`,
       [since],
     );
     const tenantIds = new Set<number>();
@@ -156,7 +175,17 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
           row.lockout_s === null && row.pay_url === null
             ? null
             : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
-        subscribers.push({ tenantId: row.tenant_id, customerId: row.processor_customer_id, status: row.status, extra });
+        const notice =
+          row.notice_expires === null || row.notice_until_s === null
+            ? null
+            : { expires: row.notice_expires, untilS: Number(row.notice_until_s) };
+        subscribers.push({
+          tenantId: row.tenant_id,
+          customerId: row.processor_customer_id,
+          status: row.status,
+          extra,
+          notice,
+        });
       }
     }
     // A changed tier: every tenant on it as of this snapshot.

@@ -15,6 +15,14 @@ export interface SubscriberExtra {
   payUrl: string | null;
 }
 
+/** A customer's card-expiring notice while it holds (docs/notices.md). */
+export interface CardNoticeExtra {
+  /** The card's expiry, YYYY-MM. */
+  expires: string;
+  /** When it stops holding (the renewal, or the end of the card's month), in epoch seconds. */
+  untilS: number;
+}
+
 /**
  * A tenant whose row or credentials cannot be read for the lookup (a sealed secret that does
  * not open: altered, or copied from another row). It is left out of the read so that it costs
@@ -38,6 +46,8 @@ export interface LookupStateSink {
     status: SubscriberStatus,
     extra: SubscriberExtra | null,
   ): void;
+  /** A notice that holds, after every subscriber (its customer may have no status kept). */
+  notice?(tenantId: number, customerId: string, notice: CardNoticeExtra): void;
 }
 
 /** The changes a reader at some position had not seen, each key with its value now. */
@@ -56,6 +66,8 @@ export interface LookupChanges {
     customerId: string;
     status: SubscriberStatus | null;
     extra: SubscriberExtra | null;
+    /** The customer's notice that holds now; absent or null: none. */
+    notice?: CardNoticeExtra | null;
   }[];
 }
 

@@ -6,7 +6,15 @@ import type { Db, Queryable } from '../db/db.js';
 import { credential } from '../tenants/rows.js';
 import { applyStripeEvent, lockCustomer, storedStatus } from './episodes.js';
 import { addStripeIntake, readStripeIntake } from './intake.js';
-import type { StripeEventInput, StripeEventResult, StripeIntakeSummary, StripeStore } from './types.js';
+import { recordCardFact } from './notices.js';
+import type { CardFact } from '../../domain/notices.js';
+import type {
+  CardNoticeChange,
+  StripeEventInput,
+  StripeEventResult,
+  StripeIntakeSummary,
+  StripeStore,
+} from './types.js';
 
 function sameStatus(a: StripeEventResult['before'], b: StripeEventResult['after']): boolean {
   return a?.status === b?.status && a?.reason === b?.reason;
@@ -130,6 +138,17 @@ export class SqlStripe implements StripeStore {
       throw err;
     }
     throw new Error('a dry run must roll back');
+  }
+
+  async recordCardFact(
+    spaceId: number,
+    fact: Extract<CardFact, { kind: 'expiring' | 'ended' }>,
+    event: { eventId: string; created: Date },
+    now: Date,
+  ): Promise<CardNoticeChange> {
+    const change = await this.db.transaction((tx) => recordCardFact(tx, spaceId, fact, event, now));
+    if (change === 'started' || change === 'ended') this.commits.emit();
+    return change;
   }
 
   async addStripeIntake(counts: readonly StripeIntakeCount[]): Promise<void> {

@@ -4,6 +4,7 @@ import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import type { StripeIntakeCount, StripeIntakeKind } from '../../domain/stripe/intake.js';
 import type { StripeEventOutcomeName } from '../../domain/stripe/outcomes.js';
 import type { Credential } from '../../domain/types.js';
+import type { CardFact } from '../../domain/notices.js';
 
 /**
  * What the store answers of one event (the outcomes of STRIPE_EVENT_OUTCOMES an event that
@@ -64,6 +65,24 @@ export interface StripeEventStore {
   ): Promise<StripeEventResult[]>;
 }
 
+/**
+ * What a card fact did to a customer's notice (migration 025): started (or moved), ended,
+ * nothing (the same, or an end with none kept), stale (a later event set it), or duplicate
+ * (this very event set it).
+ */
+export type CardNoticeChange = 'started' | 'ended' | 'unchanged' | 'stale' | 'duplicate';
+
+/** The customers' card-expiring notices (docs/notices.md), learned from Stripe's events. */
+export interface CardNoticeStore {
+  /** Applies a started or ended card fact of a Stripe event to the space's customer. */
+  recordCardFact(
+    spaceId: number,
+    fact: Extract<CardFact, { kind: 'expiring' | 'ended' }>,
+    event: { eventId: string; created: Date },
+    now: Date,
+  ): Promise<CardNoticeChange>;
+}
+
 export type { StripeIntakeCount, StripeIntakeKind };
 
 /** One UTC day of a tenant's Stripe intake: a count per kind. */
@@ -96,4 +115,4 @@ export interface StripeIntakeStore {
 }
 
 /** The Stripe intake: the tenant's signing secrets, each event kept with its effect, and the intake's counters. */
-export interface StripeStore extends StripeEventStore, StripeIntakeStore {}
+export interface StripeStore extends StripeEventStore, StripeIntakeStore, CardNoticeStore {}

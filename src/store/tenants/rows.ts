@@ -2,6 +2,7 @@ import { prepareTenant } from '../../domain/lookup.js';
 import { NAMED_FLAGS } from '../../domain/types.js';
 import type { Branding } from '../../domain/branding.js';
 import type { Policy } from '../../domain/policy.js';
+import { normaliseNotices } from '../../domain/notices.js';
 import type { Credential, Entitlements, SecretKeyAuth, TenantAuth } from '../../domain/types.js';
 import { readSecretKeyAuth } from '../keys/secret-keys.js';
 import { SecretDecryptionError, UnknownEncryptionKeyError } from '../../secrets/cipher.js';
@@ -25,6 +26,7 @@ export interface TenantRow {
   policy_enforcement: Policy['enforcement'];
   policy_grace_days: number;
   policy_escalate_after_days: number | null;
+  policy_notices: string[] | null;
   livemode: boolean | null;
   created_at: Date;
   updated_at: Date;
@@ -39,7 +41,7 @@ export interface CredentialRow {
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
   t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.policy_enforcement, t.policy_grace_days,
-  t.policy_escalate_after_days, t.created_at, t.updated_at, t.livemode
+  t.policy_escalate_after_days, t.policy_notices, t.created_at, t.updated_at, t.livemode
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
@@ -67,6 +69,7 @@ export function toTenant(row: TenantRow): TenantRecord {
       enforcement: row.policy_enforcement,
       grace_days: Number(row.policy_grace_days),
       escalate_after_days: row.policy_escalate_after_days === null ? null : Number(row.policy_escalate_after_days),
+      notices: normaliseNotices(row.policy_notices ?? []),
     },
     livemode: row.livemode,
     createdAt: new Date(row.created_at),
@@ -190,6 +193,7 @@ function prepareRow(
     lookupsPerMinute: tenant.lookupsPerMinute,
     branding: tenant.branding,
     enforcement: tenant.policy.enforcement,
+    cardExpiringNotice: tenant.policy.notices?.includes('card_expiring') === true,
     livemode: tenant.livemode,
     entitlements: tenant.entitlements,
     publishableKeyHashes: own

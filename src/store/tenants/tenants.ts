@@ -1,4 +1,5 @@
 import { DEFAULT_POLICY } from '../../domain/policy.js';
+import { normaliseNotices } from '../../domain/notices.js';
 import type { Policy } from '../../domain/policy.js';
 import type { Entitlements } from '../../domain/types.js';
 import type { SecretBox } from '../../secrets/cipher.js';
@@ -69,8 +70,8 @@ export class SqlTenants implements TenantStore {
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
           `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at,
-             policy_enforcement, policy_grace_days, policy_escalate_after_days, livemode)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+             policy_enforcement, policy_grace_days, policy_escalate_after_days, livemode, policy_notices)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13) ON CONFLICT (slug) DO NOTHING RETURNING id`,
           [
             t.slug,
             t.tier,
@@ -84,6 +85,7 @@ export class SqlTenants implements TenantStore {
             (t.policy ?? DEFAULT_POLICY).grace_days,
             (t.policy ?? DEFAULT_POLICY).escalate_after_days,
             t.livemode ?? null,
+            normaliseNotices(t.policy?.notices ?? []),
           ],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
@@ -183,6 +185,14 @@ export class SqlTenants implements TenantStore {
     // The tenant's row is locked by the update before this: two changes at once merge in turn.
     const current = await tenantPolicy(tx, tenantId);
     const policy: Policy = { ...current, ...patch };
+    // Notices never change a status: they need no sweep, only the tenant's row (the read
+    // model prepares the tenant again, and its answers with it).
+    if (patch.notices !== undefined) {
+      await tx.query('UPDATE tenants SET policy_notices = $2 WHERE id = $1', [
+        tenantId,
+        normaliseNotices(patch.notices),
+      ]);
+    }
     if (
       current.enforcement === policy.enforcement &&
       current.grace_days === policy.grace_days &&

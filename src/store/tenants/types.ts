@@ -1,5 +1,5 @@
 import type { Branding } from '../../domain/branding.js';
-import type { Policy } from '../../domain/policy.js';
+import type { Policy, TenantPolicy } from '../../domain/policy.js';
 import type { Entitlements } from '../../domain/types.js';
 import type { CredentialRotation } from '../keys/types.js';
 
@@ -17,7 +17,7 @@ export interface TenantRecord {
   /** What the snippet shows with a banner or a gate ({}: its defaults). */
   branding: Branding;
   /** How derived statuses are enforced (docs/reference.md, "The dunning policy"). */
-  policy: Policy;
+  policy: TenantPolicy;
   /** Stripe events taken: live only (true), test only (false), or both (null). */
   livemode: boolean | null;
   createdAt: Date;

@@ -2,14 +2,18 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, qs } from '../../api.js';
 import type { ApiError } from '../../api.js';
-import { ENFORCEMENTS } from '@dunwall/wire';
-import type { Enforcement, Policy, PolicyImpact as Impact, Settings, SettingsPatch } from '@dunwall/wire';
+import { ENFORCEMENTS, NOTICE_KINDS } from '@dunwall/wire';
+import type { Enforcement, NoticeKind, Policy, PolicyImpact as Impact, Settings, SettingsPatch } from '@dunwall/wire';
 import { asApiError, count, ErrorNote, useAction, useConsole, valueOf } from '../../ui.js';
 
 const ENFORCEMENT_WORDS: Record<Enforcement, string> = {
   gate: 'Gate: a lockout shows the full-screen gate',
   banner_only: 'Banner only: a lockout shows the banner',
   monitor: 'Monitor: every lookup answers active (watch before enforcing)',
+};
+const NOTICE_WORDS: Record<NoticeKind, string> = {
+  card_expiring:
+    'Card expiring: tell an active customer whose card expires before the next renewal (a soft banner, never a gate)',
 };
 const IMPACT_DELAY_MS = 300;
 
@@ -113,6 +117,27 @@ export function PolicySection(props: {
             />
           </label>
         </div>
+        <fieldset disabled={!props.canWrite}>
+          <legend>Notices</legend>
+          {NOTICE_KINDS.map((kind) => (
+            <label class="check" key={kind}>
+              <input
+                type="checkbox"
+                name="notices"
+                value={kind}
+                checked={draft.notices.includes(kind)}
+                onChange={(e) => {
+                  const on = (e.currentTarget as HTMLInputElement).checked;
+                  setDraft((d) => ({
+                    ...d,
+                    notices: NOTICE_KINDS.filter((k) => (k === kind ? on : d.notices.includes(k))),
+                  }));
+                }}
+              />
+              {NOTICE_WORDS[kind]}
+            </label>
+          ))}
+        </fieldset>
         <div class="impact" role="status" aria-live="polite">
           {!props.canRead ? (
             <span>What a change would do needs the subscribers:read scope.</span>
