@@ -21,6 +21,7 @@ import { checkListen, listenMetrics, listenPublic, METRICS_LISTENER } from './st
 import { openLookupModel } from './start/lookup-model.js';
 import type { LookupModel } from './start/lookup-model.js';
 import { closeOnSignals } from './start/shutdown.js';
+import { checkPublicUrl } from './start/links.js';
 import { checkDefaultTier, openConfiguredStore } from './start/store.js';
 
 export { checkListen, listenProblem } from './start/listen.js';
@@ -63,6 +64,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   let metricsServer: MetricsServer | null = null;
   try {
     await checkDefaultTier(store, config.defaultTier);
+    await checkPublicUrl(config, store, log, new Date(options.clock?.() ?? Date.now()));
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     const assets = await loadAssets(config, store, log);
     const metrics = options.metrics ?? createMetrics();

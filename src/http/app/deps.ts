@@ -15,6 +15,7 @@ import type { StatusFeedOptions } from '../routes/statuses.js';
 import type { SnippetAsset } from '../snippet-asset.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { HttpLimits } from './limits.js';
+import type { StripeLinks } from '../../services/stripe-links.js';
 
 /** What `buildApp` is given: the store and read model, the clocks, the limits and the optional parts. */
 export interface AppDeps {
@@ -76,6 +77,8 @@ export interface AppDeps {
   trustedProxies?: TrustedProxies | null;
   /** How long a request may wait on the store in all before it answers 503 (DUNWALL_STORE_REQUEST_TIMEOUT_MS). */
   storeRequestTimeoutMs?: number;
+  /** Opens pay and card links at Stripe (GET /pay/:token, /card/:token); absent: every open falls back. */
+  stripeLinks?: StripeLinks;
   /** The console at /console: its built files (null: not built) and how long a session lasts (DUNWALL_CONSOLE_SESSION_TTL_MS). */
   console?: { assets: ConsoleAssets | null; sessionTtlMs?: number };
 }
