@@ -21,6 +21,7 @@ import { checkListen, listenMetrics, listenPublic, METRICS_LISTENER } from './st
 import { openLookupModel } from './start/lookup-model.js';
 import type { LookupModel } from './start/lookup-model.js';
 import { closeOnSignals } from './start/shutdown.js';
+import type { StripeLinks } from '../services/stripe-links.js';
 import { checkPublicUrl } from './start/links.js';
 import { checkDefaultTier, openConfiguredStore } from './start/store.js';
 
@@ -50,6 +51,8 @@ export interface StartOptions {
    * Time-driven writes follow the database's clock whatever it says.
    */
   clock?: () => number;
+  /** Opens pay and card links at Stripe; absent: every open falls back (docs/links.md). */
+  stripeLinks?: StripeLinks;
 }
 
 /**
@@ -95,6 +98,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       redis,
       counters,
       policyClock,
+      ...(options.stripeLinks ? { stripeLinks: options.stripeLinks } : {}),
     });
     const url = await listenPublic(app, config);
     metricsServer = await listenMetrics(config, metrics, options.metricsText, log);
