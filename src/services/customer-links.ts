@@ -55,6 +55,17 @@ function bounded(open: () => Promise<LinkRedirect>, ms: number): Promise<LinkRed
   });
 }
 
+/**
+ * The reader's first language (`fr`, `pt-BR`) from Accept-Language, for Stripe's pages;
+ * undefined when it names none of that form (Stripe then chooses).
+ */
+export function readerLocale(acceptLanguage: string | undefined): string | undefined {
+  const first = acceptLanguage?.slice(0, 64).split(',')[0]?.split(';')[0]?.trim() ?? '';
+  const m = /^([a-zA-Z]{2})(?:-([a-zA-Z]{2}))?$/.exec(first);
+  if (m === null) return undefined;
+  return m[2] === undefined ? (m[1] ?? '').toLowerCase() : `${(m[1] ?? '').toLowerCase()}-${m[2].toUpperCase()}`;
+}
+
 /** Where a link goes when Stripe did not answer with a page. */
 function fallback(link: ResolvedLink, branding: Branding | null): LinkAnswer {
   if (link.kind === 'pay' && link.storedPage !== null)
@@ -68,8 +79,9 @@ export async function openLink(
   deps: OpenLinkDeps,
   kind: LinkKind,
   token: string,
-  locale: string | undefined,
+  acceptLanguage: string | undefined,
 ): Promise<LinkAnswer> {
+  const locale = readerLocale(acceptLanguage);
   if (!LINK_TOKEN_RE.test(token)) return { kind: 'page', status: 410, branding: null };
   const at = new Date(deps.now());
   let link: ResolvedLink | null;

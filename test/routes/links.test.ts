@@ -156,6 +156,7 @@ describe.each(engines)('pay links through Dunwall ($name)', (engine: Engine) => 
       spaceId,
       customerId: customers.expired,
       invoiceId: ids.expired.invoice,
+      locale: 'fr',
     });
   });
 

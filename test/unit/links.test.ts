@@ -4,7 +4,7 @@ import { contactPage, pickLocale } from '../../src/http/routes/links.js';
 import { ConfigError, loadConfig } from '../../src/runtime/config.js';
 import { redactUrl } from '../../src/runtime/logger.js';
 import { checkPublicUrl } from '../../src/runtime/start/links.js';
-import { openLink } from '../../src/services/customer-links.js';
+import { openLink, readerLocale } from '../../src/services/customer-links.js';
 import type { OpenLinkDeps } from '../../src/services/customer-links.js';
 import type { LinkRedirect } from '../../src/services/stripe-links.js';
 import type { LinkOpen, ResolvedLink } from '../../src/store/index.js';
@@ -101,6 +101,16 @@ describe('the contact page', () => {
     expect(html).toContain('href="https://x.test/?a=&#34;b&#34;"');
     expect(html).toContain('&#60;b&#62;help&#60;/b&#62;');
     expect(html).not.toContain('<b>');
+  });
+});
+
+describe("the reader's locale for Stripe's pages", () => {
+  it('is the first language of Accept-Language, when it has the form Stripe takes', () => {
+    expect(readerLocale('fr-fr,fr;q=0.9')).toBe('fr-FR');
+    expect(readerLocale('DE')).toBe('de');
+    expect(readerLocale('*')).toBeUndefined();
+    expect(readerLocale('zh-Hant-TW')).toBeUndefined();
+    expect(readerLocale(undefined)).toBeUndefined();
   });
 });
 
