@@ -17,10 +17,25 @@ export function benchPayUrl(customerId: string): string {
   return `https://invoice.stripe.com/i/acct_1BenchAccount00000/live_${token}${token.slice(0, 40)}?s=ap`;
 }
 
+/**
+ * A pay link through Dunwall (docs/links.md) as a service at a public address makes it:
+ * `{DUNWALL_PUBLIC_URL}/pay/{32 letters and digits}`, distinct per customer.
+ */
+export function benchDunwallPayUrl(customerId: string): string {
+  const token = createHash('sha256')
+    .update(`dunwall-bench/link/${customerId}`)
+    .digest('base64url')
+    .replace(/[-_]/g, '0')
+    .slice(0, 32);
+  return `https://billing.example.com/pay/${token}`;
+}
+
 export interface DunningSet {
   requests: BenchRequest[];
   /** The scheduled lockout every warning of the set carries (epoch seconds). */
   lockoutAtS: number;
+  /** Each customer's pay link. */
+  payUrl: (customerId: string) => string;
 }
 
 /**
@@ -33,6 +48,7 @@ export function dunningSet(
   count: number,
   exclude: ReadonlySet<string>,
   nowMs: number,
+  payUrl: (customerId: string) => string = benchPayUrl,
 ): DunningSet {
   const lockoutAtS = Math.floor(nowMs / 1000) + 30 * 86_400;
   const requests: BenchRequest[] = [];
@@ -45,11 +61,11 @@ export function dunningSet(
     const body = {
       ...plain,
       ...(status === 'warning' ? { lockout_at: formatLockoutAt(lockoutAtS * 1000) } : {}),
-      pay_url: benchPayUrl(r.customerId),
+      pay_url: payUrl(r.customerId),
     };
     requests.push({ ...r, expected: JSON.stringify(body) });
   }
-  return { requests, lockoutAtS };
+  return { requests, lockoutAtS, payUrl };
 }
 
 /** Seeding a million subscribers runs longer than the service's bound on a query. */
@@ -82,7 +98,7 @@ export async function setDunningExtras(
       [
         requests.map((r) => benchTenant(r.tenant).slug),
         requests.map((r) => r.customerId),
-        requests.map((r) => (set === null ? null : benchPayUrl(r.customerId))),
+        requests.map((r) => (set === null ? null : set.payUrl(r.customerId))),
         set?.lockoutAtS ?? null,
       ],
     );

@@ -13,6 +13,7 @@ export const ALL_ROWS = [
   'secretkey',
   'unknown',
   'dunning',
+  'dunninglinks',
   'zipf',
   'hotkey',
   'drip',

@@ -13,6 +13,7 @@ export type RowName =
   | 'secretkey'
   | 'unknown'
   | 'dunning'
+  | 'dunninglinks'
   | 'zipf'
   | 'hotkey'
   | 'drip'

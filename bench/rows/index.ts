@@ -43,7 +43,7 @@ export const BENCH_ROWS: readonly BenchRow[] = [
     service: true,
     run: serviceRows,
   },
-  { name: 'dunning', rows: ['dunning'], service: true, run: dunningRow },
+  { name: 'dunning', rows: ['dunning', 'dunninglinks'], service: true, run: dunningRow },
   { name: 'zipfcold', rows: ['zipfcold'], service: true, run: zipfColdRow },
   { name: 'peer', rows: ['peer'], service: false, run: peerRow },
   { name: 'memory', rows: ['memory'], service: true, run: memoryRow },

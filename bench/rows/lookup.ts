@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { BenchContext } from '../context.js';
 import { fmtN } from '../context.js';
 import type { BenchRequest } from '../data.js';
-import { dunningSet, setDunningExtras } from '../dunning.js';
+import { benchDunwallPayUrl, benchPayUrl, dunningSet, setDunningExtras } from '../dunning.js';
 import { note, stopping } from '../lifecycle.js';
 import { writeLines } from '../load.js';
 import { MIDDLEWARE_BODY, benchCustomer, middlewareCostNs } from '../middleware-app.js';
@@ -242,22 +242,42 @@ export async function serviceRows(ctx: BenchContext): Promise<void> {
 }
 
 export async function dunningRow(ctx: BenchContext): Promise<void> {
+  const { opts } = ctx;
+  if (opts.rows.has('dunning')) await dunningRun(ctx, 'dunning', benchPayUrl, 'pay_url');
+  // The same customers, their pay link one through Dunwall (docs/links.md): the link is a
+  // string the write path made, built into the answer once as a stored page is.
+  if (opts.rows.has('dunninglinks')) await dunningRun(ctx, 'dunninglinks', benchDunwallPayUrl, 'a Dunwall pay link');
+  const { results } = ctx;
+  const plain = results.find((r) => r.row === 'dunning');
+  const links = results.find((r) => r.row === 'dunninglinks');
+  if (plain && links)
+    note(
+      `dunninglinks: the lookup with a Dunwall pay link costs ${(plain.load.rps / links.load.rps).toFixed(2)}x the one with Stripe's stored page (target at most 1.05x)`,
+    );
+}
+
+async function dunningRun(
+  ctx: BenchContext,
+  rowName: 'dunning' | 'dunninglinks',
+  payUrl: (customerId: string) => string,
+  carried: string,
+): Promise<void> {
   const { startService, measure, results, workDir } = ctx;
   const { factory, tiers, hot } = ctx.questions;
   const { target } = ctx.store;
   // Customers in dunning whose answers carry a scheduled lockout and a pay link, built per
   // request: given to them in the store for this row only (no service runs meanwhile), then
   // taken away again, so that every other row measures the seed as it is.
-  const set = dunningSet(factory, tiers, HOT_COUNT, new Set(hot.map((r) => r.customerId)), Date.now());
-  const dunningFile = join(workDir, 'dunning.txt');
+  const set = dunningSet(factory, tiers, HOT_COUNT, new Set(hot.map((r) => r.customerId)), Date.now(), payUrl);
+  const dunningFile = join(workDir, `${rowName}.txt`);
   writeLines(dunningFile, set.requests);
   await setDunningExtras(target, set.requests, set);
   try {
-    const server = await startService('service-dunning');
+    const server = await startService(`service-${rowName}`);
     try {
       await measure(
-        'dunning',
-        `service, ${fmtN(set.requests.length)} warning and lockout subscribers with lockout_at and pay_url, hmac`,
+        rowName,
+        `service, ${fmtN(set.requests.length)} warning and lockout subscribers with lockout_at and ${carried}, hmac`,
         server,
         set.requests,
         dunningFile,
@@ -270,7 +290,7 @@ export async function dunningRow(ctx: BenchContext): Promise<void> {
   }
   const hotRow = results.find((r) => r.row === 'hot');
   const row = results.find((r) => r.row === 'dunning');
-  if (hotRow && row)
+  if (rowName === 'dunning' && hotRow && row)
     note(
       `dunning: ${(row.load.rps / hotRow.load.rps).toFixed(2)} of the hot row's rate (answers with lockout_at and pay_url; target at least 0.9)`,
     );

@@ -1000,6 +1000,26 @@ export const RecoveryAnalytics = Type.Object({
   cohorts: Type.Array(Type.Object({ month: Timestamp, started: Count, recovered: Count, rate: Rate }), {
     description: 'Runs started in the range, by month of dunning start: how many were since recovered',
   }),
+  links: Type.Object(
+    {
+      opened: Count,
+      recovered_after_open: Count,
+      median_seconds_to_payment: Seconds,
+      periods: Type.Array(
+        Type.Object({
+          period_start: Timestamp,
+          opened: Count,
+          recovered_after_open: Count,
+          median_seconds_to_payment: Seconds,
+        }),
+        { description: "Every period of the range, empty ones included, by the period of each run's first open" },
+      ),
+    },
+    {
+      description:
+        'Runs whose customer opened a pay or card link through Dunwall while in dunning (first open in the range), those of them recovered, and the median time from the first open to the payment',
+    },
+  ),
 });
 
 // Policy impact (docs/tenant-api.md): what a proposed policy would change now.

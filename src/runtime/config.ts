@@ -16,6 +16,7 @@ import { DEFAULT_PER_SECRET_KEY } from '../http/rate-limit.js';
 import type { RateLimits } from '../http/rate-limit.js';
 import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS } from '../http/connections.js';
 import { parseCidr } from '../domain/downstream-endpoints.js';
+import { parsePublicUrl } from '../domain/links.js';
 import { DEFAULT_TIER, TIER_NAME_PATTERN } from '../domain/types.js';
 import { DEFAULT_STRIPE_API_URL, parseStripeApiUrl } from '../services/stripe-api.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../downstream/index.js';
@@ -81,6 +82,12 @@ export interface Config {
   defaultTier: string;
   /** Stripe's API, as the service calls it with the tenants' Stripe API keys (DUNWALL_STRIPE_API_URL). */
   stripeApiUrl: string;
+  /**
+   * The service's public address (DUNWALL_PUBLIC_URL, no trailing slash): pay and card links
+   * through Dunwall are made from it. Null: unset; required at boot once a data space has a
+   * Stripe API key (start/links.ts).
+   */
+  publicUrl: string | null;
 }
 
 export const DEFAULT_PORT = 3000;
@@ -435,6 +442,16 @@ function behaviourSettings(
   };
 }
 
+/** DUNWALL_PUBLIC_URL: https, or http for a loopback address only (domain/links.ts). */
+function publicUrlSetting(env: Env, problems: string[]): string | null {
+  const raw = env.DUNWALL_PUBLIC_URL?.trim() ?? '';
+  if (raw === '') return null;
+  const parsed = parsePublicUrl(raw);
+  if (parsed.ok) return parsed.url;
+  problems.push(`DUNWALL_PUBLIC_URL ${parsed.why} (got ${JSON.stringify(raw)})`);
+  return null;
+}
+
 /** Reads and validates the environment once, at boot: every problem is reported, not just the first. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
@@ -447,6 +464,7 @@ export function loadConfig(env: Env = process.env): Config {
     downstream: Object.freeze(downstreamSettings(env, problems)),
     ...secretSettings(env, problems),
     ...behaviourSettings(env, problems),
+    publicUrl: publicUrlSetting(env, problems),
   };
   if (config.databaseReadUrl !== null && config.databaseUrl === null)
     problems.push('DATABASE_READ_URL needs DATABASE_URL (the embedded store has no replica)');

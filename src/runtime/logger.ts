@@ -12,6 +12,10 @@ const LOGGABLE_NAME_RE = /^[A-Za-z_]{1,32}$/;
  * is not a plain word (it may be a value sent without `=`) is redacted as well.
  */
 export function redactUrl(url: string): string {
+  // A pay or card link's token is a way to a customer's payment page: its first characters
+  // tell links apart in a log, the rest is never written.
+  const link = /^\/(pay|card)\/([^/?#]{0,6})[^?#]*/.exec(url);
+  if (link !== null) return `/${link[1]}/${link[2]}…`;
   const q = url.indexOf('?');
   if (q < 0) return url;
   const pairs = url

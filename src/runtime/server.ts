@@ -21,6 +21,8 @@ import { checkListen, listenMetrics, listenPublic, METRICS_LISTENER } from './st
 import { openLookupModel } from './start/lookup-model.js';
 import type { LookupModel } from './start/lookup-model.js';
 import { closeOnSignals } from './start/shutdown.js';
+import type { StripeLinks } from '../services/stripe-links.js';
+import { checkPublicUrl } from './start/links.js';
 import { checkDefaultTier, openConfiguredStore } from './start/store.js';
 
 export { checkListen, listenProblem } from './start/listen.js';
@@ -49,6 +51,8 @@ export interface StartOptions {
    * Time-driven writes follow the database's clock whatever it says.
    */
   clock?: () => number;
+  /** Opens pay and card links at Stripe; absent: every open falls back (docs/links.md). */
+  stripeLinks?: StripeLinks;
 }
 
 /**
@@ -63,6 +67,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
   let metricsServer: MetricsServer | null = null;
   try {
     await checkDefaultTier(store, config.defaultTier);
+    await checkPublicUrl(config, store, log, new Date(options.clock?.() ?? Date.now()));
     const adminTokenSha256 = resolveAdminTokenDigest(config, log);
     const assets = await loadAssets(config, store, log);
     const metrics = options.metrics ?? createMetrics();
@@ -93,6 +98,7 @@ export async function start(config: Config, log: Logger, options: StartOptions =
       redis,
       counters,
       policyClock,
+      ...(options.stripeLinks ? { stripeLinks: options.stripeLinks } : {}),
     });
     const url = await listenPublic(app, config);
     metricsServer = await listenMetrics(config, metrics, options.metricsText, log);

@@ -32,6 +32,7 @@ export type {
   RecoveredPeriod,
   RecoveryAnalytics,
 } from './analytics/analytics.js';
+export type * from './links/types.js';
 export type * from './maintenance/types.js';
 export { reencryptSecrets, secretCensus } from './maintenance/secrets-at-rest.js';
 export type { ReencryptCounts, SecretCensus } from './maintenance/secrets-at-rest.js';

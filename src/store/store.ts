@@ -13,6 +13,8 @@ import { SqlStatusFeed } from './feed/status-feed.js';
 import type { StatusFeed } from './feed/types.js';
 import { SqlKeys } from './keys/keys.js';
 import type { KeyStore } from './keys/types.js';
+import { SqlLinks } from './links/links.js';
+import type { CustomerLinks } from './links/types.js';
 import { SqlMaintenance } from './maintenance/maintenance.js';
 import type { Maintenance } from './maintenance/types.js';
 import { SqlSessions } from './sessions/console-sessions.js';
@@ -50,6 +52,8 @@ export interface Store {
   /** Console sessions. */
   sessions: ConsoleSessionStore;
   analytics: Analytics;
+  /** Pay and card links through Dunwall: their tokens, their opens, their renewal. */
+  links: CustomerLinks;
   /** What runs on a clock: pruning, scheduled lockouts, policy sweeps, health. */
   maintenance: Maintenance;
   close(): Promise<void>;
@@ -79,6 +83,7 @@ export function storeOver(db: Db, options: { secrets?: SecretBox } = {}): Store 
     stripeApiKeys: new SqlStripeApiKeys(db, secrets, commits),
     sessions: new SqlSessions(db),
     analytics: new SqlAnalytics(db),
+    links: new SqlLinks(db, commits),
     maintenance: new SqlMaintenance(db, commits),
     close: () => db.close(),
   };

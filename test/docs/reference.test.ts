@@ -12,6 +12,7 @@ import {
 } from '../../src/domain/downstream-endpoints.js';
 import { MAX_CURSOR_LENGTH } from '../../src/domain/feed-cursor.js';
 import { generateSecretKey, publishableKeyPrefix, SCOPES, SECRET_KEY_PREFIX_CHARS } from '../../src/domain/keys.js';
+import { LINK_STRIPE_TIMEOUT_MS, LINK_TTL_MS } from '../../src/domain/links.js';
 import { PREVIEW_LOCKOUT_AHEAD_MS } from '../../src/domain/lookup.js';
 import { ENFORCEMENTS, MAX_ESCALATE_AFTER_DAYS, MAX_GRACE_DAYS } from '../../src/domain/policy.js';
 import { MAX_ANALYTICS_RANGE_DAYS } from '../../src/domain/runs.js';
@@ -192,6 +193,9 @@ const LIMITS: Readonly<Record<string, string>> = {
   'open connections per address': count(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
   'rate limit window': seconds(RATE_LIMIT_WINDOW_MS),
   'lookups per address, per minute': count(DEFAULT_RATE_LIMITS.lookupPerIp),
+  'opens of pay and card links per address, per minute': count(DEFAULT_RATE_LIMITS.lookupPerIp),
+  'a pay or card link valid for': days(LINK_TTL_MS / 86_400_000),
+  "Stripe's answer to a link waited for": seconds(LINK_STRIPE_TIMEOUT_MS),
   'lookups per tenant, per minute': count(DEFAULT_RATE_LIMITS.lookupPerTenant),
   'failures per address, per minute': count(DEFAULT_RATE_LIMITS.failuresPerIp),
   'admin requests per address, per minute': count(DEFAULT_RATE_LIMITS.adminPerIp),

@@ -83,6 +83,20 @@ describe.each(engines)('recovery analytics routes ($name)', (engine) => {
       outcomes: { paid: 1, voided: 0, subscription_ended: 0, removed: 0, open: 1 },
       decline_mix: { soft: 1, authentication: 0, exhausted: 1, hard: 0 },
       cohorts: [{ month: '2026-01-01T00:00:00.000Z', started: 2, recovered: 1, rate: 0.5 }],
+      // No pay or card link was opened.
+      links: {
+        opened: 0,
+        recovered_after_open: 0,
+        median_seconds_to_payment: null,
+        periods: [
+          {
+            period_start: '2026-01-01T00:00:00.000Z',
+            opened: 0,
+            recovered_after_open: 0,
+            median_seconds_to_payment: null,
+          },
+        ],
+      },
     });
     const tenant = await v1(readKey, `/analytics/recovery${query}`);
     expect(tenant.statusCode, tenant.body).toBe(200);

@@ -221,6 +221,69 @@ describe.each(engines)('recovery analytics ($name)', (engine) => {
       outcomes: { paid: 0, voided: 0, subscription_ended: 0, removed: 0, open: 0 },
       declineMix: { soft: 0, authentication: 0, exhausted: 0, hard: 0 },
       cohorts: [],
+      links: {
+        opened: 0,
+        recoveredAfterOpen: 0,
+        medianSecondsToPayment: null,
+        periods: [
+          {
+            periodStart: new Date('2026-01-01T00:00:00Z'),
+            opened: 0,
+            recoveredAfterOpen: 0,
+            medianSecondsToPayment: null,
+          },
+        ],
+      },
+    });
+  });
+
+  /**
+   * Opens of pay links (docs/links.md), against the runs above: a run counts once, in the
+   * period of its first open while it ran; an open outside every run, or another tenant's,
+   * never counts.
+   */
+  it('counts the runs whose customer opened a link, those recovered after it, and the time to payment', async () => {
+    const open = (cus: string, days: number, space = tenantId) =>
+      store.links.recordOpen({
+        spaceId: space,
+        kind: 'pay',
+        customerId: cus,
+        invoiceId: null,
+        at: new Date(at(days) * 1000),
+        sentTo: 'stripe',
+      });
+    await open('cus_paid', 0.5); // run 0 -> 1, paid: half a day to payment
+    await open('cus_paid', 0.75); // not its first open
+    await open('cus_twice', 1); // run 0 -> 3, paid: 2 days
+    await open('cus_twice', 38); // run 35 -> 40, paid: 2 days, in February
+    await open('cus_void', 4); // run 3 -> 5, voided
+    await open('cus_open', 10); // still open
+    await open('cus_gone', 25); // after its run ended (21): not counted
+    await open('cus_paid', 0.5, (await store.tenants.getTenant('elsewhere'))?.id ?? -1);
+    const figures = await store.analytics.recoveryAnalytics(tenantId, {
+      from: new Date('2026-01-01T00:00:00Z'),
+      to: new Date('2026-03-01T00:00:00Z'),
+      granularity: 'month',
+    });
+    process.stdout.write(`${engine.name} link opens: ${JSON.stringify(figures.links)}\n`);
+    expect(figures.links).toEqual({
+      opened: 5,
+      recoveredAfterOpen: 3,
+      medianSecondsToPayment: 2 * DAY,
+      periods: [
+        {
+          periodStart: new Date('2026-01-01T00:00:00Z'),
+          opened: 4,
+          recoveredAfterOpen: 2,
+          medianSecondsToPayment: 1.25 * DAY,
+        },
+        {
+          periodStart: new Date('2026-02-01T00:00:00Z'),
+          opened: 1,
+          recoveredAfterOpen: 1,
+          medianSecondsToPayment: 2 * DAY,
+        },
+      ],
     });
   });
 });

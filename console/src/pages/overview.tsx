@@ -171,6 +171,34 @@ export function Overview() {
               </table>
             </TableWrap>
           </section>
+          <section class="card" aria-labelledby="links-title">
+            <h2 id="links-title">Pay and card links opened</h2>
+            <p class="muted">
+              {`${count(data.links.opened)} runs whose customer opened a link, ${count(data.links.recovered_after_open)} recovered after it; median time from the first open to the payment: ${duration(data.links.median_seconds_to_payment)}`}
+            </p>
+            <TableWrap label="Links opened">
+              <table>
+                <TableHead
+                  columns={[
+                    data.granularity === 'week' ? 'Week of' : 'Month',
+                    'Runs with a link opened',
+                    'Recovered after',
+                    'Median time to payment',
+                  ]}
+                />
+                <tbody>
+                  {data.links.periods.map((p) => (
+                    <tr key={p.period_start}>
+                      <th scope="row">{day(p.period_start)}</th>
+                      <td>{count(p.opened)}</td>
+                      <td>{count(p.recovered_after_open)}</td>
+                      <td>{duration(p.median_seconds_to_payment)}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableWrap>
+          </section>
           <section class="card" aria-labelledby="cohorts-title">
             <h2 id="cohorts-title">Cohorts by month of dunning start</h2>
             <TableWrap label="Cohorts">

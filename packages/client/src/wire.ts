@@ -683,6 +683,19 @@ export type RecoveryAnalytics = {
     /** A fraction from 0 to 1; null when there is nothing to divide by */
     rate: number | null;
   }[];
+  /** Runs whose customer opened a pay or card link through Dunwall while in dunning (first open in the range), those of them recovered, and the median time from the first open to the payment */
+  links: {
+    opened: number;
+    recovered_after_open: number;
+    median_seconds_to_payment: number | null;
+    /** Every period of the range, empty ones included, by the period of each run's first open */
+    periods: {
+      period_start: string;
+      opened: number;
+      recovered_after_open: number;
+      median_seconds_to_payment: number | null;
+    }[];
+  };
 };
 
 /** What a proposed policy would change now */

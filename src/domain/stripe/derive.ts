@@ -1,3 +1,4 @@
+import { hostedPageExpiresAtMs } from '../links.js';
 import { CUSTOMER_ID_RE } from '../types.js';
 import { classifyDecline } from './declines.js';
 import { obj, str } from './json.js';
@@ -67,6 +68,8 @@ export interface InvoiceMoney {
   hostedInvoiceUrl: string | null;
   /** draft, open, paid, uncollectible or void. */
   status: string | null;
+  /** When the hosted page stops working (domain/links.ts); null or absent: not known. */
+  hostedPageExpiresAtMs?: number | null;
 }
 
 /** A failed payment intent or charge: it gates only through the invoice it is linked to. */
@@ -244,7 +247,16 @@ function invoiceMoney(invoice: Obj): InvoiceMoney {
     currency: currency !== null && CURRENCY_RE.test(currency) ? currency : null,
     hostedInvoiceUrl: hostedInvoiceUrl(invoice.hosted_invoice_url),
     status: status !== null && INVOICE_STATUSES.has(status) ? status : null,
+    hostedPageExpiresAtMs: hostedPageExpiresAtMs({
+      dueDateS: seconds(invoice.due_date),
+      finalizedAtS: seconds(obj(invoice.status_transitions)?.finalized_at),
+    }),
   };
+}
+
+/** An epoch-seconds field, or null. */
+function seconds(value: unknown): number | null {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : null;
 }
 
 function invoiceLink(invoice: Obj): InvoiceLink | null {

@@ -31,6 +31,11 @@ export async function apiDocument(app: App): Promise<void> {
           description: "A tenant's own API (/v1), with one of its secret keys: the tenant is the key's",
         },
         {
+          name: 'links',
+          description:
+            "A customer's pay and card links through this service: opened, they go to Stripe's current page (docs/links.md)",
+        },
+        {
           name: 'downstream-webhooks',
           description:
             "A tenant's downstream webhook endpoints: status changes POSTed to its backend, signed (docs/webhooks.md)",

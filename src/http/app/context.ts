@@ -9,6 +9,11 @@ import { LOOKUP_ROUTE, LookupAnswerer } from '../lookup.js';
 import { RateLimiter } from '../rate-limit.js';
 import { RequestIds } from '../request.js';
 import { httpMetrics } from '../request-metrics.js';
+import { DEFAULT_STRIPE_API_URL, STRIPE_REQUEST_TIMEOUT_MS } from '../../services/stripe-api.js';
+import type { StripeApiOptions } from '../../services/stripe-api.js';
+import type { CardExpirySource } from '../../services/stripe-events.js';
+import { stripeLinks } from '../../services/stripe-links.js';
+import type { StripeLinks } from '../../services/stripe-links.js';
 import type { AppDeps } from './deps.js';
 import { DEFAULT_HTTP_LIMITS } from './limits.js';
 import type { HttpLimits } from './limits.js';
@@ -36,6 +41,12 @@ export interface AppContext {
   adminTokenSha256: Buffer | null;
   /** The console's session cookie, standing in for the admin token or the key it was opened with. */
   sessions: SessionAuth;
+  /** Where Stripe's API is and the bound of a call (DUNWALL_STRIPE_API_URL). */
+  stripeApi: StripeApiOptions;
+  /** Opens pay and card links at Stripe with the space's Stripe API key. */
+  stripeLinks: StripeLinks;
+  /** The default card's expiry, for an `invoice.upcoming`'s notice, asked with the space's key. */
+  cardExpiry: CardExpirySource | null;
 }
 
 /** The admin token's digest; a clear token (tests) is hashed here and goes no further. */
@@ -78,7 +89,31 @@ export function appContext(deps: AppDeps): AppContext {
     keyUsage: deps.keyUsage ?? null,
     keySightings: deps.keySightings ?? null,
   });
+  const stripeApi: StripeApiOptions = {
+    apiUrl: deps.stripeApi?.apiUrl ?? DEFAULT_STRIPE_API_URL,
+    timeoutMs: deps.stripeApi?.timeoutMs ?? STRIPE_REQUEST_TIMEOUT_MS,
+    ...(deps.stripeApi?.timers ? { timers: deps.stripeApi.timers } : {}),
+  };
+  // One client for the links and the notices: what it asks, it asks with the space's own key.
+  const stripe = stripeLinks({
+    keys: deps.store.stripeApiKeys,
+    apiUrl: stripeApi.apiUrl,
+    timeoutMs: stripeApi.timeoutMs,
+    now,
+    log: deps.logger || silentLog,
+    ...(stripeApi.timers ? { timers: stripeApi.timers } : {}),
+  });
+  const cardExpiry: CardExpirySource = {
+    // A failed or refused call teaches nothing (null), as no answer does.
+    defaultCardExpiry: async (spaceId, customerId) => {
+      const asked = await stripe.defaultCardExpiry(spaceId, customerId);
+      return asked.ok ? asked.expiry : null;
+    },
+  };
   return {
+    stripeApi,
+    stripeLinks: deps.stripeLinks ?? stripe,
+    cardExpiry: deps.cardExpiry === undefined ? cardExpiry : deps.cardExpiry,
     deps,
     store: deps.store,
     model,

@@ -17,6 +17,7 @@ import type { SnippetAsset } from '../snippet-asset.js';
 import type { CardExpirySource } from '../../services/stripe-events.js';
 import type { StripeIntake } from '../stripe-intake.js';
 import type { HttpLimits } from './limits.js';
+import type { StripeLinks } from '../../services/stripe-links.js';
 
 /** What `buildApp` is given: the store and read model, the clocks, the limits and the optional parts. */
 export interface AppDeps {
@@ -89,6 +90,8 @@ export interface AppDeps {
    * (default 3 s); tests pass their timers.
    */
   stripeApi?: Partial<StripeApiOptions>;
+  /** Opens pay and card links at Stripe (GET /pay/:token, /card/:token); absent: every open falls back. */
+  stripeLinks?: StripeLinks;
   /** The console at /console: its built files (null: not built) and how long a session lasts (DUNWALL_CONSOLE_SESSION_TTL_MS). */
   console?: { assets: ConsoleAssets | null; sessionTtlMs?: number };
 }

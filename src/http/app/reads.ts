@@ -3,11 +3,12 @@ import { lookupRoutes } from '../lookup.js';
 import { brandingRoutes } from '../routes/branding.js';
 import { demoRoutes } from '../routes/demo.js';
 import { healthRoutes } from '../routes/health.js';
+import { linkRoutes } from '../routes/links.js';
 import { packageRoutes } from '../routes/packages.js';
 import { snippetRoutes } from '../routes/snippet.js';
 import type { AppContext } from './context.js';
 
-/** The public reads: health, the lookup (its slow path), the snippet, the packages, the branding, the demo. */
+/** The public reads: health, the lookup (its slow path), the snippet, the packages, the branding, the demo, the pay and card links. */
 export async function readRoutes(app: App, ctx: AppContext): Promise<void> {
   const { deps, store, model, now, limiter, answerer, logLookups } = ctx;
   await app.register(healthRoutes, {
@@ -22,4 +23,12 @@ export async function readRoutes(app: App, ctx: AppContext): Promise<void> {
   await app.register(packageRoutes, { packages: deps.packages ?? null, limiter });
   await app.register(brandingRoutes, { model, limiter });
   await app.register(demoRoutes, { demo: deps.demo ?? null, model });
+  await app.register(linkRoutes, {
+    links: store.links,
+    stripe: ctx.stripeLinks,
+    brandingOf: (spaceId) => model.tenantById(spaceId)?.branding ?? null,
+    now,
+    log: deps.logger || { warn() {} },
+    limiter,
+  });
 }

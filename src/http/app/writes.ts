@@ -1,6 +1,5 @@
 import { DEFAULT_TIER } from '../../domain/types.js';
 import { DEFAULT_DELIVERY_SETTINGS } from '../../downstream/index.js';
-import { DEFAULT_STRIPE_API_URL, STRIPE_REQUEST_TIMEOUT_MS } from '../../services/stripe-api.js';
 import type { App } from '../app-instance.js';
 import { keyAuth, operatorAuth, requireScopes, tenantBySlug } from '../auth.js';
 import { tenantResourceRoutes, tenantRoutes, tierRoutes } from '../routes/index.js';
@@ -20,12 +19,8 @@ function resourceOptions(ctx: AppContext) {
     rotationOverlapS: ctx.deps.rotationOverlapS ?? DEFAULT_ROTATION_OVERLAP_S,
     downstream: ctx.deps.downstream ?? DEFAULT_DELIVERY_SETTINGS,
     intake: ctx.deps.stripeIntake ?? null,
-    stripeApi: {
-      apiUrl: ctx.deps.stripeApi?.apiUrl ?? DEFAULT_STRIPE_API_URL,
-      timeoutMs: ctx.deps.stripeApi?.timeoutMs ?? STRIPE_REQUEST_TIMEOUT_MS,
-      ...(ctx.deps.stripeApi?.timers ? { timers: ctx.deps.stripeApi.timers } : {}),
-    },
-    cardExpiry: ctx.deps.cardExpiry ?? null,
+    stripeApi: ctx.stripeApi,
+    cardExpiry: ctx.cardExpiry,
   };
 }
 
@@ -79,7 +74,7 @@ export async function writeRoutes(app: App, ctx: AppContext): Promise<void> {
   await app.register(async (writes: App) => {
     await writes.register(stripeIntakeRoutes, {
       stripe: store.stripe,
-      notices: { store: store.stripe, cards: deps.cardExpiry ?? null },
+      notices: { store: store.stripe, cards: ctx.cardExpiry },
       model,
       now,
       limiter,

@@ -95,6 +95,17 @@ function present(f: Figures) {
       recovered: c.recovered,
       rate: c.rate,
     })),
+    links: {
+      opened: f.links.opened,
+      recovered_after_open: f.links.recoveredAfterOpen,
+      median_seconds_to_payment: f.links.medianSecondsToPayment,
+      periods: f.links.periods.map((p) => ({
+        period_start: p.periodStart.toISOString(),
+        opened: p.opened,
+        recovered_after_open: p.recoveredAfterOpen,
+        median_seconds_to_payment: p.medianSecondsToPayment,
+      })),
+    },
   };
 }
 

@@ -7,6 +7,7 @@ import type { ReadModel } from '../../readmodel/index.js';
 import type { Store } from '../../store/index.js';
 import type { Config } from '../config.js';
 import type { PolicyClock } from '../policy-clock.js';
+import type { StripeLinks } from '../../services/stripe-links.js';
 import type { Assets } from './assets.js';
 import type { CounterFlushes } from './counters.js';
 
@@ -24,6 +25,7 @@ export function buildConfiguredApp(
     redis: Redis | null;
     counters: CounterFlushes;
     policyClock: PolicyClock;
+    stripeLinks?: StripeLinks;
   },
 ): Promise<App> {
   const { store, model, log, metrics, metricsText, adminTokenSha256, assets, redis, counters, policyClock } = parts;
@@ -53,5 +55,6 @@ export function buildConfiguredApp(
     defaultTier: config.defaultTier,
     stripeApi: { apiUrl: config.stripeApiUrl },
     console: { assets: assets.console, sessionTtlMs: config.consoleSessionTtlMs },
+    ...(parts.stripeLinks ? { stripeLinks: parts.stripeLinks } : {}),
   });
 }

@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import { observePolicyClock } from '../policy-clock.js';
 import type { PolicyClock } from '../policy-clock.js';
 import { observeRetention, Retention } from '../retention.js';
+import { startLinkRenewal } from './links.js';
 
 export interface Background {
   stop(): Promise<void>;
@@ -14,8 +15,9 @@ export interface Background {
 
 /**
  * The work no request starts, once the app listens: the retention's pruning, the delivery
- * of downstream messages, and the policy clock (due lockouts are recorded, and a policy
- * change begins to go through its tenant's subscribers, within a tick).
+ * of downstream messages, the policy clock (due lockouts are recorded, and a policy
+ * change begins to go through its tenant's subscribers, within a tick), and the renewal of
+ * pay links before they expire.
  */
 export function startBackground(parts: {
   config: Config;
@@ -35,6 +37,7 @@ export function startBackground(parts: {
   }).start();
   const deliverer = new DownstreamDeliverer({ queue: store.downstream.queue, ...config.downstream, log }).start();
   policyClock.start();
+  const linkRenewal = startLinkRenewal({ store, log });
   // A change this instance commits is sent at once; others' within the poll interval.
   const stopWaking = store.changes.onCommit(() => deliverer.wake());
 
@@ -49,6 +52,7 @@ export function startBackground(parts: {
       await retention.stop();
       stopWaking();
       await policyClock.stop();
+      await linkRenewal.stop();
       await deliverer.stop();
     },
   };

@@ -51,6 +51,25 @@ export interface Cohort {
   rate: number | null;
 }
 
+/** Runs whose customer opened a pay or card link, by the period of the run's first open. */
+export interface LinkOpensPeriod {
+  periodStart: Date;
+  /** Runs whose first open of a link (during the run) fell in the period. */
+  opened: number;
+  /** Of those, the runs that ended by payment. */
+  recoveredAfterOpen: number;
+  /** Median time from the first open to the payment of those recovered; null: none. */
+  medianSecondsToPayment: number | null;
+}
+
+export interface LinkOpenAnalytics {
+  opened: number;
+  recoveredAfterOpen: number;
+  /** Median time from a run's first open to its payment, over the runs recovered after an open; null: none. */
+  medianSecondsToPayment: number | null;
+  periods: LinkOpensPeriod[];
+}
+
 export interface RecoveryAnalytics {
   atRisk: { count: number; amounts: CurrencyAmount[] };
   recovered: {
@@ -64,6 +83,8 @@ export interface RecoveryAnalytics {
   outcomes: Record<RunOutcome | 'open', number>;
   declineMix: Record<RunDeclineClass, number>;
   cohorts: Cohort[];
+  /** The runs whose customer opened a link through Dunwall (docs/links.md). */
+  links: LinkOpenAnalytics;
 }
 
 /** What a change of policy would do now, against the tenant's current policy. */
@@ -143,7 +164,61 @@ export const RECOVERY_SQL = {
        GROUP BY outcome, decline_class
      ) g
      ORDER BY m.month`,
+  // Each run's first open of a link while it ran (migration 024), for runs that overlap the
+  // range; a run counts in the period of that first open.
+  linkOpens: `WITH firsts AS (
+       SELECT r.id, r.ended_at, r.outcome, min(o.opened_at) AS first_open
+       FROM dunning_runs r JOIN customer_link_opens o
+         ON o.tenant_id = r.tenant_id AND o.processor_customer_id = r.processor_customer_id
+         AND o.opened_at >= r.started_at AND (r.ended_at IS NULL OR o.opened_at <= r.ended_at)
+       WHERE r.tenant_id = $1 AND r.started_at < $3 AND (r.ended_at IS NULL OR r.ended_at >= $2)
+       GROUP BY r.id, r.ended_at, r.outcome
+     ), periods AS (
+       SELECT generate_series(date_trunc($4, $2::timestamptz AT TIME ZONE 'UTC'), ($3::timestamptz AT TIME ZONE 'UTC') - interval '1 microsecond',
+         ('1 ' || $4)::interval) AS period
+     )
+     SELECT to_char(p.period, 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS period,
+       count(f.id)::int AS opened, count(f.id) FILTER (WHERE f.outcome = 'paid')::int AS recovered,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM f.ended_at - f.first_open)) FILTER (WHERE f.outcome = 'paid') AS median
+     FROM periods p LEFT JOIN firsts f ON f.first_open >= greatest(p.period AT TIME ZONE 'UTC', $2::timestamptz)
+       AND f.first_open < least((p.period + ('1 ' || $4)::interval) AT TIME ZONE 'UTC', $3::timestamptz)
+     GROUP BY p.period ORDER BY p.period`,
+  linkOpensMedian: `WITH firsts AS (
+       SELECT r.ended_at, min(o.opened_at) AS first_open
+       FROM dunning_runs r JOIN customer_link_opens o
+         ON o.tenant_id = r.tenant_id AND o.processor_customer_id = r.processor_customer_id
+         AND o.opened_at >= r.started_at AND o.opened_at <= r.ended_at
+       WHERE r.tenant_id = $1 AND r.outcome = 'paid' AND r.started_at < $3 AND r.ended_at >= $2
+       GROUP BY r.id, r.ended_at
+     )
+     SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM ended_at - first_open)) AS median
+     FROM firsts WHERE first_open >= $2 AND first_open < $3`,
 } as const;
+
+/** The runs whose customer opened a link, per period and in all. */
+async function linkOpenAnalytics(db: Queryable, tenantId: number, q: AnalyticsQuery): Promise<LinkOpenAnalytics> {
+  const rows = await db.query<{ period: string; opened: number; recovered: number; median: number | string | null }>(
+    RECOVERY_SQL.linkOpens,
+    [tenantId, q.from, q.to, q.granularity],
+  );
+  const [median] = await db.query<{ median: number | string | null }>(RECOVERY_SQL.linkOpensMedian, [
+    tenantId,
+    q.from,
+    q.to,
+  ]);
+  const periods = rows.map((r) => ({
+    periodStart: new Date(String(r.period)),
+    opened: Number(r.opened),
+    recoveredAfterOpen: Number(r.recovered),
+    medianSecondsToPayment: r.median === null ? null : Number(r.median),
+  }));
+  return {
+    opened: periods.reduce((n, p) => n + p.opened, 0),
+    recoveredAfterOpen: periods.reduce((n, p) => n + p.recoveredAfterOpen, 0),
+    medianSecondsToPayment: median?.median === null || median?.median === undefined ? null : Number(median.median),
+    periods,
+  };
+}
 
 export async function recoveryAnalytics(
   db: Queryable,
@@ -234,6 +309,7 @@ export async function recoveryAnalytics(
     outcomes,
     declineMix,
     cohorts: [...cohorts.values()],
+    links: await linkOpenAnalytics(db, tenantId, q),
   };
 }
 

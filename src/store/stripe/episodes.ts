@@ -1,4 +1,4 @@
-import { decideAdminChange, decideDueLockout, decideReanswer, statusOf } from '../../domain/effect.js';
+import { decideAdminChange, decideDueLockout, decideReanswer, payUrlOf, statusOf } from '../../domain/effect.js';
 import type {
   ApplyOutcome,
   CustomerState,
@@ -30,6 +30,7 @@ import type { Change, CustomerStatus, EpisodeState, Position } from '../../domai
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Queryable } from '../db/db.js';
 import { downstreamTarget, writeOutboxMessage } from '../downstream/outbox.js';
+import { payLink, spaceLinkBase } from '../links/tokens.js';
 
 /**
  * The SQL side of docs/stripe.md, statuses from dunning episodes. Every write about a customer
@@ -163,14 +164,25 @@ async function readTombstone(tx: Queryable, tenantId: number, customerId: string
 async function readInvoicePages(
   tx: Queryable,
   tenantId: number,
+  customerId: string,
   invoiceIds: readonly string[],
+  now: Date | undefined,
 ): Promise<Map<string, InvoicePage>> {
   if (invoiceIds.length === 0) return new Map();
   const rows = await tx.query<{ invoice_id: string; hosted_invoice_url: string | null; status: string | null }>(
     'SELECT invoice_id, hosted_invoice_url, status FROM stripe_invoices WHERE tenant_id = $1 AND invoice_id = ANY($2::text[])',
     [tenantId, invoiceIds],
   );
-  return new Map(rows.map((r) => [r.invoice_id, { hostedInvoiceUrl: r.hosted_invoice_url, status: r.status }]));
+  const pages = new Map(rows.map((r) => [r.invoice_id, { hostedInvoiceUrl: r.hosted_invoice_url, status: r.status }]));
+  // In a space with a Stripe API key, the page an answer links to is Dunwall's own link,
+  // which asks Stripe for the invoice's current page when opened (docs/links.md).
+  const payable = [...pages].filter(([, page]) => payUrlOf(page) !== null);
+  if (payable.length === 0 || now === undefined) return pages;
+  const base = await spaceLinkBase(tx, tenantId);
+  if (base === null) return pages;
+  for (const [invoiceId, page] of payable)
+    pages.set(invoiceId, { ...page, hostedInvoiceUrl: await payLink(tx, tenantId, customerId, invoiceId, base, now) });
+  return pages;
 }
 
 /** The tenant's policy, read in the transaction of the change it applies to. */
@@ -202,7 +214,7 @@ async function readCustomerState(
   tx: Queryable,
   tenantId: number,
   customerId: string,
-  options: { policy?: Policy; invoiceIds?: readonly string[] } = {},
+  options: { policy?: Policy; invoiceIds?: readonly string[]; now?: Date } = {},
 ): Promise<CustomerState> {
   const subscriber = await readSubscriber(tx, tenantId, customerId);
   const episodes = await readEpisodes(tx, tenantId, customerId);
@@ -212,7 +224,7 @@ async function readCustomerState(
     ...episodes.flatMap((e) => (e.invoiceId === null ? [] : [e.invoiceId])),
     ...(options.invoiceIds ?? []),
   ]);
-  const invoices = await readInvoicePages(tx, tenantId, [...invoiceIds]);
+  const invoices = await readInvoicePages(tx, tenantId, customerId, [...invoiceIds], options.now);
   const downstream = await downstreamTarget(tx, tenantId, customerId);
   return { customerId, subscriber, episodes, tombstone, policy, invoices, downstream };
 }
@@ -387,7 +399,7 @@ export async function reanswerCustomer(
 ): Promise<Settled> {
   await lockCustomer(tx, tenantId, customerId);
   const decision = decideReanswer(
-    await readCustomerState(tx, tenantId, customerId, policy === undefined ? {} : { policy }),
+    await readCustomerState(tx, tenantId, customerId, policy === undefined ? { now } : { policy, now }),
     cause,
     now,
   );
@@ -407,7 +419,7 @@ export async function recordDueLockout(
   now: Date,
 ): Promise<boolean> {
   await lockCustomer(tx, tenantId, customerId);
-  const decision = decideDueLockout(await readCustomerState(tx, tenantId, customerId), now);
+  const decision = decideDueLockout(await readCustomerState(tx, tenantId, customerId, { now }), now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
   return decision.outcome === 'recorded';
 }
@@ -425,7 +437,7 @@ export async function applyAdminChange(
   now: Date,
 ): Promise<ApplyOutcome> {
   await lockCustomer(tx, tenantId, customerId);
-  const decision = decideAdminChange(await readCustomerState(tx, tenantId, customerId), change, cause, now);
+  const decision = decideAdminChange(await readCustomerState(tx, tenantId, customerId, { now }), change, cause, now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
   return decision.outcome;
 }
@@ -445,14 +457,15 @@ async function recordInvoice(
   const m = invoice.money;
   await tx.query(
     `INSERT INTO stripe_invoices (tenant_id, invoice_id, processor_customer_id, episode, auto_collected, first_invoice,
-       amount_due, amount_remaining, currency, hosted_invoice_url, status, observed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       amount_due, amount_remaining, currency, hosted_invoice_url, status, observed_at, hosted_page_expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (tenant_id, invoice_id) DO UPDATE SET
        amount_due = COALESCE(EXCLUDED.amount_due, stripe_invoices.amount_due),
        amount_remaining = COALESCE(EXCLUDED.amount_remaining, stripe_invoices.amount_remaining),
        currency = COALESCE(EXCLUDED.currency, stripe_invoices.currency),
        hosted_invoice_url = COALESCE(EXCLUDED.hosted_invoice_url, stripe_invoices.hosted_invoice_url),
        status = COALESCE(EXCLUDED.status, stripe_invoices.status),
+       hosted_page_expires_at = COALESCE(EXCLUDED.hosted_page_expires_at, stripe_invoices.hosted_page_expires_at),
        observed_at = EXCLUDED.observed_at
      WHERE stripe_invoices.observed_at IS NULL OR stripe_invoices.observed_at <= EXCLUDED.observed_at`,
     [
@@ -468,6 +481,7 @@ async function recordInvoice(
       m.hostedInvoiceUrl,
       m.status,
       observedAt,
+      m.hostedPageExpiresAtMs == null ? null : new Date(m.hostedPageExpiresAtMs),
     ],
   );
   await linkPayments(tx, tenantId, invoice.paymentIds, invoice.invoiceId);
@@ -677,6 +691,7 @@ export async function applyStripeEvent(
   const invoice = await recordInvoiceFacts(tx, tenantId, customerId, event);
   const state = await readCustomerState(tx, tenantId, customerId, {
     invoiceIds: eventInvoiceIds(event, invoice?.invoice ?? null),
+    now,
   });
   const decision = decideStripeEvent({ ...state, invoice }, event, now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
