@@ -50,6 +50,7 @@ function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
 function target(over: Partial<DownstreamTarget> = {}): DownstreamTarget {
   return {
     slug: 'acme',
+    livemode: true,
     endpoints: [{ key: 7, enabled: true, eventTypes: null }],
     lastSequence: 4,
     messageId: 'msg_test',
