@@ -85,7 +85,13 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 /** Who a live session acts for. */
 export type SessionPrincipal =
   | { kind: 'operator'; expiresAt: Date }
-  | { kind: 'key'; tenant: { id: number; slug: string; tenantId: number; mode: Mode }; keyId: string; scopes: ReadonlySet<Scope>; expiresAt: Date };
+  | {
+      kind: 'key';
+      tenant: { id: number; slug: string; tenantId: number; mode: Mode };
+      keyId: string;
+      scopes: ReadonlySet<Scope>;
+      expiresAt: Date;
+    };
 
 /**
  * A session's principal as of now: its row (not ended, not signed out), and for a tenant's

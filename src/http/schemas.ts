@@ -114,7 +114,7 @@ const NullableLookupsPerMinute = Type.Union(
 );
 const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
   description:
-    "Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything",
+    'Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything',
 });
 
 /** The mode an operator's request addresses (docs/test-mode.md). */

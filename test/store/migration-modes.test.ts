@@ -80,9 +80,7 @@ describe.each(engines)('migration to modes ($name)', (engine) => {
     const store = storeOver(db);
 
     // Twins are neither listed nor counted, nor addressable by a slug.
-    expect((await store.tenants.listTenants()).map((t) => t.slug).sort()).toEqual(
-      TENANTS.map((t) => t.slug).sort(),
-    );
+    expect((await store.tenants.listTenants()).map((t) => t.slug).sort()).toEqual(TENANTS.map((t) => t.slug).sort());
     expect(await store.tenants.countTenants()).toBe(3);
     expect(await store.tenants.getTenant('was-test~live')).toBeNull();
 
@@ -138,7 +136,11 @@ describe.each(engines)('migration to modes ($name)', (engine) => {
     const wasTest = await tenantAuth(store.changes, 'was-test');
     const wasLive = await tenantAuth(store.changes, 'was-live');
     const preview = (auth: typeof wasTest, token: string) => {
-      const check = checkLookup({ token, query: { processor_customer_id: 'cus_x', preview: 'warning' } }, auth, T.getTime());
+      const check = checkLookup(
+        { token, query: { processor_customer_id: 'cus_x', preview: 'warning' } },
+        auth,
+        T.getTime(),
+      );
       return check.ok ? check.preview : check.code;
     };
     expect(preview(wasTest, TENANTS[1].pk)).toBe('warning');
@@ -147,9 +149,10 @@ describe.each(engines)('migration to modes ($name)', (engine) => {
     // A setting changed on the tenant reaches its twin's copy (what a query by the space's id reads).
     expect((await store.tenants.updateTenant('was-live', { policy: { grace_days: 5 } }, T)).ok).toBe(true);
     const twinId = (await store.tenants.spaceOf('was-live', 'test'))?.spaceId ?? 0;
-    const [copy] = await db.query<{ policy_grace_days: number }>('SELECT policy_grace_days FROM tenants WHERE id = $1', [
-      twinId,
-    ]);
+    const [copy] = await db.query<{ policy_grace_days: number }>(
+      'SELECT policy_grace_days FROM tenants WHERE id = $1',
+      [twinId],
+    );
     expect(Number(copy?.policy_grace_days)).toBe(5);
   });
 
@@ -177,7 +180,8 @@ describe.each(engines)('migration to modes ($name)', (engine) => {
     expect(test?.tenantId).toBe(live?.tenantId);
     const auth = await tenantAuth(store.changes, 'fresh');
     const modeOf = (token: string) => {
-      const check = auth === null ? null : checkLookup({ token, query: { processor_customer_id: 'cus_a' } }, auth, T.getTime());
+      const check =
+        auth === null ? null : checkLookup({ token, query: { processor_customer_id: 'cus_a' } }, auth, T.getTime());
       return check?.ok ? check.space.mode : check?.code;
     };
     expect(modeOf('pk_live_FreshFreshFreshFreshFreshFr')).toBe('live');

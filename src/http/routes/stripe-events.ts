@@ -85,7 +85,10 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         status: after?.status ?? null,
         reason: after?.reason ?? null,
       }));
-      req.log.info({ tenant: tenantOf(req).slug, mode: tenantOf(req).mode, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
+      req.log.info(
+        { tenant: tenantOf(req).slug, mode: tenantOf(req).mode, dryRun, ...outcomes, invalid: invalid.length },
+        'stripe events replayed',
+      );
       return {
         received: req.body.events.length,
         dry_run: dryRun,

@@ -108,14 +108,12 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
-      return reply
-        .code(201)
-        .send({
-          ...presentTenant(result.tenant),
-          publishable_key: publishableKey,
-          test_publishable_key: testPublishableKey,
-          hmac_secret: hmacSecret,
-        });
+      return reply.code(201).send({
+        ...presentTenant(result.tenant),
+        publishable_key: publishableKey,
+        test_publishable_key: testPublishableKey,
+        hmac_secret: hmacSecret,
+      });
     },
   );
 
@@ -159,7 +157,10 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       const credentials =
         spaceId === tenant.id
           ? own
-          : [...own.filter((c) => c.kind === 'hmac_secret'), ...spaceCredentials.filter((c) => c.kind !== 'hmac_secret')];
+          : [
+              ...own.filter((c) => c.kind === 'hmac_secret'),
+              ...spaceCredentials.filter((c) => c.kind !== 'hmac_secret'),
+            ];
       return {
         ...presentTenant(tenant),
         mode,

@@ -91,7 +91,10 @@ export class SqlStripe implements StripeStore {
         secrets: own
           .filter((r) => r.secret !== null)
           .map((r) =>
-            credential(this.secrets.open(r.secret ?? '', { tenantId: r.id, kind: 'stripe_webhook_secret' }), r.expires_at),
+            credential(
+              this.secrets.open(r.secret ?? '', { tenantId: r.id, kind: 'stripe_webhook_secret' }),
+              r.expires_at,
+            ),
           ),
       };
     };

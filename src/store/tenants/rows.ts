@@ -154,7 +154,8 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
       ' WHERE t.mode_of IS NULL AND t.id IN (SELECT COALESCE(x.mode_of, x.id) FROM tenants x WHERE x.id = ANY($1::int[]))',
       [which],
     ];
-  else if (which !== null && 'slug' in which) [where, params] = [' WHERE t.mode_of IS NULL AND t.slug = $1', [which.slug]];
+  else if (which !== null && 'slug' in which)
+    [where, params] = [' WHERE t.mode_of IS NULL AND t.slug = $1', [which.slug]];
   else if (which !== null && 'tiers' in which)
     [where, params] = [' WHERE t.mode_of IS NULL AND t.tier = ANY($1::text[])', [which.tiers]];
   const rows = await q.query<TenantRow>(`${TENANT_SELECT}${where}`, params);
@@ -194,7 +195,9 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
               keys.get(twin.id) ?? [],
               null,
             );
-      read.tenants.push(prepareRow(row, { id: row.id, mode: row.mode }, own, own, secrets, keys.get(row.id) ?? [], other));
+      read.tenants.push(
+        prepareRow(row, { id: row.id, mode: row.mode }, own, own, secrets, keys.get(row.id) ?? [], other),
+      );
     } catch (error) {
       read.failed.push({ id: row.id, slug: row.slug, error, credentialIds: unopenable(own, row.id, secrets) });
     }
