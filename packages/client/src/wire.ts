@@ -266,7 +266,7 @@ export type Settings = {
   branding: Branding;
   /** How derived statuses are enforced (docs/policy.md) */
   policy: Policy;
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode: boolean | null;
   stripe_webhook_secret_set: boolean;
 };
@@ -334,7 +334,7 @@ export type Tenant = {
   branding: Branding;
   /** How derived statuses are enforced (docs/policy.md) */
   policy: Policy;
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode: boolean | null;
   created_at: string;
   updated_at: string;
@@ -347,7 +347,10 @@ export type TenantList = {
 
 /** A created tenant, with its keys (shown once) */
 export type TenantWithKeys = Tenant & {
+  /** The live mode's publishable key (pk_live_) */
   publishable_key: string;
+  /** The test mode's publishable key (pk_test_) */
+  test_publishable_key: string;
   hmac_secret: string;
 };
 
@@ -374,7 +377,7 @@ export type CreateTenantBody = {
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
   };
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode?: boolean | null;
 };
 
@@ -399,7 +402,7 @@ export type UpdateTenantBody = {
     /** A warning still unresolved this many days after its dunning start is answered lockout; null: never */
     escalate_after_days?: number | null;
   };
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode?: boolean | null;
   /** The Stripe endpoint's signing secret (whsec_...) */
   stripe_webhook_secret?: string;
