@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import type { Mode } from '../domain/types.js';
 import type {
   CreateKeyBody,
   CreateTenantBody,
@@ -67,6 +68,18 @@ export interface AdminClientOptions {
   token: string;
   fetch: typeof fetch;
   timeoutMs?: number;
+  /** The tenant's mode its requests address (`--test`); default live. */
+  mode?: Mode;
+}
+
+/** A path of one tenant's resources (`/tenants/SLUG...`), which `?mode=test` addresses; not the tenant's deletion. */
+const TENANT_PATH_RE = /^\/tenants\/[^/?]+/;
+
+/** The path with `mode=test` added to its query, for a request of a tenant's resources in test mode. */
+export function inMode(method: string, path: string, mode: Mode): string {
+  if (mode === 'live' || !TENANT_PATH_RE.test(path)) return path;
+  if (method === 'DELETE' && /^\/tenants\/[^/?]+$/.test(path)) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}mode=test`;
 }
 
 const NETWORK_REASONS: Record<string, string> = {
@@ -111,8 +124,10 @@ export class AdminClient {
   readonly #token: string;
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #mode: Mode;
 
   constructor(options: AdminClientOptions) {
+    this.#mode = options.mode ?? 'live';
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
     this.#fetch = options.fetch;
@@ -274,7 +289,7 @@ export class AdminClient {
 
   /** One call to `/admin/v1${path}`: the parsed JSON answer, null for an empty one (204). */
   async request(method: string, path: string, body?: unknown): Promise<unknown> {
-    const url = `${this.baseUrl}/admin/v1${path}`;
+    const url = `${this.baseUrl}/admin/v1${inMode(method, path, this.#mode)}`;
     let response: Response;
     let text: string;
     try {

@@ -38,20 +38,6 @@ function lookupsPerMinute(value: string): number | null {
   return Number(value);
 }
 
-/**
- * `--live`, `--test` or (update only) `--either-mode`: the Stripe events the tenant takes.
- * Undefined when none is given; two at once is a usage error, not a guess.
- */
-function livemodeFlag(ctx: CommandContext, command: string, either: boolean): boolean | null | undefined {
-  const given = [
-    ...(booleanOption(ctx.values, 'live') ? [['--live', true] as const] : []),
-    ...(booleanOption(ctx.values, 'test') ? [['--test', false] as const] : []),
-    ...(either && booleanOption(ctx.values, 'either-mode') ? [['--either-mode', null] as const] : []),
-  ];
-  if (given.length > 1) throw new UsageError(`${command}: give only one of ${given.map(([flag]) => flag).join(', ')}`);
-  return given[0]?.[1];
-}
-
 async function webhookSecret(ctx: CommandContext, value: string): Promise<string> {
   if (value !== '-') return value;
   const secret = (await readAll(ctx.io.stdin)).trim();
@@ -106,17 +92,15 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
 
 const create: Command = {
   name: 'tenant create',
-  usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] [--live|--test] ${POLICY_USAGE}`,
+  usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] ${POLICY_USAGE}`,
   summary:
-    'Create a tenant; prints its publishable key and HMAC secret, shown this once only. --live or --test: it takes only that mode of Stripe events.',
+    "Create a tenant, with its live and its test mode; prints both modes' publishable keys and the HMAC secret, shown this once only.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
     'allowed-origins': { type: 'string' },
     'lookups-per-minute': { type: 'string' },
-    live: { type: 'boolean' },
-    test: { type: 'boolean' },
     ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
@@ -128,7 +112,6 @@ const create: Command = {
     const hmacRequired = stringOption(ctx.values, 'hmac-required');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const policy = policyOptions(ctx);
-    const livemode = livemodeFlag(ctx, 'tenant create', false);
     const created = await ctx.client().createTenant({
       ...(policy !== undefined ? { policy } : {}),
       slug: slugOf(ctx),
@@ -137,7 +120,6 @@ const create: Command = {
       ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
       ...(origins !== null ? { allowed_origins: origins } : {}),
       ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
-      ...(livemode !== undefined ? { livemode } : {}),
     });
     ctx.output(created, formatCreatedTenant);
   },
@@ -192,9 +174,9 @@ const remove: Command = {
 
 const update: Command = {
   name: 'tenant update',
-  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
+  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--branding-file FILE|-] ${POLICY_USAGE}`,
   summary:
-    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; --live, --test or --either-mode sets the Stripe events it takes.",
+    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret from stdin; the webhook secret is the live mode's, or with --test the test mode's.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
@@ -203,9 +185,6 @@ const update: Command = {
     'lookups-per-minute': { type: 'string' },
     'stripe-webhook-secret': { type: 'string' },
     'branding-file': { type: 'string' },
-    live: { type: 'boolean' },
-    test: { type: 'boolean' },
-    'either-mode': { type: 'boolean' },
     ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
@@ -218,7 +197,6 @@ const update: Command = {
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const brandingFile = stringOption(ctx.values, 'branding-file');
     const policy = policyOptions(ctx);
-    const livemode = livemodeFlag(ctx, 'tenant update', true);
     const body: UpdateBody = {
       ...(policy !== undefined ? { policy } : {}),
       ...(brandingFile !== undefined ? { branding: await brandingFrom(ctx, brandingFile) } : {}),
@@ -228,11 +206,10 @@ const update: Command = {
       ...(origins !== undefined ? { allowed_origins: originList(origins) } : {}),
       ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
       ...(secret !== undefined ? { stripe_webhook_secret: await webhookSecret(ctx, secret) } : {}),
-      ...(livemode !== undefined ? { livemode } : {}),
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --branding-file, --enforcement, --grace-days, --escalate-after-days',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);
