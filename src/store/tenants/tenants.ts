@@ -231,8 +231,10 @@ export class SqlTenants implements TenantStore {
       'UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1',
       [tenantId, policy.enforcement, policy.grace_days, policy.escalate_after_days],
     );
+    // Both modes' subscribers are answered under the tenant's policy: a sweep for each space.
     await tx.query(
-      `INSERT INTO policy_sweeps (tenant_id, after, started_at) VALUES ($1, '', $2)
+      `INSERT INTO policy_sweeps (tenant_id, after, started_at)
+       SELECT id, '', $2 FROM tenants WHERE id = $1 OR mode_of = $1
        ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
       [tenantId, now],
     );
