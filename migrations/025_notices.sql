@@ -30,3 +30,16 @@ CREATE TRIGGER card_notices_log_insert_delete AFTER INSERT OR DELETE ON card_not
 CREATE TRIGGER card_notices_log_update AFTER UPDATE ON card_notices
   FOR EACH ROW WHEN ((OLD.expires, OLD.until_at) IS DISTINCT FROM (NEW.expires, NEW.until_at))
   EXECUTE FUNCTION dunwall_log_subscriber();
+
+-- A tenant's test mode is a second row of its own (migration 022) that carries a copy of the
+-- tenant's settings: the notices are one of them.
+CREATE OR REPLACE FUNCTION dunwall_mirror_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE tenants SET tier = NEW.tier, card_update_url = NEW.card_update_url, hmac_required = NEW.hmac_required,
+    suspended = NEW.suspended, allowed_origins = NEW.allowed_origins, lookups_per_minute = NEW.lookups_per_minute,
+    branding = NEW.branding, policy_enforcement = NEW.policy_enforcement, policy_grace_days = NEW.policy_grace_days,
+    policy_escalate_after_days = NEW.policy_escalate_after_days, policy_notices = NEW.policy_notices,
+    livemode = NEW.livemode, updated_at = NEW.updated_at
+  WHERE mode_of = NEW.id;
+  RETURN NULL;
+END $$;

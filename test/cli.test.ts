@@ -151,7 +151,7 @@ describe('dunwall as a child process', () => {
     expect(created.code).toBe(0);
     const tenant = parseJson<TenantJson>(created.stdout);
     expect(tenant.slug).toBe('acme');
-    expect(tenant.publishable_key).toMatch(/^pk_[A-Za-z0-9]{24,}$/);
+    expect(tenant.publishable_key).toMatch(/^pk_live_[A-Za-z0-9]{24,}$/);
     expect(tenant.hmac_secret).toBeTruthy();
 
     const set = await spawnCli(['subscriber', 'set', '--tenant', 'acme', 'cus_123', 'lockout']);
@@ -213,7 +213,8 @@ describe('dunwall tenant', () => {
     expect(out).toMatch(/^hmac_required:\s+true$/m);
     expect(out).toMatch(/^allowed_origins:\s+https:\/\/app\.globex\.example, https:\/\/www\.globex\.example$/m);
     expect(out).toMatch(/shown only once/i);
-    expect(out).toMatch(/^publishable_key:\s+pk_[A-Za-z0-9]{24,}$/m);
+    expect(out).toMatch(/^publishable_key:\s+pk_live_[A-Za-z0-9]{24,}$/m);
+    expect(out).toMatch(/^test_publishable_key:\s+pk_test_[A-Za-z0-9]{24,}$/m);
     expect(out).toMatch(/^hmac_secret:\s+\S{32,}$/m);
     expect(out).not.toContain(TOKEN);
   });
@@ -476,46 +477,27 @@ describe('dunwall tenant', () => {
     expect(badTier.stderr).toBe("dunwall: invalid_request: tier: no tier is named 'platinum'\n");
   });
 
-  it('creates live and test tenants with --live and --test, each key with its prefix, and changes the mode with update', async () => {
-    const live = await createTenant('live-cli', ['--live']);
-    expect(live).toMatchObject({ livemode: true });
-    expect(live.publishable_key).toMatch(/^pk_live_[A-Za-z0-9]{32}$/);
-    const test = await createTenant('test-cli', ['--test']);
-    expect(test).toMatchObject({ livemode: false });
-    expect(test.publishable_key).toMatch(/^pk_test_[A-Za-z0-9]{32}$/);
-    const either = await createTenant('either-cli');
-    expect(either).toMatchObject({ livemode: null });
-    expect(either.publishable_key).toMatch(/^pk_[A-Za-z0-9]{32}$/);
-    expect((await lookup('test-cli', test.publishable_key ?? '', 'cus_1')).status).toBe(200);
+  it("creates a tenant with both modes' keys, and --test addresses its test mode", async () => {
+    const created = await createTenant('modes-cli');
+    expect(created.publishable_key).toMatch(/^pk_live_[A-Za-z0-9]{32}$/);
+    const testKey = (created as { test_publishable_key?: string }).test_publishable_key ?? '';
+    expect(testKey).toMatch(/^pk_test_[A-Za-z0-9]{32}$/);
+    // --live and --either-mode are gone: a tenant has both modes.
+    expect((await cli(['tenant', 'create', 'gone-cli', '--live'])).code).toBe(2);
+    expect((await cli(['tenant', 'update', 'modes-cli', '--either-mode'])).code).toBe(2);
 
-    const shown = await cli(['tenant', 'show', 'live-cli']);
-    expect(shown.stdout).toMatch(/^livemode: +true \(live events only\)$/m);
-
-    const both = await cli(['tenant', 'create', 'both-cli', '--live', '--test']);
-    expect(both.code).toBe(2);
-    expect(both.stderr).toMatch(
-      /^dunwall: tenant create: give only one of --live, --test\. Run 'dunwall help' for usage\.\n$/,
-    );
-    expect((await cli(['tenant', 'show', 'both-cli'])).code).toBe(1);
-    const unknown = await cli(['tenant', 'create', 'both-cli', '--either-mode']);
-    expect(unknown.code).toBe(2);
-
-    const toLive = await cli(['tenant', 'update', 'either-cli', '--live', '--json']);
-    expect(toLive.code).toBe(0);
-    expect(parseJson<TenantJson>(toLive.stdout)).toMatchObject({ livemode: true });
-    const rotated = await cli(['tenant', 'rotate', 'either-cli', '--key', 'publishable', '--json']);
-    expect(parseJson<TenantJson>(rotated.stdout).publishable_key).toMatch(/^pk_live_/);
-    // The key made before the change keeps working for the overlap.
-    expect((await lookup('either-cli', either.publishable_key ?? '', 'cus_1')).status).toBe(200);
-
-    const toEither = await cli(['tenant', 'update', 'live-cli', '--either-mode']);
-    expect(toEither.code).toBe(0);
-    expect(toEither.stdout).toMatch(/^livemode: +null \(live and test events\)$/m);
-    const toTest = await cli(['tenant', 'update', 'live-cli', '--test', '--json']);
-    expect(parseJson<TenantJson>(toTest.stdout)).toMatchObject({ livemode: false });
-    const conflicting = await cli(['tenant', 'update', 'live-cli', '--test', '--either-mode']);
-    expect(conflicting.code).toBe(2);
-    expect(conflicting.stderr).toMatch(/^dunwall: tenant update: give only one of --test, --either-mode\. /);
+    // --test, before or after the command: the test mode's subscriber, unknown to the live key.
+    expect((await cli(['--test', 'subscriber', 'set', '--tenant', 'modes-cli', 'cus_t', 'lockout'])).code).toBe(0);
+    expect((await lookup('modes-cli', testKey, 'cus_t')).body).toMatchObject({ status: 'lockout' });
+    expect((await lookup('modes-cli', created.publishable_key ?? '', 'cus_t')).body).toMatchObject({
+      status: 'active',
+    });
+    expect((await cli(['subscriber', 'show', '--tenant', 'modes-cli', 'cus_t'])).code).toBe(1);
+    expect((await cli(['subscriber', 'show', '--tenant', 'modes-cli', 'cus_t', '--test'])).code).toBe(0);
+    const rotated = await cli(['tenant', 'rotate', 'modes-cli', '--key', 'publishable', '--test', '--json']);
+    expect(parseJson<TenantJson>(rotated.stdout).publishable_key).toMatch(/^pk_test_/);
+    const shown = await cli(['tenant', 'show', 'modes-cli', '--test', '--json']);
+    expect(parseJson<TenantJson & { mode?: string }>(shown.stdout).mode).toBe('test');
   });
 
   it('reads --stripe-webhook-secret - from stdin, never from the command line', async () => {
@@ -535,6 +517,8 @@ describe('dunwall tenant', () => {
         overlapS: expect.any(Number),
         // The CLI acts as the operator, and the change is recorded as the operator's.
         by: { kind: 'operator' },
+        // Without --test, the live mode's secret.
+        mode: 'live',
       });
     } finally {
       spy.mockRestore();
@@ -785,15 +769,26 @@ describe('dunwall key', () => {
     expect((await v1(secret, '/settings')).body?.code).toBe('insufficient_scope');
   });
 
-  it('prints the secret alone on stdout with --quiet, to be piped; a test tenant gets sk_test_', async () => {
-    await createTenant('quiet-co', ['--test']);
-    const quiet = await cli(['key', 'create', 'quiet-co', '--name', 'ci', '--scopes', 'status:read', '--quiet']);
+  it('prints the secret alone on stdout with --quiet, to be piped; in test mode (--test) an sk_test_ key', async () => {
+    await createTenant('quiet-co');
+    const quiet = await cli([
+      '--test',
+      'key',
+      'create',
+      'quiet-co',
+      '--name',
+      'ci',
+      '--scopes',
+      'status:read',
+      '--quiet',
+    ]);
     expect(quiet.stderr).toBe('');
     expect(quiet.code).toBe(0);
     expect(quiet.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
     expect((await v1(quiet.stdout.trim(), '/subscribers/cus_q/status')).status).toBe(200);
     // As a real process writing into a pipe.
     const piped = await spawnCli([
+      '--test',
       'key',
       'create',
       'quiet-co',
@@ -806,6 +801,7 @@ describe('dunwall key', () => {
     expect(piped.stderr).toBe('');
     expect(piped.stdout).toMatch(/^sk_test_[A-Za-z0-9]{40}\n$/);
     const both = await cli([
+      '--test',
       'key',
       'create',
       'quiet-co',
@@ -820,6 +816,7 @@ describe('dunwall key', () => {
     expect(both.stderr).toContain('give only one of --quiet, --json');
 
     const json = await cli([
+      '--test',
       'key',
       'create',
       'quiet-co',
@@ -1621,8 +1618,9 @@ describe('dunwall stripe send-sample', () => {
   let key = '';
 
   beforeAll(async () => {
-    key = (await createTenant('sample-co')).publishable_key ?? '';
-    const set = await cli(['tenant', 'update', 'sample-co', '--stripe-webhook-secret', '-'], {
+    // The samples are test-mode events: the test mode's key answers them, its signing secret verifies them.
+    key = ((await createTenant('sample-co')) as { test_publishable_key?: string }).test_publishable_key ?? '';
+    const set = await cli(['tenant', 'update', 'sample-co', '--stripe-webhook-secret', '-', '--test'], {
       stdin: `${SAMPLE_SECRET}\n`,
     });
     expect(set.code).toBe(0);
@@ -1658,6 +1656,7 @@ describe('dunwall stripe send-sample', () => {
         '-',
         '--url',
         url,
+        '--test',
         ...extra,
       ],
       {
@@ -1674,7 +1673,7 @@ describe('dunwall stripe send-sample', () => {
   }
   async function reasonOf(customer: string): Promise<[string | undefined, string]> {
     const shown = parseJson<{ status: string; reason: string }>(
-      (await cli(['subscriber', 'show', '--tenant', 'sample-co', customer, '--json'])).stdout,
+      (await cli(['subscriber', 'show', '--tenant', 'sample-co', customer, '--json', '--test'])).stdout,
     );
     const looked = await lookup('sample-co', key, customer);
     expect(looked.body.status).toBe(shown.status);
@@ -1742,7 +1741,7 @@ describe('dunwall stripe send-sample', () => {
     expect(result.stdout).toBe('');
     expect(lines(result.stderr)).toHaveLength(1);
     expect(result.stderr).toMatch(
-      /^dunwall: invalid_signature: .*Is the secret on stdin the tenant's Stripe signing secret\? Set it with: dunwall tenant update sample-co --stripe-webhook-secret -\n$/,
+      /^dunwall: invalid_signature: .*Is the secret on stdin the tenant's test-mode Stripe signing secret\? Set it with: dunwall tenant update sample-co --stripe-webhook-secret - --test\n$/,
     );
     expect(result.stderr).not.toContain(wrong);
     const json = await send('payment_failed', 'cus_sample_wrong', ['--json'], wrong);

@@ -10,20 +10,23 @@ export type OptionValues = Record<string, string | boolean | (string | boolean)[
 
 export interface GlobalFlags {
   json: boolean;
+  /** `--test`: the commands address the tenant's test mode (docs/test-mode.md); live otherwise. */
+  test: boolean;
   help: boolean;
   version: boolean;
   /** argv without the global flags. */
   rest: string[];
 }
 
-/** `--json`, `--help`/`-h` and `--version` are accepted anywhere before a `--`. */
+/** `--json`, `--test`, `--help`/`-h` and `--version` are accepted anywhere before a `--`. */
 export function extractGlobalFlags(argv: readonly string[]): GlobalFlags {
-  const flags: GlobalFlags = { json: false, help: false, version: false, rest: [] };
+  const flags: GlobalFlags = { json: false, test: false, help: false, version: false, rest: [] };
   let i = 0;
   for (; i < argv.length; i += 1) {
     const arg = argv[i] ?? '';
     if (arg === '--') break;
     if (arg === '--json') flags.json = true;
+    else if (arg === '--test') flags.test = true;
     else if (arg === '--help' || arg === '-h') flags.help = true;
     else if (arg === '--version') flags.version = true;
     else flags.rest.push(arg);

@@ -1,4 +1,5 @@
 import type { Static } from 'typebox';
+import type { Mode } from '../domain/types.js';
 import type {
   CreateKeyBody,
   CreateTenantBody,
@@ -69,6 +70,18 @@ export interface AdminClientOptions {
   token: string;
   fetch: typeof fetch;
   timeoutMs?: number;
+  /** The tenant's mode its requests address (`--test`); default live. */
+  mode?: Mode;
+}
+
+/** A path of one tenant's resources (`/tenants/SLUG...`), which `?mode=test` addresses; not the tenant's deletion. */
+const TENANT_PATH_RE = /^\/tenants\/[^/?]+/;
+
+/** The path with `mode=test` added to its query, for a request of a tenant's resources in test mode. */
+export function inMode(method: string, path: string, mode: Mode): string {
+  if (mode === 'live' || !TENANT_PATH_RE.test(path)) return path;
+  if (method === 'DELETE' && /^\/tenants\/[^/?]+$/.test(path)) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}mode=test`;
 }
 
 const NETWORK_REASONS: Record<string, string> = {
@@ -113,8 +126,10 @@ export class AdminClient {
   readonly #token: string;
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #mode: Mode;
 
   constructor(options: AdminClientOptions) {
+    this.#mode = options.mode ?? 'live';
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
     this.#fetch = options.fetch;
@@ -153,13 +168,13 @@ export class AdminClient {
     return this.#json('PATCH', `/tenants/${enc(slug)}`, body);
   }
 
-  /** Sets the Stripe API key of one mode of the tenant: Stripe checks it first. */
-  setStripeApiKey(slug: string, mode: 'live' | 'test', key: string): Promise<StripeApiKeyStateView> {
-    return this.#json('PUT', `/tenants/${enc(slug)}/stripe-api-key?mode=${mode}`, { key });
+  /** Sets the Stripe API key of the client's mode of the tenant: Stripe checks it first. */
+  setStripeApiKey(slug: string, key: string): Promise<StripeApiKeyStateView> {
+    return this.#json('PUT', `/tenants/${enc(slug)}/stripe-api-key`, { key });
   }
 
-  deleteStripeApiKey(slug: string, mode: 'live' | 'test'): Promise<StripeApiKeyStateView> {
-    return this.#json('DELETE', `/tenants/${enc(slug)}/stripe-api-key?mode=${mode}`);
+  deleteStripeApiKey(slug: string): Promise<StripeApiKeyStateView> {
+    return this.#json('DELETE', `/tenants/${enc(slug)}/stripe-api-key`);
   }
 
   rotate(slug: string, key: RotateKey): Promise<RotatedTenantView> {
@@ -285,7 +300,7 @@ export class AdminClient {
 
   /** One call to `/admin/v1${path}`: the parsed JSON answer, null for an empty one (204). */
   async request(method: string, path: string, body?: unknown): Promise<unknown> {
-    const url = `${this.baseUrl}/admin/v1${path}`;
+    const url = `${this.baseUrl}/admin/v1${inMode(method, path, this.#mode)}`;
     let response: Response;
     let text: string;
     try {

@@ -1,3 +1,4 @@
+import type { Mode } from '../domain/types.js';
 import { resolve } from 'node:path';
 import { adminTokenPath, readAdminTokenFile } from '../runtime/admin-token.js';
 import { DEFAULT_DATA_DIR } from '../runtime/config.js';
@@ -57,7 +58,7 @@ export function adminTokenFrom(env: Env): string {
   return fromFile;
 }
 
-export function clientFrom(env: Env, fetchImpl: typeof fetch): AdminClient {
+export function clientFrom(env: Env, fetchImpl: typeof fetch, mode: Mode = 'live'): AdminClient {
   const baseUrl = baseUrlFrom(env);
-  return new AdminClient({ baseUrl, token: adminTokenFrom(env), fetch: fetchImpl });
+  return new AdminClient({ baseUrl, token: adminTokenFrom(env), fetch: fetchImpl, mode });
 }

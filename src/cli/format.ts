@@ -118,6 +118,7 @@ export function formatCreatedTenant(t: TenantWithKeysView): string {
     ONCE_BANNER,
     keyValues([
       ['publishable_key', t.publishable_key],
+      ['test_publishable_key', t.test_publishable_key],
       ['hmac_secret', t.hmac_secret],
     ]),
   ].join('\n');

@@ -145,7 +145,7 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     values,
     positionals,
     client() {
-      client ??= clientFrom(io.env, io.fetch ?? globalThis.fetch);
+      client ??= clientFrom(io.env, io.fetch ?? globalThis.fetch, flags.test ? 'test' : 'live');
       return client;
     },
     output(answer, human) {

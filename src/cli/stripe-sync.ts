@@ -346,7 +346,7 @@ export async function runStripeSync(deps: SyncDeps, opts: SyncOptions): Promise<
   const mismatched = tally.summary().outcomes.livemode_mismatch;
   if (mismatched > 0) {
     deps.note(
-      `${mismatched} events were skipped as livemode_mismatch: their Stripe mode is not the tenant's (is the API key the live or the test one it needs?)`,
+      `${mismatched} events were skipped as livemode_mismatch: their Stripe mode is not the one synced into (a test-mode key's events go to the test mode: add --test)`,
     );
   }
   return {

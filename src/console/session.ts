@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256 } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
+import type { Mode } from '../domain/types.js';
 import type { ReadModel } from '../readmodel/index.js';
 import type { ConsoleSessionStore } from '../store/index.js';
 
@@ -84,7 +85,13 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 /** Who a live session acts for. */
 export type SessionPrincipal =
   | { kind: 'operator'; expiresAt: Date }
-  | { kind: 'key'; tenant: { id: number; slug: string }; keyId: string; scopes: ReadonlySet<Scope>; expiresAt: Date };
+  | {
+      kind: 'key';
+      tenant: { id: number; slug: string; tenantId: number; mode: Mode };
+      keyId: string;
+      scopes: ReadonlySet<Scope>;
+      expiresAt: Date;
+    };
 
 /**
  * A session's principal as of now: its row (not ended, not signed out), and for a tenant's
@@ -109,7 +116,7 @@ export async function resolveSession(
   if (tenant == null || key === undefined) return null;
   return {
     kind: 'key',
-    tenant: { id: tenant.id, slug: tenant.slug },
+    tenant: { id: tenant.id, slug: tenant.slug, tenantId: tenant.tenantId, mode: tenant.mode },
     keyId: key.id,
     scopes: key.scopes,
     expiresAt: row.expiresAt,

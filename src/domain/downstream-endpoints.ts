@@ -222,8 +222,15 @@ export interface DeletedData {
 
 /** The body of every delivery, in the shape Standard Webhooks recommends: type, timestamp, data. */
 export type DownstreamPayload =
-  | { id: string; type: 'subscriber.status_changed'; tenant: string; timestamp: string; data: StatusChangedData }
-  | { id: string; type: 'subscriber.deleted'; tenant: string; timestamp: string; data: DeletedData };
+  | {
+      id: string;
+      type: 'subscriber.status_changed';
+      tenant: string;
+      livemode: boolean;
+      timestamp: string;
+      data: StatusChangedData;
+    }
+  | { id: string; type: 'subscriber.deleted'; tenant: string; livemode: boolean; timestamp: string; data: DeletedData };
 
 /** Null when the endpoint's event types are valid (distinct known types, at least one); else why not. */
 export function eventTypesProblem(types: readonly string[]): string | null {

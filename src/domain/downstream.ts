@@ -13,6 +13,8 @@ import type { DownstreamCause, DownstreamEventType, DownstreamPayload } from './
 export interface DownstreamTarget {
   /** The tenant's slug, named in every message. */
   slug: string;
+  /** The mode of the change's data space: true live, false test (docs/test-mode.md). */
+  livemode: boolean;
   /** The tenant's endpoints (none when its tier does not include downstream webhooks). */
   endpoints: readonly DownstreamEndpoint[];
   /** The customer's last sequence number; 0 before its first message. */
@@ -66,6 +68,7 @@ export function webhookCause(cause: ChangeCause): DownstreamCause {
 function payloadOf(
   id: string,
   slug: string,
+  livemode: boolean,
   customerId: string,
   sequence: number,
   change: DownstreamChange,
@@ -78,7 +81,7 @@ function payloadOf(
     cause: webhookCause(cause),
     occurred_at: cause.occurredAt.toISOString(),
   };
-  const envelope = { id, tenant: slug, timestamp: now.toISOString() };
+  const envelope = { id, tenant: slug, livemode, timestamp: now.toISOString() };
   if (change.type === 'subscriber.deleted') {
     return {
       ...envelope,
@@ -118,7 +121,7 @@ export function downstreamMessage(
     id: target.messageId,
     type: change.type,
     sequence,
-    payload: payloadOf(target.messageId, target.slug, customerId, sequence, change, cause, now),
+    payload: payloadOf(target.messageId, target.slug, target.livemode, customerId, sequence, change, cause, now),
     endpointKeys: target.endpoints
       .filter((e) => e.enabled && (e.eventTypes === null || e.eventTypes.includes(change.type)))
       .map((e) => e.key),

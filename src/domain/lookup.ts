@@ -59,10 +59,18 @@ export interface LookupRequest {
 /**
  * `signed`: the lookup carried a valid `hmac` or a secret key, so its answer may name the invoice to pay.
  * `keyId`: the secret key that authenticated it (null: a publishable key).
- * `preview`: a test tenant's lookup asked to see that status (docs/reference.md#modes).
+ * `preview`: a test-mode lookup asked to see that status (docs/reference.md#modes).
  */
 export type LookupCheck =
-  | { ok: true; customerId: string; signed: boolean; preview: PreviewStatus | null; keyId: string | null }
+  | {
+      ok: true;
+      customerId: string;
+      signed: boolean;
+      preview: PreviewStatus | null;
+      keyId: string | null;
+      /** The data space the key addresses (the tenant's own, or its `twin`): whose subscribers answer. */
+      space: TenantAuth;
+    }
   | { ok: false; code: LookupFailure; leaked?: LeakedKey };
 
 /**
@@ -80,9 +88,9 @@ export type PreviewStatus = (typeof PREVIEW_STATUSES)[number];
 /** How far ahead a previewed warning's lockout is shown. */
 export const PREVIEW_LOCKOUT_AHEAD_MS = 7 * 86_400_000;
 
-/** The previewed status a test tenant's lookup asks for; null for any other tenant or value (an unknown parameter). */
-function previewOf(tenant: TenantAuth, value: unknown): PreviewStatus | null {
-  if (tenant.livemode !== false) return null;
+/** The previewed status a test-mode lookup asks for; null in live mode or for any other value (an unknown parameter). */
+function previewOf(space: TenantAuth, value: unknown): PreviewStatus | null {
+  if (space.mode !== 'test') return null;
   return value === 'warning' || value === 'lockout' ? value : null;
 }
 
@@ -98,11 +106,17 @@ export function isValidSlug(slug: string): boolean {
 export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs: number): LookupCheck {
   if (tenant === null) return { ok: false, code: 'tenant_not_found' };
   // A secret key (docs/reference.md#keys-and-scopes) stands in for the publishable key and the hmac, from a server only.
+  // Each key addresses one of the tenant's two spaces (docs/test-mode.md): the space it is found in.
   let keyId: string | null = null;
+  let space: TenantAuth = tenant;
+  const twin = tenant.twin;
   if (looksLikeSecretKey(req.token)) {
     if (req.origin !== undefined) {
       // Refused whatever the key is; one of this tenant's is named, found by digest in constant time.
-      const key = findSecretKey(tenant.secretKeys, sha256(req.token), nowMs);
+      const digest = sha256(req.token);
+      const key =
+        findSecretKey(tenant.secretKeys, digest, nowMs) ??
+        (twin === null ? null : findSecretKey(twin.secretKeys, digest, nowMs));
       return key === null
         ? { ok: false, code: 'secret_key_in_browser' }
         : {
@@ -111,10 +125,18 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
             leaked: { id: key.id, prefix: req.token.slice(0, SECRET_KEY_PREFIX_CHARS) },
           };
     }
-    const key = checkSecretKey(tenant.secretKeys, req.token, 'status:read', nowMs);
+    let key = checkSecretKey(tenant.secretKeys, req.token, 'status:read', nowMs);
+    if (!key.ok && key.code === 'invalid_secret_key' && twin !== null) {
+      const other = checkSecretKey(twin.secretKeys, req.token, 'status:read', nowMs);
+      if (other.ok || other.code !== 'invalid_secret_key') [key, space] = [other, twin];
+    }
     if (!key.ok) return key;
     keyId = key.key.id;
-  } else if (!isTenantKey(tenant, req.token, nowMs)) return { ok: false, code: 'invalid_publishable_key' };
+  } else {
+    const found = spaceOfKey(tenant, req.token, nowMs);
+    if (found === null) return { ok: false, code: 'invalid_publishable_key' };
+    space = found;
+  }
   if (tenant.suspended) return { ok: false, code: 'tenant_suspended' };
 
   const customerId = req.query.processor_customer_id;
@@ -123,35 +145,47 @@ export function checkLookup(req: LookupRequest, tenant: TenantAuth | null, nowMs
     return { ok: false, code: 'invalid_processor_customer_id' };
   }
 
-  const preview = req.query.preview === undefined ? null : previewOf(tenant, req.query.preview);
-  if (keyId !== null) return { ok: true, customerId, signed: true, preview, keyId };
+  const preview = req.query.preview === undefined ? null : previewOf(space, req.query.preview);
+  if (keyId !== null) return { ok: true, customerId, signed: true, preview, keyId, space };
   const hmac = req.query.hmac;
   if (hmac === undefined) {
     // A preview shows sample data only: it needs no hmac.
     return tenant.hmacRequired && preview === null
       ? { ok: false, code: 'hmac_required' }
-      : { ok: true, customerId, signed: false, preview, keyId: null };
+      : { ok: true, customerId, signed: false, preview, keyId: null, space };
   }
   if (typeof hmac !== 'string' || !verifyHmac(hmac, customerId, tenant.hmacKeys, nowMs))
     return { ok: false, code: 'hmac_mismatch' };
-  return { ok: true, customerId, signed: true, preview, keyId: null };
+  return { ok: true, customerId, signed: true, preview, keyId: null, space };
 }
 
 /**
- * The presented key is hashed and compared, digest to digest, with every key hash. A key
- * that verified is remembered with its expiry: publishable keys are public (they sit in
- * page source), and only the tenant's own keys can ever be remembered.
+ * The space a publishable key addresses (the tenant's own or its twin), null: none. The
+ * presented key is hashed and compared, digest to digest, with every key hash of both
+ * spaces. A key that verified is remembered, on its space, with its expiry: publishable keys
+ * are public (they sit in page source), and only the tenant's own keys can ever be
+ * remembered. Both spaces' remembered keys are asked before any hashing.
  */
-function isTenantKey(tenant: TenantAuth, token: string, nowMs: number): boolean {
+function spaceOfKey(tenant: TenantAuth, token: string, nowMs: number): TenantAuth | null {
   const accepted = tenant.acceptedKeys.get(token);
-  if (accepted !== undefined) return accepted === null || accepted > nowMs;
+  if (accepted !== undefined) return accepted === null || accepted > nowMs ? tenant : null;
+  const twin = tenant.twin;
+  if (twin !== null) {
+    const acceptedTwin = twin.acceptedKeys.get(token);
+    if (acceptedTwin !== undefined) return acceptedTwin === null || acceptedTwin > nowMs ? twin : null;
+  }
   const digest = sha256(token);
+  if (isSpaceKey(tenant, token, digest, nowMs)) return tenant;
+  return twin !== null && isSpaceKey(twin, token, digest, nowMs) ? twin : null;
+}
+
+function isSpaceKey(space: TenantAuth, token: string, digest: Buffer, nowMs: number): boolean {
   let match: Credential<Buffer> | undefined;
-  for (const key of tenant.publishableKeyHashes) {
+  for (const key of space.publishableKeyHashes) {
     if (timingSafeEqual(digest, key.value)) match = key;
   }
   if (match === undefined) return false;
-  tenant.acceptedKeys.set(token, match.expiresAtMs);
+  space.acceptedKeys.set(token, match.expiresAtMs);
   return isCurrent(match, nowMs);
 }
 
@@ -181,12 +215,15 @@ export function prepareTenant(fields: TenantAuthFields): TenantAuth {
     };
     return Buffer.from(JSON.stringify(b));
   };
-  const { hmacSecrets, ...rest } = fields;
+  const { hmacSecrets, tenantId, mode, twin, ...rest } = fields;
   const brandingBody = Buffer.from(JSON.stringify(fields.branding));
   const warning = body('warning');
   const lockout = body('lockout');
   return {
     ...rest,
+    tenantId: tenantId ?? fields.id,
+    mode: mode ?? 'live',
+    twin: twin ?? null,
     hmacKeys: hmacSecrets.map((s) => ({ value: new HmacKey(s.value), expiresAtMs: s.expiresAtMs })),
     knownBodies: { active: body('active'), warning, lockout },
     // The same bodies without their closing brace: `lockout_at` and `pay_url` follow.

@@ -72,7 +72,17 @@ export type NoticeKind = (typeof NOTICE_KINDS)[number];
 export const NOTICE_EXPIRES_PATTERN = '^[0-9]{4}-(0[1-9]|1[0-2])$';
 
 export interface TenantAuthFields {
+  /** The data space's id: the row whose subscribers, history and events are this mode's. */
   id: number;
+  /** The tenant's own row (its settings), the same for both of its spaces (default: `id`). */
+  tenantId?: number;
+  /** The space's mode (default live). */
+  mode?: Mode;
+  /**
+   * The tenant's other space, on the space the slug names (the tenant's own row's); null on
+   * that other space itself. A lookup's key picks the space it addresses.
+   */
+  twin?: TenantAuth | null;
   slug: string;
   suspended: boolean;
   hmacRequired: boolean;
@@ -86,7 +96,7 @@ export interface TenantAuthFields {
   enforcement: Enforcement;
   /** The policy enables the card-expiring notice (docs/notices.md): only then does an active answer carry one. */
   cardExpiringNotice?: boolean;
-  /** Live (true), test (false) or either (null): only a test tenant's lookups preview. */
+  /** Superseded by the modes: the setting a tenant had before them (kept for display). */
   livemode: boolean | null;
   entitlements: Entitlements;
   /** SHA-256 digests (32 bytes) of the tenant's publishable keys. */
@@ -109,7 +119,10 @@ export interface SecretKeyAuth {
  * Everything the lookup needs of a tenant, prepared once (what the read model holds per
  * slug): the 200 bodies for each status already serialised, the HMAC secrets as signing keys.
  */
-export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets'> {
+export interface TenantAuth extends Omit<TenantAuthFields, 'hmacSecrets' | 'tenantId' | 'mode' | 'twin'> {
+  tenantId: number;
+  mode: Mode;
+  twin: TenantAuth | null;
   hmacKeys: readonly Credential<HmacKey>[];
   knownBodies: Readonly<Record<SubscriberStatus, Buffer>>;
   /** The warning and lockout bodies without their closing brace, for answers that carry more. */

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { looksLikeSecretKey, SECRET_KEY_PREFIX_CHARS, sha256 } from '../domain/keys.js';
 import type { Scope } from '../domain/keys.js';
+import type { Mode } from '../domain/types.js';
 import { checkBearer } from '../domain/lookup.js';
 import { findSecretKey } from '../domain/secret-keys.js';
 import type { ReadModel } from '../readmodel/index.js';
@@ -124,13 +125,25 @@ const OPERATOR = Object.freeze({ kind: 'operator' as const });
  * The tenant named by the path's slug, for the operator's routes of a tenant's resources
  * (after the params are validated): 404 `tenant_not_found` when there is none.
  */
-export function tenantBySlug(app: App, find: (slug: string) => Promise<ResolvedTenant | null>): void {
+export function tenantBySlug(app: App, find: (slug: string, mode: Mode) => Promise<ResolvedTenant | null>): void {
   app.addHook('preHandler', async (req) => {
     const slug = (req.params as { slug?: string }).slug;
-    const tenant = slug === undefined ? null : await find(slug);
+    const mode = modeOf(req);
+    const tenant = slug === undefined ? null : await find(slug, mode);
     if (tenant === null) throw new AppError('tenant_not_found');
-    req.tenant = { id: tenant.id, slug: tenant.slug };
+    req.tenant = tenant;
   });
+}
+
+/**
+ * The mode an operator's request addresses: `?mode=test`, else live (docs/test-mode.md). Any
+ * other value is refused, never taken for live: a typo must not write to the live mode.
+ */
+export function modeOf(req: FastifyRequest): Mode {
+  const mode = (req.query as { mode?: unknown } | undefined)?.mode;
+  if (mode === undefined || mode === 'live') return 'live';
+  if (mode === 'test') return 'test';
+  throw new AppError('invalid_request', 'mode: must be live or test');
 }
 
 export interface KeyAuthOptions {
@@ -211,7 +224,7 @@ export function keyAuth(app: App, opts: KeyAuthOptions): void {
     }
     if (limiter && (await guardKey(limiter, key.id, reply))) return reply;
     opts.keyUsage?.used(key.id, nowMs);
-    req.tenant = { id: tenant.id, slug: tenant.slug };
+    req.tenant = { id: tenant.id, slug: tenant.slug, tenantId: tenant.tenantId, mode: tenant.mode };
     req.principal = { kind: 'key', keyId: key.id, scopes: key.scopes };
     req.credential = keyCredential(model, tenant.id, digest);
   });

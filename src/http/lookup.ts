@@ -60,7 +60,7 @@ const VERIFIED_AUTHORIZATION_MAX = 256;
  * A lookup whose checks 1 to 6 passed with a publishable key: the same query with the same
  * Authorization header, for the same prepared tenant, passes them again until the first of
  * the tenant's keys and HMAC secrets expires. Any change of the tenant (keys, secrets,
- * suspension, hmac_required, livemode) prepares another `TenantAuth`, which no remembered
+ * suspension, hmac_required, either mode's keys) prepares another `TenantAuth`, which no remembered
  * check matches. Only what passed is remembered, found by the exact strings a client sent
  * (as the tenant's accepted keys are): a guess at an hmac is never a hit, and a Map read
  * compares its key's hash before its characters.
@@ -271,9 +271,10 @@ export class LookupAnswerer {
       }
       let body: Buffer;
       if (check.preview !== null) {
-        body = previewBody(tenant, check.preview, nowMs);
+        body = previewBody(check.space, check.preview, nowMs);
       } else {
-        body = model.answer(tenant, check.customerId, check.signed, nowMs);
+        // The space the key addresses: its mode's subscribers (docs/test-mode.md).
+        body = model.answer(check.space, check.customerId, check.signed, nowMs);
       }
       // Every check passed: only now does the lookup count against its tenant's quota (a
       // secret key's, against the key's).
@@ -322,7 +323,7 @@ export class LookupAnswerer {
       authorization.length <= VERIFIED_AUTHORIZATION_MAX &&
       call.search.length <= VERIFIED_QUERY_MAX
     ) {
-      this.verified.set(call.search, { tenant, authorization, check }, verifiedUntil(tenant, nowMs));
+      this.verified.set(call.search, { tenant, authorization, check }, verifiedUntil(tenant, check.space, nowMs));
     }
     return check;
   }
@@ -402,9 +403,9 @@ export class LookupAnswerer {
 }
 
 /** Until when a check that passed at `nowMs` holds: the first expiry among the tenant's keys and secrets, or the TTL. */
-function verifiedUntil(tenant: TenantAuth, nowMs: number): number {
+function verifiedUntil(tenant: TenantAuth, space: TenantAuth, nowMs: number): number {
   let until = nowMs + VERIFIED_LOOKUP_TTL_MS;
-  for (const key of tenant.publishableKeyHashes) {
+  for (const key of space.publishableKeyHashes) {
     if (key.expiresAtMs !== null && key.expiresAtMs < until) until = key.expiresAtMs;
   }
   for (const key of tenant.hmacKeys) {

@@ -1,3 +1,4 @@
+import type { Mode } from '../domain/types.js';
 import type { Scope } from '../domain/keys.js';
 
 /**
@@ -10,8 +11,12 @@ export type Principal =
 
 /** The tenant a request acts on. */
 export interface ResolvedTenant {
+  /** The data space of the request's mode (docs/test-mode.md): the rows of that mode's subscribers, keys and events. */
   readonly id: number;
   readonly slug: string;
+  /** The tenant's own row (its settings and endpoints), whichever the mode. */
+  readonly tenantId: number;
+  readonly mode: Mode;
 }
 
 /**

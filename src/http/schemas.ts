@@ -118,8 +118,14 @@ const NullableLookupsPerMinute = Type.Union(
 );
 const Livemode = Type.Union([Type.Boolean(), Type.Null()], {
   description:
-    'The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default)',
+    'Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything',
 });
+
+/** The mode an operator's request addresses (docs/test-mode.md). */
+export const ModeParam = Type.Union([Type.Literal('live'), Type.Literal('test')], {
+  description: "The tenant's mode this request reads or writes: live (the default) or test",
+});
+export const ModeQuery = Type.Object({ mode: Type.Optional(ModeParam) });
 const NullableOrigins = Type.Union(
   [
     Type.Array(Text({ maxLength: 255 }), { minItems: 1, maxItems: MAX_ALLOWED_ORIGINS, uniqueItems: true }),
@@ -292,7 +298,11 @@ export type TenantBody = Static<typeof Tenant>;
 
 export const TenantWithKeys = Type.Intersect([
   Tenant,
-  Type.Object({ publishable_key: Type.String(), hmac_secret: Type.String() }),
+  Type.Object({
+    publishable_key: Type.String({ description: "The live mode's publishable key (pk_live_)" }),
+    test_publishable_key: Type.String({ description: "The test mode's publishable key (pk_test_)" }),
+    hmac_secret: Type.String(),
+  }),
 ]);
 
 export const RotatedTenant = Type.Intersect([
@@ -328,6 +338,7 @@ const statusCounts = () =>
 export const TenantDetail = Type.Intersect([
   Tenant,
   Type.Object({
+    mode: ModeParam,
     stripe_webhook_secret_set: Type.Boolean({
       description: 'A Stripe signing secret is set, so the webhook can verify deliveries',
     }),
@@ -571,11 +582,6 @@ export const StripeApiKeyState = Type.Object({
     description: `The latest changes of this mode's Stripe API key, the latest first (${STRIPE_SECRET_CHANGES_SHOWN} at most)`,
   }),
 });
-/** `?mode=live|test` of the operator's routes of a mode's data (default live). */
-export const ModeQuery = Type.Object(
-  { mode: Type.Optional(Type.Union([Type.Literal('live'), Type.Literal('test')], { default: 'live' })) },
-  { additionalProperties: false },
-);
 export const StripeWebhookSecretState = Type.Object({
   stripe_webhook_secret_set: Type.Boolean(),
   previous_expires_at: Type.Union([Timestamp, Type.Null()], {

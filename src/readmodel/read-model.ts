@@ -85,6 +85,8 @@ class Copy {
   readonly notices = new CardNotices();
   /** Every tenant by the digests of its secret keys (as latin1 strings): a tenant API call names no slug. */
   readonly byKeyDigest = new Map<string, TenantAuth>();
+  /** Each tenant's other space (its twin) by the twin's id. */
+  readonly twins = new Map<number, TenantAuth>();
   /** One subscriber's fingerprint, read by the index and then the extras: a lookup hashes its id once. */
   private readonly fp = new Uint32Array(4);
 
@@ -122,15 +124,24 @@ class Copy {
     }
     if (tenant !== null) {
       this.tenants.set(tenant.slug, tenant);
+      // Each key finds the space it addresses (the tenant's own, or its twin: the other mode's).
       for (const key of tenant.secretKeys) this.byKeyDigest.set(key.digest.toString('latin1'), tenant);
+      const twin = tenant.twin;
+      if (twin !== null) {
+        this.twins.set(twin.id, twin);
+        for (const key of twin.secretKeys) this.byKeyDigest.set(key.digest.toString('latin1'), twin);
+      }
     } else if (unreadable !== null) this.unreadable.set(unreadable.slug, unreadable);
     this.slugs.set(id, entry.slug);
   }
 
   private forgetKeys(tenant: TenantAuth): void {
-    for (const key of tenant.secretKeys) {
-      const digest = key.digest.toString('latin1');
-      if (this.byKeyDigest.get(digest) === tenant) this.byKeyDigest.delete(digest);
+    if (tenant.twin !== null && this.twins.get(tenant.twin.id) === tenant.twin) this.twins.delete(tenant.twin.id);
+    for (const space of tenant.twin === null ? [tenant] : [tenant, tenant.twin]) {
+      for (const key of space.secretKeys) {
+        const digest = key.digest.toString('latin1');
+        if (this.byKeyDigest.get(digest) === space) this.byKeyDigest.delete(digest);
+      }
     }
   }
 
@@ -329,11 +340,12 @@ export class ReadModel {
     return this.copy?.tenants.get(slug) ?? null;
   }
 
-  /** The tenant of an id (a console session names its tenant by id); null: none, or unreadable. */
+  /** The space of an id (a console session names its tenant's space by id); null: none, or unreadable. */
   tenantById(id: number): TenantAuth | null {
     const slug = this.copy?.slugs.get(id);
     const tenant = slug === undefined ? undefined : this.copy?.tenants.get(slug);
-    return tenant?.id === id ? tenant : null;
+    // A twin's id: that space of its tenant (the other mode's).
+    return tenant?.id === id ? tenant : (this.copy?.twins.get(id) ?? null);
   }
 
   /**

@@ -169,8 +169,12 @@ describe('stripe send-sample in time, against a real service', () => {
   async function tenant(slug: string, ...policy: string[]): Promise<void> {
     const created = await cli(['tenant', 'create', slug, '--json', ...policy]);
     expect(created.stderr).toBe('');
-    keys.set(slug, (JSON.parse(created.stdout) as { publishable_key: string }).publishable_key);
-    expect((await cli(['tenant', 'update', slug, '--stripe-webhook-secret', '-'], { stdin: SECRET })).code).toBe(0);
+    // The samples are test-mode events: the test mode's key reads what they did.
+    keys.set(slug, (JSON.parse(created.stdout) as { test_publishable_key: string }).test_publishable_key);
+    // The samples are test-mode events: the test mode's signing secret verifies them.
+    expect(
+      (await cli(['tenant', 'update', slug, '--stripe-webhook-secret', '-', '--test'], { stdin: SECRET })).code,
+    ).toBe(0);
   }
 
   async function send(
@@ -181,7 +185,19 @@ describe('stripe send-sample in time, against a real service', () => {
     options: { env?: Record<string, string> } = {},
   ): Promise<Out> {
     return cli(
-      ['stripe', 'send-sample', scenario, '--tenant', slug, '--customer', customer, '--secret', '-', ...extra],
+      [
+        'stripe',
+        'send-sample',
+        scenario,
+        '--tenant',
+        slug,
+        '--customer',
+        customer,
+        '--secret',
+        '-',
+        '--test',
+        ...extra,
+      ],
       { stdin: SECRET, ...options },
     );
   }

@@ -168,7 +168,8 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
   beforeAll(async () => {
     h = await harness(engine);
     acme = await h.createTenant('acme');
-    await h.admin('PATCH', '/tenants/acme', { stripe_webhook_secret: SECRET });
+    // The stand-in's account is in test mode: its events reach the tenant's test mode.
+    await h.admin('PATCH', '/tenants/acme?mode=test', { stripe_webhook_secret: SECRET });
     url = await h.app.listen({ port: 0, host: '127.0.0.1' });
     acct = account();
     standin = await startStripeStandin(acct.data, { apiKey: KEY });
@@ -180,11 +181,24 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  async function sync(args: string[], opts: { env?: Record<string, string>; tty?: boolean; tenant?: string } = {}) {
+  /** The stand-in's account is in test mode (its rk_test_ key): synced into the tenant's test mode unless `live`. */
+  async function sync(
+    args: string[],
+    opts: { env?: Record<string, string>; tty?: boolean; tenant?: string; live?: boolean } = {},
+  ) {
     const stdout = new Capture();
     const stderr = new Capture(opts.tty === true);
     const code = await run(
-      ['stripe', 'sync', '--tenant', opts.tenant ?? 'acme', '--state-file', join(dir, 'state.json'), ...args],
+      [
+        'stripe',
+        'sync',
+        '--tenant',
+        opts.tenant ?? 'acme',
+        '--state-file',
+        join(dir, 'state.json'),
+        ...(opts.live === true ? [] : ['--test']),
+        ...args,
+      ],
       {
         stdout,
         stderr,
@@ -211,10 +225,10 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
   }
 
   async function statusOf(customer: string): Promise<[string, string] | null> {
-    const res = await h.admin('GET', `/tenants/acme/subscribers/${customer}`);
+    const res = await h.admin('GET', `/tenants/acme/subscribers/${customer}?mode=test`);
     if (res.statusCode === 404) return null;
     const body = res.json() as { status: string | null; reason: string | null };
-    const lookup = await h.lookup('acme', { key: acme.publishable_key, customerId: customer });
+    const lookup = await h.lookup('acme', { key: acme.test_publishable_key as string, customerId: customer });
     expect(lookup.json().status).toBe(body.status ?? 'active');
     return body.status === null ? null : [body.status, body.reason ?? ''];
   }
@@ -269,7 +283,7 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
           },
           status: 'paid',
         }),
-        { created: NOW_S - 3600 },
+        { created: NOW_S - 3600, livemode: false },
       ),
       SECRET,
     );
@@ -342,7 +356,7 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
       event(
         'customer.subscription.updated',
         { ...sub, status: 'active' },
-        { created: NOW_S, previous: { status: 'unpaid' } },
+        { created: NOW_S, previous: { status: 'unpaid' }, livemode: false },
       ),
       SECRET,
     );
@@ -357,10 +371,10 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     expect(res.stdout).toMatch(/^customers seen:\s+235$/m);
   });
 
-  it("skips every object of the other mode than the tenant's, counts them, and says why", async () => {
-    // The stand-in's account is in test mode, as its rk_test_ key says.
-    await h.createTenant('acme-live', { livemode: true });
-    const live = await sync(['--json'], { tenant: 'acme-live' });
+  it('skips every object of the other mode than the one synced into, counts them, and says why', async () => {
+    // The stand-in's account is in test mode, as its rk_test_ key says: into the live mode, nothing.
+    await h.createTenant('acme-live');
+    const live = await sync(['--json'], { tenant: 'acme-live', live: true });
     expect(live.code).toBe(0);
     const result = JSON.parse(live.stdout) as {
       events_sent: number;
@@ -373,14 +387,13 @@ describe.each(engines)('dunwall stripe sync ($name)', (engine) => {
     expect(result.customers_seen).toBe(0);
     expect(result.statuses).toEqual({ active: 0, warning: 0, lockout: 0, unknown: 0 });
     expect(live.stderr).toMatch(
-      /^dunwall: \d+ events were skipped as livemode_mismatch: their Stripe mode is not the tenant's/m,
+      /^dunwall: \d+ events were skipped as livemode_mismatch: their Stripe mode is not the one synced into/m,
     );
     const [customer] = acct.expected.keys();
     expect((await h.admin('GET', `/tenants/acme-live/subscribers/${customer ?? ''}`)).statusCode).toBe(404);
 
-    // A test tenant takes the same account's objects.
-    await h.createTenant('acme-test', { livemode: false });
-    const test = await sync(['--dry-run'], { tenant: 'acme-test' });
+    // The same tenant's test mode (--test) takes the same account's objects.
+    const test = await sync(['--dry-run'], { tenant: 'acme-live' });
     expect(test.code).toBe(0);
     expect(test.stdout).toMatch(/^customers seen:\s+235$/m);
     expect(test.stdout).toMatch(/^events: .*, livemode_mismatch 0$/m);

@@ -24,7 +24,7 @@ export interface StripeEventFixture {
   type: string;
 }
 
-/** A Stripe event as its API documents it; in test mode (`livemode: false`) unless told. */
+/** A Stripe event as its API documents it; in live mode (`livemode: true`) unless told: the mode a tenant's own key and signing secret address by default. */
 export function event(
   type: string,
   object: Obj,
@@ -36,7 +36,7 @@ export function event(
     api_version: opts.api ?? BASIL_API,
     created: opts.created,
     data: { object, ...(opts.previous ? { previous_attributes: opts.previous } : {}) },
-    livemode: opts.livemode ?? false,
+    livemode: opts.livemode ?? true,
     pending_webhooks: 1,
     request: { id: id('req'), idempotency_key: null },
     type,

@@ -31,7 +31,8 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       livemode: null,
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),
-      publishable_key: expect.stringMatching(/^pk_[A-Za-z0-9]{24,}$/),
+      publishable_key: expect.stringMatching(/^pk_live_[A-Za-z0-9]{24,}$/),
+      test_publishable_key: expect.stringMatching(/^pk_test_[A-Za-z0-9]{24,}$/),
       hmac_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
     expect(Buffer.from(body.hmac_secret, 'base64url').length).toBe(32);
@@ -73,6 +74,7 @@ describe.each(engines)('admin API, happy path ($name)', (engine) => {
       'hmac_required',
       'livemode',
       'lookups_per_minute',
+      'mode',
       'policy',
       'slug',
       'stripe_api_key',

@@ -187,7 +187,7 @@ describe.each(engines)('lookup, happy path ($name)', (engine) => {
     const t = await h.createTenant('pk-rot');
     const rotated = await h.admin('POST', '/tenants/pk-rot/rotate', { key: 'publishable' });
     const fresh = rotated.json().publishable_key as string;
-    expect(fresh).toMatch(/^pk_[A-Za-z0-9]{24,}$/);
+    expect(fresh).toMatch(/^pk_live_[A-Za-z0-9]{24,}$/);
     expect(rotated.json().previous_expires_at).toBe(new Date(h.clock.ms + 86_400_000).toISOString());
     expect((await h.lookup('pk-rot', { key: t.publishable_key, customerId: 'cus_1' })).statusCode).toBe(200);
     expect((await h.lookup('pk-rot', { key: fresh, customerId: 'cus_1' })).statusCode).toBe(200);

@@ -45,7 +45,7 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
   });
   afterAll(() => h.close());
 
-  it('creates a key shown once: sk_live_ for a live or either-mode tenant, sk_test_ for a test tenant; lists never show it', async () => {
+  it('creates a key shown once: sk_live_ in live mode, sk_test_ in test mode (?mode=test); lists never show it', async () => {
     const key = await createKey('acme', ['status:read']);
     expect(key.secret_key).toMatch(/^sk_live_[A-Za-z0-9]{40}$/);
     expect(key.prefix).toBe(key.secret_key.slice(0, 12));
@@ -56,8 +56,13 @@ describe.each(engines)('tenant secret keys and the tenant API ($name)', (engine)
       last_used_at: null,
       created_at: new Date(T0).toISOString(),
     });
-    const test = await createKey('sandbox', ['status:read']);
+    const test = (
+      await h.admin('POST', '/tenants/acme/keys?mode=test', { name: 'test server', scopes: ['status:read'] })
+    ).json() as { secret_key: string; id: string };
     expect(test.secret_key).toMatch(/^sk_test_/);
+    // Each mode lists its own keys.
+    const testList = await h.admin('GET', '/tenants/acme/keys?mode=test');
+    expect(testList.json().data.map((k: { id: string }) => k.id)).toEqual([test.id]);
     const list = await h.admin('GET', '/tenants/acme/keys');
     expect(list.statusCode).toBe(200);
     expect(list.body).not.toContain(key.secret_key);

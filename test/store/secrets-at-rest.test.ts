@@ -256,7 +256,7 @@ describe.each(engines)('turning encryption on, and rotating the key ($name)', (e
   const hmacsOf = async (store: Store, slug: string) =>
     (await tenantAuth(store.changes, slug))?.hmacKeys.map((k) => k.value.sign('cus_probe').toString('hex'));
   const whsecsOf = async (store: Store, slug: string) =>
-    (await store.stripe.getStripeSigningSecrets(slug))?.secrets.map((s) => s.value);
+    (await store.stripe.getStripeSigningSecrets(slug))?.spaces.live.secrets.map((s) => s.value);
 
   it('reads secrets written in clear before the key was set; writes new ones sealed', async () => {
     await withStore(place.target, SecretBox.clear(), async (store) => {

@@ -72,13 +72,40 @@ describe('checkBearer', () => {
 describe('checkLookup', () => {
   const req = (query: Record<string, unknown>, token = KEY) => ({ token, query });
 
-  it('passes a good request and returns the customer id', () => {
-    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), tenant(), NOW)).toEqual({
+  it('passes a good request and returns the customer id, and the space its key addresses', () => {
+    const t = tenant();
+    expect(checkLookup(req({ processor_customer_id: 'cus_1' }), t, NOW)).toEqual({
       ok: true,
       customerId: 'cus_1',
       signed: false,
       preview: null,
       keyId: null,
+      space: t,
+    });
+  });
+
+  it("finds a key in the tenant's other mode (its twin), and answers from that space", () => {
+    const TEST_KEY = 'pk_test_abcdefghijklmnopqrstuvwx';
+    const twin = tenant({
+      id: 2,
+      tenantId: 1,
+      mode: 'test',
+      publishableKeyHashes: [{ value: sha256(TEST_KEY), expiresAtMs: null }],
+    });
+    const t = tenant({ twin });
+    const query = { processor_customer_id: 'cus_1', preview: 'lockout' };
+    const test = checkLookup({ token: TEST_KEY, query }, t, NOW);
+    expect(test.ok && { space: test.space.id, preview: test.preview }).toEqual({ space: 2, preview: 'lockout' });
+    // Remembered on its space: found again without hashing, and still the test space.
+    expect(twin.acceptedKeys.has(TEST_KEY)).toBe(true);
+    const again = checkLookup({ token: TEST_KEY, query }, t, NOW);
+    expect(again.ok && again.space).toBe(twin);
+    // The live key: the tenant's own space, and no preview there.
+    const live = checkLookup({ token: KEY, query }, t, NOW);
+    expect(live.ok && { space: live.space.id, preview: live.preview }).toEqual({ space: 1, preview: null });
+    expect(checkLookup({ token: 'pk_test_zzzzzzzzzzzzzzzzzzzzzzzz', query }, t, NOW)).toEqual({
+      ok: false,
+      code: 'invalid_publishable_key',
     });
   });
 

@@ -50,6 +50,7 @@ function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
 function target(over: Partial<DownstreamTarget> = {}): DownstreamTarget {
   return {
     slug: 'acme',
+    livemode: true,
     endpoints: [{ key: 7, enabled: true, eventTypes: null }],
     lastSequence: 4,
     messageId: 'msg_test',
@@ -421,6 +422,7 @@ describe('downstreamMessage', () => {
       payload: {
         id: 'msg_test',
         tenant: 'acme',
+        livemode: true,
         timestamp: '2026-05-01T12:00:00.000Z',
         type: 'subscriber.status_changed',
         data: {
@@ -436,7 +438,7 @@ describe('downstreamMessage', () => {
       },
     });
     expect(JSON.stringify(message?.payload)).toBe(
-      '{"id":"msg_test","tenant":"acme","timestamp":"2026-05-01T12:00:00.000Z","type":"subscriber.status_changed","data":{"processor_customer_id":"cus_1","sequence":5,"cause":{"source":"stripe","stripe_event_id":"evt_1","stripe_event_type":"invoice.payment_failed"},"occurred_at":"2026-05-01T11:59:59.000Z","from":"active","to":"warning","reason":"soft_decline","previous_reason":"paid"}}',
+      '{"id":"msg_test","tenant":"acme","livemode":true,"timestamp":"2026-05-01T12:00:00.000Z","type":"subscriber.status_changed","data":{"processor_customer_id":"cus_1","sequence":5,"cause":{"source":"stripe","stripe_event_id":"evt_1","stripe_event_type":"invoice.payment_failed"},"occurred_at":"2026-05-01T11:59:59.000Z","from":"active","to":"warning","reason":"soft_decline","previous_reason":"paid"}}',
     );
   });
 

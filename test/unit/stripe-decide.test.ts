@@ -60,6 +60,7 @@ function subscriber(over: Partial<StoredSubscriber> = {}): StoredSubscriber {
 
 const target: DownstreamTarget = {
   slug: 'acme',
+  livemode: true,
   endpoints: [{ key: 1, enabled: true, eventTypes: null }],
   lastSequence: 0,
   messageId: 'msg_test',

@@ -287,7 +287,7 @@ export type Settings = {
   branding: Branding;
   /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode: boolean | null;
   stripe_webhook_secret_set: boolean;
   /** The Stripe API key of this mode: its prefix and when it was set, never the key; null: none */
@@ -383,7 +383,7 @@ export type Tenant = {
   branding: Branding;
   /** How derived statuses are enforced, and the notices answered (docs/policy.md) */
   policy: Policy;
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode: boolean | null;
   created_at: string;
   updated_at: string;
@@ -396,7 +396,10 @@ export type TenantList = {
 
 /** A created tenant, with its keys (shown once) */
 export type TenantWithKeys = Tenant & {
+  /** The live mode's publishable key (pk_live_) */
   publishable_key: string;
+  /** The test mode's publishable key (pk_test_) */
+  test_publishable_key: string;
   hmac_secret: string;
 };
 
@@ -425,7 +428,7 @@ export type CreateTenantBody = {
     /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
     notices?: NoticeKind[];
   };
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode?: boolean | null;
 };
 
@@ -452,7 +455,7 @@ export type UpdateTenantBody = {
     /** The notices an active subscriber's answer may carry (docs/notices.md); default none */
     notices?: NoticeKind[];
   };
-  /** The Stripe events taken: true, live only (new publishable keys pk_live_); false, test only (pk_test_); null, both (the default) */
+  /** Superseded by the modes (every tenant has a live and a test mode; see ?mode=test): the setting a tenant had before them, which decided where its data went (false: test mode; true or null: live). It no longer changes anything */
   livemode?: boolean | null;
   /** The Stripe endpoint's signing secret (whsec_...) */
   stripe_webhook_secret?: string;

@@ -170,7 +170,8 @@ async function answerOf(
   customer: string,
 ): Promise<Pick<SendSampleResult, 'answered' | 'answered_unknown'>> {
   try {
-    const client = clientFrom({ ...ctx.io.env, DUNWALL_URL: base }, ctx.io.fetch ?? globalThis.fetch);
+    // The samples are test-mode events (livemode false): their answer is the tenant's test mode's.
+    const client = clientFrom({ ...ctx.io.env, DUNWALL_URL: base }, ctx.io.fetch ?? globalThis.fetch, 'test');
     const { policy } = await client.getTenant(tenant);
     let subscriber: SubscriberView | null = null;
     try {
@@ -191,7 +192,7 @@ async function answerOf(
 /** What to do about a refusal, after Dunwall's own words. */
 function hintFor(code: string, tenant: string): string {
   if (code === 'invalid_signature') {
-    return ` Is the secret on stdin the tenant's Stripe signing secret? Set it with: dunwall tenant update ${tenant} --stripe-webhook-secret -`;
+    return ` Is the secret on stdin the tenant's test-mode Stripe signing secret? Set it with: dunwall tenant update ${tenant} --stripe-webhook-secret - --test`;
   }
   if (code === 'tenant_not_found') return ` Create it with: dunwall tenant create ${tenant}`;
   return '';

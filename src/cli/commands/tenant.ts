@@ -47,20 +47,6 @@ function lookupsPerMinute(value: string): number | null {
   return Number(value);
 }
 
-/**
- * `--live`, `--test` or (update only) `--either-mode`: the Stripe events the tenant takes.
- * Undefined when none is given; two at once is a usage error, not a guess.
- */
-function livemodeFlag(ctx: CommandContext, command: string, either: boolean): boolean | null | undefined {
-  const given = [
-    ...(booleanOption(ctx.values, 'live') ? [['--live', true] as const] : []),
-    ...(booleanOption(ctx.values, 'test') ? [['--test', false] as const] : []),
-    ...(either && booleanOption(ctx.values, 'either-mode') ? [['--either-mode', null] as const] : []),
-  ];
-  if (given.length > 1) throw new UsageError(`${command}: give only one of ${given.map(([flag]) => flag).join(', ')}`);
-  return given[0]?.[1];
-}
-
 async function webhookSecret(ctx: CommandContext, value: string): Promise<string> {
   if (value !== '-') return value;
   const secret = (await readAll(ctx.io.stdin)).trim();
@@ -147,17 +133,15 @@ function policyOptions(ctx: CommandContext): UpdateBody['policy'] {
 
 const create: Command = {
   name: 'tenant create',
-  usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] [--live|--test] ${POLICY_USAGE}`,
+  usage: `SLUG [--tier T] [--card-update-url URL] [--hmac-required true|false] [--allowed-origins A,B] [--lookups-per-minute N] ${POLICY_USAGE}`,
   summary:
-    'Create a tenant; prints its publishable key and HMAC secret, shown this once only. --live or --test: it takes only that mode of Stripe events.',
+    "Create a tenant, with its live and its test mode; prints both modes' publishable keys and the HMAC secret, shown this once only.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
     'hmac-required': { type: 'string' },
     'allowed-origins': { type: 'string' },
     'lookups-per-minute': { type: 'string' },
-    live: { type: 'boolean' },
-    test: { type: 'boolean' },
     ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
@@ -169,7 +153,6 @@ const create: Command = {
     const hmacRequired = stringOption(ctx.values, 'hmac-required');
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const policy = policyOptions(ctx);
-    const livemode = livemodeFlag(ctx, 'tenant create', false);
     const created = await ctx.client().createTenant({
       ...(policy !== undefined ? { policy } : {}),
       slug: slugOf(ctx),
@@ -178,7 +161,6 @@ const create: Command = {
       ...(hmacRequired !== undefined ? { hmac_required: parseBoolean(hmacRequired, '--hmac-required') } : {}),
       ...(origins !== null ? { allowed_origins: origins } : {}),
       ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
-      ...(livemode !== undefined ? { livemode } : {}),
     });
     ctx.output(created, formatCreatedTenant);
   },
@@ -233,9 +215,9 @@ const remove: Command = {
 
 const update: Command = {
   name: 'tenant update',
-  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--stripe-api-key -|none [--test]] [--branding-file FILE|-] [--live|--test|--either-mode] ${POLICY_USAGE}`,
+  usage: `SLUG [--tier T] [--card-update-url URL|none] [--hmac-required true|false] [--allowed-origins A,B|none] [--lookups-per-minute N|none] [--stripe-webhook-secret whsec_...|-] [--stripe-api-key -|none] [--branding-file FILE|-] ${POLICY_USAGE}`,
   summary:
-    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret or the Stripe API key from stdin; --live, --test or --either-mode sets the Stripe events it takes (with --stripe-api-key, --test names the mode the key is for).",
+    "Change a tenant's settings; 'none' clears a field, '-' reads the webhook secret or the Stripe API key from stdin; the webhook secret and the Stripe API key are the live mode's, or with --test the test mode's.",
   options: {
     tier: { type: 'string' },
     'card-update-url': { type: 'string' },
@@ -245,9 +227,6 @@ const update: Command = {
     'stripe-webhook-secret': { type: 'string' },
     'stripe-api-key': { type: 'string' },
     'branding-file': { type: 'string' },
-    live: { type: 'boolean' },
-    test: { type: 'boolean' },
-    'either-mode': { type: 'boolean' },
     ...POLICY_OPTIONS,
   },
   positionals: ['SLUG'],
@@ -260,9 +239,8 @@ const update: Command = {
     const limit = stringOption(ctx.values, 'lookups-per-minute');
     const brandingFile = stringOption(ctx.values, 'branding-file');
     const policy = policyOptions(ctx);
-    const livemode = livemodeFlag(ctx, 'tenant update', true);
     const apiKeyOption = stringOption(ctx.values, 'stripe-api-key');
-    if (apiKeyOption !== undefined) return updateStripeApiKey(ctx, apiKeyOption, livemode);
+    if (apiKeyOption !== undefined) return updateStripeApiKey(ctx, apiKeyOption);
     const body: UpdateBody = {
       ...(policy !== undefined ? { policy } : {}),
       ...(brandingFile !== undefined ? { branding: await brandingFrom(ctx, brandingFile) } : {}),
@@ -272,11 +250,10 @@ const update: Command = {
       ...(origins !== undefined ? { allowed_origins: originList(origins) } : {}),
       ...(limit !== undefined ? { lookups_per_minute: lookupsPerMinute(limit) } : {}),
       ...(secret !== undefined ? { stripe_webhook_secret: await webhookSecret(ctx, secret) } : {}),
-      ...(livemode !== undefined ? { livemode } : {}),
     };
     if (Object.keys(body).length === 0) {
       throw new UsageError(
-        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --stripe-api-key, --branding-file, --live, --test, --either-mode, --enforcement, --grace-days, --escalate-after-days, --notices',
+        'tenant update: give at least one of --tier, --card-update-url, --hmac-required, --allowed-origins, --lookups-per-minute, --stripe-webhook-secret, --stripe-api-key, --branding-file, --enforcement, --grace-days, --escalate-after-days, --notices',
       );
     }
     ctx.output(await ctx.client().updateTenant(slugOf(ctx), body), formatTenant);
@@ -284,26 +261,19 @@ const update: Command = {
 };
 
 /**
- * `--stripe-api-key -|none [--test]`: the key of one mode (live unless --test), set (Stripe
- * checks it first) or removed. Given alone: the other settings are changed by another call.
+ * `--stripe-api-key -|none`: the key of one mode (live, or the test mode's with --test), set
+ * (Stripe checks it first) or removed. Given alone: the other settings are changed by another call.
  */
-async function updateStripeApiKey(
-  ctx: CommandContext,
-  value: string,
-  livemode: boolean | null | undefined,
-): Promise<void> {
-  const others = Object.keys(ctx.values).filter((k) => !['stripe-api-key', 'live', 'test'].includes(k));
-  if (others.length > 0 || livemode === null)
+async function updateStripeApiKey(ctx: CommandContext, value: string): Promise<void> {
+  const others = Object.keys(ctx.values).filter((k) => k !== 'stripe-api-key');
+  if (others.length > 0)
     throw new UsageError(
-      `tenant update --stripe-api-key: give it alone, with --test for the test mode (not with --${others[0] ?? 'either-mode'})`,
+      `tenant update --stripe-api-key: give it alone, with --test for the test mode (not with --${others[0]})`,
     );
-  const mode = livemode === false ? 'test' : 'live';
   const key = await stripeApiKey(ctx, value);
   const client = ctx.client();
   ctx.output(
-    key === null
-      ? await client.deleteStripeApiKey(slugOf(ctx), mode)
-      : await client.setStripeApiKey(slugOf(ctx), mode, key),
+    key === null ? await client.deleteStripeApiKey(slugOf(ctx)) : await client.setStripeApiKey(slugOf(ctx), key),
     formatStripeApiKeyState,
   );
 }

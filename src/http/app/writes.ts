@@ -7,8 +7,17 @@ import { statusFeedRoutes } from '../routes/statuses.js';
 import { stripeIntakeRoutes } from '../routes/stripe-webhook.js';
 import { stripeEventMetrics } from '../stripe-event-metrics.js';
 import type { AppContext } from './context.js';
+import { ModeParam, ModeQuery } from '../schemas.js';
 
 const DEFAULT_ROTATION_OVERLAP_S = 86_400;
+
+/** A route's query schema with the operator's `mode` beside its own parameters. */
+function withMode(querystring: unknown): unknown {
+  if (querystring === undefined) return ModeQuery;
+  const qs = querystring as { type?: unknown; properties?: Record<string, unknown> };
+  if (qs.type !== 'object' || qs.properties === undefined) return querystring;
+  return { ...qs, properties: { ...qs.properties, mode: ModeParam } };
+}
 
 /** What the operator's and the tenant's routes of a tenant's resources share. */
 function resourceOptions(ctx: AppContext) {
@@ -41,7 +50,14 @@ async function operatorArea(app: App, ctx: AppContext): Promise<void> {
   await tierRoutes(app, { tenants: store.tenants, now });
   await app.register(
     async (scoped: App) => {
-      tenantBySlug(scoped, (slug) => store.tenants.getTenant(slug));
+      // Every route of a tenant's resources takes `?mode=live|test` (docs/test-mode.md).
+      scoped.addHook('onRoute', (route) => {
+        route.schema = { ...route.schema, querystring: withMode(route.schema?.querystring) };
+      });
+      tenantBySlug(scoped, async (slug, mode) => {
+        const space = await store.tenants.spaceOf(slug, mode);
+        return space === null ? null : { id: space.spaceId, slug, tenantId: space.tenantId, mode };
+      });
       await tenantResourceRoutes(scoped, { audience: 'operator', ...resources });
     },
     { prefix: '/tenants/:slug' },

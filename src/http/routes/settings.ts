@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { brandingProblem } from '../../domain/branding.js';
+import type { Mode } from '../../domain/types.js';
 import { cardUpdateUrlProblem, originProblem } from '../../domain/validation.js';
 import type {
   CredentialActor,
@@ -100,6 +101,7 @@ export async function updateTenant(
   body: UpdateTenantBody,
   at: Date,
   overlapS: number,
+  mode: Mode = 'live',
 ): Promise<TenantRecord> {
   if (body.stripe_webhook_secret !== undefined && !holds(req.principal, 'stripe:write'))
     throw new AppError('insufficient_scope', 'Setting stripe_webhook_secret needs the scope stripe:write.');
@@ -110,7 +112,14 @@ export async function updateTenant(
     at,
     body.stripe_webhook_secret === undefined
       ? undefined
-      : { kind: 'stripe_webhook_secret', material: body.stripe_webhook_secret, overlapS, by: actorOf(req.principal) },
+      : {
+          kind: 'stripe_webhook_secret',
+          material: body.stripe_webhook_secret,
+          overlapS,
+          by: actorOf(req.principal),
+          // A signing secret is its mode's (docs/test-mode.md).
+          mode,
+        },
   );
   if (!result.ok) {
     if (result.error === 'not_found') throw new AppError('tenant_not_found');
@@ -128,8 +137,9 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
   const { audience, tenants, keys } = opts;
   const tag = 'settings';
 
-  async function present(tenant: TenantRecord) {
-    const credentials = await keys.listCredentials(tenant.id, new Date(opts.now()));
+  /** The tenant's settings; the signing secret, of the request's mode's space. */
+  async function present(tenant: TenantRecord, spaceId: number) {
+    const credentials = await keys.listCredentials(spaceId, new Date(opts.now()));
     return {
       slug: tenant.slug,
       tier: tenant.tier,
@@ -156,7 +166,7 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
       },
     },
     async (req) => {
-      return present(await tenantRecord(tenants, req));
+      return present(await tenantRecord(tenants, req), tenantOf(req).id);
     },
   );
 
@@ -178,7 +188,16 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     },
     async (req) =>
       present(
-        await updateTenant(tenants, req, tenantOf(req).slug, req.body, new Date(opts.now()), opts.rotationOverlapS),
+        await updateTenant(
+          tenants,
+          req,
+          tenantOf(req).slug,
+          req.body,
+          new Date(opts.now()),
+          opts.rotationOverlapS,
+          tenantOf(req).mode,
+        ),
+        tenantOf(req).id,
       ),
   );
 
@@ -200,17 +219,19 @@ export async function settingsRoutes(app: App, opts: SettingsRoutesOptions): Pro
     },
     async (req) => {
       const at = new Date(opts.now());
-      const tenant = await updateTenant(
+      await updateTenant(
         tenants,
         req,
         tenantOf(req).slug,
         { stripe_webhook_secret: req.body.secret },
         at,
         opts.rotationOverlapS,
+        tenantOf(req).mode,
       );
-      const credentials = await keys.listCredentials(tenant.id, at);
+      const spaceId = tenantOf(req).id;
+      const credentials = await keys.listCredentials(spaceId, at);
       const replaced = credentials.find((c) => c.kind === 'stripe_webhook_secret' && c.expiresAt !== null);
-      const changes = await keys.credentialChanges(tenant.id, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
+      const changes = await keys.credentialChanges(spaceId, 'stripe_webhook_secret', STRIPE_SECRET_CHANGES_SHOWN);
       return {
         stripe_webhook_secret_set: true,
         previous_expires_at: replaced?.expiresAt?.toISOString() ?? null,

@@ -88,7 +88,7 @@ export interface StatusFeedOptions {
   /** The feed's reads: the store. */
   feed: StatusFeed;
   /** This process's read model: the tenant's entitlements, and the wake-ups when a tenant's subscribers change. */
-  model: Pick<ReadModel, 'tenant' | 'onChanged'>;
+  model: Pick<ReadModel, 'tenant' | 'tenantById' | 'onChanged'>;
   limits?: Partial<StatusFeedLimits>;
   timers?: FeedTimers;
   /** The wall clock the credentials' expiries are read on (milliseconds since the epoch); default Date.now. */
@@ -489,7 +489,8 @@ export async function statusFeedRoutes(app: App, opts: StatusFeedOptions): Promi
             'cursor: is not a list cursor this service handed out (the next of a /statuses page)',
           );
       }
-      const auth = model.tenant(tenant.slug);
+      // The space of the request's mode (the tenant's own, or its twin).
+      const auth = model.tenantById(tenant.id);
       // The read model follows the store within moments; a tenant it does not hold (yet) is asked again.
       if (auth === null || auth.id !== tenant.id) throw new AppError('store_unavailable');
       const page = await feed.listStatuses(tenant.id, cursor, limit);

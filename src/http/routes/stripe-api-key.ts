@@ -3,10 +3,10 @@ import { stripeApiKeyForm, stripeApiKeyPrefix } from '../../domain/stripe/api-ke
 import type { Mode } from '../../domain/types.js';
 import { checkStripeApiKey } from '../../services/stripe-api.js';
 import type { StripeApiOptions } from '../../services/stripe-api.js';
-import type { KeyStore, StripeApiKeyStore, TenantRecord, TenantStore } from '../../store/index.js';
+import type { KeyStore, StripeApiKeyStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
-import { ModeQuery, STRIPE_SECRET_CHANGES_SHOWN, StripeApiKeyBody, StripeApiKeyState } from '../schemas.js';
+import { STRIPE_SECRET_CHANGES_SHOWN, StripeApiKeyBody, StripeApiKeyState } from '../schemas.js';
 import { doc, ERRORS, invalid, paramsOf, presentStripeApiKey, tenantOf } from './common.js';
 import type { Audience } from './common.js';
 import { actorOf, presentCredentialChange } from './settings.js';
@@ -31,56 +31,15 @@ export interface StripeApiKeyRoutesOptions {
   now: () => number;
 }
 
-/** The mode a tenant row's data is of, before a tenant holds both (its `livemode`: false is test). */
-function rowMode(tenant: Pick<TenantRecord, 'livemode'>): Mode {
-  return tenant.livemode === false ? 'test' : 'live';
-}
-
-/**
- * The settings row and the data space of a tenant's mode; null: no such tenant, or no such
- * mode. Replaced by the tenants role's spaceOf once modes land: until then a tenant row is
- * one space, of its own mode.
- */
-export async function spaceOf(
-  tenants: Pick<TenantStore, 'getTenant'>,
-  slug: string,
-  mode: Mode,
-): Promise<{ tenantId: number; spaceId: number } | null> {
-  const tenant = await tenants.getTenant(slug);
-  if (tenant === null || rowMode(tenant) !== mode) return null;
-  return { tenantId: tenant.id, spaceId: tenant.id };
-}
-
-/**
- * The mode a request addresses: the operator's `?mode=` (default live); a secret key's own
- * mode for the tenant (until modes land, its tenant row's).
- */
-async function requestMode(
-  req: FastifyRequest,
-  tenants: Pick<TenantStore, 'getTenant'>,
-  audience: Audience,
-): Promise<Mode> {
-  if (audience === 'operator') return (req.query as { mode?: Mode }).mode ?? 'live';
-  const tenant = await tenants.getTenant(tenantOf(req).slug);
-  if (tenant === null) throw new AppError('tenant_not_found');
-  return rowMode(tenant);
-}
-
 export async function stripeApiKeyRoutes(app: App, opts: StripeApiKeyRoutesOptions): Promise<void> {
-  const { audience, tenants, stripeApiKeys, keys } = opts;
+  const { audience, stripeApiKeys, keys } = opts;
   const path = audience === 'operator' ? '/stripe-api-key' : '/settings/stripe-api-key';
   const tag = 'settings';
-  const querystring = audience === 'operator' ? { querystring: ModeQuery } : {};
 
-  /** The space the request addresses: 400 when the tenant has no such mode. */
-  async function addressed(req: FastifyRequest): Promise<{ mode: Mode; spaceId: number }> {
-    const mode = await requestMode(req, tenants, audience);
-    const space = await spaceOf(tenants, tenantOf(req).slug, mode);
-    if (space === null) {
-      if ((await tenants.getTenant(tenantOf(req).slug)) === null) throw new AppError('tenant_not_found');
-      throw invalid('mode', `the tenant has no ${mode} mode`);
-    }
-    return { mode, spaceId: space.spaceId };
+  /** The space the request addresses: the operator's `?mode=` (default live), a secret key's own mode. */
+  function addressed(req: FastifyRequest): { mode: Mode; spaceId: number } {
+    const space = tenantOf(req);
+    return { mode: space.mode, spaceId: space.id };
   }
 
   async function state(mode: Mode, spaceId: number) {
@@ -104,7 +63,6 @@ export async function stripeApiKeyRoutes(app: App, opts: StripeApiKeyRoutesOptio
           tag,
         ),
         params: paramsOf(audience, {}),
-        ...querystring,
         body: StripeApiKeyBody,
         response: { 200: StripeApiKeyState, 502: ERRORS[503], ...ERRORS },
       },
@@ -113,7 +71,7 @@ export async function stripeApiKeyRoutes(app: App, opts: StripeApiKeyRoutesOptio
       const key = req.body.key;
       const form = stripeApiKeyForm(key);
       if (form === null) throw invalid('key', 'must be a Stripe restricted key (rk_...) or secret key (sk_...)');
-      const { mode, spaceId } = await addressed(req);
+      const { mode, spaceId } = addressed(req);
       if (form.mode !== mode)
         throw new AppError(
           'stripe_key_mode_mismatch',
@@ -172,12 +130,11 @@ export async function stripeApiKeyRoutes(app: App, opts: StripeApiKeyRoutesOptio
           tag,
         ),
         params: paramsOf(audience, {}),
-        ...querystring,
         response: { 200: StripeApiKeyState, ...ERRORS },
       },
     },
     async (req) => {
-      const { mode, spaceId } = await addressed(req);
+      const { mode, spaceId } = addressed(req);
       const removed = await stripeApiKeys.deleteStripeApiKey(spaceId, new Date(opts.now()), actorOf(req.principal));
       if (removed) {
         const by = req.principal?.kind === 'key' ? req.principal.keyId : 'operator';

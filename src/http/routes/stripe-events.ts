@@ -7,7 +7,7 @@ import type { NoticeIntake } from '../../services/stripe-events.js';
 import type { StripeEventStore, TenantStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { MAX_REPLAY_EVENTS, ReplayAnswer, ReplayBody } from '../schemas.js';
-import { doc, ERRORS, paramsOf, tenantRecord } from './common.js';
+import { doc, ERRORS, paramsOf, tenantOf, tenantRecord } from './common.js';
 import type { StripeIntake } from '../stripe-intake.js';
 
 /**
@@ -48,7 +48,7 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
       },
     },
     async (req) => {
-      const tenant = await tenantRecord(tenants, req);
+      await tenantRecord(tenants, req);
       const dryRun = req.body.dry_run === true;
       const outcomes = zeroOutcomeCounts();
       const invalid: { index: number; detail: string }[] = [];
@@ -58,9 +58,18 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         if (isStripeEvent(candidate, at.getTime())) events.push(candidate);
         else invalid.push({ index, detail: eventShapeProblem(candidate, at.getTime()) ?? 'not a Stripe event' });
       }
-      const results = await takeInStripeEvents(stripe, tenant, events, at, dryRun, opts.notices ?? null);
+      // Into the space of the mode asked for (`?mode=test`): an event of the other mode is `livemode_mismatch`.
+      const space = tenantOf(req);
+      const results = await takeInStripeEvents(
+        stripe,
+        { id: space.id, livemode: space.mode === 'live' },
+        events,
+        at,
+        dryRun,
+        opts.notices ?? null,
+      );
       // What the tenant's health shows as its last sync: the events taken, not a dry run's.
-      if (!dryRun) opts.intake?.count(tenant.id, 'replayed', at.getTime(), events.length);
+      if (!dryRun) opts.intake?.count(space.id, 'replayed', at.getTime(), events.length);
       const invalidAt = new Set(invalid.map((i) => i.index));
       let next = 0;
       const perEvent = req.body.events.map((_, index) =>
@@ -80,7 +89,10 @@ export async function stripeEventRoutes(app: App, opts: StripeEventRoutesOptions
         status: after?.status ?? null,
         reason: after?.reason ?? null,
       }));
-      req.log.info({ tenant: tenant.slug, dryRun, ...outcomes, invalid: invalid.length }, 'stripe events replayed');
+      req.log.info(
+        { tenant: tenantOf(req).slug, mode: tenantOf(req).mode, dryRun, ...outcomes, invalid: invalid.length },
+        'stripe events replayed',
+      );
       return {
         received: req.body.events.length,
         dry_run: dryRun,

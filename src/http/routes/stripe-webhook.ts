@@ -9,6 +9,7 @@ import { NOTICE_EVENT_TYPES } from '../../domain/notices.js';
 import type { StripeEventLike } from '../../domain/stripe/derive.js';
 import { isValidSlug } from '../../domain/lookup.js';
 import { isCurrent } from '../../domain/types.js';
+import type { Mode } from '../../domain/types.js';
 import { sendProblem } from '../problems.js';
 import { ProblemRef, StripeEventOutcome } from '../schemas.js';
 import { takeInStripeEventWithNotices } from '../../services/stripe-events.js';
@@ -79,6 +80,12 @@ function refused(req: FastifyRequest, slug: string, why: Refusal, secrets: numbe
  * the signature covers its exact bytes. The 2xx is sent only after the event and its
  * change have committed, so that Stripe retries anything not stored.
  */
+/** The mode an event says it is of (`livemode`); null: it does not say (then the secret that verified it decides). */
+function modeOfEvent(event: unknown): Mode | null {
+  const livemode = typeof event === 'object' && event !== null ? (event as { livemode?: unknown }).livemode : undefined;
+  return livemode === true ? 'live' : livemode === false ? 'test' : null;
+}
+
 export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): Promise<void> {
   const { stripe, now } = opts;
   const intake = opts.intake ?? null;
@@ -154,21 +161,35 @@ export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): P
 
       const header = req.headers['stripe-signature'];
       const raw = req.body;
-      const secrets = signing.secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
-      if (secrets.length === 0) {
+      // Each mode has its signing secret (docs/test-mode.md): an event goes to the space of
+      // its mode, verified with that mode's secret.
+      const current = (mode: Mode) =>
+        signing.spaces[mode].secrets.filter((s) => isCurrent(s, nowMs)).map((s) => s.value);
+      const bySpace = { live: current('live'), test: current('test') };
+      const secretCount = bySpace.live.length + bySpace.test.length;
+      if (secretCount === 0) {
         refuse('no_secret_configured', 0);
         return sendProblem(reply, 'invalid_signature', 'This tenant has no Stripe signing secret configured.');
       }
       if (typeof header !== 'string' || !Buffer.isBuffer(raw)) {
-        refuse('missing_header', secrets.length);
+        refuse('missing_header', secretCount);
         return sendProblem(reply, 'invalid_signature', 'The Stripe-Signature header is missing.');
       }
-      const checked = checkStripeDelivery(raw, header, secrets, nowMs);
+      let mode: Mode = 'live';
+      let checked = checkStripeDelivery(raw, header, bySpace.live, nowMs);
+      if (!checked.ok && checked.why === 'no_matching_secret' && bySpace.test.length > 0) {
+        mode = 'test';
+        checked = checkStripeDelivery(raw, header, bySpace.test, nowMs);
+      }
+      // Signed with one mode's secret, it must be of that mode: a live event never lands in test, nor the reverse.
+      if (checked.ok && modeOfEvent(checked.event) !== null && modeOfEvent(checked.event) !== mode)
+        checked = { ok: false, why: 'no_matching_secret' };
       if (!checked.ok) {
-        refuse(checked.why, secrets.length);
+        refuse(checked.why, secretCount);
         return sendProblem(reply, 'invalid_signature');
       }
-      intake?.count(tenantId, 'received', nowMs);
+      const spaceId = signing.spaces[mode].spaceId;
+      intake?.count(spaceId, 'received', nowMs);
       const event = checked.event;
       // An event dated more than MAX_AHEAD_S ahead is refused, as by the replay.
       const problem = eventShapeProblem(event, nowMs);
@@ -182,14 +203,13 @@ export async function stripeIntakeRoutes(app: App, opts: StripeIntakeOptions): P
         const { outcome } = await takeInStripeEventWithNotices(
           stripe,
           opts.notices ?? null,
-          { id: tenantId, livemode: signing.livemode },
+          { id: spaceId, livemode: mode === 'live' },
           e,
           new Date(nowMs),
         );
-        if (outcome === 'livemode_mismatch') intake?.count(tenantId, 'refused_livemode', nowMs);
         opts.metrics?.recordSeconds(Number(process.hrtime.bigint() - start) / 1e9);
         opts.metrics?.stripeEvent(typeLabel, outcome);
-        req.log.info({ tenant: slug, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
+        req.log.info({ tenant: slug, mode, eventId: e.id, eventType: e.type, outcome }, 'stripe event');
         return { received: true as const, outcome };
       } catch (err) {
         opts.metrics?.stripeEvent(typeLabel, 'failed');

@@ -199,7 +199,8 @@ export async function subscriberRoutes(app: App, opts: SubscriberRoutesOptions):
     async (req, reply) => {
       const nowMs = opts.now();
       if (!model.serving(nowMs)) throw new AppError('store_unavailable');
-      const tenant = model.tenant(tenantOf(req).slug);
+      // The space of the request's mode: its subscribers answer.
+      const tenant = model.tenantById(tenantOf(req).id);
       if (tenant === null) throw new AppError('store_unavailable');
       if (tenant.suspended) throw new AppError('tenant_suspended');
       const customerId = req.params.customerId;

@@ -8,6 +8,7 @@ import { presentTenant } from '../presenters.js';
 import {
   AdminHeaders,
   CreateTenantBody,
+  ModeQuery,
   ProblemRef,
   RotateBody,
   RotatedTenant,
@@ -19,6 +20,8 @@ import {
   UpdateTenantBody,
 } from '../schemas.js';
 import { checkSettings, updateTenant } from './settings.js';
+import { modeOf } from '../auth.js';
+import type { Mode } from '../../domain/types.js';
 import { invalid, presentStripeApiKey } from './common.js';
 
 /**
@@ -50,6 +53,13 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
     return tenant;
   }
 
+  /** The data space of the mode a request asks for (`?mode=test`; live by default). */
+  async function spaceOr404(slug: string, mode: Mode): Promise<number> {
+    const space = await tenants.spaceOf(slug, mode);
+    if (!space) throw new AppError('tenant_not_found');
+    return space.spaceId;
+  }
+
   const common = { tags: ['admin'], security: [{ adminToken: [] }], headers: AdminHeaders };
 
   app.post(
@@ -67,7 +77,9 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       const body = req.body;
       checkSettings(body);
       const livemode = body.livemode ?? null;
-      const publishableKey = generatePublishableKey(livemode);
+      // Both modes' first keys (docs/test-mode.md): pk_live_ for the live mode, pk_test_ for the test mode.
+      const publishableKey = generatePublishableKey(true);
+      const testPublishableKey = generatePublishableKey(false);
       const hmacSecret = generateHmacSecret();
       const result = await tenants.createTenant(
         {
@@ -81,6 +93,7 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
           ...(body.policy !== undefined ? { policy: { ...DEFAULT_POLICY, ...body.policy } } : {}),
           livemode,
           publishableKeyHash: sha256(publishableKey).toString('hex'),
+          testPublishableKeyHash: sha256(testPublishableKey).toString('hex'),
           hmacSecret,
         },
         now(),
@@ -96,9 +109,12 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         throw invalid('tier', `no tier is named '${body.tier}'`);
       }
       req.log.info({ tenant: body.slug }, 'tenant created');
-      return reply
-        .code(201)
-        .send({ ...presentTenant(result.tenant), publishable_key: publishableKey, hmac_secret: hmacSecret });
+      return reply.code(201).send({
+        ...presentTenant(result.tenant),
+        publishable_key: publishableKey,
+        test_publishable_key: testPublishableKey,
+        hmac_secret: hmacSecret,
+      });
     },
   );
 
@@ -123,20 +139,33 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       schema: {
         ...common,
         operationId: 'getTenant',
-        summary: 'Show a tenant, its credentials in force and its subscribers by status',
+        summary: 'Show a tenant, its credentials in force and its subscribers by status (of the mode asked for)',
         params: TenantParams,
+        querystring: ModeQuery,
         response: { 200: TenantDetail, ...errors },
       },
     },
     async (req) => {
       const tenant = await tenantOr404(req.params.slug);
-      const [credentials, counts, stripeApiKey] = await Promise.all([
+      const mode = modeOf(req);
+      const spaceId = await spaceOr404(req.params.slug, mode);
+      // The hmac secret is the tenant's; the keys and the signing secret, the mode's.
+      const [own, spaceCredentials, counts, stripeApiKey] = await Promise.all([
         keys.listCredentials(tenant.id, now()),
-        subscribers.countSubscribers(tenant.id),
-        presentStripeApiKey(opts.stripeApiKeys, tenant.id),
+        spaceId === tenant.id ? Promise.resolve([]) : keys.listCredentials(spaceId, now()),
+        subscribers.countSubscribers(spaceId),
+        presentStripeApiKey(opts.stripeApiKeys, spaceId),
       ]);
+      const credentials =
+        spaceId === tenant.id
+          ? own
+          : [
+              ...own.filter((c) => c.kind === 'hmac_secret'),
+              ...spaceCredentials.filter((c) => c.kind !== 'hmac_secret'),
+            ];
       return {
         ...presentTenant(tenant),
+        mode,
         stripe_webhook_secret_set: credentials.some((c) => c.kind === 'stripe_webhook_secret'),
         stripe_api_key: stripeApiKey,
         credentials: credentials.map((c) => ({
@@ -175,14 +204,17 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       schema: {
         ...common,
         operationId: 'updateTenant',
-        summary: 'Update a tenant',
+        summary: 'Update a tenant (a stripe_webhook_secret is set for the mode asked for)',
         params: TenantParams,
+        querystring: ModeQuery,
         body: UpdateTenantBody,
         response: { 200: Tenant, ...errors },
       },
     },
     async (req) =>
-      presentTenant(await updateTenant(tenants, req, req.params.slug, req.body, now(), opts.rotationOverlapS)),
+      presentTenant(
+        await updateTenant(tenants, req, req.params.slug, req.body, now(), opts.rotationOverlapS, modeOf(req)),
+      ),
   );
 
   app.post(
@@ -192,8 +224,10 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
         ...common,
         operationId: 'rotateTenantKey',
         summary: 'Rotate the publishable key or the HMAC secret',
-        description: 'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds.',
+        description:
+          'The keys replaced stay valid for DUNWALL_ROTATION_OVERLAP_S seconds. A publishable key is of the mode asked for (?mode=test: pk_test_); the HMAC secret is shared by both modes.',
         params: TenantParams,
+        querystring: ModeQuery,
         body: RotateBody,
         response: { 200: RotatedTenant, ...errors },
       },
@@ -203,16 +237,17 @@ export async function tenantRoutes(app: App, opts: TenantRoutesOptions): Promise
       const at = now();
       const previousExpiresAt = new Date(at.getTime() + opts.rotationOverlapS * 1000).toISOString();
       if (req.body.key === 'publishable') {
-        // The tenant's mode now: a tenant switched to live gets a pk_live_ key here.
-        const key = generatePublishableKey(tenant.livemode);
+        // A key of the mode asked for, on that mode's space.
+        const mode = modeOf(req);
+        const key = generatePublishableKey(mode === 'live');
         await keys.rotateCredential(
-          tenant.id,
+          await spaceOr404(req.params.slug, mode),
           'publishable_key',
           sha256(key).toString('hex'),
           opts.rotationOverlapS,
           at,
         );
-        req.log.info({ tenant: tenant.slug }, 'publishable key rotated');
+        req.log.info({ tenant: tenant.slug, mode }, 'publishable key rotated');
         return { ...presentTenant(tenant), publishable_key: key, previous_expires_at: previousExpiresAt };
       }
       const secret = generateHmacSecret();

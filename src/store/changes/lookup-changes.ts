@@ -199,7 +199,12 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
     const unread = [...tenantIds].filter((id) => !found.has(id) && !unreadable.has(id));
     if (unread.length > 0) take(await readTenantsChecked(tx, secrets, unread));
     const tenants: LookupChanges['tenants'] = [];
+    // A twin's change (the other mode's space: its keys, its copy of the settings) is its
+    // tenant's, read with it: the twin's own id names no tenant of the read model.
+    const twins = new Set<number>();
+    for (const tenant of found.values()) if (tenant.twin !== null) twins.add(tenant.twin.id);
     for (const id of new Set([...tenantIds, ...found.keys(), ...unreadable.keys()])) {
+      if (twins.has(id)) continue;
       const bad = unreadable.get(id);
       tenants.push(bad === undefined ? { id, tenant: found.get(id) ?? null } : { id, tenant: null, unreadable: bad });
     }

@@ -16,20 +16,30 @@ export async function downstreamTarget(
   tenantId: number,
   customerId: string,
 ): Promise<DownstreamTarget | null> {
-  const endpoints = await tx.query<{ id: number; slug: string; enabled: boolean; event_types: string[] | null }>(
-    `SELECT e.id, t.slug, e.enabled, e.event_types FROM webhook_endpoints e
+  // `tenantId` is a mode's data space; the endpoints are its tenant's, shared by both modes.
+  const endpoints = await tx.query<{
+    id: number;
+    slug: string;
+    enabled: boolean;
+    event_types: string[] | null;
+    mode: string;
+  }>(
+    `SELECT e.id, t.slug, e.enabled, e.event_types, s.mode FROM tenants s
+     JOIN webhook_endpoints e ON e.tenant_id = COALESCE(s.mode_of, s.id)
      JOIN tenants t ON t.id = e.tenant_id JOIN tiers tr ON tr.name = t.tier
-     WHERE e.tenant_id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
+     WHERE s.id = $1 AND ${ENTITLED} FOR KEY SHARE OF e`,
     [tenantId],
   );
   const slug = endpoints[0]?.slug;
   if (slug === undefined) return null;
+  const livemode = endpoints[0]?.mode !== 'test';
   const [seq] = await tx.query<{ last_sequence: string }>(
     'SELECT last_sequence FROM webhook_sequences WHERE tenant_id = $1 AND processor_customer_id = $2',
     [tenantId, customerId],
   );
   return {
     slug,
+    livemode,
     endpoints: endpoints.map((e) => ({ key: e.id, enabled: e.enabled, eventTypes: e.event_types })),
     lastSequence: Number(seq?.last_sequence ?? 0),
     messageId: publicId('msg'),

@@ -1,3 +1,4 @@
+import type { Mode } from '../../domain/types.js';
 import type { SecretKeyStore } from './secret-keys.js';
 
 export type CredentialKind = 'publishable_key' | 'hmac_secret' | 'stripe_webhook_secret';
@@ -12,6 +13,8 @@ export interface CredentialRotation {
   overlapS: number;
   /** Who made it: recorded beside it (tenant_credential_changes, migration 021) when given. */
   by?: CredentialActor;
+  /** A credential of one mode (the Stripe signing secret): the space it goes to; absent: the tenant's own row. */
+  mode?: Mode;
 }
 
 /** The operator, or the tenant's secret key (by its id) that made a change. */

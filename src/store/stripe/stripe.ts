@@ -1,5 +1,5 @@
 import type { StripeIntakeCount } from '../../domain/stripe/intake.js';
-import type { Credential } from '../../domain/types.js';
+import type { Mode } from '../../domain/types.js';
 import type { SecretBox } from '../../secrets/cipher.js';
 import type { Commits } from '../changes/commits.js';
 import type { Db, Queryable } from '../db/db.js';
@@ -13,6 +13,7 @@ import type {
   StripeEventInput,
   StripeEventResult,
   StripeIntakeSummary,
+  StripeSigning,
   StripeStore,
 } from './types.js';
 
@@ -74,34 +75,39 @@ export class SqlStripe implements StripeStore {
     private readonly commits: Commits,
   ) {}
 
-  async getStripeSigningSecrets(
-    slug: string,
-  ): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null> {
+  async getStripeSigningSecrets(slug: string): Promise<StripeSigning | null> {
     const rows = await this.db.query<{
+      tenant_id: number;
       id: number;
-      livemode: boolean | null;
+      mode: Mode;
       secret: string | null;
       expires_at: Date | null;
     }>(
-      `SELECT t.id, t.livemode, c.secret, c.expires_at FROM tenants t
-       LEFT JOIN tenant_credentials c ON c.tenant_id = t.id AND c.kind = 'stripe_webhook_secret'
-       WHERE t.slug = $1 ORDER BY c.id`,
+      `SELECT t.id AS tenant_id, s.id, s.mode, c.secret, c.expires_at FROM tenants t
+       JOIN tenants s ON s.id = t.id OR s.mode_of = t.id
+       LEFT JOIN tenant_credentials c ON c.tenant_id = s.id AND c.kind = 'stripe_webhook_secret'
+       WHERE t.slug = $1 AND t.mode_of IS NULL ORDER BY c.id`,
       [slug],
     );
     const first = rows[0];
     if (!first) return null;
-    return {
-      tenantId: first.id,
-      livemode: first.livemode,
-      secrets: rows
-        .filter((r) => r.secret !== null)
-        .map((r) =>
-          credential(
-            this.secrets.open(r.secret ?? '', { tenantId: first.id, kind: 'stripe_webhook_secret' }),
-            r.expires_at,
+    const space = (mode: Mode) => {
+      const own = rows.filter((r) => r.mode === mode);
+      const spaceId = own[0]?.id;
+      if (spaceId === undefined) throw new Error(`tenant ${first.tenant_id} has no ${mode} space`);
+      return {
+        spaceId,
+        secrets: own
+          .filter((r) => r.secret !== null)
+          .map((r) =>
+            credential(
+              this.secrets.open(r.secret ?? '', { tenantId: r.id, kind: 'stripe_webhook_secret' }),
+              r.expires_at,
+            ),
           ),
-        ),
+      };
     };
+    return { tenantId: first.tenant_id, spaces: { live: space('live'), test: space('test') } };
   }
 
   async recordStripeEvent(tenantId: number, input: StripeEventInput, now: Date): Promise<StripeEventResult> {

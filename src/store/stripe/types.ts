@@ -3,7 +3,7 @@ import type { Facts } from '../../domain/stripe/derive.js';
 import type { CustomerStatus } from '../../domain/stripe/fold.js';
 import type { StripeIntakeCount, StripeIntakeKind } from '../../domain/stripe/intake.js';
 import type { StripeEventOutcomeName } from '../../domain/stripe/outcomes.js';
-import type { Credential } from '../../domain/types.js';
+import type { Credential, Mode } from '../../domain/types.js';
 import type { CardFact } from '../../domain/notices.js';
 
 /**
@@ -39,15 +39,19 @@ export interface StripeEventRecord {
   facts: Facts;
 }
 
+/** A tenant's Stripe signing secrets: `tenantId`, its own row; per mode, the space and its secrets. */
+export interface StripeSigning {
+  tenantId: number;
+  spaces: Record<Mode, { spaceId: number; secrets: Credential<string>[] }>;
+}
+
 /** The tenant's Stripe events: their signing secrets, and each event kept with its effect. */
 export interface StripeEventStore {
   /**
-   * The tenant's Stripe signing secrets, expired ones included (the caller filters by time),
-   * and the mode of the events it takes; null: no such tenant.
+   * The tenant's Stripe signing secrets of each mode, with the data space of that mode
+   * (docs/test-mode.md), expired ones included (the caller filters by time); null: no such tenant.
    */
-  getStripeSigningSecrets(
-    slug: string,
-  ): Promise<{ tenantId: number; livemode: boolean | null; secrets: Credential<string>[] } | null>;
+  getStripeSigningSecrets(slug: string): Promise<StripeSigning | null>;
   /**
    * Keeps a Stripe event and applies its derivation in one transaction. A redelivered
    * event id is a `duplicate` and changes nothing.

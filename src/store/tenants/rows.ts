@@ -3,7 +3,7 @@ import { NAMED_FLAGS } from '../../domain/types.js';
 import type { Branding } from '../../domain/branding.js';
 import type { Policy } from '../../domain/policy.js';
 import { normaliseNotices } from '../../domain/notices.js';
-import type { Credential, Entitlements, SecretKeyAuth, TenantAuth } from '../../domain/types.js';
+import type { Credential, Entitlements, Mode, SecretKeyAuth, TenantAuth } from '../../domain/types.js';
 import { readSecretKeyAuth } from '../keys/secret-keys.js';
 import { SecretDecryptionError, UnknownEncryptionKeyError } from '../../secrets/cipher.js';
 import type { SecretBox } from '../../secrets/cipher.js';
@@ -28,6 +28,9 @@ export interface TenantRow {
   policy_escalate_after_days: number | null;
   policy_notices: string[] | null;
   livemode: boolean | null;
+  mode: Mode;
+  /** A twin (the other mode's data space): the tenant's row; null: the tenant's own row. */
+  mode_of: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -41,8 +44,11 @@ export interface CredentialRow {
 
 export const TENANT_SELECT = `SELECT t.id, t.slug, t.tier, tr.entitlements, t.card_update_url, t.hmac_required,
   t.suspended, t.allowed_origins, t.lookups_per_minute, t.branding, t.policy_enforcement, t.policy_grace_days,
-  t.policy_escalate_after_days, t.policy_notices, t.created_at, t.updated_at, t.livemode
+  t.policy_escalate_after_days, t.policy_notices, t.created_at, t.updated_at, t.livemode, t.mode, t.mode_of
   FROM tenants t JOIN tiers tr ON tr.name = t.tier`;
+
+/** The tenants' own rows (twins, the other mode's data spaces, are never listed or addressed). */
+export const TENANT_ROWS = `${TENANT_SELECT} WHERE t.mode_of IS NULL`;
 
 /** The named flags first, in the contract's order, then the tier's other flags. */
 export function orderEntitlements(flags: Entitlements): Entitlements {
@@ -72,6 +78,7 @@ export function toTenant(row: TenantRow): TenantRecord {
       notices: normaliseNotices(row.policy_notices ?? []),
     },
     livemode: row.livemode,
+    mode: row.mode,
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
@@ -142,18 +149,31 @@ function unopenable(own: readonly (CredentialRow & { id: number })[], tenantId: 
 }
 
 async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich): Promise<RawRead> {
-  let where = '';
+  // A twin's id (the other mode's space) reads its tenant: the two spaces are prepared together.
+  let where = ' WHERE t.mode_of IS NULL';
   let params: unknown[] = [];
-  if (Array.isArray(which)) [where, params] = [' WHERE t.id = ANY($1::int[])', [which]];
-  else if (which !== null && 'slug' in which) [where, params] = [' WHERE t.slug = $1', [which.slug]];
-  else if (which !== null && 'tiers' in which) [where, params] = [' WHERE t.tier = ANY($1::text[])', [which.tiers]];
+  if (Array.isArray(which))
+    [where, params] = [
+      ' WHERE t.mode_of IS NULL AND t.id IN (SELECT COALESCE(x.mode_of, x.id) FROM tenants x WHERE x.id = ANY($1::int[]))',
+      [which],
+    ];
+  else if (which !== null && 'slug' in which)
+    [where, params] = [' WHERE t.mode_of IS NULL AND t.slug = $1', [which.slug]];
+  else if (which !== null && 'tiers' in which)
+    [where, params] = [' WHERE t.mode_of IS NULL AND t.tier = ANY($1::text[])', [which.tiers]];
   const rows = await q.query<TenantRow>(`${TENANT_SELECT}${where}`, params);
   const read: RawRead = { tenants: [], failed: [] };
   if (rows.length === 0) return read;
+  const twins = await q.query<{ id: number; mode_of: number; mode: Mode }>(
+    'SELECT id, mode_of, mode FROM tenants WHERE mode_of = ANY($1::int[])',
+    [rows.map((r) => r.id)],
+  );
+  const twinOf = new Map(twins.map((t) => [t.mode_of, t]));
+  const ids = [...rows.map((r) => r.id), ...twins.map((t) => t.id)];
   const creds = await q.query<CredentialRow & { id: number; tenant_id: number }>(
     `SELECT id, tenant_id, kind, key_hash, secret, expires_at FROM tenant_credentials
      WHERE tenant_id = ANY($1::int[]) AND kind IN ('publishable_key', 'hmac_secret') ORDER BY id`,
-    [rows.map((r) => r.id)],
+    [ids],
   );
   const byTenant = new Map<number, (CredentialRow & { id: number })[]>();
   for (const c of creds) {
@@ -161,14 +181,26 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
     if (list) list.push(c);
     else byTenant.set(c.tenant_id, [c]);
   }
-  const keys = await readSecretKeyAuth(
-    q,
-    rows.map((r) => r.id),
-  );
+  const keys = await readSecretKeyAuth(q, ids);
   for (const row of rows) {
     const own = byTenant.get(row.id) ?? [];
     try {
-      read.tenants.push(prepareRow(row, own, secrets, keys.get(row.id) ?? []));
+      const twin = twinOf.get(row.id);
+      const other =
+        twin === undefined
+          ? null
+          : prepareRow(
+              row,
+              { id: twin.id, mode: twin.mode },
+              own,
+              byTenant.get(twin.id) ?? [],
+              secrets,
+              keys.get(twin.id) ?? [],
+              null,
+            );
+      read.tenants.push(
+        prepareRow(row, { id: row.id, mode: row.mode }, own, own, secrets, keys.get(row.id) ?? [], other),
+      );
     } catch (error) {
       read.failed.push({ id: row.id, slug: row.slug, error, credentialIds: unopenable(own, row.id, secrets) });
     }
@@ -176,15 +208,26 @@ async function readTenants(q: Queryable, secrets: SecretBox, which: TenantsWhich
   return read;
 }
 
+/**
+ * One data space of a tenant as the lookup uses it: the tenant's settings and hmac secrets
+ * (`own`: the tenant's row's credentials), the space's publishable and secret keys (`keysOf`:
+ * the space's row's credentials). `twin`: the tenant's other space, on the tenant's own row's.
+ */
 function prepareRow(
   row: TenantRow,
+  space: { id: number; mode: Mode },
   own: readonly CredentialRow[],
+  keysOf: readonly CredentialRow[],
   secrets: SecretBox,
   secretKeys: readonly SecretKeyAuth[],
+  twin: TenantAuth | null,
 ): TenantAuth {
   const tenant = toTenant(row);
   return prepareTenant({
-    id: tenant.id,
+    id: space.id,
+    tenantId: tenant.id,
+    mode: space.mode,
+    twin,
     slug: tenant.slug,
     suspended: tenant.suspended,
     hmacRequired: tenant.hmacRequired,
@@ -196,7 +239,7 @@ function prepareRow(
     cardExpiringNotice: tenant.policy.notices?.includes('card_expiring') === true,
     livemode: tenant.livemode,
     entitlements: tenant.entitlements,
-    publishableKeyHashes: own
+    publishableKeyHashes: keysOf
       .filter((c) => c.kind === 'publishable_key' && c.key_hash !== null)
       .map((c) => credential(Buffer.from(c.key_hash ?? '', 'hex'), c.expires_at)),
     hmacSecrets: own

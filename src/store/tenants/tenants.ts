@@ -1,14 +1,14 @@
 import { DEFAULT_POLICY } from '../../domain/policy.js';
 import { normaliseNotices } from '../../domain/notices.js';
 import type { Policy } from '../../domain/policy.js';
-import type { Entitlements } from '../../domain/types.js';
+import type { Entitlements, Mode } from '../../domain/types.js';
 import type { SecretBox } from '../../secrets/cipher.js';
 import type { Commits } from '../changes/commits.js';
 import type { Db, Queryable } from '../db/db.js';
 import { rotateIn } from '../keys/credentials.js';
 import type { CredentialRotation } from '../keys/types.js';
 import { tenantPolicy } from '../stripe/episodes.js';
-import { TENANT_SELECT, orderEntitlements, toTenant } from './rows.js';
+import { TENANT_ROWS, TENANT_SELECT, orderEntitlements, toTenant } from './rows.js';
 import type { TenantRow } from './rows.js';
 import type {
   CreateTenantResult,
@@ -59,7 +59,7 @@ export class SqlTenants implements TenantStore {
   ) {}
 
   async countTenants(): Promise<number> {
-    const [row] = await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
+    const [row] = await this.db.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants WHERE mode_of IS NULL');
     return row?.n ?? 0;
   }
 
@@ -70,8 +70,8 @@ export class SqlTenants implements TenantStore {
         if (!tier) return { ok: false, error: 'unknown_tier' } as const;
         const [row] = await tx.query<{ id: number }>(
           `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, allowed_origins, lookups_per_minute, branding, created_at, updated_at,
-             policy_enforcement, policy_grace_days, policy_escalate_after_days, livemode, policy_notices)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13) ON CONFLICT (slug) DO NOTHING RETURNING id`,
+             policy_enforcement, policy_grace_days, policy_escalate_after_days, livemode, policy_notices, mode)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, $12, $13, 'live') ON CONFLICT (slug) DO NOTHING RETURNING id`,
           [
             t.slug,
             t.tier,
@@ -89,6 +89,18 @@ export class SqlTenants implements TenantStore {
           ],
         );
         if (!row) return { ok: false, error: 'exists' } as const;
+        // The test mode's data space: a twin of the tenant's row (migration 022), its settings a copy.
+        const [twin] = await tx.query<{ id: number }>(
+          `INSERT INTO tenants (slug, tier, card_update_url, hmac_required, suspended, allowed_origins, lookups_per_minute,
+             branding, policy_enforcement, policy_grace_days, policy_escalate_after_days, policy_notices, livemode,
+             created_at, updated_at, mode, mode_of)
+           SELECT slug || '~test', tier, card_update_url, hmac_required, suspended, allowed_origins, lookups_per_minute,
+             branding, policy_enforcement, policy_grace_days, policy_escalate_after_days, policy_notices, livemode,
+             created_at, updated_at, 'test', id
+           FROM tenants WHERE id = $1 RETURNING id`,
+          [row.id],
+        );
+        if (!twin) throw new Error('the test space of a new tenant was not created');
         await tx.query(
           `INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES
            ($1, 'publishable_key', $2, NULL, $4), ($1, 'hmac_secret', NULL, $3, $4)`,
@@ -99,6 +111,11 @@ export class SqlTenants implements TenantStore {
             now,
           ],
         );
+        if (t.testPublishableKeyHash !== undefined)
+          await tx.query(
+            `INSERT INTO tenant_credentials (tenant_id, kind, key_hash, secret, created_at) VALUES ($1, 'publishable_key', $2, NULL, $3)`,
+            [twin.id, t.testPublishableKeyHash, now],
+          );
         return { ok: true, tenant: await tenantById(tx, row.id) } as const;
       });
       if (result.ok) this.commits.emit();
@@ -111,13 +128,23 @@ export class SqlTenants implements TenantStore {
   }
 
   async listTenants(): Promise<TenantRecord[]> {
-    const rows = await this.db.query<TenantRow>(`${TENANT_SELECT} ORDER BY t.slug`);
+    const rows = await this.db.query<TenantRow>(`${TENANT_ROWS} ORDER BY t.slug`);
     return rows.map(toTenant);
   }
 
   async getTenant(slug: string): Promise<TenantRecord | null> {
-    const [row] = await this.db.query<TenantRow>(`${TENANT_SELECT} WHERE t.slug = $1`, [slug]);
+    const [row] = await this.db.query<TenantRow>(`${TENANT_ROWS} AND t.slug = $1`, [slug]);
     return row ? toTenant(row) : null;
+  }
+
+  async spaceOf(slug: string, mode: Mode): Promise<{ tenantId: number; spaceId: number } | null> {
+    const [row] = await this.db.query<{ tenant_id: number; space_id: number }>(
+      `SELECT t.id AS tenant_id, s.id AS space_id FROM tenants t
+       JOIN tenants s ON (s.id = t.id OR s.mode_of = t.id) AND s.mode = $2
+       WHERE t.slug = $1 AND t.mode_of IS NULL`,
+      [slug, mode],
+    );
+    return row ? { tenantId: row.tenant_id, spaceId: row.space_id } : null;
   }
 
   async updateTenant(
@@ -143,7 +170,7 @@ export class SqlTenants implements TenantStore {
            branding = CASE WHEN 'branding' = ANY($7::text[]) THEN $10::jsonb ELSE branding END,
            livemode = CASE WHEN 'livemode' = ANY($7::text[]) THEN $11::boolean ELSE livemode END,
            updated_at = $8
-         WHERE slug = $1 RETURNING id`,
+         WHERE slug = $1 AND mode_of IS NULL RETURNING id`,
         [
           slug,
           patch.tier ?? null,
@@ -169,7 +196,18 @@ export class SqlTenants implements TenantStore {
       );
       if (!row) return { ok: false, error: 'not_found' } as const;
       if (patch.policy !== undefined) await this.changePolicy(tx, row.id, patch.policy, now);
-      if (rotation) await rotateIn(tx, row.id, rotation, now, this.secrets);
+      if (rotation) {
+        // A credential of one mode (a Stripe signing secret) goes to that mode's space; the others are the tenant's.
+        const [space] =
+          rotation.mode === undefined
+            ? [{ id: row.id }]
+            : await tx.query<{ id: number }>('SELECT id FROM tenants WHERE (id = $1 OR mode_of = $1) AND mode = $2', [
+                row.id,
+                rotation.mode,
+              ]);
+        if (!space) throw new Error('a tenant without the space of a mode');
+        await rotateIn(tx, space.id, rotation, now, this.secrets);
+      }
       return { ok: true, tenant: await tenantById(tx, row.id) } as const;
     });
     if (result.ok) this.commits.emit();
@@ -203,8 +241,10 @@ export class SqlTenants implements TenantStore {
       'UPDATE tenants SET policy_enforcement = $2, policy_grace_days = $3, policy_escalate_after_days = $4 WHERE id = $1',
       [tenantId, policy.enforcement, policy.grace_days, policy.escalate_after_days],
     );
+    // Both modes' subscribers are answered under the tenant's policy: a sweep for each space.
     await tx.query(
-      `INSERT INTO policy_sweeps (tenant_id, after, started_at) VALUES ($1, '', $2)
+      `INSERT INTO policy_sweeps (tenant_id, after, started_at)
+       SELECT id, '', $2 FROM tenants WHERE id = $1 OR mode_of = $1
        ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
       [tenantId, now],
     );

@@ -1,6 +1,6 @@
 import type { Branding } from '../../domain/branding.js';
 import type { Policy, TenantPolicy } from '../../domain/policy.js';
-import type { Entitlements } from '../../domain/types.js';
+import type { Entitlements, Mode } from '../../domain/types.js';
 import type { CredentialRotation } from '../keys/types.js';
 
 export interface TenantRecord {
@@ -18,8 +18,10 @@ export interface TenantRecord {
   branding: Branding;
   /** How derived statuses are enforced (docs/reference.md, "The dunning policy"). */
   policy: TenantPolicy;
-  /** Stripe events taken: live only (true), test only (false), or both (null). */
+  /** Superseded by the modes (docs/test-mode.md): what the tenant had chosen before them. */
   livemode: boolean | null;
+  /** The mode of the tenant's own row's data (the other mode's is its twin's). */
+  mode: Mode;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -47,7 +49,9 @@ export interface NewTenant extends Omit<
   /** Default null: both modes. */
   livemode?: boolean | null;
   slug: string;
+  /** The live mode's first publishable key (a digest), and the test mode's (absent: none yet). */
   publishableKeyHash: string;
+  testPublishableKeyHash?: string;
   hmacSecret: string;
 }
 
@@ -73,6 +77,11 @@ export interface TenantStore {
   createTenant(tenant: NewTenant, now: Date): Promise<CreateTenantResult>;
   listTenants(): Promise<TenantRecord[]>;
   getTenant(slug: string): Promise<TenantRecord | null>;
+  /**
+   * The data space of a tenant's mode (docs/test-mode.md): `tenantId`, the tenant's own row
+   * (its settings); `spaceId`, the row whose subscribers, history and events are that mode's.
+   */
+  spaceOf(slug: string, mode: Mode): Promise<{ tenantId: number; spaceId: number } | null>;
   /** Applies the patch and, in the same transaction, the rotation when one is given. */
   updateTenant(
     slug: string,
