@@ -1828,7 +1828,7 @@ describe('dunwall stripe send-sample', () => {
 
   it('is in the help and the completion script', async () => {
     expect((await cli(['help', 'stripe'])).stdout).toContain(
-      'dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted --tenant SLUG',
+      'dunwall stripe send-sample payment_failed|retries_exhausted|hard_decline|action_required|paid|subscription_deleted|card_expiring|renewal_upcoming|card_updated --tenant SLUG',
     );
     expect((await cli(['completion', 'bash'])).stdout).toMatch(
       /send-sample\) opts="--tenant --customer --secret --shape --url --subscription --invoice/,

@@ -18,6 +18,7 @@ function describe(commands: readonly Command[]): string[] {
 
 const FOOTER = `Options (anywhere on the line)
   --json         print the API's JSON answer as is, for scripts
+  --test         address the tenant's test mode (live otherwise)
   -h, --help     show this help
   --version      print the version
 

@@ -244,7 +244,8 @@ describe.skipIf(!haveBrowser)('the console: settings', () => {
       await page.getByRole('checkbox', { name: /settings:write/ }).check();
       await page.getByRole('button', { name: 'Create key' }).click();
       const secret = (await page.locator('.secret-value').innerText()).trim();
-      expect(secret).toMatch(/^sk_test_[A-Za-z0-9]{40}$/);
+      // The console addresses the live mode unless switched: a live key.
+      expect(secret).toMatch(/^sk_live_[A-Za-z0-9]{40}$/);
       const res = await fetch(`${service.url}/v1/settings`, { headers: { authorization: `Bearer ${secret}` } });
       expect(res.status).toBe(200);
       await page.getByRole('button', { name: 'I have kept it' }).click();

@@ -42,6 +42,8 @@ const TYPES: Record<string, string> = {
 interface Tenant {
   slug: string;
   publishable_key: string;
+  /** The test mode's key: the app runs against the tenant's test mode, where a preview is answered. */
+  test_publishable_key: string;
   hmac_secret: string;
 }
 
@@ -72,7 +74,7 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
     return res.json();
   }
   const setStatus = (customer: string, status: string) =>
-    admin('PUT', `/tenants/acme/subscribers/${customer}`, { status });
+    admin('PUT', `/tenants/acme/subscribers/${customer}?mode=test`, { status });
 
   beforeAll(async () => {
     running = await start(
@@ -106,7 +108,7 @@ describe.skipIf(!haveBrowser)('@dunwall/react in a Vite-built page, in Chromium'
       define: {
         'import.meta.env.VITE_DUNWALL_URL': JSON.stringify(running.url),
         'import.meta.env.VITE_DUNWALL_TENANT': JSON.stringify('acme'),
-        'import.meta.env.VITE_DUNWALL_KEY': JSON.stringify(acme.publishable_key),
+        'import.meta.env.VITE_DUNWALL_KEY': JSON.stringify(acme.test_publishable_key),
       },
       build: { outDir: out, emptyOutDir: true, target: 'es2022' },
     });
