@@ -240,7 +240,15 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
   const mode: Mode = session.kind === 'tenant' ? (session.tenant?.mode ?? 'live') : modeOfQuery(query);
   // Before any page asks the service anything: every call to the tenant's resources is in this mode.
   useMode(mode);
-  const setMode = useCallback((next: Mode) => route(withMode(url, next)), [url, route]);
+  // The same page in the other mode; a customer's page leads to the list (a customer of one mode is not one of the other's).
+  const setMode = useCallback(
+    (next: Mode) => {
+      const at = slugOfPath(path);
+      const onCustomer = at !== null && restOf(path).startsWith('/subscribers/');
+      route(withMode(onCustomer ? tenantPath(at, '/subscribers') : url, next));
+    },
+    [path, url, route],
+  );
   const [message, setMessage] = useState('');
   const setSlug = useCallback(
     (next: string | null) => {
