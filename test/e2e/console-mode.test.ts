@@ -124,6 +124,20 @@ describe.skipIf(!haveBrowser)('the console: the test-mode switch', () => {
         await expect.poll(() => new URL(page.url()).search).toMatch(/^\?status=warning&mode=test$/);
         await page.getByRole('link', { name: TEST_OPEN[0] as string }).waitFor();
 
+        // The settings and health pages load in the test mode too, without an error.
+        for (const [link, section] of [
+          ['Settings', 'Integration'],
+          ['Health', 'Stripe events, last 7 days'],
+        ] as const) {
+          await page.getByRole('link', { name: link, exact: true }).click();
+          await page.getByRole('heading', { name: section, level: 2 }).waitFor();
+          expect(new URL(page.url()).search).toBe('?mode=test');
+          expect(await page.locator('main [role=alert]').count()).toBe(0);
+        }
+        await page.goBack();
+        await page.goBack();
+        await page.getByRole('link', { name: TEST_OPEN[0] as string }).waitFor();
+
         // A reload keeps the test mode.
         await page.reload();
         await page.getByRole('link', { name: TEST_OPEN[1] as string }).waitFor();
