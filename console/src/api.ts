@@ -7,10 +7,14 @@
 
 import type { ProblemCode, Scope } from '@dunwall/wire';
 
+/** A tenant's data space: live, or test (docs/test-mode.md). */
+export type Mode = 'live' | 'test';
+
 /** The console's session (`/console/api/session`, a route of the console only). */
 export interface Session {
   kind: 'operator' | 'tenant';
-  tenant: { slug: string } | null;
+  /** A key's session: its tenant, and its key's mode (the only one it addresses). */
+  tenant: { slug: string; mode: Mode } | null;
   scopes: Scope[];
   csrf_token: string;
   expires_at: string;
@@ -34,10 +38,29 @@ const TIMEOUT_MS = 10_000;
 
 let csrf = '';
 let onSignedOut: () => void = () => {};
+let mode: Mode = 'live';
 
 export function useSession(session: Session | null, signedOut: () => void): void {
   csrf = session?.csrf_token ?? '';
   onSignedOut = signedOut;
+}
+
+/** The mode the pages show: every call of the operator's to a tenant's resources carries it. */
+export function useMode(next: Mode): void {
+  mode = next;
+}
+
+/** A tenant's resources under the operator's API (not the tenant itself, nor the list of tenants). */
+const OPERATOR_TENANT_RESOURCE = /^\/admin\/v1\/tenants\/[^/?]+\//;
+
+/**
+ * The path as sent: the operator's calls to a tenant's resources say the test mode
+ * (`mode=test`); live is the API's default. A key's session (/v1) addresses its key's mode,
+ * whatever is asked.
+ */
+function inMode(path: string): string {
+  if (mode === 'live' || !OPERATOR_TENANT_RESOURCE.test(path)) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}mode=test`;
 }
 
 async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -48,7 +71,7 @@ async function call<T>(method: string, path: string, body?: unknown): Promise<T>
   const timer = setTimeout(() => controller.abort(), TIMEOUT_MS);
   let res: Response;
   try {
-    res = await fetch(path, {
+    res = await fetch(inMode(path), {
       method,
       headers,
       credentials: 'same-origin',

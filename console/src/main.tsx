@@ -4,14 +4,15 @@ import type { ComponentType } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { LocationProvider, Router, Route, useLocation, useRoute } from 'preact-iso';
 import type { Tenant, TenantList } from '@dunwall/wire';
-import type { Session } from './api.js';
-import { api, currentSession, holds, signIn, signOut, useSession } from './api.js';
+import type { Mode, Session } from './api.js';
+import { api, currentSession, holds, signIn, signOut, useMode, useSession } from './api.js';
 import {
   contextFor,
   Ctx,
   ErrorNote,
   keepValue,
   Loading,
+  modeOfQuery,
   NeedsTenant,
   Page as UiPage,
   SLUG_RE,
@@ -19,6 +20,7 @@ import {
   useAction,
   useConsole,
   valueOf,
+  withMode,
 } from './ui.js';
 import { Overview } from './pages/overview.js';
 import { Subscribers, SubscriberPage } from './pages/subscribers.js';
@@ -180,11 +182,14 @@ const NAV: { rest: string; label: string; operatorOnly?: boolean }[] = [
 
 function Nav(props: { session: Session }) {
   const { path } = useLocation();
-  const { href } = useConsole();
-  const current = (to: string, rest: string) =>
-    rest === '' ? path === to || path === '/console' : path === to || path.startsWith(`${to}/`);
+  const { href, link } = useConsole();
+  const current = (to: string, rest: string) => {
+    const at = to.split('?')[0] as string;
+    return rest === '' ? path === at || path === '/console' : path === at || path.startsWith(`${at}/`);
+  };
   const links = NAV.map((n) => ({ to: href(n.rest), rest: n.rest, label: n.label }));
-  if (props.session.kind === 'operator') links.push({ to: '/console/tenants', rest: '/tenants', label: 'Tenants' });
+  if (props.session.kind === 'operator')
+    links.push({ to: link('/console/tenants'), rest: '/tenants', label: 'Tenants' });
   return (
     <nav class="nav" aria-label="Console">
       <ul>
@@ -200,35 +205,82 @@ function Nav(props: { session: Session }) {
   );
 }
 
+/**
+ * The test-mode switch: the operator's turns the mode of the address (`mode=test`) on and off
+ * on the same page; a key's session shows its key's mode, which it cannot change.
+ */
+function ModeSwitch(props: { session: Session; mode: Mode; setMode: (m: Mode) => void }) {
+  const fixed = props.session.kind === 'tenant';
+  return (
+    <label class="mode-switch" title={fixed ? "The mode of this session's key" : undefined}>
+      <input
+        type="checkbox"
+        role="switch"
+        checked={props.mode === 'test'}
+        disabled={fixed}
+        aria-describedby={fixed ? 'mode-fixed' : undefined}
+        onChange={(e) => props.setMode((e.currentTarget as HTMLInputElement).checked ? 'test' : 'live')}
+      />
+      <span>Test mode</span>
+      {fixed ? (
+        <span id="mode-fixed" class="sr-only">
+          (the mode of this session's key)
+        </span>
+      ) : null}
+    </label>
+  );
+}
+
 function Shell(props: { session: Session; onSignOut: () => void }) {
   const { session } = props;
-  const { path, url, route } = useLocation();
+  const { path, url, query, route } = useLocation();
   // The tenant is the address's; a tenant's session always shows its own (another's address says so).
   const slug = session.kind === 'tenant' ? (session.tenant?.slug ?? null) : slugOfPath(path);
+  // The mode: the address's for the operator (so a copied link or a reload keeps it), the key's for a key's session.
+  const mode: Mode = session.kind === 'tenant' ? (session.tenant?.mode ?? 'live') : modeOfQuery(query);
+  // Before any page asks the service anything: every call to the tenant's resources is in this mode.
+  useMode(mode);
+  // The same page in the other mode; a customer's page leads to the list (a customer of one mode is not one of the other's).
+  const setMode = useCallback(
+    (next: Mode) => {
+      const at = slugOfPath(path);
+      const onCustomer = at !== null && restOf(path).startsWith('/subscribers/');
+      route(withMode(onCustomer ? tenantPath(at, '/subscribers') : url, next));
+    },
+    [path, url, route],
+  );
   const [message, setMessage] = useState('');
   const setSlug = useCallback(
     (next: string | null) => {
-      if (next === null) return route('/console');
+      if (next === null) return route(withMode('/console', mode));
       const rest = restOf(slugOfPath(path) === null ? url : path);
       // From an address without a tenant (a link of before, or /console/tenants): that page of the one chosen.
-      if (slugOfPath(path) === null) return route(tenantPath(next, rest === '/tenants' ? '' : rest));
-      // From another tenant's page: the same section (a customer of one is not one of the other).
+      if (slugOfPath(path) === null) return route(withMode(tenantPath(next, rest === '/tenants' ? '' : rest), mode));
+      // From another tenant's page: the same section (a customer of one is not one of the other), in the same mode.
       const section = SECTIONS.find((s) => rest === `/${s}` || rest.startsWith(`/${s}/`));
-      return route(tenantPath(next, section ? `/${section}` : ''));
+      return route(withMode(tenantPath(next, section ? `/${section}` : ''), mode));
     },
-    [path, url, route],
+    [path, url, route, mode],
   );
   const announce = useCallback((m: string) => {
     setMessage(m);
     setTimeout(() => setMessage((now) => (now === m ? '' : now)), 6000);
   }, []);
-  const ctx = useMemo(() => contextFor(session, slug, setSlug, announce), [session, slug, setSlug, announce]);
+  const ctx = useMemo(
+    () => contextFor(session, slug, mode, setSlug, announce),
+    [session, slug, mode, setSlug, announce],
+  );
   return (
     <Ctx.Provider value={ctx}>
       <a class="skip" href="#main">
         Skip to content
       </a>
-      <header class="top">
+      {mode === 'test' ? (
+        <div class="test-band" role="note">
+          Test mode: the pages show and change the tenant's test data, never its live customers.
+        </div>
+      ) : null}
+      <header class={mode === 'test' ? 'top test' : 'top'}>
         <a class="brand" href={ctx.href()}>
           Dunwall
         </a>
@@ -237,6 +289,7 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
         ) : (
           <span class="who">{session.tenant?.slug}</span>
         )}
+        <ModeSwitch session={session} mode={mode} setMode={setMode} />
         <span class="role">
           {session.kind === 'operator'
             ? 'operator'
@@ -251,7 +304,8 @@ function Shell(props: { session: Session; onSignOut: () => void }) {
       <div class="layout">
         <Nav session={session} />
         <main id="main" tabIndex={-1}>
-          <Router>
+          {/* A page of one mode is not the other's: the pages start over, and ask again, in the new mode. */}
+          <Router key={mode}>
             <Route path="/console/t/:slug" component={OverviewPage} />
             <Route path="/console/t/:slug/subscribers" component={SubscribersPage} />
             <Route path="/console/t/:slug/subscribers/:customerId" component={SubscriberDetail} />

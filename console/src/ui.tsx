@@ -2,7 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { createContext } from 'preact';
 import { useCallback, useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import type { Session } from './api.js';
+import type { Mode, Session } from './api.js';
 import { ApiError, tenantBase } from './api.js';
 import { SLUG_PATTERN } from '@dunwall/wire';
 import type { Status } from '@dunwall/wire';
@@ -25,6 +25,26 @@ export function tenantPath(slug: string, rest = ''): string {
   return `/console/t/${encodeURIComponent(slug)}${rest}`;
 }
 
+/**
+ * A console address in a mode: the test mode's carries `mode=test` in its query (so that a
+ * copied link, or a reload, opens the same mode), the live mode's carries none.
+ */
+export function withMode(url: string, mode: Mode): string {
+  const hash = url.indexOf('#');
+  const [head, tail] = hash === -1 ? [url, ''] : [url.slice(0, hash), url.slice(hash)];
+  const q = head.indexOf('?');
+  const path = q === -1 ? head : head.slice(0, q);
+  // The address's other parameters as they were written (filters keep their commas).
+  const params = (q === -1 ? '' : head.slice(q + 1)).split('&').filter((p) => p !== '' && !/^mode(=|$)/.test(p));
+  if (mode === 'test') params.push('mode=test');
+  return `${path}${params.length ? `?${params.join('&')}` : ''}${tail}`;
+}
+
+/** The mode an address asks for: test with `mode=test`, else live. */
+export function modeOfQuery(query: Record<string, string | undefined>): Mode {
+  return query.mode === 'test' ? 'test' : 'live';
+}
+
 /** What every page reads: who is signed in, and which tenant the pages show. */
 export interface ConsoleContext {
   session: Session;
@@ -32,8 +52,12 @@ export interface ConsoleContext {
   slug: string | null;
   /** Where that tenant's resources are (/v1 or /admin/v1/tenants/:slug). */
   base: string;
-  /** The console's address of a page of the tenant shown (`tenantPath`); '/console' + rest when none is. */
+  /** The mode the pages show and act on: the switch's (the operator's), or the key's. */
+  mode: Mode;
+  /** The console's address of a page of the tenant shown (`tenantPath`); '/console' + rest when none is. In the mode shown. */
   href: (rest?: string) => string;
+  /** Any console address, in the mode shown. */
+  link: (url: string) => string;
   /** Shows another tenant: the same section of the console, under its address. */
   setSlug: (slug: string | null) => void;
   /** Says something to screen readers and shows it a moment (a save, a failure). */
@@ -51,14 +75,19 @@ export function useConsole(): ConsoleContext {
 export function contextFor(
   session: Session,
   slug: string | null,
+  mode: Mode,
   setSlug: (s: string | null) => void,
   announce: (m: string) => void,
 ): ConsoleContext {
+  // A key's session carries no mode in its addresses: its key decides.
+  const link = (url: string) => (session.kind === 'operator' ? withMode(url, mode) : url);
   return {
     session,
     slug,
     base: slug === null ? '' : tenantBase(session, slug),
-    href: (rest = '') => (slug === null ? `/console${rest}` : tenantPath(slug, rest)),
+    mode,
+    href: (rest = '') => link(slug === null ? `/console${rest}` : tenantPath(slug, rest)),
+    link,
     setSlug,
     announce,
   };
@@ -208,10 +237,11 @@ export function ErrorNote(props: { error: ApiError | null; retry?: () => void })
 
 /** What a page needs a tenant for, when the operator has not chosen one. */
 export function NeedsTenant() {
+  const { link } = useConsole();
   return (
     <Page title="Choose a tenant">
       <p>
-        Choose a tenant in the header, or see them all under <a href="/console/tenants">Tenants</a>.
+        Choose a tenant in the header, or see them all under <a href={link('/console/tenants')}>Tenants</a>.
       </p>
     </Page>
   );

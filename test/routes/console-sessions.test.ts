@@ -66,7 +66,7 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     expect(s.res.statusCode, s.res.body).toBe(201);
     expect(s.res.json()).toMatchObject({
       kind: 'tenant',
-      tenant: { slug: 'acme' },
+      tenant: { slug: 'acme', mode: 'live' },
       scopes: ['subscribers:read'],
       expires_at: new Date(h.clock.ms + TTL_MS).toISOString(),
     });
@@ -111,6 +111,24 @@ describe.each(engines)('console sessions ($name)', (engine) => {
     const settings = await as(s.cookie, 'PATCH', '/v1/settings', { csrf: s.csrf, body: { hmac_required: true } });
     expect(settings.statusCode).toBe(403);
     expect(settings.json().code).toBe('insufficient_scope');
+  });
+
+  it("names its key's mode, the one its calls reach, in the sign-in's answer and the page's", async () => {
+    const made = await h.admin('POST', '/tenants/acme/keys?mode=test', {
+      name: 'console',
+      scopes: ['subscribers:read'],
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const secret = (made.json() as { secret_key: string }).secret_key;
+    expect(secret).toMatch(/^sk_test_/);
+    await h.setSubscriber('acme', 'cus_live_only', 'warning');
+    const s = await signIn(secret);
+    expect(s.res.statusCode, s.res.body).toBe(201);
+    expect(s.res.json()).toMatchObject({ kind: 'tenant', tenant: { slug: 'acme', mode: 'test' } });
+    const again = await as(s.cookie, 'GET', '/console/api/session');
+    expect(again.json()).toMatchObject({ tenant: { slug: 'acme', mode: 'test' } });
+    // Its calls are the test mode's: the live mode's customer is not there.
+    expect((await as(s.cookie, 'GET', '/v1/subscribers/cus_live_only')).statusCode).toBe(404);
   });
 
   it("the operator's session reaches every tenant, and the bearer still wins over a cookie", async () => {

@@ -20,7 +20,7 @@ import {
 
 /** The operator's tenants: every one, a new one (its keys shown once), suspension. */
 export function Tenants() {
-  const { session } = useConsole();
+  const { session, link } = useConsole();
   const loaded = useLoad(
     () => (session.kind === 'operator' ? api.get<TenantList>('/admin/v1/tenants') : Promise.resolve({ data: [] })),
     [session],
@@ -79,7 +79,7 @@ export function Tenants() {
                   </td>
                   <td>{when(t.created_at)}</td>
                   <td class="actions">
-                    <a class="button secondary" href={tenantPath(t.slug)}>
+                    <a class="button secondary" href={link(tenantPath(t.slug))}>
                       Open<span class="sr-only"> {t.slug}</span>
                     </a>
                     <button type="button" class="button secondary" onClick={() => void suspend(t)}>

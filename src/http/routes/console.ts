@@ -103,7 +103,8 @@ function draftBranding(encoded: string): string {
 function presentSession(principal: SessionPrincipal, sessionId: string) {
   return {
     kind: principal.kind === 'operator' ? ('operator' as const) : ('tenant' as const),
-    tenant: principal.kind === 'key' ? { slug: principal.tenant.slug } : null,
+    // A key's session addresses its key's mode, which the console shows (read-only).
+    tenant: principal.kind === 'key' ? { slug: principal.tenant.slug, mode: principal.tenant.mode } : null,
     scopes: principal.kind === 'key' ? SCOPES.filter((s) => principal.scopes.has(s)) : [...SCOPES],
     csrf_token: csrfTokenOf(sessionId),
     expires_at: principal.expiresAt.toISOString(),
@@ -112,7 +113,10 @@ function presentSession(principal: SessionPrincipal, sessionId: string) {
 
 const SessionAnswer = Type.Object({
   kind: Type.Union([Type.Literal('operator'), Type.Literal('tenant')]),
-  tenant: Type.Union([Type.Object({ slug: Type.String() }), Type.Null()]),
+  tenant: Type.Union([
+    Type.Object({ slug: Type.String(), mode: Type.Union([Type.Literal('live'), Type.Literal('test')]) }),
+    Type.Null(),
+  ]),
   scopes: Type.Array(Type.String()),
   csrf_token: Type.String(),
   expires_at: Type.String(),
