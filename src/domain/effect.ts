@@ -34,6 +34,8 @@ export interface StoredSubscriber {
   lockoutAtMs: number | null;
   lockoutRule: ScheduledRule | null;
   payUrl: string | null;
+  /** The customer's card link through Dunwall while not active; absent or null: none. */
+  cardUrl?: string | null;
 }
 
 /**
@@ -71,6 +73,11 @@ export interface CustomerState {
   invoices: ReadonlyMap<string, InvoicePage>;
   /** Where the tenant's messages go; null: nowhere. */
   downstream: DownstreamTarget | null;
+  /**
+   * The customer's card link through Dunwall, made when the space has a Stripe API key and a
+   * public address and the customer may be answered non-active; absent or null: none.
+   */
+  cardUrl?: string | null;
 }
 
 /** The record as a write leaves it. */
@@ -86,6 +93,8 @@ export interface SubscriberWrite {
   lockoutAtMs: number | null;
   lockoutRule: ScheduledRule | null;
   payUrl: string | null;
+  /** The card link a non-active answer carries (a warning's `card_update_url`); null: none. */
+  cardUrl: string | null;
 }
 
 /** One entry of the customer's history. */
@@ -261,6 +270,7 @@ export function settle(
     };
   }
   const { answer, payUrl } = answerNow(state, episodes, override, now);
+  const cardUrl = answer.status === 'active' ? null : (state.cardUrl ?? null);
   const after: CustomerStatus = { status: answer.status, reason: derived.reason };
   const overriddenAtMs = override === null ? null : override.atMs;
   const answeredChanged = before?.status !== after.status || before.reason !== after.reason;
@@ -279,7 +289,8 @@ export function settle(
     !changed &&
     before.overriddenAtMs === overriddenAtMs &&
     before.lockoutAtMs === answer.lockoutAtMs &&
-    before.payUrl === payUrl;
+    before.payUrl === payUrl &&
+    (before.cardUrl ?? null) === cardUrl;
   if (same) return { before: previous, after, subscriber: null, history, message: null };
   const row: SubscriberWrite = {
     status: after.status,
@@ -291,6 +302,7 @@ export function settle(
     lockoutAtMs: answer.lockoutAtMs,
     lockoutRule: answer.rule,
     payUrl,
+    cardUrl,
   };
   const message = answeredChanged
     ? downstreamMessage(

@@ -260,13 +260,14 @@ export function previewBody(tenant: TenantAuth, preview: PreviewStatus, nowMs: n
 
 /**
  * An active subscriber's signed answer with its card-expiring notice (docs/notices.md): the
- * known active body, with the tenant's own card update URL (the customer can act before
- * the card fails), then `notice`. Built when the notice or the tenant changes, never per lookup.
+ * known active body, with the tenant's own card update URL, else the customer's card link
+ * through Dunwall (`cardUrl`, docs/links.md), so that the customer can act before the card
+ * fails; then `notice`. Built when the notice or the tenant changes, never per lookup.
  */
-export function noticeBody(tenant: TenantAuth, expires: string): Buffer {
+export function noticeBody(tenant: TenantAuth, expires: string, cardUrl: string | null = null): Buffer {
   const body: KnownSubscriberBody & { notice: { kind: 'card_expiring'; expires: string } } = {
     status: 'active',
-    card_update_url: tenant.cardUpdateUrl,
+    card_update_url: tenant.cardUpdateUrl ?? cardUrl,
     entitlements: tenant.entitlements,
     notice: { kind: 'card_expiring', expires },
   };
@@ -277,6 +278,8 @@ export function noticeBody(tenant: TenantAuth, expires: string): Buffer {
 export interface AnswerExtra {
   readonly lockoutAtS: number;
   readonly payUrl: string | null;
+  /** The customer's card link through Dunwall; a signed warning answers it unless the tenant has its own. */
+  readonly cardUrl?: string | null;
 }
 
 /**
@@ -284,7 +287,8 @@ export interface AnswerExtra {
  * stored status, `lockout` once its scheduled lockout has come (every instance compares its
  * clock, before any write says so), then the tenant's enforcement applied again so that a
  * change of it reaches every answer at once. `lockout_at` while a lockout is scheduled;
- * `pay_url` only for a signed lookup. Without either, the prebuilt bytes.
+ * `pay_url` only for a signed lookup, and so a warning's card link through Dunwall as its
+ * `card_update_url` (when the tenant set no URL of its own). Without any, the prebuilt bytes.
  */
 export function answerBody(
   tenant: TenantAuth,
@@ -306,10 +310,26 @@ export function answerBody(
     lockoutAtS = 0;
   }
   const payUrl = signed && extra !== null ? extra.payUrl : null;
-  if (lockoutAtS === 0 && payUrl === null) return lookupBody(tenant, answered);
-  const prefix = answered === 'lockout' ? tenant.knownPrefixes.lockout : tenant.knownPrefixes.warning;
+  const cardUrl =
+    signed && extra !== null && answered === 'warning' && tenant.cardUpdateUrl === null
+      ? (extra.cardUrl ?? null)
+      : null;
+  if (lockoutAtS === 0 && payUrl === null && cardUrl === null) return lookupBody(tenant, answered);
+  const prefix =
+    cardUrl !== null
+      ? cardWarningPrefix(tenant, cardUrl)
+      : answered === 'lockout'
+        ? tenant.knownPrefixes.lockout
+        : tenant.knownPrefixes.warning;
   const rest = `${lockoutAtS === 0 ? '' : `,"lockout_at":"${formatLockoutAt(lockoutAtS * 1000)}"`}${payUrl === null ? '' : `,"pay_url":${JSON.stringify(payUrl)}`}}`;
   return Buffer.concat([prefix, Buffer.from(rest)]);
+}
+
+/** A warning's known body with the customer's card link, without its closing brace. */
+function cardWarningPrefix(tenant: TenantAuth, cardUrl: string): Buffer {
+  const body: KnownSubscriberBody = { status: 'warning', card_update_url: cardUrl, entitlements: tenant.entitlements };
+  const json = JSON.stringify(body);
+  return Buffer.from(json.slice(0, -1));
 }
 
 /**

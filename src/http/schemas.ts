@@ -173,7 +173,7 @@ export const LookupKnown = Type.Object({
   status: Status,
   card_update_url: Type.Union([Type.String(), Type.Null()], {
     description:
-      'Where the customer updates the card: with a warning, or an active answer carrying a notice; else null',
+      "Where the customer updates the card: with a warning, or an active answer carrying a notice; else null. The tenant's card update URL, else (a signed lookup in a mode with a Stripe API key) Dunwall's card link {DUNWALL_PUBLIC_URL}/card/{token}",
   }),
   entitlements: Entitlements,
   lockout_at: Type.Optional(

@@ -14,6 +14,7 @@ import type { CardNoticeExtra } from '../store/index.js';
 interface Entry {
   readonly expires: string;
   readonly untilMs: number;
+  readonly cardUrl: string | null;
   tenant: TenantAuth | null;
   body: Buffer | null;
 }
@@ -37,7 +38,14 @@ export class CardNotices {
     if (notice === null && this.byKey.size === 0) return;
     const key = keyOf(tenantId, customerId);
     if (notice === null) this.byKey.delete(key);
-    else this.byKey.set(key, { expires: notice.expires, untilMs: notice.untilS * 1000, tenant: null, body: null });
+    else
+      this.byKey.set(key, {
+        expires: notice.expires,
+        untilMs: notice.untilS * 1000,
+        cardUrl: notice.cardUrl ?? null,
+        tenant: null,
+        body: null,
+      });
   }
 
   /**
@@ -48,7 +56,7 @@ export class CardNotices {
     const entry = this.byKey.get(keyOf(tenant.id, customerId));
     if (entry === undefined || nowMs >= entry.untilMs) return null;
     if (entry.tenant !== tenant || entry.body === null) {
-      entry.body = noticeBody(tenant, entry.expires);
+      entry.body = noticeBody(tenant, entry.expires, entry.cardUrl);
       entry.tenant = tenant;
     }
     return entry.body;

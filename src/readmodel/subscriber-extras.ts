@@ -5,7 +5,7 @@ import type { SubscriberExtra } from '../store/index.js';
 
 /**
  * What a non-active subscriber's answer carries beside its status: when its scheduled
- * lockout falls, and the page where it pays. Only the few subscribers in dunning have one,
+ * lockout falls, the page where it pays, and its card link through Dunwall. Only the few subscribers in dunning have one,
  * so they sit beside the index (which stays 17 bytes a slot for everyone) in a table of
  * their own, keyed by the same 128-bit fingerprint: open addressing with linear probing,
  * the keys, the times and the links in flat arrays (no object per subscriber), at most 3/4
@@ -30,6 +30,8 @@ const MAX_LOAD = 0.75;
 export interface ExtraView {
   lockoutAtS: number;
   payUrl: string | null;
+  /** The card link through Dunwall a signed warning carries as `card_update_url`. */
+  cardUrl: string | null;
 }
 
 /**
@@ -54,13 +56,14 @@ export class SubscriberExtras {
   private states = new Uint8Array(MIN_SLOTS);
   private lockouts = new Uint32Array(MIN_SLOTS);
   private links: (string | null)[] = new Array<string | null>(MIN_SLOTS).fill(null);
+  private cards: (string | null)[] = new Array<string | null>(MIN_SLOTS).fill(null);
   /** Each slot's answer once a lookup built it; undefined: none built, or dropped since. */
   private answers: (BuiltAnswer | undefined)[] = new Array<BuiltAnswer | undefined>(MIN_SLOTS);
   private live = 0;
   private deleted = 0;
   private readonly fp = new Uint32Array(4);
   /** The one view a read returns, filled in place: a read allocates nothing. */
-  private readonly view: ExtraView = { lockoutAtS: 0, payUrl: null };
+  private readonly view: ExtraView = { lockoutAtS: 0, payUrl: null, cardUrl: null };
 
   get size(): number {
     return this.live;
@@ -73,6 +76,7 @@ export class SubscriberExtras {
     if (slot < 0) return null;
     this.view.lockoutAtS = this.lockouts[slot] ?? 0;
     this.view.payUrl = this.links[slot] ?? null;
+    this.view.cardUrl = this.cards[slot] ?? null;
     return this.view;
   }
 
@@ -121,7 +125,8 @@ export class SubscriberExtras {
   /** Builds the bytes of one kind of lookup of the slot, at an instant of `built`'s span. */
   private build(slot: number, built: BuiltAnswer, signed: boolean, nowMs: number): Buffer {
     const payUrl = this.links[slot] ?? null;
-    const extra: ExtraView = { lockoutAtS: this.lockouts[slot] ?? 0, payUrl };
+    const cardUrl = this.cards[slot] ?? null;
+    const extra: ExtraView = { lockoutAtS: this.lockouts[slot] ?? 0, payUrl, cardUrl };
     const made = answerBody(built.tenant, built.status, extra, signed, nowMs);
     const known = built.tenant.knownBodies;
     // The tenant's own bytes are shared. Others are kept for as long as the subscriber is in
@@ -132,9 +137,10 @@ export class SubscriberExtras {
       body = Buffer.allocUnsafeSlow(made.length);
       made.copy(body);
     }
-    // Without a pay link, a signed lookup's answer is the unsigned one's.
-    if (signed || payUrl === null) built.signed = body;
-    if (!signed || payUrl === null) built.unsigned = body;
+    // Without a pay or card link, a signed lookup's answer is the unsigned one's.
+    const unlinked = payUrl === null && cardUrl === null;
+    if (signed || unlinked) built.signed = body;
+    if (!signed || unlinked) built.unsigned = body;
     return body;
   }
 
@@ -151,10 +157,11 @@ export class SubscriberExtras {
     const found = this.find(this.fp);
     // Whatever is set, the answer built from what was there is no longer true.
     if (found >= 0) this.answers[found] = undefined;
-    if (extra === null || (extra.lockoutAtS === null && extra.payUrl === null)) {
+    if (extra === null || (extra.lockoutAtS === null && extra.payUrl === null && (extra.cardUrl ?? null) === null)) {
       if (found < 0) return;
       this.states[found] = DELETED;
       this.links[found] = null;
+      this.cards[found] = null;
       this.live -= 1;
       this.deleted += 1;
       return;
@@ -166,6 +173,7 @@ export class SubscriberExtras {
     }
     this.lockouts[slot] = extra.lockoutAtS ?? 0;
     this.links[slot] = extra.payUrl;
+    this.cards[slot] = extra.cardUrl ?? null;
   }
 
   private find(fp: Uint32Array): number {
@@ -185,7 +193,7 @@ export class SubscriberExtras {
 
   /** A fresh table at most half full for `needed` subscribers, without the deleted slots. */
   private rebuild(needed: number): void {
-    const [keys, states, lockouts, links] = [this.keys, this.states, this.lockouts, this.links];
+    const [keys, states, lockouts, links, cards] = [this.keys, this.states, this.lockouts, this.links, this.cards];
     let slots = MIN_SLOTS;
     while (needed > slots / 2) slots *= 2;
     this.slots = slots;
@@ -193,6 +201,7 @@ export class SubscriberExtras {
     this.states = new Uint8Array(slots);
     this.lockouts = new Uint32Array(slots);
     this.links = new Array<string | null>(slots).fill(null);
+    this.cards = new Array<string | null>(slots).fill(null);
     // Built answers are not carried over: each is built again at its next lookup.
     this.answers = new Array<BuiltAnswer | undefined>(slots);
     this.live = 0;
@@ -204,6 +213,7 @@ export class SubscriberExtras {
       const slot = this.insertKey(fp);
       this.lockouts[slot] = lockouts[i] ?? 0;
       this.links[slot] = links[i] ?? null;
+      this.cards[slot] = cards[i] ?? null;
     }
   }
 }

@@ -133,11 +133,13 @@ describe('the extras beside the index', () => {
     expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({
       lockoutAtS: 1_800_000_010,
       payUrl: 'https://invoice.stripe.com/i/acct_1/test_10',
+      cardUrl: null,
     });
     expect(extras.get(1 + (9 % 7), 'cus_x9')).toBeNull();
     expect({ ...extras.get(1 + (7 % 7), 'cus_x7') }).toEqual({
       lockoutAtS: 0,
       payUrl: 'https://invoice.stripe.com/i/acct_1/test_7',
+      cardUrl: null,
     });
     // Another tenant's same id is another subscriber.
     expect(extras.get(1 + (11 % 7), 'cus_x10')).toBeNull();
@@ -147,7 +149,7 @@ describe('the extras beside the index', () => {
     expect(extras.size).toBe(5_000 - 833 - 2_500);
     expect(extras.get(1 + (10 % 7), 'cus_x10')).toBeNull();
     extras.set(1 + (10 % 7), 'cus_x10', { lockoutAtS: 5, payUrl: null });
-    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 5, payUrl: null });
+    expect({ ...extras.get(1 + (10 % 7), 'cus_x10') }).toEqual({ lockoutAtS: 5, payUrl: null, cardUrl: null });
     for (let i = 5_000; i < 20_000; i += 1) extras.set(1, `cus_x${i}`, { lockoutAtS: 7, payUrl: null });
     expect(extras.size).toBe(5_000 - 833 - 2_500 + 1 + 15_000);
     expect({ ...extras.get(1 + (13 % 7), 'cus_x13') }).toMatchObject({

@@ -168,7 +168,7 @@ export type LookupAnswer = KnownLookupAnswer | UnknownLookupAnswer;
 /** The lookup of a known subscriber */
 export type KnownLookupAnswer = {
   status: Status;
-  /** Where the customer updates the card: with a warning, or an active answer carrying a notice; else null */
+  /** Where the customer updates the card: with a warning, or an active answer carrying a notice; else null. The tenant's card update URL, else (a signed lookup in a mode with a Stripe API key) Dunwall's card link {DUNWALL_PUBLIC_URL}/card/{token} */
   card_update_url: string | null;
   /** Capability flags of the tier; powered_by_watermark, custom_domain and downstream_webhooks are always present. */
   entitlements: Entitlements;

@@ -6,14 +6,14 @@ import { readTenantsChecked } from '../tenants/rows.js';
 import type { ChangePosition, LookupChanges, LookupStateSink, SubscriberExtra, UnreadableTenant } from './types.js';
 
 /** The notices that hold (migration 025), for a snapshot load. */
-const HOLDING_NOTICES_ROWS = `SELECT tenant_id, processor_customer_id, expires, floor(extract(epoch FROM until_at))::bigint::text AS until_s
+const HOLDING_NOTICES_ROWS = `SELECT tenant_id, processor_customer_id, expires, floor(extract(epoch FROM until_at))::bigint::text AS until_s, card_url
   FROM card_notices WHERE expires IS NOT NULL`;
 
 /** Only one instance prunes at a time; any constant unique to Dunwall ("dunp"). */
 const PRUNE_LOCK_KEY = 0x64756e70;
 
-/** The answered status, and what a non-active answer carries: its scheduled lockout (epoch seconds) and pay link. */
-const SUBSCRIBERS = `SELECT tenant_id, processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint, pay_url FROM subscribers`;
+/** The answered status, and what a non-active answer carries: its scheduled lockout (epoch seconds), pay link and card link. */
+const SUBSCRIBERS = `SELECT tenant_id, processor_customer_id, status, ceil(extract(epoch FROM lockout_at))::bigint, pay_url, card_url FROM subscribers`;
 const TAB = 9;
 const NEWLINE = 10;
 const BACKSLASH = 92;
@@ -30,9 +30,9 @@ function isNull(rows: Buffer, start: number, end: number): boolean {
 }
 
 /**
- * The optional fields after the status: `<lockout epoch>\t<pay url>`, each `\N` when NULL.
- * Pay URLs are stored only without backslashes, tabs or newlines (`hostedInvoiceUrl`), so
- * their COPY text is the URL itself.
+ * The optional fields after the status: `<lockout epoch>\t<pay url>\t<card url>`, each `\N`
+ * when NULL. Links are stored only without backslashes, tabs or newlines (`hostedInvoiceUrl`,
+ * Dunwall's own links), so their COPY text is the URL itself.
  */
 function parseExtra(rows: Buffer, start: number, lineEnd: number): SubscriberExtra | null {
   if (start >= lineEnd) return null;
@@ -43,14 +43,17 @@ function parseExtra(rows: Buffer, start: number, lineEnd: number): SubscriberExt
     lockoutAtS = 0;
     for (let i = start; i < tab; i += 1) lockoutAtS = lockoutAtS * 10 + ((rows[i] ?? 48) - 48);
   }
-  const payUrl =
-    tab + 1 >= lineEnd || isNull(rows, tab + 1, lineEnd) ? null : rows.toString('latin1', tab + 1, lineEnd);
-  return lockoutAtS === null && payUrl === null ? null : { lockoutAtS, payUrl };
+  let payEnd = tab + 1 >= lineEnd ? lineEnd : rows.indexOf(TAB, tab + 1);
+  if (payEnd < 0 || payEnd > lineEnd) payEnd = lineEnd;
+  const payUrl = tab + 1 >= lineEnd || isNull(rows, tab + 1, payEnd) ? null : rows.toString('latin1', tab + 1, payEnd);
+  const cardUrl =
+    payEnd + 1 >= lineEnd || isNull(rows, payEnd + 1, lineEnd) ? null : rows.toString('latin1', payEnd + 1, lineEnd);
+  return lockoutAtS === null && payUrl === null && cardUrl === null ? null : { lockoutAtS, payUrl, cardUrl };
 }
 
 /**
- * Rows of `COPY (SELECT tenant_id, processor_customer_id, status, lockout, pay_url ...) TO
- * STDOUT` in text format: `<id>\t<customer>\t<status>[\t<lockout>\t<pay url>]\n`, handed
+ * Rows of `COPY (SELECT tenant_id, processor_customer_id, status, lockout, pay_url, card_url ...)
+ * TO STDOUT` in text format: `<id>\t<customer>\t<status>[\t<lockout>\t<pay url>\t<card url>]\n`, handed
  * over as bytes. Customer ids are ASCII (`^cus_[A-Za-z0-9_]+$`), so they need no
  * unescaping; one that is not can never be asked for, and the index refuses it. An active
  * subscriber's row makes no object: only a non-active one's extra does.
@@ -123,9 +126,14 @@ export async function loadLookupState(db: Db, secrets: SecretBox, sink: LookupSt
         processor_customer_id: string;
         expires: string;
         until_s: string;
+        card_url: string | null;
       }>(HOLDING_NOTICES_ROWS);
       for (const n of notices)
-        sink.notice(n.tenant_id, n.processor_customer_id, { expires: n.expires, untilS: Number(n.until_s) });
+        sink.notice(n.tenant_id, n.processor_customer_id, {
+          expires: n.expires,
+          untilS: Number(n.until_s),
+          cardUrl: n.card_url,
+        });
     }
     return position;
   });
@@ -152,11 +160,13 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       status: SubscriberStatus | null;
       lockout_s: string | null;
       pay_url: string | null;
+      card_url: string | null;
       notice_expires: string | null;
       notice_until_s: string | null;
+      notice_card_url: string | null;
     }>(
-      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status, ceil(extract(epoch FROM s.lockout_at))::bigint::text AS lockout_s, s.pay_url,
-         n.expires AS notice_expires, floor(extract(epoch FROM n.until_at))::bigint::text AS notice_until_s
+      `SELECT c.tenant_id, c.processor_customer_id, c.tier, s.status, ceil(extract(epoch FROM s.lockout_at))::bigint::text AS lockout_s, s.pay_url, s.card_url,
+         n.expires AS notice_expires, floor(extract(epoch FROM n.until_at))::bigint::text AS notice_until_s, n.card_url AS notice_card_url
        FROM (SELECT DISTINCT tenant_id, processor_customer_id, tier FROM lookup_changes
              WHERE xid >= pg_snapshot_xmin($1::pg_snapshot) AND NOT pg_visible_in_snapshot(xid, $1::pg_snapshot)) c
        LEFT JOIN subscribers s ON s.tenant_id = c.tenant_id AND s.processor_customer_id = c.processor_customer_id
@@ -172,13 +182,17 @@ export async function lookupChangesSince(db: Db, secrets: SecretBox, since: Chan
       else if (row.processor_customer_id === null) tenantIds.add(row.tenant_id);
       else {
         const extra =
-          row.lockout_s === null && row.pay_url === null
+          row.lockout_s === null && row.pay_url === null && row.card_url === null
             ? null
-            : { lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s), payUrl: row.pay_url };
+            : {
+                lockoutAtS: row.lockout_s === null ? null : Number(row.lockout_s),
+                payUrl: row.pay_url,
+                cardUrl: row.card_url,
+              };
         const notice =
           row.notice_expires === null || row.notice_until_s === null
             ? null
-            : { expires: row.notice_expires, untilS: Number(row.notice_until_s) };
+            : { expires: row.notice_expires, untilS: Number(row.notice_until_s), cardUrl: row.notice_card_url };
         subscribers.push({
           tenantId: row.tenant_id,
           customerId: row.processor_customer_id,

@@ -13,6 +13,8 @@ export interface SubscriberExtra {
   lockoutAtS: number | null;
   /** The hosted page of the invoice to pay. */
   payUrl: string | null;
+  /** The card link through Dunwall a warning answers as `card_update_url`; absent or null: none. */
+  cardUrl?: string | null;
 }
 
 /** A customer's card-expiring notice while it holds (docs/notices.md). */
@@ -21,6 +23,8 @@ export interface CardNoticeExtra {
   expires: string;
   /** When it stops holding (the renewal, or the end of the card's month), in epoch seconds. */
   untilS: number;
+  /** The card link through Dunwall the notice carries; absent or null: the tenant's own URL, if any. */
+  cardUrl?: string | null;
 }
 
 /**

@@ -3,6 +3,7 @@ import { LINK_RENEW_AHEAD_MS } from '../../domain/links.js';
 import type { Commits } from '../changes/commits.js';
 import type { Db } from '../db/db.js';
 import { reanswerCustomer } from '../stripe/episodes.js';
+import { relinkNotices } from '../stripe/notices.js';
 import { FORGET_AFTER_MS, tokenDigest } from './tokens.js';
 import type { CustomerLinks, LinkOpen, ResolvedLink } from './types.js';
 
@@ -80,13 +81,15 @@ export class SqlLinks implements CustomerLinks {
 
   async renewDue(now: Date, limit: number): Promise<number> {
     const renewed = await this.db.transaction(async (tx) => {
+      const dueAt = new Date(now.getTime() + LINK_RENEW_AHEAD_MS);
       const due = await tx.query<{ tenant_id: number; processor_customer_id: string }>(
         `SELECT DISTINCT s.tenant_id, s.processor_customer_id
          FROM customer_links l JOIN subscribers s
-           ON s.tenant_id = l.tenant_id AND s.processor_customer_id = l.processor_customer_id AND s.pay_url = l.url
+           ON s.tenant_id = l.tenant_id AND s.processor_customer_id = l.processor_customer_id
+             AND (s.pay_url = l.url OR s.card_url = l.url)
          WHERE l.expires_at <= $1
          ORDER BY s.tenant_id, s.processor_customer_id LIMIT $2`,
-        [new Date(now.getTime() + LINK_RENEW_AHEAD_MS), limit],
+        [dueAt, limit],
       );
       // Locked in code-unit order, as every taker of several customers' locks does.
       const ordered = [...due].sort((a, b) =>
@@ -98,8 +101,19 @@ export class SqlLinks implements CustomerLinks {
       );
       for (const d of ordered)
         await reanswerCustomer(tx, Number(d.tenant_id), d.processor_customer_id, RENEW_CAUSE(now), now);
+      // Notices carry a card link too: those about to end are given a new one.
+      const notices = await tx.query<{ tenant_id: number; processor_customer_id: string }>(
+        `SELECT n.tenant_id, n.processor_customer_id
+         FROM customer_links l JOIN card_notices n
+           ON n.tenant_id = l.tenant_id AND n.processor_customer_id = l.processor_customer_id AND n.card_url = l.url
+         WHERE l.expires_at <= $1 AND n.expires IS NOT NULL
+         ORDER BY n.tenant_id, n.processor_customer_id LIMIT $2`,
+        [dueAt, limit],
+      );
+      let relinked = 0;
+      for (const n of notices) relinked += await relinkNotices(tx, Number(n.tenant_id), now, [n.processor_customer_id]);
       await tx.query('DELETE FROM customer_links WHERE expires_at < $1', [new Date(now.getTime() - FORGET_AFTER_MS)]);
-      return due.length;
+      return due.length + relinked;
     });
     if (renewed > 0) this.commits.emit();
     return renewed;

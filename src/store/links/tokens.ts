@@ -1,5 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
 import { LINK_RENEW_AHEAD_MS, LINK_TOKEN_LENGTH, LINK_TTL_MS, linkUrl } from '../../domain/links.js';
+import type { LinkKind } from '../../domain/links.js';
 import type { Queryable } from '../db/db.js';
 
 /**
@@ -47,7 +48,7 @@ export async function spaceLinkBase(tx: Queryable, spaceId: number): Promise<str
  * The pay link of the customer's invoice at `now`: the one already made when it has more than
  * the renewal margin left and names the current address, else a new one.
  */
-export async function payLink(
+export function payLink(
   tx: Queryable,
   spaceId: number,
   customerId: string,
@@ -55,20 +56,37 @@ export async function payLink(
   base: string,
   now: Date,
 ): Promise<string> {
+  return customerLink(tx, spaceId, customerId, 'pay', invoiceId, base, now);
+}
+
+/** The customer's card link at `now` (bound to no invoice), kept or made as a pay link is. */
+export function cardLink(tx: Queryable, spaceId: number, customerId: string, base: string, now: Date): Promise<string> {
+  return customerLink(tx, spaceId, customerId, 'card', null, base, now);
+}
+
+async function customerLink(
+  tx: Queryable,
+  spaceId: number,
+  customerId: string,
+  kind: LinkKind,
+  invoiceId: string | null,
+  base: string,
+  now: Date,
+): Promise<string> {
   const [current] = await tx.query<{ url: string }>(
     `SELECT url FROM customer_links
-     WHERE tenant_id = $1 AND processor_customer_id = $2 AND kind = 'pay' AND invoice_id = $3 AND expires_at > $4
-       AND starts_with(url, $5)
+     WHERE tenant_id = $1 AND processor_customer_id = $2 AND kind = $3 AND invoice_id IS NOT DISTINCT FROM $4
+       AND expires_at > $5 AND starts_with(url, $6)
      ORDER BY expires_at DESC LIMIT 1`,
-    [spaceId, customerId, invoiceId, new Date(now.getTime() + LINK_RENEW_AHEAD_MS), `${base}/pay/`],
+    [spaceId, customerId, kind, invoiceId, new Date(now.getTime() + LINK_RENEW_AHEAD_MS), `${base}/${kind}/`],
   );
   if (current !== undefined) return current.url;
   const token = newToken();
-  const url = linkUrl(base, 'pay', token);
+  const url = linkUrl(base, kind, token);
   await tx.query(
     `INSERT INTO customer_links (tenant_id, token_sha256, url, kind, processor_customer_id, invoice_id, created_at, expires_at)
-     VALUES ($1, $2, $3, 'pay', $4, $5, $6, $7)`,
-    [spaceId, tokenDigest(token), url, customerId, invoiceId, now, new Date(now.getTime() + LINK_TTL_MS)],
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [spaceId, tokenDigest(token), url, kind, customerId, invoiceId, now, new Date(now.getTime() + LINK_TTL_MS)],
   );
   return url;
 }

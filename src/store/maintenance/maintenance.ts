@@ -4,6 +4,7 @@ import { tryDeploymentLock } from '../db/db.js';
 import type { Db, Queryable } from '../db/db.js';
 import { PRUNE_STATUS_CHANGES_SQL } from '../feed/status-feed.js';
 import { recordDueLockout, reanswerCustomer, tenantPolicy } from '../stripe/episodes.js';
+import { relinkNotices } from '../stripe/notices.js';
 import { PRUNE_STRIPE_INTAKE_SQL } from '../stripe/intake.js';
 import type { Maintenance, RetainedTable } from './types.js';
 
@@ -123,8 +124,11 @@ export class SqlMaintenance implements Maintenance {
       for (const id of ids) await reanswerCustomer(tx, sweep.tenant_id, id, cause, now, policy);
       const last = customers.at(-1);
       const done = customers.length < batch || last === undefined;
-      if (done) await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
-      else
+      if (done) {
+        // A notice's card link follows the space's links too (a key set or removed, a new address).
+        await relinkNotices(tx, sweep.tenant_id, now);
+        await tx.query('DELETE FROM policy_sweeps WHERE tenant_id = $1', [sweep.tenant_id]);
+      } else
         await tx.query('UPDATE policy_sweeps SET after = $2 WHERE tenant_id = $1', [
           sweep.tenant_id,
           last.processor_customer_id,

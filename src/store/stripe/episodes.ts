@@ -30,7 +30,7 @@ import type { Change, CustomerStatus, EpisodeState, Position } from '../../domai
 import type { SubscriberStatus } from '../../domain/types.js';
 import type { Queryable } from '../db/db.js';
 import { downstreamTarget, writeOutboxMessage } from '../downstream/outbox.js';
-import { payLink, spaceLinkBase } from '../links/tokens.js';
+import { cardLink, payLink, spaceLinkBase } from '../links/tokens.js';
 
 /**
  * The SQL side of docs/stripe.md, statuses from dunning episodes. Every write about a customer
@@ -62,6 +62,7 @@ interface SubscriberRow {
   lockout_at: Date | null;
   lockout_rule: ScheduledRule | null;
   pay_url: string | null;
+  card_url: string | null;
 }
 
 /** A row of subscriber_episodes, as the store reads it. */
@@ -99,6 +100,7 @@ function toSubscriber(row: SubscriberRow): StoredSubscriber {
     lockoutAtMs: ms(row.lockout_at),
     lockoutRule: row.lockout_rule,
     payUrl: row.pay_url,
+    cardUrl: row.card_url,
   };
 }
 
@@ -127,7 +129,7 @@ function toInvoice(row: InvoiceRow): StoredInvoice {
 
 async function readSubscriber(tx: Queryable, tenantId: number, customerId: string): Promise<StoredSubscriber | null> {
   const [row] = await tx.query<SubscriberRow>(
-    `SELECT status, derived_status, reason, overridden_at, lockout_at, lockout_rule, pay_url FROM subscribers
+    `SELECT status, derived_status, reason, overridden_at, lockout_at, lockout_rule, pay_url, card_url FROM subscribers
      WHERE tenant_id = $1 AND processor_customer_id = $2`,
     [tenantId, customerId],
   );
@@ -160,13 +162,19 @@ async function readTombstone(tx: Queryable, tenantId: number, customerId: string
   return row ? toPosition(row) : null;
 }
 
-/** What Stripe last told of the pages of the given invoices. */
+/**
+ * What Stripe last told of the pages of the given invoices. In a space whose links go through
+ * Dunwall (`linkBase`, asked only when an invoice is payable), the page an answer links to is
+ * Dunwall's own pay link, which asks Stripe for the invoice's current page when opened
+ * (docs/links.md).
+ */
 async function readInvoicePages(
   tx: Queryable,
   tenantId: number,
   customerId: string,
   invoiceIds: readonly string[],
   now: Date | undefined,
+  linkBase: () => Promise<string | null>,
 ): Promise<Map<string, InvoicePage>> {
   if (invoiceIds.length === 0) return new Map();
   const rows = await tx.query<{ invoice_id: string; hosted_invoice_url: string | null; status: string | null }>(
@@ -174,11 +182,9 @@ async function readInvoicePages(
     [tenantId, invoiceIds],
   );
   const pages = new Map(rows.map((r) => [r.invoice_id, { hostedInvoiceUrl: r.hosted_invoice_url, status: r.status }]));
-  // In a space with a Stripe API key, the page an answer links to is Dunwall's own link,
-  // which asks Stripe for the invoice's current page when opened (docs/links.md).
   const payable = [...pages].filter(([, page]) => payUrlOf(page) !== null);
   if (payable.length === 0 || now === undefined) return pages;
-  const base = await spaceLinkBase(tx, tenantId);
+  const base = await linkBase();
   if (base === null) return pages;
   for (const [invoiceId, page] of payable)
     pages.set(invoiceId, { ...page, hostedInvoiceUrl: await payLink(tx, tenantId, customerId, invoiceId, base, now) });
@@ -214,7 +220,7 @@ async function readCustomerState(
   tx: Queryable,
   tenantId: number,
   customerId: string,
-  options: { policy?: Policy; invoiceIds?: readonly string[]; now?: Date } = {},
+  options: { policy?: Policy; invoiceIds?: readonly string[]; now?: Date; mayOweMoney?: boolean } = {},
 ): Promise<CustomerState> {
   const subscriber = await readSubscriber(tx, tenantId, customerId);
   const episodes = await readEpisodes(tx, tenantId, customerId);
@@ -224,9 +230,23 @@ async function readCustomerState(
     ...episodes.flatMap((e) => (e.invoiceId === null ? [] : [e.invoiceId])),
     ...(options.invoiceIds ?? []),
   ]);
-  const invoices = await readInvoicePages(tx, tenantId, customerId, [...invoiceIds], options.now);
+  // Links through Dunwall are made on this write, never on a lookup: only for a customer that
+  // may be answered non-active (in dunning, or an invoice of the event to pay), and only in a
+  // space with a Stripe API key and a public address.
+  let base: Promise<string | null> | undefined;
+  const linkBase = (): Promise<string | null> => (base ??= spaceLinkBase(tx, tenantId));
+  const now = options.now;
+  const invoices = await readInvoicePages(tx, tenantId, customerId, [...invoiceIds], now, linkBase);
+  const mayOweMoney =
+    options.mayOweMoney === true ||
+    [...invoices.values()].some((page) => payUrlOf(page) !== null) ||
+    episodes.some((e) => e.state !== 'resolved') ||
+    (subscriber?.status ?? 'active') !== 'active';
+  const cardBase = now !== undefined && mayOweMoney ? await linkBase() : null;
+  const cardUrl =
+    cardBase === null || now === undefined ? null : await cardLink(tx, tenantId, customerId, cardBase, now);
   const downstream = await downstreamTarget(tx, tenantId, customerId);
-  return { customerId, subscriber, episodes, tombstone, policy, invoices, downstream };
+  return { customerId, subscriber, episodes, tombstone, policy, invoices, downstream, cardUrl };
 }
 
 /**
@@ -332,11 +352,12 @@ async function writeEffect(
   } else if (effect.subscriber?.kind === 'write') {
     const r = effect.subscriber.row;
     await tx.query(
-      `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, overridden_at, lockout_at, lockout_rule, pay_url, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO subscribers (tenant_id, processor_customer_id, status, derived_status, reason, status_at, overridden_at, lockout_at, lockout_rule, pay_url, card_url, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $13, $11)
        ON CONFLICT (tenant_id, processor_customer_id)
        DO UPDATE SET status = EXCLUDED.status, derived_status = EXCLUDED.derived_status, reason = EXCLUDED.reason,
          overridden_at = EXCLUDED.overridden_at, lockout_at = EXCLUDED.lockout_at, lockout_rule = EXCLUDED.lockout_rule, pay_url = EXCLUDED.pay_url,
+         card_url = EXCLUDED.card_url,
          status_at = CASE WHEN $12 THEN EXCLUDED.status_at ELSE subscribers.status_at END, updated_at = EXCLUDED.updated_at`,
       [
         tenantId,
@@ -351,6 +372,7 @@ async function writeEffect(
         r.payUrl,
         now,
         r.statusChanged,
+        r.cardUrl,
       ],
     );
   }
@@ -437,7 +459,9 @@ export async function applyAdminChange(
   now: Date,
 ): Promise<ApplyOutcome> {
   await lockCustomer(tx, tenantId, customerId);
-  const decision = decideAdminChange(await readCustomerState(tx, tenantId, customerId, { now }), change, cause, now);
+  const setsDunning = change.kind === 'set' && change.status !== 'active';
+  const state = await readCustomerState(tx, tenantId, customerId, { now, mayOweMoney: setsDunning });
+  const decision = decideAdminChange(state, change, cause, now);
   await writeEffect(tx, tenantId, customerId, decision.effect, now);
   return decision.outcome;
 }

@@ -1,6 +1,7 @@
 import { expiryText, noticeSupersedes } from '../../domain/notices.js';
 import type { CardFact, StoredNotice } from '../../domain/notices.js';
 import type { Queryable } from '../db/db.js';
+import { cardLink, spaceLinkBase } from '../links/tokens.js';
 import type { CardNoticeChange } from './types.js';
 
 /**
@@ -49,11 +50,14 @@ export async function recordCardFact(
   if (fact.kind === 'ended' && before === null) return 'unchanged';
   const expires = fact.kind === 'expiring' ? expiryText(fact.expiry) : null;
   const until = fact.kind === 'expiring' ? new Date(fact.untilMs) : null;
+  // The card link the notice carries when the space's links go through Dunwall (docs/links.md).
+  const base = fact.kind === 'expiring' ? await spaceLinkBase(tx, tenantId) : null;
+  const cardUrl = base === null ? null : await cardLink(tx, tenantId, fact.customerId, base, now);
   await tx.query(
-    `INSERT INTO card_notices (tenant_id, processor_customer_id, expires, until_at, ended_by, event_id, event_created, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO card_notices (tenant_id, processor_customer_id, expires, until_at, ended_by, event_id, event_created, updated_at, card_url)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (tenant_id, processor_customer_id) DO UPDATE SET expires = EXCLUDED.expires, until_at = EXCLUDED.until_at,
-       ended_by = EXCLUDED.ended_by, event_id = EXCLUDED.event_id, event_created = EXCLUDED.event_created, updated_at = EXCLUDED.updated_at`,
+       card_url = EXCLUDED.card_url, ended_by = EXCLUDED.ended_by, event_id = EXCLUDED.event_id, event_created = EXCLUDED.event_created, updated_at = EXCLUDED.updated_at`,
     [
       tenantId,
       fact.customerId,
@@ -63,9 +67,43 @@ export async function recordCardFact(
       event.eventId,
       event.created,
       now,
+      cardUrl,
     ],
   );
   const same = before !== null && before.expires === expires && before.untilMs === (until?.getTime() ?? null);
   if (same) return 'unchanged';
   return fact.kind === 'expiring' ? 'started' : 'ended';
+}
+
+/**
+ * Gives the space's holding notices (all, or those of `customerIds`) the card link the space's
+ * links are made with now: a new one when the key or the public address changed or the link is
+ * close to its end, none when the space has no key any more. Returns how many changed.
+ */
+export async function relinkNotices(
+  tx: Queryable,
+  spaceId: number,
+  now: Date,
+  customerIds: readonly string[] | null = null,
+): Promise<number> {
+  const notices = await tx.query<{ processor_customer_id: string; card_url: string | null }>(
+    `SELECT processor_customer_id, card_url FROM card_notices
+     WHERE tenant_id = $1 AND expires IS NOT NULL AND ($2::text[] IS NULL OR processor_customer_id = ANY($2::text[]))
+     ORDER BY processor_customer_id FOR UPDATE`,
+    [spaceId, customerIds],
+  );
+  if (notices.length === 0) return 0;
+  const base = await spaceLinkBase(tx, spaceId);
+  let changed = 0;
+  for (const n of notices) {
+    const cardUrl = base === null ? null : await cardLink(tx, spaceId, n.processor_customer_id, base, now);
+    if (cardUrl === n.card_url) continue;
+    await tx.query('UPDATE card_notices SET card_url = $3 WHERE tenant_id = $1 AND processor_customer_id = $2', [
+      spaceId,
+      n.processor_customer_id,
+      cardUrl,
+    ]);
+    changed += 1;
+  }
+  return changed;
 }
