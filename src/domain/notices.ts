@@ -180,13 +180,17 @@ export interface StoredNotice {
 }
 
 /**
- * Whether an event (created at `createdMs`, id `eventId`) comes after the one that set the
- * stored notice: Stripe's order by `created`, then by event id among events of one second.
+ * Whether an event (created at `createdMs`, telling that the notice `ends` or starts) comes
+ * after the one that set the stored notice. Stripe orders events by `created`, in seconds,
+ * and its event ids carry no order: within one second an event that ends the notice (a new
+ * card, the renewal paid) wins over one that starts it, so that a customer who just changed
+ * cards is never told to change it; otherwise the one that arrives later wins.
  */
-export function noticeSupersedes(stored: StoredNotice | null, createdMs: number, eventId: string): boolean {
+export function noticeSupersedes(stored: StoredNotice | null, createdMs: number, ends: boolean): boolean {
   if (stored === null) return true;
   if (createdMs !== stored.eventCreatedMs) return createdMs > stored.eventCreatedMs;
-  return eventId > stored.eventId;
+  const storedEnds = stored.expires === null;
+  return ends || !storedEnds;
 }
 
 /** The answer's notice at `nowMs`: the expiry while it holds, else null. */

@@ -63,7 +63,7 @@ describe('notices from the command line, against a real service', () => {
   let store: Store;
   let app: App;
   let base = '';
-  let tenant: { publishable_key: string; hmac_secret: string };
+  let tenant: { test_publishable_key: string; hmac_secret: string };
 
   async function cli(args: string[], stdin?: string): Promise<{ code: number; stdout: string; stderr: string }> {
     let stdout = '';
@@ -92,7 +92,7 @@ describe('notices from the command line, against a real service', () => {
   async function lookup(customer: string): Promise<Record<string, unknown>> {
     const hmac = computeHmac(tenant.hmac_secret, customer);
     const res = await fetch(`${base}/api/subscriber-status/acme?processor_customer_id=${customer}&hmac=${hmac}`, {
-      headers: { authorization: `Bearer ${tenant.publishable_key}` },
+      headers: { authorization: `Bearer ${tenant.test_publishable_key}` },
       signal: AbortSignal.timeout(10_000),
     });
     expect(res.status).toBe(200);
@@ -106,7 +106,8 @@ describe('notices from the command line, against a real service', () => {
     const created = await cli(['tenant', 'create', 'acme', '--json', '--notices', 'card_expiring']);
     expect(created.stderr).toBe('');
     tenant = JSON.parse(created.stdout) as typeof tenant;
-    expect((await cli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-'], SECRET)).code).toBe(0);
+    // The samples are test-mode events: the test mode's signing secret, and its key for the lookups.
+    expect((await cli(['tenant', 'update', 'acme', '--stripe-webhook-secret', '-', '--test'], SECRET)).code).toBe(0);
   }, 120_000);
 
   afterAll(async () => {

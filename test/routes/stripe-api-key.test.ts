@@ -200,13 +200,17 @@ describe.each(engines)("the tenant's Stripe API key ($name)", (engine) => {
     expect((await storedRows()).map((r) => r.prefix)).toEqual(['rk_live_A1b2']);
   });
 
-  it('sets a test key on the test mode (?mode=test); a tenant without that mode is a 400', async () => {
+  it('sets a test key on the test mode (?mode=test), beside the live one; an unknown mode is a 400', async () => {
     const res = await admin('PUT', '/tenants/sandbox/stripe-api-key?mode=test', { key: TEST_KEY });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ mode: 'test', stripe_api_key: { prefix: 'rk_test_Q1w2' } });
-    const wrong = await admin('PUT', '/tenants/acme/stripe-api-key?mode=test', { key: TEST_KEY });
-    expect(wrong.statusCode).toBe(400);
-    expect(wrong.json()).toMatchObject({ code: 'invalid_request' });
+    // Every tenant has both modes: the live tenant's test mode takes a test key of its own.
+    const acmeTest = await admin('PUT', '/tenants/acme/stripe-api-key?mode=test', { key: TEST_KEY });
+    expect(acmeTest.statusCode, acmeTest.body).toBe(200);
+    expect((await admin('GET', '/tenants/acme?mode=test')).json().stripe_api_key).toMatchObject({
+      prefix: 'rk_test_Q1w2',
+    });
+    expect((await admin('GET', '/tenants/acme')).json().stripe_api_key).toMatchObject({ prefix: 'rk_live_A1b2' });
     const bad = await admin('PUT', '/tenants/acme/stripe-api-key?mode=staging', { key: LIVE_KEY });
     expect(bad.statusCode).toBe(400);
   });
@@ -327,7 +331,8 @@ describe.each(engines)("the tenant's Stripe API key ($name)", (engine) => {
     const again = await admin('DELETE', '/tenants/acme/stripe-api-key');
     expect(again.json().changes).toHaveLength(changes);
     expect((await admin('GET', '/tenants/acme')).json().stripe_api_key).toBeNull();
-    expect((await storedRows()).map((r) => r.prefix)).toEqual(['rk_test_Q1w2']);
+    // The test modes' keys stay.
+    expect((await storedRows()).map((r) => r.prefix)).toEqual(['rk_test_Q1w2', 'rk_test_Q1w2']);
   });
 
   it('a secret key (sk_) passes the same check; the keys are counted and re-encrypted with the other secrets', async () => {

@@ -116,6 +116,8 @@ describe.each(engines)('secrets at rest, through the API ($name)', (engine: Engi
     expect(rows.map((r) => r.kind).sort()).toEqual([
       'hmac_secret',
       'hmac_secret',
+      // The live and the test mode's.
+      'publishable_key',
       'publishable_key',
       'stripe_webhook_secret',
       'stripe_webhook_secret',

@@ -134,18 +134,22 @@ describe('the card-expiring notice derivation', () => {
     expect(cardFactOf(event('customer.created', customer(CUS), { created: CREATED }))).toBeNull();
   });
 
-  it('a later event supersedes, by created then event id; a notice holds until its end', () => {
+  it('a later event supersedes; within one second an end wins over a start; a notice holds until its end', () => {
     const stored = {
       expires: '2026-11',
       untilMs: Date.parse('2026-12-01T00:00:00Z'),
       eventCreatedMs: 2000,
       eventId: 'evt_b',
     };
-    expect(noticeSupersedes(null, 1000, 'evt_a')).toBe(true);
-    expect(noticeSupersedes(stored, 1000, 'evt_z')).toBe(false);
-    expect(noticeSupersedes(stored, 2000, 'evt_a')).toBe(false);
-    expect(noticeSupersedes(stored, 2000, 'evt_c')).toBe(true);
-    expect(noticeSupersedes(stored, 3000, 'evt_a')).toBe(true);
+    const ended = { ...stored, expires: null, untilMs: null };
+    expect(noticeSupersedes(null, 1000, false)).toBe(true);
+    expect(noticeSupersedes(stored, 1000, true)).toBe(false);
+    expect(noticeSupersedes(stored, 3000, false)).toBe(true);
+    // One second: an end wins over a held notice, a start does not win over an end.
+    expect(noticeSupersedes(stored, 2000, true)).toBe(true);
+    expect(noticeSupersedes(stored, 2000, false)).toBe(true);
+    expect(noticeSupersedes(ended, 2000, false)).toBe(false);
+    expect(noticeSupersedes(ended, 2000, true)).toBe(true);
     expect(noticeAt(stored, Date.parse('2026-11-30T23:59:59Z'))).toBe('2026-11');
     expect(noticeAt(stored, Date.parse('2026-12-01T00:00:00Z'))).toBeNull();
     expect(noticeAt({ expires: null, untilMs: null }, 0)).toBeNull();

@@ -46,7 +46,7 @@ export async function recordCardFact(
   );
   const before = stored(row);
   if (before !== null && before.eventId === event.eventId) return 'duplicate';
-  if (!noticeSupersedes(before, event.created.getTime(), event.eventId)) return 'stale';
+  if (!noticeSupersedes(before, event.created.getTime(), fact.kind === 'ended')) return 'stale';
   if (fact.kind === 'ended' && before === null) return 'unchanged';
   const expires = fact.kind === 'expiring' ? expiryText(fact.expiry) : null;
   const until = fact.kind === 'expiring' ? new Date(fact.untilMs) : null;
