@@ -136,7 +136,8 @@ export async function inspect(target: StoreTarget): Promise<{ sizes: Sizes; tier
   try {
     await migrate(db);
     const [row] = await db.query<{ tenants: number; subscribers: number }>(
-      `SELECT (SELECT count(*)::int FROM tenants WHERE slug LIKE 'bench-t%') AS tenants,
+      // A tenant's test mode is a row of its own (mode_of): the tenants are the rows that are no mode of another.
+      `SELECT (SELECT count(*)::int FROM tenants WHERE slug LIKE 'bench-t%' AND mode_of IS NULL) AS tenants,
               (SELECT count(*)::int FROM subscribers WHERE processor_customer_id LIKE 'cus_b%') AS subscribers`,
     );
     const tenants = row?.tenants ?? 0;
