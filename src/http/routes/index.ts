@@ -45,7 +45,7 @@ export async function tenantResourceRoutes(app: App, opts: TenantResourceOptions
   const { tenants, subscribers, keys, stripeApiKeys, analytics, stripe, downstream } = store;
   await subscriberRoutes(app, { audience, subscribers, outbox: downstream.outbox, model, now });
   await settingsRoutes(app, { audience, tenants, keys, stripeApiKeys, now, rotationOverlapS });
-  await stripeApiKeyRoutes(app, { audience, tenants, stripeApiKeys, keys, stripeApi: opts.stripeApi, now });
+  await stripeApiKeyRoutes(app, { audience, stripeApiKeys, keys, stripeApi: opts.stripeApi, now });
   await keyRoutes(app, { audience, tenants, keys, now, rotationOverlapS });
   await analyticsRoutes(app, { audience, analytics, now });
   await tenantHealthRoutes(app, { audience, stripe, keys, endpoints: downstream.endpoints, model, now });

@@ -3,7 +3,7 @@ import { stripeApiKeyForm, stripeApiKeyPrefix } from '../../domain/stripe/api-ke
 import type { Mode } from '../../domain/types.js';
 import { checkStripeApiKey } from '../../services/stripe-api.js';
 import type { StripeApiOptions } from '../../services/stripe-api.js';
-import type { KeyStore, StripeApiKeyStore, TenantStore } from '../../store/index.js';
+import type { KeyStore, StripeApiKeyStore } from '../../store/index.js';
 import type { App } from '../app-instance.js';
 import { AppError } from '../problems.js';
 import { STRIPE_SECRET_CHANGES_SHOWN, StripeApiKeyBody, StripeApiKeyState } from '../schemas.js';
@@ -23,7 +23,6 @@ import { actorOf, presentCredentialChange } from './settings.js';
  */
 export interface StripeApiKeyRoutesOptions {
   audience: Audience;
-  tenants: Pick<TenantStore, 'getTenant'>;
   stripeApiKeys: Pick<StripeApiKeyStore, 'setStripeApiKey' | 'deleteStripeApiKey' | 'stripeApiKeyOf'>;
   keys: Pick<KeyStore, 'credentialChanges'>;
   /** Where Stripe's API is and how long a call may take. */

@@ -1,4 +1,5 @@
 import type { ChangeCause } from '../../domain/history.js';
+import { sweepSpacesAgain } from '../maintenance/sweeps.js';
 import { LINK_RENEW_AHEAD_MS } from '../../domain/links.js';
 import type { Commits } from '../changes/commits.js';
 import type { Db } from '../db/db.js';
@@ -64,11 +65,7 @@ export class SqlLinks implements CustomerLinks {
       );
       if ((row?.public_url ?? null) === url) return false;
       await tx.query('UPDATE customer_link_settings SET public_url = $1', [url]);
-      await tx.query(
-        `INSERT INTO policy_sweeps (tenant_id, after, started_at) SELECT tenant_id, '', $1 FROM tenant_stripe_api_keys
-         ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
-        [now],
-      );
+      await sweepSpacesAgain(tx, 'SELECT tenant_id FROM tenant_stripe_api_keys', now);
       return true;
     });
     return changed;

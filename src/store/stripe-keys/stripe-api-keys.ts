@@ -1,6 +1,7 @@
 import type { SecretBox } from '../../secrets/cipher.js';
 import type { Commits } from '../changes/commits.js';
-import type { Db, Queryable } from '../db/db.js';
+import type { Db } from '../db/db.js';
+import { sweepSpacesAgain } from '../maintenance/sweeps.js';
 import { recordChange } from '../keys/credentials.js';
 import type { CredentialActor } from '../keys/types.js';
 import type { StripeApiKeyStore, StripeApiKeySummary } from './types.js';
@@ -8,18 +9,6 @@ import type { StripeApiKeyStore, StripeApiKeySummary } from './types.js';
 const KIND = 'stripe_api_key' as const;
 
 /** The spaces' Stripe API keys in SQL, sealed by the store's SecretBox (bound to the space row and the kind). */
-/**
- * Whether a space has a key decides what its answers carry (Dunwall's own pay links, or the
- * stored pages): the policy clock's next pass answers every subscriber of the space again.
- */
-function rewriteLinks(tx: Queryable, spaceId: number, now: Date): Promise<unknown> {
-  return tx.query(
-    `INSERT INTO policy_sweeps (tenant_id, after, started_at) VALUES ($1, '', $2)
-     ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
-    [spaceId, now],
-  );
-}
-
 export class SqlStripeApiKeys implements StripeApiKeyStore {
   constructor(
     private readonly db: Db,
@@ -45,7 +34,8 @@ export class SqlStripeApiKeys implements StripeApiKeyStore {
         [spaceId, sealed, prefix, now],
       );
       await recordChange(tx, spaceId, KIND, by, now);
-      await rewriteLinks(tx, spaceId, now);
+      // Whether a space has a key decides what its answers carry: every subscriber is answered anew.
+      await sweepSpacesAgain(tx, 'SELECT $2::int AS tenant_id', now, [spaceId]);
       return true;
     });
     if (done) this.commits.emit();
@@ -59,7 +49,8 @@ export class SqlStripeApiKeys implements StripeApiKeyStore {
       ]);
       if (rows.length === 0) return false;
       await recordChange(tx, spaceId, KIND, by, now);
-      await rewriteLinks(tx, spaceId, now);
+      // Whether a space has a key decides what its answers carry: every subscriber is answered anew.
+      await sweepSpacesAgain(tx, 'SELECT $2::int AS tenant_id', now, [spaceId]);
       return true;
     });
     if (done) this.commits.emit();

@@ -1,4 +1,5 @@
 import { DEFAULT_POLICY } from '../../domain/policy.js';
+import { sweepSpacesAgain } from '../maintenance/sweeps.js';
 import { normaliseNotices } from '../../domain/notices.js';
 import type { Policy } from '../../domain/policy.js';
 import type { Entitlements, Mode } from '../../domain/types.js';
@@ -242,12 +243,7 @@ export class SqlTenants implements TenantStore {
       [tenantId, policy.enforcement, policy.grace_days, policy.escalate_after_days],
     );
     // Both modes' subscribers are answered under the tenant's policy: a sweep for each space.
-    await tx.query(
-      `INSERT INTO policy_sweeps (tenant_id, after, started_at)
-       SELECT id, '', $2 FROM tenants WHERE id = $1 OR mode_of = $1
-       ON CONFLICT (tenant_id) DO UPDATE SET after = '', started_at = EXCLUDED.started_at`,
-      [tenantId, now],
-    );
+    await sweepSpacesAgain(tx, 'SELECT id AS tenant_id FROM tenants WHERE id = $2 OR mode_of = $2', now, [tenantId]);
   }
 
   async deleteTenant(tenantId: number): Promise<boolean> {
